@@ -1,0 +1,41 @@
+# mcpbind: `make generate` sets up .venv and regenerates the bindings; `make test` runs the tests.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: setup generate test test-deep check lint types drift bench diff clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e ".[dev]"
+	touch $(STAMP)
+
+generate: $(STAMP)
+	$(BIN)/mcpbind generate
+
+test: $(STAMP)
+	$(BIN)/pytest -q
+
+test-deep: $(STAMP)
+	MCPBIND_DEEP=1 $(BIN)/pytest -q -m deep
+
+check: lint types drift
+
+lint: $(STAMP)
+	$(BIN)/ruff check codegen mcpbind tests
+
+types: $(STAMP)
+	$(BIN)/mypy codegen mcpbind generated/mcpbind
+
+drift: $(STAMP)
+	$(BIN)/mcpbind generate --check
+
+diff: $(STAMP)
+	$(BIN)/mcpbind diff $(A) $(B)
+
+clean:
+	rm -rf $(VENV) .cache .mypy_cache .pytest_cache

@@ -1,0 +1,66 @@
+"""The ``mcpbind`` command line."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import click
+
+from . import write as writer
+from .pin import PinError, pins, read_schema_bytes
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def main() -> None:
+    """Generate and inspect exact msgspec bindings for every MCP revision."""
+
+
+@main.command()
+@click.option(
+    "--revision",
+    "-r",
+    "revisions",
+    multiple=True,
+    metavar="R",
+    help="Only this revision (repeatable). Default: every pinned revision.",
+)
+@click.option("--check", is_flag=True, help="Write nothing; exit 1 with a diff when committed output is stale.")
+def generate(revisions: tuple[str, ...], check: bool) -> None:
+    """Regenerate the bindings from the pinned schemas."""
+    started = time.perf_counter()
+    known = [p.revision for p in pins()]
+    for r in revisions:
+        if r not in known:
+            raise click.BadParameter(f"{r!r} is not pinned; pinned: {', '.join(known)}", param_hint="--revision")
+    try:
+        files = writer.generate(revisions or None)
+    except Exception as exc:  # every stage raises its own error type with the reason
+        raise click.ClickException(f"{type(exc).__name__}: {exc}") from exc
+    if check:
+        diffs = writer.stale(files)
+        if diffs:
+            sys.stdout.write("".join(diffs))
+            click.echo(f"generated output is stale in {len(diffs)} file(s); run `make generate`", err=True)
+            sys.exit(1)
+        click.echo(f"generated output is up to date ({len(files)} files)")
+        return
+    try:
+        writer.verify(files)
+    except writer.VerifyError as exc:
+        raise click.ClickException(str(exc)) from exc
+    written = writer.write(files)
+    elapsed = time.perf_counter() - started
+    click.echo(f"{len(written)} of {len(files)} files changed ({elapsed:.1f} s)")
+
+
+@main.command()
+def revisions() -> None:
+    """List the pinned revisions with their sha256 and source."""
+    for p in pins():
+        try:
+            _, source = read_schema_bytes(p)
+            status = "ok"
+        except PinError as exc:
+            source, status = p.url, f"unavailable: {exc}"
+        click.echo(f"{p.revision:<12} {p.sha256}  {source}  [{status}]")

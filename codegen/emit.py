@@ -1,0 +1,509 @@
+"""Stage 4, emit: render one revision's IR into Python source with the jinja2 templates.
+
+This module turns the IR into plain view objects (every string the templates print is
+built and escaped here); the templates only lay them out. ``black`` formats the result.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Any
+
+import black
+import jinja2
+
+from .ir import (
+    AliasDef,
+    AnyT,
+    ArrayT,
+    Constraints,
+    Field,
+    Lit,
+    MapT,
+    ObjectDef,
+    Prim,
+    RefT,
+    Revision,
+    TypeExpr,
+    UnionInfo,
+    UnionT,
+)
+from .names import class_name, pascal, snake
+from .paths import TEMPLATES_DIR
+from .unions import flatten, resolve
+
+# Names that appear inside annotations; an attribute with one of them would shadow it for
+# the annotation resolver (which also looks in the class body), so it gets a trailing ``_``.
+ANNOTATION_NAMES = frozenset(
+    {"str", "int", "float", "bool", "list", "dict", "None", "Any", "Annotated", "ClassVar", "Literal", "Meta", "UnsetType", "Union"}
+)
+
+
+class EmitError(Exception):
+    """The IR holds something the templates cannot express."""
+
+
+# -- escaping ----------------------------------------------------------------------------------
+
+
+def docstring(text: str | None) -> str | None:
+    """A triple-quoted docstring literal for ``text``: nothing in it can end the string."""
+    if not text or not text.strip():
+        return None
+    out = []
+    for ch in text.strip():
+        if ch == "\\":
+            out.append("\\\\")
+        elif ch == "\n":
+            out.append("\n")
+        elif ch == "\t":
+            out.append("    ")
+        elif not ch.isprintable():
+            out.append(f"\\u{ord(ch):04x}" if ord(ch) < 0x10000 else f"\\U{ord(ch):08x}")
+        else:
+            out.append(ch)
+    body = "".join(out).replace('"""', '\\"\\"\\"')
+    if body.endswith('"'):
+        body = body[:-1] + '\\"'
+    return '"""' + body + '"""'
+
+
+def literal(value: Any) -> str:
+    """A Python literal for a JSON constant."""
+    if value is None or isinstance(value, (bool, int, str)):
+        return repr(value)
+    raise EmitError(f"unsupported constant {value!r}")
+
+
+# -- views -------------------------------------------------------------------------------------
+
+
+@dataclass
+class FieldView:
+    py: str
+    annotation: str
+    default: str | None  # right-hand side, or None for a required field
+    doc: str | None
+
+
+@dataclass
+class StructView:
+    name: str
+    bases: str
+    doc: str | None
+    fields: list[FieldView]
+    tag: tuple[str, str] | None = None  # (attribute, literal)
+    private: bool = False
+
+
+@dataclass
+class PropertyView:
+    py: str
+    wire: str
+    annotation: str
+    required: bool
+    doc: str | None
+
+
+@dataclass
+class OpenView:
+    name: str
+    doc: str | None
+    fields_struct: str
+    properties: list[PropertyView]
+    init_params: list[str]
+
+
+@dataclass
+class MarkerView:
+    name: str
+    doc: str | None
+    union: str  # the union as the type checker sees it
+
+
+@dataclass
+class AliasView:
+    name: str
+    doc: str | None
+    value: str
+
+
+@dataclass
+class MemberView:
+    type: str
+    kind: str | None
+    required: list[str]
+    known: list[str]
+    consts: list[tuple[str, list[str]]]
+
+
+@dataclass
+class RegistrationView:
+    marker: str
+    members: list[MemberView]
+
+
+@dataclass
+class ExtraView:
+    name: str
+    type: str
+
+
+@dataclass
+class MethodView:
+    method: str
+    kind: str
+    sender: str
+    message: str
+    params: str
+    params_required: bool
+    result: str
+    capability: str
+    capability_side: str
+
+
+@dataclass
+class ModuleView:
+    revision: str
+    sha256: str
+    header: str
+    markers: list[MarkerView] = field(default_factory=list)
+    structs: list[StructView] = field(default_factory=list)
+    opens: list[OpenView] = field(default_factory=list)
+    aliases: list[AliasView] = field(default_factory=list)
+    registrations: list[RegistrationView] = field(default_factory=list)
+    extras: list[ExtraView] = field(default_factory=list)
+    exports: list[tuple[str, str]] = field(default_factory=list)  # (schema name, py name) differing
+    public: list[str] = field(default_factory=list)
+    methods: list[MethodView] = field(default_factory=list)
+    method_imports: list[str] = field(default_factory=list)
+
+
+class _Renderer:
+    def __init__(self, rev: Revision) -> None:
+        self.rev = rev
+        taken: set[str] = set()
+        self.py: dict[str, str] = {}
+        for name in rev.definitions:
+            self.py[name] = class_name(name, taken)
+            taken.add(self.py[name])
+        self.markers: dict[str, str] = {}  # untagged union site -> marker class name
+        for site, info in rev.unions.items():
+            if info.strategy == "untagged":
+                if site in rev.definitions:
+                    self.markers[site] = self.py[site]
+                else:
+                    self.markers[site] = "_" + class_name(_site_name(site), taken)
+                    taken.add(self.markers[site])
+        self.emitted_aliases: set[str] | None = None  # while rendering aliases: those already bound
+
+    # -- type expressions
+
+    def type(self, t: TypeExpr, *, checking: bool = False) -> str:
+        """The annotation for ``t`` (``checking``: as the type checker sees untagged unions)."""
+        if isinstance(t, AnyT):
+            return "Any"
+        if isinstance(t, Prim):
+            return _prim(t)
+        if isinstance(t, Lit):
+            if t.values == (None,):
+                return "None"
+            values = [v for v in t.values if v is not None]
+            lit = f"Literal[{', '.join(literal(v) for v in values)}]"
+            return lit + (" | None" if None in t.values else "")
+        if isinstance(t, ArrayT):
+            inner = f"list[{self.type(t.item, checking=checking)}]"
+            return _annotated(inner, t.constraints, length=True)
+        if isinstance(t, MapT):
+            return f"dict[str, {self.type(t.value, checking=checking)}]"
+        if isinstance(t, RefT):
+            if self.emitted_aliases is not None and self._alias_pending(t.name):
+                return "Any"  # a back edge of an alias cycle (see docs/design.md)
+            return self.py[t.name]
+        if isinstance(t, UnionT):
+            info = self.rev.unions[t.site]
+            if info.strategy == "untagged" and not checking:
+                if self.emitted_aliases is not None and self.markers[t.site] == self.py.get(t.site):
+                    return self.markers[t.site]
+                return self.markers[t.site]
+            parts = [self.type(m, checking=checking) for m in t.members]
+            parts.sort(key=lambda p: p == "None")
+            return " | ".join(dict.fromkeys(parts))
+        raise EmitError(f"unknown type expression {t!r}")
+
+    def _alias_pending(self, name: str) -> bool:
+        d = self.rev.definitions[name]
+        return (
+            isinstance(d, AliasDef)
+            and self.emitted_aliases is not None
+            and name not in self.emitted_aliases
+            and name not in self.markers
+        )
+
+    # -- definitions
+
+    def struct(self, o: ObjectDef, *, name: str | None = None, private: bool = False) -> StructView:
+        fields = []
+        reserved = ANNOTATION_NAMES | set(self.py.values())
+        tag = None
+        for f in o.fields:
+            py = _attribute(f.py, reserved)
+            if o.tag is not None and f.wire == o.tag[0]:
+                tag = (py, literal(o.tag[1]))
+                continue
+            fields.append(self._field(f, py))
+        options = ["kw_only=True", "gc=False"]
+        if o.extra == "forbidden":
+            options.append("forbid_unknown_fields=True")
+        if o.tag is not None:
+            options += [f"tag_field={literal(o.tag[0])}", f"tag={literal(o.tag[1])}"]
+        return StructView(
+            name=name or self.py[o.name],
+            bases="Struct, " + ", ".join(options),
+            doc=docstring(o.description),
+            fields=fields,
+            tag=tag,
+            private=private,
+        )
+
+    def _field(self, f: Field, py: str) -> FieldView:
+        annotation = self.type(f.type)
+        doc = f.description
+        if f.has_default:
+            doc = (doc + "\n\n" if doc else "") + f"Default when absent: ``{f.default!r}``."
+        if f.required:
+            default = None if py == f.wire else f"field(name={literal(f.wire)})"
+        else:
+            annotation += " | UnsetType"
+            default = "UNSET" if py == f.wire else f"field(name={literal(f.wire)}, default=UNSET)"
+        return FieldView(py=py, annotation=annotation, default=default, doc=docstring(doc))
+
+    def open_object(self, o: ObjectDef) -> tuple[OpenView, StructView]:
+        fields_struct = self.struct(o, name=f"_{self.py[o.name]}Fields", private=True)
+        fields_struct.doc = None
+        props, params = [], []
+        reserved = ANNOTATION_NAMES | set(self.py.values())
+        for f in o.fields:
+            py = _attribute(f.py, reserved)
+            checking = self.type(f.type, checking=True)
+            annotation = checking if f.required else f"{checking} | UnsetType"
+            props.append(PropertyView(py, literal(f.wire), annotation, f.required, docstring(f.description)))
+            params.append(f"{py}: {annotation}" + ("" if f.required else " = UNSET"))
+        return (
+            OpenView(
+                name=self.py[o.name],
+                doc=docstring(o.description),
+                fields_struct=fields_struct.name,
+                properties=props,
+                init_params=params,
+            ),
+            fields_struct,
+        )
+
+    def registration(self, site: str, info: UnionInfo) -> RegistrationView:
+        members = []
+        for m in info.members:
+            members.append(
+                MemberView(
+                    type=self.type(m.type),
+                    kind=literal(m.kind),
+                    required=[literal(k) for k in m.required],
+                    known=[literal(k) for k in m.known],
+                    consts=[(literal(k), [literal(v) for v in vs]) for k, vs in m.consts],
+                )
+            )
+        return RegistrationView(self.markers[site], members)
+
+
+def _site_name(site: str) -> str:
+    """``ReadResourceResult.contents[]`` -> ``ReadResourceResultContentsItem``."""
+    parent, _, rest = site.partition(".")
+    out = parent
+    for part in rest.replace("[]", ".[]").replace("*", ".*").split("."):
+        if part == "[]":
+            out += "Item"
+        elif part == "*":
+            out += "Value"
+        elif part:
+            out += pascal(snake(part))
+    return out
+
+
+def _attribute(py: str, reserved: frozenset[str] | set[str]) -> str:
+    while py in reserved:
+        py += "_"
+    return py
+
+
+def _meta_args(c: Constraints, *, length: bool) -> list[str]:
+    args = []
+    pairs = [
+        ("ge", c.minimum),
+        ("le", c.maximum),
+        ("gt", c.exclusive_minimum),
+        ("lt", c.exclusive_maximum),
+        ("min_length", c.min_items if length else c.min_length),
+        ("max_length", c.max_items if length else c.max_length),
+        ("pattern", None if length else c.pattern),
+    ]
+    for key, value in pairs:
+        if value is not None:
+            args.append(f"{key}={value!r}")
+    return args
+
+
+def _annotated(inner: str, c: Constraints, *, length: bool = False) -> str:
+    args = _meta_args(c, length=length)
+    return f"Annotated[{inner}, Meta({', '.join(args)})]" if args else inner
+
+
+def _prim(t: Prim) -> str:
+    if t.json == "string":
+        return _annotated("str", t.constraints)
+    if t.json == "integer":
+        return _annotated("int", t.constraints)
+    if t.json == "number":
+        return f"{_annotated('int', t.constraints)} | {_annotated('float', t.constraints)}"
+    if t.json == "boolean":
+        return "bool"
+    return "None"
+
+
+def _alias_order(rev: Revision) -> list[str]:
+    """Alias definitions in an order where each comes after the aliases it refers to."""
+    aliases = {n for n, d in rev.definitions.items() if isinstance(d, AliasDef)}
+    order: list[str] = []
+    state: dict[str, int] = {}
+
+    def refs(t: TypeExpr) -> list[str]:
+        from .unions import walk
+
+        return [x.name for x in walk(t) if isinstance(x, RefT) and x.name in aliases]
+
+    def visit(name: str) -> None:
+        if state.get(name) == 2:
+            return
+        if state.get(name) == 1:
+            return  # cycle: the back edge renders as Any
+        state[name] = 1
+        d = rev.definitions[name]
+        assert isinstance(d, AliasDef)
+        for r in refs(d.type):
+            visit(r)
+        state[name] = 2
+        order.append(name)
+
+    for name in sorted(aliases):
+        visit(name)
+    return order
+
+
+def module_view(rev: Revision) -> ModuleView:
+    r = _Renderer(rev)
+    view = ModuleView(
+        revision=rev.revision,
+        sha256=rev.sha256,
+        header=f"generated by mcpbind from {rev.revision} (sha256 {rev.sha256}); do not edit.",
+    )
+    for site, marker in sorted(r.markers.items(), key=lambda kv: kv[1]):
+        u = _union_at(rev, site)
+        d = rev.definitions.get(site)
+        view.markers.append(
+            MarkerView(
+                name=marker,
+                doc=docstring(d.description if d is not None else None),
+                union=r.type(u, checking=True),
+            )
+        )
+    for o in rev.objects():
+        if o.extra == "kept":
+            open_view, fields_struct = r.open_object(o)
+            view.structs.append(fields_struct)
+            view.opens.append(open_view)
+            if not isinstance(o.extra_value, AnyT):
+                view.extras.append(ExtraView(r.py[o.name], f"dict[str, {r.type(o.extra_value)}]"))
+        else:
+            view.structs.append(r.struct(o))
+    r.emitted_aliases = set()
+    for name in _alias_order(rev):
+        d = rev.definitions[name]
+        assert isinstance(d, AliasDef)
+        if name in r.markers:
+            r.emitted_aliases.add(name)
+            continue
+        view.aliases.append(AliasView(r.py[name], docstring(d.description), r.type(d.type)))
+        r.emitted_aliases.add(name)
+    r.emitted_aliases = None
+    for site, info in sorted(rev.unions.items()):
+        if info.strategy == "untagged":
+            view.registrations.append(r.registration(site, info))
+    view.public = sorted(rev.definitions)
+    view.exports = [(n, r.py[n]) for n in view.public if r.py[n] != n]
+    for m in rev.methods.values():
+        view.methods.append(
+            MethodView(
+                method=literal(m.method),
+                kind=literal(m.kind),
+                sender=literal(m.sender),
+                message=r.py[m.message],
+                params=r.type(m.params) if m.params is not None else "None",
+                params_required=m.params_required,
+                result=r.type(m.result) if m.result is not None else "None",
+                capability=literal(m.capability),
+                capability_side=literal(m.capability_side),
+            )
+        )
+    known = set(r.py.values()) | set(r.markers.values())
+    used = set()
+    for x in view.methods:
+        used |= set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", f"{x.message} {x.params} {x.result}"))
+    view.method_imports = sorted(used & known)
+    return view
+
+
+def _union_at(rev: Revision, site: str) -> UnionT:
+    d = rev.definitions.get(site)
+    if isinstance(d, AliasDef) and isinstance(d.type, UnionT):
+        return d.type
+    from .unions import all_unions
+
+    for u in all_unions(rev):
+        if u.site == site:
+            return u
+    raise EmitError(f"no union at {site}")
+
+
+# -- rendering ---------------------------------------------------------------------------------
+
+
+@cache
+def _env() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(TEMPLATES_DIR)),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        autoescape=False,
+    )
+
+
+BLACK_MODE = black.Mode(line_length=100, target_versions={black.TargetVersion.PY311})
+
+
+def render(template: str, **context: Any) -> str:
+    """Render a template and format it with black."""
+    source = _env().get_template(template).render(**context)
+    return black.format_str(source, mode=BLACK_MODE)
+
+
+def revision_files(rev: Revision) -> dict[str, str]:
+    """The generated files of one revision package, by path relative to the package."""
+    view = module_view(rev)
+    return {
+        "__init__.py": render("package.py.j2", m=view),
+        "types.py": render("types.py.j2", m=view),
+        "methods.py": render("methods.py.j2", m=view),
+    }

@@ -1,0 +1,189 @@
+"""How each union of a revision is decoded (part of the model stage).
+
+msgspec decodes a union natively when its members are of different JSON kinds, or when its
+object members are Structs that share a constant field (a *tag*). Every other union is
+*untagged*: the runtime picks the member from the keys and constants present, then decodes
+it (see ``mcpbind/_untagged.py``). This module decides which, assigns tags, and records for
+each untagged union what tells its members apart.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import replace
+
+from .ir import (
+    AliasDef,
+    AnyT,
+    ArrayT,
+    JsonKind,
+    Lit,
+    MapT,
+    ObjectDef,
+    Prim,
+    RefT,
+    Revision,
+    TypeExpr,
+    UnionInfo,
+    UnionMember,
+    UnionT,
+)
+
+TAG_PREFERENCE = ("method", "type")
+
+
+def walk(t: TypeExpr) -> Iterator[TypeExpr]:
+    """``t`` and every type expression inside it (not following references)."""
+    yield t
+    if isinstance(t, ArrayT):
+        yield from walk(t.item)
+    elif isinstance(t, MapT):
+        yield from walk(t.value)
+    elif isinstance(t, UnionT):
+        for m in t.members:
+            yield from walk(m)
+
+
+def all_unions(rev: Revision) -> list[UnionT]:
+    found: dict[str, UnionT] = {}
+    for d in rev.definitions.values():
+        roots = [f.type for f in d.fields] + [d.extra_value] if isinstance(d, ObjectDef) else [d.type]
+        for root in roots:
+            for t in walk(root):
+                if isinstance(t, UnionT):
+                    found.setdefault(t.site, t)
+    return [found[s] for s in sorted(found)]
+
+
+def resolve(rev: Revision, t: TypeExpr) -> TypeExpr:
+    """Follow references to aliases until reaching an object reference or a non-reference."""
+    seen = set()
+    while isinstance(t, RefT) and isinstance(d := rev.definitions[t.name], AliasDef):
+        if t.name in seen:
+            raise ValueError(f"{rev.revision}: alias cycle through {t.name}")
+        seen.add(t.name)
+        t = d.type
+    return t
+
+
+def flatten(rev: Revision, t: UnionT) -> list[TypeExpr]:
+    """The members of ``t`` with aliased unions expanded; each is resolved past aliases."""
+    out: list[TypeExpr] = []
+    for m in t.members:
+        r = resolve(rev, m)
+        for x in flatten(rev, r) if isinstance(r, UnionT) else [m]:
+            if x not in out:
+                out.append(x)
+    return out
+
+
+def kind_of(rev: Revision, t: TypeExpr) -> JsonKind | None:
+    r = resolve(rev, t)
+    if isinstance(r, (RefT, MapT)):
+        return "object"
+    if isinstance(r, ArrayT):
+        return "array"
+    if isinstance(r, Prim):
+        return r.json
+    if isinstance(r, Lit):
+        kinds = {_value_kind(v) for v in r.values}
+        return kinds.pop() if len(kinds) == 1 else None
+    return None
+
+
+def _value_kind(v: object) -> JsonKind:
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "boolean"
+    if isinstance(v, int):
+        return "integer"
+    if isinstance(v, float):
+        return "number"
+    return "string"
+
+
+def _is_native(kinds: list[JsonKind | None], lit_kinds: list[JsonKind]) -> bool:
+    if None in kinds:
+        return False
+    counts = Counter(k for k in kinds if k is not None)
+    # Literals of one kind merge into one Literal, but not with the bare primitive of that kind.
+    for k in set(lit_kinds):
+        counts[k] -= lit_kinds.count(k) - 1
+    return all(n <= 1 for n in counts.values())
+
+
+def _tag_field(rev: Revision, objs: list[ObjectDef]) -> str | None:
+    candidates: set[str] | None = None
+    for o in objs:
+        mine = {
+            f.wire
+            for f in o.fields
+            if f.required
+            and isinstance(f.type, Lit)
+            and len(f.type.values) == 1
+            and isinstance(f.type.values[0], str)
+            and (o.tag is None or o.tag[0] == f.wire)
+        }
+        candidates = mine if candidates is None else candidates & mine
+    if not candidates:
+        return None
+    ordered = sorted(candidates, key=lambda w: (w not in TAG_PREFERENCE, TAG_PREFERENCE.index(w) if w in TAG_PREFERENCE else 0, w))
+    for wire in ordered:
+        values = [_tag_value(o, wire) for o in objs]
+        if len(set(values)) == len(values):
+            return wire
+    return None
+
+
+def _tag_value(o: ObjectDef, wire: str) -> str:
+    f = o.field(wire)
+    assert f is not None and isinstance(f.type, Lit)
+    return str(f.type.values[0])
+
+
+def _member(rev: Revision, t: TypeExpr) -> UnionMember:
+    kind = kind_of(rev, t)
+    r = resolve(rev, t)
+    if isinstance(r, RefT):
+        o = rev.definitions[r.name]
+        assert isinstance(o, ObjectDef)
+        return UnionMember(
+            type=t,
+            kind=kind,
+            required=tuple(f.wire for f in o.fields if f.required),
+            known=tuple(f.wire for f in o.fields),
+            consts=tuple(
+                (f.wire, f.type.values) for f in o.fields if f.required and isinstance(f.type, Lit)
+            ),
+        )
+    return UnionMember(type=t, kind=kind)
+
+
+def analyse(rev: Revision) -> None:
+    """Fill ``rev.unions`` and set the tags of tagged union members (in place)."""
+    for u in all_unions(rev):
+        members = flatten(rev, u)
+        if any(isinstance(resolve(rev, m), AnyT) for m in members):
+            rev.unions[u.site] = UnionInfo(u.site, "native", ())
+            continue
+        kinds = [kind_of(rev, m) for m in members]
+        lit_kinds = [k for m, k in zip(members, kinds) if isinstance(resolve(rev, m), Lit) and k]
+        object_refs = [resolve(rev, m) for m, k in zip(members, kinds) if k == "object"]
+        if _is_native(kinds, lit_kinds):
+            rev.unions[u.site] = UnionInfo(u.site, "native", ())
+            continue
+        others = [k for k in kinds if k != "object"]
+        objs = [rev.definitions[r.name] for r in object_refs if isinstance(r, RefT)]
+        structs = [o for o in objs if isinstance(o, ObjectDef) and o.extra != "kept"]
+        if (
+            len(structs) == len(object_refs) >= 2
+            and _is_native(others, [k for k in lit_kinds if k != "object"])
+            and (tag := _tag_field(rev, structs)) is not None
+        ):
+            for o in structs:
+                rev.definitions[o.name] = replace(o, tag=(tag, _tag_value(o, tag)))
+            rev.unions[u.site] = UnionInfo(u.site, "tagged", (), tag_field=tag)
+            continue
+        rev.unions[u.site] = UnionInfo(u.site, "untagged", tuple(_member(rev, m) for m in members))

@@ -1,0 +1,123 @@
+"""Stage 5, write: verify generated files, then replace the committed ones (or report drift).
+
+Nothing replaces committed output before every new file compiles, parses with libcst and
+imports, and msgspec has built a decoder for every type it defines.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+
+import libcst
+
+from .emit import render, revision_files
+from .model import build
+from .paths import GENERATED_DIR, REPO_ROOT, package_name
+from .pin import pins
+
+
+class VerifyError(Exception):
+    """Generated code failed verification; nothing was written."""
+
+
+def revisions_file() -> str:
+    ps = pins()
+    return render(
+        "revisions.py.j2",
+        pins=ps,
+        packages={p.revision: package_name(p.revision) for p in ps},
+        latest=[p.revision for p in ps if p.released][-1],
+    )
+
+
+def generate(revisions: Iterable[str] | None = None) -> dict[Path, str]:
+    """Every generated file (absolute path -> content) for ``revisions`` (default: all)."""
+    wanted = list(revisions) if revisions is not None else [p.revision for p in pins()]
+    files: dict[Path, str] = {GENERATED_DIR / "_revisions.py": revisions_file()}
+    for revision in wanted:
+        package = GENERATED_DIR / package_name(revision)
+        for name, text in revision_files(build(revision)).items():
+            files[package / name] = text
+    return files
+
+
+_IMPORT_CHECK = """
+import importlib, sys
+import msgspec
+from mcpbind._support import dec_hook
+for package in sys.argv[1:]:
+    module = importlib.import_module("mcpbind." + package + ".types")
+    for name in module.__all__:
+        msgspec.json.Decoder(getattr(module, name), dec_hook=dec_hook)
+"""
+
+
+def verify(files: dict[Path, str]) -> None:
+    """Compile, parse and import the new files from a scratch copy; raise VerifyError if any fails."""
+    for path, text in files.items():
+        rel = path.relative_to(REPO_ROOT)
+        try:
+            compile(text, str(rel), "exec")
+            libcst.parse_module(text)
+        except (SyntaxError, libcst.ParserSyntaxError) as exc:
+            raise VerifyError(f"{rel}: generated code does not parse: {exc}") from exc
+    with tempfile.TemporaryDirectory() as scratch:
+        for path, text in files.items():
+            target = Path(scratch) / path.relative_to(GENERATED_DIR)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(text, encoding="utf-8")
+        packages = sorted({p.relative_to(GENERATED_DIR).parts[0] for p in files if p.parent != GENERATED_DIR})
+        env = {
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")]),
+            "MCPBIND_GENERATED_DIR": scratch,
+        }
+        done = subprocess.run(
+            [sys.executable, "-c", _IMPORT_CHECK, *packages],
+            capture_output=True,
+            text=True,
+            env=env,
+            check=False,
+        )
+        if done.returncode != 0:
+            raise VerifyError(f"generated code does not import:\n{done.stderr.strip()}")
+
+
+def stale(files: dict[Path, str]) -> list[str]:
+    """Unified diffs of every file whose committed content differs from ``files``."""
+    diffs = []
+    for path, text in sorted(files.items()):
+        old = path.read_text(encoding="utf-8") if path.exists() else ""
+        if old != text:
+            rel = str(path.relative_to(REPO_ROOT))
+            diffs.append(
+                "".join(
+                    difflib.unified_diff(
+                        old.splitlines(keepends=True),
+                        text.splitlines(keepends=True),
+                        fromfile=f"a/{rel}",
+                        tofile=f"b/{rel}",
+                    )
+                )
+            )
+    return diffs
+
+
+def write(files: dict[Path, str]) -> list[Path]:
+    """Write the files that changed (each atomically); returns the ones written."""
+    written = []
+    for path, text in sorted(files.items()):
+        if path.exists() and path.read_text(encoding="utf-8") == text:
+            continue
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(path.suffix + ".tmp")
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+        written.append(path)
+    return written

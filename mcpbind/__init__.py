@@ -1,0 +1,50 @@
+"""mcpbind: exact, fast msgspec bindings for every revision of the Model Context Protocol."""
+
+from __future__ import annotations
+
+import importlib
+import os
+from pathlib import Path
+from types import ModuleType
+
+# The generated packages live in generated/mcpbind/ in a checkout and beside this file in a wheel;
+# the generator points MCPBIND_GENERATED_DIR at new output to import it before it replaces any.
+_generated = Path(
+    os.environ.get("MCPBIND_GENERATED_DIR")
+    or Path(__file__).resolve().parent.parent / "generated" / "mcpbind"
+)
+if _generated.is_dir():
+    __path__.insert(0, str(_generated))
+
+from ._revisions import LATEST, PACKAGES, REVISIONS  # noqa: E402
+from ._support import MethodSpec, OpenObject, convert, dec_hook, decode, decoder  # noqa: E402
+
+__all__ = [
+    "LATEST",
+    "REVISIONS",
+    "MethodSpec",
+    "OpenObject",
+    "UnknownRevisionError",
+    "bindings",
+    "convert",
+    "dec_hook",
+    "decode",
+    "decoder",
+]
+
+
+class UnknownRevisionError(ValueError):
+    """A revision string that is not one of ``REVISIONS``."""
+
+    def __init__(self, revision: object) -> None:
+        self.revision = revision
+        super().__init__(f"unknown MCP revision {revision!r}; known revisions: {', '.join(REVISIONS)}")
+
+
+def bindings(revision: str) -> ModuleType:
+    """The generated package of ``revision`` (``bindings("2025-11-25") is mcpbind.v2025_11_25``)."""
+    try:
+        package = PACKAGES[revision]
+    except (KeyError, TypeError):
+        raise UnknownRevisionError(revision) from None
+    return importlib.import_module(f"{__name__}.{package}")

@@ -1,0 +1,261 @@
+"""What the generated revision packages build on: open objects, untagged unions, the decode hook.
+
+msgspec decodes Structs, tagged unions and unions of different JSON kinds natively. Two
+shapes of these schemas it cannot: unions whose members nothing but their keys tell apart
+(``TextResourceContents | BlobResourceContents``, ``ServerResult``), and objects that must
+keep keys they do not declare (``_meta``, ``Result``, a tool's ``inputSchema``). For those the
+generated code uses the two classes below as field types, and ``dec_hook`` decodes them.
+"""
+
+from __future__ import annotations
+
+import re
+import types as types_module
+from collections.abc import Callable, Mapping
+from functools import lru_cache
+from typing import Any, ClassVar, Literal, NamedTuple, TypeVar, Union, get_origin
+
+import msgspec
+
+T = TypeVar("T")
+
+
+class MethodSpec(msgspec.Struct, frozen=True, kw_only=True):
+    """One JSON-RPC method of a revision, as the generated ``METHODS`` tables list it."""
+
+    method: str
+    kind: str  # "request" or "notification"
+    sender: str  # "client", "server" or "both"
+    message: Any  # the request or notification type
+    params: Any  # the type of its params, or None
+    params_required: bool
+    result: Any  # the result type of a request; None for a notification
+    capability: str | None  # dotted capability path the receiving side must have advertised
+    capability_side: str | None  # whose capabilities ``capability`` is in
+
+
+class Member(NamedTuple):
+    """One member of an untagged union and what must hold for it to be a candidate."""
+
+    type: Any
+    kind: str | None  # "object", "array", "string", ...; None accepts any kind
+    required: frozenset[str] = frozenset()
+    known: frozenset[str] = frozenset()
+    consts: tuple[tuple[str, tuple[Any, ...]], ...] = ()
+
+
+class _UntaggedType(type):
+    """Makes ``isinstance(x, Marker)`` true for instances of the union's members.
+
+    msgspec checks that ``dec_hook`` returned an instance of the field's type; the members
+    do not inherit from the marker, so the check has to come from here.
+    """
+
+    def __instancecheck__(cls, obj: Any) -> bool:
+        classes = cls.__dict__.get("_classes")
+        if classes is None:
+            classes = tuple(_runtime_classes(m.type for m in cls.members))  # type: ignore[attr-defined]
+            cls._classes = classes
+        return isinstance(obj, classes)
+
+
+def _runtime_classes(types: Any) -> list[type]:
+    out: list[type] = []
+    for t in types:
+        args = getattr(t, "__args__", None)
+        if isinstance(t, types_module.UnionType) or get_origin(t) is Union:
+            out += _runtime_classes(args)
+        elif isinstance(t, _UntaggedType):
+            out += _runtime_classes(m.type for m in t.members)  # type: ignore[attr-defined]
+        elif isinstance(t, type):
+            out.append(t)
+        elif get_origin(t) is Literal:
+            out += [type(a) for a in args]
+        else:
+            out.append(get_origin(t) or object)
+    return out
+
+
+class Untagged(metaclass=_UntaggedType):
+    """Marker for an untagged union: a field of this type is decoded by ``dec_hook``.
+
+    The generated code declares one subclass per such union (the type checker sees the real
+    union instead) and registers its members, most specific first.
+    """
+
+    __slots__ = ()
+    members: ClassVar[tuple[Member, ...]] = ()
+
+    def __new__(cls) -> Untagged:
+        raise TypeError(f"{cls.__name__} is an untagged union: build one of its members instead")
+
+
+def register(marker: type[Untagged], members: tuple[Member, ...]) -> None:
+    """Attach its members, most specific first, to an untagged union's marker (once, at import)."""
+    marker.members = members
+
+
+class OpenObject(dict[str, Any]):
+    """A JSON object that keeps every key: declared ones typed, any other as it came.
+
+    Generated subclasses add a read-only property per declared key (``meta.protocol_version``
+    reads ``"io.modelcontextprotocol/protocolVersion"``). It is a ``dict``, so msgspec encodes
+    it as is and nothing a peer sent is lost on the way through.
+    """
+
+    __slots__ = ()
+    _attributes: ClassVar[Mapping[str, str]] = {}  # attribute name -> wire key
+    _fields_type: ClassVar[Any] = None  # a Struct of the declared keys, for validation
+    _extra_type: ClassVar[Any] = None  # dict type of the other keys, None when any value goes
+
+    def __init__(self, _extra: Mapping[str, Any] | None = None, /, **fields: Any) -> None:
+        super().__init__(_extra or {})
+        for attribute, value in fields.items():
+            try:
+                wire = self._attributes[attribute]
+            except KeyError:
+                raise TypeError(
+                    f"{type(self).__name__}() got an unexpected keyword argument {attribute!r}"
+                ) from None
+            if value is not msgspec.UNSET:
+                self[wire] = value
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({dict.__repr__(self)})"
+
+    @classmethod
+    def _decode(cls: type[T], obj: Any, hook: Callable[[type, Any], Any]) -> T:
+        if not isinstance(obj, dict):
+            raise ValueError(f"Expected `object`, got `{_kind(obj)}`")
+        self: Any = cls.__new__(cls)
+        dict.update(self, obj)
+        typed = msgspec.convert(obj, self._fields_type, dec_hook=hook)
+        for attribute, wire in self._attributes.items():
+            value = getattr(typed, attribute)
+            if value is not msgspec.UNSET:
+                dict.__setitem__(self, wire, value)
+        if self._extra_type is not None:
+            declared = self._attributes.values()
+            extra = {k: v for k, v in obj.items() if k not in declared}
+            for key, value in msgspec.convert(extra, self._extra_type, dec_hook=hook).items():
+                dict.__setitem__(self, key, value)
+        return self  # type: ignore[no-any-return]
+
+
+def _kind(obj: Any) -> str:
+    if obj is None:
+        return "null"
+    return {dict: "object", list: "array", str: "str", bool: "bool", int: "int", float: "float"}.get(
+        type(obj), type(obj).__name__
+    )
+
+
+_JSON_KIND = {dict: "object", list: "array", str: "string", bool: "boolean", int: "integer", float: "number"}
+
+
+def _candidates(members: tuple[Member, ...], obj: Any) -> list[Member]:
+    kind = "null" if obj is None else _JSON_KIND.get(type(obj))
+    fits = []
+    for m in members:
+        if m.kind is not None and m.kind != kind and not (m.kind == "number" and kind == "integer"):
+            continue
+        if kind == "object":
+            if not m.required <= obj.keys():
+                continue
+            if any(obj.get(k, _MISSING) not in values for k, values in m.consts):
+                continue
+        fits.append(m)
+    if kind == "object" and len(fits) > 1:
+        keys = obj.keys()
+        fits.sort(key=lambda m: (-len(m.known & keys), -len(m.required)))
+    return fits
+
+
+_MISSING = object()
+
+
+def _closest(members: tuple[Member, ...], obj: Any) -> Member | None:
+    """The member an undecodable value was most likely meant to be (for the error message)."""
+    kind = "null" if obj is None else _JSON_KIND.get(type(obj))
+    same = [m for m in members if m.kind in (kind, None)]
+    if not same:
+        return None
+    if kind != "object":
+        return same[0]
+    keys = obj.keys()
+    return max(same, key=lambda m: (len(m.known & keys) - len(m.required - keys), -len(m.required)))
+
+
+def dec_hook(tp: Any, obj: Any) -> Any:
+    """The msgspec ``dec_hook`` that decodes the generated untagged unions and open objects."""
+    if isinstance(tp, type):
+        if issubclass(tp, Untagged):
+            return _decode_untagged(tp, obj)
+        if issubclass(tp, OpenObject):
+            return tp._decode(obj, dec_hook)
+    raise NotImplementedError(f"mcpbind cannot decode {tp!r}")
+
+
+def _decode_untagged(tp: type[Untagged], obj: Any) -> Any:
+    first_error: msgspec.ValidationError | None = None
+    for member in _candidates(tp.members, obj):
+        try:
+            return msgspec.convert(obj, member.type, dec_hook=dec_hook)
+        except msgspec.ValidationError as exc:
+            first_error = first_error or exc
+    if first_error is not None:
+        raise ValueError(str(first_error))
+    closest = _closest(tp.members, obj)
+    if closest is None:
+        expected = " | ".join(sorted({m.kind or "any" for m in tp.members}))
+        raise ValueError(f"Expected `{expected}`, got `{_kind(obj)}`")
+    try:
+        msgspec.convert(obj, closest.type, dec_hook=dec_hook)
+    except msgspec.ValidationError as exc:
+        raise ValueError(str(exc)) from None
+    # Keys and kind fit but a constant does not.
+    for key, values in closest.consts:
+        if obj.get(key, _MISSING) not in values:
+            raise ValueError(f"Invalid value {obj.get(key)!r} - at `$.{key}`")
+    raise ValueError(f"Value matches no member of `{tp.__name__}`")
+
+
+_AT = re.compile(r" - at `(\$[^`]*)`")
+
+
+def join_path(message: str) -> str:
+    """Fold the nested locations msgspec reports for values decoded inside ``dec_hook``.
+
+    ``Expected `str`, got `int` - at `$.blob` - at `$.contents[1]``` becomes
+    ``Expected `str`, got `int` - at `$.contents[1].blob```.
+    """
+    parts = _AT.findall(message)
+    if len(parts) < 2:
+        return message
+    head = _AT.split(message, maxsplit=1)[0]
+    path = "$"
+    for part in reversed(parts):
+        path += part[1:]
+    return f"{head} - at `{path}`"
+
+
+@lru_cache(maxsize=None)
+def decoder(tp: Any) -> msgspec.json.Decoder[Any]:
+    """A cached JSON decoder for ``tp`` that handles every generated type."""
+    return msgspec.json.Decoder(tp, dec_hook=dec_hook)
+
+
+def decode(data: bytes | str, tp: type[T]) -> T:
+    """Decode JSON into ``tp`` (any generated type); errors name the full JSON path."""
+    try:
+        return decoder(tp).decode(data)  # type: ignore[no-any-return]
+    except msgspec.ValidationError as exc:
+        raise msgspec.ValidationError(join_path(str(exc))) from None
+
+
+def convert(obj: Any, tp: type[T]) -> T:
+    """Convert builtin objects (from ``json.loads``) into ``tp`` (any generated type)."""
+    try:
+        return msgspec.convert(obj, tp, dec_hook=dec_hook)
+    except msgspec.ValidationError as exc:
+        raise msgspec.ValidationError(join_path(str(exc))) from None
