@@ -16,7 +16,7 @@ _generated = Path(
 if _generated.is_dir():
     __path__.insert(0, str(_generated))
 
-from ._revisions import LATEST, PACKAGES, REVISIONS  # noqa: E402
+from ._revisions import LATEST, PACKAGES, REVISIONS  # type: ignore[import-untyped]  # noqa: E402
 from ._support import MethodSpec, OpenObject, convert, dec_hook, decode, decoder  # noqa: E402
 
 __all__ = [

@@ -70,7 +70,7 @@ def _runtime_classes(types: Any) -> list[type]:
         elif isinstance(t, type):
             out.append(t)
         elif get_origin(t) is Literal:
-            out += [type(a) for a in args]
+            out += [type(a) for a in args or ()]
         else:
             out.append(get_origin(t) or object)
     return out
@@ -248,7 +248,7 @@ def decoder(tp: Any) -> msgspec.json.Decoder[Any]:
 def decode(data: bytes | str, tp: type[T]) -> T:
     """Decode JSON into ``tp`` (any generated type); errors name the full JSON path."""
     try:
-        return decoder(tp).decode(data)  # type: ignore[no-any-return]
+        return decoder(tp).decode(data)  # type: ignore[arg-type, no-any-return]
     except msgspec.ValidationError as exc:
         raise msgspec.ValidationError(join_path(str(exc))) from None
 

@@ -203,7 +203,7 @@ __all__ = [
 # Untagged unions: the type checker sees the union, msgspec a marker that mcpbind.dec_hook decodes.
 
 if TYPE_CHECKING:
-    ElicitRequestParams: TypeAlias = ElicitRequestFormParams | ElicitRequestURLParams
+    ElicitRequestParams: TypeAlias = "ElicitRequestFormParams | ElicitRequestURLParams"
 else:
 
     class ElicitRequestParams(Untagged):
@@ -214,11 +214,7 @@ else:
 
 if TYPE_CHECKING:
     EnumSchema: TypeAlias = (
-        UntitledSingleSelectEnumSchema
-        | TitledSingleSelectEnumSchema
-        | UntitledMultiSelectEnumSchema
-        | TitledMultiSelectEnumSchema
-        | LegacyTitledEnumSchema
+        "UntitledSingleSelectEnumSchema | TitledSingleSelectEnumSchema | UntitledMultiSelectEnumSchema | TitledMultiSelectEnumSchema | LegacyTitledEnumSchema"
     )
 else:
 
@@ -227,7 +223,7 @@ else:
 
 
 if TYPE_CHECKING:
-    InputResponse: TypeAlias = CreateMessageResult | ListRootsResult | ElicitResult
+    InputResponse: TypeAlias = "CreateMessageResult | ListRootsResult | ElicitResult"
 else:
 
     class InputResponse(Untagged):
@@ -236,7 +232,7 @@ else:
 
 if TYPE_CHECKING:
     JSONRPCMessage: TypeAlias = (
-        JSONRPCRequest | JSONRPCNotification | JSONRPCResultResponse | JSONRPCErrorResponse
+        "JSONRPCRequest | JSONRPCNotification | JSONRPCResultResponse | JSONRPCErrorResponse"
     )
 else:
 
@@ -247,7 +243,7 @@ else:
 
 
 if TYPE_CHECKING:
-    JSONRPCResponse: TypeAlias = JSONRPCResultResponse | JSONRPCErrorResponse
+    JSONRPCResponse: TypeAlias = "JSONRPCResultResponse | JSONRPCErrorResponse"
 else:
 
     class JSONRPCResponse(Untagged):
@@ -257,7 +253,7 @@ else:
 
 
 if TYPE_CHECKING:
-    MultiSelectEnumSchema: TypeAlias = UntitledMultiSelectEnumSchema | TitledMultiSelectEnumSchema
+    MultiSelectEnumSchema: TypeAlias = "UntitledMultiSelectEnumSchema | TitledMultiSelectEnumSchema"
 else:
 
     class MultiSelectEnumSchema(Untagged):
@@ -266,14 +262,7 @@ else:
 
 if TYPE_CHECKING:
     PrimitiveSchemaDefinition: TypeAlias = (
-        StringSchema
-        | NumberSchema
-        | BooleanSchema
-        | UntitledSingleSelectEnumSchema
-        | TitledSingleSelectEnumSchema
-        | UntitledMultiSelectEnumSchema
-        | TitledMultiSelectEnumSchema
-        | LegacyTitledEnumSchema
+        "StringSchema | NumberSchema | BooleanSchema | UntitledSingleSelectEnumSchema | TitledSingleSelectEnumSchema | UntitledMultiSelectEnumSchema | TitledMultiSelectEnumSchema | LegacyTitledEnumSchema"
     )
 else:
 
@@ -286,18 +275,7 @@ else:
 
 if TYPE_CHECKING:
     ServerResult: TypeAlias = (
-        Result
-        | InputRequiredResult
-        | DiscoverResult
-        | ListResourcesResult
-        | ListResourceTemplatesResult
-        | ReadResourceResult
-        | SubscriptionsListenResult
-        | ListPromptsResult
-        | GetPromptResult
-        | ListToolsResult
-        | CallToolResult
-        | CompleteResult
+        "Result | InputRequiredResult | DiscoverResult | ListResourcesResult | ListResourceTemplatesResult | ReadResourceResult | SubscriptionsListenResult | ListPromptsResult | GetPromptResult | ListToolsResult | CallToolResult | CompleteResult"
     )
 else:
 
@@ -307,7 +285,7 @@ else:
 
 if TYPE_CHECKING:
     SingleSelectEnumSchema: TypeAlias = (
-        UntitledSingleSelectEnumSchema | TitledSingleSelectEnumSchema
+        "UntitledSingleSelectEnumSchema | TitledSingleSelectEnumSchema"
     )
 else:
 
@@ -316,7 +294,7 @@ else:
 
 
 if TYPE_CHECKING:
-    _CallToolResultResponseResult: TypeAlias = InputRequiredResult | CallToolResult
+    _CallToolResultResponseResult: TypeAlias = "InputRequiredResult | CallToolResult"
 else:
 
     class _CallToolResultResponseResult(Untagged):
@@ -324,7 +302,7 @@ else:
 
 
 if TYPE_CHECKING:
-    _EmbeddedResourceResource: TypeAlias = TextResourceContents | BlobResourceContents
+    _EmbeddedResourceResource: TypeAlias = "TextResourceContents | BlobResourceContents"
 else:
 
     class _EmbeddedResourceResource(Untagged):
@@ -332,7 +310,7 @@ else:
 
 
 if TYPE_CHECKING:
-    _GetPromptResultResponseResult: TypeAlias = InputRequiredResult | GetPromptResult
+    _GetPromptResultResponseResult: TypeAlias = "InputRequiredResult | GetPromptResult"
 else:
 
     class _GetPromptResultResponseResult(Untagged):
@@ -340,7 +318,7 @@ else:
 
 
 if TYPE_CHECKING:
-    _ReadResourceResultContentsItem: TypeAlias = TextResourceContents | BlobResourceContents
+    _ReadResourceResultContentsItem: TypeAlias = "TextResourceContents | BlobResourceContents"
 else:
 
     class _ReadResourceResultContentsItem(Untagged):
@@ -348,7 +326,7 @@ else:
 
 
 if TYPE_CHECKING:
-    _ReadResourceResultResponseResult: TypeAlias = InputRequiredResult | ReadResourceResult
+    _ReadResourceResultResponseResult: TypeAlias = "InputRequiredResult | ReadResourceResult"
 else:
 
     class _ReadResourceResultResponseResult(Untagged):
@@ -2957,541 +2935,552 @@ ServerNotification: TypeAlias = (
     | LoggingMessageNotification
 )
 
-register(
-    _CallToolResultResponseResult,
-    (
-        Member(
-            InputRequiredResult,
-            "object",
-            required=frozenset({"resultType"}),
-            known=frozenset({"_meta", "inputRequests", "requestState", "resultType"}),
-            consts=(),
-        ),
-        Member(
-            CallToolResult,
-            "object",
-            required=frozenset({"content", "resultType"}),
-            known=frozenset({"_meta", "content", "isError", "resultType", "structuredContent"}),
-            consts=(),
-        ),
-    ),
-)
+if not TYPE_CHECKING:
 
-register(
-    ElicitRequestParams,
-    (
-        Member(
-            ElicitRequestFormParams,
-            "object",
-            required=frozenset({"message", "requestedSchema"}),
-            known=frozenset({"message", "mode", "requestedSchema"}),
-            consts=(),
-        ),
-        Member(
-            ElicitRequestURLParams,
-            "object",
-            required=frozenset({"message", "mode", "url"}),
-            known=frozenset({"message", "mode", "url"}),
-            consts=(("mode", ("url",)),),
-        ),
-    ),
-)
-
-register(
-    _EmbeddedResourceResource,
-    (
-        Member(
-            TextResourceContents,
-            "object",
-            required=frozenset({"text", "uri"}),
-            known=frozenset({"_meta", "mimeType", "text", "uri"}),
-            consts=(),
-        ),
-        Member(
-            BlobResourceContents,
-            "object",
-            required=frozenset({"blob", "uri"}),
-            known=frozenset({"_meta", "blob", "mimeType", "uri"}),
-            consts=(),
-        ),
-    ),
-)
-
-register(
-    EnumSchema,
-    (
-        Member(
-            UntitledSingleSelectEnumSchema,
-            "object",
-            required=frozenset({"enum", "type"}),
-            known=frozenset({"default", "description", "enum", "title", "type"}),
-            consts=(("type", ("string",)),),
-        ),
-        Member(
-            TitledSingleSelectEnumSchema,
-            "object",
-            required=frozenset({"oneOf", "type"}),
-            known=frozenset({"default", "description", "oneOf", "title", "type"}),
-            consts=(("type", ("string",)),),
-        ),
-        Member(
-            UntitledMultiSelectEnumSchema,
-            "object",
-            required=frozenset({"items", "type"}),
-            known=frozenset(
-                {"default", "description", "items", "maxItems", "minItems", "title", "type"}
+    register(
+        _CallToolResultResponseResult,
+        (
+            Member(
+                InputRequiredResult,
+                "object",
+                required=frozenset({"resultType"}),
+                known=frozenset({"_meta", "inputRequests", "requestState", "resultType"}),
+                consts=(),
             ),
-            consts=(("type", ("array",)),),
-        ),
-        Member(
-            TitledMultiSelectEnumSchema,
-            "object",
-            required=frozenset({"items", "type"}),
-            known=frozenset(
-                {"default", "description", "items", "maxItems", "minItems", "title", "type"}
+            Member(
+                CallToolResult,
+                "object",
+                required=frozenset({"content", "resultType"}),
+                known=frozenset({"_meta", "content", "isError", "resultType", "structuredContent"}),
+                consts=(),
             ),
-            consts=(("type", ("array",)),),
         ),
-        Member(
-            LegacyTitledEnumSchema,
-            "object",
-            required=frozenset({"enum", "type"}),
-            known=frozenset({"default", "description", "enum", "enumNames", "title", "type"}),
-            consts=(("type", ("string",)),),
-        ),
-    ),
-)
+    )
 
-register(
-    _GetPromptResultResponseResult,
-    (
-        Member(
-            InputRequiredResult,
-            "object",
-            required=frozenset({"resultType"}),
-            known=frozenset({"_meta", "inputRequests", "requestState", "resultType"}),
-            consts=(),
+    register(
+        ElicitRequestParams,
+        (
+            Member(
+                ElicitRequestFormParams,
+                "object",
+                required=frozenset({"message", "requestedSchema"}),
+                known=frozenset({"message", "mode", "requestedSchema"}),
+                consts=(),
+            ),
+            Member(
+                ElicitRequestURLParams,
+                "object",
+                required=frozenset({"message", "mode", "url"}),
+                known=frozenset({"message", "mode", "url"}),
+                consts=(("mode", ("url",)),),
+            ),
         ),
-        Member(
-            GetPromptResult,
-            "object",
-            required=frozenset({"messages", "resultType"}),
-            known=frozenset({"_meta", "description", "messages", "resultType"}),
-            consts=(),
-        ),
-    ),
-)
+    )
 
-register(
-    InputResponse,
-    (
-        Member(
-            CreateMessageResult,
-            "object",
-            required=frozenset({"content", "model", "role"}),
-            known=frozenset({"_meta", "content", "model", "role", "stopReason"}),
-            consts=(),
+    register(
+        _EmbeddedResourceResource,
+        (
+            Member(
+                TextResourceContents,
+                "object",
+                required=frozenset({"text", "uri"}),
+                known=frozenset({"_meta", "mimeType", "text", "uri"}),
+                consts=(),
+            ),
+            Member(
+                BlobResourceContents,
+                "object",
+                required=frozenset({"blob", "uri"}),
+                known=frozenset({"_meta", "blob", "mimeType", "uri"}),
+                consts=(),
+            ),
         ),
-        Member(
-            ListRootsResult,
-            "object",
-            required=frozenset({"roots"}),
-            known=frozenset({"roots"}),
-            consts=(),
+    )
+
+    register(
+        EnumSchema,
+        (
+            Member(
+                UntitledSingleSelectEnumSchema,
+                "object",
+                required=frozenset({"enum", "type"}),
+                known=frozenset({"default", "description", "enum", "title", "type"}),
+                consts=(("type", ("string",)),),
+            ),
+            Member(
+                TitledSingleSelectEnumSchema,
+                "object",
+                required=frozenset({"oneOf", "type"}),
+                known=frozenset({"default", "description", "oneOf", "title", "type"}),
+                consts=(("type", ("string",)),),
+            ),
+            Member(
+                UntitledMultiSelectEnumSchema,
+                "object",
+                required=frozenset({"items", "type"}),
+                known=frozenset(
+                    {"default", "description", "items", "maxItems", "minItems", "title", "type"}
+                ),
+                consts=(("type", ("array",)),),
+            ),
+            Member(
+                TitledMultiSelectEnumSchema,
+                "object",
+                required=frozenset({"items", "type"}),
+                known=frozenset(
+                    {"default", "description", "items", "maxItems", "minItems", "title", "type"}
+                ),
+                consts=(("type", ("array",)),),
+            ),
+            Member(
+                LegacyTitledEnumSchema,
+                "object",
+                required=frozenset({"enum", "type"}),
+                known=frozenset({"default", "description", "enum", "enumNames", "title", "type"}),
+                consts=(("type", ("string",)),),
+            ),
         ),
-        Member(
-            ElicitResult,
-            "object",
-            required=frozenset({"action"}),
-            known=frozenset({"action", "content"}),
-            consts=(
-                (
-                    "action",
+    )
+
+    register(
+        _GetPromptResultResponseResult,
+        (
+            Member(
+                InputRequiredResult,
+                "object",
+                required=frozenset({"resultType"}),
+                known=frozenset({"_meta", "inputRequests", "requestState", "resultType"}),
+                consts=(),
+            ),
+            Member(
+                GetPromptResult,
+                "object",
+                required=frozenset({"messages", "resultType"}),
+                known=frozenset({"_meta", "description", "messages", "resultType"}),
+                consts=(),
+            ),
+        ),
+    )
+
+    register(
+        InputResponse,
+        (
+            Member(
+                CreateMessageResult,
+                "object",
+                required=frozenset({"content", "model", "role"}),
+                known=frozenset({"_meta", "content", "model", "role", "stopReason"}),
+                consts=(),
+            ),
+            Member(
+                ListRootsResult,
+                "object",
+                required=frozenset({"roots"}),
+                known=frozenset({"roots"}),
+                consts=(),
+            ),
+            Member(
+                ElicitResult,
+                "object",
+                required=frozenset({"action"}),
+                known=frozenset({"action", "content"}),
+                consts=(
                     (
-                        "accept",
-                        "cancel",
-                        "decline",
+                        "action",
+                        (
+                            "accept",
+                            "cancel",
+                            "decline",
+                        ),
                     ),
                 ),
             ),
         ),
-    ),
-)
+    )
 
-register(
-    JSONRPCMessage,
-    (
-        Member(
-            JSONRPCRequest,
-            "object",
-            required=frozenset({"id", "jsonrpc", "method"}),
-            known=frozenset({"id", "jsonrpc", "method", "params"}),
-            consts=(("jsonrpc", ("2.0",)),),
-        ),
-        Member(
-            JSONRPCNotification,
-            "object",
-            required=frozenset({"jsonrpc", "method"}),
-            known=frozenset({"jsonrpc", "method", "params"}),
-            consts=(("jsonrpc", ("2.0",)),),
-        ),
-        Member(
-            JSONRPCResultResponse,
-            "object",
-            required=frozenset({"id", "jsonrpc", "result"}),
-            known=frozenset({"id", "jsonrpc", "result"}),
-            consts=(("jsonrpc", ("2.0",)),),
-        ),
-        Member(
-            JSONRPCErrorResponse,
-            "object",
-            required=frozenset({"error", "jsonrpc"}),
-            known=frozenset({"error", "id", "jsonrpc"}),
-            consts=(("jsonrpc", ("2.0",)),),
-        ),
-    ),
-)
-
-register(
-    JSONRPCResponse,
-    (
-        Member(
-            JSONRPCResultResponse,
-            "object",
-            required=frozenset({"id", "jsonrpc", "result"}),
-            known=frozenset({"id", "jsonrpc", "result"}),
-            consts=(("jsonrpc", ("2.0",)),),
-        ),
-        Member(
-            JSONRPCErrorResponse,
-            "object",
-            required=frozenset({"error", "jsonrpc"}),
-            known=frozenset({"error", "id", "jsonrpc"}),
-            consts=(("jsonrpc", ("2.0",)),),
-        ),
-    ),
-)
-
-register(
-    MultiSelectEnumSchema,
-    (
-        Member(
-            UntitledMultiSelectEnumSchema,
-            "object",
-            required=frozenset({"items", "type"}),
-            known=frozenset(
-                {"default", "description", "items", "maxItems", "minItems", "title", "type"}
+    register(
+        JSONRPCMessage,
+        (
+            Member(
+                JSONRPCRequest,
+                "object",
+                required=frozenset({"id", "jsonrpc", "method"}),
+                known=frozenset({"id", "jsonrpc", "method", "params"}),
+                consts=(("jsonrpc", ("2.0",)),),
             ),
-            consts=(("type", ("array",)),),
-        ),
-        Member(
-            TitledMultiSelectEnumSchema,
-            "object",
-            required=frozenset({"items", "type"}),
-            known=frozenset(
-                {"default", "description", "items", "maxItems", "minItems", "title", "type"}
+            Member(
+                JSONRPCNotification,
+                "object",
+                required=frozenset({"jsonrpc", "method"}),
+                known=frozenset({"jsonrpc", "method", "params"}),
+                consts=(("jsonrpc", ("2.0",)),),
             ),
-            consts=(("type", ("array",)),),
+            Member(
+                JSONRPCResultResponse,
+                "object",
+                required=frozenset({"id", "jsonrpc", "result"}),
+                known=frozenset({"id", "jsonrpc", "result"}),
+                consts=(("jsonrpc", ("2.0",)),),
+            ),
+            Member(
+                JSONRPCErrorResponse,
+                "object",
+                required=frozenset({"error", "jsonrpc"}),
+                known=frozenset({"error", "id", "jsonrpc"}),
+                consts=(("jsonrpc", ("2.0",)),),
+            ),
         ),
-    ),
-)
+    )
 
-register(
-    PrimitiveSchemaDefinition,
-    (
-        Member(
-            StringSchema,
-            "object",
-            required=frozenset({"type"}),
-            known=frozenset(
-                {"default", "description", "format", "maxLength", "minLength", "title", "type"}
+    register(
+        JSONRPCResponse,
+        (
+            Member(
+                JSONRPCResultResponse,
+                "object",
+                required=frozenset({"id", "jsonrpc", "result"}),
+                known=frozenset({"id", "jsonrpc", "result"}),
+                consts=(("jsonrpc", ("2.0",)),),
             ),
-            consts=(("type", ("string",)),),
+            Member(
+                JSONRPCErrorResponse,
+                "object",
+                required=frozenset({"error", "jsonrpc"}),
+                known=frozenset({"error", "id", "jsonrpc"}),
+                consts=(("jsonrpc", ("2.0",)),),
+            ),
         ),
-        Member(
-            NumberSchema,
-            "object",
-            required=frozenset({"type"}),
-            known=frozenset({"default", "description", "maximum", "minimum", "title", "type"}),
-            consts=(
-                (
-                    "type",
+    )
+
+    register(
+        MultiSelectEnumSchema,
+        (
+            Member(
+                UntitledMultiSelectEnumSchema,
+                "object",
+                required=frozenset({"items", "type"}),
+                known=frozenset(
+                    {"default", "description", "items", "maxItems", "minItems", "title", "type"}
+                ),
+                consts=(("type", ("array",)),),
+            ),
+            Member(
+                TitledMultiSelectEnumSchema,
+                "object",
+                required=frozenset({"items", "type"}),
+                known=frozenset(
+                    {"default", "description", "items", "maxItems", "minItems", "title", "type"}
+                ),
+                consts=(("type", ("array",)),),
+            ),
+        ),
+    )
+
+    register(
+        PrimitiveSchemaDefinition,
+        (
+            Member(
+                StringSchema,
+                "object",
+                required=frozenset({"type"}),
+                known=frozenset(
+                    {"default", "description", "format", "maxLength", "minLength", "title", "type"}
+                ),
+                consts=(("type", ("string",)),),
+            ),
+            Member(
+                NumberSchema,
+                "object",
+                required=frozenset({"type"}),
+                known=frozenset({"default", "description", "maximum", "minimum", "title", "type"}),
+                consts=(
                     (
-                        "integer",
-                        "number",
+                        "type",
+                        (
+                            "integer",
+                            "number",
+                        ),
+                    ),
+                ),
+            ),
+            Member(
+                BooleanSchema,
+                "object",
+                required=frozenset({"type"}),
+                known=frozenset({"default", "description", "title", "type"}),
+                consts=(("type", ("boolean",)),),
+            ),
+            Member(
+                UntitledSingleSelectEnumSchema,
+                "object",
+                required=frozenset({"enum", "type"}),
+                known=frozenset({"default", "description", "enum", "title", "type"}),
+                consts=(("type", ("string",)),),
+            ),
+            Member(
+                TitledSingleSelectEnumSchema,
+                "object",
+                required=frozenset({"oneOf", "type"}),
+                known=frozenset({"default", "description", "oneOf", "title", "type"}),
+                consts=(("type", ("string",)),),
+            ),
+            Member(
+                UntitledMultiSelectEnumSchema,
+                "object",
+                required=frozenset({"items", "type"}),
+                known=frozenset(
+                    {"default", "description", "items", "maxItems", "minItems", "title", "type"}
+                ),
+                consts=(("type", ("array",)),),
+            ),
+            Member(
+                TitledMultiSelectEnumSchema,
+                "object",
+                required=frozenset({"items", "type"}),
+                known=frozenset(
+                    {"default", "description", "items", "maxItems", "minItems", "title", "type"}
+                ),
+                consts=(("type", ("array",)),),
+            ),
+            Member(
+                LegacyTitledEnumSchema,
+                "object",
+                required=frozenset({"enum", "type"}),
+                known=frozenset({"default", "description", "enum", "enumNames", "title", "type"}),
+                consts=(("type", ("string",)),),
+            ),
+        ),
+    )
+
+    register(
+        _ReadResourceResultContentsItem,
+        (
+            Member(
+                TextResourceContents,
+                "object",
+                required=frozenset({"text", "uri"}),
+                known=frozenset({"_meta", "mimeType", "text", "uri"}),
+                consts=(),
+            ),
+            Member(
+                BlobResourceContents,
+                "object",
+                required=frozenset({"blob", "uri"}),
+                known=frozenset({"_meta", "blob", "mimeType", "uri"}),
+                consts=(),
+            ),
+        ),
+    )
+
+    register(
+        _ReadResourceResultResponseResult,
+        (
+            Member(
+                InputRequiredResult,
+                "object",
+                required=frozenset({"resultType"}),
+                known=frozenset({"_meta", "inputRequests", "requestState", "resultType"}),
+                consts=(),
+            ),
+            Member(
+                ReadResourceResult,
+                "object",
+                required=frozenset({"cacheScope", "contents", "resultType", "ttlMs"}),
+                known=frozenset({"_meta", "cacheScope", "contents", "resultType", "ttlMs"}),
+                consts=(
+                    (
+                        "cacheScope",
+                        (
+                            "private",
+                            "public",
+                        ),
                     ),
                 ),
             ),
         ),
-        Member(
-            BooleanSchema,
-            "object",
-            required=frozenset({"type"}),
-            known=frozenset({"default", "description", "title", "type"}),
-            consts=(("type", ("boolean",)),),
-        ),
-        Member(
-            UntitledSingleSelectEnumSchema,
-            "object",
-            required=frozenset({"enum", "type"}),
-            known=frozenset({"default", "description", "enum", "title", "type"}),
-            consts=(("type", ("string",)),),
-        ),
-        Member(
-            TitledSingleSelectEnumSchema,
-            "object",
-            required=frozenset({"oneOf", "type"}),
-            known=frozenset({"default", "description", "oneOf", "title", "type"}),
-            consts=(("type", ("string",)),),
-        ),
-        Member(
-            UntitledMultiSelectEnumSchema,
-            "object",
-            required=frozenset({"items", "type"}),
-            known=frozenset(
-                {"default", "description", "items", "maxItems", "minItems", "title", "type"}
-            ),
-            consts=(("type", ("array",)),),
-        ),
-        Member(
-            TitledMultiSelectEnumSchema,
-            "object",
-            required=frozenset({"items", "type"}),
-            known=frozenset(
-                {"default", "description", "items", "maxItems", "minItems", "title", "type"}
-            ),
-            consts=(("type", ("array",)),),
-        ),
-        Member(
-            LegacyTitledEnumSchema,
-            "object",
-            required=frozenset({"enum", "type"}),
-            known=frozenset({"default", "description", "enum", "enumNames", "title", "type"}),
-            consts=(("type", ("string",)),),
-        ),
-    ),
-)
+    )
 
-register(
-    _ReadResourceResultContentsItem,
-    (
-        Member(
-            TextResourceContents,
-            "object",
-            required=frozenset({"text", "uri"}),
-            known=frozenset({"_meta", "mimeType", "text", "uri"}),
-            consts=(),
+    register(
+        ServerResult,
+        (
+            Member(
+                Result,
+                "object",
+                required=frozenset({"resultType"}),
+                known=frozenset({"_meta", "resultType"}),
+                consts=(),
+            ),
+            Member(
+                InputRequiredResult,
+                "object",
+                required=frozenset({"resultType"}),
+                known=frozenset({"_meta", "inputRequests", "requestState", "resultType"}),
+                consts=(),
+            ),
+            Member(
+                DiscoverResult,
+                "object",
+                required=frozenset(
+                    {"cacheScope", "capabilities", "resultType", "supportedVersions", "ttlMs"}
+                ),
+                known=frozenset(
+                    {
+                        "_meta",
+                        "cacheScope",
+                        "capabilities",
+                        "instructions",
+                        "resultType",
+                        "supportedVersions",
+                        "ttlMs",
+                    }
+                ),
+                consts=(
+                    (
+                        "cacheScope",
+                        (
+                            "private",
+                            "public",
+                        ),
+                    ),
+                ),
+            ),
+            Member(
+                ListResourcesResult,
+                "object",
+                required=frozenset({"cacheScope", "resources", "resultType", "ttlMs"}),
+                known=frozenset(
+                    {"_meta", "cacheScope", "nextCursor", "resources", "resultType", "ttlMs"}
+                ),
+                consts=(
+                    (
+                        "cacheScope",
+                        (
+                            "private",
+                            "public",
+                        ),
+                    ),
+                ),
+            ),
+            Member(
+                ListResourceTemplatesResult,
+                "object",
+                required=frozenset({"cacheScope", "resourceTemplates", "resultType", "ttlMs"}),
+                known=frozenset(
+                    {
+                        "_meta",
+                        "cacheScope",
+                        "nextCursor",
+                        "resourceTemplates",
+                        "resultType",
+                        "ttlMs",
+                    }
+                ),
+                consts=(
+                    (
+                        "cacheScope",
+                        (
+                            "private",
+                            "public",
+                        ),
+                    ),
+                ),
+            ),
+            Member(
+                ReadResourceResult,
+                "object",
+                required=frozenset({"cacheScope", "contents", "resultType", "ttlMs"}),
+                known=frozenset({"_meta", "cacheScope", "contents", "resultType", "ttlMs"}),
+                consts=(
+                    (
+                        "cacheScope",
+                        (
+                            "private",
+                            "public",
+                        ),
+                    ),
+                ),
+            ),
+            Member(
+                SubscriptionsListenResult,
+                "object",
+                required=frozenset({"_meta", "resultType"}),
+                known=frozenset({"_meta", "resultType"}),
+                consts=(),
+            ),
+            Member(
+                ListPromptsResult,
+                "object",
+                required=frozenset({"cacheScope", "prompts", "resultType", "ttlMs"}),
+                known=frozenset(
+                    {"_meta", "cacheScope", "nextCursor", "prompts", "resultType", "ttlMs"}
+                ),
+                consts=(
+                    (
+                        "cacheScope",
+                        (
+                            "private",
+                            "public",
+                        ),
+                    ),
+                ),
+            ),
+            Member(
+                GetPromptResult,
+                "object",
+                required=frozenset({"messages", "resultType"}),
+                known=frozenset({"_meta", "description", "messages", "resultType"}),
+                consts=(),
+            ),
+            Member(
+                ListToolsResult,
+                "object",
+                required=frozenset({"cacheScope", "resultType", "tools", "ttlMs"}),
+                known=frozenset(
+                    {"_meta", "cacheScope", "nextCursor", "resultType", "tools", "ttlMs"}
+                ),
+                consts=(
+                    (
+                        "cacheScope",
+                        (
+                            "private",
+                            "public",
+                        ),
+                    ),
+                ),
+            ),
+            Member(
+                CallToolResult,
+                "object",
+                required=frozenset({"content", "resultType"}),
+                known=frozenset({"_meta", "content", "isError", "resultType", "structuredContent"}),
+                consts=(),
+            ),
+            Member(
+                CompleteResult,
+                "object",
+                required=frozenset({"completion", "resultType"}),
+                known=frozenset({"_meta", "completion", "resultType"}),
+                consts=(),
+            ),
         ),
-        Member(
-            BlobResourceContents,
-            "object",
-            required=frozenset({"blob", "uri"}),
-            known=frozenset({"_meta", "blob", "mimeType", "uri"}),
-            consts=(),
-        ),
-    ),
-)
+    )
 
-register(
-    _ReadResourceResultResponseResult,
-    (
-        Member(
-            InputRequiredResult,
-            "object",
-            required=frozenset({"resultType"}),
-            known=frozenset({"_meta", "inputRequests", "requestState", "resultType"}),
-            consts=(),
-        ),
-        Member(
-            ReadResourceResult,
-            "object",
-            required=frozenset({"cacheScope", "contents", "resultType", "ttlMs"}),
-            known=frozenset({"_meta", "cacheScope", "contents", "resultType", "ttlMs"}),
-            consts=(
-                (
-                    "cacheScope",
-                    (
-                        "private",
-                        "public",
-                    ),
-                ),
+    register(
+        SingleSelectEnumSchema,
+        (
+            Member(
+                UntitledSingleSelectEnumSchema,
+                "object",
+                required=frozenset({"enum", "type"}),
+                known=frozenset({"default", "description", "enum", "title", "type"}),
+                consts=(("type", ("string",)),),
+            ),
+            Member(
+                TitledSingleSelectEnumSchema,
+                "object",
+                required=frozenset({"oneOf", "type"}),
+                known=frozenset({"default", "description", "oneOf", "title", "type"}),
+                consts=(("type", ("string",)),),
             ),
         ),
-    ),
-)
-
-register(
-    ServerResult,
-    (
-        Member(
-            Result,
-            "object",
-            required=frozenset({"resultType"}),
-            known=frozenset({"_meta", "resultType"}),
-            consts=(),
-        ),
-        Member(
-            InputRequiredResult,
-            "object",
-            required=frozenset({"resultType"}),
-            known=frozenset({"_meta", "inputRequests", "requestState", "resultType"}),
-            consts=(),
-        ),
-        Member(
-            DiscoverResult,
-            "object",
-            required=frozenset(
-                {"cacheScope", "capabilities", "resultType", "supportedVersions", "ttlMs"}
-            ),
-            known=frozenset(
-                {
-                    "_meta",
-                    "cacheScope",
-                    "capabilities",
-                    "instructions",
-                    "resultType",
-                    "supportedVersions",
-                    "ttlMs",
-                }
-            ),
-            consts=(
-                (
-                    "cacheScope",
-                    (
-                        "private",
-                        "public",
-                    ),
-                ),
-            ),
-        ),
-        Member(
-            ListResourcesResult,
-            "object",
-            required=frozenset({"cacheScope", "resources", "resultType", "ttlMs"}),
-            known=frozenset(
-                {"_meta", "cacheScope", "nextCursor", "resources", "resultType", "ttlMs"}
-            ),
-            consts=(
-                (
-                    "cacheScope",
-                    (
-                        "private",
-                        "public",
-                    ),
-                ),
-            ),
-        ),
-        Member(
-            ListResourceTemplatesResult,
-            "object",
-            required=frozenset({"cacheScope", "resourceTemplates", "resultType", "ttlMs"}),
-            known=frozenset(
-                {"_meta", "cacheScope", "nextCursor", "resourceTemplates", "resultType", "ttlMs"}
-            ),
-            consts=(
-                (
-                    "cacheScope",
-                    (
-                        "private",
-                        "public",
-                    ),
-                ),
-            ),
-        ),
-        Member(
-            ReadResourceResult,
-            "object",
-            required=frozenset({"cacheScope", "contents", "resultType", "ttlMs"}),
-            known=frozenset({"_meta", "cacheScope", "contents", "resultType", "ttlMs"}),
-            consts=(
-                (
-                    "cacheScope",
-                    (
-                        "private",
-                        "public",
-                    ),
-                ),
-            ),
-        ),
-        Member(
-            SubscriptionsListenResult,
-            "object",
-            required=frozenset({"_meta", "resultType"}),
-            known=frozenset({"_meta", "resultType"}),
-            consts=(),
-        ),
-        Member(
-            ListPromptsResult,
-            "object",
-            required=frozenset({"cacheScope", "prompts", "resultType", "ttlMs"}),
-            known=frozenset(
-                {"_meta", "cacheScope", "nextCursor", "prompts", "resultType", "ttlMs"}
-            ),
-            consts=(
-                (
-                    "cacheScope",
-                    (
-                        "private",
-                        "public",
-                    ),
-                ),
-            ),
-        ),
-        Member(
-            GetPromptResult,
-            "object",
-            required=frozenset({"messages", "resultType"}),
-            known=frozenset({"_meta", "description", "messages", "resultType"}),
-            consts=(),
-        ),
-        Member(
-            ListToolsResult,
-            "object",
-            required=frozenset({"cacheScope", "resultType", "tools", "ttlMs"}),
-            known=frozenset({"_meta", "cacheScope", "nextCursor", "resultType", "tools", "ttlMs"}),
-            consts=(
-                (
-                    "cacheScope",
-                    (
-                        "private",
-                        "public",
-                    ),
-                ),
-            ),
-        ),
-        Member(
-            CallToolResult,
-            "object",
-            required=frozenset({"content", "resultType"}),
-            known=frozenset({"_meta", "content", "isError", "resultType", "structuredContent"}),
-            consts=(),
-        ),
-        Member(
-            CompleteResult,
-            "object",
-            required=frozenset({"completion", "resultType"}),
-            known=frozenset({"_meta", "completion", "resultType"}),
-            consts=(),
-        ),
-    ),
-)
-
-register(
-    SingleSelectEnumSchema,
-    (
-        Member(
-            UntitledSingleSelectEnumSchema,
-            "object",
-            required=frozenset({"enum", "type"}),
-            known=frozenset({"default", "description", "enum", "title", "type"}),
-            consts=(("type", ("string",)),),
-        ),
-        Member(
-            TitledSingleSelectEnumSchema,
-            "object",
-            required=frozenset({"oneOf", "type"}),
-            known=frozenset({"default", "description", "oneOf", "title", "type"}),
-            consts=(("type", ("string",)),),
-        ),
-    ),
-)
+    )

@@ -153,7 +153,7 @@ __all__ = [
 # Untagged unions: the type checker sees the union, msgspec a marker that mcpbind.dec_hook decodes.
 
 if TYPE_CHECKING:
-    ClientResult: TypeAlias = Result | CreateMessageResult | ListRootsResult
+    ClientResult: TypeAlias = "Result | CreateMessageResult | ListRootsResult"
 else:
 
     class ClientResult(Untagged):
@@ -162,7 +162,7 @@ else:
 
 if TYPE_CHECKING:
     JSONRPCMessage: TypeAlias = (
-        JSONRPCRequest | JSONRPCNotification | JSONRPCResponse | JSONRPCError
+        "JSONRPCRequest | JSONRPCNotification | JSONRPCResponse | JSONRPCError"
     )
 else:
 
@@ -172,16 +172,7 @@ else:
 
 if TYPE_CHECKING:
     ServerResult: TypeAlias = (
-        Result
-        | InitializeResult
-        | ListResourcesResult
-        | ListResourceTemplatesResult
-        | ReadResourceResult
-        | ListPromptsResult
-        | GetPromptResult
-        | ListToolsResult
-        | CallToolResult
-        | CompleteResult
+        "Result | InitializeResult | ListResourcesResult | ListResourceTemplatesResult | ReadResourceResult | ListPromptsResult | GetPromptResult | ListToolsResult | CallToolResult | CompleteResult"
     )
 else:
 
@@ -190,7 +181,7 @@ else:
 
 
 if TYPE_CHECKING:
-    _EmbeddedResourceResource: TypeAlias = TextResourceContents | BlobResourceContents
+    _EmbeddedResourceResource: TypeAlias = "TextResourceContents | BlobResourceContents"
 else:
 
     class _EmbeddedResourceResource(Untagged):
@@ -198,7 +189,7 @@ else:
 
 
 if TYPE_CHECKING:
-    _ReadResourceResultContentsItem: TypeAlias = TextResourceContents | BlobResourceContents
+    _ReadResourceResultContentsItem: TypeAlias = "TextResourceContents | BlobResourceContents"
 else:
 
     class _ReadResourceResultContentsItem(Untagged):
@@ -1662,184 +1653,186 @@ ServerNotification: TypeAlias = (
 
 ServerRequest: TypeAlias = PingRequest | CreateMessageRequest | ListRootsRequest
 
-register(
-    ClientResult,
-    (
-        Member(
-            Result,
-            "object",
-            required=frozenset({}),
-            known=frozenset({"_meta"}),
-            consts=(),
-        ),
-        Member(
-            CreateMessageResult,
-            "object",
-            required=frozenset({"content", "model", "role"}),
-            known=frozenset({"_meta", "content", "model", "role", "stopReason"}),
-            consts=(),
-        ),
-        Member(
-            ListRootsResult,
-            "object",
-            required=frozenset({"roots"}),
-            known=frozenset({"_meta", "roots"}),
-            consts=(),
-        ),
-    ),
-)
+if not TYPE_CHECKING:
 
-register(
-    _EmbeddedResourceResource,
-    (
-        Member(
-            TextResourceContents,
-            "object",
-            required=frozenset({"text", "uri"}),
-            known=frozenset({"mimeType", "text", "uri"}),
-            consts=(),
-        ),
-        Member(
-            BlobResourceContents,
-            "object",
-            required=frozenset({"blob", "uri"}),
-            known=frozenset({"blob", "mimeType", "uri"}),
-            consts=(),
-        ),
-    ),
-)
-
-register(
-    JSONRPCMessage,
-    (
-        Member(
-            JSONRPCRequest,
-            "object",
-            required=frozenset({"id", "jsonrpc", "method"}),
-            known=frozenset({"id", "jsonrpc", "method", "params"}),
-            consts=(("jsonrpc", ("2.0",)),),
-        ),
-        Member(
-            JSONRPCNotification,
-            "object",
-            required=frozenset({"jsonrpc", "method"}),
-            known=frozenset({"jsonrpc", "method", "params"}),
-            consts=(("jsonrpc", ("2.0",)),),
-        ),
-        Member(
-            JSONRPCResponse,
-            "object",
-            required=frozenset({"id", "jsonrpc", "result"}),
-            known=frozenset({"id", "jsonrpc", "result"}),
-            consts=(("jsonrpc", ("2.0",)),),
-        ),
-        Member(
-            JSONRPCError,
-            "object",
-            required=frozenset({"error", "id", "jsonrpc"}),
-            known=frozenset({"error", "id", "jsonrpc"}),
-            consts=(("jsonrpc", ("2.0",)),),
-        ),
-    ),
-)
-
-register(
-    _ReadResourceResultContentsItem,
-    (
-        Member(
-            TextResourceContents,
-            "object",
-            required=frozenset({"text", "uri"}),
-            known=frozenset({"mimeType", "text", "uri"}),
-            consts=(),
-        ),
-        Member(
-            BlobResourceContents,
-            "object",
-            required=frozenset({"blob", "uri"}),
-            known=frozenset({"blob", "mimeType", "uri"}),
-            consts=(),
-        ),
-    ),
-)
-
-register(
-    ServerResult,
-    (
-        Member(
-            Result,
-            "object",
-            required=frozenset({}),
-            known=frozenset({"_meta"}),
-            consts=(),
-        ),
-        Member(
-            InitializeResult,
-            "object",
-            required=frozenset({"capabilities", "protocolVersion", "serverInfo"}),
-            known=frozenset(
-                {"_meta", "capabilities", "instructions", "protocolVersion", "serverInfo"}
+    register(
+        ClientResult,
+        (
+            Member(
+                Result,
+                "object",
+                required=frozenset({}),
+                known=frozenset({"_meta"}),
+                consts=(),
             ),
-            consts=(),
+            Member(
+                CreateMessageResult,
+                "object",
+                required=frozenset({"content", "model", "role"}),
+                known=frozenset({"_meta", "content", "model", "role", "stopReason"}),
+                consts=(),
+            ),
+            Member(
+                ListRootsResult,
+                "object",
+                required=frozenset({"roots"}),
+                known=frozenset({"_meta", "roots"}),
+                consts=(),
+            ),
         ),
-        Member(
-            ListResourcesResult,
-            "object",
-            required=frozenset({"resources"}),
-            known=frozenset({"_meta", "nextCursor", "resources"}),
-            consts=(),
+    )
+
+    register(
+        _EmbeddedResourceResource,
+        (
+            Member(
+                TextResourceContents,
+                "object",
+                required=frozenset({"text", "uri"}),
+                known=frozenset({"mimeType", "text", "uri"}),
+                consts=(),
+            ),
+            Member(
+                BlobResourceContents,
+                "object",
+                required=frozenset({"blob", "uri"}),
+                known=frozenset({"blob", "mimeType", "uri"}),
+                consts=(),
+            ),
         ),
-        Member(
-            ListResourceTemplatesResult,
-            "object",
-            required=frozenset({"resourceTemplates"}),
-            known=frozenset({"_meta", "nextCursor", "resourceTemplates"}),
-            consts=(),
+    )
+
+    register(
+        JSONRPCMessage,
+        (
+            Member(
+                JSONRPCRequest,
+                "object",
+                required=frozenset({"id", "jsonrpc", "method"}),
+                known=frozenset({"id", "jsonrpc", "method", "params"}),
+                consts=(("jsonrpc", ("2.0",)),),
+            ),
+            Member(
+                JSONRPCNotification,
+                "object",
+                required=frozenset({"jsonrpc", "method"}),
+                known=frozenset({"jsonrpc", "method", "params"}),
+                consts=(("jsonrpc", ("2.0",)),),
+            ),
+            Member(
+                JSONRPCResponse,
+                "object",
+                required=frozenset({"id", "jsonrpc", "result"}),
+                known=frozenset({"id", "jsonrpc", "result"}),
+                consts=(("jsonrpc", ("2.0",)),),
+            ),
+            Member(
+                JSONRPCError,
+                "object",
+                required=frozenset({"error", "id", "jsonrpc"}),
+                known=frozenset({"error", "id", "jsonrpc"}),
+                consts=(("jsonrpc", ("2.0",)),),
+            ),
         ),
-        Member(
-            ReadResourceResult,
-            "object",
-            required=frozenset({"contents"}),
-            known=frozenset({"_meta", "contents"}),
-            consts=(),
+    )
+
+    register(
+        _ReadResourceResultContentsItem,
+        (
+            Member(
+                TextResourceContents,
+                "object",
+                required=frozenset({"text", "uri"}),
+                known=frozenset({"mimeType", "text", "uri"}),
+                consts=(),
+            ),
+            Member(
+                BlobResourceContents,
+                "object",
+                required=frozenset({"blob", "uri"}),
+                known=frozenset({"blob", "mimeType", "uri"}),
+                consts=(),
+            ),
         ),
-        Member(
-            ListPromptsResult,
-            "object",
-            required=frozenset({"prompts"}),
-            known=frozenset({"_meta", "nextCursor", "prompts"}),
-            consts=(),
+    )
+
+    register(
+        ServerResult,
+        (
+            Member(
+                Result,
+                "object",
+                required=frozenset({}),
+                known=frozenset({"_meta"}),
+                consts=(),
+            ),
+            Member(
+                InitializeResult,
+                "object",
+                required=frozenset({"capabilities", "protocolVersion", "serverInfo"}),
+                known=frozenset(
+                    {"_meta", "capabilities", "instructions", "protocolVersion", "serverInfo"}
+                ),
+                consts=(),
+            ),
+            Member(
+                ListResourcesResult,
+                "object",
+                required=frozenset({"resources"}),
+                known=frozenset({"_meta", "nextCursor", "resources"}),
+                consts=(),
+            ),
+            Member(
+                ListResourceTemplatesResult,
+                "object",
+                required=frozenset({"resourceTemplates"}),
+                known=frozenset({"_meta", "nextCursor", "resourceTemplates"}),
+                consts=(),
+            ),
+            Member(
+                ReadResourceResult,
+                "object",
+                required=frozenset({"contents"}),
+                known=frozenset({"_meta", "contents"}),
+                consts=(),
+            ),
+            Member(
+                ListPromptsResult,
+                "object",
+                required=frozenset({"prompts"}),
+                known=frozenset({"_meta", "nextCursor", "prompts"}),
+                consts=(),
+            ),
+            Member(
+                GetPromptResult,
+                "object",
+                required=frozenset({"messages"}),
+                known=frozenset({"_meta", "description", "messages"}),
+                consts=(),
+            ),
+            Member(
+                ListToolsResult,
+                "object",
+                required=frozenset({"tools"}),
+                known=frozenset({"_meta", "nextCursor", "tools"}),
+                consts=(),
+            ),
+            Member(
+                CallToolResult,
+                "object",
+                required=frozenset({"content"}),
+                known=frozenset({"_meta", "content", "isError"}),
+                consts=(),
+            ),
+            Member(
+                CompleteResult,
+                "object",
+                required=frozenset({"completion"}),
+                known=frozenset({"_meta", "completion"}),
+                consts=(),
+            ),
         ),
-        Member(
-            GetPromptResult,
-            "object",
-            required=frozenset({"messages"}),
-            known=frozenset({"_meta", "description", "messages"}),
-            consts=(),
-        ),
-        Member(
-            ListToolsResult,
-            "object",
-            required=frozenset({"tools"}),
-            known=frozenset({"_meta", "nextCursor", "tools"}),
-            consts=(),
-        ),
-        Member(
-            CallToolResult,
-            "object",
-            required=frozenset({"content"}),
-            known=frozenset({"_meta", "content", "isError"}),
-            consts=(),
-        ),
-        Member(
-            CompleteResult,
-            "object",
-            required=frozenset({"completion"}),
-            known=frozenset({"_meta", "completion"}),
-            consts=(),
-        ),
-    ),
-)
+    )
 
 # Definitions whose schema name is taken by Python or by this module, bound under another
 # name above and reachable under the schema name as attributes of this module.

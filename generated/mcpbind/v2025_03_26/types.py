@@ -151,7 +151,7 @@ __all__ = [
 # Untagged unions: the type checker sees the union, msgspec a marker that mcpbind.dec_hook decodes.
 
 if TYPE_CHECKING:
-    ClientResult: TypeAlias = Result | CreateMessageResult | ListRootsResult
+    ClientResult: TypeAlias = "Result | CreateMessageResult | ListRootsResult"
 else:
 
     class ClientResult(Untagged):
@@ -160,12 +160,7 @@ else:
 
 if TYPE_CHECKING:
     JSONRPCMessage: TypeAlias = (
-        JSONRPCRequest
-        | JSONRPCNotification
-        | list[JSONRPCRequest | JSONRPCNotification]
-        | JSONRPCResponse
-        | JSONRPCError
-        | list[JSONRPCResponse | JSONRPCError]
+        "JSONRPCRequest | JSONRPCNotification | list[JSONRPCRequest | JSONRPCNotification] | JSONRPCResponse | JSONRPCError | list[JSONRPCResponse | JSONRPCError]"
     )
 else:
 
@@ -177,16 +172,7 @@ else:
 
 if TYPE_CHECKING:
     ServerResult: TypeAlias = (
-        Result
-        | InitializeResult
-        | ListResourcesResult
-        | ListResourceTemplatesResult
-        | ReadResourceResult
-        | ListPromptsResult
-        | GetPromptResult
-        | ListToolsResult
-        | CallToolResult
-        | CompleteResult
+        "Result | InitializeResult | ListResourcesResult | ListResourceTemplatesResult | ReadResourceResult | ListPromptsResult | GetPromptResult | ListToolsResult | CallToolResult | CompleteResult"
     )
 else:
 
@@ -195,7 +181,7 @@ else:
 
 
 if TYPE_CHECKING:
-    _EmbeddedResourceResource: TypeAlias = TextResourceContents | BlobResourceContents
+    _EmbeddedResourceResource: TypeAlias = "TextResourceContents | BlobResourceContents"
 else:
 
     class _EmbeddedResourceResource(Untagged):
@@ -203,7 +189,7 @@ else:
 
 
 if TYPE_CHECKING:
-    _JSONRPCBatchRequest_: TypeAlias = JSONRPCRequest | JSONRPCNotification
+    _JSONRPCBatchRequest_: TypeAlias = "JSONRPCRequest | JSONRPCNotification"
 else:
 
     class _JSONRPCBatchRequest_(Untagged):
@@ -211,7 +197,7 @@ else:
 
 
 if TYPE_CHECKING:
-    _JSONRPCBatchResponse_: TypeAlias = JSONRPCResponse | JSONRPCError
+    _JSONRPCBatchResponse_: TypeAlias = "JSONRPCResponse | JSONRPCError"
 else:
 
     class _JSONRPCBatchResponse_(Untagged):
@@ -219,7 +205,7 @@ else:
 
 
 if TYPE_CHECKING:
-    _JSONRPCMessage_: TypeAlias = JSONRPCRequest | JSONRPCNotification
+    _JSONRPCMessage_: TypeAlias = "JSONRPCRequest | JSONRPCNotification"
 else:
 
     class _JSONRPCMessage_(Untagged):
@@ -227,7 +213,7 @@ else:
 
 
 if TYPE_CHECKING:
-    _ReadResourceResultContentsItem: TypeAlias = TextResourceContents | BlobResourceContents
+    _ReadResourceResultContentsItem: TypeAlias = "TextResourceContents | BlobResourceContents"
 else:
 
     class _ReadResourceResultContentsItem(Untagged):
@@ -1682,255 +1668,257 @@ ServerNotification: TypeAlias = (
 
 ServerRequest: TypeAlias = PingRequest | CreateMessageRequest | ListRootsRequest
 
-register(
-    ClientResult,
-    (
-        Member(
-            Result,
-            "object",
-            required=frozenset({}),
-            known=frozenset({"_meta"}),
-            consts=(),
-        ),
-        Member(
-            CreateMessageResult,
-            "object",
-            required=frozenset({"content", "model", "role"}),
-            known=frozenset({"_meta", "content", "model", "role", "stopReason"}),
-            consts=(),
-        ),
-        Member(
-            ListRootsResult,
-            "object",
-            required=frozenset({"roots"}),
-            known=frozenset({"_meta", "roots"}),
-            consts=(),
-        ),
-    ),
-)
+if not TYPE_CHECKING:
 
-register(
-    _EmbeddedResourceResource,
-    (
-        Member(
-            TextResourceContents,
-            "object",
-            required=frozenset({"text", "uri"}),
-            known=frozenset({"mimeType", "text", "uri"}),
-            consts=(),
-        ),
-        Member(
-            BlobResourceContents,
-            "object",
-            required=frozenset({"blob", "uri"}),
-            known=frozenset({"blob", "mimeType", "uri"}),
-            consts=(),
-        ),
-    ),
-)
-
-register(
-    _JSONRPCBatchRequest_,
-    (
-        Member(
-            JSONRPCRequest,
-            "object",
-            required=frozenset({"id", "jsonrpc", "method"}),
-            known=frozenset({"id", "jsonrpc", "method", "params"}),
-            consts=(("jsonrpc", ("2.0",)),),
-        ),
-        Member(
-            JSONRPCNotification,
-            "object",
-            required=frozenset({"jsonrpc", "method"}),
-            known=frozenset({"jsonrpc", "method", "params"}),
-            consts=(("jsonrpc", ("2.0",)),),
-        ),
-    ),
-)
-
-register(
-    _JSONRPCBatchResponse_,
-    (
-        Member(
-            JSONRPCResponse,
-            "object",
-            required=frozenset({"id", "jsonrpc", "result"}),
-            known=frozenset({"id", "jsonrpc", "result"}),
-            consts=(("jsonrpc", ("2.0",)),),
-        ),
-        Member(
-            JSONRPCError,
-            "object",
-            required=frozenset({"error", "id", "jsonrpc"}),
-            known=frozenset({"error", "id", "jsonrpc"}),
-            consts=(("jsonrpc", ("2.0",)),),
-        ),
-    ),
-)
-
-register(
-    JSONRPCMessage,
-    (
-        Member(
-            JSONRPCRequest,
-            "object",
-            required=frozenset({"id", "jsonrpc", "method"}),
-            known=frozenset({"id", "jsonrpc", "method", "params"}),
-            consts=(("jsonrpc", ("2.0",)),),
-        ),
-        Member(
-            JSONRPCNotification,
-            "object",
-            required=frozenset({"jsonrpc", "method"}),
-            known=frozenset({"jsonrpc", "method", "params"}),
-            consts=(("jsonrpc", ("2.0",)),),
-        ),
-        Member(
-            list[_JSONRPCMessage_],
-            "array",
-            required=frozenset({}),
-            known=frozenset({}),
-            consts=(),
-        ),
-        Member(
-            JSONRPCResponse,
-            "object",
-            required=frozenset({"id", "jsonrpc", "result"}),
-            known=frozenset({"id", "jsonrpc", "result"}),
-            consts=(("jsonrpc", ("2.0",)),),
-        ),
-        Member(
-            JSONRPCError,
-            "object",
-            required=frozenset({"error", "id", "jsonrpc"}),
-            known=frozenset({"error", "id", "jsonrpc"}),
-            consts=(("jsonrpc", ("2.0",)),),
-        ),
-        Member(
-            list[_JSONRPCMessage_],
-            "array",
-            required=frozenset({}),
-            known=frozenset({}),
-            consts=(),
-        ),
-    ),
-)
-
-register(
-    _JSONRPCMessage_,
-    (
-        Member(
-            JSONRPCRequest,
-            "object",
-            required=frozenset({"id", "jsonrpc", "method"}),
-            known=frozenset({"id", "jsonrpc", "method", "params"}),
-            consts=(("jsonrpc", ("2.0",)),),
-        ),
-        Member(
-            JSONRPCNotification,
-            "object",
-            required=frozenset({"jsonrpc", "method"}),
-            known=frozenset({"jsonrpc", "method", "params"}),
-            consts=(("jsonrpc", ("2.0",)),),
-        ),
-    ),
-)
-
-register(
-    _ReadResourceResultContentsItem,
-    (
-        Member(
-            TextResourceContents,
-            "object",
-            required=frozenset({"text", "uri"}),
-            known=frozenset({"mimeType", "text", "uri"}),
-            consts=(),
-        ),
-        Member(
-            BlobResourceContents,
-            "object",
-            required=frozenset({"blob", "uri"}),
-            known=frozenset({"blob", "mimeType", "uri"}),
-            consts=(),
-        ),
-    ),
-)
-
-register(
-    ServerResult,
-    (
-        Member(
-            Result,
-            "object",
-            required=frozenset({}),
-            known=frozenset({"_meta"}),
-            consts=(),
-        ),
-        Member(
-            InitializeResult,
-            "object",
-            required=frozenset({"capabilities", "protocolVersion", "serverInfo"}),
-            known=frozenset(
-                {"_meta", "capabilities", "instructions", "protocolVersion", "serverInfo"}
+    register(
+        ClientResult,
+        (
+            Member(
+                Result,
+                "object",
+                required=frozenset({}),
+                known=frozenset({"_meta"}),
+                consts=(),
             ),
-            consts=(),
+            Member(
+                CreateMessageResult,
+                "object",
+                required=frozenset({"content", "model", "role"}),
+                known=frozenset({"_meta", "content", "model", "role", "stopReason"}),
+                consts=(),
+            ),
+            Member(
+                ListRootsResult,
+                "object",
+                required=frozenset({"roots"}),
+                known=frozenset({"_meta", "roots"}),
+                consts=(),
+            ),
         ),
-        Member(
-            ListResourcesResult,
-            "object",
-            required=frozenset({"resources"}),
-            known=frozenset({"_meta", "nextCursor", "resources"}),
-            consts=(),
+    )
+
+    register(
+        _EmbeddedResourceResource,
+        (
+            Member(
+                TextResourceContents,
+                "object",
+                required=frozenset({"text", "uri"}),
+                known=frozenset({"mimeType", "text", "uri"}),
+                consts=(),
+            ),
+            Member(
+                BlobResourceContents,
+                "object",
+                required=frozenset({"blob", "uri"}),
+                known=frozenset({"blob", "mimeType", "uri"}),
+                consts=(),
+            ),
         ),
-        Member(
-            ListResourceTemplatesResult,
-            "object",
-            required=frozenset({"resourceTemplates"}),
-            known=frozenset({"_meta", "nextCursor", "resourceTemplates"}),
-            consts=(),
+    )
+
+    register(
+        _JSONRPCBatchRequest_,
+        (
+            Member(
+                JSONRPCRequest,
+                "object",
+                required=frozenset({"id", "jsonrpc", "method"}),
+                known=frozenset({"id", "jsonrpc", "method", "params"}),
+                consts=(("jsonrpc", ("2.0",)),),
+            ),
+            Member(
+                JSONRPCNotification,
+                "object",
+                required=frozenset({"jsonrpc", "method"}),
+                known=frozenset({"jsonrpc", "method", "params"}),
+                consts=(("jsonrpc", ("2.0",)),),
+            ),
         ),
-        Member(
-            ReadResourceResult,
-            "object",
-            required=frozenset({"contents"}),
-            known=frozenset({"_meta", "contents"}),
-            consts=(),
+    )
+
+    register(
+        _JSONRPCBatchResponse_,
+        (
+            Member(
+                JSONRPCResponse,
+                "object",
+                required=frozenset({"id", "jsonrpc", "result"}),
+                known=frozenset({"id", "jsonrpc", "result"}),
+                consts=(("jsonrpc", ("2.0",)),),
+            ),
+            Member(
+                JSONRPCError,
+                "object",
+                required=frozenset({"error", "id", "jsonrpc"}),
+                known=frozenset({"error", "id", "jsonrpc"}),
+                consts=(("jsonrpc", ("2.0",)),),
+            ),
         ),
-        Member(
-            ListPromptsResult,
-            "object",
-            required=frozenset({"prompts"}),
-            known=frozenset({"_meta", "nextCursor", "prompts"}),
-            consts=(),
+    )
+
+    register(
+        JSONRPCMessage,
+        (
+            Member(
+                JSONRPCRequest,
+                "object",
+                required=frozenset({"id", "jsonrpc", "method"}),
+                known=frozenset({"id", "jsonrpc", "method", "params"}),
+                consts=(("jsonrpc", ("2.0",)),),
+            ),
+            Member(
+                JSONRPCNotification,
+                "object",
+                required=frozenset({"jsonrpc", "method"}),
+                known=frozenset({"jsonrpc", "method", "params"}),
+                consts=(("jsonrpc", ("2.0",)),),
+            ),
+            Member(
+                list[_JSONRPCMessage_],
+                "array",
+                required=frozenset({}),
+                known=frozenset({}),
+                consts=(),
+            ),
+            Member(
+                JSONRPCResponse,
+                "object",
+                required=frozenset({"id", "jsonrpc", "result"}),
+                known=frozenset({"id", "jsonrpc", "result"}),
+                consts=(("jsonrpc", ("2.0",)),),
+            ),
+            Member(
+                JSONRPCError,
+                "object",
+                required=frozenset({"error", "id", "jsonrpc"}),
+                known=frozenset({"error", "id", "jsonrpc"}),
+                consts=(("jsonrpc", ("2.0",)),),
+            ),
+            Member(
+                list[_JSONRPCMessage_],
+                "array",
+                required=frozenset({}),
+                known=frozenset({}),
+                consts=(),
+            ),
         ),
-        Member(
-            GetPromptResult,
-            "object",
-            required=frozenset({"messages"}),
-            known=frozenset({"_meta", "description", "messages"}),
-            consts=(),
+    )
+
+    register(
+        _JSONRPCMessage_,
+        (
+            Member(
+                JSONRPCRequest,
+                "object",
+                required=frozenset({"id", "jsonrpc", "method"}),
+                known=frozenset({"id", "jsonrpc", "method", "params"}),
+                consts=(("jsonrpc", ("2.0",)),),
+            ),
+            Member(
+                JSONRPCNotification,
+                "object",
+                required=frozenset({"jsonrpc", "method"}),
+                known=frozenset({"jsonrpc", "method", "params"}),
+                consts=(("jsonrpc", ("2.0",)),),
+            ),
         ),
-        Member(
-            ListToolsResult,
-            "object",
-            required=frozenset({"tools"}),
-            known=frozenset({"_meta", "nextCursor", "tools"}),
-            consts=(),
+    )
+
+    register(
+        _ReadResourceResultContentsItem,
+        (
+            Member(
+                TextResourceContents,
+                "object",
+                required=frozenset({"text", "uri"}),
+                known=frozenset({"mimeType", "text", "uri"}),
+                consts=(),
+            ),
+            Member(
+                BlobResourceContents,
+                "object",
+                required=frozenset({"blob", "uri"}),
+                known=frozenset({"blob", "mimeType", "uri"}),
+                consts=(),
+            ),
         ),
-        Member(
-            CallToolResult,
-            "object",
-            required=frozenset({"content"}),
-            known=frozenset({"_meta", "content", "isError"}),
-            consts=(),
+    )
+
+    register(
+        ServerResult,
+        (
+            Member(
+                Result,
+                "object",
+                required=frozenset({}),
+                known=frozenset({"_meta"}),
+                consts=(),
+            ),
+            Member(
+                InitializeResult,
+                "object",
+                required=frozenset({"capabilities", "protocolVersion", "serverInfo"}),
+                known=frozenset(
+                    {"_meta", "capabilities", "instructions", "protocolVersion", "serverInfo"}
+                ),
+                consts=(),
+            ),
+            Member(
+                ListResourcesResult,
+                "object",
+                required=frozenset({"resources"}),
+                known=frozenset({"_meta", "nextCursor", "resources"}),
+                consts=(),
+            ),
+            Member(
+                ListResourceTemplatesResult,
+                "object",
+                required=frozenset({"resourceTemplates"}),
+                known=frozenset({"_meta", "nextCursor", "resourceTemplates"}),
+                consts=(),
+            ),
+            Member(
+                ReadResourceResult,
+                "object",
+                required=frozenset({"contents"}),
+                known=frozenset({"_meta", "contents"}),
+                consts=(),
+            ),
+            Member(
+                ListPromptsResult,
+                "object",
+                required=frozenset({"prompts"}),
+                known=frozenset({"_meta", "nextCursor", "prompts"}),
+                consts=(),
+            ),
+            Member(
+                GetPromptResult,
+                "object",
+                required=frozenset({"messages"}),
+                known=frozenset({"_meta", "description", "messages"}),
+                consts=(),
+            ),
+            Member(
+                ListToolsResult,
+                "object",
+                required=frozenset({"tools"}),
+                known=frozenset({"_meta", "nextCursor", "tools"}),
+                consts=(),
+            ),
+            Member(
+                CallToolResult,
+                "object",
+                required=frozenset({"content"}),
+                known=frozenset({"_meta", "content", "isError"}),
+                consts=(),
+            ),
+            Member(
+                CompleteResult,
+                "object",
+                required=frozenset({"completion"}),
+                known=frozenset({"_meta", "completion"}),
+                consts=(),
+            ),
         ),
-        Member(
-            CompleteResult,
-            "object",
-            required=frozenset({"completion"}),
-            known=frozenset({"_meta", "completion"}),
-            consts=(),
-        ),
-    ),
-)
+    )

@@ -163,7 +163,7 @@ __all__ = [
 # Untagged unions: the type checker sees the union, msgspec a marker that mcpbind.dec_hook decodes.
 
 if TYPE_CHECKING:
-    ClientResult: TypeAlias = Result | CreateMessageResult | ListRootsResult | ElicitResult
+    ClientResult: TypeAlias = "Result | CreateMessageResult | ListRootsResult | ElicitResult"
 else:
 
     class ClientResult(Untagged):
@@ -172,7 +172,7 @@ else:
 
 if TYPE_CHECKING:
     JSONRPCMessage: TypeAlias = (
-        JSONRPCRequest | JSONRPCNotification | JSONRPCResponse | JSONRPCError
+        "JSONRPCRequest | JSONRPCNotification | JSONRPCResponse | JSONRPCError"
     )
 else:
 
@@ -183,7 +183,9 @@ else:
 
 
 if TYPE_CHECKING:
-    PrimitiveSchemaDefinition: TypeAlias = StringSchema | NumberSchema | BooleanSchema | EnumSchema
+    PrimitiveSchemaDefinition: TypeAlias = (
+        "StringSchema | NumberSchema | BooleanSchema | EnumSchema"
+    )
 else:
 
     class PrimitiveSchemaDefinition(Untagged):
@@ -195,16 +197,7 @@ else:
 
 if TYPE_CHECKING:
     ServerResult: TypeAlias = (
-        Result
-        | InitializeResult
-        | ListResourcesResult
-        | ListResourceTemplatesResult
-        | ReadResourceResult
-        | ListPromptsResult
-        | GetPromptResult
-        | ListToolsResult
-        | CallToolResult
-        | CompleteResult
+        "Result | InitializeResult | ListResourcesResult | ListResourceTemplatesResult | ReadResourceResult | ListPromptsResult | GetPromptResult | ListToolsResult | CallToolResult | CompleteResult"
     )
 else:
 
@@ -213,7 +206,7 @@ else:
 
 
 if TYPE_CHECKING:
-    _EmbeddedResourceResource: TypeAlias = TextResourceContents | BlobResourceContents
+    _EmbeddedResourceResource: TypeAlias = "TextResourceContents | BlobResourceContents"
 else:
 
     class _EmbeddedResourceResource(Untagged):
@@ -221,7 +214,7 @@ else:
 
 
 if TYPE_CHECKING:
-    _ReadResourceResultContentsItem: TypeAlias = TextResourceContents | BlobResourceContents
+    _ReadResourceResultContentsItem: TypeAlias = "TextResourceContents | BlobResourceContents"
 else:
 
     class _ReadResourceResultContentsItem(Untagged):
@@ -1918,239 +1911,243 @@ ServerNotification: TypeAlias = (
 
 ServerRequest: TypeAlias = PingRequest | CreateMessageRequest | ListRootsRequest | ElicitRequest
 
-register(
-    ClientResult,
-    (
-        Member(
-            Result,
-            "object",
-            required=frozenset({}),
-            known=frozenset({"_meta"}),
-            consts=(),
-        ),
-        Member(
-            CreateMessageResult,
-            "object",
-            required=frozenset({"content", "model", "role"}),
-            known=frozenset({"_meta", "content", "model", "role", "stopReason"}),
-            consts=(),
-        ),
-        Member(
-            ListRootsResult,
-            "object",
-            required=frozenset({"roots"}),
-            known=frozenset({"_meta", "roots"}),
-            consts=(),
-        ),
-        Member(
-            ElicitResult,
-            "object",
-            required=frozenset({"action"}),
-            known=frozenset({"_meta", "action", "content"}),
-            consts=(
-                (
-                    "action",
+if not TYPE_CHECKING:
+
+    register(
+        ClientResult,
+        (
+            Member(
+                Result,
+                "object",
+                required=frozenset({}),
+                known=frozenset({"_meta"}),
+                consts=(),
+            ),
+            Member(
+                CreateMessageResult,
+                "object",
+                required=frozenset({"content", "model", "role"}),
+                known=frozenset({"_meta", "content", "model", "role", "stopReason"}),
+                consts=(),
+            ),
+            Member(
+                ListRootsResult,
+                "object",
+                required=frozenset({"roots"}),
+                known=frozenset({"_meta", "roots"}),
+                consts=(),
+            ),
+            Member(
+                ElicitResult,
+                "object",
+                required=frozenset({"action"}),
+                known=frozenset({"_meta", "action", "content"}),
+                consts=(
                     (
-                        "accept",
-                        "cancel",
-                        "decline",
+                        "action",
+                        (
+                            "accept",
+                            "cancel",
+                            "decline",
+                        ),
                     ),
                 ),
             ),
         ),
-    ),
-)
+    )
 
-register(
-    _EmbeddedResourceResource,
-    (
-        Member(
-            TextResourceContents,
-            "object",
-            required=frozenset({"text", "uri"}),
-            known=frozenset({"_meta", "mimeType", "text", "uri"}),
-            consts=(),
+    register(
+        _EmbeddedResourceResource,
+        (
+            Member(
+                TextResourceContents,
+                "object",
+                required=frozenset({"text", "uri"}),
+                known=frozenset({"_meta", "mimeType", "text", "uri"}),
+                consts=(),
+            ),
+            Member(
+                BlobResourceContents,
+                "object",
+                required=frozenset({"blob", "uri"}),
+                known=frozenset({"_meta", "blob", "mimeType", "uri"}),
+                consts=(),
+            ),
         ),
-        Member(
-            BlobResourceContents,
-            "object",
-            required=frozenset({"blob", "uri"}),
-            known=frozenset({"_meta", "blob", "mimeType", "uri"}),
-            consts=(),
-        ),
-    ),
-)
+    )
 
-register(
-    JSONRPCMessage,
-    (
-        Member(
-            JSONRPCRequest,
-            "object",
-            required=frozenset({"id", "jsonrpc", "method"}),
-            known=frozenset({"id", "jsonrpc", "method", "params"}),
-            consts=(("jsonrpc", ("2.0",)),),
+    register(
+        JSONRPCMessage,
+        (
+            Member(
+                JSONRPCRequest,
+                "object",
+                required=frozenset({"id", "jsonrpc", "method"}),
+                known=frozenset({"id", "jsonrpc", "method", "params"}),
+                consts=(("jsonrpc", ("2.0",)),),
+            ),
+            Member(
+                JSONRPCNotification,
+                "object",
+                required=frozenset({"jsonrpc", "method"}),
+                known=frozenset({"jsonrpc", "method", "params"}),
+                consts=(("jsonrpc", ("2.0",)),),
+            ),
+            Member(
+                JSONRPCResponse,
+                "object",
+                required=frozenset({"id", "jsonrpc", "result"}),
+                known=frozenset({"id", "jsonrpc", "result"}),
+                consts=(("jsonrpc", ("2.0",)),),
+            ),
+            Member(
+                JSONRPCError,
+                "object",
+                required=frozenset({"error", "id", "jsonrpc"}),
+                known=frozenset({"error", "id", "jsonrpc"}),
+                consts=(("jsonrpc", ("2.0",)),),
+            ),
         ),
-        Member(
-            JSONRPCNotification,
-            "object",
-            required=frozenset({"jsonrpc", "method"}),
-            known=frozenset({"jsonrpc", "method", "params"}),
-            consts=(("jsonrpc", ("2.0",)),),
-        ),
-        Member(
-            JSONRPCResponse,
-            "object",
-            required=frozenset({"id", "jsonrpc", "result"}),
-            known=frozenset({"id", "jsonrpc", "result"}),
-            consts=(("jsonrpc", ("2.0",)),),
-        ),
-        Member(
-            JSONRPCError,
-            "object",
-            required=frozenset({"error", "id", "jsonrpc"}),
-            known=frozenset({"error", "id", "jsonrpc"}),
-            consts=(("jsonrpc", ("2.0",)),),
-        ),
-    ),
-)
+    )
 
-register(
-    PrimitiveSchemaDefinition,
-    (
-        Member(
-            StringSchema,
-            "object",
-            required=frozenset({"type"}),
-            known=frozenset({"description", "format", "maxLength", "minLength", "title", "type"}),
-            consts=(("type", ("string",)),),
-        ),
-        Member(
-            NumberSchema,
-            "object",
-            required=frozenset({"type"}),
-            known=frozenset({"description", "maximum", "minimum", "title", "type"}),
-            consts=(
-                (
-                    "type",
+    register(
+        PrimitiveSchemaDefinition,
+        (
+            Member(
+                StringSchema,
+                "object",
+                required=frozenset({"type"}),
+                known=frozenset(
+                    {"description", "format", "maxLength", "minLength", "title", "type"}
+                ),
+                consts=(("type", ("string",)),),
+            ),
+            Member(
+                NumberSchema,
+                "object",
+                required=frozenset({"type"}),
+                known=frozenset({"description", "maximum", "minimum", "title", "type"}),
+                consts=(
                     (
-                        "integer",
-                        "number",
+                        "type",
+                        (
+                            "integer",
+                            "number",
+                        ),
                     ),
                 ),
             ),
-        ),
-        Member(
-            BooleanSchema,
-            "object",
-            required=frozenset({"type"}),
-            known=frozenset({"default", "description", "title", "type"}),
-            consts=(("type", ("boolean",)),),
-        ),
-        Member(
-            EnumSchema,
-            "object",
-            required=frozenset({"enum", "type"}),
-            known=frozenset({"description", "enum", "enumNames", "title", "type"}),
-            consts=(("type", ("string",)),),
-        ),
-    ),
-)
-
-register(
-    _ReadResourceResultContentsItem,
-    (
-        Member(
-            TextResourceContents,
-            "object",
-            required=frozenset({"text", "uri"}),
-            known=frozenset({"_meta", "mimeType", "text", "uri"}),
-            consts=(),
-        ),
-        Member(
-            BlobResourceContents,
-            "object",
-            required=frozenset({"blob", "uri"}),
-            known=frozenset({"_meta", "blob", "mimeType", "uri"}),
-            consts=(),
-        ),
-    ),
-)
-
-register(
-    ServerResult,
-    (
-        Member(
-            Result,
-            "object",
-            required=frozenset({}),
-            known=frozenset({"_meta"}),
-            consts=(),
-        ),
-        Member(
-            InitializeResult,
-            "object",
-            required=frozenset({"capabilities", "protocolVersion", "serverInfo"}),
-            known=frozenset(
-                {"_meta", "capabilities", "instructions", "protocolVersion", "serverInfo"}
+            Member(
+                BooleanSchema,
+                "object",
+                required=frozenset({"type"}),
+                known=frozenset({"default", "description", "title", "type"}),
+                consts=(("type", ("boolean",)),),
             ),
-            consts=(),
+            Member(
+                EnumSchema,
+                "object",
+                required=frozenset({"enum", "type"}),
+                known=frozenset({"description", "enum", "enumNames", "title", "type"}),
+                consts=(("type", ("string",)),),
+            ),
         ),
-        Member(
-            ListResourcesResult,
-            "object",
-            required=frozenset({"resources"}),
-            known=frozenset({"_meta", "nextCursor", "resources"}),
-            consts=(),
+    )
+
+    register(
+        _ReadResourceResultContentsItem,
+        (
+            Member(
+                TextResourceContents,
+                "object",
+                required=frozenset({"text", "uri"}),
+                known=frozenset({"_meta", "mimeType", "text", "uri"}),
+                consts=(),
+            ),
+            Member(
+                BlobResourceContents,
+                "object",
+                required=frozenset({"blob", "uri"}),
+                known=frozenset({"_meta", "blob", "mimeType", "uri"}),
+                consts=(),
+            ),
         ),
-        Member(
-            ListResourceTemplatesResult,
-            "object",
-            required=frozenset({"resourceTemplates"}),
-            known=frozenset({"_meta", "nextCursor", "resourceTemplates"}),
-            consts=(),
+    )
+
+    register(
+        ServerResult,
+        (
+            Member(
+                Result,
+                "object",
+                required=frozenset({}),
+                known=frozenset({"_meta"}),
+                consts=(),
+            ),
+            Member(
+                InitializeResult,
+                "object",
+                required=frozenset({"capabilities", "protocolVersion", "serverInfo"}),
+                known=frozenset(
+                    {"_meta", "capabilities", "instructions", "protocolVersion", "serverInfo"}
+                ),
+                consts=(),
+            ),
+            Member(
+                ListResourcesResult,
+                "object",
+                required=frozenset({"resources"}),
+                known=frozenset({"_meta", "nextCursor", "resources"}),
+                consts=(),
+            ),
+            Member(
+                ListResourceTemplatesResult,
+                "object",
+                required=frozenset({"resourceTemplates"}),
+                known=frozenset({"_meta", "nextCursor", "resourceTemplates"}),
+                consts=(),
+            ),
+            Member(
+                ReadResourceResult,
+                "object",
+                required=frozenset({"contents"}),
+                known=frozenset({"_meta", "contents"}),
+                consts=(),
+            ),
+            Member(
+                ListPromptsResult,
+                "object",
+                required=frozenset({"prompts"}),
+                known=frozenset({"_meta", "nextCursor", "prompts"}),
+                consts=(),
+            ),
+            Member(
+                GetPromptResult,
+                "object",
+                required=frozenset({"messages"}),
+                known=frozenset({"_meta", "description", "messages"}),
+                consts=(),
+            ),
+            Member(
+                ListToolsResult,
+                "object",
+                required=frozenset({"tools"}),
+                known=frozenset({"_meta", "nextCursor", "tools"}),
+                consts=(),
+            ),
+            Member(
+                CallToolResult,
+                "object",
+                required=frozenset({"content"}),
+                known=frozenset({"_meta", "content", "isError", "structuredContent"}),
+                consts=(),
+            ),
+            Member(
+                CompleteResult,
+                "object",
+                required=frozenset({"completion"}),
+                known=frozenset({"_meta", "completion"}),
+                consts=(),
+            ),
         ),
-        Member(
-            ReadResourceResult,
-            "object",
-            required=frozenset({"contents"}),
-            known=frozenset({"_meta", "contents"}),
-            consts=(),
-        ),
-        Member(
-            ListPromptsResult,
-            "object",
-            required=frozenset({"prompts"}),
-            known=frozenset({"_meta", "nextCursor", "prompts"}),
-            consts=(),
-        ),
-        Member(
-            GetPromptResult,
-            "object",
-            required=frozenset({"messages"}),
-            known=frozenset({"_meta", "description", "messages"}),
-            consts=(),
-        ),
-        Member(
-            ListToolsResult,
-            "object",
-            required=frozenset({"tools"}),
-            known=frozenset({"_meta", "nextCursor", "tools"}),
-            consts=(),
-        ),
-        Member(
-            CallToolResult,
-            "object",
-            required=frozenset({"content"}),
-            known=frozenset({"_meta", "content", "isError", "structuredContent"}),
-            consts=(),
-        ),
-        Member(
-            CompleteResult,
-            "object",
-            required=frozenset({"completion"}),
-            known=frozenset({"_meta", "completion"}),
-            consts=(),
-        ),
-    ),
-)
+    )

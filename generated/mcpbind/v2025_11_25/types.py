@@ -217,14 +217,7 @@ __all__ = [
 
 if TYPE_CHECKING:
     ClientResult: TypeAlias = (
-        Result
-        | GetTaskResult
-        | GetTaskPayloadResult
-        | CancelTaskResult
-        | ListTasksResult
-        | CreateMessageResult
-        | ListRootsResult
-        | ElicitResult
+        "Result | GetTaskResult | GetTaskPayloadResult | CancelTaskResult | ListTasksResult | CreateMessageResult | ListRootsResult | ElicitResult"
     )
 else:
 
@@ -233,7 +226,7 @@ else:
 
 
 if TYPE_CHECKING:
-    ElicitRequestParams: TypeAlias = ElicitRequestURLParams | ElicitRequestFormParams
+    ElicitRequestParams: TypeAlias = "ElicitRequestURLParams | ElicitRequestFormParams"
 else:
 
     class ElicitRequestParams(Untagged):
@@ -244,11 +237,7 @@ else:
 
 if TYPE_CHECKING:
     EnumSchema: TypeAlias = (
-        UntitledSingleSelectEnumSchema
-        | TitledSingleSelectEnumSchema
-        | UntitledMultiSelectEnumSchema
-        | TitledMultiSelectEnumSchema
-        | LegacyTitledEnumSchema
+        "UntitledSingleSelectEnumSchema | TitledSingleSelectEnumSchema | UntitledMultiSelectEnumSchema | TitledMultiSelectEnumSchema | LegacyTitledEnumSchema"
     )
 else:
 
@@ -258,7 +247,7 @@ else:
 
 if TYPE_CHECKING:
     JSONRPCMessage: TypeAlias = (
-        JSONRPCRequest | JSONRPCNotification | JSONRPCResultResponse | JSONRPCErrorResponse
+        "JSONRPCRequest | JSONRPCNotification | JSONRPCResultResponse | JSONRPCErrorResponse"
     )
 else:
 
@@ -269,7 +258,7 @@ else:
 
 
 if TYPE_CHECKING:
-    JSONRPCResponse: TypeAlias = JSONRPCResultResponse | JSONRPCErrorResponse
+    JSONRPCResponse: TypeAlias = "JSONRPCResultResponse | JSONRPCErrorResponse"
 else:
 
     class JSONRPCResponse(Untagged):
@@ -279,7 +268,7 @@ else:
 
 
 if TYPE_CHECKING:
-    MultiSelectEnumSchema: TypeAlias = UntitledMultiSelectEnumSchema | TitledMultiSelectEnumSchema
+    MultiSelectEnumSchema: TypeAlias = "UntitledMultiSelectEnumSchema | TitledMultiSelectEnumSchema"
 else:
 
     class MultiSelectEnumSchema(Untagged):
@@ -288,14 +277,7 @@ else:
 
 if TYPE_CHECKING:
     PrimitiveSchemaDefinition: TypeAlias = (
-        StringSchema
-        | NumberSchema
-        | BooleanSchema
-        | UntitledSingleSelectEnumSchema
-        | TitledSingleSelectEnumSchema
-        | UntitledMultiSelectEnumSchema
-        | TitledMultiSelectEnumSchema
-        | LegacyTitledEnumSchema
+        "StringSchema | NumberSchema | BooleanSchema | UntitledSingleSelectEnumSchema | TitledSingleSelectEnumSchema | UntitledMultiSelectEnumSchema | TitledMultiSelectEnumSchema | LegacyTitledEnumSchema"
     )
 else:
 
@@ -308,20 +290,7 @@ else:
 
 if TYPE_CHECKING:
     ServerResult: TypeAlias = (
-        Result
-        | InitializeResult
-        | ListResourcesResult
-        | ListResourceTemplatesResult
-        | ReadResourceResult
-        | ListPromptsResult
-        | GetPromptResult
-        | ListToolsResult
-        | CallToolResult
-        | GetTaskResult
-        | GetTaskPayloadResult
-        | CancelTaskResult
-        | ListTasksResult
-        | CompleteResult
+        "Result | InitializeResult | ListResourcesResult | ListResourceTemplatesResult | ReadResourceResult | ListPromptsResult | GetPromptResult | ListToolsResult | CallToolResult | GetTaskResult | GetTaskPayloadResult | CancelTaskResult | ListTasksResult | CompleteResult"
     )
 else:
 
@@ -331,7 +300,7 @@ else:
 
 if TYPE_CHECKING:
     SingleSelectEnumSchema: TypeAlias = (
-        UntitledSingleSelectEnumSchema | TitledSingleSelectEnumSchema
+        "UntitledSingleSelectEnumSchema | TitledSingleSelectEnumSchema"
     )
 else:
 
@@ -340,7 +309,7 @@ else:
 
 
 if TYPE_CHECKING:
-    _EmbeddedResourceResource: TypeAlias = TextResourceContents | BlobResourceContents
+    _EmbeddedResourceResource: TypeAlias = "TextResourceContents | BlobResourceContents"
 else:
 
     class _EmbeddedResourceResource(Untagged):
@@ -348,7 +317,7 @@ else:
 
 
 if TYPE_CHECKING:
-    _ReadResourceResultContentsItem: TypeAlias = TextResourceContents | BlobResourceContents
+    _ReadResourceResultContentsItem: TypeAlias = "TextResourceContents | BlobResourceContents"
 else:
 
     class _ReadResourceResultContentsItem(Untagged):
@@ -2960,502 +2929,504 @@ ServerRequest: TypeAlias = (
 TaskStatus: TypeAlias = Literal["cancelled", "completed", "failed", "input_required", "working"]
 """The status of a task."""
 
-register(
-    ClientResult,
-    (
-        Member(
-            Result,
-            "object",
-            required=frozenset({}),
-            known=frozenset({"_meta"}),
-            consts=(),
-        ),
-        Member(
-            GetTaskResult,
-            "object",
-            required=frozenset({"createdAt", "lastUpdatedAt", "status", "taskId", "ttl"}),
-            known=frozenset(
-                {
-                    "_meta",
-                    "createdAt",
-                    "lastUpdatedAt",
-                    "pollInterval",
-                    "status",
-                    "statusMessage",
-                    "taskId",
-                    "ttl",
-                }
+if not TYPE_CHECKING:
+
+    register(
+        ClientResult,
+        (
+            Member(
+                Result,
+                "object",
+                required=frozenset({}),
+                known=frozenset({"_meta"}),
+                consts=(),
             ),
-            consts=(),
-        ),
-        Member(
-            GetTaskPayloadResult,
-            "object",
-            required=frozenset({}),
-            known=frozenset({"_meta"}),
-            consts=(),
-        ),
-        Member(
-            CancelTaskResult,
-            "object",
-            required=frozenset({"createdAt", "lastUpdatedAt", "status", "taskId", "ttl"}),
-            known=frozenset(
-                {
-                    "_meta",
-                    "createdAt",
-                    "lastUpdatedAt",
-                    "pollInterval",
-                    "status",
-                    "statusMessage",
-                    "taskId",
-                    "ttl",
-                }
+            Member(
+                GetTaskResult,
+                "object",
+                required=frozenset({"createdAt", "lastUpdatedAt", "status", "taskId", "ttl"}),
+                known=frozenset(
+                    {
+                        "_meta",
+                        "createdAt",
+                        "lastUpdatedAt",
+                        "pollInterval",
+                        "status",
+                        "statusMessage",
+                        "taskId",
+                        "ttl",
+                    }
+                ),
+                consts=(),
             ),
-            consts=(),
-        ),
-        Member(
-            ListTasksResult,
-            "object",
-            required=frozenset({"tasks"}),
-            known=frozenset({"_meta", "nextCursor", "tasks"}),
-            consts=(),
-        ),
-        Member(
-            CreateMessageResult,
-            "object",
-            required=frozenset({"content", "model", "role"}),
-            known=frozenset({"_meta", "content", "model", "role", "stopReason"}),
-            consts=(),
-        ),
-        Member(
-            ListRootsResult,
-            "object",
-            required=frozenset({"roots"}),
-            known=frozenset({"_meta", "roots"}),
-            consts=(),
-        ),
-        Member(
-            ElicitResult,
-            "object",
-            required=frozenset({"action"}),
-            known=frozenset({"_meta", "action", "content"}),
-            consts=(
-                (
-                    "action",
+            Member(
+                GetTaskPayloadResult,
+                "object",
+                required=frozenset({}),
+                known=frozenset({"_meta"}),
+                consts=(),
+            ),
+            Member(
+                CancelTaskResult,
+                "object",
+                required=frozenset({"createdAt", "lastUpdatedAt", "status", "taskId", "ttl"}),
+                known=frozenset(
+                    {
+                        "_meta",
+                        "createdAt",
+                        "lastUpdatedAt",
+                        "pollInterval",
+                        "status",
+                        "statusMessage",
+                        "taskId",
+                        "ttl",
+                    }
+                ),
+                consts=(),
+            ),
+            Member(
+                ListTasksResult,
+                "object",
+                required=frozenset({"tasks"}),
+                known=frozenset({"_meta", "nextCursor", "tasks"}),
+                consts=(),
+            ),
+            Member(
+                CreateMessageResult,
+                "object",
+                required=frozenset({"content", "model", "role"}),
+                known=frozenset({"_meta", "content", "model", "role", "stopReason"}),
+                consts=(),
+            ),
+            Member(
+                ListRootsResult,
+                "object",
+                required=frozenset({"roots"}),
+                known=frozenset({"_meta", "roots"}),
+                consts=(),
+            ),
+            Member(
+                ElicitResult,
+                "object",
+                required=frozenset({"action"}),
+                known=frozenset({"_meta", "action", "content"}),
+                consts=(
                     (
-                        "accept",
-                        "cancel",
-                        "decline",
+                        "action",
+                        (
+                            "accept",
+                            "cancel",
+                            "decline",
+                        ),
                     ),
                 ),
             ),
         ),
-    ),
-)
+    )
 
-register(
-    ElicitRequestParams,
-    (
-        Member(
-            ElicitRequestURLParams,
-            "object",
-            required=frozenset({"elicitationId", "message", "mode", "url"}),
-            known=frozenset({"_meta", "elicitationId", "message", "mode", "task", "url"}),
-            consts=(("mode", ("url",)),),
-        ),
-        Member(
-            ElicitRequestFormParams,
-            "object",
-            required=frozenset({"message", "requestedSchema"}),
-            known=frozenset({"_meta", "message", "mode", "requestedSchema", "task"}),
-            consts=(),
-        ),
-    ),
-)
-
-register(
-    _EmbeddedResourceResource,
-    (
-        Member(
-            TextResourceContents,
-            "object",
-            required=frozenset({"text", "uri"}),
-            known=frozenset({"_meta", "mimeType", "text", "uri"}),
-            consts=(),
-        ),
-        Member(
-            BlobResourceContents,
-            "object",
-            required=frozenset({"blob", "uri"}),
-            known=frozenset({"_meta", "blob", "mimeType", "uri"}),
-            consts=(),
-        ),
-    ),
-)
-
-register(
-    EnumSchema,
-    (
-        Member(
-            UntitledSingleSelectEnumSchema,
-            "object",
-            required=frozenset({"enum", "type"}),
-            known=frozenset({"default", "description", "enum", "title", "type"}),
-            consts=(("type", ("string",)),),
-        ),
-        Member(
-            TitledSingleSelectEnumSchema,
-            "object",
-            required=frozenset({"oneOf", "type"}),
-            known=frozenset({"default", "description", "oneOf", "title", "type"}),
-            consts=(("type", ("string",)),),
-        ),
-        Member(
-            UntitledMultiSelectEnumSchema,
-            "object",
-            required=frozenset({"items", "type"}),
-            known=frozenset(
-                {"default", "description", "items", "maxItems", "minItems", "title", "type"}
+    register(
+        ElicitRequestParams,
+        (
+            Member(
+                ElicitRequestURLParams,
+                "object",
+                required=frozenset({"elicitationId", "message", "mode", "url"}),
+                known=frozenset({"_meta", "elicitationId", "message", "mode", "task", "url"}),
+                consts=(("mode", ("url",)),),
             ),
-            consts=(("type", ("array",)),),
-        ),
-        Member(
-            TitledMultiSelectEnumSchema,
-            "object",
-            required=frozenset({"items", "type"}),
-            known=frozenset(
-                {"default", "description", "items", "maxItems", "minItems", "title", "type"}
+            Member(
+                ElicitRequestFormParams,
+                "object",
+                required=frozenset({"message", "requestedSchema"}),
+                known=frozenset({"_meta", "message", "mode", "requestedSchema", "task"}),
+                consts=(),
             ),
-            consts=(("type", ("array",)),),
         ),
-        Member(
-            LegacyTitledEnumSchema,
-            "object",
-            required=frozenset({"enum", "type"}),
-            known=frozenset({"default", "description", "enum", "enumNames", "title", "type"}),
-            consts=(("type", ("string",)),),
-        ),
-    ),
-)
+    )
 
-register(
-    JSONRPCMessage,
-    (
-        Member(
-            JSONRPCRequest,
-            "object",
-            required=frozenset({"id", "jsonrpc", "method"}),
-            known=frozenset({"id", "jsonrpc", "method", "params"}),
-            consts=(("jsonrpc", ("2.0",)),),
-        ),
-        Member(
-            JSONRPCNotification,
-            "object",
-            required=frozenset({"jsonrpc", "method"}),
-            known=frozenset({"jsonrpc", "method", "params"}),
-            consts=(("jsonrpc", ("2.0",)),),
-        ),
-        Member(
-            JSONRPCResultResponse,
-            "object",
-            required=frozenset({"id", "jsonrpc", "result"}),
-            known=frozenset({"id", "jsonrpc", "result"}),
-            consts=(("jsonrpc", ("2.0",)),),
-        ),
-        Member(
-            JSONRPCErrorResponse,
-            "object",
-            required=frozenset({"error", "jsonrpc"}),
-            known=frozenset({"error", "id", "jsonrpc"}),
-            consts=(("jsonrpc", ("2.0",)),),
-        ),
-    ),
-)
-
-register(
-    JSONRPCResponse,
-    (
-        Member(
-            JSONRPCResultResponse,
-            "object",
-            required=frozenset({"id", "jsonrpc", "result"}),
-            known=frozenset({"id", "jsonrpc", "result"}),
-            consts=(("jsonrpc", ("2.0",)),),
-        ),
-        Member(
-            JSONRPCErrorResponse,
-            "object",
-            required=frozenset({"error", "jsonrpc"}),
-            known=frozenset({"error", "id", "jsonrpc"}),
-            consts=(("jsonrpc", ("2.0",)),),
-        ),
-    ),
-)
-
-register(
-    MultiSelectEnumSchema,
-    (
-        Member(
-            UntitledMultiSelectEnumSchema,
-            "object",
-            required=frozenset({"items", "type"}),
-            known=frozenset(
-                {"default", "description", "items", "maxItems", "minItems", "title", "type"}
+    register(
+        _EmbeddedResourceResource,
+        (
+            Member(
+                TextResourceContents,
+                "object",
+                required=frozenset({"text", "uri"}),
+                known=frozenset({"_meta", "mimeType", "text", "uri"}),
+                consts=(),
             ),
-            consts=(("type", ("array",)),),
-        ),
-        Member(
-            TitledMultiSelectEnumSchema,
-            "object",
-            required=frozenset({"items", "type"}),
-            known=frozenset(
-                {"default", "description", "items", "maxItems", "minItems", "title", "type"}
+            Member(
+                BlobResourceContents,
+                "object",
+                required=frozenset({"blob", "uri"}),
+                known=frozenset({"_meta", "blob", "mimeType", "uri"}),
+                consts=(),
             ),
-            consts=(("type", ("array",)),),
         ),
-    ),
-)
+    )
 
-register(
-    PrimitiveSchemaDefinition,
-    (
-        Member(
-            StringSchema,
-            "object",
-            required=frozenset({"type"}),
-            known=frozenset(
-                {"default", "description", "format", "maxLength", "minLength", "title", "type"}
+    register(
+        EnumSchema,
+        (
+            Member(
+                UntitledSingleSelectEnumSchema,
+                "object",
+                required=frozenset({"enum", "type"}),
+                known=frozenset({"default", "description", "enum", "title", "type"}),
+                consts=(("type", ("string",)),),
             ),
-            consts=(("type", ("string",)),),
+            Member(
+                TitledSingleSelectEnumSchema,
+                "object",
+                required=frozenset({"oneOf", "type"}),
+                known=frozenset({"default", "description", "oneOf", "title", "type"}),
+                consts=(("type", ("string",)),),
+            ),
+            Member(
+                UntitledMultiSelectEnumSchema,
+                "object",
+                required=frozenset({"items", "type"}),
+                known=frozenset(
+                    {"default", "description", "items", "maxItems", "minItems", "title", "type"}
+                ),
+                consts=(("type", ("array",)),),
+            ),
+            Member(
+                TitledMultiSelectEnumSchema,
+                "object",
+                required=frozenset({"items", "type"}),
+                known=frozenset(
+                    {"default", "description", "items", "maxItems", "minItems", "title", "type"}
+                ),
+                consts=(("type", ("array",)),),
+            ),
+            Member(
+                LegacyTitledEnumSchema,
+                "object",
+                required=frozenset({"enum", "type"}),
+                known=frozenset({"default", "description", "enum", "enumNames", "title", "type"}),
+                consts=(("type", ("string",)),),
+            ),
         ),
-        Member(
-            NumberSchema,
-            "object",
-            required=frozenset({"type"}),
-            known=frozenset({"default", "description", "maximum", "minimum", "title", "type"}),
-            consts=(
-                (
-                    "type",
+    )
+
+    register(
+        JSONRPCMessage,
+        (
+            Member(
+                JSONRPCRequest,
+                "object",
+                required=frozenset({"id", "jsonrpc", "method"}),
+                known=frozenset({"id", "jsonrpc", "method", "params"}),
+                consts=(("jsonrpc", ("2.0",)),),
+            ),
+            Member(
+                JSONRPCNotification,
+                "object",
+                required=frozenset({"jsonrpc", "method"}),
+                known=frozenset({"jsonrpc", "method", "params"}),
+                consts=(("jsonrpc", ("2.0",)),),
+            ),
+            Member(
+                JSONRPCResultResponse,
+                "object",
+                required=frozenset({"id", "jsonrpc", "result"}),
+                known=frozenset({"id", "jsonrpc", "result"}),
+                consts=(("jsonrpc", ("2.0",)),),
+            ),
+            Member(
+                JSONRPCErrorResponse,
+                "object",
+                required=frozenset({"error", "jsonrpc"}),
+                known=frozenset({"error", "id", "jsonrpc"}),
+                consts=(("jsonrpc", ("2.0",)),),
+            ),
+        ),
+    )
+
+    register(
+        JSONRPCResponse,
+        (
+            Member(
+                JSONRPCResultResponse,
+                "object",
+                required=frozenset({"id", "jsonrpc", "result"}),
+                known=frozenset({"id", "jsonrpc", "result"}),
+                consts=(("jsonrpc", ("2.0",)),),
+            ),
+            Member(
+                JSONRPCErrorResponse,
+                "object",
+                required=frozenset({"error", "jsonrpc"}),
+                known=frozenset({"error", "id", "jsonrpc"}),
+                consts=(("jsonrpc", ("2.0",)),),
+            ),
+        ),
+    )
+
+    register(
+        MultiSelectEnumSchema,
+        (
+            Member(
+                UntitledMultiSelectEnumSchema,
+                "object",
+                required=frozenset({"items", "type"}),
+                known=frozenset(
+                    {"default", "description", "items", "maxItems", "minItems", "title", "type"}
+                ),
+                consts=(("type", ("array",)),),
+            ),
+            Member(
+                TitledMultiSelectEnumSchema,
+                "object",
+                required=frozenset({"items", "type"}),
+                known=frozenset(
+                    {"default", "description", "items", "maxItems", "minItems", "title", "type"}
+                ),
+                consts=(("type", ("array",)),),
+            ),
+        ),
+    )
+
+    register(
+        PrimitiveSchemaDefinition,
+        (
+            Member(
+                StringSchema,
+                "object",
+                required=frozenset({"type"}),
+                known=frozenset(
+                    {"default", "description", "format", "maxLength", "minLength", "title", "type"}
+                ),
+                consts=(("type", ("string",)),),
+            ),
+            Member(
+                NumberSchema,
+                "object",
+                required=frozenset({"type"}),
+                known=frozenset({"default", "description", "maximum", "minimum", "title", "type"}),
+                consts=(
                     (
-                        "integer",
-                        "number",
+                        "type",
+                        (
+                            "integer",
+                            "number",
+                        ),
                     ),
                 ),
             ),
-        ),
-        Member(
-            BooleanSchema,
-            "object",
-            required=frozenset({"type"}),
-            known=frozenset({"default", "description", "title", "type"}),
-            consts=(("type", ("boolean",)),),
-        ),
-        Member(
-            UntitledSingleSelectEnumSchema,
-            "object",
-            required=frozenset({"enum", "type"}),
-            known=frozenset({"default", "description", "enum", "title", "type"}),
-            consts=(("type", ("string",)),),
-        ),
-        Member(
-            TitledSingleSelectEnumSchema,
-            "object",
-            required=frozenset({"oneOf", "type"}),
-            known=frozenset({"default", "description", "oneOf", "title", "type"}),
-            consts=(("type", ("string",)),),
-        ),
-        Member(
-            UntitledMultiSelectEnumSchema,
-            "object",
-            required=frozenset({"items", "type"}),
-            known=frozenset(
-                {"default", "description", "items", "maxItems", "minItems", "title", "type"}
+            Member(
+                BooleanSchema,
+                "object",
+                required=frozenset({"type"}),
+                known=frozenset({"default", "description", "title", "type"}),
+                consts=(("type", ("boolean",)),),
             ),
-            consts=(("type", ("array",)),),
-        ),
-        Member(
-            TitledMultiSelectEnumSchema,
-            "object",
-            required=frozenset({"items", "type"}),
-            known=frozenset(
-                {"default", "description", "items", "maxItems", "minItems", "title", "type"}
+            Member(
+                UntitledSingleSelectEnumSchema,
+                "object",
+                required=frozenset({"enum", "type"}),
+                known=frozenset({"default", "description", "enum", "title", "type"}),
+                consts=(("type", ("string",)),),
             ),
-            consts=(("type", ("array",)),),
+            Member(
+                TitledSingleSelectEnumSchema,
+                "object",
+                required=frozenset({"oneOf", "type"}),
+                known=frozenset({"default", "description", "oneOf", "title", "type"}),
+                consts=(("type", ("string",)),),
+            ),
+            Member(
+                UntitledMultiSelectEnumSchema,
+                "object",
+                required=frozenset({"items", "type"}),
+                known=frozenset(
+                    {"default", "description", "items", "maxItems", "minItems", "title", "type"}
+                ),
+                consts=(("type", ("array",)),),
+            ),
+            Member(
+                TitledMultiSelectEnumSchema,
+                "object",
+                required=frozenset({"items", "type"}),
+                known=frozenset(
+                    {"default", "description", "items", "maxItems", "minItems", "title", "type"}
+                ),
+                consts=(("type", ("array",)),),
+            ),
+            Member(
+                LegacyTitledEnumSchema,
+                "object",
+                required=frozenset({"enum", "type"}),
+                known=frozenset({"default", "description", "enum", "enumNames", "title", "type"}),
+                consts=(("type", ("string",)),),
+            ),
         ),
-        Member(
-            LegacyTitledEnumSchema,
-            "object",
-            required=frozenset({"enum", "type"}),
-            known=frozenset({"default", "description", "enum", "enumNames", "title", "type"}),
-            consts=(("type", ("string",)),),
-        ),
-    ),
-)
+    )
 
-register(
-    _ReadResourceResultContentsItem,
-    (
-        Member(
-            TextResourceContents,
-            "object",
-            required=frozenset({"text", "uri"}),
-            known=frozenset({"_meta", "mimeType", "text", "uri"}),
-            consts=(),
+    register(
+        _ReadResourceResultContentsItem,
+        (
+            Member(
+                TextResourceContents,
+                "object",
+                required=frozenset({"text", "uri"}),
+                known=frozenset({"_meta", "mimeType", "text", "uri"}),
+                consts=(),
+            ),
+            Member(
+                BlobResourceContents,
+                "object",
+                required=frozenset({"blob", "uri"}),
+                known=frozenset({"_meta", "blob", "mimeType", "uri"}),
+                consts=(),
+            ),
         ),
-        Member(
-            BlobResourceContents,
-            "object",
-            required=frozenset({"blob", "uri"}),
-            known=frozenset({"_meta", "blob", "mimeType", "uri"}),
-            consts=(),
-        ),
-    ),
-)
+    )
 
-register(
-    ServerResult,
-    (
-        Member(
-            Result,
-            "object",
-            required=frozenset({}),
-            known=frozenset({"_meta"}),
-            consts=(),
-        ),
-        Member(
-            InitializeResult,
-            "object",
-            required=frozenset({"capabilities", "protocolVersion", "serverInfo"}),
-            known=frozenset(
-                {"_meta", "capabilities", "instructions", "protocolVersion", "serverInfo"}
+    register(
+        ServerResult,
+        (
+            Member(
+                Result,
+                "object",
+                required=frozenset({}),
+                known=frozenset({"_meta"}),
+                consts=(),
             ),
-            consts=(),
-        ),
-        Member(
-            ListResourcesResult,
-            "object",
-            required=frozenset({"resources"}),
-            known=frozenset({"_meta", "nextCursor", "resources"}),
-            consts=(),
-        ),
-        Member(
-            ListResourceTemplatesResult,
-            "object",
-            required=frozenset({"resourceTemplates"}),
-            known=frozenset({"_meta", "nextCursor", "resourceTemplates"}),
-            consts=(),
-        ),
-        Member(
-            ReadResourceResult,
-            "object",
-            required=frozenset({"contents"}),
-            known=frozenset({"_meta", "contents"}),
-            consts=(),
-        ),
-        Member(
-            ListPromptsResult,
-            "object",
-            required=frozenset({"prompts"}),
-            known=frozenset({"_meta", "nextCursor", "prompts"}),
-            consts=(),
-        ),
-        Member(
-            GetPromptResult,
-            "object",
-            required=frozenset({"messages"}),
-            known=frozenset({"_meta", "description", "messages"}),
-            consts=(),
-        ),
-        Member(
-            ListToolsResult,
-            "object",
-            required=frozenset({"tools"}),
-            known=frozenset({"_meta", "nextCursor", "tools"}),
-            consts=(),
-        ),
-        Member(
-            CallToolResult,
-            "object",
-            required=frozenset({"content"}),
-            known=frozenset({"_meta", "content", "isError", "structuredContent"}),
-            consts=(),
-        ),
-        Member(
-            GetTaskResult,
-            "object",
-            required=frozenset({"createdAt", "lastUpdatedAt", "status", "taskId", "ttl"}),
-            known=frozenset(
-                {
-                    "_meta",
-                    "createdAt",
-                    "lastUpdatedAt",
-                    "pollInterval",
-                    "status",
-                    "statusMessage",
-                    "taskId",
-                    "ttl",
-                }
+            Member(
+                InitializeResult,
+                "object",
+                required=frozenset({"capabilities", "protocolVersion", "serverInfo"}),
+                known=frozenset(
+                    {"_meta", "capabilities", "instructions", "protocolVersion", "serverInfo"}
+                ),
+                consts=(),
             ),
-            consts=(),
-        ),
-        Member(
-            GetTaskPayloadResult,
-            "object",
-            required=frozenset({}),
-            known=frozenset({"_meta"}),
-            consts=(),
-        ),
-        Member(
-            CancelTaskResult,
-            "object",
-            required=frozenset({"createdAt", "lastUpdatedAt", "status", "taskId", "ttl"}),
-            known=frozenset(
-                {
-                    "_meta",
-                    "createdAt",
-                    "lastUpdatedAt",
-                    "pollInterval",
-                    "status",
-                    "statusMessage",
-                    "taskId",
-                    "ttl",
-                }
+            Member(
+                ListResourcesResult,
+                "object",
+                required=frozenset({"resources"}),
+                known=frozenset({"_meta", "nextCursor", "resources"}),
+                consts=(),
             ),
-            consts=(),
+            Member(
+                ListResourceTemplatesResult,
+                "object",
+                required=frozenset({"resourceTemplates"}),
+                known=frozenset({"_meta", "nextCursor", "resourceTemplates"}),
+                consts=(),
+            ),
+            Member(
+                ReadResourceResult,
+                "object",
+                required=frozenset({"contents"}),
+                known=frozenset({"_meta", "contents"}),
+                consts=(),
+            ),
+            Member(
+                ListPromptsResult,
+                "object",
+                required=frozenset({"prompts"}),
+                known=frozenset({"_meta", "nextCursor", "prompts"}),
+                consts=(),
+            ),
+            Member(
+                GetPromptResult,
+                "object",
+                required=frozenset({"messages"}),
+                known=frozenset({"_meta", "description", "messages"}),
+                consts=(),
+            ),
+            Member(
+                ListToolsResult,
+                "object",
+                required=frozenset({"tools"}),
+                known=frozenset({"_meta", "nextCursor", "tools"}),
+                consts=(),
+            ),
+            Member(
+                CallToolResult,
+                "object",
+                required=frozenset({"content"}),
+                known=frozenset({"_meta", "content", "isError", "structuredContent"}),
+                consts=(),
+            ),
+            Member(
+                GetTaskResult,
+                "object",
+                required=frozenset({"createdAt", "lastUpdatedAt", "status", "taskId", "ttl"}),
+                known=frozenset(
+                    {
+                        "_meta",
+                        "createdAt",
+                        "lastUpdatedAt",
+                        "pollInterval",
+                        "status",
+                        "statusMessage",
+                        "taskId",
+                        "ttl",
+                    }
+                ),
+                consts=(),
+            ),
+            Member(
+                GetTaskPayloadResult,
+                "object",
+                required=frozenset({}),
+                known=frozenset({"_meta"}),
+                consts=(),
+            ),
+            Member(
+                CancelTaskResult,
+                "object",
+                required=frozenset({"createdAt", "lastUpdatedAt", "status", "taskId", "ttl"}),
+                known=frozenset(
+                    {
+                        "_meta",
+                        "createdAt",
+                        "lastUpdatedAt",
+                        "pollInterval",
+                        "status",
+                        "statusMessage",
+                        "taskId",
+                        "ttl",
+                    }
+                ),
+                consts=(),
+            ),
+            Member(
+                ListTasksResult,
+                "object",
+                required=frozenset({"tasks"}),
+                known=frozenset({"_meta", "nextCursor", "tasks"}),
+                consts=(),
+            ),
+            Member(
+                CompleteResult,
+                "object",
+                required=frozenset({"completion"}),
+                known=frozenset({"_meta", "completion"}),
+                consts=(),
+            ),
         ),
-        Member(
-            ListTasksResult,
-            "object",
-            required=frozenset({"tasks"}),
-            known=frozenset({"_meta", "nextCursor", "tasks"}),
-            consts=(),
-        ),
-        Member(
-            CompleteResult,
-            "object",
-            required=frozenset({"completion"}),
-            known=frozenset({"_meta", "completion"}),
-            consts=(),
-        ),
-    ),
-)
+    )
 
-register(
-    SingleSelectEnumSchema,
-    (
-        Member(
-            UntitledSingleSelectEnumSchema,
-            "object",
-            required=frozenset({"enum", "type"}),
-            known=frozenset({"default", "description", "enum", "title", "type"}),
-            consts=(("type", ("string",)),),
+    register(
+        SingleSelectEnumSchema,
+        (
+            Member(
+                UntitledSingleSelectEnumSchema,
+                "object",
+                required=frozenset({"enum", "type"}),
+                known=frozenset({"default", "description", "enum", "title", "type"}),
+                consts=(("type", ("string",)),),
+            ),
+            Member(
+                TitledSingleSelectEnumSchema,
+                "object",
+                required=frozenset({"oneOf", "type"}),
+                known=frozenset({"default", "description", "oneOf", "title", "type"}),
+                consts=(("type", ("string",)),),
+            ),
         ),
-        Member(
-            TitledSingleSelectEnumSchema,
-            "object",
-            required=frozenset({"oneOf", "type"}),
-            known=frozenset({"default", "description", "oneOf", "title", "type"}),
-            consts=(("type", ("string",)),),
-        ),
-    ),
-)
+    )
