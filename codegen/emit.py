@@ -52,21 +52,20 @@ def docstring(text: str | None) -> str | None:
     """A triple-quoted docstring literal for ``text``: nothing in it can end the string."""
     if not text or not text.strip():
         return None
+    text = text.strip()
     out = []
-    for ch in text.strip():
+    for i, ch in enumerate(text):
         if ch == "\\":
             out.append("\\\\")
-        elif ch == "\n":
-            out.append("\n")
+        elif ch == '"' and (i + 1 == len(text) or text[i + 1] == '"'):
+            out.append('\\"')  # no run of three quotes, and none right before the closing ones
         elif ch == "\t":
             out.append("    ")
-        elif not ch.isprintable():
+        elif ch != "\n" and not ch.isprintable():
             out.append(f"\\u{ord(ch):04x}" if ord(ch) < 0x10000 else f"\\U{ord(ch):08x}")
         else:
             out.append(ch)
-    body = "".join(out).replace('"""', '\\"\\"\\"')
-    if body.endswith('"'):
-        body = body[:-1] + '\\"'
+    body = "".join(out)
     return '"""' + body + '"""'
 
 

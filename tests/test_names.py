@@ -1,0 +1,106 @@
+"""Every schema definition, and every object defined inline, is a public name of its package."""
+
+import ast
+import inspect
+
+import pytest
+
+import mcpbind
+from tests._revisions import REVISIONS, definitions, upstream_schema
+
+
+def _pascal(key: str) -> str:
+    words = [w for w in "".join(c if c.isalnum() else " " for c in key.rsplit("/", 1)[-1]).split()]
+    out = ""
+    for w in words:
+        # camelCase keys split on their humps: inputSchema -> InputSchema
+        out += w[:1].upper() + w[1:]
+    return out
+
+
+def _inline_names(schema: dict, name: str, raw_defs: dict) -> set[str]:
+    """Names of the objects defined inside ``schema`` (parent name + field name, Item, Value)."""
+    found: set[str] = set()
+
+    def resolve(s: dict) -> dict:
+        while isinstance(s, dict) and "$ref" in s:
+            s = raw_defs[s["$ref"].rsplit("/", 1)[-1]]
+        return s
+
+    def merged_properties(s: dict) -> dict:
+        props: dict = {}
+        for part in [resolve(p) for p in s.get("allOf", [])] + [s]:
+            props.update(part.get("properties", {}))
+        return props
+
+    def visit(s: object, hint: str, top: bool) -> None:
+        if not isinstance(s, dict) or "$ref" in s:
+            return
+        for key in ("anyOf", "oneOf"):
+            for member in s.get(key, []):
+                visit(member, hint, False)
+        props = merged_properties(s)
+        if props and not top:
+            found.add(hint)
+        for key, value in props.items():
+            visit(value, hint + _pascal(key), False)
+        if isinstance(s.get("items"), dict):
+            visit(s["items"], hint + "Item", False)
+        if isinstance(s.get("additionalProperties"), dict):
+            visit(s["additionalProperties"], hint + "Value", False)
+
+    visit(schema, name, True)
+    return found
+
+
+def _defined_names(module) -> set[str]:
+    """Public names bound at the top level of a generated module's source."""
+    names: set[str] = set()
+
+    def top_level(body: list[ast.stmt]) -> None:
+        for node in body:
+            if isinstance(node, ast.ClassDef):
+                names.add(node.name)
+            elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+                names.add(node.target.id)
+            elif isinstance(node, ast.If):  # `if TYPE_CHECKING: ... else: ...`
+                top_level(node.body)
+                top_level(node.orelse)
+
+    top_level(ast.parse(inspect.getsource(module)).body)
+    exports = getattr(module, "_EXPORTS", {})
+    return {n for n in names | set(exports) if not n.startswith("_")} - {"REVISION", "SHA256"} - {
+        v.__name__ for v in exports.values()
+    }
+
+
+@pytest.mark.parametrize("revision", REVISIONS)
+def test_public_names_are_the_schema_definitions_and_inline_objects(revision):
+    raw = definitions(upstream_schema(revision))
+    expected = set(raw)
+    for name, schema in raw.items():
+        expected |= _inline_names(schema, name, raw)
+    module = mcpbind.bindings(revision)
+    assert _defined_names(module.types) == expected
+    assert set(module.types.__all__) == expected
+    for name in expected:
+        assert getattr(module, name) is not None
+
+
+@pytest.mark.parametrize("revision", REVISIONS)
+def test_no_numeric_suffixes_in_generated_names(revision):
+    module = mcpbind.bindings(revision)
+    raw = set(definitions(upstream_schema(revision)))
+    invented = [n for n in module.types.__all__ if n not in raw and n[-1:].isdigit()]
+    assert invented == []
+
+
+def test_bindings_knows_every_revision_and_rejects_others():
+    assert mcpbind.REVISIONS == tuple(REVISIONS)
+    assert mcpbind.LATEST == "2026-07-28"
+    for revision in REVISIONS:
+        assert mcpbind.bindings(revision).REVISION == revision
+    assert mcpbind.bindings("2025-11-25") is mcpbind.v2025_11_25
+    with pytest.raises(mcpbind.UnknownRevisionError, match="2024-11-05") as info:
+        mcpbind.bindings("1999-01-01")
+    assert isinstance(info.value, ValueError)
