@@ -64,3 +64,27 @@ def revisions() -> None:
         except PinError as exc:
             source, status = p.url, f"unavailable: {exc}"
         click.echo(f"{p.revision:<12} {p.sha256}  {source}  [{status}]")
+
+
+@main.command()
+@click.argument("a", metavar="A")
+@click.argument("b", metavar="B")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["markdown", "json"]),
+    default="markdown",
+    show_default=True,
+    help="markdown for review, json for tools (shape in docs/diff.md).",
+)
+def diff(a: str, b: str, fmt: str) -> None:
+    """The protocol changes from revision A to revision B, each with a kind and whom it breaks."""
+    from . import diff as differ
+    from . import diff_render
+
+    known = [p.revision for p in pins()]
+    for name, value in (("A", a), ("B", b)):
+        if value not in known:
+            raise click.BadParameter(f"{value!r} is not pinned; pinned: {', '.join(known)}", param_hint=name)
+    result = differ.diff(a, b)
+    click.echo(diff_render.markdown(result) if fmt == "markdown" else diff_render.to_json(result), nl=False)
