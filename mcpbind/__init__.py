@@ -4,17 +4,15 @@ from __future__ import annotations
 
 import importlib
 import os
-from pathlib import Path
 from types import ModuleType
 
 # The generated packages live in generated/mcpbind/ in a checkout and beside this file in a wheel;
 # the generator points MCPBIND_GENERATED_DIR at new output to import it before it replaces any.
-_generated = Path(
-    os.environ.get("MCPBIND_GENERATED_DIR")
-    or Path(__file__).resolve().parent.parent / "generated" / "mcpbind"
+_generated = os.environ.get("MCPBIND_GENERATED_DIR") or os.path.join(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "generated", "mcpbind"
 )
-if _generated.is_dir():
-    __path__.insert(0, str(_generated))
+if os.path.isdir(_generated):
+    __path__.insert(0, _generated)
 
 from ._revisions import LATEST, PACKAGES, REVISIONS  # type: ignore[import-untyped]  # noqa: E402
 from ._support import MethodSpec, OpenObject, convert, dec_hook, decode, decoder  # noqa: E402
