@@ -1,0 +1,19 @@
+"""The usage example in the README runs as written."""
+
+import re
+
+from codegen.paths import REPO_ROOT
+
+
+def test_readme_usage_example_runs_verbatim():
+    text = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
+    assert blocks, "README has no python example"
+    exec(compile(blocks[0], "README.md", "exec"), {})
+
+
+def test_readme_commands_are_the_ones_ci_runs():
+    readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+    ci = (REPO_ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    assert "make generate" in readme and "make test" in readme
+    assert re.search(r"^make test$", ci, flags=re.M)
