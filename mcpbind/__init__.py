@@ -16,18 +16,32 @@ if os.path.isdir(_generated):
 
 from ._revisions import LATEST, PACKAGES, REVISIONS  # type: ignore[import-untyped]  # noqa: E402
 from ._support import MethodSpec, OpenObject, convert, dec_hook, decode, decoder  # noqa: E402
+from .capabilities import missing_capabilities, supports  # noqa: E402
+from .codec import Codec, ErrorObject, ErrorResponse, Request, Response  # noqa: E402
+from .errors import ProtocolError, UnsupportedRevision  # noqa: E402
+from .negotiate import negotiate  # noqa: E402
 
 __all__ = [
     "LATEST",
     "REVISIONS",
+    "Codec",
+    "ErrorObject",
+    "ErrorResponse",
     "MethodSpec",
     "OpenObject",
+    "ProtocolError",
+    "Request",
+    "Response",
+    "UnsupportedRevision",
     "UnknownRevisionError",
     "bindings",
     "convert",
     "dec_hook",
     "decode",
     "decoder",
+    "missing_capabilities",
+    "negotiate",
+    "supports",
 ]
 
 

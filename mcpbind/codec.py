@@ -1,0 +1,564 @@
+"""The runtime codec: JSON-RPC messages of one revision <-> the generated Structs.
+
+Everything per method comes from the generated ``METHODS`` table of the revision; this module
+has no per-method code. See docs/design.md, "Runtime codec".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cache
+from typing import Any, Generic, Literal, TypeVar, Union
+
+import msgspec
+from msgspec import UNSET, Raw, UnsetType
+
+from ._revisions import REVISIONS
+from ._support import MethodSpec, dec_hook, decoder, join_path
+from .capabilities import missing_capabilities
+from .errors import (
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    MISSING_REQUIRED_CLIENT_CAPABILITY,
+    PARSE_ERROR,
+    UNSUPPORTED_PROTOCOL_VERSION,
+    ProtocolError,
+)
+
+__all__ = ["Codec", "ErrorObject", "ErrorResponse", "Request", "Response"]
+
+T = TypeVar("T")
+RequestId = Union[str, int]  # noqa: UP007
+
+PROTOCOL_VERSION_KEY = "io.modelcontextprotocol/protocolVersion"
+CLIENT_CAPABILITIES_KEY = "io.modelcontextprotocol/clientCapabilities"
+
+
+# ---------------------------------------------------------------------------------------------
+# Runtime envelope types
+
+
+class Request(msgspec.Struct, Generic[T], kw_only=True, gc=False):
+    """A request of a revision whose generated request types carry no envelope (2024-11-05 to
+    2025-06-18): the JSON-RPC ``id`` beside the precise generated ``message``.
+
+    From 2025-11-25 on the generated request types carry ``id`` and ``jsonrpc`` themselves and
+    the codec uses them directly.
+    """
+
+    id: RequestId
+    message: T
+
+    @property
+    def method(self) -> str:
+        return self.message.method  # type: ignore[attr-defined,no-any-return]
+
+    @property
+    def params(self) -> Any:
+        return getattr(self.message, "params", UNSET)
+
+
+class Response(msgspec.Struct, Generic[T], kw_only=True, gc=False):
+    """A successful response; ``result`` is the precise result class of the request it answers
+    (``CallToolResult`` for ``tools/call``) when the codec knows that request's method, else the
+    revision's generic ``Result``."""
+
+    jsonrpc: Literal["2.0"] = "2.0"
+    id: RequestId
+    result: T
+
+
+class ErrorObject(msgspec.Struct, kw_only=True, gc=False, omit_defaults=True):
+    code: int
+    message: str
+    data: Any = None
+
+
+class ErrorResponse(msgspec.Struct, kw_only=True, gc=False):
+    """An error response. ``id`` is ``None`` when the peer could not read the request's id."""
+
+    jsonrpc: Literal["2.0"] = "2.0"
+    id: RequestId | None = None
+    error: ErrorObject
+
+
+# ---------------------------------------------------------------------------------------------
+# Per-revision tables, built once from the generated METHODS
+
+
+class _Envelope(msgspec.Struct, gc=False):
+    """Any JSON-RPC message, keys kept raw: the slow path's classifier."""
+
+    jsonrpc: Raw = Raw(b"")
+    id: Raw = Raw(b"")
+    method: Raw = Raw(b"")
+    params: Raw = Raw(b"")
+    result: Raw = Raw(b"")
+    error: Raw = Raw(b"")
+
+
+_ENVELOPE = msgspec.json.Decoder(Union[_Envelope, list[Raw]])  # noqa: UP007
+_ANY = msgspec.json.Decoder()
+_ID = msgspec.json.Decoder(Union[str, int, None])  # noqa: UP007
+_ERROR = msgspec.json.Decoder(ErrorObject)
+
+
+@dataclass(frozen=True)
+class _Method:
+    spec: MethodSpec
+    wire: type  # the Struct the message is decoded from / encoded as (tagged on "method")
+    wrap: Callable[[Any], Any]  # wire instance -> what decode returns
+    unwrap: Callable[[Any], Any] | None  # what encode takes -> wire instance (None: as is)
+    enveloped: bool  # the generated message carries jsonrpc (and id) itself
+
+
+@dataclass(frozen=True)
+class _Revision:
+    revision: str
+    module: Any
+    methods: dict[str, _Method]
+    by_class: dict[type, _Method]
+    batches: bool
+    per_request_meta: bool
+
+
+def _wrap_request(spec: MethodSpec, names: tuple[str, ...]) -> Callable[[Any], Any]:
+    message = spec.message
+
+    def wrap(env: Any) -> Request[Any]:
+        return Request(id=env.id, message=message(**{n: getattr(env, n) for n in names}))
+
+    return wrap
+
+
+def _wrap_notification(spec: MethodSpec, names: tuple[str, ...]) -> Callable[[Any], Any]:
+    message = spec.message
+
+    def wrap(env: Any) -> Any:
+        return message(**{n: getattr(env, n) for n in names})
+
+    return wrap
+
+
+def _unwrap(wire: type, names: tuple[str, ...], request: bool) -> Callable[[Any], Any]:
+    if request:
+        return lambda r: wire(id=r.id, jsonrpc="2.0", **{n: getattr(r.message, n) for n in names})
+    return lambda m: wire(jsonrpc="2.0", **{n: getattr(m, n) for n in names})
+
+
+def _identity(x: Any) -> Any:
+    return x
+
+
+@cache
+def _revision(revision: str) -> _Revision:
+    from . import bindings
+
+    module = bindings(revision)
+    methods: dict[str, _Method] = {}
+    for name, spec in module.METHODS.items():
+        fields = msgspec.structs.fields(spec.message)
+        names = tuple(f.name for f in fields)
+        request = spec.kind == "request"
+        if "jsonrpc" in names:
+            methods[name] = _Method(spec, spec.message, _identity, None, True)
+            continue
+        # Older revisions: the generated message is {method, params}; the envelope around it is
+        # a runtime Struct tagged on the same method, with the same params field.
+        extra: list[Any] = [("jsonrpc", Literal["2.0"])]
+        if request:
+            extra.insert(0, ("id", RequestId))
+        own = [
+            (f.name, f.type, msgspec.field(name=f.encode_name, default=f.default))
+            if f.default is not msgspec.NODEFAULT
+            else (f.name, f.type, msgspec.field(name=f.encode_name))
+            for f in fields
+        ]
+        wire = msgspec.defstruct(
+            f"{spec.message.__name__}Envelope",
+            extra + own,
+            kw_only=True,
+            gc=False,
+            tag_field="method",
+            tag=name,
+            module=__name__,
+        )
+        wrap = _wrap_request(spec, names) if request else _wrap_notification(spec, names)
+        methods[name] = _Method(spec, wire, wrap, _unwrap(wire, names, request), False)
+    by_class = {m.spec.message: m for m in methods.values()}
+    return _Revision(
+        revision=revision,
+        module=module,
+        methods=methods,
+        by_class=by_class,
+        batches=hasattr(module, "JSONRPCBatchRequest"),
+        per_request_meta="initialize" not in module.METHODS,
+    )
+
+
+@cache
+def _where(method: str) -> tuple[tuple[str, str, str], ...]:
+    """Every (revision, kind, sender) that defines ``method``."""
+    from . import bindings
+
+    out = []
+    for revision in REVISIONS:
+        spec = bindings(revision).METHODS.get(method)
+        if spec is not None:
+            out.append((revision, spec.kind, spec.sender))
+    return tuple(out)
+
+
+def _senders(sender: str) -> str:
+    return "client and server" if sender == "both" else sender
+
+
+# ---------------------------------------------------------------------------------------------
+# The codec
+
+
+class Codec:
+    """Encode and decode the JSON-RPC messages of one revision, for one side of a session.
+
+    ``role`` is the side this process plays (``"client"`` or ``"server"``): it decides which
+    methods may be received (a request the peer may not send is -32601).
+
+    ``requires`` (2026-07-28 and later, server side): a mapping from method name to the client
+    capabilities object the server needs to process that request, in addition to the gates of
+    the generated table; a request whose ``_meta`` client capabilities miss any of them raises the
+    revision's MissingRequiredClientCapabilityError (-32021).
+    """
+
+    def __init__(
+        self,
+        revision: str,
+        role: str = "client",
+        *,
+        requires: dict[str, Any] | None = None,
+    ) -> None:
+        if role not in ("client", "server"):
+            raise ValueError(f"role must be 'client' or 'server', not {role!r}")
+        self._rev = _revision(revision)
+        self.revision = revision
+        self.role = role
+        self.peer = "server" if role == "client" else "client"
+        self.module = self._rev.module
+        self._pending: dict[Any, str] = {}
+        receive = {
+            name: m for name, m in self._rev.methods.items() if m.spec.sender in (self.peer, "both")
+        }
+        self._receive = receive
+        self._by_wire: dict[type, Callable[[Any], Any]] = {m.wire: m.wrap for m in receive.values()}
+        self._fast = msgspec.json.Decoder(
+            Union[tuple(m.wire for m in receive.values())],  # type: ignore[misc]  # noqa: UP007
+            dec_hook=dec_hook,
+        )
+        self._requires: dict[str, Any] = {}
+        if self._rev.per_request_meta and role == "server":
+            for name, m in receive.items():
+                if m.spec.kind == "request" and m.spec.capability and m.spec.capability_side == "client":
+                    self._requires[name] = _path_object(m.spec.capability)
+            for name, caps in (requires or {}).items():
+                self._requires[name] = msgspec.to_builtins(caps)
+        elif requires:
+            raise ValueError("requires= applies to a server codec of 2026-07-28 or later")
+        self._check_meta = self._rev.per_request_meta and role == "server"
+        self._generic_result = getattr(self.module, "Result", dict)
+
+    def __repr__(self) -> str:
+        return f"Codec({self.revision!r}, role={self.role!r})"
+
+    # -- bookkeeping --------------------------------------------------------------------------
+
+    def expect(self, id: RequestId, method: str) -> None:
+        """Tell the codec that the response with ``id`` answers a ``method`` request."""
+        self._pending[id] = method
+
+    @property
+    def pending(self) -> dict[Any, str]:
+        """Ids of requests awaiting a response, with their methods (a copy)."""
+        return dict(self._pending)
+
+    # -- decode ---------------------------------------------------------------------------------
+
+    def decode(self, data: bytes | bytearray | memoryview | str) -> Any:
+        """Decode one JSON-RPC message (or a 2025-03-26 batch, to a list) to its precise type.
+
+        Requests and notifications decode in one pass, as the tagged union of every method this
+        side may receive. Anything else (responses, batches, bad input) goes through a raw
+        envelope: results are decoded from the raw bytes once the id is matched. Bad input
+        raises ``ProtocolError``, never another exception.
+        """
+        if isinstance(data, str):
+            try:
+                data = data.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                raise ProtocolError(PARSE_ERROR, f"Parse error: {exc.reason}") from None
+        try:
+            wire = self._fast.decode(data)
+        except (msgspec.DecodeError, RecursionError, UnicodeDecodeError, ValueError, TypeError):
+            return self._slow(data, batch_allowed=True)
+        msg = self._by_wire[type(wire)](wire)
+        if self._check_meta:
+            self._check_request_meta(msg)
+        return msg
+
+    def _slow(self, data: Any, batch_allowed: bool) -> Any:
+        try:
+            env = _ENVELOPE.decode(data)
+        except msgspec.ValidationError as exc:
+            raise ProtocolError(INVALID_REQUEST, f"Invalid Request: {exc}") from None
+        except RecursionError:
+            raise ProtocolError(PARSE_ERROR, "Parse error: nesting too deep") from None
+        except UnicodeDecodeError as exc:
+            raise ProtocolError(PARSE_ERROR, f"Parse error: invalid UTF-8 ({exc.reason})") from None
+        except (msgspec.DecodeError, ValueError) as exc:
+            raise ProtocolError(PARSE_ERROR, f"Parse error: {exc}") from None
+        if isinstance(env, list):
+            if not self._rev.batches:
+                raise ProtocolError(
+                    INVALID_REQUEST,
+                    f"Invalid Request: JSON-RPC batches are not part of MCP {self.revision} "
+                    "(only 2025-03-26 has them)",
+                )
+            if not batch_allowed:
+                raise ProtocolError(INVALID_REQUEST, "Invalid Request: a batch inside a batch")
+            if not env:
+                raise ProtocolError(INVALID_REQUEST, "Invalid Request: empty batch")
+            return [self._decode_item(bytes(item)) for item in env]
+        return self._classify(env, data)
+
+    def _decode_item(self, data: bytes) -> Any:
+        try:
+            wire = self._fast.decode(data)
+        except (msgspec.DecodeError, RecursionError, UnicodeDecodeError, ValueError, TypeError):
+            return self._slow(data, batch_allowed=False)
+        msg = self._by_wire[type(wire)](wire)
+        if self._check_meta:
+            self._check_request_meta(msg)
+        return msg
+
+    def _classify(self, env: _Envelope, data: Any) -> Any:
+        has_id = bool(env.id)
+        id_: Any = None
+        id_ok = False
+        if has_id:
+            try:
+                id_ = _ID.decode(env.id)
+                id_ok = id_ is not None
+            except (msgspec.DecodeError, RecursionError, ValueError):
+                id_ = None
+        if not env.jsonrpc or _safe(env.jsonrpc) != "2.0":
+            raise ProtocolError(INVALID_REQUEST, 'Invalid Request: "jsonrpc" must be "2.0"', id=id_ if id_ok else None)
+        if env.method:
+            method = _safe(env.method)
+            if not isinstance(method, str):
+                raise ProtocolError(INVALID_REQUEST, 'Invalid Request: "method" must be a string', id=id_ if id_ok else None)
+            if has_id and not id_ok:
+                raise ProtocolError(INVALID_REQUEST, 'Invalid Request: "id" must be a string or an integer')
+            return self._bad_message(method, has_id, id_ if id_ok else None, data)
+        if env.result and env.error:
+            raise ProtocolError(INVALID_REQUEST, 'Invalid Request: a response has "result" or "error", not both', id=id_ if id_ok else None)
+        if env.result:
+            if not id_ok:
+                raise ProtocolError(INVALID_REQUEST, 'Invalid Request: a result response needs a string or integer "id"')
+            return self._response(id_, env.result)
+        if env.error:
+            if has_id and id_ is None and _safe(env.id) is not None:
+                raise ProtocolError(INVALID_REQUEST, 'Invalid Request: "id" must be a string, an integer or null')
+            try:
+                error = _ERROR.decode(env.error)
+            except (msgspec.DecodeError, RecursionError, ValueError) as exc:
+                raise ProtocolError(INVALID_REQUEST, f"Invalid Request: bad error object: {_at(exc, '$.error')}", id=id_) from None
+            self._pending.pop(id_, None)
+            return ErrorResponse(id=id_, error=error)
+        raise ProtocolError(
+            INVALID_REQUEST,
+            'Invalid Request: not a request, notification or response (no "method", "result" or "error")',
+            id=id_ if id_ok else None,
+        )
+
+    def _bad_message(self, method: str, has_id: bool, id_: Any, data: Any) -> Any:
+        """A message with a method that the fast path refused: say exactly why."""
+        known = self._rev.methods.get(method)
+        if known is None:
+            where = _where(method)
+            if where:
+                others = ", ".join(f"{r} ({k} from {_senders(s)})" for r, k, s in where)
+                text = f"Method not found: {method!r} is not part of MCP {self.revision}; it is in {others}"
+            else:
+                text = f"Method not found: {method!r} is not an MCP method in any revision"
+            raise ProtocolError(METHOD_NOT_FOUND, text, {"method": method}, id_)
+        spec = known.spec
+        if method not in self._receive:
+            raise ProtocolError(
+                METHOD_NOT_FOUND,
+                f"Method not found: in MCP {self.revision} {method!r} is sent by the "
+                f"{_senders(spec.sender)}, so a {self.role} does not receive it",
+                {"method": method},
+                id_,
+            )
+        if (spec.kind == "request") != has_id:
+            need = 'a request needs an "id"' if spec.kind == "request" else 'a notification has no "id"'
+            raise ProtocolError(INVALID_REQUEST, f"Invalid Request: {method!r} is a {spec.kind}; {need}", id=id_)
+        try:
+            wire = decoder(known.wire).decode(data)
+        except msgspec.ValidationError as exc:
+            text = join_path(str(exc))
+            if " - at `$.params" in text or "`params`" in text:
+                raise ProtocolError(
+                    INVALID_PARAMS, f"Invalid params for {method!r} (MCP {self.revision}): {text}", id=id_
+                ) from None
+            raise ProtocolError(INVALID_REQUEST, f"Invalid Request ({method!r}, MCP {self.revision}): {text}", id=id_) from None
+        except RecursionError:
+            raise ProtocolError(PARSE_ERROR, "Parse error: nesting too deep", id=id_) from None
+        except (msgspec.DecodeError, ValueError, TypeError) as exc:
+            raise ProtocolError(PARSE_ERROR, f"Parse error: {exc}", id=id_) from None
+        msg = known.wrap(wire)
+        if self._check_meta:
+            self._check_request_meta(msg)
+        return msg
+
+    def _response(self, id_: Any, raw: Raw) -> Response[Any]:
+        method = self._pending.pop(id_, None)
+        rtype = self._rev.methods[method].spec.result if method in self._rev.methods else None
+        if rtype is None:
+            rtype = self._generic_result
+        try:
+            result = decoder(rtype).decode(raw)
+        except msgspec.ValidationError as exc:
+            what = f"the result of {method!r}" if method else "a result"
+            raise ProtocolError(
+                INVALID_PARAMS, f"Invalid result: {what} (MCP {self.revision}): {_at(exc, '$.result')}", id=id_
+            ) from None
+        except RecursionError:
+            raise ProtocolError(PARSE_ERROR, "Parse error: nesting too deep", id=id_) from None
+        except (msgspec.DecodeError, ValueError, TypeError) as exc:
+            raise ProtocolError(PARSE_ERROR, f"Parse error: {exc}", id=id_) from None
+        return Response(id=id_, result=result)
+
+    def _check_request_meta(self, msg: Any) -> None:
+        """2026-07-28 and later: the revision and client capabilities in ``params._meta``."""
+        spec = self._rev.by_class.get(type(msg))
+        if spec is None or spec.spec.kind != "request":
+            return
+        params = getattr(msg, "params", UNSET)
+        meta = getattr(params, "meta", UNSET) if params is not UNSET else UNSET
+        if not isinstance(meta, dict):
+            return  # the schema decides whether _meta is required; it already passed
+        version = meta.get(PROTOCOL_VERSION_KEY, UNSET)
+        if version is not UNSET and version != self.revision:
+            raise ProtocolError(
+                UNSUPPORTED_PROTOCOL_VERSION,
+                "Unsupported protocol version",
+                {"supported": [self.revision], "requested": version},
+                msg.id,
+            )
+        required = self._requires.get(spec.spec.method)
+        if required is not None:
+            declared = meta.get(CLIENT_CAPABILITIES_KEY) or {}
+            missing = missing_capabilities(required, declared)
+            if missing is not None:
+                raise ProtocolError(
+                    MISSING_REQUIRED_CLIENT_CAPABILITY,
+                    "Missing required client capability",
+                    {"requiredCapabilities": missing},
+                    msg.id,
+                )
+
+    # -- encode ---------------------------------------------------------------------------------
+
+    def encode(self, msg: Any) -> bytes:
+        """Encode a message (or, in 2025-03-26, a list of them as a batch) to JSON bytes.
+
+        Requests this side sends are remembered by id, so that their responses decode to the
+        precise result class.
+        """
+        if isinstance(msg, list):
+            if not self._rev.batches:
+                raise ProtocolError(INVALID_REQUEST, f"JSON-RPC batches are not part of MCP {self.revision}")
+            if not msg:
+                raise ProtocolError(INVALID_REQUEST, "Invalid Request: empty batch")
+            return b"[" + b",".join(self._encode_one(m) for m in msg) + b"]"
+        return self._encode_one(msg)
+
+    def _encode_one(self, msg: Any) -> bytes:
+        if isinstance(msg, (Response, ErrorResponse)):
+            return msgspec.json.encode(msg)
+        if isinstance(msg, ProtocolError):
+            return msg.to_json()
+        if isinstance(msg, Request):
+            m = self._rev.by_class.get(type(msg.message))
+            if m is None or m.unwrap is None:
+                raise TypeError(
+                    f"{type(msg.message).__name__} is not a request type of MCP {self.revision} that needs an envelope"
+                )
+            self._sendable(m)
+            self._pending[msg.id] = m.spec.method
+            return msgspec.json.encode(m.unwrap(msg))
+        m = self._rev.by_class.get(type(msg))
+        if m is None:
+            raise TypeError(f"cannot encode {type(msg).__name__} as a message of MCP {self.revision}")
+        self._sendable(m)
+        if m.spec.kind == "request":
+            if m.unwrap is not None:
+                raise TypeError(
+                    f"in MCP {self.revision} a request needs an id: encode Request(id=..., message=...)"
+                )
+            self._pending[msg.id] = m.spec.method
+            return msgspec.json.encode(msg)
+        return msgspec.json.encode(msg if m.unwrap is None else m.unwrap(msg))
+
+    def _sendable(self, m: _Method) -> None:
+        if m.spec.sender not in (self.role, "both"):
+            raise ProtocolError(
+                METHOD_NOT_FOUND,
+                f"in MCP {self.revision} {m.spec.method!r} is sent by the {_senders(m.spec.sender)}, not the {self.role}",
+            )
+
+    def request(self, message: Any, id: RequestId) -> Any:
+        """``message`` as a request with ``id``, in the shape this revision encodes."""
+        m = self._rev.by_class[type(message)]
+        if m.unwrap is not None:
+            return Request(id=id, message=message)
+        return msgspec.structs.replace(message, id=id)
+
+    def respond(self, id: RequestId, result: Any) -> bytes:
+        """The response bytes for the request ``id``."""
+        return msgspec.json.encode(Response(id=id, result=result))
+
+    def error_response(self, err: ProtocolError) -> bytes:
+        """The JSON-RPC error response bytes for ``err``."""
+        return err.to_json()
+
+    def meta(self, capabilities: Any = None, **extra: Any) -> dict[str, Any]:
+        """2026-07-28 and later: the reserved ``_meta`` keys a client puts in every request."""
+        out = {PROTOCOL_VERSION_KEY: self.revision, CLIENT_CAPABILITIES_KEY: msgspec.to_builtins(capabilities or {})}
+        out.update(extra)
+        return out
+
+
+def _path_object(path: str) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    node = out
+    for key in path.split("."):
+        node[key] = {}
+        node = node[key]
+    return out
+
+
+def _safe(raw: Raw) -> Any:
+    try:
+        return _ANY.decode(raw)
+    except (msgspec.DecodeError, RecursionError, ValueError):
+        return UNSET
+
+
+def _at(exc: Exception, prefix: str) -> str:
+    text = join_path(str(exc))
+    return text.replace(" - at `$", f" - at `{prefix}", 1) if " - at `$" in text else f"{text} - at `{prefix}`"
+
+
+_ = UnsetType
