@@ -84,7 +84,15 @@ SECTIONS: dict[str, str] = {
 }
 CAPABILITY_ROOTS = {"client": "ClientCapabilities", "server": "ServerCapabilities"}
 RENAME_THRESHOLD = 0.6
-ENVELOPE = {"id", "jsonrpc", "method", "params", "result", "error", "_meta"}  # share of (wire name, type) pairs two types must have in common
+ENVELOPE = {
+    "id",
+    "jsonrpc",
+    "method",
+    "params",
+    "result",
+    "error",
+    "_meta",
+}  # share of (wire name, type) pairs two types must have in common
 
 
 @dataclass(frozen=True)
@@ -131,6 +139,8 @@ class Diff:
     b: str
     changes: tuple[Change, ...]
     notes: tuple[Note, ...]
+    sha_a: str = ""
+    sha_b: str = ""
 
     def of_kind(self, kind: str) -> list[Change]:
         return [c for c in self.changes if c.kind == kind]
@@ -160,8 +170,8 @@ class Diff:
     def as_json(self) -> dict[str, object]:
         return {
             "format": "mcpbind.diff/1",
-            "from": self.a,
-            "to": self.b,
+            "from": {"revision": self.a, "sha256": self.sha_a},
+            "to": {"revision": self.b, "sha256": self.sha_b},
             "summary": self.summary(),
             "changes": [c.as_json() for c in self.changes],
             "notes": [n.__dict__ for n in self.notes],
@@ -202,7 +212,9 @@ def render(t: TypeExpr | None) -> str:
 
 
 def _wire_path(owner: str, wire: str) -> str:
-    return f"{owner}.{wire}" if re.fullmatch(r"[A-Za-z_$][\w$]*", wire) else f"{owner}[{_json(wire)}]"
+    return (
+        f"{owner}.{wire}" if re.fullmatch(r"[A-Za-z_$][\w$]*", wire) else f"{owner}[{_json(wire)}]"
+    )
 
 
 # -- comparing type expressions ----------------------------------------------------------------
@@ -276,9 +288,15 @@ def _resolve(t: TypeExpr, rev: Revision | None, depth: int = 4) -> TypeExpr:
         return ArrayT(_resolve(t.item, rev, depth), t.constraints)
     if isinstance(t, UnionT):
         members = tuple(_resolve(m, rev, depth - 1) for m in t.members)
-        kinds = {"map" if isinstance(m, MapT) else "array" if isinstance(m, ArrayT) else getattr(m, "json", "")
-                 for m in members}
-        return AnyT() if _ANY_KINDS <= kinds else UnionT(members, t.site)
+        kinds = {
+            "map"
+            if isinstance(m, MapT)
+            else "array"
+            if isinstance(m, ArrayT)
+            else getattr(m, "json", "")
+            for m in members
+        }
+        return AnyT() if kinds >= _ANY_KINDS else UnionT(members, t.site)
     return t
 
 
@@ -332,8 +350,10 @@ def compare(a: Revision, b: Revision) -> Diff:
     ]
     order = {k: i for i, k in enumerate(KINDS)}
     sections = {s: i for i, s in enumerate(SECTIONS)}
-    changes.sort(key=lambda c: (sections[c.section], c.path, order[c.kind], c.before or "", c.after or ""))
-    return Diff(a.revision, b.revision, tuple(changes), _notes(a, b))
+    changes.sort(
+        key=lambda c: (sections[c.section], c.path, order[c.kind], c.before or "", c.after or "")
+    )
+    return Diff(a.revision, b.revision, tuple(changes), _notes(a, b), a.sha256, b.sha256)
 
 
 def _dialect(a: Revision, b: Revision) -> list[Change]:
@@ -385,19 +405,36 @@ def _method_changes(ma: Method, mb: Method, a: Revision, b: Revision) -> Iterato
         gained = mb.sender == "both" or (ma.sender != "both")
         who: Breaking = "both" if lost and gained else "senders" if lost else "receivers"
         yield Change(
-            "method_direction_changed", name, DIRECTION[ma.sender], DIRECTION[mb.sender], who, side=mb.sender
+            "method_direction_changed",
+            name,
+            DIRECTION[ma.sender],
+            DIRECTION[mb.sender],
+            who,
+            side=mb.sender,
         )
     if ma.result is not None and mb.result is not None:
         rel = relation(ma.result, mb.result, a, b)
         if rel != "equal":
             # The server sends a result; a wider result breaks the clients that read it.
             yield Change(
-                "method_result_changed", name, render(ma.result), render(mb.result), BREAKS[rel], side=mb.sender
+                "method_result_changed",
+                name,
+                render(ma.result),
+                render(mb.result),
+                BREAKS[rel],
+                side=mb.sender,
             )
     cap_a = f"{ma.capability_side}: {ma.capability}" if ma.capability else None
     cap_b = f"{mb.capability_side}: {mb.capability}" if mb.capability else None
     if cap_a != cap_b:
-        yield Change("method_capability_changed", name, cap_a, cap_b, "senders" if cap_b else None, side=mb.sender)
+        yield Change(
+            "method_capability_changed",
+            name,
+            cap_a,
+            cap_b,
+            "senders" if cap_b else None,
+            side=mb.sender,
+        )
 
 
 # -- capabilities ----------------------------------------------------------------------------------
@@ -422,7 +459,9 @@ def capabilities(rev: Revision) -> dict[tuple[str, str], str]:
     return found
 
 
-def _capabilities(caps_a: dict[tuple[str, str], str], caps_b: dict[tuple[str, str], str]) -> Iterator[Change]:
+def _capabilities(
+    caps_a: dict[tuple[str, str], str], caps_b: dict[tuple[str, str], str]
+) -> Iterator[Change]:
     for side, path in sorted(set(caps_a) - set(caps_b)):
         yield Change("capability_removed", path, caps_a[(side, path)], None, "both", side=side)
     for side, path in sorted(set(caps_b) - set(caps_a)):
@@ -447,7 +486,11 @@ def error_codes(rev: Revision) -> dict[str, int]:
             continue
         owner = d.name.removesuffix("Error")
         holder = rev.definitions.get(owner)
-        named = owner if d.inline and isinstance(holder, ObjectDef) and holder.field("error") else d.name
+        named = (
+            owner
+            if d.inline and isinstance(holder, ObjectDef) and holder.field("error")
+            else d.name
+        )
         found[named] = code
     return found
 
@@ -541,7 +584,13 @@ def _object_changes(
         yield Change("field_removed", _wire_path(name, wire), _field(f), None, "receivers")
     for wire in fb.keys() - fa.keys():
         f = fb[wire]
-        yield Change("field_added", _wire_path(name, wire), None, _field(f), "senders" if f.required else None)
+        yield Change(
+            "field_added",
+            _wire_path(name, wire),
+            None,
+            _field(f),
+            "senders" if f.required else None,
+        )
     for wire in fa.keys() & fb.keys():
         yield from _field_changes(_wire_path(name, wire), fa[wire], fb[wire], a, b)
     if da.extra != db.extra:
@@ -556,7 +605,9 @@ def _field(f: Field) -> str:
 def _field_changes(path: str, a: Field, b: Field, ra: Revision, rb: Revision) -> Iterator[Change]:
     if a.required != b.required:
         before, after = ("required", "optional") if a.required else ("optional", "required")
-        yield Change("field_required_changed", path, before, after, "receivers" if a.required else "senders")
+        yield Change(
+            "field_required_changed", path, before, after, "receivers" if a.required else "senders"
+        )
     va, vb = _enum_values(a.type), _enum_values(b.type)
     if va is not None and vb is not None and (len(va) > 1 or len(vb) > 1):
         yield from _enum_changes(path, va, vb)
@@ -570,7 +621,9 @@ def _signature(d: ObjectDef) -> set[tuple[str, str]]:
     return {(f.wire, render(f.type)) for f in d.fields}
 
 
-def _renames(a: Revision, b: Revision, removed: list[str], added: list[str]) -> list[tuple[str, str, str]]:
+def _renames(
+    a: Revision, b: Revision, removed: list[str], added: list[str]
+) -> list[tuple[str, str, str]]:
     """Removed and added object types that share most (wire name, type) pairs: rename candidates."""
     messages = {m.message for m in a.methods.values()} | {m.message for m in b.methods.values()}
     scored = []
@@ -586,7 +639,9 @@ def _renames(a: Revision, b: Revision, removed: list[str], added: list[str]) -> 
             shared = len(sa & sb)
             score = shared / len(sa | sb)
             if shared >= 2 and score >= RENAME_THRESHOLD:
-                scored.append((-score, old, new, f"candidate: {shared} of {len(sa | sb)} fields shared"))
+                scored.append(
+                    (-score, old, new, f"candidate: {shared} of {len(sa | sb)} fields shared")
+                )
     pairs, used = [], set()
     for _, old, new, note in sorted(scored):
         if old not in used and new not in used:
@@ -624,7 +679,10 @@ def _moves(
         for name, d in b.definitions.items()
         if isinstance(d, ObjectDef)
         for f in d.fields
-        if "/" in f.wire and not (isinstance(a.definitions.get(name), ObjectDef) and a.definitions[name].field(f.wire))  # type: ignore[union-attr]
+        if "/" in f.wire
+        and not (
+            isinstance(a.definitions.get(name), ObjectDef) and a.definitions[name].field(f.wire)
+        )  # type: ignore[union-attr]
     ]
     targets: dict[tuple[str, str], list[tuple[str, str]]] = {}
     for old_owner, of in removed_fields:
@@ -668,7 +726,9 @@ def _notes(a: Revision, b: Revision) -> tuple[Note, ...]:
     notes: list[Note] = []
     for p in a.patches + tuple(p for p in b.patches if p not in a.patches):
         sides = [r.revision for r in (a, b) if p in r.patches]
-        notes.append(Note(" and ".join(sides), p.pointer, _json(p.expect), _json(p.value), p.reason))
+        notes.append(
+            Note(" and ".join(sides), p.pointer, _json(p.expect), _json(p.value), p.reason)
+        )
     return tuple(notes)
 
 

@@ -13,10 +13,7 @@ from .paths import TEMPLATES_DIR
 
 def _cell(text: str | None, side: str | None = None, note: str | None = None) -> str:
     """One Markdown table cell: code-formatted, pipes escaped, side and note appended."""
-    if text is None:
-        out = "—"
-    else:
-        out = "`" + text.replace("|", "\\|") + "`"
+    out = "—" if text is None else "`" + text.replace("|", "\\|") + "`"
     if side:
         out = f"{side}: {out}"
     if note:
@@ -41,7 +38,9 @@ def _env() -> jinja2.Environment:
 def markdown(d: Diff) -> str:
     """The review document: summary counts, then one table per section in a stable order."""
     sections = [
-        {"title": title, "changes": d.section(key)} for key, title in SECTIONS.items() if d.section(key)
+        {"title": title, "changes": d.section(key)}
+        for key, title in SECTIONS.items()
+        if d.section(key)
     ]
     return _env().get_template("changes.md.j2").render(d=d, summary=d.summary(), sections=sections)
 

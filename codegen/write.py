@@ -16,9 +16,12 @@ from pathlib import Path
 
 import libcst
 
+from . import diff_render
+from .diff import compare
 from .emit import render, revision_files
+from .ir import Revision
 from .model import build
-from .paths import GENERATED_DIR, REPO_ROOT, package_name
+from .paths import CHANGES_DIR, GENERATED_DIR, REPO_ROOT, package_name
 from .pin import pins
 
 
@@ -40,11 +43,23 @@ def generate(revisions: Iterable[str] | None = None) -> dict[Path, str]:
     """Every generated file (absolute path -> content) for ``revisions`` (default: all)."""
     wanted = list(revisions) if revisions is not None else [p.revision for p in pins()]
     files: dict[Path, str] = {GENERATED_DIR / "_revisions.py": revisions_file()}
-    for revision in wanted:
+    irs = {revision: build(revision) for revision in wanted}
+    for revision, rev in irs.items():
         package = GENERATED_DIR / package_name(revision)
-        for name, text in revision_files(build(revision)).items():
+        for name, text in revision_files(rev).items():
             files[package / name] = text
+    files.update(change_files(irs))
     return files
+
+
+def change_files(irs: dict[str, Revision]) -> dict[Path, str]:
+    """``docs/changes/<A>__<B>.md`` for each consecutive pair of pinned revisions in ``irs``."""
+    order = [p.revision for p in pins()]
+    return {
+        CHANGES_DIR / f"{a}__{b}.md": diff_render.markdown(compare(irs[a], irs[b]))
+        for a, b in zip(order, order[1:], strict=False)
+        if a in irs and b in irs
+    }
 
 
 _IMPORT_CHECK = """
@@ -60,6 +75,7 @@ for package in sys.argv[1:]:
 
 def verify(files: dict[Path, str]) -> None:
     """Compile, parse and import the new files from a scratch copy; raise VerifyError if any fails."""
+    files = {p: t for p, t in files.items() if p.is_relative_to(GENERATED_DIR)}  # not docs/changes
     for path, text in files.items():
         rel = path.relative_to(REPO_ROOT)
         try:
