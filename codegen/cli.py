@@ -7,7 +7,7 @@ import time
 
 import click
 
-from . import write as writer
+from . import cache
 from .pin import PinError, pins, read_schema_bytes
 
 
@@ -26,13 +26,20 @@ def main() -> None:
     help="Only this revision (repeatable). Default: every pinned revision.",
 )
 @click.option("--check", is_flag=True, help="Write nothing; exit 1 with a diff when committed output is stale.")
-def generate(revisions: tuple[str, ...], check: bool) -> None:
+@click.option("--force", is_flag=True, help="Regenerate even when no input changed since the last run.")
+def generate(revisions: tuple[str, ...], check: bool, force: bool) -> None:
     """Regenerate the bindings from the pinned schemas."""
     started = time.perf_counter()
     known = [p.revision for p in pins()]
     for r in revisions:
         if r not in known:
             raise click.BadParameter(f"{r!r} is not pinned; pinned: {', '.join(known)}", param_hint="--revision")
+    if not revisions and not force and cache.up_to_date():
+        elapsed = time.perf_counter() - started
+        click.echo(f"generated output is up to date: no input changed since the last run ({elapsed:.2f} s)")
+        return
+    from . import write as writer  # the renderer (black, jinja2, libcst) loads only when needed
+
     try:
         files = writer.generate(revisions or None)
     except Exception as exc:  # every stage raises its own error type with the reason
@@ -43,6 +50,8 @@ def generate(revisions: tuple[str, ...], check: bool) -> None:
             sys.stdout.write("".join(diffs))
             click.echo(f"generated output is stale in {len(diffs)} file(s); run `make generate`", err=True)
             sys.exit(1)
+        if not revisions:
+            cache.record(files)
         click.echo(f"generated output is up to date ({len(files)} files)")
         return
     try:
@@ -50,6 +59,8 @@ def generate(revisions: tuple[str, ...], check: bool) -> None:
     except writer.VerifyError as exc:
         raise click.ClickException(str(exc)) from exc
     written = writer.write(files)
+    if not revisions:
+        cache.record(files)
     elapsed = time.perf_counter() - started
     click.echo(f"{len(written)} of {len(files)} files changed ({elapsed:.1f} s)")
 

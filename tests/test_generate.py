@@ -57,3 +57,20 @@ def test_generated_packages_pass_mypy_strict():
         check=False,
     )
     assert done.returncode == 0, done.stdout[-3000:]
+
+
+def test_regeneration_is_skipped_only_while_inputs_and_outputs_are_unchanged(generated, tmp_path, monkeypatch):
+    from codegen import cache
+
+    monkeypatch.setattr(cache, "STAMP", tmp_path / "generate.json")
+    assert not cache.up_to_date()  # nothing recorded yet
+    cache.record(generated)
+    assert cache.up_to_date()
+    edited = dict(generated)
+    some = next(iter(edited))
+    edited[some] = edited[some] + "\n"  # an output that no longer is what was generated
+    cache.record(edited)
+    assert not cache.up_to_date()
+    cache.record(generated)
+    monkeypatch.setattr(cache, "fingerprint", lambda: "another input")
+    assert not cache.up_to_date()
