@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup generate test test-deep check lint types drift bench diff clean
+.PHONY: setup generate test test-deep check lint types drift bench diff clean interop interop-setup
 
 setup: $(STAMP)
 
@@ -17,7 +17,20 @@ $(STAMP): pyproject.toml
 generate: $(STAMP)
 	$(BIN)/mcpbind generate
 
-test: $(STAMP)
+# Real MCP peers for the interop tests: server-everything from npm at the version pinned in
+# tests/interop/package-lock.json (the Python peer's `mcp` is pinned in the dev extras).
+INTEROP_STAMP := tests/interop/node_modules/.installed
+
+interop-setup: $(INTEROP_STAMP)
+
+$(INTEROP_STAMP): tests/interop/package.json tests/interop/package-lock.json
+	cd tests/interop && npm ci --no-audit --no-fund
+	touch $(INTEROP_STAMP)
+
+interop: $(STAMP) $(INTEROP_STAMP)
+	$(BIN)/pytest -q -m interop tests/interop
+
+test: $(STAMP) $(INTEROP_STAMP)
 	$(BIN)/pytest -q
 
 test-deep: $(STAMP)
