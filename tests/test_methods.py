@@ -31,6 +31,13 @@ def _members(defs: dict[str, Any], union: str) -> list[str]:
         return []
     if "$ref" in node:  # a union of one member is the member itself
         return [node["$ref"].rsplit("/", 1)[1]]
+    const = node.get("properties", {}).get("method", {}).get("const")
+    if const is not None:  # 2026-07-28: ClientNotification is an inline copy of its one member
+        return [
+            k for k, v in defs.items()
+            if k != union and k.endswith(("Request", "Notification"))
+            and v.get("properties", {}).get("method", {}).get("const") == const
+        ]
     return [m["$ref"].rsplit("/", 1)[1] for m in node.get("anyOf") or node.get("oneOf") or [] if "$ref" in m]
 
 

@@ -15,6 +15,7 @@ generated class; the transcript (both directions) is written to a JSON Lines fil
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
 import json
 import os
@@ -83,10 +84,8 @@ class Session:
 
     def close(self) -> None:
         if self.proc.stdin:
-            try:
+            with contextlib.suppress(OSError):
                 self.proc.stdin.close()
-            except OSError:
-                pass
         try:
             self.proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
