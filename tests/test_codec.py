@@ -1,0 +1,207 @@
+"""The runtime codec: precise decoding, envelopes, batches, per-request _meta, hostile input."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import msgspec
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import mcpbind
+from mcpbind import Codec, ErrorResponse, ProtocolError, Request, Response
+
+META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
+
+
+def raw(obj: object) -> bytes:
+    return json.dumps(obj).encode()
+
+
+def call(rev: str, **params: object) -> bytes:
+    p = {"name": "t", **params}
+    return raw({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": p})
+
+
+@pytest.mark.parametrize("rev", ["2024-11-05", "2025-03-26", "2025-06-18"])
+def test_old_revisions_wrap_requests(rev: str) -> None:
+    c = Codec(rev, "server")
+    M = c.module
+    msg = c.decode(call(rev))
+    assert type(msg) is Request and msg.id == 1 and type(msg.message) is M.CallToolRequest
+    assert json.loads(c.encode(Response(id=1, result=M.CallToolResult(content=[])))) == {
+        "jsonrpc": "2.0", "id": 1, "result": {"content": []},
+    }
+
+
+@pytest.mark.parametrize("rev", ["2025-11-25"])
+def test_new_revisions_decode_generated_class(rev: str) -> None:
+    c = Codec(rev, "server")
+    msg = c.decode(call(rev))
+    assert type(msg) is c.module.CallToolRequest and msg.id == 1
+
+
+@pytest.mark.parametrize("rev", ["2024-11-05", "2025-11-25"])
+def test_response_precise_from_encode_and_expect(rev: str) -> None:
+    c = Codec(rev, "client")
+    M = c.module
+    params = mcpbind.convert({"name": "t"}, M.CallToolRequestParams)
+    msg = c.request(M.CallToolRequest(params=params, **({"id": 0, "jsonrpc": "2.0"} if rev >= "2025-11-25" else {})), 5)
+    c.encode(msg)
+    resp = c.decode(raw({"jsonrpc": "2.0", "id": 5, "result": {"content": [{"type": "text", "text": "x"}]}}))
+    assert type(resp.result) is M.CallToolResult
+    c.expect("a", "tools/list")
+    resp = c.decode(raw({"jsonrpc": "2.0", "id": "a", "result": {"tools": []}}))
+    assert type(resp.result) is M.ListToolsResult
+    generic = c.decode(raw({"jsonrpc": "2.0", "id": 99, "result": {"x": 1}}))
+    assert type(generic.result) is M.Result and generic.result["x"] == 1
+    err = c.decode(raw({"jsonrpc": "2.0", "id": 6, "error": {"code": -1, "message": "m", "data": [1]}}))
+    assert type(err) is ErrorResponse and err.error.code == -1 and err.error.data == [1]
+
+
+def test_batches_2025_03_26() -> None:
+    c = Codec("2025-03-26", "server")
+    out = c.decode(b'[' + call("x") + b',{"jsonrpc":"2.0","method":"notifications/initialized"}]')
+    assert [type(m).__name__ for m in out] == ["Request", "InitializedNotification"]
+    with pytest.raises(ProtocolError) as e:
+        c.decode(b"[]")
+    assert e.value.code == -32600
+    body = c.encode([Response(id=1, result={}), Response(id=2, result={})])
+    assert len(json.loads(body)) == 2
+    with pytest.raises(ProtocolError):
+        Codec("2025-11-25", "server").decode(b"[" + call("x") + b"]")
+
+
+def test_2026_meta_checks() -> None:
+    c = Codec("2026-07-28", "server", requires={"tools/call": {"sampling": {"tools": {}}}})
+    ok = c.decode(raw({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": META}}))
+    assert type(ok) is c.module.ListToolsRequest
+    with pytest.raises(ProtocolError) as e:
+        c.decode(raw({"jsonrpc": "2.0", "id": 2, "method": "tools/list",
+                      "params": {"_meta": {**META, "io.modelcontextprotocol/protocolVersion": "2025-11-25"}}}))
+    assert e.value.code == -32022 and e.value.data == {"supported": ["2026-07-28"], "requested": "2025-11-25"}
+    assert e.value.id == 2
+    meta = {**META, "io.modelcontextprotocol/clientCapabilities": {"sampling": {}}}
+    with pytest.raises(ProtocolError) as e:
+        c.decode(raw({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "x", "_meta": meta}}))
+    assert e.value.code == -32021 and e.value.data == {"requiredCapabilities": {"sampling": {"tools": {}}}}
+    body = json.loads(c.error_response(e.value))
+    assert body == {"jsonrpc": "2.0", "id": 3, "error": {"code": -32021, "message": "Missing required client capability",
+                                                         "data": {"requiredCapabilities": {"sampling": {"tools": {}}}}}}
+
+
+HOSTILE = [
+    (b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t"', -32700),  # truncated
+    (b"", -32700),
+    (b"\xff\xfe", -32700),
+    (b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"\xff"}}', -32700),  # invalid UTF-8
+    (b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":5}}', -32602),  # wrong type
+    (b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":[]}', -32602),
+    (b'{"jsonrpc":"2.0","id":1,"method":"no/such"}', -32601),
+    (b'{"jsonrpc":"2.0","id":1,"method":"sampling/createMessage","params":{}}', -32601),  # wrong role
+    (b'{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{}}', -32601),  # other revision
+    (b'{"jsonrpc":"2.0","id":null,"method":"ping"}', -32600),
+    (b'{"jsonrpc":"2.0","id":true,"method":"ping"}', -32600),
+    (b'{"jsonrpc":"2.0","id":1.5,"method":"ping"}', -32600),
+    (b'{"jsonrpc":"2.0","id":' + b"9" * 5000 + b',"method":"ping"}', -32600),  # huge number
+    (b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{"x":1e999}}}', -32602),
+    (b'{"jsonrpc":"2.0","method":"tools/call","params":{"name":"t"}}', -32600),  # request without id
+    (b'{"jsonrpc":"1.0","id":1,"method":"ping"}', -32600),
+    (b'{"id":1,"method":"ping"}', -32600),
+    (b'{"jsonrpc":"2.0","id":1,"method":"ping","method":"no/such"}', -32601),  # duplicate keys: last wins
+    (b'{"jsonrpc":"2.0","id":1,"method":5}', -32600),
+    (b"42", -32600),
+    (b'"str"', -32600),
+    (b"null", -32600),
+    (b"{}", -32600),
+    (b'{"jsonrpc":"2.0","id":1,"result":{},"error":{"code":1,"message":"x"}}', -32600),
+    (b'{"jsonrpc":"2.0","id":1,"error":{"code":"x","message":"x"}}', -32600),
+    (b"[" * 10000 + b"]" * 10000, -32700),  # 10,000-deep nesting
+    (b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{"a":'
+     + b"[" * 10000 + b"]" * 10000 + b"}}}", -32700),
+    (b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":' + b'"' + b"a" * 50_000_000 + b"}}", -32700),
+]
+
+
+@pytest.mark.parametrize("rev", ["2024-11-05", "2025-11-25"])
+@pytest.mark.parametrize(("data", "code"), HOSTILE, ids=range(len(HOSTILE)))
+def test_hostile(rev: str, data: bytes, code: int) -> None:
+    c = Codec(rev, "server")
+    start = time.perf_counter()
+    with pytest.raises(ProtocolError) as e:
+        c.decode(data)
+    assert time.perf_counter() - start < 2.0
+    assert e.value.code == code, e.value
+    json.loads(c.error_response(e.value))
+
+
+def test_invalid_params_message_names_path_and_revision() -> None:
+    c = Codec("2025-11-25", "server")
+    with pytest.raises(ProtocolError) as e:
+        c.decode(call("x", arguments=3))
+    assert "$.params.arguments" in e.value.message and "2025-11-25" in e.value.message and e.value.id == 1
+
+
+def test_method_not_found_says_where() -> None:
+    with pytest.raises(ProtocolError) as e:
+        Codec("2026-07-28", "server").decode(b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}')
+    assert e.value.code == -32601 and "2025-11-25" in e.value.message
+    with pytest.raises(ProtocolError) as e:
+        Codec("2025-11-25", "client").decode(b'{"jsonrpc":"2.0","id":1,"method":"tools/list"}')
+    assert e.value.code == -32601 and "client" in e.value.message
+
+
+VALID = [
+    call("x"),
+    b'{"jsonrpc":"2.0","method":"notifications/initialized"}',
+    b'{"jsonrpc":"2.0","id":"p","method":"ping"}',
+    b'{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"file:///x"}}',
+]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.binary(max_size=200))
+def test_fuzz_bytes(data: bytes) -> None:
+    for rev in ("2025-03-26", "2025-11-25"):
+        try:
+            Codec(rev, "server").decode(data)
+        except ProtocolError as e:
+            assert e.code in (-32700, -32600, -32601, -32602)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(VALID), st.data())
+def test_fuzz_mutations(base: bytes, data: st.DataObject) -> None:
+    buf = bytearray(base)
+    for _ in range(data.draw(st.integers(1, 4))):
+        op = data.draw(st.sampled_from(["flip", "insert", "delete", "truncate"]))
+        i = data.draw(st.integers(0, max(0, len(buf) - 1)))
+        if op == "flip" and buf:
+            buf[i] = data.draw(st.integers(0, 255))
+        elif op == "insert":
+            buf[i:i] = data.draw(st.sampled_from([b"{", b"[", b'"', b",", b"null", b"1e999", b"\xff", b'"id":']))
+        elif op == "delete" and buf:
+            del buf[i]
+        else:
+            del buf[i:]
+    for rev in ("2024-11-05", "2025-03-26", "2025-11-25", "2026-07-28"):
+        for role in ("client", "server"):
+            try:
+                Codec(rev, role).decode(bytes(buf))
+            except ProtocolError as e:
+                assert e.code in (-32700, -32600, -32601, -32602, -32021, -32022)
+
+
+def test_fast_path_is_one_decode() -> None:
+    c = Codec("2025-11-25", "server")
+    data = call("x", arguments={"a": 1})
+    c.decode(data)
+    n = 20000
+    start = time.perf_counter()
+    for _ in range(n):
+        c.decode(data)
+    per = (time.perf_counter() - start) / n
+    assert per < 20e-6, per
+    assert msgspec  # noqa: B018
