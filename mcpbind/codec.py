@@ -252,7 +252,7 @@ class Codec:
         self._receive = receive
         self._by_wire: dict[type, Callable[[Any], Any]] = {m.wire: m.wrap for m in receive.values()}
         self._fast = msgspec.json.Decoder(
-            Union[tuple(m.wire for m in receive.values())],  # type: ignore[misc]  # noqa: UP007
+            Union[tuple(m.wire for m in receive.values())],  # noqa: UP007
             dec_hook=dec_hook,
         )
         self._requires: dict[str, Any] = {}
