@@ -674,15 +674,16 @@ def _moves(
             for f in d.fields:
                 if not isinstance(other, ObjectDef) or other.field(f.wire) is None:
                     removed_fields.append((name, f))
+    def in_a(name: str, wire: str) -> bool:
+        before = a.definitions.get(name)
+        return isinstance(before, ObjectDef) and before.field(wire) is not None
+
     namespaced = [
         (name, f)
         for name, d in b.definitions.items()
         if isinstance(d, ObjectDef)
         for f in d.fields
-        if "/" in f.wire
-        and not (
-            isinstance(a.definitions.get(name), ObjectDef) and a.definitions[name].field(f.wire)
-        )  # type: ignore[union-attr]
+        if "/" in f.wire and not in_a(name, f.wire)
     ]
     targets: dict[tuple[str, str], list[tuple[str, str]]] = {}
     for old_owner, of in removed_fields:

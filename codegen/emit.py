@@ -32,7 +32,6 @@ from .ir import (
 )
 from .names import class_name, pascal, snake
 from .paths import TEMPLATES_DIR
-from .unions import flatten, resolve
 
 # Names that appear inside annotations; an attribute with one of them would shadow it for
 # the annotation resolver (which also looks in the class body), so it gets a trailing ``_``.
@@ -489,7 +488,7 @@ def _env() -> jinja2.Environment:
     )
 
 
-BLACK_MODE = black.Mode(line_length=100, target_versions={black.TargetVersion.PY311})
+BLACK_MODE = black.Mode(line_length=100, target_versions={black.mode.TargetVersion.PY311})
 
 
 def render(template: str, **context: Any) -> str:

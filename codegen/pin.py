@@ -13,10 +13,11 @@ import json
 import os
 import tomllib
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from .paths import CACHE_DIR, PINS_FILE, REPO_ROOT
 

@@ -10,7 +10,7 @@ each untagged union what tells its members apart.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 
 from .ir import (
@@ -104,7 +104,7 @@ def _value_kind(v: object) -> JsonKind:
     return "string"
 
 
-def _is_native(kinds: list[JsonKind | None], lit_kinds: list[JsonKind]) -> bool:
+def _is_native(kinds: Sequence[JsonKind | None], lit_kinds: Sequence[JsonKind]) -> bool:
     if None in kinds:
         return False
     counts = Counter(k for k in kinds if k is not None)
@@ -169,8 +169,8 @@ def analyse(rev: Revision) -> None:
             rev.unions[u.site] = UnionInfo(u.site, "native", ())
             continue
         kinds = [kind_of(rev, m) for m in members]
-        lit_kinds = [k for m, k in zip(members, kinds) if isinstance(resolve(rev, m), Lit) and k]
-        object_refs = [resolve(rev, m) for m, k in zip(members, kinds) if k == "object"]
+        lit_kinds = [k for m, k in zip(members, kinds, strict=True) if isinstance(resolve(rev, m), Lit) and k]
+        object_refs = [resolve(rev, m) for m, k in zip(members, kinds, strict=True) if k == "object"]
         if _is_native(kinds, lit_kinds):
             rev.unions[u.site] = UnionInfo(u.site, "native", ())
             continue

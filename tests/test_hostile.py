@@ -82,10 +82,10 @@ def test_awkward_property_names_round_trip_with_exact_wire_keys(hostile):
 
 def test_unions_over_hostile_names_decode_to_their_members(hostile):
     module, _ = hostile
-    items = mcpbind.decode(b'[{"text": "t"}, {"blob": "b"}]', getattr(module, "list"))
+    items = mcpbind.decode(b'[{"text": "t"}, {"blob": "b"}]', module.list)
     assert [type(i).__name__ for i in items] == ["Annotated_", "Struct_"]
     tagged = mcpbind.decode(b'{"kind": "print", "exec": "e"}', getattr(module, "import"))
-    assert type(tagged) is getattr(module, "print")
+    assert type(tagged) is module.print
     assert json.loads(msgspec.json.encode(tagged)) == {"kind": "print", "exec": "e"}
     quoted = mcpbind.decode(json.dumps({"kind": "lambda'\"", "value": 1}).encode(), getattr(module, "import"))
     assert type(quoted) is getattr(module, "lambda")

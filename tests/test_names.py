@@ -96,10 +96,10 @@ def test_no_numeric_suffixes_in_generated_names(revision):
 
 
 def test_bindings_knows_every_revision_and_rejects_others():
-    assert mcpbind.REVISIONS == tuple(REVISIONS)
+    assert tuple(REVISIONS) == mcpbind.REVISIONS
     assert mcpbind.LATEST == "2026-07-28"
     for revision in REVISIONS:
-        assert mcpbind.bindings(revision).REVISION == revision
+        assert revision == mcpbind.bindings(revision).REVISION
     assert mcpbind.bindings("2025-11-25") is mcpbind.v2025_11_25
     with pytest.raises(mcpbind.UnknownRevisionError, match="2024-11-05") as info:
         mcpbind.bindings("1999-01-01")

@@ -5,8 +5,8 @@ import hashlib
 import pytest
 
 from codegen import pin as pinning
-from codegen.overlay import OverlayError, apply_patches
 from codegen.ir import Patch
+from codegen.overlay import OverlayError, apply_patches
 
 
 def test_every_pin_matches_the_shared_manifest():

@@ -1,0 +1,1 @@
+"""The mcpbind generator: pin -> model -> overlay -> emit -> write (and diff, projection)."""
