@@ -16,7 +16,7 @@ from pathlib import Path
 
 import libcst
 
-from . import diff_render
+from . import diff_render, projection
 from .diff import compare
 from .emit import render, revision_files
 from .ir import Revision
@@ -49,6 +49,9 @@ def generate(revisions: Iterable[str] | None = None) -> dict[Path, str]:
         for name, text in revision_files(rev).items():
             files[package / name] = text
     files.update(change_files(irs))
+    files.update({GENERATED_DIR / path: text for path, text in projection.projection_files(irs).items()})
+    if set(irs) == {p.revision for p in pins()}:
+        files[GENERATED_DIR / "_provenance.py"] = projection.provenance_file(irs)
     return files
 
 
@@ -67,6 +70,11 @@ import importlib, sys
 import msgspec
 from mcpbind._support import dec_hook
 for package in sys.argv[1:]:
+    if package == "_projection":
+        import pkgutil
+        for info in pkgutil.iter_modules(importlib.import_module("mcpbind._projection").__path__):
+            importlib.import_module("mcpbind._projection." + info.name)
+        continue
     module = importlib.import_module("mcpbind." + package + ".types")
     for name in module.__all__:
         msgspec.json.Decoder(getattr(module, name), dec_hook=dec_hook)

@@ -14,12 +14,13 @@ _generated = os.environ.get("MCPBIND_GENERATED_DIR") or os.path.join(
 if os.path.isdir(_generated):
     __path__.insert(0, _generated)
 
-from ._revisions import LATEST, PACKAGES, REVISIONS  # type: ignore[import-untyped]  # noqa: E402
+from ._revisions import LATEST, PACKAGES, REVISIONS  # noqa: E402
 from ._support import MethodSpec, OpenObject, convert, dec_hook, decode, decoder  # noqa: E402
 from .capabilities import missing_capabilities, supports  # noqa: E402
 from .codec import Codec, ErrorObject, ErrorResponse, Request, Response  # noqa: E402
 from .errors import ProtocolError, UnsupportedRevision  # noqa: E402
 from .negotiate import negotiate  # noqa: E402
+from .projection import ProjectionError, project, project_lossy  # noqa: E402
 
 __all__ = [
     "LATEST",
@@ -29,6 +30,7 @@ __all__ = [
     "ErrorResponse",
     "MethodSpec",
     "OpenObject",
+    "ProjectionError",
     "ProtocolError",
     "Request",
     "Response",
@@ -41,6 +43,8 @@ __all__ = [
     "decoder",
     "missing_capabilities",
     "negotiate",
+    "project",
+    "project_lossy",
     "supports",
 ]
 

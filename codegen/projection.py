@@ -1,0 +1,745 @@
+"""Projection: two revisions' IRs -> the view of one generated projection module.
+
+For an ordered pair (A, B) the generated module ``mcpbind._projection.<a>__<b>`` holds one
+straight-line function per object type A and B share (``_o_Tool``), one per list, map or union
+shape that needs work (``_u3``), the tables the runtime looks them up in, and nothing that
+inspects fields at run time. What the schemas do not say (values that moved, defaults the spec
+defines) comes from the ``[[migration]]`` and ``[[default]]`` entries of ``schema/overlay.toml``.
+
+A conversion between a type expression of A and one of B is one of
+
+``id``    the value is valid in B as it is (shared, not copied)
+``fn``    a generated or runtime function ``f(value, ctx)``; ``fails`` when it can raise
+``fail``  B cannot hold any such value (a reason); raised when a value is present
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .emit import _Renderer, literal
+from .ir import (
+    AliasDef,
+    AnyT,
+    ArrayT,
+    Field,
+    Lit,
+    MapT,
+    ObjectDef,
+    Prim,
+    RefT,
+    Revision,
+    TypeExpr,
+    UnionT,
+)
+from .overlay import _raw
+from .paths import package_name
+from .pin import pins
+
+ANY = AnyT()
+
+
+class ProjectionGenError(Exception):
+    """The IR pair holds something projection cannot express."""
+
+
+@dataclass(frozen=True)
+class Conv:
+    kind: str  # "id", "fn", "fail"
+    fn: str = ""
+    fails: bool = False
+    reason: str = ""
+
+
+ID = Conv("id")
+
+
+@dataclass
+class FunctionView:
+    name: str
+    source: str  # annotation of the parameter
+    target: str  # return annotation
+    body: list[str]
+    param: str = "v"
+
+
+@dataclass
+class PairView:
+    header: str
+    source: str
+    target: str
+    source_package: str
+    target_package: str
+    doc: str
+    functions: list[FunctionView] = field(default_factory=list)
+    tables: list[tuple[str, list[tuple[str, str]]]] = field(default_factory=list)  # (name, [(key, fn)])
+    types: list[tuple[str, str]] = field(default_factory=list)  # (name, annotation in B)
+    project: list[tuple[str, str]] = field(default_factory=list)  # (A class, function)
+    names: list[tuple[str, str]] = field(default_factory=list)  # (A class, schema name)
+
+
+# -- overlay ------------------------------------------------------------------------------------
+
+
+def _order() -> list[str]:
+    return [p.revision for p in pins()]
+
+
+def _in(revision: str, since: str | None, until: str | None) -> bool:
+    order = _order()
+    for r in (since, until):
+        if r is not None and r not in order:
+            raise ProjectionGenError(f"overlay names unknown revision {r!r}")
+    at = order.index(revision)
+    lo = order.index(since) if since else 0
+    hi = order.index(until) if until else len(order) - 1
+    return lo <= at <= hi
+
+
+@dataclass(frozen=True)
+class Migration:
+    type: str
+    path: tuple[str, ...]
+    since: str
+    until: str
+    moved_to: tuple[str, ...]
+    moved_since: str
+    reason: str
+
+    def location(self, revision: str) -> tuple[str, ...] | None:
+        if _in(revision, self.since, self.until):
+            return self.path
+        if _in(revision, self.moved_since, None):
+            return self.moved_to
+        return None
+
+
+@dataclass(frozen=True)
+class Default:
+    type: str | None
+    field: str
+    value: Any
+    since: str | None
+    until: str | None
+    reason: str
+
+
+def migrations() -> list[Migration]:
+    out = []
+    for e in _raw().get("migration", []):
+        m = Migration(
+            e["type"], tuple(e["path"]), e["since"], e["until"], tuple(e["moved_to"]), e["moved_since"], e["reason"]
+        )
+        for loc in (m.path, m.moved_to):
+            if not 1 <= len(loc) <= 2:
+                raise ProjectionGenError(f"migration of {m.type}: a location is a field or a field and a map key")
+        out.append(m)
+    return out
+
+
+def defaults() -> list[Default]:
+    return [
+        Default(e.get("type"), e["field"], e["value"], e.get("since"), e.get("until"), e["reason"])
+        for e in _raw().get("default", [])
+    ]
+
+
+# -- type helpers ---------------------------------------------------------------------------------
+
+
+def resolve(rev: Revision, t: TypeExpr, seen: frozenset[str] = frozenset()) -> TypeExpr:
+    """Follow alias references; the back edge of an alias cycle (``JSONValue``) is any value."""
+    while isinstance(t, RefT) and isinstance(d := rev.definitions[t.name], AliasDef):
+        if t.name in seen:
+            return ANY
+        seen = seen | {t.name}
+        t = d.type
+    if isinstance(t, UnionT) and _any_json(rev, t, seen):
+        return ANY
+    return t
+
+
+def _any_json(rev: Revision, t: UnionT, seen: frozenset[str]) -> bool:
+    """A union that accepts every JSON value (the JSONValue family)."""
+    kinds = set()
+    for m in _members(rev, t, seen):
+        if isinstance(m, AnyT):
+            return True
+        if isinstance(m, Prim) and m.constraints.asserting() == {}:
+            kinds.add(m.json)
+        elif isinstance(m, MapT) and isinstance(resolve(rev, m.value, seen), AnyT):
+            kinds.add("object")
+        elif isinstance(m, ArrayT) and isinstance(resolve(rev, m.item, seen), AnyT):
+            kinds.add("array")
+    return {"string", "number", "boolean", "null", "object", "array"} <= kinds
+
+
+def _members(rev: Revision, t: UnionT, seen: frozenset[str] = frozenset()) -> list[TypeExpr]:
+    out: list[TypeExpr] = []
+    for m in t.members:
+        r = m
+        s = seen
+        while isinstance(r, RefT) and isinstance(d := rev.definitions[r.name], AliasDef):
+            if r.name in s:
+                r = ANY
+                break
+            s = s | {r.name}
+            r = d.type
+        for x in _members(rev, r, s) if isinstance(r, UnionT) else [r]:
+            if x not in out:
+                out.append(x)
+    return out
+
+
+def pure(rev: Revision, t: TypeExpr, seen: frozenset[str] = frozenset()) -> bool:
+    """Plain JSON all the way down (no Struct or open object inside)."""
+    t = resolve(rev, t)
+    if isinstance(t, (AnyT, Prim, Lit)):
+        return True
+    if isinstance(t, ArrayT):
+        return pure(rev, t.item, seen)
+    if isinstance(t, MapT):
+        return pure(rev, t.value, seen)
+    if isinstance(t, UnionT):
+        return all(pure(rev, m, seen) for m in _members(rev, t))
+    return False
+
+
+def _lit_kind(v: Any) -> str:
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "boolean"
+    if isinstance(v, int):
+        return "integer"
+    if isinstance(v, float):
+        return "number"
+    return "string"
+
+
+_PY = {"string": ["str"], "integer": ["int"], "number": ["int", "float"], "boolean": ["bool"], "null": ["type(None)"]}
+
+
+def _keys(rev: Revision, t: TypeExpr, r: _Renderer) -> list[str]:
+    """The Python types a decoded value of ``t`` (resolved) can have, as source text."""
+    if isinstance(t, RefT):
+        return ["_a." + r.py[t.name]]
+    if isinstance(t, Prim):
+        return _PY[t.json]
+    if isinstance(t, Lit):
+        out: list[str] = []
+        for v in t.values:
+            for k in _PY[_lit_kind(v)][:1]:
+                if k not in out:
+                    out.append(k)
+        return out
+    if isinstance(t, ArrayT):
+        return ["list"]
+    if isinstance(t, MapT):
+        return ["dict"]
+    return []
+
+
+# -- the pair -------------------------------------------------------------------------------------
+
+
+class Pair:
+    def __init__(self, a: Revision, b: Revision) -> None:
+        self.a, self.b = a, b
+        self.ra, self.rb = _Renderer(a), _Renderer(b)
+        self.migrations = [m for m in migrations()]
+        self.defaults = [d for d in defaults() if _in(b.revision, d.since, d.until)]
+        self.memo: dict[tuple[Any, ...], Conv] = {}
+        self.functions: list[FunctionView] = []
+        self.tables: list[tuple[str, list[tuple[str, str]]]] = []
+        self.types: dict[str, str] = {}  # annotation -> constant name
+        self.counter = 0
+
+    # -- names
+
+    def _fresh(self, prefix: str) -> str:
+        self.counter += 1
+        return f"{prefix}{self.counter}"
+
+    def _type_const(self, t: TypeExpr) -> str:
+        annotation = self.rb.type(t)
+        if annotation not in self.types:
+            self.types[annotation] = f"_T{len(self.types)}"
+        return self.types[annotation]
+
+    def _bname(self, name: str) -> str:
+        return "_b." + self.rb.py[name]
+
+    # -- conversions
+
+    def conv(self, ta: TypeExpr, tb: TypeExpr) -> Conv:
+        a, b = resolve(self.a, ta), resolve(self.b, tb)
+        key = (a, b)
+        if key in self.memo:
+            return self.memo[key]
+        result = self._conv(a, b)
+        self.memo[key] = result
+        return result
+
+    def moved(self, ta: TypeExpr, tb: TypeExpr) -> Conv:
+        """A migrated value: typed in one revision, plain JSON (an extension's settings) in the other."""
+        a, b = resolve(self.a, ta), resolve(self.b, tb)
+        if isinstance(a, RefT) and isinstance(b, (MapT, AnyT)):
+            return Conv("fn", fn="builtins")
+        if isinstance(a, (MapT, AnyT)) and isinstance(b, RefT):
+            return self._via_builtins(b)
+        return self.conv(ta, tb)
+
+    def _conv(self, a: TypeExpr, b: TypeExpr) -> Conv:
+        if isinstance(b, AnyT):
+            return ID if pure(self.a, a) else Conv("fn", fn="builtins")
+        if isinstance(a, AnyT):
+            name = self._type_const(b)
+            fn = self._fresh("_v")
+            self.functions.append(
+                FunctionView(fn, "Any", "Any", [f"return c.convert(v, {name}, {literal(self._describe(b))})"])
+            )
+            return Conv("fn", fn=fn, fails=True)
+        if isinstance(a, UnionT) or isinstance(b, UnionT):
+            return self._union(a, b)
+        if isinstance(a, (Prim, Lit)) and isinstance(b, (Prim, Lit)):
+            return self._scalar(a, b)
+        if isinstance(a, ArrayT) and isinstance(b, ArrayT):
+            return self._container(a.item, b.item, "list")
+        if isinstance(a, MapT) and isinstance(b, MapT):
+            return self._container(a.value, b.value, "dict")
+        if isinstance(a, RefT) and isinstance(b, RefT):
+            return self._object(a.name, b.name)
+        if isinstance(a, RefT) and isinstance(b, MapT):
+            oa = self.a.definitions[a.name]
+            assert isinstance(oa, ObjectDef)
+            if oa.extra == "kept":  # every key carries data: keep them all
+                inner = self.conv(ANY, b.value)
+                return Conv("fn", fn="builtins") if inner.kind == "id" else self._via_builtins(b)
+            return Conv("fn", fn="empty")  # the target declares none of its fields
+        if isinstance(a, MapT) and isinstance(b, RefT):
+            ob = self.b.definitions[b.name]
+            assert isinstance(ob, ObjectDef)
+            if ob.extra == "kept":
+                return self._via_builtins(b)
+            return self._object(None, b.name)  # presence only: the source declares no fields
+        return Conv("fail", reason=f"{self._describe(b)} cannot hold a {self._describe(a, self.a)}")
+
+    def _via_builtins(self, b: TypeExpr) -> Conv:
+        name = self._type_const(b)
+        fn = self._fresh("_v")
+        self.functions.append(FunctionView(fn, "Any", "Any", [f"return c.convert(v, {name}, {literal(self._describe(b))})"]))
+        return Conv("fn", fn=fn, fails=True)
+
+    def _describe(self, t: TypeExpr, rev: Revision | None = None) -> str:
+        rev = rev or self.b
+        if isinstance(t, RefT):
+            return t.name
+        if isinstance(t, Prim):
+            return t.json
+        if isinstance(t, Lit):
+            return " | ".join(repr(v) for v in t.values)
+        if isinstance(t, ArrayT):
+            return "array"
+        if isinstance(t, MapT):
+            return "object"
+        if isinstance(t, UnionT):
+            return t.site
+        return "value"
+
+    def _scalar(self, a: Prim | Lit, b: Prim | Lit) -> Conv:
+        if isinstance(b, Prim):
+            kinds = {b.json} | ({"integer"} if b.json == "number" else set())
+            if isinstance(a, Prim):
+                if a.json in kinds:
+                    return ID
+                if a.json == "number" and b.json == "integer":
+                    return self._check(f"type(v) is int", "an integer")
+                return Conv("fail", reason=f"{b.json} cannot hold a {a.json}")
+            if all(_lit_kind(v) in kinds for v in a.values):
+                return ID
+            return self._check(f"v in {literal_tuple(v for v in a.values if _lit_kind(v) in kinds)}", b.json)
+        allowed = b.values
+        if isinstance(a, Lit):
+            if set(a.values) <= set(allowed):
+                return ID
+            if not set(a.values) & set(allowed):
+                return Conv("fail", reason=f"none of {list(a.values)!r} exists in the target")
+        return self._check(f"v in {literal_tuple(allowed)}", "one of " + ", ".join(repr(x) for x in allowed))
+
+    def _check(self, condition: str, what: str) -> Conv:
+        fn = self._fresh("_s")
+        self.functions.append(
+            FunctionView(
+                fn,
+                "Any",
+                "Any",
+                [
+                    f"if {condition}:",
+                    "    return v",
+                    f"return c.fail(type(v).__name__, {literal(f'the target allows only {what}')} + f', not {{v!r}}')",
+                ],
+            )
+        )
+        return Conv("fn", fn=fn, fails=True)
+
+    def _container(self, ia: TypeExpr, ib: TypeExpr, kind: str) -> Conv:
+        inner = self.conv(ia, ib)
+        if inner.kind == "id":
+            return ID
+        fn = self._fresh("_l" if kind == "list" else "_m")
+        f = self._fail_fn(inner.reason) if inner.kind == "fail" else inner.fn
+        fails = inner.kind == "fail" or inner.fails
+        if kind == "list":
+            body = [f"return c.items(v, {f})"] if fails else [f"return [{f}(i, c) for i in v]"]
+        else:
+            body = [f"return c.values(v, {f})"] if fails else [f"return {{k: {f}(i, c) for k, i in v.items()}}"]
+        self.functions.append(FunctionView(fn, "Any", "Any", body))
+        return Conv("fn", fn=fn, fails=fails)
+
+    def _fail_fn(self, reason: str) -> str:
+        fn = self._fresh("_x")
+        self.functions.append(FunctionView(fn, "Any", "Any", [f"return c.fail(type(v).__name__, {literal(reason)})"]))
+        return fn
+
+    def _union(self, a: TypeExpr, b: TypeExpr) -> Conv:
+        ams = _members(self.a, a) if isinstance(a, UnionT) else [a]
+        bms = _members(self.b, b) if isinstance(b, UnionT) else [b]
+        site = b.site if isinstance(b, UnionT) else self._describe(b)
+        if isinstance(b, UnionT) and any(isinstance(m, AnyT) for m in bms):
+            return ID if pure(self.a, a) else Conv("fn", fn="builtins")
+        table: list[tuple[str, str]] = []
+        convs: list[Conv] = []
+        for m in ams:
+            target = self._match(m, bms)
+            if target is None:
+                continue  # no counterpart: the dispatch falls through to ctx.member
+            conv = self.conv(m, target)
+            if conv.kind == "fail":
+                continue
+            convs.append(conv)
+            for k in _keys(self.a, m, self.ra):
+                if k not in [t[0] for t in table]:
+                    table.append((k, "ident" if conv.kind == "id" else conv.fn))
+        if not isinstance(a, UnionT):
+            if convs:
+                return convs[0]
+            return Conv("fail", reason=f"{self._describe(a, self.a)} is not a member of {site} in {self.b.revision}")
+        complete = len(convs) == len(ams)
+        if complete and all(c.kind == "id" for c in convs):
+            return ID
+        table_name = self._fresh("_D")
+        self.tables.append((table_name, table))
+        fn = self._fresh("_u")
+        self.functions.append(
+            FunctionView(
+                fn,
+                "Any",
+                "Any",
+                [
+                    f"f = {table_name}.get(type(v))",
+                    "if f is None:",
+                    f"    return c.member(v, {literal(site)})",
+                    "return f(v, c)",
+                ],
+            )
+        )
+        return Conv("fn", fn=fn, fails=not complete or any(c.fails for c in convs))
+
+    def _match(self, m: TypeExpr, bms: list[TypeExpr]) -> TypeExpr | None:
+        if isinstance(m, RefT):
+            oa = self.a.definitions[m.name]
+            for bm in bms:
+                if isinstance(bm, RefT) and bm.name == m.name:
+                    return bm
+            for bm in bms:
+                if isinstance(bm, RefT):
+                    ob = self.b.definitions[bm.name]
+                    if isinstance(oa, ObjectDef) and isinstance(ob, ObjectDef) and oa.tag and oa.tag == ob.tag:
+                        return bm
+            return None
+        if isinstance(m, (Prim, Lit)):
+            kinds = {m.json} if isinstance(m, Prim) else {_lit_kind(v) for v in m.values}
+            best = None
+            for bm in bms:
+                if isinstance(bm, Prim) and (bm.json in kinds or (bm.json == "number" and kinds <= {"integer", "number"})):
+                    best = best or bm
+                if isinstance(bm, Lit) and {_lit_kind(v) for v in bm.values} & kinds:
+                    best = best or bm
+            return best
+        for bm in bms:
+            if type(bm) is type(m):
+                return bm
+        return None
+
+    # -- objects
+
+    def _object(self, a_name: str | None, b_name: str) -> Conv:
+        fn = f"_o_{self.rb.py[b_name]}" if a_name == b_name else self._fresh(f"_o_{self.rb.py[b_name]}_")
+        if a_name is not None:  # a recursive reference sees the function before its body exists
+            self.memo[(RefT(a_name), RefT(b_name))] = Conv("fn", fn=fn, fails=True)
+        body, fails = self._object_body(a_name, b_name)
+        source = "_a." + self.ra.py[a_name] if a_name is not None else "Any"
+        self.functions.append(FunctionView(fn, source, self._bname(b_name), body, "x"))
+        return Conv("fn", fn=fn, fails=fails)
+
+    def object_function(self, name: str) -> Conv:
+        return self.conv(RefT(name), RefT(name))
+
+    def _default(self, type_name: str, wire: str) -> Default | None:
+        for d in self.defaults:
+            if d.field == wire and d.type in (None, type_name):
+                return d
+        return None
+
+    def _object_body(self, a_name: str | None, b_name: str) -> tuple[list[str], bool]:
+        ob = self.b.definitions[b_name]
+        oa = self.a.definitions[a_name] if a_name is not None else None
+        assert isinstance(ob, ObjectDef) and (oa is None or isinstance(oa, ObjectDef))
+        a_kept = oa is not None and oa.extra == "kept"
+        body: list[str] = []
+        fails = False
+        # migrations: the A location read, the B location written
+        moves: list[tuple[Migration, tuple[str, ...], tuple[str, ...]]] = []
+        for m in self.migrations:
+            if m.type != b_name or a_name != b_name:
+                continue
+            la, lb = m.location(self.a.revision), m.location(self.b.revision)
+            if la is not None and lb is not None and la != lb:
+                moves.append((m, la, lb))
+
+        def read(f: Field) -> str:
+            if a_kept:
+                return f"x[{literal(f.wire)}]" if f.required else f"x.get({literal(f.wire)}, UNSET)"
+            return f"x.{self.ra_attr(oa, f)}"
+
+        def call(conv: Conv, value: str, wire: str, required: bool) -> str:
+            nonlocal fails
+            if conv.kind == "id":
+                return value
+            if conv.kind == "fail":
+                fails = True
+                return f"c.fail({literal(b_name)}, {literal(conv.reason)}, {literal(wire)})"
+            if conv.fails:
+                fails = True
+                return f"c.{'req' if required else 'opt'}({value}, {conv.fn}, {literal(wire)})"
+            return f"{conv.fn}({value}, c)"
+
+        kwargs: list[tuple[str, str]] = []
+        if ob.extra == "kept":
+            # An open target keeps every key; declared keys are converted where the types differ.
+            body.append("d: dict[str, Any] = {}" if oa is None or not a_kept else "d = dict(x)")
+            declared_a = {f.wire: f for f in oa.fields} if oa is not None else {}
+            for fb in ob.fields:
+                fa = declared_a.get(fb.wire)
+                if fa is not None:
+                    conv = self.conv(fa.type, fb.type)
+                    if not a_kept:
+                        body.append(f"if {read(fa)} is not UNSET:")
+                        body.append(f"    d[{literal(fb.wire)}] = {call(conv, read(fa), fb.wire, fb.required)}")
+                    elif conv.kind != "id":
+                        body.append(f"if {literal(fb.wire)} in d:")
+                        body.append(f"    d[{literal(fb.wire)}] = {call(conv, f'd[{literal(fb.wire)}]', fb.wire, fb.required)}")
+                    if fb.required and not fa.required:
+                        body.append(f"if {literal(fb.wire)} not in d:")
+                        body.append(f"    c.fail({literal(b_name)}, 'the target requires it', {literal(fb.wire)})")
+                        fails = True
+                    continue
+                if a_kept:  # an undeclared key of the source may hold it
+                    conv = self.conv(ANY, fb.type)
+                    if conv.kind != "id":
+                        body.append(f"if {literal(fb.wire)} in d:")
+                        body.append(f"    d[{literal(fb.wire)}] = {call(conv, f'd[{literal(fb.wire)}]', fb.wire, fb.required)}")
+                default = self._default(b_name, fb.wire)
+                if default is not None:
+                    body.append(f"if {literal(fb.wire)} not in d:")
+                    body.append(f"    d[{literal(fb.wire)}] = {_json_literal(default.value)}")
+                elif fb.required:
+                    body.append(f"if {literal(fb.wire)} not in d:")
+                    body.append(f"    c.fail({literal(b_name)}, 'the target requires it and the source has no value', {literal(fb.wire)})")
+                    fails = True
+            if a_kept:
+                # keys the source declares and the target does not: plain JSON in the target
+                for fa in oa.fields:  # type: ignore[union-attr]
+                    if ob.field(fa.wire) is None and not pure(self.a, fa.type):
+                        body.append(f"if {literal(fa.wire)} in d:")
+                        body.append(f"    d[{literal(fa.wire)}] = builtins(d[{literal(fa.wire)}], c)")
+            body.append(f"return {self._bname(b_name)}(d)")
+            return body, fails
+
+        reserved = self._reserved_b()
+        for fb in ob.fields:
+            if ob.tag is not None and fb.wire == ob.tag[0]:
+                continue
+            py = _attribute(fb.py, reserved)
+            fa = oa.field(fb.wire) if oa is not None else None
+            if fa is None and a_kept:  # an undeclared key of the open source may hold it
+                fa = Field(wire=fb.wire, py=fb.py, type=ANY, required=False)
+            move = next((mv for mv in moves if mv[2][0] == fb.wire), None)
+            if fa is not None and move is None or (fa is not None and move is not None and len(move[2]) == 2):
+                conv = self.conv(fa.type, fb.type)
+                value = read(fa)
+                if fa.required or (a_kept and fa.required):
+                    expr = call(conv, value, fb.wire, fb.required)
+                    body.append(f"{py} = {expr}")
+                else:
+                    var = f"{py}"
+                    body.append(f"{var} = {value}")
+                    if conv.kind != "id":
+                        body.append(f"if {var} is not UNSET:")
+                        body.append(f"    {var} = {call(conv, var, fb.wire, fb.required)}")
+                    if fb.required:
+                        default = self._default(b_name, fb.wire)
+                        body.append(f"if {var} is UNSET:")
+                        if default is not None:
+                            body.append(f"    {var} = {_json_literal(default.value)}")
+                        else:
+                            body.append(f"    c.fail({literal(b_name)}, 'the target requires it and the source has no value', {literal(fb.wire)})")
+                            fails = True
+            elif move is None:
+                default = self._default(b_name, fb.wire)
+                if default is not None:
+                    body.append(f"{py}: Any = {_json_literal(default.value)}")
+                elif fb.required:
+                    body.append(
+                        f"return c.fail({literal(b_name)}, 'the target requires it and {self.a.revision} has no such field', {literal(fb.wire)})"  # noqa: E501
+                    )
+                    fails = True
+                    return body, fails
+                else:
+                    continue
+            else:
+                body.append(f"{py}: Any = UNSET")
+            for m, la, lb in moves:
+                if lb[0] != fb.wire:
+                    continue
+                # read the moved value from A
+                src = self._read_location(oa, la)
+                if src is None:
+                    continue
+                get, a_type = src
+                body.append(f"moved = {get}")
+                body.append("if moved is not UNSET:")
+                if len(lb) == 1:
+                    conv = self.moved(a_type, fb.type)
+                    body.append(f"    {py} = {call(conv, 'moved', fb.wire, fb.required)}")
+                else:
+                    bt = resolve(self.b, fb.type)
+                    value_type = bt.value if isinstance(bt, MapT) else ANY
+                    conv = self.moved(a_type, value_type)
+                    body.append(f"    {py} = put({py}, {literal(lb[1])}, {call(conv, 'moved', fb.wire, False)})")
+            kwargs.append((py, py))
+        args = ", ".join(f"{k}={v}" for k, v in kwargs)
+        body.append(f"return {self._bname(b_name)}({args})")
+        return body, fails
+
+    def _read_location(self, oa: ObjectDef | None, loc: tuple[str, ...]) -> tuple[str, TypeExpr] | None:
+        if oa is None:
+            return None
+        fa = oa.field(loc[0])
+        if fa is None:
+            return None
+        attr = f"x.{self.ra_attr(oa, fa)}"
+        if len(loc) == 1:
+            return attr, fa.type
+        t = resolve(self.a, fa.type)
+        value_type = t.value if isinstance(t, MapT) else ANY
+        return f"UNSET if {attr} is UNSET else {attr}.get({literal(loc[1])}, UNSET)", value_type
+
+    def ra_attr(self, oa: ObjectDef | None, f: Field) -> str:
+        return _attribute(f.py, self._reserved(self.ra))
+
+    def _reserved(self, r: _Renderer) -> set[str]:
+        from .emit import ANNOTATION_NAMES
+
+        return set(ANNOTATION_NAMES) | set(r.py.values())
+
+    def _reserved_b(self) -> set[str]:
+        return self._reserved(self.rb)
+
+
+def _attribute(py: str, reserved: set[str]) -> str:
+    while py in reserved:
+        py += "_"
+    return py
+
+
+def literal_tuple(values: Any) -> str:
+    items = [literal(v) for v in values]
+    return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
+
+
+def _json_literal(value: Any) -> str:
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{literal(k)}: {_json_literal(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ", ".join(_json_literal(v) for v in value) + "]"
+    return literal(value)
+
+
+def pair_view(a: Revision, b: Revision) -> PairView:
+    p = Pair(a, b)
+    view = PairView(
+        header=(
+            f"generated by mcpbind from {a.revision} (sha256 {a.sha256}) and {b.revision} "
+            f"(sha256 {b.sha256}); do not edit."
+        ),
+        source=a.revision,
+        target=b.revision,
+        source_package=package_name(a.revision),
+        target_package=package_name(b.revision),
+        doc=f"Projection of MCP {a.revision} values into {b.revision}.",
+    )
+    common = [n for n, d in a.definitions.items() if isinstance(d, ObjectDef) and isinstance(b.definitions.get(n), ObjectDef)]
+    for name in common:
+        conv = p.object_function(name)
+        view.project.append(("_a." + p.ra.py[name], conv.fn))
+    view.functions = sorted(p.functions, key=lambda f: _sort_key(f.name))
+    view.tables = p.tables
+    view.types = [(const, annotation) for annotation, const in p.types.items()]
+    view.names = [("_a." + p.ra.py[n], n) for n in a.definitions if isinstance(a.definitions[n], ObjectDef)]
+    return view
+
+
+def _sort_key(name: str) -> tuple[int, str]:
+    return (0 if name.startswith("_o_") else 1, name)
+
+
+def projection_files(irs: dict[str, Revision]) -> dict[str, str]:
+    """``_projection/<a>__<b>.py`` for every ordered pair of revisions in ``irs``, by relative path."""
+    from .emit import render
+
+    files = {
+        "_projection/__init__.py": render(
+            "projection_init.py.j2",
+            header="generated by mcpbind from " + ", ".join(f"{r} (sha256 {irs[r].sha256})" for r in irs) + "; do not edit.",
+        )
+    }
+    for a in irs:
+        for b in irs:
+            if a != b:
+                view = pair_view(irs[a], irs[b])
+                files[f"_projection/{package_name(a)}__{package_name(b)}.py"] = render("projection.py.j2", p=view)
+    return files
+
+
+def provenance_file(irs: dict[str, Revision]) -> str:
+    """``_provenance.py``: per type and per field, the revisions that define it."""
+    from .emit import render
+
+    order = [r for r in _order() if r in irs]
+    types: dict[str, list[str]] = {}
+    fields: dict[str, dict[str, list[str]]] = {}
+    for r in order:
+        for name, d in irs[r].definitions.items():
+            types.setdefault(name, []).append(r)
+            if isinstance(d, ObjectDef):
+                for f in d.fields:
+                    fields.setdefault(name, {}).setdefault(f.wire, []).append(r)
+    return render(
+        "provenance.py.j2",
+        header="generated by mcpbind from " + ", ".join(f"{r} (sha256 {irs[r].sha256})" for r in order) + "; do not edit.",
+        types=sorted(types.items()),
+        fields=[(n, sorted(fs.items())) for n, fs in sorted(fields.items())],
+    )

@@ -1,0 +1,222 @@
+"""Projection between revisions: ``project(obj, to=R)`` and its lossy variant.
+
+The work is done by generated code, one module per ordered pair of revisions
+(``mcpbind._projection.<source>__<target>``): straight-line functions, one per type the two
+revisions share, built from the two IRs and the ``[[migration]]`` / ``[[default]]`` entries of
+``schema/overlay.toml``. This module finds the right function and carries the context those
+functions report failures through. See docs/design.md, "Projection".
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from functools import cache
+from types import ModuleType
+from typing import Any, TypeVar
+
+import msgspec
+from msgspec import UNSET
+
+from ._revisions import PACKAGES, REVISIONS
+from ._support import convert as _convert
+
+__all__ = ["Ctx", "ProjectionError", "project", "project_lossy", "revision_of"]
+
+T = TypeVar("T")
+
+_REVISION_OF_PACKAGE = {package: revision for revision, package in PACKAGES.items()}
+
+
+class ProjectionError(ValueError):
+    """No faithful projection exists: a type, union member or value the target cannot hold,
+    or a field the target requires that the source cannot supply.
+
+    ``type`` names the type (schema name), ``path`` the JSON path of the value inside the
+    projected object (``$`` for the object itself), ``source`` and ``target`` the revisions.
+    """
+
+    def __init__(self, type: str, path: str, source: str, target: str, reason: str) -> None:
+        self.type = type
+        self.path = path
+        self.source = source
+        self.target = target
+        self.reason = reason
+        super().__init__(f"cannot project {type} at {path} from {source} to {target}: {reason}")
+
+
+def _render(at: list[str | int]) -> str:
+    out = "$"
+    for part in at:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif part.isidentifier():
+            out += "." + part
+        else:
+            out += "[" + msgspec.json.encode(part).decode() + "]"
+    return out
+
+
+class Ctx:
+    """What generated projection functions carry: the revisions, where they are (only at
+    values that can fail), and, in lossy mode, the paths dropped so far."""
+
+    __slots__ = ("at", "dropped", "lossy", "source", "target")
+
+    def __init__(self, source: str, target: str, lossy: bool) -> None:
+        self.source = source
+        self.target = target
+        self.lossy = lossy
+        self.at: list[str | int] = []
+        self.dropped: list[str] = []
+
+    def fail(self, type: str, reason: str, key: str | int | None = None) -> Any:
+        at = self.at if key is None else [*self.at, key]
+        raise ProjectionError(type, _render(at), self.source, self.target, reason)
+
+    def member(self, v: Any, site: str) -> Any:
+        """``v`` is a union member the target has no counterpart for."""
+        name = type(v).__name__.rstrip("_")
+        return self.fail(name, f"{name} is not a member of {site} in {self.target}")
+
+    def req(self, v: Any, f: Callable[[Any, Ctx], Any], key: str) -> Any:
+        """Project the value of a field the target requires (it cannot be dropped)."""
+        at = self.at
+        at.append(key)
+        r = f(v, self)
+        at.pop()
+        return r
+
+    def opt(self, v: Any, f: Callable[[Any, Ctx], Any], key: str) -> Any:
+        """Project the value of an optional field; in lossy mode a failure omits the field."""
+        at = self.at
+        n = len(at)
+        at.append(key)
+        try:
+            r = f(v, self)
+        except ProjectionError:
+            if not self.lossy:
+                raise
+            del at[n + 1 :]
+            self.dropped.append(_render(at))
+            del at[n:]
+            return UNSET
+        at.pop()
+        return r
+
+    def items(self, vs: list[Any], f: Callable[[Any, Ctx], Any]) -> list[Any]:
+        """Project list items; in lossy mode an item that fails is left out."""
+        at = self.at
+        n = len(at)
+        out = []
+        for i, v in enumerate(vs):
+            at.append(i)
+            try:
+                out.append(f(v, self))
+            except ProjectionError:
+                if not self.lossy:
+                    raise
+                del at[n + 1 :]
+                self.dropped.append(_render(at))
+            del at[n:]
+        return out
+
+    def values(self, vs: dict[str, Any], f: Callable[[Any, Ctx], Any]) -> dict[str, Any]:
+        """Project map values; in lossy mode a value that fails is left out."""
+        at = self.at
+        n = len(at)
+        out = {}
+        for k, v in vs.items():
+            at.append(k)
+            try:
+                out[k] = f(v, self)
+            except ProjectionError:
+                if not self.lossy:
+                    raise
+                del at[n + 1 :]
+                self.dropped.append(_render(at))
+            del at[n:]
+        return out
+
+    def convert(self, v: Any, tp: Any, type: str) -> Any:
+        """Validate a JSON value the source leaves open into the target's type ``tp``."""
+        try:
+            return _convert(msgspec.to_builtins(v), tp)
+        except msgspec.ValidationError as exc:
+            return self.fail(type, f"the value does not fit {self.target}: {exc}")
+
+
+def ident(v: Any, c: Ctx) -> Any:
+    """A value both revisions type alike."""
+    return v
+
+
+def builtins(v: Any, c: Ctx) -> Any:
+    """A typed value into a place the target leaves as plain JSON."""
+    return msgspec.to_builtins(v)
+
+
+def empty(v: Any, c: Ctx) -> dict[str, Any]:
+    """An object into a place the target models as a bare map: its presence stays, the fields
+    the target does not define go."""
+    return {}
+
+
+def put(m: Any, key: str, v: Any) -> dict[str, Any]:
+    """``m`` (a map or UNSET) with ``key`` set to ``v`` (a migration target)."""
+    out = {} if m is UNSET else dict(m)
+    out[key] = v
+    return out
+
+
+def type_in(module: ModuleType, annotation: str) -> Any:
+    """The runtime type an annotation of a generated types module stands for."""
+    return eval(annotation, vars(module))  # noqa: S307  # generated, trusted text
+
+
+def revision_of(obj: Any) -> str:
+    """The revision whose generated package defines the type of ``obj``."""
+    parts = type(obj).__module__.split(".")
+    if len(parts) >= 2 and parts[0] == "mcpbind" and parts[1] in _REVISION_OF_PACKAGE:
+        return _REVISION_OF_PACKAGE[parts[1]]
+    raise TypeError(f"{type(obj).__name__} is not a type of a generated mcpbind revision package")
+
+
+@cache
+def _pair(source: str, target: str) -> ModuleType:
+    return importlib.import_module(f"mcpbind._projection.{PACKAGES[source]}__{PACKAGES[target]}")
+
+
+def _run(obj: Any, to: str, lossy: bool) -> tuple[Any, list[str]]:
+    if to not in PACKAGES:
+        from . import UnknownRevisionError
+
+        raise UnknownRevisionError(to)
+    source = revision_of(obj)
+    if source == to:
+        return obj, []
+    module = _pair(source, to)
+    f = module.PROJECT.get(type(obj))
+    if f is None:
+        name = module.NAMES.get(type(obj), type(obj).__name__)
+        raise ProjectionError(name, "$", source, to, f"{name} does not exist in {to}")
+    c = Ctx(source, to, lossy)
+    return f(obj, c), c.dropped
+
+
+def project(obj: T, to: str) -> Any:
+    """``obj`` (an instance of a generated type of any revision) as the same-named type of
+    revision ``to``: fields ``to`` lacks stripped, moved fields migrated, required fields filled
+    with the values the spec defines. Raises ProjectionError where no faithful projection exists.
+    """
+    return _run(obj, to, False)[0]
+
+
+def project_lossy(obj: T, to: str) -> tuple[Any, list[str]]:
+    """Like ``project``, but drops what ``to`` cannot represent (a union member it lacks, a
+    value that does not fit, an object missing a required field) and returns the JSON paths
+    dropped. The object itself must exist in ``to`` (else ProjectionError)."""
+    return _run(obj, to, True)
+
+
+assert REVISIONS  # the table is generated; an empty one means a broken checkout
