@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 import time
+from typing import Any
 
 import click
 
@@ -99,3 +100,23 @@ def diff(a: str, b: str, fmt: str) -> None:
             raise click.BadParameter(f"{value!r} is not pinned; pinned: {', '.join(known)}", param_hint=name)
     result = differ.diff(a, b)
     click.echo(diff_render.markdown(result) if fmt == "markdown" else diff_render.to_json(result), nl=False)
+
+
+@main.command()
+@click.option("--revision", "-r", "revision", required=True, metavar="R", help="The revision the transcript speaks.")
+@click.option("--strict", is_flag=True, help="Also report keys that R does not define.")
+@click.argument("file", type=click.File("r", encoding="utf-8"))
+def validate(revision: str, strict: bool, file: Any) -> None:
+    """Check a JSON-RPC transcript (JSON Lines) against revision R; exit 1 on any finding."""
+    import mcpbind
+    from mcpbind.validate import validate_lines
+
+    if revision not in mcpbind.REVISIONS:
+        raise click.BadParameter(f"{revision!r} is not a known revision: {', '.join(mcpbind.REVISIONS)}")
+    findings = 0
+    for finding in validate_lines(file, revision, strict=strict):
+        click.echo(str(finding))
+        findings += 1
+    if findings:
+        click.echo(f"{findings} finding(s)", err=True)
+        sys.exit(1)

@@ -298,7 +298,7 @@ class Pair:
             name = self._type_const(b)
             fn = self._fresh("_v")
             self.functions.append(
-                FunctionView(fn, "Any", "Any", [f"return c.convert(v, {name}, {literal(self._describe(b))})"])
+                FunctionView(fn, "Any", "Any", [f"return c.check(v, {name}, {literal(self._describe(b))})"])
             )
             return Conv("fn", fn=fn, fails=True)
         if isinstance(a, UnionT) or isinstance(b, UnionT):
@@ -316,7 +316,11 @@ class Pair:
             assert isinstance(oa, ObjectDef)
             if oa.extra == "kept":  # every key carries data: keep them all
                 inner = self.conv(ANY, b.value)
-                return Conv("fn", fn="builtins") if inner.kind == "id" else self._via_builtins(b)
+                if inner.kind != "id":
+                    return self._via_builtins(b)
+                if all(pure(self.a, f.type) for f in oa.fields) and pure(self.a, oa.extra_value):
+                    return Conv("fn", fn="plain")
+                return Conv("fn", fn="builtins")
             return Conv("fn", fn="empty")  # the target declares none of its fields
         if isinstance(a, MapT) and isinstance(b, RefT):
             ob = self.b.definitions[b.name]
@@ -559,12 +563,18 @@ class Pair:
                     body.append(f"if {literal(fb.wire)} not in d:")
                     body.append(f"    c.fail({literal(b_name)}, 'the target requires it and the source has no value', {literal(fb.wire)})")
                     fails = True
-            if a_kept:
-                # keys the source declares and the target does not: plain JSON in the target
-                for fa in oa.fields:  # type: ignore[union-attr]
-                    if ob.field(fa.wire) is None and not pure(self.a, fa.type):
+            # keys the source declares and the target does not: the open target keeps them as plain JSON
+            for fa in oa.fields if oa is not None else ():
+                if ob.field(fa.wire) is not None:
+                    continue
+                if a_kept:
+                    if not pure(self.a, fa.type):
                         body.append(f"if {literal(fa.wire)} in d:")
                         body.append(f"    d[{literal(fa.wire)}] = builtins(d[{literal(fa.wire)}], c)")
+                else:
+                    conv = Conv("id") if pure(self.a, fa.type) else Conv("fn", fn="builtins")
+                    body.append(f"if {read(fa)} is not UNSET:")
+                    body.append(f"    d[{literal(fa.wire)}] = {call(conv, read(fa), fa.wire, False)}")
             body.append(f"return {self._bname(b_name)}(d)")
             return body, fails
 
@@ -630,6 +640,21 @@ class Pair:
                     conv = self.moved(a_type, value_type)
                     body.append(f"    {py} = put({py}, {literal(lb[1])}, {call(conv, 'moved', fb.wire, False)})")
             kwargs.append((py, py))
+        # A field B lacks that the spec gives a default: stripping it is faithful only at that value
+        if oa is not None:
+            for fa in oa.fields:
+                if ob.field(fa.wire) is not None:
+                    continue
+                d = next(
+                    (d for d in defaults() if d.field == fa.wire and d.type in (None, b_name) and _in(self.a.revision, d.since, d.until)),
+                    None,
+                )
+                if d is not None and not isinstance(d.value, (dict, list)):
+                    body.append(f"if {read(fa)} not in (UNSET, {literal(d.value)}):")
+                    body.append(
+                        f"    c.fail({literal(b_name)}, {literal(f'{self.b.revision} has no such field and the value is not {d.value!r}')}, {literal(fa.wire)})"
+                    )
+                    fails = True
         args = ", ".join(f"{k}={v}" for k, v in kwargs)
         body.append(f"return {self._bname(b_name)}({args})")
         return body, fails

@@ -146,6 +146,14 @@ class Ctx:
             return self.fail(type, f"the value does not fit {self.target}: {exc}")
 
 
+    def check(self, v: Any, tp: Any, type: str) -> Any:
+        """Validate a plain JSON value the source leaves open into the target's type ``tp``."""
+        try:
+            return _convert(v, tp)
+        except msgspec.ValidationError as exc:
+            return self.fail(type, f"the value does not fit {self.target}: {exc}")
+
+
 def ident(v: Any, c: Ctx) -> Any:
     """A value both revisions type alike."""
     return v
@@ -153,7 +161,14 @@ def ident(v: Any, c: Ctx) -> Any:
 
 def builtins(v: Any, c: Ctx) -> Any:
     """A typed value into a place the target leaves as plain JSON."""
+    if type(v) is dict:
+        return v
     return msgspec.to_builtins(v)
+
+
+def plain(v: Any, c: Ctx) -> dict[str, Any]:
+    """An open object holding plain JSON only, into a place the target leaves as a map."""
+    return dict(v)
 
 
 def empty(v: Any, c: Ctx) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from msgspec import UNSET
 
 from mcpbind.draft import types as _a  # type: ignore[import-untyped]
 from mcpbind.v2024_11_05 import types as _b  # type: ignore[import-untyped]
-from mcpbind.projection import Ctx, builtins, empty, ident, put, type_in
+from mcpbind.projection import Ctx, builtins, empty, ident, plain, put, type_in
 
 SOURCE = "draft"
 TARGET = "2024-11-05"
@@ -57,6 +57,12 @@ def _o_CallToolResult(x: _a.CallToolResult, c: Ctx) -> _b.CallToolResult:
         meta = builtins(meta, c)
     content = c.req(x.content, _l8, "content")
     is_error = x.is_error
+    if x.result_type not in (UNSET, "complete"):
+        c.fail(
+            "CallToolResult",
+            "2024-11-05 has no such field and the value is not 'complete'",
+            "resultType",
+        )
     return _b.CallToolResult(meta=meta, content=content, is_error=is_error)
 
 
@@ -112,6 +118,12 @@ def _o_CompleteResult(x: _a.CompleteResult, c: Ctx) -> _b.CompleteResult:
     if meta is not UNSET:
         meta = builtins(meta, c)
     completion = _o_CompleteResultCompletion(x.completion, c)
+    if x.result_type not in (UNSET, "complete"):
+        c.fail(
+            "CompleteResult",
+            "2024-11-05 has no such field and the value is not 'complete'",
+            "resultType",
+        )
     return _b.CompleteResult(meta=meta, completion=completion)
 
 
@@ -196,6 +208,12 @@ def _o_GetPromptResult(x: _a.GetPromptResult, c: Ctx) -> _b.GetPromptResult:
         meta = builtins(meta, c)
     description = x.description
     messages = c.req(x.messages, _l21, "messages")
+    if x.result_type not in (UNSET, "complete"):
+        c.fail(
+            "GetPromptResult",
+            "2024-11-05 has no such field and the value is not 'complete'",
+            "resultType",
+        )
     return _b.GetPromptResult(meta=meta, description=description, messages=messages)
 
 
@@ -257,6 +275,12 @@ def _o_ListPromptsResult(x: _a.ListPromptsResult, c: Ctx) -> _b.ListPromptsResul
         meta = builtins(meta, c)
     next_cursor = x.next_cursor
     prompts = _l26(x.prompts, c)
+    if x.result_type not in (UNSET, "complete"):
+        c.fail(
+            "ListPromptsResult",
+            "2024-11-05 has no such field and the value is not 'complete'",
+            "resultType",
+        )
     return _b.ListPromptsResult(meta=meta, next_cursor=next_cursor, prompts=prompts)
 
 
@@ -282,6 +306,12 @@ def _o_ListResourceTemplatesResult(
         meta = builtins(meta, c)
     next_cursor = x.next_cursor
     resource_templates = _l29(x.resource_templates, c)
+    if x.result_type not in (UNSET, "complete"):
+        c.fail(
+            "ListResourceTemplatesResult",
+            "2024-11-05 has no such field and the value is not 'complete'",
+            "resultType",
+        )
     return _b.ListResourceTemplatesResult(
         meta=meta, next_cursor=next_cursor, resource_templates=resource_templates
     )
@@ -305,6 +335,12 @@ def _o_ListResourcesResult(x: _a.ListResourcesResult, c: Ctx) -> _b.ListResource
         meta = builtins(meta, c)
     next_cursor = x.next_cursor
     resources = _l32(x.resources, c)
+    if x.result_type not in (UNSET, "complete"):
+        c.fail(
+            "ListResourcesResult",
+            "2024-11-05 has no such field and the value is not 'complete'",
+            "resultType",
+        )
     return _b.ListResourcesResult(meta=meta, next_cursor=next_cursor, resources=resources)
 
 
@@ -343,6 +379,12 @@ def _o_ListToolsResult(x: _a.ListToolsResult, c: Ctx) -> _b.ListToolsResult:
         meta = builtins(meta, c)
     next_cursor = x.next_cursor
     tools = c.req(x.tools, _l38, "tools")
+    if x.result_type not in (UNSET, "complete"):
+        c.fail(
+            "ListToolsResult",
+            "2024-11-05 has no such field and the value is not 'complete'",
+            "resultType",
+        )
     return _b.ListToolsResult(meta=meta, next_cursor=next_cursor, tools=tools)
 
 
@@ -393,7 +435,7 @@ def _o_Notification(x: _a.Notification, c: Ctx) -> _b.Notification:
 def _o_NotificationParams(x: _a.NotificationParams, c: Ctx) -> _b.NotificationParams:
     d: dict[str, Any] = {}
     if x.meta is not UNSET:
-        d["_meta"] = builtins(x.meta, c)
+        d["_meta"] = plain(x.meta, c)
     return _b.NotificationParams(d)
 
 
@@ -413,6 +455,12 @@ def _o_PaginatedResult(x: _a.PaginatedResult, c: Ctx) -> _b.PaginatedResult:
     if meta is not UNSET:
         meta = builtins(meta, c)
     next_cursor = x.next_cursor
+    if x.result_type not in (UNSET, "complete"):
+        c.fail(
+            "PaginatedResult",
+            "2024-11-05 has no such field and the value is not 'complete'",
+            "resultType",
+        )
     return _b.PaginatedResult(meta=meta, next_cursor=next_cursor)
 
 
@@ -462,7 +510,7 @@ def _o_PromptListChangedNotificationParams_40(
 ) -> _b.PromptListChangedNotificationParams:
     d: dict[str, Any] = {}
     if x.meta is not UNSET:
-        d["_meta"] = builtins(x.meta, c)
+        d["_meta"] = plain(x.meta, c)
     return _b.PromptListChangedNotificationParams(d)
 
 
@@ -494,6 +542,12 @@ def _o_ReadResourceResult(x: _a.ReadResourceResult, c: Ctx) -> _b.ReadResourceRe
     if meta is not UNSET:
         meta = builtins(meta, c)
     contents = _l43(x.contents, c)
+    if x.result_type not in (UNSET, "complete"):
+        c.fail(
+            "ReadResourceResult",
+            "2024-11-05 has no such field and the value is not 'complete'",
+            "resultType",
+        )
     return _b.ReadResourceResult(meta=meta, contents=contents)
 
 
@@ -570,7 +624,7 @@ def _o_ResourceListChangedNotificationParams_46(
 ) -> _b.ResourceListChangedNotificationParams:
     d: dict[str, Any] = {}
     if x.meta is not UNSET:
-        d["_meta"] = builtins(x.meta, c)
+        d["_meta"] = plain(x.meta, c)
     return _b.ResourceListChangedNotificationParams(d)
 
 
@@ -729,7 +783,7 @@ def _o_ToolListChangedNotificationParams_47(
 ) -> _b.ToolListChangedNotificationParams:
     d: dict[str, Any] = {}
     if x.meta is not UNSET:
-        d["_meta"] = builtins(x.meta, c)
+        d["_meta"] = plain(x.meta, c)
     return _b.ToolListChangedNotificationParams(d)
 
 
@@ -839,11 +893,11 @@ def _v33(v: Any, c: Ctx) -> Any:
 
 
 def _v36(v: Any, c: Ctx) -> Any:
-    return c.convert(v, _T3, "object")
+    return c.check(v, _T3, "object")
 
 
 def _v37(v: Any, c: Ctx) -> Any:
-    return c.convert(v, _T4, "array")
+    return c.check(v, _T4, "array")
 
 
 def _v39(v: Any, c: Ctx) -> Any:

@@ -15,7 +15,7 @@ from msgspec import UNSET
 
 from mcpbind.draft import types as _a  # type: ignore[import-untyped]
 from mcpbind.v2025_03_26 import types as _b  # type: ignore[import-untyped]
-from mcpbind.projection import Ctx, builtins, empty, ident, put, type_in
+from mcpbind.projection import Ctx, builtins, empty, ident, plain, put, type_in
 
 SOURCE = "draft"
 TARGET = "2025-03-26"
@@ -72,6 +72,12 @@ def _o_CallToolResult(x: _a.CallToolResult, c: Ctx) -> _b.CallToolResult:
         meta = builtins(meta, c)
     content = c.req(x.content, _l5, "content")
     is_error = x.is_error
+    if x.result_type not in (UNSET, "complete"):
+        c.fail(
+            "CallToolResult",
+            "2025-03-26 has no such field and the value is not 'complete'",
+            "resultType",
+        )
     return _b.CallToolResult(meta=meta, content=content, is_error=is_error)
 
 
@@ -127,6 +133,12 @@ def _o_CompleteResult(x: _a.CompleteResult, c: Ctx) -> _b.CompleteResult:
     if meta is not UNSET:
         meta = builtins(meta, c)
     completion = _o_CompleteResultCompletion(x.completion, c)
+    if x.result_type not in (UNSET, "complete"):
+        c.fail(
+            "CompleteResult",
+            "2025-03-26 has no such field and the value is not 'complete'",
+            "resultType",
+        )
     return _b.CompleteResult(meta=meta, completion=completion)
 
 
@@ -205,6 +217,12 @@ def _o_GetPromptResult(x: _a.GetPromptResult, c: Ctx) -> _b.GetPromptResult:
         meta = builtins(meta, c)
     description = x.description
     messages = c.req(x.messages, _l18, "messages")
+    if x.result_type not in (UNSET, "complete"):
+        c.fail(
+            "GetPromptResult",
+            "2025-03-26 has no such field and the value is not 'complete'",
+            "resultType",
+        )
     return _b.GetPromptResult(meta=meta, description=description, messages=messages)
 
 
@@ -260,6 +278,12 @@ def _o_ListPromptsResult(x: _a.ListPromptsResult, c: Ctx) -> _b.ListPromptsResul
         meta = builtins(meta, c)
     next_cursor = x.next_cursor
     prompts = _l23(x.prompts, c)
+    if x.result_type not in (UNSET, "complete"):
+        c.fail(
+            "ListPromptsResult",
+            "2025-03-26 has no such field and the value is not 'complete'",
+            "resultType",
+        )
     return _b.ListPromptsResult(meta=meta, next_cursor=next_cursor, prompts=prompts)
 
 
@@ -285,6 +309,12 @@ def _o_ListResourceTemplatesResult(
         meta = builtins(meta, c)
     next_cursor = x.next_cursor
     resource_templates = _l25(x.resource_templates, c)
+    if x.result_type not in (UNSET, "complete"):
+        c.fail(
+            "ListResourceTemplatesResult",
+            "2025-03-26 has no such field and the value is not 'complete'",
+            "resultType",
+        )
     return _b.ListResourceTemplatesResult(
         meta=meta, next_cursor=next_cursor, resource_templates=resource_templates
     )
@@ -308,6 +338,12 @@ def _o_ListResourcesResult(x: _a.ListResourcesResult, c: Ctx) -> _b.ListResource
         meta = builtins(meta, c)
     next_cursor = x.next_cursor
     resources = _l27(x.resources, c)
+    if x.result_type not in (UNSET, "complete"):
+        c.fail(
+            "ListResourcesResult",
+            "2025-03-26 has no such field and the value is not 'complete'",
+            "resultType",
+        )
     return _b.ListResourcesResult(meta=meta, next_cursor=next_cursor, resources=resources)
 
 
@@ -346,6 +382,12 @@ def _o_ListToolsResult(x: _a.ListToolsResult, c: Ctx) -> _b.ListToolsResult:
         meta = builtins(meta, c)
     next_cursor = x.next_cursor
     tools = c.req(x.tools, _l33, "tools")
+    if x.result_type not in (UNSET, "complete"):
+        c.fail(
+            "ListToolsResult",
+            "2025-03-26 has no such field and the value is not 'complete'",
+            "resultType",
+        )
     return _b.ListToolsResult(meta=meta, next_cursor=next_cursor, tools=tools)
 
 
@@ -396,7 +438,7 @@ def _o_Notification(x: _a.Notification, c: Ctx) -> _b.Notification:
 def _o_NotificationParams(x: _a.NotificationParams, c: Ctx) -> _b.NotificationParams:
     d: dict[str, Any] = {}
     if x.meta is not UNSET:
-        d["_meta"] = builtins(x.meta, c)
+        d["_meta"] = plain(x.meta, c)
     return _b.NotificationParams(d)
 
 
@@ -416,6 +458,12 @@ def _o_PaginatedResult(x: _a.PaginatedResult, c: Ctx) -> _b.PaginatedResult:
     if meta is not UNSET:
         meta = builtins(meta, c)
     next_cursor = x.next_cursor
+    if x.result_type not in (UNSET, "complete"):
+        c.fail(
+            "PaginatedResult",
+            "2025-03-26 has no such field and the value is not 'complete'",
+            "resultType",
+        )
     return _b.PaginatedResult(meta=meta, next_cursor=next_cursor)
 
 
@@ -466,7 +514,7 @@ def _o_PromptListChangedNotificationParams_35(
 ) -> _b.PromptListChangedNotificationParams:
     d: dict[str, Any] = {}
     if x.meta is not UNSET:
-        d["_meta"] = builtins(x.meta, c)
+        d["_meta"] = plain(x.meta, c)
     return _b.PromptListChangedNotificationParams(d)
 
 
@@ -498,6 +546,12 @@ def _o_ReadResourceResult(x: _a.ReadResourceResult, c: Ctx) -> _b.ReadResourceRe
     if meta is not UNSET:
         meta = builtins(meta, c)
     contents = _l38(x.contents, c)
+    if x.result_type not in (UNSET, "complete"):
+        c.fail(
+            "ReadResourceResult",
+            "2025-03-26 has no such field and the value is not 'complete'",
+            "resultType",
+        )
     return _b.ReadResourceResult(meta=meta, contents=contents)
 
 
@@ -568,7 +622,7 @@ def _o_ResourceListChangedNotificationParams_41(
 ) -> _b.ResourceListChangedNotificationParams:
     d: dict[str, Any] = {}
     if x.meta is not UNSET:
-        d["_meta"] = builtins(x.meta, c)
+        d["_meta"] = plain(x.meta, c)
     return _b.ResourceListChangedNotificationParams(d)
 
 
@@ -737,7 +791,7 @@ def _o_ToolListChangedNotificationParams_42(
 ) -> _b.ToolListChangedNotificationParams:
     d: dict[str, Any] = {}
     if x.meta is not UNSET:
-        d["_meta"] = builtins(x.meta, c)
+        d["_meta"] = plain(x.meta, c)
     return _b.ToolListChangedNotificationParams(d)
 
 
@@ -847,11 +901,11 @@ def _v28(v: Any, c: Ctx) -> Any:
 
 
 def _v31(v: Any, c: Ctx) -> Any:
-    return c.convert(v, _T3, "object")
+    return c.check(v, _T3, "object")
 
 
 def _v32(v: Any, c: Ctx) -> Any:
-    return c.convert(v, _T4, "array")
+    return c.check(v, _T4, "array")
 
 
 def _v34(v: Any, c: Ctx) -> Any:

@@ -15,7 +15,7 @@ from msgspec import UNSET
 
 from mcpbind.draft import types as _a  # type: ignore[import-untyped]
 from mcpbind.v2025_06_18 import types as _b  # type: ignore[import-untyped]
-from mcpbind.projection import Ctx, builtins, empty, ident, put, type_in
+from mcpbind.projection import Ctx, builtins, empty, ident, plain, put, type_in
 
 SOURCE = "draft"
 TARGET = "2025-06-18"
@@ -94,6 +94,12 @@ def _o_CallToolResult(x: _a.CallToolResult, c: Ctx) -> _b.CallToolResult:
     structured_content = x.structured_content
     if structured_content is not UNSET:
         structured_content = c.opt(structured_content, _v6, "structuredContent")
+    if x.result_type not in (UNSET, "complete"):
+        c.fail(
+            "CallToolResult",
+            "2025-06-18 has no such field and the value is not 'complete'",
+            "resultType",
+        )
     return _b.CallToolResult(
         meta=meta, content=content, is_error=is_error, structured_content=structured_content
     )
@@ -166,6 +172,12 @@ def _o_CompleteResult(x: _a.CompleteResult, c: Ctx) -> _b.CompleteResult:
     if meta is not UNSET:
         meta = builtins(meta, c)
     completion = _o_CompleteResultCompletion(x.completion, c)
+    if x.result_type not in (UNSET, "complete"):
+        c.fail(
+            "CompleteResult",
+            "2025-06-18 has no such field and the value is not 'complete'",
+            "resultType",
+        )
     return _b.CompleteResult(meta=meta, completion=completion)
 
 
@@ -258,6 +270,12 @@ def _o_GetPromptResult(x: _a.GetPromptResult, c: Ctx) -> _b.GetPromptResult:
         meta = builtins(meta, c)
     description = x.description
     messages = _l21(x.messages, c)
+    if x.result_type not in (UNSET, "complete"):
+        c.fail(
+            "GetPromptResult",
+            "2025-06-18 has no such field and the value is not 'complete'",
+            "resultType",
+        )
     return _b.GetPromptResult(meta=meta, description=description, messages=messages)
 
 
@@ -315,6 +333,12 @@ def _o_ListPromptsResult(x: _a.ListPromptsResult, c: Ctx) -> _b.ListPromptsResul
         meta = builtins(meta, c)
     next_cursor = x.next_cursor
     prompts = _l26(x.prompts, c)
+    if x.result_type not in (UNSET, "complete"):
+        c.fail(
+            "ListPromptsResult",
+            "2025-06-18 has no such field and the value is not 'complete'",
+            "resultType",
+        )
     return _b.ListPromptsResult(meta=meta, next_cursor=next_cursor, prompts=prompts)
 
 
@@ -340,6 +364,12 @@ def _o_ListResourceTemplatesResult(
         meta = builtins(meta, c)
     next_cursor = x.next_cursor
     resource_templates = _l28(x.resource_templates, c)
+    if x.result_type not in (UNSET, "complete"):
+        c.fail(
+            "ListResourceTemplatesResult",
+            "2025-06-18 has no such field and the value is not 'complete'",
+            "resultType",
+        )
     return _b.ListResourceTemplatesResult(
         meta=meta, next_cursor=next_cursor, resource_templates=resource_templates
     )
@@ -363,6 +393,12 @@ def _o_ListResourcesResult(x: _a.ListResourcesResult, c: Ctx) -> _b.ListResource
         meta = builtins(meta, c)
     next_cursor = x.next_cursor
     resources = _l30(x.resources, c)
+    if x.result_type not in (UNSET, "complete"):
+        c.fail(
+            "ListResourcesResult",
+            "2025-06-18 has no such field and the value is not 'complete'",
+            "resultType",
+        )
     return _b.ListResourcesResult(meta=meta, next_cursor=next_cursor, resources=resources)
 
 
@@ -401,6 +437,12 @@ def _o_ListToolsResult(x: _a.ListToolsResult, c: Ctx) -> _b.ListToolsResult:
         meta = builtins(meta, c)
     next_cursor = x.next_cursor
     tools = c.req(x.tools, _l37, "tools")
+    if x.result_type not in (UNSET, "complete"):
+        c.fail(
+            "ListToolsResult",
+            "2025-06-18 has no such field and the value is not 'complete'",
+            "resultType",
+        )
     return _b.ListToolsResult(meta=meta, next_cursor=next_cursor, tools=tools)
 
 
@@ -451,7 +493,7 @@ def _o_Notification(x: _a.Notification, c: Ctx) -> _b.Notification:
 def _o_NotificationParams(x: _a.NotificationParams, c: Ctx) -> _b.NotificationParams:
     d: dict[str, Any] = {}
     if x.meta is not UNSET:
-        d["_meta"] = builtins(x.meta, c)
+        d["_meta"] = plain(x.meta, c)
     return _b.NotificationParams(d)
 
 
@@ -482,6 +524,12 @@ def _o_PaginatedResult(x: _a.PaginatedResult, c: Ctx) -> _b.PaginatedResult:
     if meta is not UNSET:
         meta = builtins(meta, c)
     next_cursor = x.next_cursor
+    if x.result_type not in (UNSET, "complete"):
+        c.fail(
+            "PaginatedResult",
+            "2025-06-18 has no such field and the value is not 'complete'",
+            "resultType",
+        )
     return _b.PaginatedResult(meta=meta, next_cursor=next_cursor)
 
 
@@ -537,7 +585,7 @@ def _o_PromptListChangedNotificationParams_39(
 ) -> _b.PromptListChangedNotificationParams:
     d: dict[str, Any] = {}
     if x.meta is not UNSET:
-        d["_meta"] = builtins(x.meta, c)
+        d["_meta"] = plain(x.meta, c)
     return _b.PromptListChangedNotificationParams(d)
 
 
@@ -570,6 +618,12 @@ def _o_ReadResourceResult(x: _a.ReadResourceResult, c: Ctx) -> _b.ReadResourceRe
     if meta is not UNSET:
         meta = builtins(meta, c)
     contents = _l42(x.contents, c)
+    if x.result_type not in (UNSET, "complete"):
+        c.fail(
+            "ReadResourceResult",
+            "2025-06-18 has no such field and the value is not 'complete'",
+            "resultType",
+        )
     return _b.ReadResourceResult(meta=meta, contents=contents)
 
 
@@ -668,7 +722,7 @@ def _o_ResourceListChangedNotificationParams_45(
 ) -> _b.ResourceListChangedNotificationParams:
     d: dict[str, Any] = {}
     if x.meta is not UNSET:
-        d["_meta"] = builtins(x.meta, c)
+        d["_meta"] = plain(x.meta, c)
     return _b.ResourceListChangedNotificationParams(d)
 
 
@@ -874,7 +928,7 @@ def _o_ToolListChangedNotificationParams_46(
 ) -> _b.ToolListChangedNotificationParams:
     d: dict[str, Any] = {}
     if x.meta is not UNSET:
-        d["_meta"] = builtins(x.meta, c)
+        d["_meta"] = plain(x.meta, c)
     return _b.ToolListChangedNotificationParams(d)
 
 
@@ -1010,15 +1064,15 @@ def _v31(v: Any, c: Ctx) -> Any:
 
 
 def _v34(v: Any, c: Ctx) -> Any:
-    return c.convert(v, _T4, "object")
+    return c.check(v, _T4, "object")
 
 
 def _v35(v: Any, c: Ctx) -> Any:
-    return c.convert(v, _T5, "array")
+    return c.check(v, _T5, "array")
 
 
 def _v36(v: Any, c: Ctx) -> Any:
-    return c.convert(v, _T6, "'object'")
+    return c.check(v, _T6, "'object'")
 
 
 def _v38(v: Any, c: Ctx) -> Any:
@@ -1030,7 +1084,7 @@ def _v43(v: Any, c: Ctx) -> Any:
 
 
 def _v6(v: Any, c: Ctx) -> Any:
-    return c.convert(v, _T0, "object")
+    return c.check(v, _T0, "object")
 
 
 _D1: dict[type, Callable[[Any, Ctx], Any]] = {

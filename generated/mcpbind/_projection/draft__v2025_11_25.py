@@ -15,7 +15,7 @@ from msgspec import UNSET
 
 from mcpbind.draft import types as _a  # type: ignore[import-untyped]
 from mcpbind.v2025_11_25 import types as _b  # type: ignore[import-untyped]
-from mcpbind.projection import Ctx, builtins, empty, ident, put, type_in
+from mcpbind.projection import Ctx, builtins, empty, ident, plain, put, type_in
 
 SOURCE = "draft"
 TARGET = "2025-11-25"
@@ -107,6 +107,12 @@ def _o_CallToolResult(x: _a.CallToolResult, c: Ctx) -> _b.CallToolResult:
     structured_content = x.structured_content
     if structured_content is not UNSET:
         structured_content = c.opt(structured_content, _v8, "structuredContent")
+    if x.result_type not in (UNSET, "complete"):
+        c.fail(
+            "CallToolResult",
+            "2025-11-25 has no such field and the value is not 'complete'",
+            "resultType",
+        )
     return _b.CallToolResult(
         meta=meta, content=content, is_error=is_error, structured_content=structured_content
     )
@@ -123,7 +129,7 @@ def _o_CancelledNotificationParams(
 ) -> _b.CancelledNotificationParams:
     meta = x.meta
     if meta is not UNSET:
-        meta = builtins(meta, c)
+        meta = plain(meta, c)
     reason = x.reason
     request_id = x.request_id
     return _b.CancelledNotificationParams(meta=meta, reason=reason, request_id=request_id)
@@ -227,6 +233,12 @@ def _o_CompleteResult(x: _a.CompleteResult, c: Ctx) -> _b.CompleteResult:
     if meta is not UNSET:
         meta = builtins(meta, c)
     completion = _o_CompleteResultCompletion(x.completion, c)
+    if x.result_type not in (UNSET, "complete"):
+        c.fail(
+            "CompleteResult",
+            "2025-11-25 has no such field and the value is not 'complete'",
+            "resultType",
+        )
     return _b.CompleteResult(meta=meta, completion=completion)
 
 
@@ -377,6 +389,12 @@ def _o_GetPromptResult(x: _a.GetPromptResult, c: Ctx) -> _b.GetPromptResult:
         meta = builtins(meta, c)
     description = x.description
     messages = _l33(x.messages, c)
+    if x.result_type not in (UNSET, "complete"):
+        c.fail(
+            "GetPromptResult",
+            "2025-11-25 has no such field and the value is not 'complete'",
+            "resultType",
+        )
     return _b.GetPromptResult(meta=meta, description=description, messages=messages)
 
 
@@ -483,6 +501,12 @@ def _o_ListPromptsResult(x: _a.ListPromptsResult, c: Ctx) -> _b.ListPromptsResul
         meta = builtins(meta, c)
     next_cursor = x.next_cursor
     prompts = _l36(x.prompts, c)
+    if x.result_type not in (UNSET, "complete"):
+        c.fail(
+            "ListPromptsResult",
+            "2025-11-25 has no such field and the value is not 'complete'",
+            "resultType",
+        )
     return _b.ListPromptsResult(meta=meta, next_cursor=next_cursor, prompts=prompts)
 
 
@@ -503,6 +527,12 @@ def _o_ListResourceTemplatesResult(
         meta = builtins(meta, c)
     next_cursor = x.next_cursor
     resource_templates = _l37(x.resource_templates, c)
+    if x.result_type not in (UNSET, "complete"):
+        c.fail(
+            "ListResourceTemplatesResult",
+            "2025-11-25 has no such field and the value is not 'complete'",
+            "resultType",
+        )
     return _b.ListResourceTemplatesResult(
         meta=meta, next_cursor=next_cursor, resource_templates=resource_templates
     )
@@ -521,6 +551,12 @@ def _o_ListResourcesResult(x: _a.ListResourcesResult, c: Ctx) -> _b.ListResource
         meta = builtins(meta, c)
     next_cursor = x.next_cursor
     resources = _l38(x.resources, c)
+    if x.result_type not in (UNSET, "complete"):
+        c.fail(
+            "ListResourcesResult",
+            "2025-11-25 has no such field and the value is not 'complete'",
+            "resultType",
+        )
     return _b.ListResourcesResult(meta=meta, next_cursor=next_cursor, resources=resources)
 
 
@@ -546,6 +582,12 @@ def _o_ListToolsResult(x: _a.ListToolsResult, c: Ctx) -> _b.ListToolsResult:
         meta = builtins(meta, c)
     next_cursor = x.next_cursor
     tools = c.req(x.tools, _l24, "tools")
+    if x.result_type not in (UNSET, "complete"):
+        c.fail(
+            "ListToolsResult",
+            "2025-11-25 has no such field and the value is not 'complete'",
+            "resultType",
+        )
     return _b.ListToolsResult(meta=meta, next_cursor=next_cursor, tools=tools)
 
 
@@ -562,7 +604,7 @@ def _o_LoggingMessageNotificationParams(
 ) -> _b.LoggingMessageNotificationParams:
     meta = x.meta
     if meta is not UNSET:
-        meta = builtins(meta, c)
+        meta = plain(meta, c)
     data = x.data
     level = x.level
     logger = x.logger
@@ -598,7 +640,7 @@ def _o_Notification(x: _a.Notification, c: Ctx) -> _b.Notification:
 def _o_NotificationParams(x: _a.NotificationParams, c: Ctx) -> _b.NotificationParams:
     meta = x.meta
     if meta is not UNSET:
-        meta = builtins(meta, c)
+        meta = plain(meta, c)
     return _b.NotificationParams(meta=meta)
 
 
@@ -653,6 +695,12 @@ def _o_PaginatedResult(x: _a.PaginatedResult, c: Ctx) -> _b.PaginatedResult:
     if meta is not UNSET:
         meta = builtins(meta, c)
     next_cursor = x.next_cursor
+    if x.result_type not in (UNSET, "complete"):
+        c.fail(
+            "PaginatedResult",
+            "2025-11-25 has no such field and the value is not 'complete'",
+            "resultType",
+        )
     return _b.PaginatedResult(meta=meta, next_cursor=next_cursor)
 
 
@@ -667,7 +715,7 @@ def _o_ProgressNotificationParams(
 ) -> _b.ProgressNotificationParams:
     meta = x.meta
     if meta is not UNSET:
-        meta = builtins(meta, c)
+        meta = plain(meta, c)
     message = x.message
     progress = x.progress
     progress_token = x.progress_token
@@ -758,6 +806,12 @@ def _o_ReadResourceResult(x: _a.ReadResourceResult, c: Ctx) -> _b.ReadResourceRe
     if meta is not UNSET:
         meta = builtins(meta, c)
     contents = _l43(x.contents, c)
+    if x.result_type not in (UNSET, "complete"):
+        c.fail(
+            "ReadResourceResult",
+            "2025-11-25 has no such field and the value is not 'complete'",
+            "resultType",
+        )
     return _b.ReadResourceResult(meta=meta, contents=contents)
 
 
@@ -922,7 +976,7 @@ def _o_ResourceUpdatedNotificationParams(
 ) -> _b.ResourceUpdatedNotificationParams:
     meta = x.meta
     if meta is not UNSET:
-        meta = builtins(meta, c)
+        meta = plain(meta, c)
     uri = x.uri
     return _b.ResourceUpdatedNotificationParams(meta=meta, uri=uri)
 
@@ -1368,15 +1422,15 @@ def _v10(v: Any, c: Ctx) -> Any:
 
 
 def _v21(v: Any, c: Ctx) -> Any:
-    return c.convert(v, _T2, "object")
+    return c.check(v, _T2, "object")
 
 
 def _v22(v: Any, c: Ctx) -> Any:
-    return c.convert(v, _T3, "array")
+    return c.check(v, _T3, "array")
 
 
 def _v23(v: Any, c: Ctx) -> Any:
-    return c.convert(v, _T4, "'object'")
+    return c.check(v, _T4, "'object'")
 
 
 def _v46(v: Any, c: Ctx) -> Any:
@@ -1384,7 +1438,7 @@ def _v46(v: Any, c: Ctx) -> Any:
 
 
 def _v8(v: Any, c: Ctx) -> Any:
-    return c.convert(v, _T0, "object")
+    return c.check(v, _T0, "object")
 
 
 _D3: dict[type, Callable[[Any, Ctx], Any]] = {

@@ -15,7 +15,7 @@ from msgspec import UNSET
 
 from mcpbind.v2025_03_26 import types as _a  # type: ignore[import-untyped]
 from mcpbind.draft import types as _b  # type: ignore[import-untyped]
-from mcpbind.projection import Ctx, builtins, empty, ident, put, type_in
+from mcpbind.projection import Ctx, builtins, empty, ident, plain, put, type_in
 
 SOURCE = "2025-03-26"
 TARGET = "draft"
@@ -241,7 +241,7 @@ def _o_JSONRPCNotification(x: _a.JSONRPCNotification, c: Ctx) -> _b.JSONRPCNotif
     method = x.method
     params = x.params
     if params is not UNSET:
-        params = builtins(params, c)
+        params = plain(params, c)
     return _b.JSONRPCNotification(jsonrpc=jsonrpc, method=method, params=params)
 
 
@@ -320,7 +320,7 @@ def _o_ListRootsRequest(x: _a.ListRootsRequest, c: Ctx) -> _b.ListRootsRequest:
 def _o_ListRootsRequestParams(x: _a.ListRootsRequestParams, c: Ctx) -> _b.ListRootsRequestParams:
     meta = x.get("_meta", UNSET)
     if meta is not UNSET:
-        meta = builtins(meta, c)
+        meta = plain(meta, c)
     return _b.ListRootsRequestParams(meta=meta)
 
 
@@ -387,7 +387,7 @@ def _o_Notification(x: _a.Notification, c: Ctx) -> _b.Notification:
     method = x.method
     params = x.params
     if params is not UNSET:
-        params = builtins(params, c)
+        params = plain(params, c)
     return _b.Notification(method=method, params=params)
 
 
@@ -736,6 +736,10 @@ def _o_ToolInputSchema(x: _a.ToolInputSchema, c: Ctx) -> _b.ToolInputSchema:
     d: dict[str, Any] = {}
     if x.type is not UNSET:
         d["type"] = x.type
+    if x.properties is not UNSET:
+        d["properties"] = x.properties
+    if x.required is not UNSET:
+        d["required"] = x.required
     return _b.ToolInputSchema(d)
 
 
@@ -817,15 +821,15 @@ def _v18(v: Any, c: Ctx) -> Any:
 
 
 def _v21(v: Any, c: Ctx) -> Any:
-    return c.convert(v, _T2, "ClientCapabilities")
+    return c.check(v, _T2, "ClientCapabilities")
 
 
 def _v22(v: Any, c: Ctx) -> Any:
-    return c.convert(v, _T3, "Implementation")
+    return c.check(v, _T3, "Implementation")
 
 
 def _v23(v: Any, c: Ctx) -> Any:
-    return c.convert(
+    return c.check(
         v,
         _T4,
         "'alert' | 'critical' | 'debug' | 'emergency' | 'error' | 'info' | 'notice' | 'warning'",
@@ -833,7 +837,7 @@ def _v23(v: Any, c: Ctx) -> Any:
 
 
 def _v24(v: Any, c: Ctx) -> Any:
-    return c.convert(v, _T5, "string")
+    return c.check(v, _T5, "string")
 
 
 _D2: dict[type, Callable[[Any, Ctx], Any]] = {

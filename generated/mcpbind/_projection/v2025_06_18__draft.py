@@ -15,7 +15,7 @@ from msgspec import UNSET
 
 from mcpbind.v2025_06_18 import types as _a  # type: ignore[import-untyped]
 from mcpbind.draft import types as _b  # type: ignore[import-untyped]
-from mcpbind.projection import Ctx, builtins, empty, ident, put, type_in
+from mcpbind.projection import Ctx, builtins, empty, ident, plain, put, type_in
 
 SOURCE = "2025-06-18"
 TARGET = "draft"
@@ -300,7 +300,7 @@ def _o_JSONRPCNotification(x: _a.JSONRPCNotification, c: Ctx) -> _b.JSONRPCNotif
     method = x.method
     params = x.params
     if params is not UNSET:
-        params = builtins(params, c)
+        params = plain(params, c)
     return _b.JSONRPCNotification(jsonrpc=jsonrpc, method=method, params=params)
 
 
@@ -379,7 +379,7 @@ def _o_ListRootsRequest(x: _a.ListRootsRequest, c: Ctx) -> _b.ListRootsRequest:
 def _o_ListRootsRequestParams(x: _a.ListRootsRequestParams, c: Ctx) -> _b.ListRootsRequestParams:
     meta = x.get("_meta", UNSET)
     if meta is not UNSET:
-        meta = builtins(meta, c)
+        meta = plain(meta, c)
     return _b.ListRootsRequestParams(meta=meta)
 
 
@@ -446,7 +446,7 @@ def _o_Notification(x: _a.Notification, c: Ctx) -> _b.Notification:
     method = x.method
     params = x.params
     if params is not UNSET:
-        params = builtins(params, c)
+        params = plain(params, c)
     return _b.Notification(method=method, params=params)
 
 
@@ -882,6 +882,10 @@ def _o_ToolInputSchema(x: _a.ToolInputSchema, c: Ctx) -> _b.ToolInputSchema:
     d: dict[str, Any] = {}
     if x.type is not UNSET:
         d["type"] = x.type
+    if x.properties is not UNSET:
+        d["properties"] = x.properties
+    if x.required is not UNSET:
+        d["required"] = x.required
     return _b.ToolInputSchema(d)
 
 
@@ -897,6 +901,12 @@ def _o_ToolListChangedNotification(
 
 def _o_ToolOutputSchema(x: _a.ToolOutputSchema, c: Ctx) -> _b.ToolOutputSchema:
     d: dict[str, Any] = {}
+    if x.properties is not UNSET:
+        d["properties"] = x.properties
+    if x.required is not UNSET:
+        d["required"] = x.required
+    if x.type is not UNSET:
+        d["type"] = x.type
     return _b.ToolOutputSchema(d)
 
 
@@ -961,15 +971,15 @@ def _v17(v: Any, c: Ctx) -> Any:
 
 
 def _v20(v: Any, c: Ctx) -> Any:
-    return c.convert(v, _T2, "ClientCapabilities")
+    return c.check(v, _T2, "ClientCapabilities")
 
 
 def _v21(v: Any, c: Ctx) -> Any:
-    return c.convert(v, _T3, "Implementation")
+    return c.check(v, _T3, "Implementation")
 
 
 def _v22(v: Any, c: Ctx) -> Any:
-    return c.convert(
+    return c.check(
         v,
         _T4,
         "'alert' | 'critical' | 'debug' | 'emergency' | 'error' | 'info' | 'notice' | 'warning'",
@@ -977,7 +987,7 @@ def _v22(v: Any, c: Ctx) -> Any:
 
 
 def _v23(v: Any, c: Ctx) -> Any:
-    return c.convert(v, _T5, "string")
+    return c.check(v, _T5, "string")
 
 
 _D2: dict[type, Callable[[Any, Ctx], Any]] = {

@@ -15,7 +15,7 @@ from msgspec import UNSET
 
 from mcpbind.v2025_06_18 import types as _a  # type: ignore[import-untyped]
 from mcpbind.v2025_11_25 import types as _b  # type: ignore[import-untyped]
-from mcpbind.projection import Ctx, builtins, empty, ident, put, type_in
+from mcpbind.projection import Ctx, builtins, empty, ident, plain, put, type_in
 
 SOURCE = "2025-06-18"
 TARGET = "2025-11-25"
@@ -319,7 +319,7 @@ def _o_JSONRPCNotification(x: _a.JSONRPCNotification, c: Ctx) -> _b.JSONRPCNotif
     method = x.method
     params = x.params
     if params is not UNSET:
-        params = builtins(params, c)
+        params = plain(params, c)
     return _b.JSONRPCNotification(jsonrpc=jsonrpc, method=method, params=params)
 
 
@@ -448,7 +448,7 @@ def _o_Notification(x: _a.Notification, c: Ctx) -> _b.Notification:
     method = x.method
     params = x.params
     if params is not UNSET:
-        params = builtins(params, c)
+        params = plain(params, c)
     return _b.Notification(method=method, params=params)
 
 

@@ -15,7 +15,7 @@ from msgspec import UNSET
 
 from mcpbind.v2025_11_25 import types as _a  # type: ignore[import-untyped]
 from mcpbind.v2024_11_05 import types as _b  # type: ignore[import-untyped]
-from mcpbind.projection import Ctx, builtins, empty, ident, put, type_in
+from mcpbind.projection import Ctx, builtins, empty, ident, plain, put, type_in
 
 SOURCE = "2025-11-25"
 TARGET = "2024-11-05"

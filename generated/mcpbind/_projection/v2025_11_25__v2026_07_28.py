@@ -15,7 +15,7 @@ from msgspec import UNSET
 
 from mcpbind.v2025_11_25 import types as _a  # type: ignore[import-untyped]
 from mcpbind.v2026_07_28 import types as _b  # type: ignore[import-untyped]
-from mcpbind.projection import Ctx, builtins, empty, ident, put, type_in
+from mcpbind.projection import Ctx, builtins, empty, ident, plain, put, type_in
 
 SOURCE = "2025-11-25"
 TARGET = "2026-07-28"
@@ -538,7 +538,7 @@ def _o_ListRootsRequest(x: _a.ListRootsRequest, c: Ctx) -> _b.ListRootsRequest:
 def _o_ListRootsRequestParams_37(x: _a.RequestParams, c: Ctx) -> _b.ListRootsRequestParams:
     meta = x.meta
     if meta is not UNSET:
-        meta = builtins(meta, c)
+        meta = plain(meta, c)
     return _b.ListRootsRequestParams(meta=meta)
 
 
@@ -1397,6 +1397,10 @@ def _o_ToolInputSchema(x: _a.ToolInputSchema, c: Ctx) -> _b.ToolInputSchema:
         d["$schema"] = x.schema
     if x.type is not UNSET:
         d["type"] = x.type
+    if x.properties is not UNSET:
+        d["properties"] = x.properties
+    if x.required is not UNSET:
+        d["required"] = x.required
     return _b.ToolInputSchema(d)
 
 
@@ -1414,6 +1418,12 @@ def _o_ToolOutputSchema(x: _a.ToolOutputSchema, c: Ctx) -> _b.ToolOutputSchema:
     d: dict[str, Any] = {}
     if x.schema is not UNSET:
         d["$schema"] = x.schema
+    if x.properties is not UNSET:
+        d["properties"] = x.properties
+    if x.required is not UNSET:
+        d["required"] = x.required
+    if x.type is not UNSET:
+        d["type"] = x.type
     return _b.ToolOutputSchema(d)
 
 
@@ -1591,15 +1601,15 @@ def _v13(v: Any, c: Ctx) -> Any:
 
 
 def _v2(v: Any, c: Ctx) -> Any:
-    return c.convert(v, _T0, "ClientCapabilities")
+    return c.check(v, _T0, "ClientCapabilities")
 
 
 def _v3(v: Any, c: Ctx) -> Any:
-    return c.convert(v, _T1, "Implementation")
+    return c.check(v, _T1, "Implementation")
 
 
 def _v4(v: Any, c: Ctx) -> Any:
-    return c.convert(
+    return c.check(
         v,
         _T2,
         "'alert' | 'critical' | 'debug' | 'emergency' | 'error' | 'info' | 'notice' | 'warning'",
@@ -1607,7 +1617,7 @@ def _v4(v: Any, c: Ctx) -> Any:
 
 
 def _v5(v: Any, c: Ctx) -> Any:
-    return c.convert(v, _T3, "string")
+    return c.check(v, _T3, "string")
 
 
 def _v6(v: Any, c: Ctx) -> Any:
