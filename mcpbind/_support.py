@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 import types as types_module
 from collections.abc import Callable, Mapping
-from functools import lru_cache
+from functools import cache
 from typing import Any, ClassVar, Literal, NamedTuple, TypeVar, Union, get_origin
 
 import msgspec
@@ -239,7 +239,7 @@ def join_path(message: str) -> str:
     return f"{head} - at `{path}`"
 
 
-@lru_cache(maxsize=None)
+@cache
 def decoder(tp: Any) -> msgspec.json.Decoder[Any]:
     """A cached JSON decoder for ``tp`` that handles every generated type."""
     return msgspec.json.Decoder(tp, dec_hook=dec_hook)
