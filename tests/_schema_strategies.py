@@ -20,7 +20,7 @@ import json
 import math
 import os
 from collections.abc import Iterator
-from functools import lru_cache
+from functools import cache
 from typing import Any
 
 import jsonschema
@@ -28,14 +28,14 @@ import msgspec
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.internal.conjecture import utils as _cu
+from hypothesis_jsonschema import _canonicalise as _hjs_canon
 from hypothesis_jsonschema import _from_schema as _hjs
 from hypothesis_jsonschema import from_schema
 
 import mcpbind
-from codegen.model import build, patched_schema
+from codegen.model import patched_schema
 from codegen.overlay import overlay
 from codegen.pin import pins
-
 
 
 class _LegacyMany:
@@ -69,6 +69,41 @@ if not hasattr(_cu.many, "more"):
 
     _hjs.cu = _CuShim()  # type: ignore[assignment]
 
+
+def _validator_class_unchecked(schema: Any) -> Any:
+    # hypothesis-jsonschema re-runs ``check_schema`` on every sub-schema it canonicalises, to
+    # pick a validator class; that was half of the default run. Our schemas are checked once
+    # per revision (``validator`` below), so the check is skipped here.
+    return jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+
+
+_hjs_canon._get_validator_class = _validator_class_unchecked
+
+
+class _NoSchemaCheck:
+    @staticmethod
+    def check_schema(schema: Any) -> None:
+        pass
+
+
+class _Validators:
+    def __getattr__(self, name: str) -> Any:
+        return getattr(jsonschema.validators, name)
+
+    @staticmethod
+    def validator_for(schema: Any, default: Any = None) -> Any:
+        return _NoSchemaCheck  # only used by from_schema to check the schema (done by us)
+
+
+class _JsonschemaForHjs:
+    validators = _Validators()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(jsonschema, name)
+
+
+_hjs.jsonschema = _JsonschemaForHjs()  # type: ignore[assignment]
+
 DEEP = os.environ.get("MCPBIND_DEEP") == "1"
 
 REVISIONS: tuple[str, ...] = tuple(p.revision for p in pins())
@@ -92,7 +127,7 @@ def hyp_settings(default: int, deep: int) -> settings:
 # -- schemas ------------------------------------------------------------------------------------
 
 
-@lru_cache(maxsize=None)
+@cache
 def reference(revision: str) -> dict[str, Any]:
     return patched_schema(revision)
 
@@ -113,7 +148,7 @@ def _ref(revision: str, name: str) -> str:
     return f"#/{defs_key(revision)}/{name.replace('~', '~0').replace('/', '~1')}"
 
 
-@lru_cache(maxsize=None)
+@cache
 def validator_class(revision: str) -> type[Any]:
     return (
         jsonschema.Draft202012Validator
@@ -122,17 +157,23 @@ def validator_class(revision: str) -> type[Any]:
     )
 
 
-@lru_cache(maxsize=None)
+@cache
+def checked_reference(revision: str) -> dict[str, Any]:
+    doc = reference(revision)
+    validator_class(revision).check_schema(doc)
+    return doc
+
+
+@cache
 def validator(revision: str, name: str) -> Any:
     """The reference validator for one definition (formats not asserted, as by default)."""
-    doc = reference(revision)
+    doc = checked_reference(revision)
     cls = validator_class(revision)
     schema = {
         "$schema": cls.META_SCHEMA["$schema"],
         defs_key(revision): doc[defs_key(revision)],
         "allOf": [{"$ref": _ref(revision, name)}],
     }
-    cls.check_schema(schema)
     return cls(schema)
 
 
@@ -180,7 +221,7 @@ def recursive_definitions(revision: str) -> frozenset[str]:
     return frozenset(out)
 
 
-@lru_cache(maxsize=None)
+@cache
 def generation_schema(revision: str) -> dict[str, Any]:
     """The copy of the reference schema that instances are generated from (see module doc)."""
     doc = copy.deepcopy(reference(revision))
@@ -239,7 +280,7 @@ def generation_schema(revision: str) -> dict[str, Any]:
     return doc
 
 
-@lru_cache(maxsize=None)
+@cache
 def instances(revision: str, name: str) -> st.SearchStrategy[Any]:
     """Instances of one definition, generated from the generation schema (cached)."""
     doc = generation_schema(revision)

@@ -100,7 +100,7 @@ CLOSED_OBJECTS = Disagreement(
         "instance carrying one cannot round-trip to equal JSON. Instances for the round-trip are "
         "generated with `additionalProperties: false` on those objects; acceptance of undeclared "
         "keys is still tested, by the `add_key` mutation at every object of every instance and "
-        "by test_undeclared_keys (kept objects must re-encode them, ignored ones drop them)."
+        "by check_undeclared_key on every object definition (kept objects must re-encode them, ignored ones drop them)."
     ),
     applies=_always,
 )
@@ -122,13 +122,13 @@ MERGED_ALL_OF = Disagreement(
 RECURSIVE_REFS = Disagreement(
     id="recursive-refs-cut-for-generation",
     kind="generation",
-    scope="definitions that reach themselves through `$ref` (JSONValue, JSONObject, JSONArray in "
+    scope="definitions that reach themselves through `$ref` (JSONValue and JSONObject in "
     "2026-07-28 and draft)",
     reason=(
         "hypothesis-jsonschema inlines every reference and cannot handle recursion. In the "
         "generation schema, a reference from inside a recursive definition to a recursive "
         "definition is replaced by the unconstrained schema `{}`: JSONObject becomes an object "
-        "of arbitrary JSON values, JSONValue any JSON value. Nested arbitrary JSON is still "
+        "of arbitrary JSON values, JSONValue any JSON value (JSONArray is a plain array of JSONValue). Nested arbitrary JSON is still "
         "generated; the instances stay valid for the real (recursive) schema, which the "
         "reference validator checks."
     ),
