@@ -6,10 +6,12 @@ built and escaped here); the templates only lay them out. ``black`` formats the 
 
 from __future__ import annotations
 
+import os
 import re
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from functools import cache
-from typing import Any
+from typing import Any, TypeVar
 
 import black
 import jinja2
@@ -160,6 +162,7 @@ class MethodView:
     result: str
     capability: str
     capability_side: str
+    conditions: list[str]
 
 
 @dataclass
@@ -451,6 +454,10 @@ def module_view(rev: Revision) -> ModuleView:
                 result=r.type(m.result) if m.result is not None else "None",
                 capability=literal(m.capability),
                 capability_side=literal(m.capability_side),
+                conditions=[
+                    f"({literal(c.when)}, {literal(c.equals)}, {literal(c.side)}, {literal(c.path)})"
+                    for c in m.conditions
+                ],
             )
         )
     known = set(r.py.values()) | set(r.markers.values())
@@ -488,13 +495,29 @@ def _env() -> jinja2.Environment:
     )
 
 
+K = TypeVar("K")
+
 BLACK_MODE = black.Mode(line_length=100, target_versions={black.mode.TargetVersion.PY311})
 
 
 def render(template: str, **context: Any) -> str:
-    """Render a template and format it with black."""
-    source = _env().get_template(template).render(**context)
+    """Render a template (``format_python`` formats the result)."""
+    return _env().get_template(template).render(**context)
+
+
+def _black(source: str) -> str:
     return black.format_str(source, mode=BLACK_MODE)
+
+
+def format_python(sources: dict[K, str]) -> dict[K, str]:
+    """Format every source with black, on all cores (black is most of generation's time)."""
+    keys = sorted(sources, key=lambda k: -len(sources[k]))  # largest first balances the workers
+    workers = min(len(keys), os.cpu_count() or 1)
+    if workers <= 1:
+        return {k: _black(sources[k]) for k in keys}
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        formatted = pool.map(_black, [sources[k] for k in keys], chunksize=1)
+        return dict(zip(keys, formatted, strict=True))
 
 
 def revision_files(rev: Revision) -> dict[str, str]:

@@ -18,7 +18,7 @@ Type expressions
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal, Union
+from typing import Any, Literal
 
 JsonKind = Literal["object", "array", "string", "integer", "number", "boolean", "null"]
 
@@ -86,7 +86,7 @@ class UnionT:
     site: str  # where it stands (``Type.field``, ``Type``): names its decoder when it needs one
 
 
-TypeExpr = Union[AnyT, Prim, Lit, ArrayT, MapT, RefT, UnionT]
+TypeExpr = AnyT | Prim | Lit | ArrayT | MapT | RefT | UnionT
 
 ANY = AnyT()
 
@@ -139,7 +139,7 @@ class AliasDef:
     type: TypeExpr
 
 
-Definition = Union[ObjectDef, AliasDef]
+Definition = ObjectDef | AliasDef
 
 UnionStrategy = Literal["native", "tagged", "untagged"]
 
@@ -164,6 +164,17 @@ class UnionInfo:
 
 
 @dataclass(frozen=True)
+class CapabilityCondition:
+    """A capability a request needs only when its params say so (``sampling.tools`` when
+    ``params.tools`` is present, ``elicitation.url`` when ``params.mode`` is ``"url"``)."""
+
+    when: str  # dotted path into the message's ``params``
+    equals: Any  # the value it must have; None: present with any value
+    side: Literal["client", "server", "receiver"]  # whose capabilities
+    path: str  # dotted capability path
+
+
+@dataclass(frozen=True)
 class Method:
     """One JSON-RPC method of a revision."""
 
@@ -175,7 +186,8 @@ class Method:
     params_required: bool
     result: TypeExpr | None  # the result type of a request; None for a notification
     capability: str | None  # dotted path the receiving side must have advertised
-    capability_side: Literal["client", "server"] | None
+    capability_side: Literal["client", "server", "receiver"] | None
+    conditions: tuple[CapabilityCondition, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -302,6 +302,7 @@ def _methods(rev: Revision, ov: Overlay) -> dict[str, Method]:
                 result=None,
                 capability=cap[1] if cap else None,
                 capability_side=cap[0] if cap else None,  # type: ignore[arg-type]
+                conditions=ov.conditions.get(method, ()),
             )
     for method, m in found.items():
         if m.kind == "request":

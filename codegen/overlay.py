@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import copy
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
-from .ir import Patch
+from .ir import CapabilityCondition, Patch
 from .paths import OVERLAY_FILE
 from .pin import pins
 
@@ -24,6 +24,8 @@ class Overlay:
     open_type_suffixes: tuple[str, ...]
     results: dict[str, str]  # method -> result type name
     capabilities: dict[str, tuple[str, str]]  # method -> (side, dotted path)
+    conditions: dict[str, tuple[CapabilityCondition, ...]] = field(default_factory=dict)
+    # method -> the capabilities it needs only when its params say so
 
 
 def _applies(entry: dict[str, Any], revision: str) -> bool:
@@ -57,7 +59,17 @@ def overlay(revision: str) -> Overlay:
         open_fields=frozenset(e["field"] for e in entries("open") if "field" in e),
         open_type_suffixes=tuple(e["type_suffix"] for e in entries("open") if "type_suffix" in e),
         results={e["method"]: e["result"] for e in entries("result")},
-        capabilities={e["method"]: (e["side"], e["path"]) for e in entries("capability")},
+        capabilities={
+            e["method"]: (e["side"], e["path"]) for e in entries("capability") if "when" not in e
+        },
+        conditions={
+            method: tuple(
+                CapabilityCondition(when=e["when"], equals=e.get("equals"), side=e["side"], path=e["path"])
+                for e in entries("capability")
+                if e["method"] == method and "when" in e
+            )
+            for method in sorted({e["method"] for e in entries("capability") if "when" in e})
+        },
     )
 
 

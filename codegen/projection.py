@@ -162,7 +162,7 @@ def resolve(rev: Revision, t: TypeExpr, seen: frozenset[str] = frozenset()) -> T
 
 def _any_json(rev: Revision, t: UnionT, seen: frozenset[str]) -> bool:
     """A union that accepts every JSON value (the JSONValue family)."""
-    kinds = set()
+    kinds: set[str] = set()
     for m in _members(rev, t, seen):
         if isinstance(m, AnyT):
             return True
@@ -359,7 +359,7 @@ class Pair:
                 if a.json in kinds:
                     return ID
                 if a.json == "number" and b.json == "integer":
-                    return self._check(f"type(v) is int", "an integer")
+                    return self._check("type(v) is int", "an integer")
                 return Conv("fail", reason=f"{b.json} cannot hold a {a.json}")
             if all(_lit_kind(v) in kinds for v in a.values):
                 return ID
@@ -408,8 +408,8 @@ class Pair:
         return fn
 
     def _union(self, a: TypeExpr, b: TypeExpr) -> Conv:
-        ams = _members(self.a, a) if isinstance(a, UnionT) else [a]
-        bms = _members(self.b, b) if isinstance(b, UnionT) else [b]
+        ams: list[TypeExpr] = _members(self.a, a) if isinstance(a, UnionT) else [a]
+        bms: list[TypeExpr] = _members(self.b, b) if isinstance(b, UnionT) else [b]
         site = b.site if isinstance(b, UnionT) else self._describe(b)
         if isinstance(b, UnionT) and any(isinstance(m, AnyT) for m in bms):
             return ID if pure(self.a, a) else Conv("fn", fn="builtins")
@@ -465,7 +465,7 @@ class Pair:
             return None
         if isinstance(m, (Prim, Lit)):
             kinds = {m.json} if isinstance(m, Prim) else {_lit_kind(v) for v in m.values}
-            best = None
+            best: Prim | Lit | None = None
             for bm in bms:
                 if isinstance(bm, Prim) and (bm.json in kinds or (bm.json == "number" and kinds <= {"integer", "number"})):
                     best = best or bm
@@ -621,7 +621,7 @@ class Pair:
                     continue
             else:
                 body.append(f"{py}: Any = UNSET")
-            for m, la, lb in moves:
+            for _m, la, lb in moves:
                 if lb[0] != fb.wire:
                     continue
                 # read the moved value from A

@@ -18,7 +18,7 @@ import libcst
 
 from . import diff_render, projection
 from .diff import compare
-from .emit import render, revision_files
+from .emit import format_python, render, revision_files
 from .ir import Revision
 from .model import build
 from .paths import CHANGES_DIR, GENERATED_DIR, REPO_ROOT, package_name
@@ -52,7 +52,8 @@ def generate(revisions: Iterable[str] | None = None) -> dict[Path, str]:
     files.update({GENERATED_DIR / path: text for path, text in projection.projection_files(irs).items()})
     if set(irs) == {p.revision for p in pins()}:
         files[GENERATED_DIR / "_provenance.py"] = projection.provenance_file(irs)
-    return files
+    python = format_python({path: text for path, text in files.items() if path.suffix == ".py"})
+    return {**files, **python}
 
 
 def change_files(irs: dict[str, Revision]) -> dict[Path, str]:

@@ -30,8 +30,11 @@ class MethodSpec(msgspec.Struct, frozen=True, kw_only=True):
     params: Any  # the type of its params, or None
     params_required: bool
     result: Any  # the result type of a request; None for a notification
-    capability: str | None  # dotted capability path the receiving side must have advertised
-    capability_side: str | None  # whose capabilities ``capability`` is in
+    capability: str | None  # dotted capability path that must have been advertised
+    capability_side: str | None  # whose: "client", "server" or "receiver" (the side receiving it)
+    # Capabilities needed only when the params say so: (dotted params path, required value or
+    # None for "present", whose capabilities, dotted capability path).
+    conditions: tuple[tuple[str, Any, str, str], ...] = ()
 
 
 class Member(NamedTuple):

@@ -16,7 +16,7 @@ from msgspec import UNSET, Raw, UnsetType
 
 from ._revisions import REVISIONS
 from ._support import MethodSpec, dec_hook, decoder, join_path
-from .capabilities import missing_capabilities
+from .capabilities import missing_capabilities, supports
 from .errors import (
     INVALID_PARAMS,
     INVALID_REQUEST,
@@ -106,12 +106,44 @@ _ERROR = msgspec.json.Decoder(ErrorObject)
 
 
 @dataclass(frozen=True)
+class _Gate:
+    """A capability a method needs: ``side``'s capabilities must advertise ``path`` (only when
+    ``params[when] == equals``, or when ``params[when]`` is present if ``equals`` is None)."""
+
+    side: str  # "client", "server" or "receiver"
+    path: str
+    when: tuple[str, ...] = ()
+    equals: Any = None
+
+    def applies(self, params: Any) -> bool:
+        if not self.when:
+            return True
+        node = msgspec.to_builtins(params) if params is not UNSET else {}
+        for key in self.when:
+            if not isinstance(node, dict) or key not in node:
+                return False
+            node = node[key]
+        return self.equals is None or node == self.equals
+
+
+@dataclass(frozen=True)
 class _Method:
     spec: MethodSpec
     wire: type  # the Struct the message is decoded from / encoded as (tagged on "method")
     wrap: Callable[[Any], Any]  # wire instance -> what decode returns
     unwrap: Callable[[Any], Any] | None  # what encode takes -> wire instance (None: as is)
     enveloped: bool  # the generated message carries jsonrpc (and id) itself
+
+    @property
+    def gates(self) -> tuple[_Gate, ...]:
+        return _gates(self.spec)
+
+
+@cache
+def _gates(spec: MethodSpec) -> tuple[_Gate, ...]:
+    gates = [_Gate(spec.capability_side, spec.capability)] if spec.capability and spec.capability_side else []
+    gates += [_Gate(side, path, tuple(when.split(".")), equals) for when, equals, side, path in spec.conditions]
+    return tuple(gates)
 
 
 @dataclass(frozen=True)
@@ -229,6 +261,13 @@ class Codec:
     capabilities object the server needs to process that request, in addition to the gates of
     the generated table; a request whose ``_meta`` client capabilities miss any of them raises the
     revision's MissingRequiredClientCapabilityError (-32021).
+
+    Capability gates (``MethodSpec.capability`` and ``.conditions``): once the codec knows what a
+    side advertised, a request or notification that needs a capability that side did not
+    advertise is refused with -32601, on decode when it is this side's capability and on encode
+    when it is the peer's. The codec learns both sides' capabilities from the messages that carry
+    them (initialize request and result, server/discover result), or from ``capabilities`` and
+    ``peer_capabilities``; until it knows a side's capabilities it checks nothing against them.
     """
 
     def __init__(
@@ -237,6 +276,8 @@ class Codec:
         role: str = "client",
         *,
         requires: dict[str, Any] | None = None,
+        capabilities: Any = None,
+        peer_capabilities: Any = None,
     ) -> None:
         if role not in ("client", "server"):
             raise ValueError(f"role must be 'client' or 'server', not {role!r}")
@@ -266,6 +307,13 @@ class Codec:
             raise ValueError("requires= applies to a server codec of 2026-07-28 or later")
         self._check_meta = self._rev.per_request_meta and role == "server"
         self._generic_result = getattr(self.module, "Result", dict)
+        self.capabilities = capabilities
+        self.peer_capabilities = peer_capabilities
+        self._caps_types = {
+            getattr(self.module, name): side
+            for name, side in (("ClientCapabilities", "client"), ("ServerCapabilities", "server"))
+            if hasattr(self.module, name)
+        }
 
     def __repr__(self) -> str:
         return f"Codec({self.revision!r}, role={self.role!r})"
@@ -301,8 +349,7 @@ class Codec:
         except (msgspec.DecodeError, RecursionError, UnicodeDecodeError, ValueError, TypeError):
             return self._slow(data, batch_allowed=True)
         msg = self._by_wire[type(wire)](wire)
-        if self._check_meta:
-            self._check_request_meta(msg)
+        self._received(msg)
         return msg
 
     def _slow(self, data: Any, batch_allowed: bool) -> Any:
@@ -336,8 +383,7 @@ class Codec:
         except (msgspec.DecodeError, RecursionError, UnicodeDecodeError, ValueError, TypeError):
             return self._slow(data, batch_allowed=False)
         msg = self._by_wire[type(wire)](wire)
-        if self._check_meta:
-            self._check_request_meta(msg)
+        self._received(msg)
         return msg
 
     def _classify(self, env: _Envelope, data: Any) -> Any:
@@ -417,8 +463,7 @@ class Codec:
         except (msgspec.DecodeError, ValueError, TypeError) as exc:
             raise ProtocolError(PARSE_ERROR, f"Parse error: {exc}", id=id_) from None
         msg = known.wrap(wire)
-        if self._check_meta:
-            self._check_request_meta(msg)
+        self._received(msg)
         return msg
 
     def _response(self, id_: Any, raw: Raw) -> Response[Any]:
@@ -437,7 +482,45 @@ class Codec:
             raise ProtocolError(PARSE_ERROR, "Parse error: nesting too deep", id=id_) from None
         except (msgspec.DecodeError, ValueError, TypeError) as exc:
             raise ProtocolError(PARSE_ERROR, f"Parse error: {exc}", id=id_) from None
+        self._learn(result)
         return Response(id=id_, result=result)
+
+    # -- capabilities ---------------------------------------------------------------------------
+
+    def _received(self, msg: Any) -> None:
+        m = self._rev.by_class.get(type(msg.message if isinstance(msg, Request) else msg))
+        if m is not None and m.gates:
+            self._check_gates(m, msg, incoming=True)
+        if self._check_meta:
+            self._check_request_meta(msg)
+        if m is not None and m.spec.kind == "request":
+            self._learn(_params(msg))
+
+    def _learn(self, carrier: Any) -> None:
+        """Remember the capabilities a message carries (its sender's): initialize, discover."""
+        caps = getattr(carrier, "capabilities", None)
+        side = self._caps_types.get(type(caps))
+        if side == self.role:
+            self.capabilities = caps
+        elif side == self.peer:
+            self.peer_capabilities = caps
+
+    def _check_gates(self, m: _Method, msg: Any, *, incoming: bool) -> None:
+        receiver = self.role if incoming else self.peer
+        for gate in m.gates:
+            side = receiver if gate.side == "receiver" else gate.side
+            caps = self.capabilities if side == self.role else self.peer_capabilities
+            if caps is None or supports(caps, gate.path) or not gate.applies(_params(msg)):
+                continue
+            whom = f"this {side}" if side == self.role else f"the {side}"
+            condition = f" (its params have {'.'.join(gate.when)})" if gate.when else ""
+            raise ProtocolError(
+                METHOD_NOT_FOUND,
+                f"Method not found: {m.spec.method!r}{condition} needs the {side} capability "
+                f"{gate.path!r}, which {whom} did not advertise (MCP {self.revision})",
+                {"method": m.spec.method, "capability": gate.path, "side": side},
+                getattr(msg, "id", None),
+            )
 
     def _check_request_meta(self, msg: Any) -> None:
         """2026-07-28 and later: the revision and client capabilities in ``params._meta``."""
@@ -486,6 +569,8 @@ class Codec:
 
     def _encode_one(self, msg: Any) -> bytes:
         if isinstance(msg, (Response, ErrorResponse)):
+            if isinstance(msg, Response):
+                self._learn(msg.result)
             return msgspec.json.encode(msg)
         if isinstance(msg, ProtocolError):
             return msg.to_json()
@@ -496,12 +581,14 @@ class Codec:
                     f"{type(msg.message).__name__} is not a request type of MCP {self.revision} that needs an envelope"
                 )
             self._sendable(m)
+            self._sent(m, msg)
             self._pending[msg.id] = m.spec.method
             return msgspec.json.encode(m.unwrap(msg))
         m = self._rev.by_class.get(type(msg))
         if m is None:
             raise TypeError(f"cannot encode {type(msg).__name__} as a message of MCP {self.revision}")
         self._sendable(m)
+        self._sent(m, msg)
         if m.spec.kind == "request":
             if m.unwrap is not None:
                 raise TypeError(
@@ -510,6 +597,12 @@ class Codec:
             self._pending[msg.id] = m.spec.method
             return msgspec.json.encode(msg)
         return msgspec.json.encode(msg if m.unwrap is None else m.unwrap(msg))
+
+    def _sent(self, m: _Method, msg: Any) -> None:
+        if m.gates:
+            self._check_gates(m, msg, incoming=False)
+        if m.spec.kind == "request":
+            self._learn(_params(msg))
 
     def _sendable(self, m: _Method) -> None:
         if m.spec.sender not in (self.role, "both"):
@@ -527,7 +620,7 @@ class Codec:
 
     def respond(self, id: RequestId, result: Any) -> bytes:
         """The response bytes for the request ``id``."""
-        return msgspec.json.encode(Response(id=id, result=result))
+        return self.encode(Response(id=id, result=result))
 
     def error_response(self, err: ProtocolError) -> bytes:
         """The JSON-RPC error response bytes for ``err``."""
@@ -538,6 +631,10 @@ class Codec:
         out = {PROTOCOL_VERSION_KEY: self.revision, CLIENT_CAPABILITIES_KEY: msgspec.to_builtins(capabilities or {})}
         out.update(extra)
         return out
+
+
+def _params(msg: Any) -> Any:
+    return getattr(msg.message if isinstance(msg, Request) else msg, "params", UNSET)
 
 
 def _path_object(path: str) -> dict[str, Any]:

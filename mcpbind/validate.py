@@ -32,7 +32,7 @@ class Finding(msgspec.Struct, frozen=True):
 
 
 def _provenance() -> tuple[dict[str, tuple[str, ...]], dict[str, dict[str, tuple[str, ...]]]]:
-    from ._provenance import FIELDS, TYPES  # type: ignore[import-not-found, unused-ignore]
+    from ._provenance import FIELDS, TYPES
 
     return TYPES, FIELDS
 

@@ -367,7 +367,8 @@ def modern_session(revision: str) -> Session:
             ok(s.request("resources/read", {"uri": resource.uri}), resource.uri)
         if templates:
             ok(s.request("resources/read", {"uri": "mcpbind://items/42"}), "templated read")
-        if prompts and prompts[0].arguments:
+        # Only what the server advertised: the codec refuses a request the peer has no capability for.
+        if prompts and prompts[0].arguments and mcpbind.supports(found.capabilities, "completions"):
             s.request(
                 "completion/complete",
                 {

@@ -103,6 +103,10 @@ METHODS: Mapping[str, MethodSpec] = {
         result=ElicitResult,
         capability="elicitation",
         capability_side="client",
+        conditions=(
+            ("mode", "url", "client", "elicitation.url"),
+            ("task", None, "client", "tasks.requests.elicitation.create"),
+        ),
     ),
     "initialize": MethodSpec(
         method="initialize",
@@ -356,6 +360,12 @@ METHODS: Mapping[str, MethodSpec] = {
         result=CreateMessageResult,
         capability="sampling",
         capability_side="client",
+        conditions=(
+            ("tools", None, "client", "sampling.tools"),
+            ("includeContext", "thisServer", "client", "sampling.context"),
+            ("includeContext", "allServers", "client", "sampling.context"),
+            ("task", None, "client", "tasks.requests.sampling.createMessage"),
+        ),
     ),
     "tasks/cancel": MethodSpec(
         method="tasks/cancel",
@@ -365,8 +375,8 @@ METHODS: Mapping[str, MethodSpec] = {
         params=CancelTaskRequestParams,
         params_required=True,
         result=CancelTaskResult,
-        capability=None,
-        capability_side=None,
+        capability="tasks.cancel",
+        capability_side="receiver",
     ),
     "tasks/get": MethodSpec(
         method="tasks/get",
@@ -376,8 +386,8 @@ METHODS: Mapping[str, MethodSpec] = {
         params=GetTaskRequestParams,
         params_required=True,
         result=GetTaskResult,
-        capability=None,
-        capability_side=None,
+        capability="tasks",
+        capability_side="receiver",
     ),
     "tasks/list": MethodSpec(
         method="tasks/list",
@@ -387,8 +397,8 @@ METHODS: Mapping[str, MethodSpec] = {
         params=PaginatedRequestParams,
         params_required=False,
         result=ListTasksResult,
-        capability=None,
-        capability_side=None,
+        capability="tasks.list",
+        capability_side="receiver",
     ),
     "tasks/result": MethodSpec(
         method="tasks/result",
@@ -398,8 +408,8 @@ METHODS: Mapping[str, MethodSpec] = {
         params=GetTaskPayloadRequestParams,
         params_required=True,
         result=GetTaskPayloadResult,
-        capability=None,
-        capability_side=None,
+        capability="tasks",
+        capability_side="receiver",
     ),
     "tools/call": MethodSpec(
         method="tools/call",
@@ -411,6 +421,7 @@ METHODS: Mapping[str, MethodSpec] = {
         result=CallToolResult,
         capability="tools",
         capability_side="server",
+        conditions=(("task", None, "server", "tasks.requests.tools.call"),),
     ),
     "tools/list": MethodSpec(
         method="tools/list",

@@ -1,0 +1,115 @@
+"""Capability gates: a method the receiving side did not advertise is refused with -32601."""
+
+import msgspec
+import pytest
+
+from mcpbind import Codec, ProtocolError, Request
+from mcpbind import v2024_11_05 as v1
+from mcpbind import v2025_11_25 as v4
+
+CALL_TOOL = b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"}}'
+
+
+def sampling(**params):
+    body = {"messages": [], "maxTokens": 10, **params}
+    return msgspec.json.encode({"jsonrpc": "2.0", "id": 7, "method": "sampling/createMessage", "params": body})
+
+
+def refused(call, capability):
+    with pytest.raises(ProtocolError) as info:
+        call()
+    assert info.value.code == -32601
+    assert info.value.data["capability"] == capability
+    assert capability in info.value.message
+    return info.value
+
+
+def test_nothing_is_checked_until_the_codec_knows_what_was_advertised():
+    assert isinstance(Codec("2025-11-25", "server").decode(CALL_TOOL), v4.CallToolRequest)
+
+
+def test_a_server_refuses_a_tool_call_when_it_did_not_advertise_tools():
+    server = Codec("2025-11-25", "server", capabilities=v4.ServerCapabilities())
+    error = refused(lambda: server.decode(CALL_TOOL), "tools")
+    assert error.id == 1
+    ok = Codec("2025-11-25", "server", capabilities=v4.ServerCapabilities(tools=v4.ServerCapabilitiesTools()))
+    assert isinstance(ok.decode(CALL_TOOL), v4.CallToolRequest)
+
+
+def test_the_codec_learns_both_sides_from_the_initialize_exchange():
+    client = Codec("2025-11-25", "client")
+    init = v4.InitializeRequest(
+        id=0,
+        jsonrpc="2.0",
+        params=v4.InitializeRequestParams(
+            capabilities=v4.ClientCapabilities(sampling=v4.ClientCapabilitiesSampling()),
+            client_info=v4.Implementation(name="c", version="1"),
+            protocol_version="2025-11-25",
+        ),
+    )
+    client.encode(init)
+    assert client.capabilities == init.params.capabilities
+    client.decode(
+        b'{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-11-25","capabilities":{"prompts":{}},'
+        b'"serverInfo":{"name":"s","version":"1"}}}'
+    )
+    assert client.peer_capabilities == v4.ServerCapabilities(prompts=v4.ServerCapabilitiesPrompts())
+    # The server advertised prompts, not tools: the client will not send a tool call.
+    call = msgspec.json.decode(CALL_TOOL, type=v4.CallToolRequest)
+    refused(lambda: client.encode(call), "tools")
+    # The client advertised plain sampling: sampling with tools needs sampling.tools.
+    assert isinstance(client.decode(sampling()), v4.CreateMessageRequest)
+    refused(lambda: client.decode(sampling(tools=[])), "sampling.tools")
+    refused(lambda: client.decode(sampling(includeContext="allServers")), "sampling.context")
+    assert isinstance(client.decode(sampling(includeContext="none")), v4.CreateMessageRequest)
+
+
+def test_a_server_learns_its_own_capabilities_from_the_initialize_result_it_sends():
+    server = Codec("2025-11-25", "server")
+    result = v4.InitializeResult(
+        capabilities=v4.ServerCapabilities(tools=v4.ServerCapabilitiesTools()),
+        protocol_version="2025-11-25",
+        server_info=v4.Implementation(name="s", version="1"),
+    )
+    server.respond(0, result)
+    assert isinstance(server.decode(CALL_TOOL), v4.CallToolRequest)
+    prompts = b'{"jsonrpc":"2.0","id":2,"method":"prompts/list"}'
+    refused(lambda: server.decode(prompts), "prompts")
+
+
+def test_url_elicitation_needs_url_mode_and_a_bare_elicitation_means_form_only():
+    server = Codec("2025-11-25", "server", peer_capabilities={"elicitation": {}})
+    form = v4.ElicitRequest(
+        id=3,
+        jsonrpc="2.0",
+        params=v4.ElicitRequestFormParams(
+            message="name?", requested_schema=v4.ElicitRequestFormParamsRequestedSchema(properties={}, type="object")
+        ),
+    )
+    assert server.encode(form)
+    url = v4.ElicitRequest(
+        id=4,
+        jsonrpc="2.0",
+        params=v4.ElicitRequestURLParams(elicitation_id="e", message="go", mode="url", url="https://example.com"),
+    )
+    refused(lambda: server.encode(url), "elicitation.url")
+    assert Codec("2025-11-25", "server", peer_capabilities={"elicitation": {"url": {}}}).encode(url)
+
+
+def test_task_methods_need_the_receivers_task_capability():
+    client = Codec("2025-11-25", "client", capabilities={"tasks": {"cancel": {}}})
+    listing = b'{"jsonrpc":"2.0","id":5,"method":"tasks/list"}'
+    refused(lambda: client.decode(listing), "tasks.list")
+    cancel = b'{"jsonrpc":"2.0","id":6,"method":"tasks/cancel","params":{"taskId":"t"}}'
+    assert isinstance(client.decode(cancel), v4.CancelTaskRequest)
+    server = Codec("2025-11-25", "server", capabilities={"tools": {}})
+    augmented = b'{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"x","task":{}}}'
+    refused(lambda: server.decode(augmented), "tasks.requests.tools.call")
+
+
+def test_gates_apply_to_revisions_whose_requests_need_an_envelope():
+    client = Codec("2024-11-05", "client", peer_capabilities={"prompts": {}})
+    call = Request(id=1, message=v1.CallToolRequest(params=v1.CallToolRequestParams(name="echo")))
+    refused(lambda: client.encode(call), "tools")
+    server = Codec("2024-11-05", "server", capabilities={"tools": {}})
+    assert isinstance(server.decode(CALL_TOOL), Request)
