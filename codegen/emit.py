@@ -177,7 +177,8 @@ class ModuleView:
     registrations: list[RegistrationView] = field(default_factory=list)
     extras: list[ExtraView] = field(default_factory=list)
     exports: list[tuple[str, str]] = field(default_factory=list)  # (schema name, py name) differing
-    public: list[str] = field(default_factory=list)
+    public: list[str] = field(default_factory=list)  # schema names
+    bound: list[str] = field(default_factory=list)  # the names they are bound to in types.py
     methods: list[MethodView] = field(default_factory=list)
     method_imports: list[str] = field(default_factory=list)
 
@@ -442,6 +443,7 @@ def module_view(rev: Revision) -> ModuleView:
             view.registrations.append(r.registration(site, info))
     view.public = sorted(rev.definitions)
     view.exports = [(n, r.py[n]) for n in view.public if r.py[n] != n]
+    view.bound = sorted(r.py[n] for n in view.public)
     for m in rev.methods.values():
         view.methods.append(
             MethodView(

@@ -2,6 +2,7 @@
 
 import ast
 import inspect
+import typing
 
 import pytest
 
@@ -68,10 +69,7 @@ def _defined_names(module) -> set[str]:
                 top_level(node.orelse)
 
     top_level(ast.parse(inspect.getsource(module)).body)
-    exports = getattr(module, "_EXPORTS", {})
-    return {n for n in names | set(exports) if not n.startswith("_")} - {"REVISION", "SHA256"} - {
-        v.__name__ for v in exports.values()
-    }
+    return {n for n in names if not n.startswith("_")} - {"REVISION", "SHA256"}
 
 
 @pytest.mark.parametrize("revision", REVISIONS)
@@ -81,10 +79,15 @@ def test_public_names_are_the_schema_definitions_and_inline_objects(revision):
     for name, schema in raw.items():
         expected |= _inline_names(schema, name, raw)
     module = mcpbind.bindings(revision)
-    assert _defined_names(module.types) == expected
-    assert set(module.types.__all__) == expected
+    exports = getattr(module, "_EXPORTS", {})
+    bound = {exports[n].__name__ if n in exports else n for n in expected}
+    assert _defined_names(module.types) == {n for n in bound if not n.startswith("_")}
+    assert set(module.__all__) - {"METHODS", "REVISION", "SHA256"} == expected
     for name in expected:
-        assert getattr(module, name) is not None
+        # The schema's own type, never a helper the module uses under the same name.
+        assert getattr(module, name) is not getattr(typing, name, None)
+    for name, value in exports.items():
+        assert getattr(module, name) is value
 
 
 @pytest.mark.parametrize("revision", REVISIONS)

@@ -21,6 +21,8 @@ if TYPE_CHECKING:
 REVISION = "draft"
 SHA256 = "ef70b61f99b6d2e5e3b46863822eab08dff6a45bedc7a08914e0e5b133f40203"
 
+# Every definition, under the name it is bound to here; the package exposes each one under its
+# schema name (a few schema names are taken by Python or by this module).
 __all__ = [
     "Annotations",
     "AudioContent",

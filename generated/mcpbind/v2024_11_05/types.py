@@ -21,9 +21,11 @@ if TYPE_CHECKING:
 REVISION = "2024-11-05"
 SHA256 = "61cea2392d4f284092d09bc84b9ac488c0d5618ac2b38a56942fc5b99fd960ce"
 
+# Every definition, under the name it is bound to here; the package exposes each one under its
+# schema name (a few schema names are taken by Python or by this module).
 __all__ = [
-    "Annotated",
     "AnnotatedAnnotations",
+    "Annotated_",
     "BlobResourceContents",
     "CallToolRequest",
     "CallToolRequestParams",
@@ -1833,16 +1835,3 @@ if not TYPE_CHECKING:
             ),
         ),
     )
-
-# Definitions whose schema name is taken by Python or by this module, bound under another
-# name above and reachable under the schema name as attributes of this module.
-_EXPORTS: dict[str, Any] = {
-    "Annotated": Annotated_,
-}
-
-
-def __getattr__(name: str) -> Any:
-    try:
-        return _EXPORTS[name]
-    except KeyError:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None

@@ -21,6 +21,8 @@ if TYPE_CHECKING:
 REVISION = "2025-03-26"
 SHA256 = "e720669548c8100a4282c49e580efd6ddf7f28899ea786fc8db251dbdb356131"
 
+# Every definition, under the name it is bound to here; the package exposes each one under its
+# schema name (a few schema names are taken by Python or by this module).
 __all__ = [
     "Annotations",
     "AudioContent",

@@ -21,6 +21,8 @@ if TYPE_CHECKING:
 REVISION = "2025-06-18"
 SHA256 = "af845e7e5b9d27107d1690f0936022546177a1403e63ffb11470135b296a2e01"
 
+# Every definition, under the name it is bound to here; the package exposes each one under its
+# schema name (a few schema names are taken by Python or by this module).
 __all__ = [
     "Annotations",
     "AudioContent",

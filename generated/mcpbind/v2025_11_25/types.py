@@ -21,6 +21,8 @@ if TYPE_CHECKING:
 REVISION = "2025-11-25"
 SHA256 = "268a5f82ba70fd7e4b6dc4aa1e64f116f74b4d0edcb69dc046829c79dd4e97e7"
 
+# Every definition, under the name it is bound to here; the package exposes each one under its
+# schema name (a few schema names are taken by Python or by this module).
 __all__ = [
     "Annotations",
     "AudioContent",
