@@ -14,13 +14,44 @@ _generated = os.environ.get("MCPBIND_GENERATED_DIR") or os.path.join(
 if os.path.isdir(_generated):
     __path__.insert(0, _generated)
 
+from typing import TYPE_CHECKING, Any  # noqa: E402
+
 from ._revisions import LATEST, PACKAGES, REVISIONS  # noqa: E402
 from ._support import MethodSpec, OpenObject, convert, dec_hook, decode, decoder  # noqa: E402
-from .capabilities import missing_capabilities, supports  # noqa: E402
-from .codec import Codec, ErrorObject, ErrorResponse, Request, Response  # noqa: E402
-from .errors import ProtocolError, UnsupportedRevision  # noqa: E402
-from .negotiate import negotiate  # noqa: E402
-from .projection import ProjectionError, project, project_lossy  # noqa: E402
+
+if TYPE_CHECKING:
+    from .capabilities import missing_capabilities, supports
+    from .codec import Codec, ErrorObject, ErrorResponse, Request, Response
+    from .errors import ProtocolError, UnsupportedRevision
+    from .negotiate import negotiate
+    from .projection import ProjectionError, project, project_lossy
+
+# The runtime's other parts load on first use, so that importing one revision package costs
+# only that package, msgspec and the support module.
+_LAZY = {
+    "missing_capabilities": "capabilities",
+    "supports": "capabilities",
+    "Codec": "codec",
+    "ErrorObject": "codec",
+    "ErrorResponse": "codec",
+    "Request": "codec",
+    "Response": "codec",
+    "ProtocolError": "errors",
+    "UnsupportedRevision": "errors",
+    "negotiate": "negotiate",
+    "ProjectionError": "projection",
+    "project": "projection",
+    "project_lossy": "projection",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
 
 __all__ = [
     "LATEST",

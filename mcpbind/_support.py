@@ -9,7 +9,6 @@ generated code uses the two classes below as field types, and ``dec_hook`` decod
 
 from __future__ import annotations
 
-import re
 import types as types_module
 from collections.abc import Callable, Mapping
 from functools import cache
@@ -223,7 +222,7 @@ def _decode_untagged(tp: type[Untagged], obj: Any) -> Any:
     raise ValueError(f"Value matches no member of `{tp.__name__}`")
 
 
-_AT = re.compile(r" - at `(\$[^`]*)`")
+_AT_PATTERN = r" - at `(\$[^`]*)`"
 
 
 def join_path(message: str) -> str:
@@ -232,10 +231,12 @@ def join_path(message: str) -> str:
     ``Expected `str`, got `int` - at `$.blob` - at `$.contents[1]``` becomes
     ``Expected `str`, got `int` - at `$.contents[1].blob```.
     """
-    parts = _AT.findall(message)
-    if len(parts) < 2:
+    if message.count(" - at `") < 2:
         return message
-    head = _AT.split(message, maxsplit=1)[0]
+    import re  # only errors need it; keep it off the import path
+
+    parts = re.findall(_AT_PATTERN, message)
+    head = re.split(_AT_PATTERN, message, maxsplit=1)[0]
     path = "$"
     for part in reversed(parts):
         path += part[1:]
