@@ -99,6 +99,7 @@ class _Envelope(msgspec.Struct, gc=False):
     error: Raw = Raw(b"")
 
 
+_json_encode = msgspec.json.encode
 _ENVELOPE = msgspec.json.Decoder(Union[_Envelope, list[Raw]])  # noqa: UP007
 _ANY = msgspec.json.Decoder()
 _ID = msgspec.json.Decoder(Union[str, int, None])  # noqa: UP007
@@ -133,10 +134,9 @@ class _Method:
     wrap: Callable[[Any], Any]  # wire instance -> what decode returns
     unwrap: Callable[[Any], Any] | None  # what encode takes -> wire instance (None: as is)
     enveloped: bool  # the generated message carries jsonrpc (and id) itself
-
-    @property
-    def gates(self) -> tuple[_Gate, ...]:
-        return _gates(self.spec)
+    gates: tuple[_Gate, ...] = ()  # _gates(spec), computed once
+    learns: bool = False  # a request whose params may carry the sender's capabilities (initialize)
+    prefix: bytes = b""  # how the generated message's JSON starts: b'{"method":"tools/call"'
 
 
 @cache
@@ -195,7 +195,7 @@ def _revision(revision: str) -> _Revision:
         names = tuple(f.name for f in fields)
         request = spec.kind == "request"
         if "jsonrpc" in names:
-            methods[name] = _Method(spec, spec.message, _identity, None, True)
+            methods[name] = _Method(spec, spec.message, _identity, None, True, _gates(spec), _learns(spec), _prefix(name))
             continue
         # Older revisions: the generated message is {method, params}; the envelope around it is
         # a runtime Struct tagged on the same method, with the same params field.
@@ -218,7 +218,9 @@ def _revision(revision: str) -> _Revision:
             module=__name__,
         )
         wrap = _wrap_request(spec, names) if request else _wrap_notification(spec, names)
-        methods[name] = _Method(spec, wire, wrap, _unwrap(wire, names, request), False)
+        methods[name] = _Method(
+            spec, wire, wrap, _unwrap(wire, names, request), False, _gates(spec), _learns(spec), _prefix(name)
+        )
     by_class = {m.spec.message: m for m in methods.values()}
     return _Revision(
         revision=revision,
@@ -228,6 +230,67 @@ def _revision(revision: str) -> _Revision:
         batches=hasattr(module, "JSONRPCBatchRequest"),
         per_request_meta="initialize" not in module.METHODS,
     )
+
+
+def _prefix(method: str) -> bytes:
+    return b'{"method":' + msgspec.json.encode(method)
+
+
+def _learns(spec: MethodSpec) -> bool:
+    """Whether a request's params may carry capabilities (only then does ``_learn`` look)."""
+    if spec.kind != "request" or spec.params is None:
+        return False
+    fields = getattr(spec.params, "__struct_fields__", None)
+    return fields is None or "capabilities" in fields
+
+
+@cache
+def _response_decoder(revision: str, method: str) -> tuple[msgspec.json.Decoder[Any], bool] | None:
+    """One pass over a response to a known ``method``: the envelope with the precise result,
+    and whether that result may carry capabilities (initialize, server/discover).
+
+    ``method`` and ``error`` are kept raw only to notice a message that is not a plain result
+    response (the general path then judges it)."""
+    m = _revision(revision).methods.get(method)
+    if m is None or m.spec.result is None:
+        return None
+    fields = getattr(m.spec.result, "__struct_fields__", None)
+    learns = fields is None or "capabilities" in fields
+    envelope = msgspec.defstruct(
+        "ResultResponse",
+        [
+            ("jsonrpc", Literal["2.0"]),
+            ("id", RequestId),
+            ("result", m.spec.result),
+            ("method", Raw, Raw(b"")),
+            ("error", Raw, Raw(b"")),
+        ],
+        module=__name__,
+    )
+    return msgspec.json.Decoder(envelope, dec_hook=dec_hook), learns
+
+
+def _peek_id(head: bytes) -> Any:
+    """The id of a message from its first bytes when it is written plainly there, else None."""
+    at = head.find(b'"id"')
+    if at < 0:
+        return None
+    rest = head[at + 4 :].lstrip()
+    if not rest.startswith(b":"):
+        return None
+    rest = rest[1:].lstrip()
+    if rest.startswith(b'"'):
+        end = rest.find(b'"', 1)
+        if end < 0 or b"\\" in rest[:end]:
+            return None
+        return rest[1:end].decode("utf-8", "replace")
+    end = 0
+    while end < len(rest) and rest[end : end + 1] in b"-0123456789":
+        end += 1
+    try:
+        return int(rest[:end]) if end else None
+    except ValueError:
+        return None
 
 
 @cache
@@ -287,11 +350,22 @@ class Codec:
         self.peer = "server" if role == "client" else "client"
         self.module = self._rev.module
         self._pending: dict[Any, str] = {}
+        self._responses: dict[str, tuple[msgspec.json.Decoder[Any], bool]] = {}
         receive = {
             name: m for name, m in self._rev.methods.items() if m.spec.sender in (self.peer, "both")
         }
         self._receive = receive
-        self._by_wire: dict[type, Callable[[Any], Any]] = {m.wire: m.wrap for m in receive.values()}
+        # What this side sends, by generated class: requests of revisions with Request wrappers
+        # are looked up by their message's class (a bare one is refused by _encode_one).
+        self._send: dict[type, _Method] = {
+            m.spec.message: m
+            for m in self._rev.methods.values()
+            if m.spec.sender in (role, "both") and (m.enveloped or m.spec.kind == "notification")
+        }
+        self._send_wrapped: dict[type, _Method] = {
+            m.spec.message: m for m in self._rev.methods.values() if m.spec.sender in (role, "both") and not m.enveloped
+        }
+        self._by_wire: dict[type, _Method] = {m.wire: m for m in receive.values()}
         self._fast = msgspec.json.Decoder(
             Union[tuple(m.wire for m in receive.values())],  # noqa: UP007
             dec_hook=dec_hook,
@@ -344,13 +418,52 @@ class Codec:
                 data = data.encode("utf-8")
             except UnicodeEncodeError as exc:
                 raise ProtocolError(PARSE_ERROR, f"Parse error: {exc.reason}") from None
+        if self._pending:
+            response = self._known_response(data)
+            if response is not None:
+                return response
         try:
             wire = self._fast.decode(data)
         except (msgspec.DecodeError, RecursionError, UnicodeDecodeError, ValueError, TypeError):
             return self._slow(data, batch_allowed=True)
-        msg = self._by_wire[type(wire)](wire)
-        self._received(msg)
+        m = self._by_wire[type(wire)]
+        msg = wire if m.enveloped else m.wrap(wire)
+        if m.gates or m.learns or self._check_meta:
+            self._received(msg, m)
         return msg
+
+    def _known_response(self, data: Any) -> Response[Any] | None:
+        """A result response to a request this codec knows, decoded in one pass; None when the
+        message is not plainly that (the general path then decides, errors included)."""
+        if type(data) is not bytes:
+            data = bytes(data)
+        if data.find(b'"result"', 0, 256) < 0:
+            return None  # most likely a request or notification
+        pending = self._pending
+        method: str | None
+        if len(pending) == 1:
+            id_, method = next(iter(pending.items()))
+        else:
+            id_ = _peek_id(data[:256])
+            method = pending.get(id_) if id_ is not None else None
+            if method is None:
+                return None
+        found = self._responses.get(method)
+        if found is None:
+            found = _response_decoder(self.revision, method)
+            if found is None:
+                return None
+            self._responses[method] = found
+        try:
+            env = found[0].decode(data)
+        except (msgspec.DecodeError, RecursionError, UnicodeDecodeError, ValueError, TypeError):
+            return None
+        if env.method or env.error or type(env.id) is not type(id_) or env.id != id_:
+            return None
+        del pending[id_]
+        if found[1]:
+            self._learn(env.result)
+        return Response(id=id_, result=env.result)
 
     def _slow(self, data: Any, batch_allowed: bool) -> Any:
         try:
@@ -382,8 +495,9 @@ class Codec:
             wire = self._fast.decode(data)
         except (msgspec.DecodeError, RecursionError, UnicodeDecodeError, ValueError, TypeError):
             return self._slow(data, batch_allowed=False)
-        msg = self._by_wire[type(wire)](wire)
-        self._received(msg)
+        m = self._by_wire[type(wire)]
+        msg = wire if m.enveloped else m.wrap(wire)
+        self._received(msg, m)
         return msg
 
     def _classify(self, env: _Envelope, data: Any) -> Any:
@@ -487,13 +601,14 @@ class Codec:
 
     # -- capabilities ---------------------------------------------------------------------------
 
-    def _received(self, msg: Any) -> None:
-        m = self._rev.by_class.get(type(msg.message if isinstance(msg, Request) else msg))
-        if m is not None and m.gates:
+    def _received(self, msg: Any, m: _Method | None = None) -> None:
+        if m is None:
+            m = self._rev.by_class.get(type(msg.message if isinstance(msg, Request) else msg))
+        if m is not None and m.gates and (self.capabilities is not None or self.peer_capabilities is not None):
             self._check_gates(m, msg, incoming=True)
         if self._check_meta:
             self._check_request_meta(msg)
-        if m is not None and m.spec.kind == "request":
+        if m is not None and m.learns:
             self._learn(_params(msg))
 
     def _learn(self, carrier: Any) -> None:
@@ -559,6 +674,26 @@ class Codec:
         Requests this side sends are remembered by id, so that their responses decode to the
         precise result class.
         """
+        t = type(msg)
+        if t is Response:
+            self._learn(msg.result)
+            return _json_encode(msg)
+        m = self._send.get(t)
+        if m is not None:  # a generated message this side sends, no Request wrapper needed
+            if m.gates or m.learns:
+                self._sent(m, msg)
+            if m.enveloped:
+                if m.spec.kind == "request":
+                    self._pending[msg.id] = m.spec.method
+                return _json_encode(msg)
+            return self._enveloped(m, msg, None)
+        if t is Request:
+            m = self._send_wrapped.get(type(msg.message))
+            if m is not None and m.spec.kind == "request":
+                if m.gates or m.learns:
+                    self._sent(m, msg)
+                self._pending[msg.id] = m.spec.method
+                return self._enveloped(m, msg.message, msg.id)
         if isinstance(msg, list):
             if not self._rev.batches:
                 raise ProtocolError(INVALID_REQUEST, f"JSON-RPC batches are not part of MCP {self.revision}")
@@ -598,10 +733,19 @@ class Codec:
             return msgspec.json.encode(msg)
         return msgspec.json.encode(msg if m.unwrap is None else m.unwrap(msg))
 
+    def _enveloped(self, m: _Method, message: Any, id_: Any) -> bytes:
+        """A 2024-11-05 to 2025-06-18 message with its envelope, as ``m.unwrap`` would give it:
+        the generated message's JSON with ``id`` and ``jsonrpc`` put in after its tag."""
+        body = _json_encode(message)
+        if not body.startswith(m.prefix) or m.unwrap is None:
+            raise TypeError(f"cannot encode {type(message).__name__} as a message of MCP {self.revision}")
+        envelope = b',"jsonrpc":"2.0"' if id_ is None else b',"id":' + _json_encode(id_) + b',"jsonrpc":"2.0"'
+        return m.prefix + envelope + body[len(m.prefix) :]
+
     def _sent(self, m: _Method, msg: Any) -> None:
-        if m.gates:
+        if m.gates and (self.capabilities is not None or self.peer_capabilities is not None):
             self._check_gates(m, msg, incoming=False)
-        if m.spec.kind == "request":
+        if m.learns:
             self._learn(_params(msg))
 
     def _sendable(self, m: _Method) -> None:
