@@ -13,13 +13,13 @@ import importlib
 from collections.abc import Callable
 from functools import cache
 from types import ModuleType
-from typing import Any, TypeVar
+from typing import Any, TypeVar, get_args, get_origin
 
 import msgspec
 from msgspec import UNSET
 
 from ._revisions import PACKAGES, REVISIONS
-from ._support import convert as _convert
+from ._support import dec_hook, join_path
 
 __all__ = ["Ctx", "ProjectionError", "project", "project_lossy", "revision_of"]
 
@@ -44,6 +44,12 @@ class ProjectionError(ValueError):
         self.reason = reason
         super().__init__(f"cannot project {type} at {path} from {source} to {target}: {reason}")
 
+    def within(self, key: str | int) -> ProjectionError:
+        """The same failure, one level further from the projected object (at ``key``)."""
+        return ProjectionError(
+            self.type, "$" + _render([key])[1:] + self.path[1:], self.source, self.target, self.reason
+        )
+
 
 def _render(at: list[str | int]) -> str:
     out = "$"
@@ -58,15 +64,20 @@ def _render(at: list[str | int]) -> str:
 
 
 class Ctx:
-    """What generated projection functions carry: the revisions, where they are (only at
-    values that can fail), and, in lossy mode, the paths dropped so far."""
+    """What generated projection functions carry: the revisions, and how to report a failure.
 
-    __slots__ = ("at", "dropped", "lossy", "source", "target")
+    This is the faithful mode: nothing is tracked while values project, and a failure's JSON
+    path is built on its way out, each level adding its key (try/except costs nothing when
+    nothing fails). ``_LossyCtx`` tracks where it is, so that it can drop the failing value and
+    record its path.
+    """
 
-    def __init__(self, source: str, target: str, lossy: bool) -> None:
+    __slots__ = ("at", "dropped", "source", "target")
+    lossy = False
+
+    def __init__(self, source: str, target: str) -> None:
         self.source = source
         self.target = target
-        self.lossy = lossy
         self.at: list[str | int] = []
         self.dropped: list[str] = []
 
@@ -81,31 +92,87 @@ class Ctx:
 
     def req(self, v: Any, f: Callable[[Any, Ctx], Any], key: str) -> Any:
         """Project the value of a field the target requires (it cannot be dropped)."""
+        try:
+            return f(v, self)
+        except ProjectionError as exc:
+            raise exc.within(key) from None
+
+    def opt(self, v: Any, f: Callable[[Any, Ctx], Any], key: str) -> Any:
+        """Project the value of an optional field."""
+        try:
+            return f(v, self)
+        except ProjectionError as exc:
+            raise exc.within(key) from None
+
+    def items(self, vs: list[Any], f: Callable[[Any, Ctx], Any]) -> list[Any]:
+        """Project list items."""
+        i = 0
+        try:
+            out = []
+            for i, v in enumerate(vs):  # noqa: B007 - i names the failing item
+                out.append(f(v, self))
+            return out
+        except ProjectionError as exc:
+            raise exc.within(i) from None
+
+    def values(self, vs: dict[str, Any], f: Callable[[Any, Ctx], Any]) -> dict[str, Any]:
+        """Project map values."""
+        k = ""
+        try:
+            out = {}
+            for k, v in vs.items():  # noqa: B007 - k names the failing value
+                out[k] = f(v, self)
+            return out
+        except ProjectionError as exc:
+            raise exc.within(k) from None
+
+    def convert(self, v: Any, tp: Any, type: str) -> Any:
+        """Validate a JSON value the source leaves open into the target's type ``tp``."""
+        return self.check(msgspec.to_builtins(v), tp, type)
+
+    def check(self, v: Any, tp: Any, type: str) -> Any:
+        """Validate a plain JSON value the source leaves open into the target's type ``tp``."""
+        fits = _plain_check(tp)
+        if fits is not None and fits(v):
+            return v  # already of that shape: plain JSON is shared, not copied
+        try:
+            return msgspec.convert(v, tp, dec_hook=dec_hook)
+        except msgspec.ValidationError as exc:
+            return self.fail(type, f"the value does not fit {self.target}: {join_path(str(exc))}")
+
+
+class _LossyCtx(Ctx):
+    """The lossy mode: tracks where it is, drops what fails at the nearest optional field, list
+    item or map value, and records the JSON paths it dropped."""
+
+    __slots__ = ()
+    lossy = True
+
+    def req(self, v: Any, f: Callable[[Any, Ctx], Any], key: str) -> Any:
         at = self.at
         at.append(key)
         r = f(v, self)
         at.pop()
         return r
 
+    def _drop(self, n: int) -> None:
+        del self.at[n + 1 :]
+        self.dropped.append(_render(self.at))
+        del self.at[n:]
+
     def opt(self, v: Any, f: Callable[[Any, Ctx], Any], key: str) -> Any:
-        """Project the value of an optional field; in lossy mode a failure omits the field."""
         at = self.at
         n = len(at)
         at.append(key)
         try:
             r = f(v, self)
         except ProjectionError:
-            if not self.lossy:
-                raise
-            del at[n + 1 :]
-            self.dropped.append(_render(at))
-            del at[n:]
+            self._drop(n)
             return UNSET
         at.pop()
         return r
 
     def items(self, vs: list[Any], f: Callable[[Any, Ctx], Any]) -> list[Any]:
-        """Project list items; in lossy mode an item that fails is left out."""
         at = self.at
         n = len(at)
         out = []
@@ -114,15 +181,12 @@ class Ctx:
             try:
                 out.append(f(v, self))
             except ProjectionError:
-                if not self.lossy:
-                    raise
-                del at[n + 1 :]
-                self.dropped.append(_render(at))
+                self._drop(n)
+                continue
             del at[n:]
         return out
 
     def values(self, vs: dict[str, Any], f: Callable[[Any, Ctx], Any]) -> dict[str, Any]:
-        """Project map values; in lossy mode a value that fails is left out."""
         at = self.at
         n = len(at)
         out = {}
@@ -131,27 +195,33 @@ class Ctx:
             try:
                 out[k] = f(v, self)
             except ProjectionError:
-                if not self.lossy:
-                    raise
-                del at[n + 1 :]
-                self.dropped.append(_render(at))
+                self._drop(n)
+                continue
             del at[n:]
         return out
 
-    def convert(self, v: Any, tp: Any, type: str) -> Any:
-        """Validate a JSON value the source leaves open into the target's type ``tp``."""
-        try:
-            return _convert(msgspec.to_builtins(v), tp)
-        except msgspec.ValidationError as exc:
-            return self.fail(type, f"the value does not fit {self.target}: {exc}")
+
+_LEAVES: dict[Any, Callable[[Any], bool]] = {
+    Any: lambda x: True,
+    str: lambda x: type(x) is str,
+    bool: lambda x: type(x) is bool,
+    int: lambda x: type(x) is int,
+}
 
 
-    def check(self, v: Any, tp: Any, type: str) -> Any:
-        """Validate a plain JSON value the source leaves open into the target's type ``tp``."""
-        try:
-            return _convert(v, tp)
-        except msgspec.ValidationError as exc:
-            return self.fail(type, f"the value does not fit {self.target}: {exc}")
+@cache
+def _plain_check(tp: Any) -> Callable[[Any], bool] | None:
+    """A fast exact test for ``tp`` when it is a plain JSON container (``list[str]``,
+    ``dict[str, dict[str, Any]]``, ...); None for anything msgspec must judge."""
+    leaf = _LEAVES.get(tp)
+    if leaf is not None:
+        return leaf
+    origin, args = get_origin(tp), get_args(tp)
+    if origin is list and len(args) == 1 and (item := _plain_check(args[0])) is not None:
+        return lambda v: type(v) is list and all(item(x) for x in v)
+    if origin is dict and len(args) == 2 and args[0] is str and (value := _plain_check(args[1])) is not None:
+        return lambda v: type(v) is dict and all(type(k) is str and value(x) for k, x in v.items())
+    return None
 
 
 def ident(v: Any, c: Ctx) -> Any:
@@ -215,7 +285,7 @@ def _run(obj: Any, to: str, lossy: bool) -> tuple[Any, list[str]]:
     if f is None:
         name = module.NAMES.get(type(obj), type(obj).__name__)
         raise ProjectionError(name, "$", source, to, f"{name} does not exist in {to}")
-    c = Ctx(source, to, lossy)
+    c = _LossyCtx(source, to) if lossy else Ctx(source, to)
     return f(obj, c), c.dropped
 
 

@@ -1,0 +1,59 @@
+"""The projection runtime's shortcuts agree with msgspec, and failures name their JSON path."""
+
+from typing import Any
+
+import msgspec
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import mcpbind
+from mcpbind import v2024_11_05 as old
+from mcpbind import v2026_07_28 as new
+from mcpbind.projection import _plain_check
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=3),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3),
+    max_leaves=8,
+)
+PLAIN_TYPES = [list[str], dict[str, dict[str, Any]], dict[str, Any], list[int], dict[str, list[str]], list[bool]]
+
+
+@pytest.mark.parametrize("tp", PLAIN_TYPES, ids=str)
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(value=JSON)
+def test_the_plain_json_shortcut_accepts_only_what_msgspec_accepts_unchanged(tp, value):
+    check = _plain_check(tp)
+    assert check is not None
+    try:
+        converted = msgspec.convert(value, tp)
+    except msgspec.ValidationError:
+        assert not check(value)
+    else:
+        assert check(value) == (converted == value and msgspec.json.encode(converted) == msgspec.json.encode(value))
+
+
+def test_types_with_constraints_or_structs_are_left_to_msgspec():
+    assert _plain_check(float) is None
+    assert _plain_check(new.Tool) is None
+
+
+def test_a_failure_deep_inside_names_its_full_json_path():
+    tools = new.ListToolsResult(
+        result_type="complete",
+        cache_scope="public",
+        ttl_ms=0,
+        tools=[
+            new.Tool(name="ok", input_schema=new.ToolInputSchema(type="object")),
+            new.Tool(name="bad", input_schema=new.ToolInputSchema({"properties": {"p": 5}}, type="object")),
+        ],
+    )
+    with pytest.raises(mcpbind.ProjectionError) as info:
+        mcpbind.project(tools, "2024-11-05")
+    assert info.value.path == "$.tools[1].inputSchema.properties"
+    assert (info.value.source, info.value.target) == ("2026-07-28", "2024-11-05")
+    kept, dropped = mcpbind.project_lossy(tools, "2024-11-05")
+    assert dropped == ["$.tools[1].inputSchema.properties"]
+    assert [t.name for t in kept.tools] == ["ok", "bad"]
+    assert isinstance(kept, old.ListToolsResult)
