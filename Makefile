@@ -44,6 +44,13 @@ lint: $(STAMP)
 types: $(STAMP)
 	$(BIN)/mypy codegen mcpbind generated/mcpbind
 
+# Benchmarks against the official bindings (mcp-types), datamodel-code-generator's msgspec output,
+# orjson and json, in one run: prints the tables, writes docs/benchmarks.md and docs/benchmarks.png.
+# The interop sessions it decodes are recorded in bench/sessions/ (`python -m bench --record`
+# records them anew from the real peers; that needs the interop stamp).
+bench: $(STAMP)
+	$(BIN)/python -m bench
+
 drift: $(STAMP)
 	$(BIN)/mcpbind generate --check
 

@@ -1,0 +1,596 @@
+"""`make bench`: mcpbind against the official bindings and the untyped floor, in one run.
+
+    .venv/bin/python -m bench [--quick] [--no-generate] [--record] [--out docs/benchmarks.md]
+
+Prints a table per measurement, then writes ``docs/benchmarks.md`` (machine, Python, package
+versions, date, every figure and which targets are met) and ``docs/benchmarks.png``.
+Times are the minimum over repeated runs (timeit, garbage collector off while timing), all
+anchors measured in this one process; import, generation and memory in subprocesses.
+A benchmark, not a test: nothing here fails on a slow figure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import gc
+import json
+import os
+import platform
+import re
+import subprocess
+import sys
+import tempfile
+import time
+import timeit
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from . import projection as projection_script
+from .anchors import Anchor, Dmcg, Json, Mcpbind, McpTypes, Orjson, accepted_by_mcpbind
+from .workloads import ROOT, SESSIONS, Workload, all_workloads, record, schema_dir
+
+PY = sys.executable
+ANCHORS = ("mcpbind", "mcp-types", "dmcg", "orjson", "json")
+PROJECT_TO = {"2025-11-25": "2024-11-05", "2026-07-28": "2025-11-25"}
+
+# The targets of the issue.
+DECODE_VS_MCP_TYPES = 5.0  # at least this many times faster
+DECODE_VS_ORJSON = 1.3  # at most this many times orjson.loads
+ENCODE_VS_MCP_TYPES = 5.0
+ENCODE_VS_ORJSON = 1.3
+PROJECT_VS_DECODE = 2.0  # decode + project at most this many times decode
+IMPORT_VS_MCP_TYPES = 0.2
+NOOP_GENERATE = 1.0
+COLD_GENERATE = 15.0
+
+
+# ---------------------------------------------------------------------------------------------
+# Timing
+
+
+class Timer:
+    def __init__(self, quick: bool) -> None:
+        self.run_time = 0.005 if quick else 0.02  # seconds per repeat, at least
+        self.repeat = 3 if quick else 7
+
+    def __call__(self, fn: Any) -> float:
+        """Seconds per call: the minimum over ``repeat`` runs of enough calls to last ``run_time``."""
+        number = 1
+        while True:
+            t = timeit.timeit(fn, number=number)
+            if t >= self.run_time:
+                break
+            number = max(number * 2, int(number * self.run_time / max(t, 1e-9) * 1.1))
+        best = min([t, *timeit.repeat(fn, number=number, repeat=self.repeat - 1)])
+        return best / number
+
+
+@dataclass
+class Row:
+    workload: Workload
+    decode: dict[str, float | None] = field(default_factory=dict)
+    encode: dict[str, float | None] = field(default_factory=dict)
+    notes: dict[str, str] = field(default_factory=dict)
+    project: float | None = None  # decode + project, seconds
+    project_note: str = ""
+
+    def ratio(self, what: str, a: str, b: str) -> float | None:
+        times = self.decode if what == "decode" else self.encode
+        x, y = times.get(a), times.get(b)
+        return x / y if x and y else None
+
+
+def measure_workloads(timer: Timer, anchors: list[Anchor], workloads: list[Workload]) -> list[Row]:
+    import mcpbind
+
+    rows = []
+    for w in workloads:
+        row = Row(w)
+        for anchor in anchors:
+            fn, note = anchor.decoder(w)
+            if note:
+                row.notes[anchor.name] = note
+            if fn is None:
+                row.decode[anchor.name] = row.encode[anchor.name] = None
+                continue
+            row.decode[anchor.name] = timer(fn)
+            efn, enote = anchor.encoder(w, fn())
+            if enote:
+                row.notes[anchor.name] = (row.notes.get(anchor.name, "") + " " + enote).strip()
+            row.encode[anchor.name] = timer(efn) if efn else None
+            if anchor.name == "mcpbind":
+                payloads = [_payload(v) for v in fn()]
+                row.encode["mcpbind payload"] = timer(lambda payloads=payloads: [_encode(p) for p in payloads])
+        target = PROJECT_TO.get(w.revision)
+        if target and w.group != "session":
+            decode, _ = Mcpbind().decoder(w)
+
+            def both(decode: Any = decode, target: str = target, project: Any = mcpbind.project) -> list[Any]:
+                return [project(_payload(v), to=target) for v in decode()]
+
+            try:
+                both()
+                row.project = timer(both)
+            except Exception as exc:  # noqa: BLE001 - reported, not raised
+                row.project_note = f"{type(exc).__name__}: {str(exc)[:100]}"
+        rows.append(row)
+        print(f"  {w.name}: done", file=sys.stderr)
+    return rows
+
+
+def _encode(value: Any) -> bytes:
+    import msgspec
+
+    return msgspec.json.encode(value)
+
+
+def _payload(msg: Any) -> Any:
+    """What projection takes: the result of a response, the generated message of a request."""
+    from mcpbind import Request, Response
+
+    if isinstance(msg, Response):
+        return msg.result
+    if isinstance(msg, Request):
+        return msg.message
+    return msg
+
+
+# ---------------------------------------------------------------------------------------------
+# Subprocess measurements
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env.update(extra)
+    return env
+
+
+def _importtime(module: str, env: dict[str, str], extra: list[str] | None = None) -> tuple[float, float]:
+    """(cumulative import time of ``module`` by -X importtime, wall time of the process), s."""
+    argv = [PY, "-X", "importtime", *(extra or []), "-c", f"import {module}"]
+    start = time.perf_counter()
+    proc = subprocess.run(argv, env=env, capture_output=True, text=True, check=True, cwd=ROOT)
+    wall = time.perf_counter() - start
+    cumulative = 0
+    for line in proc.stderr.splitlines():
+        m = re.match(r"import time:\s+(\d+) \|\s+(\d+) \|\s*(.*)$", line)
+        if m and m.group(3).strip() == module:
+            cumulative = int(m.group(2))
+    return cumulative / 1e6, wall
+
+
+def measure_imports(quick: bool) -> dict[str, Any]:
+    modules = ["mcpbind.v2025_11_25", "mcpbind.v2026_07_28", "mcp_types"]
+    runs = 3 if quick else 7
+    out: dict[str, Any] = {"warm": {}, "cold": {}}
+    warm_env = _env()
+    for module in modules:
+        _importtime(module, warm_env)  # writes the bytecode cache where it is missing
+        out["warm"][module] = min(_importtime(module, warm_env) for _ in range(runs))
+    baseline = min(_wall([PY, "-c", "pass"], warm_env) for _ in range(runs))
+    out["startup"] = baseline
+    for module in modules:
+        best = None
+        for _ in range(2 if quick else 3):
+            with tempfile.TemporaryDirectory(prefix="bench-pyc-") as prefix:
+                # An empty pycache prefix: every module imported compiles from source.
+                cold_env = _env(PYTHONDONTWRITEBYTECODE="1")
+                t = _importtime(module, cold_env, ["-X", f"pycache_prefix={prefix}"])
+            best = t if best is None or t < best else best
+        out["cold"][module] = best
+    return out
+
+
+def _wall(argv: list[str], env: dict[str, str], cwd: Path = ROOT) -> float:
+    start = time.perf_counter()
+    subprocess.run(argv, env=env, capture_output=True, check=True, cwd=cwd)
+    return time.perf_counter() - start
+
+
+def measure_generation(quick: bool) -> dict[str, Any]:
+    """`mcpbind generate --force` (cold) and `mcpbind generate` (no-op), on a copy of the tree.
+
+    The copy (generator, templates, pins, runtime, committed output) is imported first through
+    PYTHONPATH, so the generator writes there and the work tree's generated/ is left alone."""
+    import shutil
+
+    exe = str(Path(PY).with_name("mcpbind"))
+    with tempfile.TemporaryDirectory(prefix="bench-generate-") as tmp:
+        copy = Path(tmp)
+        for name in ("codegen", "templates", "schema", "generated", "mcpbind", "docs"):
+            if (ROOT / name).exists():
+                shutil.copytree(ROOT / name, copy / name, ignore=shutil.ignore_patterns("__pycache__", "*.png"))
+        shutil.copy(ROOT / "pyproject.toml", copy)
+        env = _env(PYTHONPATH=str(copy), MCPBIND_SCHEMA_DIR=str(schema_dir()))
+        cold = _wall([exe, "generate", "--force"], env, cwd=copy)
+        noop = min(_wall([exe, "generate"], env, cwd=copy) for _ in range(2 if quick else 3))
+    return {"cold": cold, "noop": noop, "output_changed": False}
+
+
+def _git_status_generated() -> str:
+    proc = subprocess.run(["git", "status", "--porcelain", "generated"], cwd=ROOT, capture_output=True, text=True)
+    return proc.stdout
+
+
+def measure_memory(n: int) -> dict[str, Any]:
+    out = {}
+    for anchor in ("mcpbind", "mcp-types", "orjson"):
+        proc = subprocess.run(
+            [PY, "-m", "bench.memory", anchor, str(n)], cwd=ROOT, capture_output=True, text=True, check=True, env=_env()
+        )
+        out[anchor] = json.loads(proc.stdout)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Report
+
+
+def us(t: float | None) -> str:
+    if t is None:
+        return "-"
+    if t >= 1e-3:
+        return f"{t * 1e3:.2f} ms"
+    return f"{t * 1e6:.1f} µs"
+
+
+def x(r: float | None) -> str:
+    return "-" if r is None else f"{r:.2f}x"
+
+
+def verdict(ok: bool | None) -> str:
+    return "n/a" if ok is None else ("met" if ok else "**missed**")
+
+
+def versions() -> dict[str, str]:
+    out = {}
+    for dist in ("mcpbind", "msgspec", "mcp-types", "pydantic", "pydantic-core", "datamodel-code-generator", "orjson", "matplotlib"):
+        try:
+            out[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            out[dist] = "-"
+    return out
+
+
+def machine() -> str:
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{cpu}, {os.cpu_count()} cores, {platform.system()} {platform.release()}"
+
+
+def decode_table(rows: list[Row]) -> list[str]:
+    lines = [
+        "| workload | bytes | mcpbind | mcp-types | dmcg | orjson.loads | json.loads | mcp-types / mcpbind (>= 5x) | mcpbind / orjson (<= 1.3x) |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for r in rows:
+        t = r.decode
+        vs_types, vs_orjson = r.ratio("decode", "mcp-types", "mcpbind"), r.ratio("decode", "mcpbind", "orjson")
+        lines.append(
+            f"| {r.workload.name} ({r.workload.revision}) | {r.workload.size:,} | {us(t.get('mcpbind'))} | {us(t.get('mcp-types'))} "
+            f"| {us(t.get('dmcg')) if t.get('dmcg') else _short(r.notes.get('dmcg', '-'))} | {us(t.get('orjson'))} | {us(t.get('json'))} "
+            f"| {_mark(vs_types, vs_types is not None and vs_types >= DECODE_VS_MCP_TYPES)} "
+            f"| {_mark(vs_orjson, vs_orjson is not None and vs_orjson <= DECODE_VS_ORJSON)} |"
+        )
+    return lines
+
+
+def encode_table(rows: list[Row]) -> list[str]:
+    lines = [
+        "| workload | mcpbind message | mcpbind payload | mcp-types payload | dmcg | orjson.dumps | json.dumps | mcp-types / mcpbind, payloads (>= 5x) | mcpbind / orjson, messages (<= 1.3x) |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for r in rows:
+        t = r.encode
+        vs_types, vs_orjson = r.ratio("encode", "mcp-types", "mcpbind payload"), r.ratio("encode", "mcpbind", "orjson")
+        lines.append(
+            f"| {r.workload.name} ({r.workload.revision}) | {us(t.get('mcpbind'))} | {us(t.get('mcpbind payload'))} | {us(t.get('mcp-types'))} | {us(t.get('dmcg'))} "
+            f"| {us(t.get('orjson'))} | {us(t.get('json'))} "
+            f"| {_mark(vs_types, vs_types is not None and vs_types >= ENCODE_VS_MCP_TYPES)} "
+            f"| {_mark(vs_orjson, vs_orjson is not None and vs_orjson <= ENCODE_VS_ORJSON)} |"
+        )
+    return lines
+
+
+def _mark(r: float | None, ok: bool) -> str:
+    return "-" if r is None else (x(r) if ok else f"**{x(r)}**")
+
+
+def _short(note: str) -> str:
+    note = note.replace("|", "\\|")
+    return note if len(note) < 70 else note[:67] + "..."
+
+
+def summary(rows: list[Row], extra: dict[str, Any]) -> list[tuple[str, str, str, bool | None]]:
+    """(target, measured, where, met) for the headline table."""
+
+    def worst(values: list[tuple[float, str]], low: bool) -> tuple[float, str] | None:
+        values = [v for v in values if v[0] is not None]
+        if not values:
+            return None
+        return min(values) if low else max(values)
+
+    out: list[tuple[str, str, str, bool | None]] = []
+    d_types = worst([(r.ratio("decode", "mcp-types", "mcpbind"), r.workload.name) for r in rows], low=True)
+    d_orjson = worst([(r.ratio("decode", "mcpbind", "orjson"), r.workload.name) for r in rows], low=False)
+    e_types = worst([(r.ratio("encode", "mcp-types", "mcpbind payload"), r.workload.name) for r in rows], low=True)
+    e_orjson = worst([(r.ratio("encode", "mcpbind", "orjson"), r.workload.name) for r in rows], low=False)
+    proj = worst([(r.project / r.decode["mcpbind"], r.workload.name) for r in rows if r.project and r.decode.get("mcpbind")], low=False)
+
+    def met_count(vals: list[float | None], ok: Any) -> str:
+        vals = [v for v in vals if v is not None]
+        return f"{sum(1 for v in vals if ok(v))}/{len(vals)} workloads"
+
+    if d_types:
+        vals = [r.ratio("decode", "mcp-types", "mcpbind") for r in rows]
+        out.append(("decode >= 5x faster than mcp-types", f"worst {x(d_types[0])}", f"{d_types[1]}; met on {met_count(vals, lambda v: v >= DECODE_VS_MCP_TYPES)}", d_types[0] >= DECODE_VS_MCP_TYPES))
+    if d_orjson:
+        vals = [r.ratio("decode", "mcpbind", "orjson") for r in rows]
+        out.append(("decode <= 1.3x orjson.loads", f"worst {x(d_orjson[0])}", f"{d_orjson[1]}; met on {met_count(vals, lambda v: v <= DECODE_VS_ORJSON)}", d_orjson[0] <= DECODE_VS_ORJSON))
+    if e_types:
+        vals = [r.ratio("encode", "mcp-types", "mcpbind payload") for r in rows]
+        out.append(("encode >= 5x faster than mcp-types", f"worst {x(e_types[0])}", f"{e_types[1]}; met on {met_count(vals, lambda v: v >= ENCODE_VS_MCP_TYPES)}", e_types[0] >= ENCODE_VS_MCP_TYPES))
+    if e_orjson:
+        vals = [r.ratio("encode", "mcpbind", "orjson") for r in rows]
+        out.append(("encode <= 1.3x orjson.dumps", f"worst {x(e_orjson[0])}", f"{e_orjson[1]}; met on {met_count(vals, lambda v: v <= ENCODE_VS_ORJSON)}", e_orjson[0] <= ENCODE_VS_ORJSON))
+    if proj:
+        vals = [r.project / r.decode["mcpbind"] for r in rows if r.project and r.decode.get("mcpbind")]
+        out.append(("decode + project <= 2x decode", f"worst {x(proj[0])}", f"{proj[1]}; met on {met_count(vals, lambda v: v <= PROJECT_VS_DECODE)}", proj[0] <= PROJECT_VS_DECODE))
+    p100 = extra.get("projection100")
+    if p100:
+        r = p100["project"] / p100["decode"]
+        out.append(("project 100 tools 2026-07-28 -> 2024-11-05 < decode", x(r), f"{us(p100['project'])} vs {us(p100['decode'])}", r < 1.0))
+    imp = extra.get("imports")
+    if imp:
+        ours, theirs = imp["warm"]["mcpbind.v2025_11_25"][0], imp["warm"]["mcp_types"][0]
+        out.append(("import of one revision <= 1/5 of `import mcp_types`", f"{x(ours / theirs)} (warm)", f"{us(ours)} vs {us(theirs)}; cold from source {us(imp['cold']['mcpbind.v2025_11_25'][0])} vs {us(imp['cold']['mcp_types'][0])}", ours / theirs <= IMPORT_VS_MCP_TYPES))
+    gen = extra.get("generation")
+    if gen:
+        out.append(("no-op regenerate < 1 s", f"{gen['noop']:.2f} s", "`mcpbind generate`", gen["noop"] < NOOP_GENERATE))
+        out.append(("cold generate, six revisions < 15 s", f"{gen['cold']:.2f} s", "`mcpbind generate --force`", gen["cold"] < COLD_GENERATE))
+    mem = extra.get("memory")
+    if mem:
+        a, b = mem["mcpbind"]["peak"], mem["mcp-types"]["peak"]
+        out.append(("memory, 100,000 tools/call requests < mcp-types", f"{a / 2**20:.0f} MiB", f"mcp-types {b / 2**20:.0f} MiB, orjson dicts {mem['orjson']['peak'] / 2**20:.0f} MiB", a < b))
+    return out
+
+
+def write_report(path: Path, rows: list[Row], extra: dict[str, Any], chart: Path | None, seconds: float) -> str:
+    now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    lines = [
+        "# Benchmarks",
+        "",
+        "Written by `make bench` (`python -m bench`); do not edit by hand, the next run replaces it.",
+        "",
+        f"- date: {now}; the whole run took {seconds:.0f} s",
+        f"- machine: {machine()}",
+        f"- Python: {platform.python_implementation()} {platform.python_version()}",
+        "- packages: " + ", ".join(f"{k} {v}" for k, v in versions().items()),
+        "",
+        "Times are the minimum over repeated runs (timeit, garbage collector off while timing) of",
+        "decoding or encoding every message of the workload once; all anchors are measured in the same",
+        "process. The machine is a shared 2-core VM: small figures move by 10-20 % between runs.",
+        "",
+        "## Targets",
+        "",
+        "| target | measured | where / detail | |",
+        "| --- | --- | --- | --- |",
+    ]
+    for target, measured, where, ok in summary(rows, extra):
+        lines.append(f"| {target} | {measured} | {where} | {verdict(ok)} |")
+    lines += ["", "## What is measured", "", ANCHORS_TEXT, ""]
+    if chart is not None:
+        lines += [f"![decode and encode time relative to orjson]({chart.name})", ""]
+    lines += ["## Full message decode", "", *decode_table(rows), ""]
+    notes = [(r, a, n) for r in rows for a, n in r.notes.items()]
+    if notes:
+        lines += ["Notes:", ""]
+        lines += [f"- {r.workload.name}, {a}: {_short(n) if a == 'dmcg' else n}" for r, a, n in notes]
+        skipped = [(r, s) for r in rows for s in r.workload.skipped]
+        lines += [f"- {r.workload.name}: left out (mcpbind rejects the peer's message): {s}" for r, s in skipped]
+        lines.append("")
+    lines += ["## Encode", "", ENCODE_TEXT, "", *encode_table(rows), ""]
+    lines += ["## Projection", "", PROJECTION_TEXT, "", "| workload | to | decode | decode + project | ratio (<= 2x) |", "| --- | --- | ---: | ---: | ---: |"]
+    for r in rows:
+        if r.project or r.project_note:
+            ratio = r.project / r.decode["mcpbind"] if r.project else None
+            lines.append(
+                f"| {r.workload.name} ({r.workload.revision}) | {PROJECT_TO[r.workload.revision]} | {us(r.decode['mcpbind'])} "
+                f"| {us(r.project) if r.project else r.project_note} | {_mark(ratio, ratio is not None and ratio <= PROJECT_VS_DECODE)} |"
+            )
+    p100 = extra.get("projection100")
+    if p100:
+        lines += [
+            "",
+            f"ListToolsResult of 100 tools ({p100['bytes']:,} bytes), 2026-07-28 -> 2024-11-05 (bench/projection.py): "
+            f"decode {us(p100['decode'])}, project alone {us(p100['project'])}, project / decode = "
+            f"**{p100['project'] / p100['decode']:.2f}** (target: below 1).",
+        ]
+    imp = extra.get("imports")
+    if imp:
+        lines += ["", "## Import", "", IMPORT_TEXT, "", "| module | warm bytecode cache | cold, from source |", "| --- | ---: | ---: |"]
+        for module, (t, wall) in imp["warm"].items():
+            cold = imp["cold"][module]
+            lines.append(f"| `import {module}` | {us(t)} (process {us(wall)}) | {us(cold[0])} (process {us(cold[1])}) |")
+        lines.append(f"| `python -c pass` (the process alone) | (process {us(imp['startup'])}) | |")
+    gen = extra.get("generation")
+    if gen:
+        lines += [
+            "",
+            "## Generation",
+            "",
+            f"- cold, all six revisions (`mcpbind generate --force`): {gen['cold']:.2f} s",
+            f"- no-op (`mcpbind generate`, nothing changed): {gen['noop']:.2f} s",
+            f"- datamodel-code-generator, plain msgspec output, the {extra.get('dmcg_revisions')} revisions in parallel: {extra.get('dmcg_seconds', 0):.2f} s",
+        ]
+        if gen["output_changed"]:
+            lines.append("- note: `generated/` differed from the committed output after the run (someone's generator work in progress)")
+    mem = extra.get("memory")
+    if mem:
+        lines += ["", "## Memory", "", MEMORY_TEXT, "", "| decoder | held | peak | time to decode all |", "| --- | ---: | ---: | ---: |"]
+        for name, m in mem.items():
+            lines.append(f"| {name} | {m['held'] / 2**20:.1f} MiB | {m['peak'] / 2**20:.1f} MiB | {m['seconds']:.2f} s |")
+    if extra.get("remarks"):
+        lines += ["", "## Misses: causes and what remains", "", extra["remarks"].strip(), ""]
+    text = "\n".join(lines) + "\n"
+    path.write_text(text)
+    return text
+
+
+ANCHORS_TEXT = """\
+- **mcpbind**: `Codec(revision, role).decode(bytes)` per message, by the side that receives it, with
+  `codec.expect(id, method)` before each response (what encoding the request would have recorded);
+  the result is the precise generated class, envelope included.
+- **mcp-types**: the official bindings (pydantic): `jsonrpc_message_adapter.validate_json(bytes)` for
+  the envelope, then `mcp_types.methods.parse_client_request` / `parse_server_result` / ... with the
+  method and revision for the typed params or result (mcp-types checks pre-2026 revisions against
+  its 2025-11-25 era models).
+- **dmcg**: datamodel-code-generator's plain msgspec output (`--output-model-type msgspec.Struct`)
+  for the same schema, generated into a temporary folder by this run; one `msgspec.json.Decoder`
+  per message for a Struct `{jsonrpc, id, method, params}` or `{jsonrpc, id, result}` around its
+  generated type (it is told the method; it has no way to find it). Where msgspec refuses to build
+  a decoder (a union of untagged Structs) or the decoder rejects a valid message, the table says so.
+- **orjson** / **json**: `loads` of the same bytes, `dumps` of the equivalent dicts: untyped, no
+  validation; the floor a typed decoder is chasing.
+- Workloads: 2025-11-25 messages built by `bench/workloads.py`; 2026-07-28 server/discover and every
+  official example of 2026-07-28 that is a whole JSON-RPC message; and one whole session per
+  revision recorded from the real peers of the interop test (`bench/sessions/*.jsonl`, written by
+  `tests/interop/driver.py`; `python -m bench --record` records them anew). Messages mcpbind
+  rejects (the peers' known deviations) are left out of a session for every decoder."""
+
+ENCODE_TEXT = """\
+mcpbind message: `Codec(revision, sender).encode(msg)` of the decoded value, the whole message
+with its envelope; compared with orjson.dumps of the whole message's dict. mcpbind payload:
+`msgspec.json.encode` of the result of a response or the generated message of a request (for
+2025-11-25 on, that includes `jsonrpc` and `id`); compared with mcp-types, which encodes
+`model_dump_json(by_alias=True, exclude_none=True)` of the typed model its parse function returned
+(the request or notification model, or the result model: no envelope).
+dmcg: `msgspec.json.encode` of its decoded Struct. orjson / json: `dumps` of the `loads` dicts."""
+
+PROJECTION_TEXT = """\
+`mcpbind.project(payload, to=R)` after the decode (the result of a response, the generated
+message of a request), against decode alone; 2025-11-25 workloads go to 2024-11-05 and
+2026-07-28 ones to 2025-11-25."""
+
+IMPORT_TEXT = """\
+`python -X importtime -c "import M"` in a fresh process, the cumulative figure of `M` (minimum of
+several runs). Warm: the bytecode cache exists (written by a first run, with
+PYTHONDONTWRITEBYTECODE unset). Cold: `-X pycache_prefix=<empty folder>` with
+PYTHONDONTWRITEBYTECODE=1, so that every module imported, the standard library's included,
+compiles from source."""
+
+MEMORY_TEXT = """\
+Resident memory grown by decoding 100,000 distinct 2025-11-25 `tools/call` requests (about 140
+bytes each) and keeping the results, in a fresh process per decoder (`python -m bench.memory`);
+the input bytes exist before the baseline. Peak is VmHWM over the same baseline."""
+
+
+def chart(rows: list[Row], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    series = [("mcpbind", "#1f77b4"), ("dmcg", "#2ca02c"), ("json", "#7f7f7f"), ("mcp-types", "#d62728")]
+    fig, axes = plt.subplots(1, 2, figsize=(14, 0.42 * len(rows) + 2), sharey=True)
+    names = [f"{r.workload.name} ({r.workload.revision})" for r in rows]
+    height = 0.8 / len(series)
+    for ax, what in zip(axes, ("decode", "encode"), strict=True):
+        for i, (anchor, color) in enumerate(series):
+            ys, xs = [], []
+            for j, r in enumerate(rows):
+                ratio = r.ratio(what, anchor, "orjson")
+                if ratio is not None:
+                    ys.append(j + (i - (len(series) - 1) / 2) * height)
+                    xs.append(ratio)
+            ax.barh(ys, xs, height=height, color=color, label=anchor)
+        ax.axvline(1.0, color="black", linewidth=0.8)
+        ax.axvline(1.3, color="black", linewidth=0.8, linestyle="--")
+        ax.set_xscale("log")
+        ax.set_title(f"{what}: time relative to orjson.{'loads' if what == 'decode' else 'dumps'} (log; dashed: 1.3x)")
+        ax.set_yticks(range(len(rows)))
+        ax.set_yticklabels(names, fontsize=8)
+        ax.invert_yaxis()
+        ax.grid(axis="x", which="both", alpha=0.3)
+    axes[0].legend(loc="lower right", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+
+
+def print_rows(rows: list[Row]) -> None:
+    head = f"{'workload':48s} {'mcpbind':>10s} {'mcp-types':>10s} {'dmcg':>10s} {'orjson':>10s} {'json':>10s} {'types/ours':>10s} {'ours/orjson':>11s}"
+    for what in ("decode", "encode"):
+        print(f"\n{what}\n{head}")
+        for r in rows:
+            t = r.decode if what == "decode" else r.encode
+            print(
+                f"{r.workload.name[:48]:48s} "
+                + " ".join(f"{us(t.get(a)):>10s}" for a in ANCHORS)
+                + f" {x(r.ratio(what, 'mcp-types', 'mcpbind' if what == 'decode' else 'mcpbind payload')):>10s}"
+                + f" {x(r.ratio(what, 'mcpbind', 'orjson')):>11s}"
+            )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="fewer, shorter repeats (a smoke run)")
+    parser.add_argument("--no-generate", action="store_true", help="skip timing `mcpbind generate`")
+    parser.add_argument("--record", action="store_true", help="record the interop sessions anew first (needs make interop-setup)")
+    parser.add_argument("--out", default=str(ROOT / "docs" / "benchmarks.md"))
+    parser.add_argument("--chart", default=str(ROOT / "docs" / "benchmarks.png"))
+    parser.add_argument("--remarks", default=str(Path(__file__).with_name("remarks.md")), help="hand-written analysis appended to the report")
+    args = parser.parse_args(argv)
+    start = time.perf_counter()
+    if args.record:
+        record(SESSIONS)
+    timer = Timer(args.quick)
+    extra: dict[str, Any] = {}
+
+    print("workloads ...", file=sys.stderr)
+    workloads = [w for w in map(accepted_by_mcpbind, all_workloads()) if w.messages]
+    revisions = sorted({w.revision for w in workloads})
+    dmcg = Dmcg(revisions, schema_dir())
+    extra["dmcg_seconds"] = dmcg.generation["seconds"]
+    extra["dmcg_revisions"] = len(revisions)
+    anchors: list[Anchor] = [Mcpbind(), McpTypes(), dmcg, Orjson(), Json()]
+    gc.collect()
+    rows = measure_workloads(timer, anchors, workloads)
+
+    print("projection (bench/projection.py) ...", file=sys.stderr)
+    extra["projection100"] = projection_script.measure(timer)
+
+    print("memory ...", file=sys.stderr)
+    extra["memory"] = measure_memory(100_000)
+    print("imports ...", file=sys.stderr)
+    extra["imports"] = measure_imports(args.quick)
+    if not args.no_generate:
+        print("generation ...", file=sys.stderr)
+        extra["generation"] = measure_generation(args.quick)
+    remarks = Path(args.remarks)
+    if remarks.exists():
+        extra["remarks"] = remarks.read_text()
+
+    print_rows(rows)
+    print()
+    for target, measured, where, ok in summary(rows, extra):
+        print(f"{verdict(ok).strip('*'):7s} {target}: {measured} ({where})")
+    chart_path = Path(args.chart) if args.chart else None
+    if chart_path is not None:
+        chart(rows, chart_path)
+    write_report(Path(args.out), rows, extra, chart_path, time.perf_counter() - start)
+    print(f"\nwrote {args.out}" + (f" and {chart_path}" if chart_path else "") + f" in {time.perf_counter() - start:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
