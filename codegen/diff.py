@@ -40,6 +40,7 @@ from .ir import (
     TypeExpr,
     UnionT,
 )
+from .unions import value_kind
 
 Breaking = Literal["senders", "receivers", "both"]
 
@@ -230,16 +231,6 @@ def _members(t: TypeExpr) -> list[TypeExpr]:
     return out
 
 
-def _lit_kind(value: object) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    return "string"
 
 
 def _covers(a: TypeExpr, b: TypeExpr) -> bool:
@@ -256,7 +247,7 @@ def _covers(a: TypeExpr, b: TypeExpr) -> bool:
             same = a.json == b.json or (a.json == "number" and b.json == "integer")
             return same and tighter <= set(b.constraints.asserting().items())
         if isinstance(b, Lit) and not tighter:
-            kind = _lit_kind(b.values[0])
+            kind = value_kind(b.values[0])
             return kind == a.json or (a.json == "number" and kind == "integer")
         return False
     if isinstance(a, ArrayT) and isinstance(b, ArrayT):

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-from functools import cache
 
 import jinja2
 
 from .diff import SECTIONS, Diff
-from .paths import TEMPLATES_DIR
+from .emit import environment
 
 
 def _cell(text: str | None, side: str | None = None, note: str | None = None) -> str:
@@ -21,16 +20,8 @@ def _cell(text: str | None, side: str | None = None, note: str | None = None) ->
     return out
 
 
-@cache
 def _env() -> jinja2.Environment:
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(TEMPLATES_DIR)),
-        undefined=jinja2.StrictUndefined,
-        keep_trailing_newline=True,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        autoescape=False,
-    )
+    env = environment()
     env.filters["cell"] = _cell
     return env
 

@@ -8,12 +8,10 @@ from __future__ import annotations
 
 import os
 import re
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any, TypeVar
 
-import black
 import jinja2
 
 from .ir import (
@@ -486,7 +484,8 @@ def _union_at(rev: Revision, site: str) -> UnionT:
 
 
 @cache
-def _env() -> jinja2.Environment:
+def environment() -> jinja2.Environment:
+    """The one jinja2 environment of the generator (templates/; logic stays in Python)."""
     return jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(TEMPLATES_DIR)),
         undefined=jinja2.StrictUndefined,
@@ -499,16 +498,19 @@ def _env() -> jinja2.Environment:
 
 K = TypeVar("K")
 
-BLACK_MODE = black.Mode(line_length=100, target_versions={black.mode.TargetVersion.PY311})
+BLACK_LINE_LENGTH = 100
 
 
 def render(template: str, **context: Any) -> str:
     """Render a template (``format_python`` formats the result)."""
-    return _env().get_template(template).render(**context)
+    return environment().get_template(template).render(**context)
 
 
 def _black(source: str) -> str:
-    return black.format_str(source, mode=BLACK_MODE)
+    import black  # loaded by the renderer only, so that `mcpbind diff` starts fast
+
+    mode = black.Mode(line_length=BLACK_LINE_LENGTH, target_versions={black.mode.TargetVersion.PY311})
+    return black.format_str(source, mode=mode)
 
 
 def format_python(sources: dict[K, str]) -> dict[K, str]:
@@ -517,6 +519,8 @@ def format_python(sources: dict[K, str]) -> dict[K, str]:
     workers = min(len(keys), os.cpu_count() or 1)
     if workers <= 1:
         return {k: _black(sources[k]) for k in keys}
+    from concurrent.futures import ProcessPoolExecutor
+
     with ProcessPoolExecutor(max_workers=workers) as pool:
         formatted = pool.map(_black, [sources[k] for k in keys], chunksize=1)
         return dict(zip(keys, formatted, strict=True))

@@ -28,15 +28,20 @@ class Overlay:
     # method -> the capabilities it needs only when its params say so
 
 
-def _applies(entry: dict[str, Any], revision: str) -> bool:
+def in_range(revision: str, since: str | None, until: str | None) -> bool:
+    """Whether ``revision`` is in ``since``..``until`` (inclusive; None: open) in pin order."""
     order = [p.revision for p in pins()]
-    for key in ("since", "until"):
-        if key in entry and entry[key] not in order:
-            raise OverlayError(f"overlay entry {entry!r}: {key} names unknown revision {entry[key]!r}")
+    for bound in (since, until):
+        if bound is not None and bound not in order:
+            raise OverlayError(f"overlay entry names unknown revision {bound!r}")
     at = order.index(revision)
-    since = order.index(entry["since"]) if "since" in entry else 0
-    until = order.index(entry["until"]) if "until" in entry else len(order) - 1
-    return since <= at <= until
+    lo = order.index(since) if since else 0
+    hi = order.index(until) if until else len(order) - 1
+    return lo <= at <= hi
+
+
+def _applies(entry: dict[str, Any], revision: str) -> bool:
+    return in_range(revision, entry.get("since"), entry.get("until"))
 
 
 @cache
@@ -98,3 +103,56 @@ def apply_patches(schema: dict[str, Any], patches: tuple[Patch, ...], revision: 
             )
         node[key] = copy.deepcopy(patch.value)
     return patched
+
+
+# -- projection entries ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Migration:
+    type: str
+    path: tuple[str, ...]
+    since: str
+    until: str
+    moved_to: tuple[str, ...]
+    moved_since: str
+    reason: str
+
+    def location(self, revision: str) -> tuple[str, ...] | None:
+        if in_range(revision, self.since, self.until):
+            return self.path
+        if in_range(revision, self.moved_since, None):
+            return self.moved_to
+        return None
+
+
+@dataclass(frozen=True)
+class Default:
+    type: str | None
+    field: str
+    value: Any
+    since: str | None
+    until: str | None
+    reason: str
+
+
+def migrations() -> list[Migration]:
+    """The ``[[migration]]`` entries: values that live in different places in different revisions."""
+    out = []
+    for e in _raw().get("migration", []):
+        m = Migration(
+            e["type"], tuple(e["path"]), e["since"], e["until"], tuple(e["moved_to"]), e["moved_since"], e["reason"]
+        )
+        for loc in (m.path, m.moved_to):
+            if not 1 <= len(loc) <= 2:
+                raise OverlayError(f"migration of {m.type}: a location is a field or a field and a map key")
+        out.append(m)
+    return out
+
+
+def defaults() -> list[Default]:
+    """The ``[[default]]`` entries: values projection fills in for a required field."""
+    return [
+        Default(e.get("type"), e["field"], e["value"], e.get("since"), e.get("until"), e["reason"])
+        for e in _raw().get("default", [])
+    ]

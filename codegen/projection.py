@@ -33,9 +33,10 @@ from .ir import (
     TypeExpr,
     UnionT,
 )
-from .overlay import _raw
+from .overlay import Default, Migration, defaults, in_range, migrations
 from .paths import package_name
 from .pin import pins
+from .unions import value_kind
 
 ANY = AnyT()
 
@@ -82,72 +83,6 @@ class PairView:
     def code_key(self) -> str:
         """Everything the ``build`` function is made of: equal keys, equal code."""
         return repr((self.functions, self.tables, self.types, self.project, self.names))
-
-
-# -- overlay ------------------------------------------------------------------------------------
-
-
-def _order() -> list[str]:
-    return [p.revision for p in pins()]
-
-
-def _in(revision: str, since: str | None, until: str | None) -> bool:
-    order = _order()
-    for r in (since, until):
-        if r is not None and r not in order:
-            raise ProjectionGenError(f"overlay names unknown revision {r!r}")
-    at = order.index(revision)
-    lo = order.index(since) if since else 0
-    hi = order.index(until) if until else len(order) - 1
-    return lo <= at <= hi
-
-
-@dataclass(frozen=True)
-class Migration:
-    type: str
-    path: tuple[str, ...]
-    since: str
-    until: str
-    moved_to: tuple[str, ...]
-    moved_since: str
-    reason: str
-
-    def location(self, revision: str) -> tuple[str, ...] | None:
-        if _in(revision, self.since, self.until):
-            return self.path
-        if _in(revision, self.moved_since, None):
-            return self.moved_to
-        return None
-
-
-@dataclass(frozen=True)
-class Default:
-    type: str | None
-    field: str
-    value: Any
-    since: str | None
-    until: str | None
-    reason: str
-
-
-def migrations() -> list[Migration]:
-    out = []
-    for e in _raw().get("migration", []):
-        m = Migration(
-            e["type"], tuple(e["path"]), e["since"], e["until"], tuple(e["moved_to"]), e["moved_since"], e["reason"]
-        )
-        for loc in (m.path, m.moved_to):
-            if not 1 <= len(loc) <= 2:
-                raise ProjectionGenError(f"migration of {m.type}: a location is a field or a field and a map key")
-        out.append(m)
-    return out
-
-
-def defaults() -> list[Default]:
-    return [
-        Default(e.get("type"), e["field"], e["value"], e.get("since"), e.get("until"), e["reason"])
-        for e in _raw().get("default", [])
-    ]
 
 
 # -- type helpers ---------------------------------------------------------------------------------
@@ -211,16 +146,6 @@ def pure(rev: Revision, t: TypeExpr, seen: frozenset[str] = frozenset()) -> bool
     return False
 
 
-def _lit_kind(v: Any) -> str:
-    if v is None:
-        return "null"
-    if isinstance(v, bool):
-        return "boolean"
-    if isinstance(v, int):
-        return "integer"
-    if isinstance(v, float):
-        return "number"
-    return "string"
 
 
 _PY = {"string": ["str"], "integer": ["int"], "number": ["int", "float"], "boolean": ["bool"], "null": ["type(None)"]}
@@ -235,7 +160,7 @@ def _keys(rev: Revision, t: TypeExpr, r: _Renderer) -> list[str]:
     if isinstance(t, Lit):
         out: list[str] = []
         for v in t.values:
-            for k in _PY[_lit_kind(v)][:1]:
+            for k in _PY[value_kind(v)][:1]:
                 if k not in out:
                     out.append(k)
         return out
@@ -254,7 +179,7 @@ class Pair:
         self.a, self.b = a, b
         self.ra, self.rb = _Renderer(a), _Renderer(b)
         self.migrations = [m for m in migrations()]
-        self.defaults = [d for d in defaults() if _in(b.revision, d.since, d.until)]
+        self.defaults = [d for d in defaults() if in_range(b.revision, d.since, d.until)]
         self.memo: dict[tuple[Any, ...], Conv] = {}
         self.functions: list[FunctionView] = []
         self.tables: list[tuple[str, list[tuple[str, str]]]] = []
@@ -366,9 +291,9 @@ class Pair:
                 if a.json == "number" and b.json == "integer":
                     return self._check("type(v) is int", "an integer")
                 return Conv("fail", reason=f"{b.json} cannot hold a {a.json}")
-            if all(_lit_kind(v) in kinds for v in a.values):
+            if all(value_kind(v) in kinds for v in a.values):
                 return ID
-            return self._check(f"v in {literal_tuple(v for v in a.values if _lit_kind(v) in kinds)}", b.json)
+            return self._check(f"v in {literal_tuple(v for v in a.values if value_kind(v) in kinds)}", b.json)
         allowed = b.values
         if isinstance(a, Lit):
             if set(a.values) <= set(allowed):
@@ -469,12 +394,12 @@ class Pair:
                         return bm
             return None
         if isinstance(m, (Prim, Lit)):
-            kinds = {m.json} if isinstance(m, Prim) else {_lit_kind(v) for v in m.values}
+            kinds = {m.json} if isinstance(m, Prim) else {value_kind(v) for v in m.values}
             best: Prim | Lit | None = None
             for bm in bms:
                 if isinstance(bm, Prim) and (bm.json in kinds or (bm.json == "number" and kinds <= {"integer", "number"})):
                     best = best or bm
-                if isinstance(bm, Lit) and {_lit_kind(v) for v in bm.values} & kinds:
+                if isinstance(bm, Lit) and {value_kind(v) for v in bm.values} & kinds:
                     best = best or bm
             return best
         for bm in bms:
@@ -651,7 +576,7 @@ class Pair:
                 if ob.field(fa.wire) is not None:
                     continue
                 d = next(
-                    (d for d in defaults() if d.field == fa.wire and d.type in (None, b_name) and _in(self.a.revision, d.since, d.until)),
+                    (d for d in defaults() if d.field == fa.wire and d.type in (None, b_name) and in_range(self.a.revision, d.since, d.until)),
                     None,
                 )
                 if d is not None and not isinstance(d.value, (dict, list)):
@@ -765,7 +690,7 @@ def provenance_file(irs: dict[str, Revision]) -> str:
     """``_provenance.py``: per type and per field, the revisions that define it."""
     from .emit import render
 
-    order = [r for r in _order() if r in irs]
+    order = [p.revision for p in pins() if p.revision in irs]
     types: dict[str, list[str]] = {}
     fields: dict[str, dict[str, list[str]]] = {}
     for r in order:

@@ -87,12 +87,13 @@ def kind_of(rev: Revision, t: TypeExpr) -> JsonKind | None:
     if isinstance(r, Prim):
         return r.json
     if isinstance(r, Lit):
-        kinds = {_value_kind(v) for v in r.values}
+        kinds = {value_kind(v) for v in r.values}
         return kinds.pop() if len(kinds) == 1 else None
     return None
 
 
-def _value_kind(v: object) -> JsonKind:
+def value_kind(v: object) -> JsonKind:
+    """The JSON kind of a constant."""
     if v is None:
         return "null"
     if isinstance(v, bool):
