@@ -127,21 +127,52 @@ class OpenObject(dict[str, Any]):
 
     @classmethod
     def _decode(cls: type[T], obj: Any, hook: Callable[[type, Any], Any]) -> T:
-        if not isinstance(obj, dict):
+        if type(obj) is not dict:
             raise ValueError(f"Expected `object`, got `{_kind(obj)}`")
-        self: Any = cls.__new__(cls)
+        klass: Any = cls
+        typed = _convert(obj, klass._fields_type)
+        self: Any = dict.__new__(klass)
         dict.update(self, obj)
-        typed = msgspec.convert(obj, self._fields_type, dec_hook=hook)
-        for attribute, wire in self._attributes.items():
+        for attribute, wire in _typed_attributes(klass):
             value = getattr(typed, attribute)
             if value is not msgspec.UNSET:
                 dict.__setitem__(self, wire, value)
-        if self._extra_type is not None:
-            declared = self._attributes.values()
+        if klass._extra_type is not None:
+            declared = klass._attributes.values()
             extra = {k: v for k, v in obj.items() if k not in declared}
-            for key, value in msgspec.convert(extra, self._extra_type, dec_hook=hook).items():
-                dict.__setitem__(self, key, value)
+            dict.update(self, _convert(extra, klass._extra_type))
         return self  # type: ignore[no-any-return]
+
+
+def _typed_attributes(cls: type[OpenObject]) -> tuple[tuple[str, str], ...]:
+    """The declared keys whose decoded value is not the JSON value itself (a Struct, an open
+    object, a union member): only those replace what the peer sent."""
+    plan = cls.__dict__.get("_typed")
+    if plan is None:
+        import msgspec.inspect as mi
+
+        fields = {f.name: f.type for f in mi.type_info(cls._fields_type).fields}  # type: ignore[attr-defined]
+        plan = tuple(
+            (attribute, wire) for attribute, wire in cls._attributes.items() if not _plain(fields[attribute])
+        )
+        type.__setattr__(cls, "_typed", plan)
+    return plan
+
+
+def _plain(t: Any) -> bool:
+    """Whether values of this msgspec type decode to exactly the JSON value (no objects made)."""
+    import msgspec.inspect as mi
+
+    if isinstance(t, (mi.StrType, mi.IntType, mi.BoolType, mi.NoneType, mi.AnyType, mi.LiteralType)):
+        return True
+    if isinstance(t, mi.UnionType):
+        return all(_plain(u) for u in t.types)
+    if isinstance(t, (mi.ListType, mi.DictType)):
+        items = [t.item_type] if isinstance(t, mi.ListType) else [t.key_type, t.value_type]
+        return all(_plain(u) for u in items)
+    if isinstance(t, mi.Metadata):
+        return _plain(t.type)
+    return False  # Structs, custom types (open objects, untagged unions), floats (1 -> 1.0), ...
 
 
 def _kind(obj: Any) -> str:
@@ -198,11 +229,79 @@ def dec_hook(tp: Any, obj: Any) -> Any:
     raise NotImplementedError(f"mcpbind cannot decode {tp!r}")
 
 
+def _needs_hook(tp: Any) -> bool:
+    """Whether converting into ``tp`` reaches an untagged union or open object (msgspec's
+    ``convert`` is several times slower with a ``dec_hook`` than without)."""
+    import msgspec.inspect as mi
+
+    stack: list[Any] = [mi.type_info(tp)]
+    seen: set[int] = set()
+    while stack:
+        t = stack.pop()
+        if isinstance(t, mi.CustomType):
+            return True
+        if id(t) in seen:
+            continue
+        seen.add(id(t))
+        if isinstance(t, (mi.StructType, mi.DataclassType, mi.TypedDictType, mi.NamedTupleType)):
+            stack += [f.type for f in t.fields]
+        elif isinstance(t, mi.UnionType):
+            stack += t.types
+        elif isinstance(t, (mi.ListType, mi.SetType, mi.FrozenSetType, mi.VarTupleType)):
+            stack.append(t.item_type)
+        elif isinstance(t, mi.TupleType):
+            stack += t.item_types
+        elif isinstance(t, mi.DictType):
+            stack += [t.key_type, t.value_type]
+        elif isinstance(t, mi.Metadata):
+            stack.append(t.type)
+    return False
+
+
+_HOOKED: dict[Any, bool] = {}
+
+
+def _convert(obj: Any, tp: Any) -> Any:
+    needs = _HOOKED.get(tp)
+    if needs is None:
+        needs = _HOOKED[tp] = _needs_hook(tp)
+    return msgspec.convert(obj, tp, dec_hook=dec_hook) if needs else msgspec.convert(obj, tp)
+
+
+def _dispatch(tp: type[Untagged]) -> tuple[tuple[str, Member], ...] | None:
+    """For a union of objects each of which requires a key no other member declares
+    (``text`` / ``blob``): that key and its member; None when the members are not so kind."""
+    table = tp.__dict__.get("_dispatch", _MISSING)
+    if table is not _MISSING:
+        return table  # type: ignore[no-any-return]
+    found: list[tuple[str, Member]] | None = []
+    if any(m.kind != "object" for m in tp.members):
+        found = None
+    else:
+        for m in tp.members:
+            others = frozenset().union(*(o.known | o.required for o in tp.members if o is not m))
+            own = sorted(m.required - others)
+            if not own:
+                found = None
+                break
+            found.append((own[0], m))  # type: ignore[union-attr]
+    table = tuple(found) if found is not None else None
+    type.__setattr__(tp, "_dispatch", table)
+    return table
+
+
 def _decode_untagged(tp: type[Untagged], obj: Any) -> Any:
+    if type(obj) is dict and (table := _dispatch(tp)) is not None:
+        for key, member in table:
+            if key in obj:
+                try:
+                    return _convert(obj, member.type)
+                except msgspec.ValidationError:
+                    break  # the general path below reports the error and tries the others
     first_error: msgspec.ValidationError | None = None
     for member in _candidates(tp.members, obj):
         try:
-            return msgspec.convert(obj, member.type, dec_hook=dec_hook)
+            return _convert(obj, member.type)
         except msgspec.ValidationError as exc:
             first_error = first_error or exc
     if first_error is not None:
