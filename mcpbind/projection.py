@@ -201,27 +201,41 @@ class _LossyCtx(Ctx):
         return out
 
 
-_LEAVES: dict[Any, Callable[[Any], bool]] = {
-    Any: lambda x: True,
-    str: lambda x: type(x) is str,
-    bool: lambda x: type(x) is bool,
-    int: lambda x: type(x) is int,
-}
+_EXACT = (str, bool, int)  # JSON leaves whose Python type is exactly one class
+_STR = frozenset({str})
 
 
 @cache
 def _plain_check(tp: Any) -> Callable[[Any], bool] | None:
     """A fast exact test for ``tp`` when it is a plain JSON container (``list[str]``,
-    ``dict[str, dict[str, Any]]``, ...); None for anything msgspec must judge."""
-    leaf = _LEAVES.get(tp)
-    if leaf is not None:
-        return leaf
+    ``dict[str, dict[str, Any]]``, ...); None for anything msgspec must judge. Type sets and
+    ``map`` keep the loops in C."""
+    if tp is Any:
+        return lambda x: True
+    if tp in _EXACT:
+        return lambda x: type(x) is tp
     origin, args = get_origin(tp), get_args(tp)
-    if origin is list and len(args) == 1 and (item := _plain_check(args[0])) is not None:
-        return lambda v: type(v) is list and all(item(x) for x in v)
-    if origin is dict and len(args) == 2 and args[0] is str and (value := _plain_check(args[1])) is not None:
-        return lambda v: type(v) is dict and all(type(k) is str and value(x) for k, x in v.items())
+    if origin is list and len(args) == 1:
+        return _all_of(list, args[0], lambda v: v)
+    if origin is dict and len(args) == 2 and args[0] is str:
+        of_values = _all_of(dict, args[1], dict.values)
+        if of_values is None:
+            return None
+        return lambda v: of_values(v) and _STR.issuperset(map(type, v))
     return None
+
+
+def _all_of(container: type, item: Any, items: Callable[[Any], Any]) -> Callable[[Any], bool] | None:
+    """A test that ``v`` is a ``container`` whose ``items(v)`` all fit ``item``."""
+    if item is Any:
+        return lambda v: type(v) is container
+    if item in _EXACT:
+        exact = frozenset({item})
+        return lambda v: type(v) is container and exact.issuperset(map(type, items(v)))
+    fits = _plain_check(item)
+    if fits is None:
+        return None
+    return lambda v: type(v) is container and all(map(fits, items(v)))
 
 
 def ident(v: Any, c: Ctx) -> Any:
