@@ -26,6 +26,8 @@ if TYPE_CHECKING:
     from .negotiate import negotiate
     from .projection import ProjectionError, project, project_lossy
 
+_PACKAGE_NAMES = frozenset(PACKAGES.values())
+
 # The runtime's other parts load on first use, so that importing one revision package costs
 # only that package, msgspec and the support module.
 _LAZY = {
@@ -46,6 +48,8 @@ _LAZY = {
 
 
 def __getattr__(name: str) -> Any:
+    if name in _PACKAGE_NAMES:  # mcpbind.v2025_11_25 without importing it first
+        return importlib.import_module(f"{__name__}.{name}")
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

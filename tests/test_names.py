@@ -107,3 +107,14 @@ def test_bindings_knows_every_revision_and_rejects_others():
     with pytest.raises(mcpbind.UnknownRevisionError, match="2024-11-05") as info:
         mcpbind.bindings("1999-01-01")
     assert isinstance(info.value, ValueError)
+
+
+def test_revision_packages_are_attributes_of_mcpbind_without_an_import():
+    import importlib
+
+    for revision in REVISIONS:
+        package = mcpbind.PACKAGES[revision] if hasattr(mcpbind, "PACKAGES") else None
+        assert package is not None
+        assert getattr(mcpbind, package) is importlib.import_module(f"mcpbind.{package}")
+    with pytest.raises(AttributeError):
+        mcpbind.v1999_01_01  # noqa: B018

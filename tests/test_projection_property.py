@@ -8,7 +8,8 @@ value holds something B cannot), or
   ``codegen.model.patched_schema(B)``), and
 * projecting back to A gives x with the fields B lacks removed: its JSON is contained in x's
   (keys and list items alike, values equal), except for values an overlay ``[[default]]``
-  fills in, and projecting it to B again gives the same value as before (nothing else lost).
+  fills in; every field of x that B's definition of the same type also has is still there
+  (``kept``); and projecting it to B again gives the same value as before (nothing else lost).
 """
 
 from __future__ import annotations
@@ -60,6 +61,30 @@ def contained(small: Any, big: Any) -> bool:
     if isinstance(small, list) and isinstance(big, list):
         return len(small) == len(big) and all(contained(x, y) for x, y in zip(small, big, strict=True))
     return strategies.json_equal(small, big)
+
+
+def kept(x: Any, z: Any, b: Any, where: str = "$") -> list[str]:
+    """Paths of fields set in ``x`` that B defines for the same type but ``z`` lost."""
+    lost: list[str] = []
+    if isinstance(x, msgspec.Struct) and type(z) is type(x):
+        bdef = b.definitions.get(type(x).__name__)
+        for f in msgspec.structs.fields(x):
+            v = getattr(x, f.name)
+            if v is msgspec.UNSET or bdef is None or not hasattr(bdef, "field") or bdef.field(f.encode_name) is None:
+                continue
+            w = getattr(z, f.name)
+            if w is msgspec.UNSET:
+                lost.append(f"{where}.{f.encode_name}")
+            else:
+                lost += kept(v, w, b, f"{where}.{f.encode_name}")
+    elif isinstance(x, list) and isinstance(z, list):
+        for i, (v, w) in enumerate(zip(x, z, strict=False)):
+            lost += kept(v, w, b, f"{where}[{i}]")
+    elif isinstance(x, dict) and isinstance(z, dict):
+        for k, v in x.items():
+            if k in z:
+                lost += kept(v, z[k], b, f"{where}.{k}")
+    return lost
 
 
 def to_json(obj: Any) -> Any:
@@ -150,5 +175,6 @@ def test_projection_is_valid_in_target_and_reversible(a: str, b: str) -> None:
                 continue
             zj, xj = to_json(z), to_json(x)
             assert contained(zj, xj), f"{name}: {a}->{b}->{a} gave {zj}, not contained in {xj}"
+            assert kept(x, z, build(b)) == [], f"{name}: {a}->{b}->{a} lost fields {b} has"
             assert strategies.json_equal(to_json(mcpbind.project(z, b)), yj), name
     assert outcomes["projected"] > outcomes["skipped"], outcomes
