@@ -225,9 +225,7 @@ class _Renderer:
         if isinstance(t, UnionT):
             info = self.rev.unions[t.site]
             if info.strategy == "untagged" and not checking:
-                if self.emitted_aliases is not None and self.markers[t.site] == self.py.get(t.site):
-                    return self.markers[t.site]
-                return self.markers[t.site]
+                return self.markers[t.site]  # markers are bound before any alias refers to them
             parts = [self.type(m, checking=checking) for m in t.members]
             parts.sort(key=lambda p: p == "None")
             return " | ".join(dict.fromkeys(parts))
