@@ -12,7 +12,7 @@ from functools import cache
 from typing import Any, Generic, Literal, TypeVar, Union
 
 import msgspec
-from msgspec import UNSET, Raw, UnsetType
+from msgspec import UNSET, Raw
 
 from ._revisions import REVISIONS
 from ._support import MethodSpec, dec_hook, decoder, join_path
@@ -801,5 +801,3 @@ def _at(exc: Exception, prefix: str) -> str:
     text = join_path(str(exc))
     return text.replace(" - at `$", f" - at `{prefix}", 1) if " - at `$" in text else f"{text} - at `{prefix}`"
 
-
-_ = UnsetType
