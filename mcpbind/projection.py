@@ -275,10 +275,15 @@ def type_in(module: ModuleType, annotation: str) -> Any:
 
 def revision_of(obj: Any) -> str:
     """The revision whose generated package defines the type of ``obj``."""
-    parts = type(obj).__module__.split(".")
+    return revision_of_class(type(obj))
+
+
+def revision_of_class(cls: type) -> str:
+    """The revision whose generated package defines ``cls``."""
+    parts = cls.__module__.split(".")
     if len(parts) >= 2 and parts[0] == "mcpbind" and parts[1] in _REVISION_OF_PACKAGE:
         return _REVISION_OF_PACKAGE[parts[1]]
-    raise TypeError(f"{type(obj).__name__} is not a type of a generated mcpbind revision package")
+    raise TypeError(f"{cls.__name__} is not a type of a generated mcpbind revision package")
 
 
 @cache
@@ -286,21 +291,27 @@ def _pair(source: str, target: str) -> ModuleType:
     return importlib.import_module(f"mcpbind._projection.{PACKAGES[source]}__{PACKAGES[target]}")
 
 
-def _run(obj: Any, to: str, lossy: bool) -> tuple[Any, list[str]]:
+# (class, target revision) -> (projection function or None for "already there", faithful context)
+_ROUTES: dict[tuple[type, str], tuple[Callable[[Any, Ctx], Any] | None, Ctx]] = {}
+
+
+def _route(cls: type, to: str) -> tuple[Callable[[Any, Ctx], Any] | None, Ctx]:
     if to not in PACKAGES:
         from . import UnknownRevisionError
 
         raise UnknownRevisionError(to)
-    source = revision_of(obj)
+    source = revision_of_class(cls)
+    # The faithful context keeps no state while values project, so one serves every call.
+    ctx = Ctx(source, to)
     if source == to:
-        return obj, []
+        return None, ctx
     module = _pair(source, to)
-    f = module.PROJECT.get(type(obj))
+    f = module.PROJECT.get(cls)
     if f is None:
-        name = module.NAMES.get(type(obj), type(obj).__name__)
+        name = module.NAMES.get(cls, cls.__name__)
         raise ProjectionError(name, "$", source, to, f"{name} does not exist in {to}")
-    c = _LossyCtx(source, to) if lossy else Ctx(source, to)
-    return f(obj, c), c.dropped
+    _ROUTES[cls, to] = (f, ctx)
+    return f, ctx
 
 
 def project(obj: T, to: str) -> Any:
@@ -308,14 +319,20 @@ def project(obj: T, to: str) -> Any:
     revision ``to``: fields ``to`` lacks stripped, moved fields migrated, required fields filled
     with the values the spec defines. Raises ProjectionError where no faithful projection exists.
     """
-    return _run(obj, to, False)[0]
+    route = _ROUTES.get((type(obj), to))
+    f, ctx = route if route is not None else _route(type(obj), to)
+    return obj if f is None else f(obj, ctx)
 
 
 def project_lossy(obj: T, to: str) -> tuple[Any, list[str]]:
     """Like ``project``, but drops what ``to`` cannot represent (a union member it lacks, a
     value that does not fit, an object missing a required field) and returns the JSON paths
     dropped. The object itself must exist in ``to`` (else ProjectionError)."""
-    return _run(obj, to, True)
+    f, ctx = _route(type(obj), to)
+    if f is None:
+        return obj, []
+    lossy = _LossyCtx(ctx.source, ctx.target)
+    return f(obj, lossy), lossy.dropped
 
 
 assert REVISIONS  # the table is generated; an empty one means a broken checkout
