@@ -28,6 +28,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+import mcpbind
+
 from . import projection as projection_script
 from .anchors import Anchor, Dmcg, Json, Mcpbind, McpTypes, Orjson, accepted_by_mcpbind
 from .workloads import ROOT, SESSIONS, Workload, all_workloads, record, schema_dir
@@ -127,13 +129,12 @@ def _encode(value: Any) -> bytes:
     return msgspec.json.encode(value)
 
 
-def _payload(msg: Any) -> Any:
-    """What projection takes: the result of a response, the generated message of a request."""
-    from mcpbind import Request, Response
-
-    if isinstance(msg, Response):
+def _payload(msg: Any, response: type = mcpbind.Response, request: type = mcpbind.Request) -> Any:
+    """What projection takes: the result of a response, the generated message of a request.
+    (The classes are bound once: an import statement here would be timed with every message.)"""
+    if isinstance(msg, response):
         return msg.result
-    if isinstance(msg, Request):
+    if isinstance(msg, request):
         return msg.message
     return msg
 
