@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from . import cache
+from . import cache, paths
 from .pin import PinError, pins, read_schema_bytes
 
 
@@ -30,6 +30,8 @@ def main() -> None:
 @click.option("--force", is_flag=True, help="Regenerate even when no input changed since the last run.")
 def generate(revisions: tuple[str, ...], check: bool, force: bool) -> None:
     """Regenerate the bindings from the pinned schemas."""
+    if paths.INSTALLED:
+        raise click.ClickException("`mcpbind generate` runs in a checkout of mcpbind (it writes generated/ there)")
     started = time.perf_counter()
     known = [p.revision for p in pins()]
     for r in revisions:
