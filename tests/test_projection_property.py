@@ -26,8 +26,7 @@ import mcpbind
 from codegen.ir import ArrayT, Lit, MapT, Prim, RefT, UnionT
 from codegen.model import build
 from codegen.projection import defaults
-
-strategies = pytest.importorskip("tests._schema_strategies")
+from tests import _schema_strategies as strategies  # noqa: E402
 
 REVISIONS = mcpbind.REVISIONS
 PAIRS = [(a, b) for a in REVISIONS for b in REVISIONS if a != b]
