@@ -25,8 +25,8 @@ import pytest
 import mcpbind
 from codegen.ir import ArrayT, Lit, MapT, Prim, RefT, UnionT
 from codegen.model import build
-from codegen.projection import defaults
-from tests import _schema_strategies as strategies  # noqa: E402
+from codegen.overlay import defaults
+from tests import _schema_strategies as strategies
 
 REVISIONS = mcpbind.REVISIONS
 PAIRS = [(a, b) for a in REVISIONS for b in REVISIONS if a != b]
