@@ -125,38 +125,38 @@ class OpenObject(dict[str, Any]):
     def __repr__(self) -> str:
         return f"{type(self).__name__}({dict.__repr__(self)})"
 
-    @classmethod
-    def _decode(cls: type[T], obj: Any, hook: Callable[[type, Any], Any]) -> T:
+
+def _compile_open(cls: type[OpenObject]) -> Callable[[Any], Any]:
+    """The decoder of one open object class: the declared keys are validated by one
+    ``msgspec.convert`` into its fields Struct; only those whose decoded value is not the JSON
+    value itself (a Struct, an open object, a union member) replace what the peer sent."""
+    import msgspec.inspect as mi
+
+    klass: Any = cls
+    fields_type = klass._fields_type
+    extra_type = klass._extra_type
+    declared = frozenset(klass._attributes.values())
+    types = {f.name: f.type for f in mi.type_info(fields_type).fields}  # type: ignore[attr-defined]
+    typed = tuple((a, w) for a, w in klass._attributes.items() if not _plain(types[a]))
+    convert_fields = _converter(fields_type)
+    convert_extra = _converter(extra_type) if extra_type is not None else None
+    new, update, setitem, unset = dict.__new__, dict.update, dict.__setitem__, msgspec.UNSET
+
+    def decode(obj: Any) -> Any:
         if type(obj) is not dict:
             raise ValueError(f"Expected `object`, got `{_kind(obj)}`")
-        klass: Any = cls
-        typed = _convert(obj, klass._fields_type)
-        self: Any = dict.__new__(klass)
-        dict.update(self, obj)
-        for attribute, wire in _typed_attributes(klass):
-            value = getattr(typed, attribute)
-            if value is not msgspec.UNSET:
-                dict.__setitem__(self, wire, value)
-        if klass._extra_type is not None:
-            declared = klass._attributes.values()
-            extra = {k: v for k, v in obj.items() if k not in declared}
-            dict.update(self, _convert(extra, klass._extra_type))
-        return self  # type: ignore[no-any-return]
+        values = convert_fields(obj)
+        self = new(klass)
+        update(self, obj)
+        for attribute, wire in typed:
+            value = getattr(values, attribute)
+            if value is not unset:
+                setitem(self, wire, value)
+        if convert_extra is not None:
+            update(self, convert_extra({k: v for k, v in obj.items() if k not in declared}))
+        return self
 
-
-def _typed_attributes(cls: type[OpenObject]) -> tuple[tuple[str, str], ...]:
-    """The declared keys whose decoded value is not the JSON value itself (a Struct, an open
-    object, a union member): only those replace what the peer sent."""
-    plan = cls.__dict__.get("_typed")
-    if plan is None:
-        import msgspec.inspect as mi
-
-        fields = {f.name: f.type for f in mi.type_info(cls._fields_type).fields}  # type: ignore[attr-defined]
-        plan = tuple(
-            (attribute, wire) for attribute, wire in cls._attributes.items() if not _plain(fields[attribute])
-        )
-        type.__setattr__(cls, "_typed", plan)
-    return plan
+    return decode
 
 
 def _plain(t: Any) -> bool:
@@ -186,24 +186,6 @@ def _kind(obj: Any) -> str:
 _JSON_KIND = {dict: "object", list: "array", str: "string", bool: "boolean", int: "integer", float: "number"}
 
 
-def _candidates(members: tuple[Member, ...], obj: Any) -> list[Member]:
-    kind = "null" if obj is None else _JSON_KIND.get(type(obj))
-    fits = []
-    for m in members:
-        if m.kind is not None and m.kind != kind and not (m.kind == "number" and kind == "integer"):
-            continue
-        if kind == "object":
-            if not m.required <= obj.keys():
-                continue
-            if any(obj.get(k, _MISSING) not in values for k, values in m.consts):
-                continue
-        fits.append(m)
-    if kind == "object" and len(fits) > 1:
-        keys = obj.keys()
-        fits.sort(key=lambda m: (-len(m.known & keys), -len(m.required)))
-    return fits
-
-
 _MISSING = object()
 
 
@@ -221,11 +203,21 @@ def _closest(members: tuple[Member, ...], obj: Any) -> Member | None:
 
 def dec_hook(tp: Any, obj: Any) -> Any:
     """The msgspec ``dec_hook`` that decodes the generated untagged unions and open objects."""
+    decode = _HOOKS.get(tp)
+    if decode is None:
+        decode = _HOOKS[tp] = _compile(tp)
+    return decode(obj)
+
+
+_HOOKS: dict[Any, Callable[[Any], Any]] = {}
+
+
+def _compile(tp: Any) -> Callable[[Any], Any]:
     if isinstance(tp, type):
         if issubclass(tp, Untagged):
-            return _decode_untagged(tp, obj)
+            return _compile_untagged(tp)
         if issubclass(tp, OpenObject):
-            return tp._decode(obj, dec_hook)
+            return _compile_open(tp)
     raise NotImplementedError(f"mcpbind cannot decode {tp!r}")
 
 
@@ -258,67 +250,117 @@ def _needs_hook(tp: Any) -> bool:
     return False
 
 
-_HOOKED: dict[Any, bool] = {}
+def _converter(tp: Any) -> Callable[[Any], Any]:
+    """``msgspec.convert`` into ``tp``, with the hook only when ``tp`` needs it."""
+    convert = msgspec.convert
+    if _needs_hook(tp):
+        return lambda obj: convert(obj, tp, dec_hook=dec_hook)
+    return lambda obj: convert(obj, tp)
 
 
-def _convert(obj: Any, tp: Any) -> Any:
-    needs = _HOOKED.get(tp)
-    if needs is None:
-        needs = _HOOKED[tp] = _needs_hook(tp)
-    return msgspec.convert(obj, tp, dec_hook=dec_hook) if needs else msgspec.convert(obj, tp)
+def preferred(tp: Any) -> tuple[Any, tuple[str, ...]] | None:
+    """For an untagged union of objects: the member to decode straight from JSON bytes, and the
+    keys whose absence from the bytes makes that exact.
+
+    ``X`` is the member the general rule ranks first among equals (most required keys, then
+    member order). If ``X`` decodes, its required keys and constants are there; another member
+    could only outrank it with more known keys present, so with none of the keys only the
+    others know in the message, the general rule picks ``X`` too. None when ``tp`` is not such
+    a union.
+    """
+    if not (isinstance(tp, type) and issubclass(tp, Untagged)):
+        return None
+    members = tp.members
+    if len(members) < 2 or any(m.kind != "object" or not isinstance(m.type, type) for m in members):
+        return None
+    first = min(range(len(members)), key=lambda i: (-len(members[i].required), i))
+    x = members[first]
+    if not issubclass(x.type, msgspec.Struct):
+        return None
+    guards = sorted(frozenset().union(*(m.known for m in members if m is not x)) - x.known)
+    return x.type, tuple(guards)
 
 
-def _dispatch(tp: type[Untagged]) -> tuple[tuple[str, Member], ...] | None:
-    """For a union of objects each of which requires a key no other member declares
-    (``text`` / ``blob``): that key and its member; None when the members are not so kind."""
-    table = tp.__dict__.get("_dispatch", _MISSING)
-    if table is not _MISSING:
-        return table  # type: ignore[no-any-return]
-    found: list[tuple[str, Member]] | None = []
-    if any(m.kind != "object" for m in tp.members):
-        found = None
-    else:
-        for m in tp.members:
-            others = frozenset().union(*(o.known | o.required for o in tp.members if o is not m))
-            own = sorted(m.required - others)
-            if not own:
-                found = None
-                break
-            found.append((own[0], m))  # type: ignore[union-attr]
-    table = tuple(found) if found is not None else None
-    type.__setattr__(tp, "_dispatch", table)
-    return table
+def _compile_untagged(tp: type[Untagged]) -> Callable[[Any], Any]:
+    """The decoder of one untagged union: try its candidates in turn (usually there is one),
+    and explain a value that is none of them."""
+    members = tp.members
+    converters = [_converter(m.type) for m in members]
+    candidates = _candidates(members)
+
+    def decode(obj: Any) -> Any:
+        first_error: msgspec.ValidationError | None = None
+        for i in candidates(obj):
+            try:
+                return converters[i](obj)
+            except msgspec.ValidationError as exc:
+                first_error = first_error or exc
+        if first_error is not None:
+            raise ValueError(str(first_error))
+        raise ValueError(_mismatch(tp, obj))
+
+    return decode
 
 
-def _decode_untagged(tp: type[Untagged], obj: Any) -> Any:
-    if type(obj) is dict and (table := _dispatch(tp)) is not None:
-        for key, member in table:
-            if key in obj:
+def _candidates(members: tuple[Member, ...]) -> Callable[[Any], list[int]]:
+    """The rule deciding an untagged union: the members (indices) a value may be, in the order
+    to try them. The JSON kind must fit; an object must have the member's required keys and
+    constants, and objects with the most known keys come first (then the most required keys,
+    then member order). When every member is an object requiring one key with constant values
+    (``type`` of ``PrimitiveSchemaDefinition``), that key's value picks the members to check.
+    """
+    objects = tuple(i for i, m in enumerate(members) if m.kind in ("object", None))
+    checks = tuple((m.required, m.consts) for m in members)
+    shared = set.intersection(*(set(dict(m.consts)) for m in members)) if members else set()
+    const_key = next(
+        (k for k in sorted(shared) if all(m.kind == "object" and k in m.required for m in members)),
+        None,
+    )
+    by_value: dict[Any, tuple[int, ...]] = {}
+    if const_key is not None:
+        for i, m in enumerate(members):
+            for value in dict(m.consts)[const_key]:
+                by_value[value] = (*by_value.get(value, ()), i)
+    kinds = tuple((i, m.kind, m.kind == "number") for i, m in enumerate(members))
+
+    def candidates(obj: Any) -> list[int]:
+        if type(obj) is dict:
+            pool = objects
+            if const_key is not None:
                 try:
-                    return _convert(obj, member.type)
-                except msgspec.ValidationError:
-                    break  # the general path below reports the error and tries the others
-    first_error: msgspec.ValidationError | None = None
-    for member in _candidates(tp.members, obj):
-        try:
-            return _convert(obj, member.type)
-        except msgspec.ValidationError as exc:
-            first_error = first_error or exc
-    if first_error is not None:
-        raise ValueError(str(first_error))
+                    pool = by_value.get(obj.get(const_key, _MISSING), ())
+                except TypeError:  # an array or object where the constant belongs
+                    pool = ()
+            keys = obj.keys()
+            fits = []
+            for i in pool:
+                required, consts = checks[i]
+                if required <= keys and (not consts or all(obj.get(k, _MISSING) in v for k, v in consts)):
+                    fits.append(i)
+            if len(fits) > 1:
+                fits.sort(key=lambda i: (-len(members[i].known & keys), -len(members[i].required)))
+            return fits
+        kind = "null" if obj is None else _JSON_KIND.get(type(obj))
+        return [i for i, k, number in kinds if k is None or k == kind or (number and kind == "integer")]
+
+    return candidates
+
+
+def _mismatch(tp: type[Untagged], obj: Any) -> str:
+    """Why ``obj`` is no member of ``tp``: the error of the member it was most likely meant to be."""
     closest = _closest(tp.members, obj)
     if closest is None:
         expected = " | ".join(sorted({m.kind or "any" for m in tp.members}))
-        raise ValueError(f"Expected `{expected}`, got `{_kind(obj)}`")
+        return f"Expected `{expected}`, got `{_kind(obj)}`"
     try:
         msgspec.convert(obj, closest.type, dec_hook=dec_hook)
     except msgspec.ValidationError as exc:
-        raise ValueError(str(exc)) from None
+        return str(exc)
     # Keys and kind fit but a constant does not.
     for key, values in closest.consts:
         if obj.get(key, _MISSING) not in values:
-            raise ValueError(f"Invalid value {obj.get(key)!r} - at `$.{key}`")
-    raise ValueError(f"Value matches no member of `{tp.__name__}`")
+            return f"Invalid value {obj.get(key)!r} - at `$.{key}`"
+    return f"Value matches no member of `{tp.__name__}`"
 
 
 _AT_PATTERN = r" - at `(\$[^`]*)`"

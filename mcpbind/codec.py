@@ -9,13 +9,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
-from typing import Any, Generic, Literal, TypeVar, Union
+from typing import Any, Generic, Literal, NamedTuple, TypeVar, Union
 
 import msgspec
 from msgspec import UNSET, Raw
 
 from ._revisions import REVISIONS
-from ._support import MethodSpec, dec_hook, decoder, join_path
+from ._support import MethodSpec, Untagged, dec_hook, decoder, join_path, preferred
 from .capabilities import missing_capabilities, supports
 from .errors import (
     INVALID_PARAMS,
@@ -136,7 +136,6 @@ class _Method:
     enveloped: bool  # the generated message carries jsonrpc (and id) itself
     gates: tuple[_Gate, ...] = ()  # _gates(spec), computed once
     learns: bool = False  # a request whose params may carry the sender's capabilities (initialize)
-    prefix: bytes = b""  # how the generated message's JSON starts: b'{"method":"tools/call"'
 
 
 @cache
@@ -156,27 +155,36 @@ class _Revision:
     per_request_meta: bool
 
 
+def _build(message: type, names: tuple[str, ...]) -> Callable[[Any], Any]:
+    """The generated message from its runtime envelope (same fields under the same names)."""
+    if names == ("params",):  # almost every message: spelled out, much faster
+        return lambda env: message(params=env.params)
+    if not names:
+        return lambda env: message()
+    return lambda env: message(**{n: getattr(env, n) for n in names})
+
+
 def _wrap_request(spec: MethodSpec, names: tuple[str, ...]) -> Callable[[Any], Any]:
-    message = spec.message
+    build = _build(spec.message, names)
 
     def wrap(env: Any) -> Request[Any]:
-        return Request(id=env.id, message=message(**{n: getattr(env, n) for n in names}))
+        return Request(id=env.id, message=build(env))
 
     return wrap
 
 
 def _wrap_notification(spec: MethodSpec, names: tuple[str, ...]) -> Callable[[Any], Any]:
-    message = spec.message
-
-    def wrap(env: Any) -> Any:
-        return message(**{n: getattr(env, n) for n in names})
-
-    return wrap
+    return _build(spec.message, names)
 
 
 def _unwrap(wire: type, names: tuple[str, ...], request: bool) -> Callable[[Any], Any]:
+    """The runtime envelope of a generated message (of a ``Request`` for a request)."""
     if request:
+        if names == ("params",):
+            return lambda r: wire(id=r.id, jsonrpc="2.0", params=r.message.params)
         return lambda r: wire(id=r.id, jsonrpc="2.0", **{n: getattr(r.message, n) for n in names})
+    if names == ("params",):
+        return lambda m: wire(jsonrpc="2.0", params=m.params)
     return lambda m: wire(jsonrpc="2.0", **{n: getattr(m, n) for n in names})
 
 
@@ -195,7 +203,7 @@ def _revision(revision: str) -> _Revision:
         names = tuple(f.name for f in fields)
         request = spec.kind == "request"
         if "jsonrpc" in names:
-            methods[name] = _Method(spec, spec.message, _identity, None, True, _gates(spec), _learns(spec), _prefix(name))
+            methods[name] = _Method(spec, spec.message, _identity, None, True, _gates(spec), _learns(spec))
             continue
         # Older revisions: the generated message is {method, params}; the envelope around it is
         # a runtime Struct tagged on the same method, with the same params field.
@@ -219,7 +227,7 @@ def _revision(revision: str) -> _Revision:
         )
         wrap = _wrap_request(spec, names) if request else _wrap_notification(spec, names)
         methods[name] = _Method(
-            spec, wire, wrap, _unwrap(wire, names, request), False, _gates(spec), _learns(spec), _prefix(name)
+            spec, wire, wrap, _unwrap(wire, names, request), False, _gates(spec), _learns(spec)
         )
     by_class = {m.spec.message: m for m in methods.values()}
     return _Revision(
@@ -232,42 +240,62 @@ def _revision(revision: str) -> _Revision:
     )
 
 
-def _prefix(method: str) -> bytes:
-    return b'{"method":' + msgspec.json.encode(method)
-
-
 def _learns(spec: MethodSpec) -> bool:
     """Whether a request's params may carry capabilities (only then does ``_learn`` look)."""
-    if spec.kind != "request" or spec.params is None:
-        return False
-    fields = getattr(spec.params, "__struct_fields__", None)
-    return fields is None or "capabilities" in fields
+    return spec.kind == "request" and spec.params is not None and _carries_capabilities(spec.params)
+
+
+def _carries_capabilities(result: Any) -> bool:
+    """Whether a result type (a Struct, or an untagged union of them) has ``capabilities``."""
+    if isinstance(result, type) and issubclass(result, Untagged):
+        return any(_carries_capabilities(m.type) for m in result.members)
+    return "capabilities" in getattr(result, "__struct_fields__", ())
+
+
+class _ResponsePlan(NamedTuple):
+    """How a result response to a known method is decoded in one pass."""
+
+    decoder: msgspec.json.Decoder[Any]  # the envelope with the precise result type
+    learns: bool  # whether the result may carry capabilities (initialize, server/discover)
+    # For a result that is an untagged union (2026-07-28: ``InputRequiredResult | X``): the
+    # envelope with its preferred member, tried first when none of ``guards`` is in the bytes.
+    direct: msgspec.json.Decoder[Any] | None = None
+    guards: tuple[bytes, ...] = ()
 
 
 @cache
-def _response_decoder(revision: str, method: str) -> tuple[msgspec.json.Decoder[Any], bool] | None:
-    """One pass over a response to a known ``method``: the envelope with the precise result,
-    and whether that result may carry capabilities (initialize, server/discover).
+def _response_decoder(revision: str, method: str) -> _ResponsePlan | None:
+    """One pass over a response to a known ``method``.
 
     ``method`` and ``error`` are kept raw only to notice a message that is not a plain result
     response (the general path then judges it)."""
     m = _revision(revision).methods.get(method)
     if m is None or m.spec.result is None:
         return None
-    fields = getattr(m.spec.result, "__struct_fields__", None)
-    learns = fields is None or "capabilities" in fields
-    envelope = msgspec.defstruct(
-        "ResultResponse",
-        [
-            ("jsonrpc", Literal["2.0"]),
-            ("id", RequestId),
-            ("result", m.spec.result),
-            ("method", Raw, Raw(b"")),
-            ("error", Raw, Raw(b"")),
-        ],
-        module=__name__,
-    )
-    return msgspec.json.Decoder(envelope, dec_hook=dec_hook), learns
+    learns = _carries_capabilities(m.spec.result)
+
+    def envelope(result: Any) -> msgspec.json.Decoder[Any]:
+        struct = msgspec.defstruct(
+            "ResultResponse",
+            [
+                ("jsonrpc", Literal["2.0"]),
+                ("id", RequestId),
+                ("result", result),
+                ("method", Raw, Raw(b"")),
+                ("error", Raw, Raw(b"")),
+            ],
+            module=__name__,
+        )
+        return msgspec.json.Decoder(struct, dec_hook=dec_hook)
+
+    plan = _ResponsePlan(envelope(m.spec.result), learns)
+    found = preferred(m.spec.result)
+    if found is not None:
+        member, keys = found
+        # A key written with an escape would not be seen by the search: \u sends it the long way.
+        guards = (*(f'"{k}"'.encode() for k in keys), b"\\u")
+        plan = plan._replace(direct=envelope(member), guards=guards)
+    return plan
 
 
 def _peek_id(head: bytes) -> Any:
@@ -350,7 +378,7 @@ class Codec:
         self.peer = "server" if role == "client" else "client"
         self.module = self._rev.module
         self._pending: dict[Any, str] = {}
-        self._responses: dict[str, tuple[msgspec.json.Decoder[Any], bool]] = {}
+        self._responses: dict[str, _ResponsePlan] = {}
         receive = {
             name: m for name, m in self._rev.methods.items() if m.spec.sender in (self.peer, "both")
         }
@@ -383,6 +411,12 @@ class Codec:
         self._generic_result = getattr(self.module, "Result", dict)
         self.capabilities = capabilities
         self.peer_capabilities = peer_capabilities
+        # Classes whose instances carry their sender's capabilities (initialize, discover).
+        self._carriers = frozenset(
+            cls
+            for cls in vars(self.module).values()
+            if isinstance(cls, type) and "capabilities" in getattr(cls, "__struct_fields__", ())
+        )
         self._caps_types = {
             getattr(self.module, name): side
             for name, side in (("ClientCapabilities", "client"), ("ServerCapabilities", "server"))
@@ -454,14 +488,25 @@ class Codec:
             if found is None:
                 return None
             self._responses[method] = found
-        try:
-            env = found[0].decode(data)
-        except (msgspec.DecodeError, RecursionError, UnicodeDecodeError, ValueError, TypeError):
-            return None
+        env = None
+        if found.direct is not None:
+            for guard in found.guards:
+                if guard in data:
+                    break
+            else:
+                try:  # noqa: SIM105 (contextlib.suppress costs more than this decode on small messages)
+                    env = found.direct.decode(data)
+                except (msgspec.DecodeError, RecursionError, UnicodeDecodeError, ValueError, TypeError):
+                    pass  # not that member: the union decides below
+        if env is None:
+            try:
+                env = found.decoder.decode(data)
+            except (msgspec.DecodeError, RecursionError, UnicodeDecodeError, ValueError, TypeError):
+                return None
         if env.method or env.error or type(env.id) is not type(id_) or env.id != id_:
             return None
         del pending[id_]
-        if found[1]:
+        if found.learns:
             self._learn(env.result)
         return Response(id=id_, result=env.result)
 
@@ -606,8 +651,8 @@ class Codec:
             m = self._rev.by_class.get(type(msg.message if isinstance(msg, Request) else msg))
         if m is not None and m.gates and (self.capabilities is not None or self.peer_capabilities is not None):
             self._check_gates(m, msg, incoming=True)
-        if self._check_meta:
-            self._check_request_meta(msg)
+        if self._check_meta and m is not None and m.spec.kind == "request":
+            self._check_request_meta(msg, m)
         if m is not None and m.learns:
             self._learn(_params(msg))
 
@@ -637,13 +682,9 @@ class Codec:
                 getattr(msg, "id", None),
             )
 
-    def _check_request_meta(self, msg: Any) -> None:
+    def _check_request_meta(self, msg: Any, m: _Method) -> None:
         """2026-07-28 and later: the revision and client capabilities in ``params._meta``."""
-        spec = self._rev.by_class.get(type(msg))
-        if spec is None or spec.spec.kind != "request":
-            return
-        params = getattr(msg, "params", UNSET)
-        meta = getattr(params, "meta", UNSET) if params is not UNSET else UNSET
+        meta = getattr(getattr(msg, "params", None), "meta", UNSET)
         if not isinstance(meta, dict):
             return  # the schema decides whether _meta is required; it already passed
         version = meta.get(PROTOCOL_VERSION_KEY, UNSET)
@@ -654,7 +695,7 @@ class Codec:
                 {"supported": [self.revision], "requested": version},
                 msg.id,
             )
-        required = self._requires.get(spec.spec.method)
+        required = self._requires.get(m.spec.method)
         if required is not None:
             declared = meta.get(CLIENT_CAPABILITIES_KEY) or {}
             missing = missing_capabilities(required, declared)
@@ -676,24 +717,25 @@ class Codec:
         """
         t = type(msg)
         if t is Response:
-            self._learn(msg.result)
+            if type(msg.result) in self._carriers:
+                self._learn(msg.result)
             return _json_encode(msg)
         m = self._send.get(t)
         if m is not None:  # a generated message this side sends, no Request wrapper needed
-            if m.gates or m.learns:
+            if m.learns or (m.gates and (self.capabilities is not None or self.peer_capabilities is not None)):
                 self._sent(m, msg)
             if m.enveloped:
                 if m.spec.kind == "request":
                     self._pending[msg.id] = m.spec.method
                 return _json_encode(msg)
-            return self._enveloped(m, msg, None)
+            return _json_encode(m.unwrap(msg))  # type: ignore[misc]
         if t is Request:
             m = self._send_wrapped.get(type(msg.message))
             if m is not None and m.spec.kind == "request":
-                if m.gates or m.learns:
+                if m.learns or (m.gates and (self.capabilities is not None or self.peer_capabilities is not None)):
                     self._sent(m, msg)
                 self._pending[msg.id] = m.spec.method
-                return self._enveloped(m, msg.message, msg.id)
+                return _json_encode(m.unwrap(msg))  # type: ignore[misc]
         if isinstance(msg, list):
             if not self._rev.batches:
                 raise ProtocolError(INVALID_REQUEST, f"JSON-RPC batches are not part of MCP {self.revision}")
@@ -732,15 +774,6 @@ class Codec:
             self._pending[msg.id] = m.spec.method
             return msgspec.json.encode(msg)
         return msgspec.json.encode(msg if m.unwrap is None else m.unwrap(msg))
-
-    def _enveloped(self, m: _Method, message: Any, id_: Any) -> bytes:
-        """A 2024-11-05 to 2025-06-18 message with its envelope, as ``m.unwrap`` would give it:
-        the generated message's JSON with ``id`` and ``jsonrpc`` put in after its tag."""
-        body = _json_encode(message)
-        if not body.startswith(m.prefix) or m.unwrap is None:
-            raise TypeError(f"cannot encode {type(message).__name__} as a message of MCP {self.revision}")
-        envelope = b',"jsonrpc":"2.0"' if id_ is None else b',"id":' + _json_encode(id_) + b',"jsonrpc":"2.0"'
-        return m.prefix + envelope + body[len(m.prefix) :]
 
     def _sent(self, m: _Method, msg: Any) -> None:
         if m.gates and (self.capabilities is not None or self.peer_capabilities is not None):

@@ -1,7 +1,6 @@
 """Diff: the protocol changes between two revisions, computed on the IR that drives the bindings."""
 
 import json
-import time
 
 import pytest
 from click.testing import CliRunner
@@ -429,10 +428,12 @@ def test_overlay_fixes_are_shown_as_notes_not_hidden(real):
 
 @pytest.mark.parametrize("a", REVISIONS)
 @pytest.mark.parametrize("b", REVISIONS)
-def test_any_pair_diffs_in_under_a_second(a, b):
-    started = time.perf_counter()
-    diff(a, b)
-    assert time.perf_counter() - started < 1.0
+def test_any_pair_diffs_both_ways_as_mirror_images(a, b):
+    """Every pair diffs (its speed is a `make bench` figure, not a test); what one direction
+    adds the other removes."""
+    forward, backward = diff(a, b), diff(b, a)
+    for added, removed in (("method_added", "method_removed"), ("field_added", "field_removed")):
+        assert sorted(c.path for c in forward.of_kind(added)) == sorted(c.path for c in backward.of_kind(removed))
 
 
 def test_a_revision_diffed_with_itself_is_empty():
