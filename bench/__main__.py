@@ -59,15 +59,28 @@ class Timer:
         self.repeat = 3 if quick else 7
 
     def __call__(self, fn: Any) -> float:
-        """Seconds per call: the minimum over ``repeat`` runs of enough calls to last ``run_time``."""
+        """Seconds per call of ``fn`` (see ``many``)."""
+        return self.many({"fn": fn})["fn"]
+
+    def calls(self, fn: Any) -> int:
+        """How many calls of ``fn`` last at least ``run_time``."""
         number = 1
         while True:
             t = timeit.timeit(fn, number=number)
             if t >= self.run_time:
-                break
+                return number
             number = max(number * 2, int(number * self.run_time / max(t, 1e-9) * 1.1))
-        best = min([t, *timeit.repeat(fn, number=number, repeat=self.repeat - 1)])
-        return best / number
+
+    def many(self, fns: dict[str, Any]) -> dict[str, float]:
+        """Seconds per call of each function: the minimum over ``repeat`` rounds, each round
+        timing every function in turn, so that what the shared machine does meanwhile falls on
+        all of them alike (the ratios are what is reported)."""
+        numbers = {name: self.calls(fn) for name, fn in fns.items()}
+        best = dict.fromkeys(fns, float("inf"))
+        for _ in range(self.repeat):
+            for name, fn in fns.items():
+                best[name] = min(best[name], timeit.timeit(fn, number=numbers[name]) / numbers[name])
+        return best
 
 
 @dataclass
@@ -91,6 +104,7 @@ def measure_workloads(timer: Timer, anchors: list[Anchor], workloads: list[Workl
     rows = []
     for w in workloads:
         row = Row(w)
+        fns: dict[tuple[str, str], Any] = {}
         for anchor in anchors:
             fn, note = anchor.decoder(w)
             if note:
@@ -98,14 +112,17 @@ def measure_workloads(timer: Timer, anchors: list[Anchor], workloads: list[Workl
             if fn is None:
                 row.decode[anchor.name] = row.encode[anchor.name] = None
                 continue
-            row.decode[anchor.name] = timer(fn)
+            fns["decode", anchor.name] = fn
             efn, enote = anchor.encoder(w, fn())
             if enote:
                 row.notes[anchor.name] = (row.notes.get(anchor.name, "") + " " + enote).strip()
-            row.encode[anchor.name] = timer(efn) if efn else None
+            if efn:
+                fns["encode", anchor.name] = efn
+            else:
+                row.encode[anchor.name] = None
             if anchor.name == "mcpbind":
                 payloads = [_payload(v) for v in fn()]
-                row.encode["mcpbind payload"] = timer(lambda payloads=payloads: [_encode(p) for p in payloads])
+                fns["encode", "mcpbind payload"] = lambda payloads=payloads: [_encode(p) for p in payloads]
         target = PROJECT_TO.get(w.revision)
         if target and w.group != "session":
             decode, _ = Mcpbind().decoder(w)
@@ -115,9 +132,18 @@ def measure_workloads(timer: Timer, anchors: list[Anchor], workloads: list[Workl
 
             try:
                 both()
-                row.project = timer(both)
+                fns["project", "mcpbind"] = both
             except Exception as exc:  # noqa: BLE001 - reported, not raised
                 row.project_note = f"{type(exc).__name__}: {str(exc)[:100]}"
+        times = timer.many({f"{what} {name}": fn for (what, name), fn in fns.items()})
+        for (what, name) in fns:
+            t = times[f"{what} {name}"]
+            if what == "decode":
+                row.decode[name] = t
+            elif what == "encode":
+                row.encode[name] = t
+            else:
+                row.project = t
         rows.append(row)
         print(f"  {w.name}: done", file=sys.stderr)
     return rows
@@ -132,9 +158,10 @@ def _encode(value: Any) -> bytes:
 def _payload(msg: Any, response: type = mcpbind.Response, request: type = mcpbind.Request) -> Any:
     """What projection takes: the result of a response, the generated message of a request.
     (The classes are bound once: an import statement here would be timed with every message.)"""
-    if isinstance(msg, response):
+    t = type(msg)
+    if t is response:
         return msg.result
-    if isinstance(msg, request):
+    if t is request:
         return msg.message
     return msg
 

@@ -267,8 +267,8 @@ class _ResponsePlan(NamedTuple):
 def _response_decoder(revision: str, method: str) -> _ResponsePlan | None:
     """One pass over a response to a known ``method``.
 
-    ``method`` and ``error`` are kept raw only to notice a message that is not a plain result
-    response (the general path then judges it)."""
+    Any key besides ``jsonrpc``, ``id`` and ``result`` (``error``, ``method``, one nobody
+    declared) fails it: the general path then judges the message."""
     m = _revision(revision).methods.get(method)
     if m is None or m.spec.result is None:
         return None
@@ -281,10 +281,9 @@ def _response_decoder(revision: str, method: str) -> _ResponsePlan | None:
                 ("jsonrpc", Literal["2.0"]),
                 ("id", RequestId),
                 ("result", result),
-                ("method", Raw, Raw(b"")),
-                ("error", Raw, Raw(b"")),
             ],
             module=__name__,
+            forbid_unknown_fields=True,
         )
         return msgspec.json.Decoder(struct, dec_hook=dec_hook)
 
@@ -447,12 +446,15 @@ class Codec:
         envelope: results are decoded from the raw bytes once the id is matched. Bad input
         raises ``ProtocolError``, never another exception.
         """
-        if isinstance(data, str):
-            try:
-                data = data.encode("utf-8")
-            except UnicodeEncodeError as exc:
-                raise ProtocolError(PARSE_ERROR, f"Parse error: {exc.reason}") from None
-        if self._pending:
+        if type(data) is not bytes:
+            if isinstance(data, str):
+                try:
+                    data = data.encode("utf-8")
+                except UnicodeEncodeError as exc:
+                    raise ProtocolError(PARSE_ERROR, f"Parse error: {exc.reason}") from None
+            else:
+                data = bytes(data)
+        if self._pending and data.find(b'"result"', 0, 256) >= 0:
             response = self._known_response(data)
             if response is not None:
                 return response
@@ -466,13 +468,9 @@ class Codec:
             self._received(msg, m)
         return msg
 
-    def _known_response(self, data: Any) -> Response[Any] | None:
+    def _known_response(self, data: bytes) -> Response[Any] | None:
         """A result response to a request this codec knows, decoded in one pass; None when the
         message is not plainly that (the general path then decides, errors included)."""
-        if type(data) is not bytes:
-            data = bytes(data)
-        if data.find(b'"result"', 0, 256) < 0:
-            return None  # most likely a request or notification
         pending = self._pending
         method: str | None
         if len(pending) == 1:
@@ -503,7 +501,7 @@ class Codec:
                 env = found.decoder.decode(data)
             except (msgspec.DecodeError, RecursionError, UnicodeDecodeError, ValueError, TypeError):
                 return None
-        if env.method or env.error or type(env.id) is not type(id_) or env.id != id_:
+        if type(env.id) is not type(id_) or env.id != id_:
             return None
         del pending[id_]
         if found.learns:
