@@ -277,6 +277,9 @@ def preferred(tp: Any) -> tuple[Any, tuple[str, ...]] | None:
     x = members[first]
     if not issubclass(x.type, msgspec.Struct):
         return None
+    # Decoding X must require what the rule requires of it (no default standing in for a key).
+    if not x.required <= {f.encode_name for f in msgspec.structs.fields(x.type) if f.required}:
+        return None
     guards = sorted(frozenset().union(*(m.known for m in members if m is not x)) - x.known)
     return x.type, tuple(guards)
 

@@ -228,6 +228,7 @@ RESULT_UNION_CASES = [
     {"resultType": "complete", "content": [{"type": "text", "text": "x"}]},
     {"resultType": "input_required", "requestState": "s"},
     {"resultType": "input_required", "inputRequests": {}},
+    {"resultType": "complete"},  # not X (no content): the union decides, InputRequiredResult
     # Keys of both members: the union's rule (most known keys) decides, the same either way.
     {"resultType": "complete", "content": [], "requestState": "s"},
     {"resultType": "complete", "content": [], "requestState": "s", "inputRequests": {}},
