@@ -88,6 +88,14 @@ class ErrorResponse(msgspec.Struct, kw_only=True, gc=False):
 # Per-revision tables, built once from the generated METHODS
 
 
+class _ErrorEnvelope(msgspec.Struct, gc=False, forbid_unknown_fields=True):
+    """A plain error response, in one pass; anything else about it goes the general way."""
+
+    jsonrpc: Literal["2.0"]
+    error: ErrorObject
+    id: RequestId | None = None
+
+
 class _Envelope(msgspec.Struct, gc=False):
     """Any JSON-RPC message, keys kept raw: the slow path's classifier."""
 
@@ -100,6 +108,7 @@ class _Envelope(msgspec.Struct, gc=False):
 
 
 _json_encode = msgspec.json.encode
+_ERROR_RESPONSE = msgspec.json.Decoder(_ErrorEnvelope)
 _ENVELOPE = msgspec.json.Decoder(Union[_Envelope, list[Raw]])  # noqa: UP007
 _ANY = msgspec.json.Decoder()
 _ID = msgspec.json.Decoder(Union[str, int, None])  # noqa: UP007
@@ -454,10 +463,18 @@ class Codec:
                     raise ProtocolError(PARSE_ERROR, f"Parse error: {exc.reason}") from None
             else:
                 data = bytes(data)
-        if self._pending and data.find(b'"result"', 0, 256) >= 0:
-            response = self._known_response(data)
-            if response is not None:
-                return response
+        if self._pending:
+            if data.find(b'"result"', 0, 256) >= 0:
+                response = self._known_response(data)
+                if response is not None:
+                    return response
+            elif data.find(b'"error"', 0, 256) >= 0:  # most likely an error response
+                try:
+                    env = _ERROR_RESPONSE.decode(data)
+                except (msgspec.DecodeError, RecursionError, UnicodeDecodeError, ValueError, TypeError):
+                    return self._slow(data, batch_allowed=True)
+                self._pending.pop(env.id, None)
+                return ErrorResponse(id=env.id, error=env.error)
         try:
             wire = self._fast.decode(data)
         except (msgspec.DecodeError, RecursionError, UnicodeDecodeError, ValueError, TypeError):
