@@ -233,6 +233,7 @@ RESULT_UNION_CASES = [
     {"resultType": "complete", "content": [], "requestState": "s"},
     {"resultType": "complete", "content": [], "requestState": "s", "inputRequests": {}},
     {"resultType": "complete", "content": [{"type": "text", "text": "requestState"}]},
+    {"resultType": "complete", "content": [{"type": "text", "text": "x" * 5000}]},  # past the size cap
 ]
 
 
