@@ -128,12 +128,24 @@ class _Gate:
     def applies(self, params: Any) -> bool:
         if not self.when:
             return True
-        node = msgspec.to_builtins(params) if params is not UNSET else {}
-        for key in self.when:
-            if not isinstance(node, dict) or key not in node:
+        node = params
+        for key in self.when:  # wire keys, through Structs and dicts alike
+            if isinstance(node, dict):
+                node = node.get(key, UNSET)
+            elif isinstance(node, msgspec.Struct):
+                name = _attribute_names(type(node)).get(key)
+                node = getattr(node, name) if name is not None else UNSET
+            else:
                 return False
-            node = node[key]
-        return self.equals is None or node == self.equals
+            if node is UNSET:
+                return False
+        return self.equals is None or msgspec.to_builtins(node) == self.equals
+
+
+@cache
+def _attribute_names(cls: type) -> dict[str, str]:
+    """A Struct's attribute names by wire key."""
+    return {f.encode_name: f.name for f in msgspec.structs.fields(cls)}
 
 
 @dataclass(frozen=True)
@@ -368,6 +380,8 @@ class Codec:
     when it is the peer's. The codec learns both sides' capabilities from the messages that carry
     them (initialize request and result, server/discover result), or from ``capabilities`` and
     ``peer_capabilities``; until it knows a side's capabilities it checks nothing against them.
+    It reads a capabilities object once, when it is given or learned: to change what a side
+    advertises, assign a new object (one changed in place is not noticed).
     """
 
     def __init__(
@@ -668,7 +682,7 @@ class Codec:
     def _received(self, msg: Any, m: _Method | None = None) -> None:
         if m is None:
             m = self._rev.by_class.get(type(msg.message if isinstance(msg, Request) else msg))
-        if m is not None and m.gates and (self.capabilities is not None or self.peer_capabilities is not None):
+        if m is not None and m.gates and (self._capabilities is not None or self._peer_capabilities is not None):
             self._check_gates(m, msg, incoming=True)
         if self._check_meta and m is not None and m.spec.kind == "request":
             self._check_request_meta(msg, m)
@@ -684,13 +698,56 @@ class Codec:
         elif side == self.peer:
             self.peer_capabilities = caps
 
+    # The capabilities of each side, and what the gates found in them: worked out once per
+    # capabilities object (assigning one clears it; one changed in place is not noticed).
+
+    @property
+    def capabilities(self) -> Any:
+        """This side's capabilities (learned from initialize / server/discover, or given)."""
+        return self._capabilities
+
+    @capabilities.setter
+    def capabilities(self, caps: Any) -> None:
+        self._capabilities = caps
+        self._forget_verdicts()
+
+    @property
+    def peer_capabilities(self) -> Any:
+        """The peer's capabilities (learned from initialize / server/discover, or given)."""
+        return self._peer_capabilities
+
+    @peer_capabilities.setter
+    def peer_capabilities(self, caps: Any) -> None:
+        self._peer_capabilities = caps
+        self._forget_verdicts()
+
+    def _forget_verdicts(self) -> None:
+        self._verdicts: dict[tuple[str, str], bool] = {}
+        # Per method and direction (received, sent): the gates whose capability is not advertised.
+        self._unmet: tuple[dict[str, tuple[_Gate, ...]], dict[str, tuple[_Gate, ...]]] = ({}, {})
+
+    def _supports(self, side: str, path: str) -> bool | None:
+        """Whether ``side`` advertised ``path``; None while its capabilities are unknown."""
+        verdict = self._verdicts.get((side, path))
+        if verdict is None:
+            caps = self._capabilities if side == self.role else self._peer_capabilities
+            if caps is None:
+                return None
+            verdict = self._verdicts[side, path] = supports(caps, path)
+        return verdict
+
     def _check_gates(self, m: _Method, msg: Any, *, incoming: bool) -> None:
         receiver = self.role if incoming else self.peer
-        for gate in m.gates:
-            side = receiver if gate.side == "receiver" else gate.side
-            caps = self.capabilities if side == self.role else self.peer_capabilities
-            if caps is None or supports(caps, gate.path) or not gate.applies(_params(msg)):
+        unmet = self._unmet[0 if incoming else 1]
+        gates = unmet.get(m.spec.method)
+        if gates is None:
+            gates = unmet[m.spec.method] = tuple(
+                g for g in m.gates if self._supports(receiver if g.side == "receiver" else g.side, g.path) is False
+            )
+        for gate in gates:
+            if not gate.applies(_params(msg)):
                 continue
+            side = receiver if gate.side == "receiver" else gate.side
             whom = f"this {side}" if side == self.role else f"the {side}"
             condition = f" (its params have {'.'.join(gate.when)})" if gate.when else ""
             raise ProtocolError(
@@ -741,7 +798,7 @@ class Codec:
             return _json_encode(msg)
         m = self._send.get(t)
         if m is not None:  # a generated message this side sends, no Request wrapper needed
-            if m.learns or (m.gates and (self.capabilities is not None or self.peer_capabilities is not None)):
+            if m.learns or (m.gates and (self._capabilities is not None or self._peer_capabilities is not None)):
                 self._sent(m, msg)
             if m.enveloped:
                 if m.spec.kind == "request":
@@ -751,7 +808,7 @@ class Codec:
         if t is Request:
             m = self._send_wrapped.get(type(msg.message))
             if m is not None and m.spec.kind == "request":
-                if m.learns or (m.gates and (self.capabilities is not None or self.peer_capabilities is not None)):
+                if m.learns or (m.gates and (self._capabilities is not None or self._peer_capabilities is not None)):
                     self._sent(m, msg)
                 self._pending[msg.id] = m.spec.method
                 return _json_encode(m.unwrap(msg))  # type: ignore[misc]
@@ -795,7 +852,7 @@ class Codec:
         return msgspec.json.encode(msg if m.unwrap is None else m.unwrap(msg))
 
     def _sent(self, m: _Method, msg: Any) -> None:
-        if m.gates and (self.capabilities is not None or self.peer_capabilities is not None):
+        if m.gates and (self._capabilities is not None or self._peer_capabilities is not None):
             self._check_gates(m, msg, incoming=False)
         if m.learns:
             self._learn(_params(msg))
