@@ -722,6 +722,7 @@ class Codec:
         self._forget_verdicts()
 
     def _forget_verdicts(self) -> None:
+        self._plain_caps: dict[str, Any] = {}  # side -> its capabilities as plain JSON
         self._verdicts: dict[tuple[str, str], bool] = {}
         # Per method and direction (received, sent): the gates whose capability is not advertised.
         self._unmet: tuple[dict[str, tuple[_Gate, ...]], dict[str, tuple[_Gate, ...]]] = ({}, {})
@@ -730,10 +731,13 @@ class Codec:
         """Whether ``side`` advertised ``path``; None while its capabilities are unknown."""
         verdict = self._verdicts.get((side, path))
         if verdict is None:
-            caps = self._capabilities if side == self.role else self._peer_capabilities
-            if caps is None:
-                return None
-            verdict = self._verdicts[side, path] = supports(caps, path)
+            plain = self._plain_caps.get(side)
+            if plain is None:
+                caps = self._capabilities if side == self.role else self._peer_capabilities
+                if caps is None:
+                    return None
+                plain = self._plain_caps[side] = caps if isinstance(caps, dict) else msgspec.to_builtins(caps)
+            verdict = self._verdicts[side, path] = supports(plain, path)
         return verdict
 
     def _check_gates(self, m: _Method, msg: Any, *, incoming: bool) -> None:
