@@ -113,3 +113,21 @@ def test_gates_apply_to_revisions_whose_requests_need_an_envelope():
     refused(lambda: client.encode(call), "tools")
     server = Codec("2024-11-05", "server", capabilities={"tools": {}})
     assert isinstance(server.decode(CALL_TOOL), Request)
+
+
+def test_assigning_new_capabilities_replaces_what_the_gates_found():
+    """Verdicts are worked out once per capabilities object; a new object is read afresh."""
+    server = Codec("2025-11-25", "server", capabilities=v4.ServerCapabilities(tools=v4.ServerCapabilitiesTools()))
+    assert isinstance(server.decode(CALL_TOOL), v4.CallToolRequest)
+    server.capabilities = v4.ServerCapabilities(prompts=v4.ServerCapabilitiesPrompts())
+    refused(lambda: server.decode(CALL_TOOL), "tools")
+    server.capabilities = {"tools": {}}
+    assert isinstance(server.decode(CALL_TOOL), v4.CallToolRequest)
+
+
+def test_a_conditional_gate_looks_into_the_params():
+    """``tasks.requests.tools.call`` is needed only by a tools/call that carries ``task``."""
+    server = Codec("2025-11-25", "server", capabilities={"tools": {}})
+    assert isinstance(server.decode(CALL_TOOL), v4.CallToolRequest)
+    with_task = b'{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","task":{}}}'
+    refused(lambda: server.decode(with_task), "tasks.requests.tools.call")
