@@ -432,6 +432,10 @@ class Codec:
             raise ValueError("requires= applies to a server codec of 2026-07-28 or later")
         self._check_meta = self._rev.per_request_meta and role == "server"
         self._generic_result = getattr(self.module, "Result", dict)
+        self._plain_caps: dict[str, Any] = {}  # side -> its capabilities as plain JSON
+        self._verdicts: dict[tuple[str, str], bool] = {}  # (side, path) -> advertised
+        # Per method and direction (received, sent): the gates whose capability is not advertised.
+        self._unmet: tuple[dict[str, tuple[_Gate, ...]], dict[str, tuple[_Gate, ...]]] = ({}, {})
         self.capabilities = capabilities
         self.peer_capabilities = peer_capabilities
         # Classes whose instances carry their sender's capabilities (initialize, discover).
@@ -698,8 +702,9 @@ class Codec:
         elif side == self.peer:
             self.peer_capabilities = caps
 
-    # The capabilities of each side, and what the gates found in them: worked out once per
-    # capabilities object (assigning one clears it; one changed in place is not noticed).
+    # The capabilities of each side, and what the gates found in them: worked out when a
+    # capabilities object is given or learned (one changed in place is not noticed), and kept
+    # while a new one says the same.
 
     @property
     def capabilities(self) -> Any:
@@ -709,7 +714,7 @@ class Codec:
     @capabilities.setter
     def capabilities(self, caps: Any) -> None:
         self._capabilities = caps
-        self._forget_verdicts()
+        self._advertised(self.role, caps)
 
     @property
     def peer_capabilities(self) -> Any:
@@ -719,13 +724,16 @@ class Codec:
     @peer_capabilities.setter
     def peer_capabilities(self, caps: Any) -> None:
         self._peer_capabilities = caps
-        self._forget_verdicts()
+        self._advertised(self.peer, caps)
 
-    def _forget_verdicts(self) -> None:
-        self._plain_caps: dict[str, Any] = {}  # side -> its capabilities as plain JSON
-        self._verdicts: dict[tuple[str, str], bool] = {}
-        # Per method and direction (received, sent): the gates whose capability is not advertised.
-        self._unmet: tuple[dict[str, tuple[_Gate, ...]], dict[str, tuple[_Gate, ...]]] = ({}, {})
+    def _advertised(self, side: str, caps: Any) -> None:
+        plain = caps if caps is None or isinstance(caps, dict) else msgspec.to_builtins(caps)
+        if side in self._plain_caps and self._plain_caps[side] == plain:
+            return  # the same capabilities again (a session replayed, initialize re-sent)
+        self._plain_caps[side] = plain
+        self._verdicts.clear()
+        for unmet in self._unmet:
+            unmet.clear()
 
     def _supports(self, side: str, path: str) -> bool | None:
         """Whether ``side`` advertised ``path``; None while its capabilities are unknown."""
@@ -733,10 +741,7 @@ class Codec:
         if verdict is None:
             plain = self._plain_caps.get(side)
             if plain is None:
-                caps = self._capabilities if side == self.role else self._peer_capabilities
-                if caps is None:
-                    return None
-                plain = self._plain_caps[side] = caps if isinstance(caps, dict) else msgspec.to_builtins(caps)
+                return None
             verdict = self._verdicts[side, path] = supports(plain, path)
         return verdict
 
