@@ -702,9 +702,9 @@ class Codec:
         elif side == self.peer:
             self.peer_capabilities = caps
 
-    # The capabilities of each side, and what the gates found in them: worked out when a
-    # capabilities object is given or learned (one changed in place is not noticed), and kept
-    # while a new one says the same.
+    # The capabilities of each side, and what the gates found in them: worked out at the first
+    # gate after a capabilities object is given or learned (one changed in place is not
+    # noticed), and kept while a new one says the same.
 
     @property
     def capabilities(self) -> Any:
@@ -714,7 +714,7 @@ class Codec:
     @capabilities.setter
     def capabilities(self, caps: Any) -> None:
         self._capabilities = caps
-        self._advertised(self.role, caps)
+        self._caps_changed = True
 
     @property
     def peer_capabilities(self) -> Any:
@@ -724,16 +724,18 @@ class Codec:
     @peer_capabilities.setter
     def peer_capabilities(self, caps: Any) -> None:
         self._peer_capabilities = caps
-        self._advertised(self.peer, caps)
+        self._caps_changed = True
 
-    def _advertised(self, side: str, caps: Any) -> None:
-        plain = caps if caps is None or isinstance(caps, dict) else msgspec.to_builtins(caps)
-        if side in self._plain_caps and self._plain_caps[side] == plain:
-            return  # the same capabilities again (a session replayed, initialize re-sent)
-        self._plain_caps[side] = plain
-        self._verdicts.clear()
-        for unmet in self._unmet:
-            unmet.clear()
+    def _refresh_capabilities(self) -> None:
+        self._caps_changed = False
+        for side, caps in ((self.role, self._capabilities), (self.peer, self._peer_capabilities)):
+            plain = caps if caps is None or isinstance(caps, dict) else msgspec.to_builtins(caps)
+            if side in self._plain_caps and self._plain_caps[side] == plain:
+                continue  # the same capabilities again (a session replayed, initialize re-sent)
+            self._plain_caps[side] = plain
+            self._verdicts.clear()
+            for unmet in self._unmet:
+                unmet.clear()
 
     def _supports(self, side: str, path: str) -> bool | None:
         """Whether ``side`` advertised ``path``; None while its capabilities are unknown."""
@@ -746,6 +748,8 @@ class Codec:
         return verdict
 
     def _check_gates(self, m: _Method, msg: Any, *, incoming: bool) -> None:
+        if self._caps_changed:
+            self._refresh_capabilities()
         receiver = self.role if incoming else self.peer
         unmet = self._unmet[0 if incoming else 1]
         gates = unmet.get(m.spec.method)
