@@ -432,6 +432,7 @@ class Codec:
             raise ValueError("requires= applies to a server codec of 2026-07-28 or later")
         self._check_meta = self._rev.per_request_meta and role == "server"
         self._generic_result = getattr(self.module, "Result", dict)
+        self._caps_read: dict[str, Any] = {}  # side -> the capabilities object last read
         self._plain_caps: dict[str, Any] = {}  # side -> its capabilities as plain JSON
         self._verdicts: dict[tuple[str, str], bool] = {}  # (side, path) -> advertised
         # Per method and direction (received, sent): the gates whose capability is not advertised.
@@ -729,6 +730,9 @@ class Codec:
     def _refresh_capabilities(self) -> None:
         self._caps_changed = False
         for side, caps in ((self.role, self._capabilities), (self.peer, self._peer_capabilities)):
+            if side in self._caps_read and self._caps_read[side] is caps:
+                continue
+            self._caps_read[side] = caps
             plain = caps if caps is None or isinstance(caps, dict) else msgspec.to_builtins(caps)
             if side in self._plain_caps and self._plain_caps[side] == plain:
                 continue  # the same capabilities again (a session replayed, initialize re-sent)
