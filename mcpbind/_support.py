@@ -54,7 +54,7 @@ class _UntaggedType(type):
     """
 
     def __instancecheck__(cls, obj: Any) -> bool:
-        classes = cls.__dict__.get("_classes")
+        classes = cls._classes  # type: ignore[has-type]
         if classes is None:
             classes = tuple(_runtime_classes(m.type for m in cls.members))  # type: ignore[attr-defined]
             cls._classes = classes
@@ -87,6 +87,7 @@ class Untagged(metaclass=_UntaggedType):
 
     __slots__ = ()
     members: ClassVar[tuple[Member, ...]] = ()
+    _classes: ClassVar[tuple[type, ...] | None] = None  # the members' runtime classes, once known
 
     def __new__(cls) -> Untagged:
         raise TypeError(f"{cls.__name__} is an untagged union: build one of its members instead")
@@ -95,6 +96,7 @@ class Untagged(metaclass=_UntaggedType):
 def register(marker: type[Untagged], members: tuple[Member, ...]) -> None:
     """Attach its members, most specific first, to an untagged union's marker (once, at import)."""
     marker.members = members
+    marker._classes = None
 
 
 class OpenObject(dict[str, Any]):
@@ -138,14 +140,14 @@ def _compile_open(cls: type[OpenObject]) -> Callable[[Any], Any]:
     declared = frozenset(klass._attributes.values())
     types = {f.name: f.type for f in mi.type_info(fields_type).fields}  # type: ignore[attr-defined]
     typed = tuple((a, w) for a, w in klass._attributes.items() if not _plain(types[a]))
-    convert_fields = _converter(fields_type)
+    fields_hooked = _needs_hook(fields_type)
     convert_extra = _converter(extra_type) if extra_type is not None else None
-    new, update, setitem, unset = dict.__new__, dict.update, dict.__setitem__, msgspec.UNSET
+    new, update, setitem, unset, convert = dict.__new__, dict.update, dict.__setitem__, msgspec.UNSET, msgspec.convert
 
     def decode(obj: Any) -> Any:
         if type(obj) is not dict:
             raise ValueError(f"Expected `object`, got `{_kind(obj)}`")
-        values = convert_fields(obj)
+        values = convert(obj, fields_type, dec_hook=dec_hook) if fields_hooked else convert(obj, fields_type)
         self = new(klass)
         update(self, obj)
         for attribute, wire in typed:
@@ -288,14 +290,17 @@ def _compile_untagged(tp: type[Untagged]) -> Callable[[Any], Any]:
     """The decoder of one untagged union: try its candidates in turn (usually there is one),
     and explain a value that is none of them."""
     members = tp.members
-    converters = [_converter(m.type) for m in members]
+    # (type, whether converting into it needs the hook), called inline: one frame less a value
+    targets = [(m.type, _needs_hook(m.type)) for m in members]
     candidates = _candidates(members)
+    convert = msgspec.convert
 
     def decode(obj: Any) -> Any:
         first_error: msgspec.ValidationError | None = None
         for i in candidates(obj):
+            target, hooked = targets[i]
             try:
-                return converters[i](obj)
+                return convert(obj, target, dec_hook=dec_hook) if hooked else convert(obj, target)
             except msgspec.ValidationError as exc:
                 first_error = first_error or exc
         if first_error is not None:
