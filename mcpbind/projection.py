@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 from functools import cache
+from itertools import chain
 from types import ModuleType
 from typing import Any, TypeVar, get_args, get_origin
 
@@ -203,6 +204,7 @@ class _LossyCtx(Ctx):
 
 _EXACT = (str, bool, int)  # JSON leaves whose Python type is exactly one class
 _STR = frozenset({str})
+_DICT = frozenset({dict})
 
 
 @cache
@@ -232,6 +234,14 @@ def _all_of(container: type, item: Any, items: Callable[[Any], Any]) -> Callable
     if item in _EXACT:
         exact = frozenset({item})
         return lambda v: type(v) is container and exact.issuperset(map(type, items(v)))
+    if get_origin(item) is dict and get_args(item) == (str, Any):
+        # Objects of anything (a schema's `properties`): every item a dict, every key of every
+        # item a str, both tested in C (iterating a dict gives its keys).
+        return lambda v: (
+            type(v) is container
+            and _DICT.issuperset(map(type, items(v)))
+            and _STR.issuperset(map(type, chain.from_iterable(items(v))))
+        )
     fits = _plain_check(item)
     if fits is None:
         return None
