@@ -129,11 +129,19 @@ def measure_workloads(timer: Timer, anchors: list[Anchor], workloads: list[Workl
         if target and w.group != "session":
             decode, _ = Mcpbind().decoder(w)
 
-            def both(decode: Any = decode, target: str = target, project: Any = mcpbind.project) -> list[Any]:
-                # The same loop as the decode runner's (a comprehension is a call of its own in 3.11).
+            def both(
+                decode: Any = decode,
+                target: str = target,
+                project: Any = mcpbind.project,
+                response: type = mcpbind.Response,
+                request: type = mcpbind.Request,
+            ) -> list[Any]:
+                # The same loop as the decode runner's (a comprehension is a call of its own in
+                # 3.11); the payload taken as a caller would, knowing what it decoded.
                 out = []
                 for v in decode():
-                    out.append(project(_payload(v), target))
+                    t = type(v)
+                    out.append(project(v.result if t is response else v.message if t is request else v, target))
                 return out
 
             try:
