@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -168,9 +169,7 @@ def test_fuzz_bytes(data: bytes) -> None:
             assert e.code in (-32700, -32600, -32601, -32602)
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.sampled_from(VALID), st.data())
-def test_fuzz_mutations(base: bytes, data: st.DataObject) -> None:
+def _mutate(base: bytes, data: st.DataObject, pieces: list[bytes] | None = None) -> bytes:
     buf = bytearray(base)
     for _ in range(data.draw(st.integers(1, 4))):
         op = data.draw(st.sampled_from(["flip", "insert", "delete", "truncate"]))
@@ -178,17 +177,66 @@ def test_fuzz_mutations(base: bytes, data: st.DataObject) -> None:
         if op == "flip" and buf:
             buf[i] = data.draw(st.integers(0, 255))
         elif op == "insert":
-            buf[i:i] = data.draw(st.sampled_from([b"{", b"[", b'"', b",", b"null", b"1e999", b"\xff", b'"id":']))
+            default = [b"{", b"[", b'"', b",", b"null", b"1e999", b"\xff", b'"id":']
+            buf[i:i] = data.draw(st.sampled_from(default + (pieces or [])))
         elif op == "delete" and buf:
             del buf[i]
         else:
             del buf[i:]
+    return bytes(buf)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(VALID), st.data())
+def test_fuzz_mutations(base: bytes, data: st.DataObject) -> None:
+    buf = _mutate(base, data)
     for rev in ("2024-11-05", "2025-03-26", "2025-11-25", "2026-07-28"):
         for role in ("client", "server"):
             try:
-                Codec(rev, role).decode(bytes(buf))
+                Codec(rev, role).decode(buf)
             except ProtocolError as e:
                 assert e.code in (-32700, -32600, -32601, -32602, -32021, -32022)
+
+
+SERVER_META = {"io.modelcontextprotocol/serverInfo": {"name": "s", "version": "1"}}
+RESPONSES = [
+    ("2025-11-25", "tools/call", raw({"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": "hi"}]}})),
+    ("2025-11-25", "resources/read", raw({"jsonrpc": "2.0", "id": 1, "result": {"contents": [{"uri": "u", "blob": "AA=="}]}})),
+    ("2025-11-25", "ping", raw({"jsonrpc": "2.0", "id": 1, "result": {}})),
+    ("2025-11-25", "tools/call", raw({"jsonrpc": "2.0", "id": 1, "error": {"code": -32602, "message": "no"}})),
+    ("2024-11-05", "prompts/get", raw({"jsonrpc": "2.0", "id": 1, "result": {"messages": []}})),
+    *(
+        ("2026-07-28", "tools/call", raw({"jsonrpc": "2.0", "id": 1, "result": result}))
+        for result in (
+            {"resultType": "complete", "content": [{"type": "text", "text": "hi"}], "_meta": SERVER_META},
+            {"resultType": "input_required", "requestState": "s", "inputRequests": {}},
+        )
+    ),
+]
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(RESPONSES), st.data())
+def test_the_fast_paths_agree_with_the_general_path(case: tuple[str, str, bytes], data: st.DataObject) -> None:
+    """Responses to a pending request take shortcuts (one closed pass, a union's preferred
+    member, an error envelope); whatever the bytes, the answer must be the general path's."""
+    rev, method, base = case
+    pieces = [b'"requestState":"x",', b'"inputRequests":{},', b'"error":', b'"result":', b"\\u0041", b'"method":"x",']
+    ids = [b'"id": 1', b'"id": 2', b'"id": "1"', b'"id": null', b'"id": 1.0', b'"id": true']
+    base = base.replace(b'"id": 1', data.draw(st.sampled_from(ids)), 1)
+    buf = _mutate(base, data, pieces) if data.draw(st.booleans()) else base
+
+    def outcome(decode: Callable[[bytes], object]) -> object:
+        try:
+            return decode(buf)
+        except ProtocolError as e:
+            return ("error", e.code)
+
+    fast, general = Codec(rev, "client"), Codec(rev, "client")
+    fast.expect(1, method)
+    general.expect(1, method)
+    assert outcome(fast.decode) == outcome(lambda b: general._slow(b, batch_allowed=True))
+    assert fast.pending == general.pending
 
 
 def test_fast_path_is_one_decode(monkeypatch: pytest.MonkeyPatch) -> None:
