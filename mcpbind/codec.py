@@ -266,11 +266,12 @@ def _learns(spec: MethodSpec) -> bool:
     return spec.kind == "request" and spec.params is not None and _carries_capabilities(spec.params)
 
 
-def _carries_capabilities(result: Any) -> bool:
-    """Whether a result type (a Struct, or an untagged union of them) has ``capabilities``."""
-    if isinstance(result, type) and issubclass(result, Untagged):
-        return any(_carries_capabilities(m.type) for m in result.members)
-    return "capabilities" in getattr(result, "__struct_fields__", ())
+def _carries_capabilities(tp: Any) -> bool:
+    """Whether a params or result type (a Struct, or an untagged union of them) has a
+    ``capabilities`` field."""
+    if isinstance(tp, type) and issubclass(tp, Untagged):
+        return any(_carries_capabilities(m.type) for m in tp.members)
+    return "capabilities" in getattr(tp, "__struct_fields__", ())
 
 
 class _ResponsePlan(NamedTuple):
@@ -481,8 +482,10 @@ class Codec:
                     data = data.encode("utf-8")
                 except UnicodeEncodeError as exc:
                     raise ProtocolError(PARSE_ERROR, f"Parse error: {exc.reason}") from None
-            else:
+            elif isinstance(data, (bytes, bytearray, memoryview)):
                 data = bytes(data)
+            else:
+                raise TypeError(f"Codec.decode takes the bytes or str of a message, not {type(data).__name__}")
         if self._pending:
             if data.find(b'"result"', 0, 256) >= 0:
                 response = self._known_response(data)

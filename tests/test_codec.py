@@ -284,3 +284,18 @@ def test_result_union_decoded_directly_agrees_with_the_union(result: dict[str, o
     c.expect(1, "tools/call")
     got = c.decode(b'{"jsonrpc": "2.0", "id": 1, "result": ' + body + b"}")
     assert type(got) is Response and type(got.result) is type(expected) and got.result == expected
+
+
+@pytest.mark.parametrize("data", [123, None, ["{}"], {"jsonrpc": "2.0"}])
+def test_decode_takes_bytes_or_str(data: object) -> None:
+    """A Python object that is not the message's bytes is the caller's mistake, not the peer's."""
+    with pytest.raises(TypeError, match="bytes or str"):
+        Codec("2025-11-25", "server").decode(data)  # type: ignore[arg-type]
+
+
+def test_decode_takes_bytearray_and_memoryview_with_pending_requests() -> None:
+    c = Codec("2025-11-25", "client")
+    body = raw({"jsonrpc": "2.0", "id": 3, "result": {"content": []}})
+    for data in (bytearray(body), memoryview(body)):
+        c.expect(3, "tools/call")
+        assert type(c.decode(data).result) is c.module.CallToolResult
