@@ -316,16 +316,19 @@ class _Renderer:
 
 
 def _site_name(site: str) -> str:
-    """``ReadResourceResult.contents[]`` -> ``ReadResourceResultContentsItem``."""
-    parent, _, rest = site.partition(".")
-    out = parent
-    for part in rest.replace("[]", ".[]").replace("*", ".*").split("."):
+    """``ReadResourceResult.contents[]`` -> ``ReadResourceResultContentsItem``;
+    ``JSONRPCMessage|5[]`` (member 5 of a union) -> ``JSONRPCMessageMember5Item``."""
+    head = re.split(r"[.|\[*]", site, maxsplit=1)[0]
+    out = head
+    for part in re.findall(r"\|\d+|\[\]|\*|\.[^.|\[*]+", site[len(head) :]):
         if part == "[]":
             out += "Item"
         elif part == "*":
             out += "Value"
-        elif part:
-            out += pascal(snake(part))
+        elif part.startswith("|"):
+            out += f"Member{part[1:]}"
+        else:
+            out += pascal(snake(part[1:]))
     return out
 
 

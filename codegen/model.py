@@ -172,7 +172,17 @@ class _Modeler:
             return RefT(self._ref_name(s["$ref"], site))
         for key in ("anyOf", "oneOf"):
             if key in s:
-                return _union([self._type(m, hint, site) for m in s[key]], site)
+                # Members that open sites of their own (an array's items, a map's values, a
+                # nested union) get their index in the site when two of them would share it
+                # (2025-03-26 JSONRPCMessage: the batch request and the batch response).
+                opening = [i for i, m in enumerate(s[key]) if _opens_site(m)]
+                return _union(
+                    [
+                        self._type(m, hint, f"{site}|{i}" if len(opening) > 1 and i in opening else site)
+                        for i, m in enumerate(s[key])
+                    ],
+                    site,
+                )
         if "const" in s:
             return Lit((s["const"],))
         if "enum" in s:
@@ -230,6 +240,14 @@ class _Modeler:
 
 def _is_object(s: dict[str, Any]) -> bool:
     return s.get("type") == "object" or "properties" in s
+
+
+def _opens_site(s: Any) -> bool:
+    """Whether a schema has parts below it whose site extends its own."""
+    if not isinstance(s, dict) or "$ref" in s:
+        return False
+    ap = s.get("additionalProperties")
+    return s.get("type") == "array" or "items" in s or "anyOf" in s or "oneOf" in s or (isinstance(ap, dict) and bool(ap))
 
 
 def _union(members: list[TypeExpr], site: str) -> TypeExpr:

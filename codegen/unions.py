@@ -52,7 +52,9 @@ def all_unions(rev: Revision) -> list[UnionT]:
         for root in roots:
             for t in walk(root):
                 if isinstance(t, UnionT):
-                    found.setdefault(t.site, t)
+                    seen = found.setdefault(t.site, t)
+                    if seen != t:  # one marker per site: two unions there would be decoded as one
+                        raise ValueError(f"{rev.revision}: two different unions at {t.site}")
     return [found[s] for s in sorted(found)]
 
 

@@ -191,26 +191,34 @@ else:
 
 
 if TYPE_CHECKING:
-    _JSONRPCBatchRequest_: TypeAlias = "JSONRPCRequest | JSONRPCNotification"
+    _JSONRPCBatchRequestItem: TypeAlias = "JSONRPCRequest | JSONRPCNotification"
 else:
 
-    class _JSONRPCBatchRequest_(Untagged):
+    class _JSONRPCBatchRequestItem(Untagged):
         __slots__ = ()
 
 
 if TYPE_CHECKING:
-    _JSONRPCBatchResponse_: TypeAlias = "JSONRPCResponse | JSONRPCError"
+    _JSONRPCBatchResponseItem: TypeAlias = "JSONRPCResponse | JSONRPCError"
 else:
 
-    class _JSONRPCBatchResponse_(Untagged):
+    class _JSONRPCBatchResponseItem(Untagged):
         __slots__ = ()
 
 
 if TYPE_CHECKING:
-    _JSONRPCMessage_: TypeAlias = "JSONRPCRequest | JSONRPCNotification"
+    _JSONRPCMessageMember2Item: TypeAlias = "JSONRPCRequest | JSONRPCNotification"
 else:
 
-    class _JSONRPCMessage_(Untagged):
+    class _JSONRPCMessageMember2Item(Untagged):
+        __slots__ = ()
+
+
+if TYPE_CHECKING:
+    _JSONRPCMessageMember5Item: TypeAlias = "JSONRPCResponse | JSONRPCError"
+else:
+
+    class _JSONRPCMessageMember5Item(Untagged):
         __slots__ = ()
 
 
@@ -1635,10 +1643,10 @@ Cursor: TypeAlias = str
 
 EmptyResult: TypeAlias = Result
 
-JSONRPCBatchRequest: TypeAlias = list[_JSONRPCBatchRequest_]
+JSONRPCBatchRequest: TypeAlias = list[_JSONRPCBatchRequestItem]
 """A JSON-RPC batch request, as described in https://www.jsonrpc.org/specification#batch."""
 
-JSONRPCBatchResponse: TypeAlias = list[_JSONRPCBatchResponse_]
+JSONRPCBatchResponse: TypeAlias = list[_JSONRPCBatchResponseItem]
 """A JSON-RPC batch response, as described in https://www.jsonrpc.org/specification#batch."""
 
 LoggingLevel: TypeAlias = Literal[
@@ -1720,7 +1728,7 @@ if not TYPE_CHECKING:
     )
 
     register(
-        _JSONRPCBatchRequest_,
+        _JSONRPCBatchRequestItem,
         (
             Member(
                 JSONRPCRequest,
@@ -1740,7 +1748,7 @@ if not TYPE_CHECKING:
     )
 
     register(
-        _JSONRPCBatchResponse_,
+        _JSONRPCBatchResponseItem,
         (
             Member(
                 JSONRPCResponse,
@@ -1777,7 +1785,7 @@ if not TYPE_CHECKING:
                 consts=(("jsonrpc", ("2.0",)),),
             ),
             Member(
-                list[_JSONRPCMessage_],
+                list[_JSONRPCMessageMember2Item],
                 "array",
                 required=frozenset({}),
                 known=frozenset({}),
@@ -1798,7 +1806,7 @@ if not TYPE_CHECKING:
                 consts=(("jsonrpc", ("2.0",)),),
             ),
             Member(
-                list[_JSONRPCMessage_],
+                list[_JSONRPCMessageMember5Item],
                 "array",
                 required=frozenset({}),
                 known=frozenset({}),
@@ -1808,7 +1816,7 @@ if not TYPE_CHECKING:
     )
 
     register(
-        _JSONRPCMessage_,
+        _JSONRPCMessageMember2Item,
         (
             Member(
                 JSONRPCRequest,
@@ -1822,6 +1830,26 @@ if not TYPE_CHECKING:
                 "object",
                 required=frozenset({"jsonrpc", "method"}),
                 known=frozenset({"jsonrpc", "method", "params"}),
+                consts=(("jsonrpc", ("2.0",)),),
+            ),
+        ),
+    )
+
+    register(
+        _JSONRPCMessageMember5Item,
+        (
+            Member(
+                JSONRPCResponse,
+                "object",
+                required=frozenset({"id", "jsonrpc", "result"}),
+                known=frozenset({"id", "jsonrpc", "result"}),
+                consts=(("jsonrpc", ("2.0",)),),
+            ),
+            Member(
+                JSONRPCError,
+                "object",
+                required=frozenset({"error", "id", "jsonrpc"}),
+                known=frozenset({"error", "id", "jsonrpc"}),
                 consts=(("jsonrpc", ("2.0",)),),
             ),
         ),
