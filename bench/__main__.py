@@ -32,6 +32,7 @@ import msgspec
 
 import mcpbind
 
+from . import costs as costs_script
 from . import projection as projection_script
 from .anchors import Anchor, Dmcg, Json, Mcpbind, McpTypes, Orjson, accepted_by_mcpbind
 from .workloads import ROOT, SESSIONS, Workload, all_workloads, record, schema_dir
@@ -473,6 +474,20 @@ def write_report(path: Path, rows: list[Row], extra: dict[str, Any], chart: Path
             f"decode {us(p100['decode'])}, project alone {us(p100['project'])}, project / decode = "
             f"**{p100['project'] / p100['decode']:.2f}** (target: below 1).",
         ]
+    costs = extra.get("costs")
+    if costs:
+        lines += [
+            "",
+            "## Costs of single values",
+            "",
+            "What the misses above come down to (bench/costs.py): each value or message decoded alone by",
+            "mcpbind (`mcpbind.decode`, or a `Codec`) against `orjson.loads` of the same bytes, and two",
+            "payloads encoded by msgspec alone (no mcpbind) against `orjson.dumps`, in the same rounds.",
+            "",
+            "| value | bytes | mcpbind / msgspec | orjson | ratio |",
+            "| --- | ---: | ---: | ---: | ---: |",
+            *(f"| {c['what']} | {c['bytes']} | {us(c['mcpbind'])} | {us(c['orjson'])} | {x(c['mcpbind'] / c['orjson'])} |" for c in costs),
+        ]
     imp = extra.get("imports")
     if imp:
         lines += ["", "## Import", "", IMPORT_TEXT, "", "| module | warm bytecode cache | cold, from source |", "| --- | ---: | ---: |"]
@@ -624,6 +639,9 @@ def main(argv: list[str] | None = None) -> int:
     anchors: list[Anchor] = [Mcpbind(), McpTypes(), dmcg, Orjson(), Json()]
     gc.collect()
     rows = measure_workloads(timer, anchors, workloads)
+
+    print("costs of single values (bench/costs.py) ...", file=sys.stderr)
+    extra["costs"] = costs_script.measure(timer.many)
 
     print("projection (bench/projection.py) ...", file=sys.stderr)
     extra["projection100"] = projection_script.measure(timer)

@@ -174,6 +174,8 @@ class _Revision:
     by_class: dict[type, _Method]
     batches: bool
     per_request_meta: bool
+    carriers: frozenset[type]  # classes whose instances carry their sender's capabilities
+    caps_types: dict[type, str]  # ClientCapabilities / ServerCapabilities -> whose
 
 
 def _build(message: type, names: tuple[str, ...]) -> Callable[[Any], Any]:
@@ -258,6 +260,16 @@ def _revision(revision: str) -> _Revision:
         by_class=by_class,
         batches=hasattr(module, "JSONRPCBatchRequest"),
         per_request_meta="initialize" not in module.METHODS,
+        carriers=frozenset(
+            cls
+            for cls in vars(module).values()
+            if isinstance(cls, type) and "capabilities" in getattr(cls, "__struct_fields__", ())
+        ),
+        caps_types={
+            getattr(module, name): side
+            for name, side in (("ClientCapabilities", "client"), ("ServerCapabilities", "server"))
+            if hasattr(module, name)
+        },
     )
 
 
@@ -440,17 +452,8 @@ class Codec:
         self._unmet: tuple[dict[str, tuple[_Gate, ...]], dict[str, tuple[_Gate, ...]]] = ({}, {})
         self.capabilities = capabilities
         self.peer_capabilities = peer_capabilities
-        # Classes whose instances carry their sender's capabilities (initialize, discover).
-        self._carriers = frozenset(
-            cls
-            for cls in vars(self.module).values()
-            if isinstance(cls, type) and "capabilities" in getattr(cls, "__struct_fields__", ())
-        )
-        self._caps_types = {
-            getattr(self.module, name): side
-            for name, side in (("ClientCapabilities", "client"), ("ServerCapabilities", "server"))
-            if hasattr(self.module, name)
-        }
+        self._carriers = self._rev.carriers
+        self._caps_types = self._rev.caps_types
 
     def __repr__(self) -> str:
         return f"Codec({self.revision!r}, role={self.role!r})"
