@@ -30,7 +30,7 @@ from .ir import (
     UnionT,
 )
 from .names import pascal, unique_attributes
-from .overlay import Overlay, apply_patches, overlay
+from .overlay import Overlay, apply, overlay
 from .pin import load_schema, pin
 
 PRIMITIVES = ("string", "integer", "number", "boolean", "null")
@@ -61,7 +61,7 @@ def build_from_schema(
 ) -> Revision:
     """The IR of any schema in the MCP style (used for pinned revisions and test fixtures)."""
     ov = ov or Overlay((), frozenset(), (), {}, {})
-    patched = apply_patches(schema, ov.patches, revision)
+    patched = apply(schema, ov, revision)
     rev = _Modeler(revision, patched, ov).run()
     rev.sha256, rev.source, rev.patches = sha256, source, ov.patches
     return rev
@@ -69,7 +69,7 @@ def build_from_schema(
 
 def patched_schema(revision: str) -> dict[str, Any]:
     """The pinned schema of ``revision`` with the overlay's defect fixes applied."""
-    return apply_patches(load_schema(revision), overlay(revision).patches, revision)
+    return apply(load_schema(revision), overlay(revision), revision)
 
 
 class _Modeler:

@@ -26,6 +26,46 @@ class Overlay:
     capabilities: dict[str, tuple[str, str]]  # method -> (side, dotted path)
     conditions: dict[str, tuple[CapabilityCondition, ...]] = field(default_factory=dict)
     # method -> the capabilities it needs only when its params say so
+    inherits: tuple[Inherit, ...] = ()
+    lifecycle: dict[str, str] = field(default_factory=dict)  # role -> method, where it exists
+    versions: tuple[str, ...] = ()  # protocol version strings the revision's messages carry
+    result_kinds: tuple[ResultKind, ...] = ()
+    task_results: tuple[TaskResult, ...] = ()
+
+
+@dataclass(frozen=True)
+class Inherit:
+    """A property of a base definition that the JSON rendering dropped from the definitions
+    extending it (the TypeScript ``extends`` is flattened): restored where it is missing."""
+
+    source: str  # JSON pointer to the property's schema
+    members: tuple[str, ...]  # unions whose members extend the base
+    property: str  # the property's key inside each member's ``params``
+    reason: str
+
+
+@dataclass(frozen=True)
+class ResultKind:
+    """A value of a result's discriminator field and the definition it selects (None: the
+    method's own result)."""
+
+    field: str  # wire key of the discriminator
+    value: str | None  # None: the value meaning "the method's own result" when the key is absent
+    definition: str | None  # None: the method's own result class
+    reason: str
+
+
+@dataclass(frozen=True)
+class TaskResult:
+    """Results that depend on the params: a request carrying ``when`` in its params is answered
+    by ``result``; ``method`` answers with the result of the request that created the task."""
+
+    when: str  # params key that makes a request task-augmented
+    result: str  # the definition that answers it
+    task_id: tuple[str, ...]  # path to the task id in that result
+    payload_method: str  # the method whose result is the original request's result
+    payload_task_id: str  # params key holding the task id of ``payload_method``
+    reason: str
 
 
 def in_range(revision: str, since: str | None, until: str | None) -> bool:
@@ -75,6 +115,20 @@ def overlay(revision: str) -> Overlay:
             )
             for method in sorted({e["method"] for e in entries("capability") if "when" in e})
         },
+        inherits=tuple(
+            Inherit(e["source"], tuple(e["members"]), e["property"], e["reason"]) for e in entries("inherit")
+        ),
+        lifecycle={role: e["method"] for e in entries("lifecycle") for role in [e["role"]]},
+        versions=tuple(v for e in entries("versions") if e.get("revision", revision) == revision for v in e["carries"]),
+        result_kinds=tuple(
+            ResultKind(e["field"], e.get("value"), e.get("definition"), e["reason"]) for e in entries("result_kind")
+        ),
+        task_results=tuple(
+            TaskResult(
+                e["when"], e["result"], tuple(e["task_id"]), e["payload_method"], e["payload_task_id"], e["reason"]
+            )
+            for e in entries("task_result")
+        ),
     )
 
 
@@ -103,6 +157,58 @@ def apply_patches(schema: dict[str, Any], patches: tuple[Patch, ...], revision: 
             )
         node[key] = copy.deepcopy(patch.value)
     return patched
+
+
+def _resolve(schema: dict[str, Any], node: Any) -> Any:
+    """``node`` with its ``$ref`` chain followed (local refs only)."""
+    while isinstance(node, dict) and "$ref" in node:
+        node = _at(schema, node["$ref"].lstrip("#"))
+    return node
+
+
+def _at(schema: dict[str, Any], pointer: str) -> Any:
+    node: Any = schema
+    for part in _split(pointer):
+        node = node[int(part)] if isinstance(node, list) else node.get(part)
+        if node is None:
+            raise OverlayError(f"JSON pointer {pointer!r} not found")
+    return node
+
+
+def apply_inherits(schema: dict[str, Any], inherits: tuple[Inherit, ...], revision: str) -> dict[str, Any]:
+    """``schema`` (changed in place) with each inherited property restored where it is missing."""
+    defs = schema.get("$defs") or schema.get("definitions") or {}
+    for inherit in inherits:
+        try:
+            source = _at(schema, inherit.source)
+        except OverlayError as exc:
+            raise OverlayError(f"{revision}: overlay inherit: {exc}") from None
+        for union in inherit.members:
+            if union not in defs:
+                raise OverlayError(f"{revision}: overlay inherit names {union!r}, which the schema lacks")
+            for member in defs[union].get("anyOf", []):
+                params = _resolve(schema, _resolve(schema, member).get("properties", {}).get("params"))
+                _inherit_into(schema, params, inherit.property, source)
+    return schema
+
+
+def _inherit_into(schema: dict[str, Any], params: Any, key: str, source: Any) -> None:
+    """Give the object schema ``params`` (each member, for a union) the property ``key``."""
+    if not isinstance(params, dict):
+        return
+    members = params.get("anyOf") or params.get("oneOf")
+    if members is not None:
+        for member in members:
+            _inherit_into(schema, _resolve(schema, member), key, source)
+        return
+    properties = params.setdefault("properties", {})
+    if key not in properties:
+        properties[key] = copy.deepcopy(source)
+
+
+def apply(schema: dict[str, Any], ov: Overlay, revision: str) -> dict[str, Any]:
+    """A copy of ``schema`` with the overlay's defect fixes and inherited properties applied."""
+    return apply_inherits(apply_patches(schema, ov.patches, revision), ov.inherits, revision)
 
 
 # -- projection entries ---------------------------------------------------------------------

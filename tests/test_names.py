@@ -7,7 +7,8 @@ import typing
 import pytest
 
 import mcpbind
-from tests._revisions import REVISIONS, definitions, upstream_schema
+from codegen.model import patched_schema
+from tests._revisions import REVISIONS, definitions
 
 
 def _pascal(key: str) -> str:
@@ -74,7 +75,7 @@ def _defined_names(module) -> set[str]:
 
 @pytest.mark.parametrize("revision", REVISIONS)
 def test_public_names_are_the_schema_definitions_and_inline_objects(revision):
-    raw = definitions(upstream_schema(revision))
+    raw = definitions(patched_schema(revision))
     expected = set(raw)
     for name, schema in raw.items():
         expected |= _inline_names(schema, name, raw)
@@ -93,7 +94,7 @@ def test_public_names_are_the_schema_definitions_and_inline_objects(revision):
 @pytest.mark.parametrize("revision", REVISIONS)
 def test_no_numeric_suffixes_in_generated_names(revision):
     module = mcpbind.bindings(revision)
-    raw = set(definitions(upstream_schema(revision)))
+    raw = set(definitions(patched_schema(revision)))
     invented = [n for n in module.types.__all__ if n not in raw and n[-1:].isdigit()]
     assert invented == []
 

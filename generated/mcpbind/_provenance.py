@@ -63,7 +63,12 @@ TYPES: dict[str, tuple[str, ...]] = {
         "2026-07-28",
         "draft",
     ),
-    "CallToolRequestParamsMeta": ("2025-11-25",),
+    "CallToolRequestParamsMeta": (
+        "2024-11-05",
+        "2025-03-26",
+        "2025-06-18",
+        "2025-11-25",
+    ),
     "CallToolResult": (
         "2024-11-05",
         "2025-03-26",
@@ -78,6 +83,7 @@ TYPES: dict[str, tuple[str, ...]] = {
     ),
     "CancelTaskRequest": ("2025-11-25",),
     "CancelTaskRequestParams": ("2025-11-25",),
+    "CancelTaskRequestParamsMeta": ("2025-11-25",),
     "CancelTaskResult": ("2025-11-25",),
     "CancelledNotification": (
         "2024-11-05",
@@ -177,7 +183,12 @@ TYPES: dict[str, tuple[str, ...]] = {
         "2026-07-28",
         "draft",
     ),
-    "CompleteRequestParamsMeta": ("2025-11-25",),
+    "CompleteRequestParamsMeta": (
+        "2024-11-05",
+        "2025-03-26",
+        "2025-06-18",
+        "2025-11-25",
+    ),
     "CompleteResult": (
         "2024-11-05",
         "2025-03-26",
@@ -220,7 +231,12 @@ TYPES: dict[str, tuple[str, ...]] = {
         "2026-07-28",
         "draft",
     ),
-    "CreateMessageRequestParamsMeta": ("2025-11-25",),
+    "CreateMessageRequestParamsMeta": (
+        "2024-11-05",
+        "2025-03-26",
+        "2025-06-18",
+        "2025-11-25",
+    ),
     "CreateMessageResult": (
         "2024-11-05",
         "2025-03-26",
@@ -273,6 +289,7 @@ TYPES: dict[str, tuple[str, ...]] = {
         "2026-07-28",
         "draft",
     ),
+    "ElicitRequestParamsMeta": ("2025-06-18",),
     "ElicitRequestParamsRequestedSchema": ("2025-06-18",),
     "ElicitRequestURLParams": (
         "2025-11-25",
@@ -332,7 +349,12 @@ TYPES: dict[str, tuple[str, ...]] = {
         "2026-07-28",
         "draft",
     ),
-    "GetPromptRequestParamsMeta": ("2025-11-25",),
+    "GetPromptRequestParamsMeta": (
+        "2024-11-05",
+        "2025-03-26",
+        "2025-06-18",
+        "2025-11-25",
+    ),
     "GetPromptResult": (
         "2024-11-05",
         "2025-03-26",
@@ -347,9 +369,11 @@ TYPES: dict[str, tuple[str, ...]] = {
     ),
     "GetTaskPayloadRequest": ("2025-11-25",),
     "GetTaskPayloadRequestParams": ("2025-11-25",),
+    "GetTaskPayloadRequestParamsMeta": ("2025-11-25",),
     "GetTaskPayloadResult": ("2025-11-25",),
     "GetTaskRequest": ("2025-11-25",),
     "GetTaskRequestParams": ("2025-11-25",),
+    "GetTaskRequestParamsMeta": ("2025-11-25",),
     "GetTaskResult": ("2025-11-25",),
     "HeaderMismatchError": (
         "2026-07-28",
@@ -398,7 +422,12 @@ TYPES: dict[str, tuple[str, ...]] = {
         "2025-06-18",
         "2025-11-25",
     ),
-    "InitializeRequestParamsMeta": ("2025-11-25",),
+    "InitializeRequestParamsMeta": (
+        "2024-11-05",
+        "2025-03-26",
+        "2025-06-18",
+        "2025-11-25",
+    ),
     "InitializeResult": (
         "2024-11-05",
         "2025-03-26",
@@ -551,6 +580,11 @@ TYPES: dict[str, tuple[str, ...]] = {
         "2025-03-26",
         "2025-06-18",
     ),
+    "ListPromptsRequestParamsMeta": (
+        "2024-11-05",
+        "2025-03-26",
+        "2025-06-18",
+    ),
     "ListPromptsResult": (
         "2024-11-05",
         "2025-03-26",
@@ -576,6 +610,11 @@ TYPES: dict[str, tuple[str, ...]] = {
         "2025-03-26",
         "2025-06-18",
     ),
+    "ListResourceTemplatesRequestParamsMeta": (
+        "2024-11-05",
+        "2025-03-26",
+        "2025-06-18",
+    ),
     "ListResourceTemplatesResult": (
         "2024-11-05",
         "2025-03-26",
@@ -597,6 +636,11 @@ TYPES: dict[str, tuple[str, ...]] = {
         "draft",
     ),
     "ListResourcesRequestParams": (
+        "2024-11-05",
+        "2025-03-26",
+        "2025-06-18",
+    ),
+    "ListResourcesRequestParamsMeta": (
         "2024-11-05",
         "2025-03-26",
         "2025-06-18",
@@ -652,6 +696,11 @@ TYPES: dict[str, tuple[str, ...]] = {
         "draft",
     ),
     "ListToolsRequestParams": (
+        "2024-11-05",
+        "2025-03-26",
+        "2025-06-18",
+    ),
+    "ListToolsRequestParamsMeta": (
         "2024-11-05",
         "2025-03-26",
         "2025-06-18",
@@ -895,7 +944,12 @@ TYPES: dict[str, tuple[str, ...]] = {
         "2026-07-28",
         "draft",
     ),
-    "ReadResourceRequestParamsMeta": ("2025-11-25",),
+    "ReadResourceRequestParamsMeta": (
+        "2024-11-05",
+        "2025-03-26",
+        "2025-06-18",
+        "2025-11-25",
+    ),
     "ReadResourceResult": (
         "2024-11-05",
         "2025-03-26",
@@ -1145,7 +1199,12 @@ TYPES: dict[str, tuple[str, ...]] = {
         "2025-06-18",
         "2025-11-25",
     ),
-    "SetLevelRequestParamsMeta": ("2025-11-25",),
+    "SetLevelRequestParamsMeta": (
+        "2024-11-05",
+        "2025-03-26",
+        "2025-06-18",
+        "2025-11-25",
+    ),
     "SingleSelectEnumSchema": (
         "2025-11-25",
         "2026-07-28",
@@ -1169,7 +1228,12 @@ TYPES: dict[str, tuple[str, ...]] = {
         "2025-06-18",
         "2025-11-25",
     ),
-    "SubscribeRequestParamsMeta": ("2025-11-25",),
+    "SubscribeRequestParamsMeta": (
+        "2024-11-05",
+        "2025-03-26",
+        "2025-06-18",
+        "2025-11-25",
+    ),
     "SubscriptionFilter": (
         "2026-07-28",
         "draft",
@@ -1324,7 +1388,12 @@ TYPES: dict[str, tuple[str, ...]] = {
         "2025-06-18",
         "2025-11-25",
     ),
-    "UnsubscribeRequestParamsMeta": ("2025-11-25",),
+    "UnsubscribeRequestParamsMeta": (
+        "2024-11-05",
+        "2025-03-26",
+        "2025-06-18",
+        "2025-11-25",
+    ),
     "UnsupportedProtocolVersionError": (
         "2026-07-28",
         "draft",
@@ -1540,6 +1609,9 @@ FIELDS: dict[str, dict[str, tuple[str, ...]]] = {
     },
     "CallToolRequestParams": {
         "_meta": (
+            "2024-11-05",
+            "2025-03-26",
+            "2025-06-18",
             "2025-11-25",
             "2026-07-28",
             "draft",
@@ -1571,7 +1643,12 @@ FIELDS: dict[str, dict[str, tuple[str, ...]]] = {
         "task": ("2025-11-25",),
     },
     "CallToolRequestParamsMeta": {
-        "progressToken": ("2025-11-25",),
+        "progressToken": (
+            "2024-11-05",
+            "2025-03-26",
+            "2025-06-18",
+            "2025-11-25",
+        ),
     },
     "CallToolResult": {
         "_meta": (
@@ -1630,7 +1707,11 @@ FIELDS: dict[str, dict[str, tuple[str, ...]]] = {
         "params": ("2025-11-25",),
     },
     "CancelTaskRequestParams": {
+        "_meta": ("2025-11-25",),
         "taskId": ("2025-11-25",),
+    },
+    "CancelTaskRequestParamsMeta": {
+        "progressToken": ("2025-11-25",),
     },
     "CancelTaskResult": {
         "_meta": ("2025-11-25",),
@@ -1667,6 +1748,9 @@ FIELDS: dict[str, dict[str, tuple[str, ...]]] = {
     },
     "CancelledNotificationParams": {
         "_meta": (
+            "2024-11-05",
+            "2025-03-26",
+            "2025-06-18",
             "2025-11-25",
             "2026-07-28",
             "draft",
@@ -1816,6 +1900,9 @@ FIELDS: dict[str, dict[str, tuple[str, ...]]] = {
     },
     "CompleteRequestParams": {
         "_meta": (
+            "2024-11-05",
+            "2025-03-26",
+            "2025-06-18",
             "2025-11-25",
             "2026-07-28",
             "draft",
@@ -1870,7 +1957,12 @@ FIELDS: dict[str, dict[str, tuple[str, ...]]] = {
         ),
     },
     "CompleteRequestParamsMeta": {
-        "progressToken": ("2025-11-25",),
+        "progressToken": (
+            "2024-11-05",
+            "2025-03-26",
+            "2025-06-18",
+            "2025-11-25",
+        ),
     },
     "CompleteResult": {
         "_meta": (
@@ -1955,7 +2047,12 @@ FIELDS: dict[str, dict[str, tuple[str, ...]]] = {
         ),
     },
     "CreateMessageRequestParams": {
-        "_meta": ("2025-11-25",),
+        "_meta": (
+            "2024-11-05",
+            "2025-03-26",
+            "2025-06-18",
+            "2025-11-25",
+        ),
         "includeContext": (
             "2024-11-05",
             "2025-03-26",
@@ -2033,7 +2130,12 @@ FIELDS: dict[str, dict[str, tuple[str, ...]]] = {
         ),
     },
     "CreateMessageRequestParamsMeta": {
-        "progressToken": ("2025-11-25",),
+        "progressToken": (
+            "2024-11-05",
+            "2025-03-26",
+            "2025-06-18",
+            "2025-11-25",
+        ),
     },
     "CreateMessageResult": {
         "_meta": (
@@ -2204,8 +2306,12 @@ FIELDS: dict[str, dict[str, tuple[str, ...]]] = {
         ),
     },
     "ElicitRequestParams": {
+        "_meta": ("2025-06-18",),
         "message": ("2025-06-18",),
         "requestedSchema": ("2025-06-18",),
+    },
+    "ElicitRequestParamsMeta": {
+        "progressToken": ("2025-06-18",),
     },
     "ElicitRequestParamsRequestedSchema": {
         "properties": ("2025-06-18",),
@@ -2259,6 +2365,7 @@ FIELDS: dict[str, dict[str, tuple[str, ...]]] = {
         "params": ("2025-11-25",),
     },
     "ElicitationCompleteNotificationParams": {
+        "_meta": ("2025-11-25",),
         "elicitationId": ("2025-11-25",),
     },
     "EmbeddedResource": {
@@ -2351,6 +2458,9 @@ FIELDS: dict[str, dict[str, tuple[str, ...]]] = {
     },
     "GetPromptRequestParams": {
         "_meta": (
+            "2024-11-05",
+            "2025-03-26",
+            "2025-06-18",
             "2025-11-25",
             "2026-07-28",
             "draft",
@@ -2381,7 +2491,12 @@ FIELDS: dict[str, dict[str, tuple[str, ...]]] = {
         ),
     },
     "GetPromptRequestParamsMeta": {
-        "progressToken": ("2025-11-25",),
+        "progressToken": (
+            "2024-11-05",
+            "2025-03-26",
+            "2025-06-18",
+            "2025-11-25",
+        ),
     },
     "GetPromptResult": {
         "_meta": (
@@ -2434,7 +2549,11 @@ FIELDS: dict[str, dict[str, tuple[str, ...]]] = {
         "params": ("2025-11-25",),
     },
     "GetTaskPayloadRequestParams": {
+        "_meta": ("2025-11-25",),
         "taskId": ("2025-11-25",),
+    },
+    "GetTaskPayloadRequestParamsMeta": {
+        "progressToken": ("2025-11-25",),
     },
     "GetTaskPayloadResult": {
         "_meta": ("2025-11-25",),
@@ -2446,7 +2565,11 @@ FIELDS: dict[str, dict[str, tuple[str, ...]]] = {
         "params": ("2025-11-25",),
     },
     "GetTaskRequestParams": {
+        "_meta": ("2025-11-25",),
         "taskId": ("2025-11-25",),
+    },
+    "GetTaskRequestParamsMeta": {
+        "progressToken": ("2025-11-25",),
     },
     "GetTaskResult": {
         "_meta": ("2025-11-25",),
@@ -2615,7 +2738,12 @@ FIELDS: dict[str, dict[str, tuple[str, ...]]] = {
         ),
     },
     "InitializeRequestParams": {
-        "_meta": ("2025-11-25",),
+        "_meta": (
+            "2024-11-05",
+            "2025-03-26",
+            "2025-06-18",
+            "2025-11-25",
+        ),
         "capabilities": (
             "2024-11-05",
             "2025-03-26",
@@ -2636,7 +2764,12 @@ FIELDS: dict[str, dict[str, tuple[str, ...]]] = {
         ),
     },
     "InitializeRequestParamsMeta": {
-        "progressToken": ("2025-11-25",),
+        "progressToken": (
+            "2024-11-05",
+            "2025-03-26",
+            "2025-06-18",
+            "2025-11-25",
+        ),
     },
     "InitializeResult": {
         "_meta": (
@@ -2993,7 +3126,19 @@ FIELDS: dict[str, dict[str, tuple[str, ...]]] = {
         ),
     },
     "ListPromptsRequestParams": {
+        "_meta": (
+            "2024-11-05",
+            "2025-03-26",
+            "2025-06-18",
+        ),
         "cursor": (
+            "2024-11-05",
+            "2025-03-26",
+            "2025-06-18",
+        ),
+    },
+    "ListPromptsRequestParamsMeta": {
+        "progressToken": (
             "2024-11-05",
             "2025-03-26",
             "2025-06-18",
@@ -3080,7 +3225,19 @@ FIELDS: dict[str, dict[str, tuple[str, ...]]] = {
         ),
     },
     "ListResourceTemplatesRequestParams": {
+        "_meta": (
+            "2024-11-05",
+            "2025-03-26",
+            "2025-06-18",
+        ),
         "cursor": (
+            "2024-11-05",
+            "2025-03-26",
+            "2025-06-18",
+        ),
+    },
+    "ListResourceTemplatesRequestParamsMeta": {
+        "progressToken": (
             "2024-11-05",
             "2025-03-26",
             "2025-06-18",
@@ -3167,7 +3324,19 @@ FIELDS: dict[str, dict[str, tuple[str, ...]]] = {
         ),
     },
     "ListResourcesRequestParams": {
+        "_meta": (
+            "2024-11-05",
+            "2025-03-26",
+            "2025-06-18",
+        ),
         "cursor": (
+            "2024-11-05",
+            "2025-03-26",
+            "2025-06-18",
+        ),
+    },
+    "ListResourcesRequestParamsMeta": {
+        "progressToken": (
             "2024-11-05",
             "2025-03-26",
             "2025-06-18",
@@ -3317,7 +3486,19 @@ FIELDS: dict[str, dict[str, tuple[str, ...]]] = {
         ),
     },
     "ListToolsRequestParams": {
+        "_meta": (
+            "2024-11-05",
+            "2025-03-26",
+            "2025-06-18",
+        ),
         "cursor": (
+            "2024-11-05",
+            "2025-03-26",
+            "2025-06-18",
+        ),
+    },
+    "ListToolsRequestParamsMeta": {
+        "progressToken": (
             "2024-11-05",
             "2025-03-26",
             "2025-06-18",
@@ -3400,6 +3581,9 @@ FIELDS: dict[str, dict[str, tuple[str, ...]]] = {
     },
     "LoggingMessageNotificationParams": {
         "_meta": (
+            "2024-11-05",
+            "2025-03-26",
+            "2025-06-18",
             "2025-11-25",
             "2026-07-28",
             "draft",
@@ -3729,6 +3913,9 @@ FIELDS: dict[str, dict[str, tuple[str, ...]]] = {
     },
     "ProgressNotificationParams": {
         "_meta": (
+            "2024-11-05",
+            "2025-03-26",
+            "2025-06-18",
             "2025-11-25",
             "2026-07-28",
             "draft",
@@ -3942,6 +4129,9 @@ FIELDS: dict[str, dict[str, tuple[str, ...]]] = {
     },
     "ReadResourceRequestParams": {
         "_meta": (
+            "2024-11-05",
+            "2025-03-26",
+            "2025-06-18",
             "2025-11-25",
             "2026-07-28",
             "draft",
@@ -3964,7 +4154,12 @@ FIELDS: dict[str, dict[str, tuple[str, ...]]] = {
         ),
     },
     "ReadResourceRequestParamsMeta": {
-        "progressToken": ("2025-11-25",),
+        "progressToken": (
+            "2024-11-05",
+            "2025-03-26",
+            "2025-06-18",
+            "2025-11-25",
+        ),
     },
     "ReadResourceResult": {
         "_meta": (
@@ -4384,6 +4579,9 @@ FIELDS: dict[str, dict[str, tuple[str, ...]]] = {
     },
     "ResourceUpdatedNotificationParams": {
         "_meta": (
+            "2024-11-05",
+            "2025-03-26",
+            "2025-06-18",
             "2025-11-25",
             "2026-07-28",
             "draft",
@@ -4606,7 +4804,12 @@ FIELDS: dict[str, dict[str, tuple[str, ...]]] = {
         ),
     },
     "SetLevelRequestParams": {
-        "_meta": ("2025-11-25",),
+        "_meta": (
+            "2024-11-05",
+            "2025-03-26",
+            "2025-06-18",
+            "2025-11-25",
+        ),
         "level": (
             "2024-11-05",
             "2025-03-26",
@@ -4615,7 +4818,12 @@ FIELDS: dict[str, dict[str, tuple[str, ...]]] = {
         ),
     },
     "SetLevelRequestParamsMeta": {
-        "progressToken": ("2025-11-25",),
+        "progressToken": (
+            "2024-11-05",
+            "2025-03-26",
+            "2025-06-18",
+            "2025-11-25",
+        ),
     },
     "StringSchema": {
         "default": (
@@ -4677,7 +4885,12 @@ FIELDS: dict[str, dict[str, tuple[str, ...]]] = {
         ),
     },
     "SubscribeRequestParams": {
-        "_meta": ("2025-11-25",),
+        "_meta": (
+            "2024-11-05",
+            "2025-03-26",
+            "2025-06-18",
+            "2025-11-25",
+        ),
         "uri": (
             "2024-11-05",
             "2025-03-26",
@@ -4686,7 +4899,12 @@ FIELDS: dict[str, dict[str, tuple[str, ...]]] = {
         ),
     },
     "SubscribeRequestParamsMeta": {
-        "progressToken": ("2025-11-25",),
+        "progressToken": (
+            "2024-11-05",
+            "2025-03-26",
+            "2025-06-18",
+            "2025-11-25",
+        ),
     },
     "SubscriptionFilter": {
         "promptsListChanged": (
@@ -5258,7 +5476,12 @@ FIELDS: dict[str, dict[str, tuple[str, ...]]] = {
         ),
     },
     "UnsubscribeRequestParams": {
-        "_meta": ("2025-11-25",),
+        "_meta": (
+            "2024-11-05",
+            "2025-03-26",
+            "2025-06-18",
+            "2025-11-25",
+        ),
         "uri": (
             "2024-11-05",
             "2025-03-26",
@@ -5267,7 +5490,12 @@ FIELDS: dict[str, dict[str, tuple[str, ...]]] = {
         ),
     },
     "UnsubscribeRequestParamsMeta": {
-        "progressToken": ("2025-11-25",),
+        "progressToken": (
+            "2024-11-05",
+            "2025-03-26",
+            "2025-06-18",
+            "2025-11-25",
+        ),
     },
     "UnsupportedProtocolVersionError": {
         "error": (

@@ -71,7 +71,15 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.CallToolRequestParams -> _b.CallToolRequestParams
         arguments = x.arguments
         name = x.name
-        return _b.CallToolRequestParams(arguments=arguments, name=name)
+        meta = x.meta
+        if meta is not UNSET:
+            meta = _o_CallToolRequestParamsMeta(meta, c)
+        return _b.CallToolRequestParams(arguments=arguments, name=name, meta=meta)
+
+    def _o_CallToolRequestParamsMeta(x: Any, c: Ctx) -> Any:
+        # _a.CallToolRequestParamsMeta -> _b.CallToolRequestParamsMeta
+        d = dict(x)
+        return _b.CallToolRequestParamsMeta(d)
 
     def _o_CallToolResult(x: Any, c: Ctx) -> Any:
         # _a.CallToolResult -> _b.CallToolResult
@@ -89,7 +97,8 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.CancelledNotificationParams -> _b.CancelledNotificationParams
         reason = x.reason
         request_id = x.request_id
-        return _b.CancelledNotificationParams(reason=reason, request_id=request_id)
+        meta = x.meta
+        return _b.CancelledNotificationParams(reason=reason, request_id=request_id, meta=meta)
 
     def _o_ClientCapabilities(x: Any, c: Ctx) -> Any:
         # _a.ClientCapabilities -> _b.ClientCapabilities
@@ -114,13 +123,21 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.CompleteRequestParams -> _b.CompleteRequestParams
         argument = _o_CompleteRequestParamsArgument(x.argument, c)
         ref = _u11(x.ref, c)
-        return _b.CompleteRequestParams(argument=argument, ref=ref)
+        meta = x.meta
+        if meta is not UNSET:
+            meta = _o_CompleteRequestParamsMeta(meta, c)
+        return _b.CompleteRequestParams(argument=argument, ref=ref, meta=meta)
 
     def _o_CompleteRequestParamsArgument(x: Any, c: Ctx) -> Any:
         # _a.CompleteRequestParamsArgument -> _b.CompleteRequestParamsArgument
         name = x.name
         value = x.value
         return _b.CompleteRequestParamsArgument(name=name, value=value)
+
+    def _o_CompleteRequestParamsMeta(x: Any, c: Ctx) -> Any:
+        # _a.CompleteRequestParamsMeta -> _b.CompleteRequestParamsMeta
+        d = dict(x)
+        return _b.CompleteRequestParamsMeta(d)
 
     def _o_CompleteResult(x: Any, c: Ctx) -> Any:
         # _a.CompleteResult -> _b.CompleteResult
@@ -152,6 +169,9 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         stop_sequences = x.stop_sequences
         system_prompt = x.system_prompt
         temperature = x.temperature
+        meta = x.meta
+        if meta is not UNSET:
+            meta = _o_CreateMessageRequestParamsMeta(meta, c)
         return _b.CreateMessageRequestParams(
             include_context=include_context,
             max_tokens=max_tokens,
@@ -161,7 +181,13 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
             stop_sequences=stop_sequences,
             system_prompt=system_prompt,
             temperature=temperature,
+            meta=meta,
         )
+
+    def _o_CreateMessageRequestParamsMeta(x: Any, c: Ctx) -> Any:
+        # _a.CreateMessageRequestParamsMeta -> _b.CreateMessageRequestParamsMeta
+        d = dict(x)
+        return _b.CreateMessageRequestParamsMeta(d)
 
     def _o_CreateMessageResult(x: Any, c: Ctx) -> Any:
         # _a.CreateMessageResult -> _b.CreateMessageResult
@@ -191,7 +217,15 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.GetPromptRequestParams -> _b.GetPromptRequestParams
         arguments = x.arguments
         name = x.name
-        return _b.GetPromptRequestParams(arguments=arguments, name=name)
+        meta = x.meta
+        if meta is not UNSET:
+            meta = _o_GetPromptRequestParamsMeta(meta, c)
+        return _b.GetPromptRequestParams(arguments=arguments, name=name, meta=meta)
+
+    def _o_GetPromptRequestParamsMeta(x: Any, c: Ctx) -> Any:
+        # _a.GetPromptRequestParamsMeta -> _b.GetPromptRequestParamsMeta
+        d = dict(x)
+        return _b.GetPromptRequestParamsMeta(d)
 
     def _o_GetPromptResult(x: Any, c: Ctx) -> Any:
         # _a.GetPromptResult -> _b.GetPromptResult
@@ -225,9 +259,20 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         capabilities = _o_ClientCapabilities(x.capabilities, c)
         client_info = _o_Implementation(x.client_info, c)
         protocol_version = x.protocol_version
+        meta = x.meta
+        if meta is not UNSET:
+            meta = _o_InitializeRequestParamsMeta(meta, c)
         return _b.InitializeRequestParams(
-            capabilities=capabilities, client_info=client_info, protocol_version=protocol_version
+            capabilities=capabilities,
+            client_info=client_info,
+            protocol_version=protocol_version,
+            meta=meta,
         )
+
+    def _o_InitializeRequestParamsMeta(x: Any, c: Ctx) -> Any:
+        # _a.InitializeRequestParamsMeta -> _b.InitializeRequestParamsMeta
+        d = dict(x)
+        return _b.InitializeRequestParamsMeta(d)
 
     def _o_InitializeResult(x: Any, c: Ctx) -> Any:
         # _a.InitializeResult -> _b.InitializeResult
@@ -323,7 +368,15 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
     def _o_ListPromptsRequestParams(x: Any, c: Ctx) -> Any:
         # _a.ListPromptsRequestParams -> _b.ListPromptsRequestParams
         cursor = x.cursor
-        return _b.ListPromptsRequestParams(cursor=cursor)
+        meta = x.meta
+        if meta is not UNSET:
+            meta = _o_ListPromptsRequestParamsMeta(meta, c)
+        return _b.ListPromptsRequestParams(cursor=cursor, meta=meta)
+
+    def _o_ListPromptsRequestParamsMeta(x: Any, c: Ctx) -> Any:
+        # _a.ListPromptsRequestParamsMeta -> _b.ListPromptsRequestParamsMeta
+        d = dict(x)
+        return _b.ListPromptsRequestParamsMeta(d)
 
     def _o_ListPromptsResult(x: Any, c: Ctx) -> Any:
         # _a.ListPromptsResult -> _b.ListPromptsResult
@@ -342,7 +395,15 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
     def _o_ListResourceTemplatesRequestParams(x: Any, c: Ctx) -> Any:
         # _a.ListResourceTemplatesRequestParams -> _b.ListResourceTemplatesRequestParams
         cursor = x.cursor
-        return _b.ListResourceTemplatesRequestParams(cursor=cursor)
+        meta = x.meta
+        if meta is not UNSET:
+            meta = _o_ListResourceTemplatesRequestParamsMeta(meta, c)
+        return _b.ListResourceTemplatesRequestParams(cursor=cursor, meta=meta)
+
+    def _o_ListResourceTemplatesRequestParamsMeta(x: Any, c: Ctx) -> Any:
+        # _a.ListResourceTemplatesRequestParamsMeta -> _b.ListResourceTemplatesRequestParamsMeta
+        d = dict(x)
+        return _b.ListResourceTemplatesRequestParamsMeta(d)
 
     def _o_ListResourceTemplatesResult(x: Any, c: Ctx) -> Any:
         # _a.ListResourceTemplatesResult -> _b.ListResourceTemplatesResult
@@ -363,7 +424,15 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
     def _o_ListResourcesRequestParams(x: Any, c: Ctx) -> Any:
         # _a.ListResourcesRequestParams -> _b.ListResourcesRequestParams
         cursor = x.cursor
-        return _b.ListResourcesRequestParams(cursor=cursor)
+        meta = x.meta
+        if meta is not UNSET:
+            meta = _o_ListResourcesRequestParamsMeta(meta, c)
+        return _b.ListResourcesRequestParams(cursor=cursor, meta=meta)
+
+    def _o_ListResourcesRequestParamsMeta(x: Any, c: Ctx) -> Any:
+        # _a.ListResourcesRequestParamsMeta -> _b.ListResourcesRequestParamsMeta
+        d = dict(x)
+        return _b.ListResourcesRequestParamsMeta(d)
 
     def _o_ListResourcesResult(x: Any, c: Ctx) -> Any:
         # _a.ListResourcesResult -> _b.ListResourcesResult
@@ -407,7 +476,15 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
     def _o_ListToolsRequestParams(x: Any, c: Ctx) -> Any:
         # _a.ListToolsRequestParams -> _b.ListToolsRequestParams
         cursor = x.cursor
-        return _b.ListToolsRequestParams(cursor=cursor)
+        meta = x.meta
+        if meta is not UNSET:
+            meta = _o_ListToolsRequestParamsMeta(meta, c)
+        return _b.ListToolsRequestParams(cursor=cursor, meta=meta)
+
+    def _o_ListToolsRequestParamsMeta(x: Any, c: Ctx) -> Any:
+        # _a.ListToolsRequestParamsMeta -> _b.ListToolsRequestParamsMeta
+        d = dict(x)
+        return _b.ListToolsRequestParamsMeta(d)
 
     def _o_ListToolsResult(x: Any, c: Ctx) -> Any:
         # _a.ListToolsResult -> _b.ListToolsResult
@@ -426,7 +503,8 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         data = x.data
         level = x.level
         logger = x.logger
-        return _b.LoggingMessageNotificationParams(data=data, level=level, logger=logger)
+        meta = x.meta
+        return _b.LoggingMessageNotificationParams(data=data, level=level, logger=logger, meta=meta)
 
     def _o_ModelHint(x: Any, c: Ctx) -> Any:
         # _a.ModelHint -> _b.ModelHint
@@ -509,8 +587,9 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         progress = x.progress
         progress_token = x.progress_token
         total = x.total
+        meta = x.meta
         return _b.ProgressNotificationParams(
-            progress=progress, progress_token=progress_token, total=total
+            progress=progress, progress_token=progress_token, total=total, meta=meta
         )
 
     def _o_Prompt(x: Any, c: Ctx) -> Any:
@@ -560,7 +639,15 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
     def _o_ReadResourceRequestParams(x: Any, c: Ctx) -> Any:
         # _a.ReadResourceRequestParams -> _b.ReadResourceRequestParams
         uri = x.uri
-        return _b.ReadResourceRequestParams(uri=uri)
+        meta = x.meta
+        if meta is not UNSET:
+            meta = _o_ReadResourceRequestParamsMeta(meta, c)
+        return _b.ReadResourceRequestParams(uri=uri, meta=meta)
+
+    def _o_ReadResourceRequestParamsMeta(x: Any, c: Ctx) -> Any:
+        # _a.ReadResourceRequestParamsMeta -> _b.ReadResourceRequestParamsMeta
+        d = dict(x)
+        return _b.ReadResourceRequestParamsMeta(d)
 
     def _o_ReadResourceResult(x: Any, c: Ctx) -> Any:
         # _a.ReadResourceResult -> _b.ReadResourceResult
@@ -655,7 +742,8 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
     def _o_ResourceUpdatedNotificationParams(x: Any, c: Ctx) -> Any:
         # _a.ResourceUpdatedNotificationParams -> _b.ResourceUpdatedNotificationParams
         uri = x.uri
-        return _b.ResourceUpdatedNotificationParams(uri=uri)
+        meta = x.meta
+        return _b.ResourceUpdatedNotificationParams(uri=uri, meta=meta)
 
     def _o_Result(x: Any, c: Ctx) -> Any:
         # _a.Result -> _b.Result
@@ -731,7 +819,15 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
     def _o_SetLevelRequestParams(x: Any, c: Ctx) -> Any:
         # _a.SetLevelRequestParams -> _b.SetLevelRequestParams
         level = x.level
-        return _b.SetLevelRequestParams(level=level)
+        meta = x.meta
+        if meta is not UNSET:
+            meta = _o_SetLevelRequestParamsMeta(meta, c)
+        return _b.SetLevelRequestParams(level=level, meta=meta)
+
+    def _o_SetLevelRequestParamsMeta(x: Any, c: Ctx) -> Any:
+        # _a.SetLevelRequestParamsMeta -> _b.SetLevelRequestParamsMeta
+        d = dict(x)
+        return _b.SetLevelRequestParamsMeta(d)
 
     def _o_SubscribeRequest(x: Any, c: Ctx) -> Any:
         # _a.SubscribeRequest -> _b.SubscribeRequest
@@ -741,7 +837,15 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
     def _o_SubscribeRequestParams(x: Any, c: Ctx) -> Any:
         # _a.SubscribeRequestParams -> _b.SubscribeRequestParams
         uri = x.uri
-        return _b.SubscribeRequestParams(uri=uri)
+        meta = x.meta
+        if meta is not UNSET:
+            meta = _o_SubscribeRequestParamsMeta(meta, c)
+        return _b.SubscribeRequestParams(uri=uri, meta=meta)
+
+    def _o_SubscribeRequestParamsMeta(x: Any, c: Ctx) -> Any:
+        # _a.SubscribeRequestParamsMeta -> _b.SubscribeRequestParamsMeta
+        d = dict(x)
+        return _b.SubscribeRequestParamsMeta(d)
 
     def _o_TextContent(x: Any, c: Ctx) -> Any:
         # _a.TextContent -> _b.TextContent
@@ -792,7 +896,15 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
     def _o_UnsubscribeRequestParams(x: Any, c: Ctx) -> Any:
         # _a.UnsubscribeRequestParams -> _b.UnsubscribeRequestParams
         uri = x.uri
-        return _b.UnsubscribeRequestParams(uri=uri)
+        meta = x.meta
+        if meta is not UNSET:
+            meta = _o_UnsubscribeRequestParamsMeta(meta, c)
+        return _b.UnsubscribeRequestParams(uri=uri, meta=meta)
+
+    def _o_UnsubscribeRequestParamsMeta(x: Any, c: Ctx) -> Any:
+        # _a.UnsubscribeRequestParamsMeta -> _b.UnsubscribeRequestParamsMeta
+        d = dict(x)
+        return _b.UnsubscribeRequestParamsMeta(d)
 
     def _l14(v: Any, c: Ctx) -> Any:
         # Any -> Any
@@ -928,6 +1040,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.BlobResourceContents: _o_BlobResourceContents,
         _a.CallToolRequest: _o_CallToolRequest,
         _a.CallToolRequestParams: _o_CallToolRequestParams,
+        _a.CallToolRequestParamsMeta: _o_CallToolRequestParamsMeta,
         _a.CallToolResult: _o_CallToolResult,
         _a.CancelledNotification: _o_CancelledNotification,
         _a.CancelledNotificationParams: _o_CancelledNotificationParams,
@@ -936,19 +1049,23 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.CompleteRequest: _o_CompleteRequest,
         _a.CompleteRequestParams: _o_CompleteRequestParams,
         _a.CompleteRequestParamsArgument: _o_CompleteRequestParamsArgument,
+        _a.CompleteRequestParamsMeta: _o_CompleteRequestParamsMeta,
         _a.CompleteResult: _o_CompleteResult,
         _a.CompleteResultCompletion: _o_CompleteResultCompletion,
         _a.CreateMessageRequest: _o_CreateMessageRequest,
         _a.CreateMessageRequestParams: _o_CreateMessageRequestParams,
+        _a.CreateMessageRequestParamsMeta: _o_CreateMessageRequestParamsMeta,
         _a.CreateMessageResult: _o_CreateMessageResult,
         _a.EmbeddedResource: _o_EmbeddedResource,
         _a.GetPromptRequest: _o_GetPromptRequest,
         _a.GetPromptRequestParams: _o_GetPromptRequestParams,
+        _a.GetPromptRequestParamsMeta: _o_GetPromptRequestParamsMeta,
         _a.GetPromptResult: _o_GetPromptResult,
         _a.ImageContent: _o_ImageContent,
         _a.Implementation: _o_Implementation,
         _a.InitializeRequest: _o_InitializeRequest,
         _a.InitializeRequestParams: _o_InitializeRequestParams,
+        _a.InitializeRequestParamsMeta: _o_InitializeRequestParamsMeta,
         _a.InitializeResult: _o_InitializeResult,
         _a.InitializedNotification: _o_InitializedNotification,
         _a.InitializedNotificationParams: _o_InitializedNotificationParams,
@@ -962,12 +1079,15 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.JSONRPCResponse: _o_JSONRPCResponse,
         _a.ListPromptsRequest: _o_ListPromptsRequest,
         _a.ListPromptsRequestParams: _o_ListPromptsRequestParams,
+        _a.ListPromptsRequestParamsMeta: _o_ListPromptsRequestParamsMeta,
         _a.ListPromptsResult: _o_ListPromptsResult,
         _a.ListResourceTemplatesRequest: _o_ListResourceTemplatesRequest,
         _a.ListResourceTemplatesRequestParams: _o_ListResourceTemplatesRequestParams,
+        _a.ListResourceTemplatesRequestParamsMeta: _o_ListResourceTemplatesRequestParamsMeta,
         _a.ListResourceTemplatesResult: _o_ListResourceTemplatesResult,
         _a.ListResourcesRequest: _o_ListResourcesRequest,
         _a.ListResourcesRequestParams: _o_ListResourcesRequestParams,
+        _a.ListResourcesRequestParamsMeta: _o_ListResourcesRequestParamsMeta,
         _a.ListResourcesResult: _o_ListResourcesResult,
         _a.ListRootsRequest: _o_ListRootsRequest,
         _a.ListRootsRequestParams: _o_ListRootsRequestParams,
@@ -975,6 +1095,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.ListRootsResult: _o_ListRootsResult,
         _a.ListToolsRequest: _o_ListToolsRequest,
         _a.ListToolsRequestParams: _o_ListToolsRequestParams,
+        _a.ListToolsRequestParamsMeta: _o_ListToolsRequestParamsMeta,
         _a.ListToolsResult: _o_ListToolsResult,
         _a.LoggingMessageNotification: _o_LoggingMessageNotification,
         _a.LoggingMessageNotificationParams: _o_LoggingMessageNotificationParams,
@@ -998,6 +1119,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.PromptReference: _o_PromptReference,
         _a.ReadResourceRequest: _o_ReadResourceRequest,
         _a.ReadResourceRequestParams: _o_ReadResourceRequestParams,
+        _a.ReadResourceRequestParamsMeta: _o_ReadResourceRequestParamsMeta,
         _a.ReadResourceResult: _o_ReadResourceResult,
         _a.Request: _o_Request,
         _a.RequestParams: _o_RequestParams,
@@ -1020,8 +1142,10 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.ServerCapabilitiesTools: _o_ServerCapabilitiesTools,
         _a.SetLevelRequest: _o_SetLevelRequest,
         _a.SetLevelRequestParams: _o_SetLevelRequestParams,
+        _a.SetLevelRequestParamsMeta: _o_SetLevelRequestParamsMeta,
         _a.SubscribeRequest: _o_SubscribeRequest,
         _a.SubscribeRequestParams: _o_SubscribeRequestParams,
+        _a.SubscribeRequestParamsMeta: _o_SubscribeRequestParamsMeta,
         _a.TextContent: _o_TextContent,
         _a.TextResourceContents: _o_TextResourceContents,
         _a.Tool: _o_Tool,
@@ -1030,6 +1154,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.ToolListChangedNotificationParams: _o_ToolListChangedNotificationParams,
         _a.UnsubscribeRequest: _o_UnsubscribeRequest,
         _a.UnsubscribeRequestParams: _o_UnsubscribeRequestParams,
+        _a.UnsubscribeRequestParamsMeta: _o_UnsubscribeRequestParamsMeta,
     }
     names: dict[type, str] = {
         _a.Annotated_: "Annotated",
@@ -1037,6 +1162,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.BlobResourceContents: "BlobResourceContents",
         _a.CallToolRequest: "CallToolRequest",
         _a.CallToolRequestParams: "CallToolRequestParams",
+        _a.CallToolRequestParamsMeta: "CallToolRequestParamsMeta",
         _a.CallToolResult: "CallToolResult",
         _a.CancelledNotification: "CancelledNotification",
         _a.CancelledNotificationParams: "CancelledNotificationParams",
@@ -1045,21 +1171,25 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.CompleteRequest: "CompleteRequest",
         _a.CompleteRequestParams: "CompleteRequestParams",
         _a.CompleteRequestParamsArgument: "CompleteRequestParamsArgument",
+        _a.CompleteRequestParamsMeta: "CompleteRequestParamsMeta",
         _a.CompleteResult: "CompleteResult",
         _a.CompleteResultCompletion: "CompleteResultCompletion",
         _a.CreateMessageRequest: "CreateMessageRequest",
         _a.CreateMessageRequestParams: "CreateMessageRequestParams",
+        _a.CreateMessageRequestParamsMeta: "CreateMessageRequestParamsMeta",
         _a.CreateMessageResult: "CreateMessageResult",
         _a.EmbeddedResource: "EmbeddedResource",
         _a.EmbeddedResourceAnnotations: "EmbeddedResourceAnnotations",
         _a.GetPromptRequest: "GetPromptRequest",
         _a.GetPromptRequestParams: "GetPromptRequestParams",
+        _a.GetPromptRequestParamsMeta: "GetPromptRequestParamsMeta",
         _a.GetPromptResult: "GetPromptResult",
         _a.ImageContent: "ImageContent",
         _a.ImageContentAnnotations: "ImageContentAnnotations",
         _a.Implementation: "Implementation",
         _a.InitializeRequest: "InitializeRequest",
         _a.InitializeRequestParams: "InitializeRequestParams",
+        _a.InitializeRequestParamsMeta: "InitializeRequestParamsMeta",
         _a.InitializeResult: "InitializeResult",
         _a.InitializedNotification: "InitializedNotification",
         _a.InitializedNotificationParams: "InitializedNotificationParams",
@@ -1073,12 +1203,15 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.JSONRPCResponse: "JSONRPCResponse",
         _a.ListPromptsRequest: "ListPromptsRequest",
         _a.ListPromptsRequestParams: "ListPromptsRequestParams",
+        _a.ListPromptsRequestParamsMeta: "ListPromptsRequestParamsMeta",
         _a.ListPromptsResult: "ListPromptsResult",
         _a.ListResourceTemplatesRequest: "ListResourceTemplatesRequest",
         _a.ListResourceTemplatesRequestParams: "ListResourceTemplatesRequestParams",
+        _a.ListResourceTemplatesRequestParamsMeta: "ListResourceTemplatesRequestParamsMeta",
         _a.ListResourceTemplatesResult: "ListResourceTemplatesResult",
         _a.ListResourcesRequest: "ListResourcesRequest",
         _a.ListResourcesRequestParams: "ListResourcesRequestParams",
+        _a.ListResourcesRequestParamsMeta: "ListResourcesRequestParamsMeta",
         _a.ListResourcesResult: "ListResourcesResult",
         _a.ListRootsRequest: "ListRootsRequest",
         _a.ListRootsRequestParams: "ListRootsRequestParams",
@@ -1086,6 +1219,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.ListRootsResult: "ListRootsResult",
         _a.ListToolsRequest: "ListToolsRequest",
         _a.ListToolsRequestParams: "ListToolsRequestParams",
+        _a.ListToolsRequestParamsMeta: "ListToolsRequestParamsMeta",
         _a.ListToolsResult: "ListToolsResult",
         _a.LoggingMessageNotification: "LoggingMessageNotification",
         _a.LoggingMessageNotificationParams: "LoggingMessageNotificationParams",
@@ -1109,6 +1243,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.PromptReference: "PromptReference",
         _a.ReadResourceRequest: "ReadResourceRequest",
         _a.ReadResourceRequestParams: "ReadResourceRequestParams",
+        _a.ReadResourceRequestParamsMeta: "ReadResourceRequestParamsMeta",
         _a.ReadResourceResult: "ReadResourceResult",
         _a.Request: "Request",
         _a.RequestParams: "RequestParams",
@@ -1134,8 +1269,10 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.ServerCapabilitiesTools: "ServerCapabilitiesTools",
         _a.SetLevelRequest: "SetLevelRequest",
         _a.SetLevelRequestParams: "SetLevelRequestParams",
+        _a.SetLevelRequestParamsMeta: "SetLevelRequestParamsMeta",
         _a.SubscribeRequest: "SubscribeRequest",
         _a.SubscribeRequestParams: "SubscribeRequestParams",
+        _a.SubscribeRequestParamsMeta: "SubscribeRequestParamsMeta",
         _a.TextContent: "TextContent",
         _a.TextContentAnnotations: "TextContentAnnotations",
         _a.TextResourceContents: "TextResourceContents",
@@ -1145,6 +1282,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.ToolListChangedNotificationParams: "ToolListChangedNotificationParams",
         _a.UnsubscribeRequest: "UnsubscribeRequest",
         _a.UnsubscribeRequestParams: "UnsubscribeRequestParams",
+        _a.UnsubscribeRequestParamsMeta: "UnsubscribeRequestParamsMeta",
     }
     return project, names
 

@@ -70,9 +70,17 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_CallToolRequestParams(x: Any, c: Ctx) -> Any:
         # _a.CallToolRequestParams -> _b.CallToolRequestParams
+        meta = x.meta
+        if meta is not UNSET:
+            meta = _o_CallToolRequestParamsMeta(meta, c)
         arguments = x.arguments
         name = x.name
-        return _b.CallToolRequestParams(arguments=arguments, name=name)
+        return _b.CallToolRequestParams(meta=meta, arguments=arguments, name=name)
+
+    def _o_CallToolRequestParamsMeta(x: Any, c: Ctx) -> Any:
+        # _a.CallToolRequestParamsMeta -> _b.CallToolRequestParamsMeta
+        d = dict(x)
+        return _b.CallToolRequestParamsMeta(d)
 
     def _o_CallToolResult(x: Any, c: Ctx) -> Any:
         # _a.CallToolResult -> _b.CallToolResult
@@ -91,9 +99,10 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_CancelledNotificationParams(x: Any, c: Ctx) -> Any:
         # _a.CancelledNotificationParams -> _b.CancelledNotificationParams
+        meta = x.meta
         reason = x.reason
         request_id = x.request_id
-        return _b.CancelledNotificationParams(reason=reason, request_id=request_id)
+        return _b.CancelledNotificationParams(meta=meta, reason=reason, request_id=request_id)
 
     def _o_ClientCapabilities(x: Any, c: Ctx) -> Any:
         # _a.ClientCapabilities -> _b.ClientCapabilities
@@ -123,15 +132,23 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_CompleteRequestParams(x: Any, c: Ctx) -> Any:
         # _a.CompleteRequestParams -> _b.CompleteRequestParams
+        meta = x.meta
+        if meta is not UNSET:
+            meta = _o_CompleteRequestParamsMeta(meta, c)
         argument = _o_CompleteRequestParamsArgument(x.argument, c)
         ref = _u12(x.ref, c)
-        return _b.CompleteRequestParams(argument=argument, ref=ref)
+        return _b.CompleteRequestParams(meta=meta, argument=argument, ref=ref)
 
     def _o_CompleteRequestParamsArgument(x: Any, c: Ctx) -> Any:
         # _a.CompleteRequestParamsArgument -> _b.CompleteRequestParamsArgument
         name = x.name
         value = x.value
         return _b.CompleteRequestParamsArgument(name=name, value=value)
+
+    def _o_CompleteRequestParamsMeta(x: Any, c: Ctx) -> Any:
+        # _a.CompleteRequestParamsMeta -> _b.CompleteRequestParamsMeta
+        d = dict(x)
+        return _b.CompleteRequestParamsMeta(d)
 
     def _o_CompleteResult(x: Any, c: Ctx) -> Any:
         # _a.CompleteResult -> _b.CompleteResult
@@ -154,6 +171,9 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_CreateMessageRequestParams(x: Any, c: Ctx) -> Any:
         # _a.CreateMessageRequestParams -> _b.CreateMessageRequestParams
+        meta = x.meta
+        if meta is not UNSET:
+            meta = _o_CreateMessageRequestParamsMeta(meta, c)
         include_context = x.include_context
         max_tokens = x.max_tokens
         messages = _l15(x.messages, c)
@@ -165,6 +185,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         system_prompt = x.system_prompt
         temperature = x.temperature
         return _b.CreateMessageRequestParams(
+            meta=meta,
             include_context=include_context,
             max_tokens=max_tokens,
             messages=messages,
@@ -174,6 +195,11 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
             system_prompt=system_prompt,
             temperature=temperature,
         )
+
+    def _o_CreateMessageRequestParamsMeta(x: Any, c: Ctx) -> Any:
+        # _a.CreateMessageRequestParamsMeta -> _b.CreateMessageRequestParamsMeta
+        d = dict(x)
+        return _b.CreateMessageRequestParamsMeta(d)
 
     def _o_CreateMessageResult(x: Any, c: Ctx) -> Any:
         # _a.CreateMessageResult -> _b.CreateMessageResult
@@ -202,9 +228,17 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_GetPromptRequestParams(x: Any, c: Ctx) -> Any:
         # _a.GetPromptRequestParams -> _b.GetPromptRequestParams
+        meta = x.meta
+        if meta is not UNSET:
+            meta = _o_GetPromptRequestParamsMeta(meta, c)
         arguments = x.arguments
         name = x.name
-        return _b.GetPromptRequestParams(arguments=arguments, name=name)
+        return _b.GetPromptRequestParams(meta=meta, arguments=arguments, name=name)
+
+    def _o_GetPromptRequestParamsMeta(x: Any, c: Ctx) -> Any:
+        # _a.GetPromptRequestParamsMeta -> _b.GetPromptRequestParamsMeta
+        d = dict(x)
+        return _b.GetPromptRequestParamsMeta(d)
 
     def _o_GetPromptResult(x: Any, c: Ctx) -> Any:
         # _a.GetPromptResult -> _b.GetPromptResult
@@ -236,12 +270,23 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_InitializeRequestParams(x: Any, c: Ctx) -> Any:
         # _a.InitializeRequestParams -> _b.InitializeRequestParams
+        meta = x.meta
+        if meta is not UNSET:
+            meta = _o_InitializeRequestParamsMeta(meta, c)
         capabilities = _o_ClientCapabilities(x.capabilities, c)
         client_info = _o_Implementation(x.client_info, c)
         protocol_version = x.protocol_version
         return _b.InitializeRequestParams(
-            capabilities=capabilities, client_info=client_info, protocol_version=protocol_version
+            meta=meta,
+            capabilities=capabilities,
+            client_info=client_info,
+            protocol_version=protocol_version,
         )
+
+    def _o_InitializeRequestParamsMeta(x: Any, c: Ctx) -> Any:
+        # _a.InitializeRequestParamsMeta -> _b.InitializeRequestParamsMeta
+        d = dict(x)
+        return _b.InitializeRequestParamsMeta(d)
 
     def _o_InitializeResult(x: Any, c: Ctx) -> Any:
         # _a.InitializeResult -> _b.InitializeResult
@@ -363,10 +408,11 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_LoggingMessageNotificationParams(x: Any, c: Ctx) -> Any:
         # _a.LoggingMessageNotificationParams -> _b.LoggingMessageNotificationParams
+        meta = x.meta
         data = x.data
         level = x.level
         logger = x.logger
-        return _b.LoggingMessageNotificationParams(data=data, level=level, logger=logger)
+        return _b.LoggingMessageNotificationParams(meta=meta, data=data, level=level, logger=logger)
 
     def _o_ModelHint(x: Any, c: Ctx) -> Any:
         # _a.ModelHint -> _b.ModelHint
@@ -434,11 +480,12 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_ProgressNotificationParams(x: Any, c: Ctx) -> Any:
         # _a.ProgressNotificationParams -> _b.ProgressNotificationParams
+        meta = x.meta
         progress = x.progress
         progress_token = x.progress_token
         total = x.total
         return _b.ProgressNotificationParams(
-            progress=progress, progress_token=progress_token, total=total
+            meta=meta, progress=progress, progress_token=progress_token, total=total
         )
 
     def _o_Prompt(x: Any, c: Ctx) -> Any:
@@ -484,8 +531,16 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_ReadResourceRequestParams(x: Any, c: Ctx) -> Any:
         # _a.ReadResourceRequestParams -> _b.ReadResourceRequestParams
+        meta = x.meta
+        if meta is not UNSET:
+            meta = _o_ReadResourceRequestParamsMeta(meta, c)
         uri = x.uri
-        return _b.ReadResourceRequestParams(uri=uri)
+        return _b.ReadResourceRequestParams(meta=meta, uri=uri)
+
+    def _o_ReadResourceRequestParamsMeta(x: Any, c: Ctx) -> Any:
+        # _a.ReadResourceRequestParamsMeta -> _b.ReadResourceRequestParamsMeta
+        d = dict(x)
+        return _b.ReadResourceRequestParamsMeta(d)
 
     def _o_ReadResourceResult(x: Any, c: Ctx) -> Any:
         # _a.ReadResourceResult -> _b.ReadResourceResult
@@ -578,8 +633,9 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_ResourceUpdatedNotificationParams(x: Any, c: Ctx) -> Any:
         # _a.ResourceUpdatedNotificationParams -> _b.ResourceUpdatedNotificationParams
+        meta = x.meta
         uri = x.uri
-        return _b.ResourceUpdatedNotificationParams(uri=uri)
+        return _b.ResourceUpdatedNotificationParams(meta=meta, uri=uri)
 
     def _o_Result(x: Any, c: Ctx) -> Any:
         # _a.Result -> _b.Result
@@ -651,8 +707,16 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_SetLevelRequestParams(x: Any, c: Ctx) -> Any:
         # _a.SetLevelRequestParams -> _b.SetLevelRequestParams
+        meta = x.meta
+        if meta is not UNSET:
+            meta = _o_SetLevelRequestParamsMeta(meta, c)
         level = x.level
-        return _b.SetLevelRequestParams(level=level)
+        return _b.SetLevelRequestParams(meta=meta, level=level)
+
+    def _o_SetLevelRequestParamsMeta(x: Any, c: Ctx) -> Any:
+        # _a.SetLevelRequestParamsMeta -> _b.SetLevelRequestParamsMeta
+        d = dict(x)
+        return _b.SetLevelRequestParamsMeta(d)
 
     def _o_SubscribeRequest(x: Any, c: Ctx) -> Any:
         # _a.SubscribeRequest -> _b.SubscribeRequest
@@ -662,8 +726,16 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_SubscribeRequestParams(x: Any, c: Ctx) -> Any:
         # _a.SubscribeRequestParams -> _b.SubscribeRequestParams
+        meta = x.meta
+        if meta is not UNSET:
+            meta = _o_SubscribeRequestParamsMeta(meta, c)
         uri = x.uri
-        return _b.SubscribeRequestParams(uri=uri)
+        return _b.SubscribeRequestParams(meta=meta, uri=uri)
+
+    def _o_SubscribeRequestParamsMeta(x: Any, c: Ctx) -> Any:
+        # _a.SubscribeRequestParamsMeta -> _b.SubscribeRequestParamsMeta
+        d = dict(x)
+        return _b.SubscribeRequestParamsMeta(d)
 
     def _o_TextContent(x: Any, c: Ctx) -> Any:
         # _a.TextContent -> _b.TextContent
@@ -710,8 +782,16 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_UnsubscribeRequestParams(x: Any, c: Ctx) -> Any:
         # _a.UnsubscribeRequestParams -> _b.UnsubscribeRequestParams
+        meta = x.meta
+        if meta is not UNSET:
+            meta = _o_UnsubscribeRequestParamsMeta(meta, c)
         uri = x.uri
-        return _b.UnsubscribeRequestParams(uri=uri)
+        return _b.UnsubscribeRequestParams(meta=meta, uri=uri)
+
+    def _o_UnsubscribeRequestParamsMeta(x: Any, c: Ctx) -> Any:
+        # _a.UnsubscribeRequestParamsMeta -> _b.UnsubscribeRequestParamsMeta
+        d = dict(x)
+        return _b.UnsubscribeRequestParamsMeta(d)
 
     def _l15(v: Any, c: Ctx) -> Any:
         # Any -> Any
@@ -847,6 +927,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.BlobResourceContents: _o_BlobResourceContents,
         _a.CallToolRequest: _o_CallToolRequest,
         _a.CallToolRequestParams: _o_CallToolRequestParams,
+        _a.CallToolRequestParamsMeta: _o_CallToolRequestParamsMeta,
         _a.CallToolResult: _o_CallToolResult,
         _a.CancelledNotification: _o_CancelledNotification,
         _a.CancelledNotificationParams: _o_CancelledNotificationParams,
@@ -855,19 +936,23 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.CompleteRequest: _o_CompleteRequest,
         _a.CompleteRequestParams: _o_CompleteRequestParams,
         _a.CompleteRequestParamsArgument: _o_CompleteRequestParamsArgument,
+        _a.CompleteRequestParamsMeta: _o_CompleteRequestParamsMeta,
         _a.CompleteResult: _o_CompleteResult,
         _a.CompleteResultCompletion: _o_CompleteResultCompletion,
         _a.CreateMessageRequest: _o_CreateMessageRequest,
         _a.CreateMessageRequestParams: _o_CreateMessageRequestParams,
+        _a.CreateMessageRequestParamsMeta: _o_CreateMessageRequestParamsMeta,
         _a.CreateMessageResult: _o_CreateMessageResult,
         _a.EmbeddedResource: _o_EmbeddedResource,
         _a.GetPromptRequest: _o_GetPromptRequest,
         _a.GetPromptRequestParams: _o_GetPromptRequestParams,
+        _a.GetPromptRequestParamsMeta: _o_GetPromptRequestParamsMeta,
         _a.GetPromptResult: _o_GetPromptResult,
         _a.ImageContent: _o_ImageContent,
         _a.Implementation: _o_Implementation,
         _a.InitializeRequest: _o_InitializeRequest,
         _a.InitializeRequestParams: _o_InitializeRequestParams,
+        _a.InitializeRequestParamsMeta: _o_InitializeRequestParamsMeta,
         _a.InitializeResult: _o_InitializeResult,
         _a.InitializedNotification: _o_InitializedNotification,
         _a.JSONRPCNotification: _o_JSONRPCNotification,
@@ -901,6 +986,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.PromptReference: _o_PromptReference,
         _a.ReadResourceRequest: _o_ReadResourceRequest,
         _a.ReadResourceRequestParams: _o_ReadResourceRequestParams,
+        _a.ReadResourceRequestParamsMeta: _o_ReadResourceRequestParamsMeta,
         _a.ReadResourceResult: _o_ReadResourceResult,
         _a.Request: _o_Request,
         _a.RequestParams: _o_RequestParams,
@@ -921,8 +1007,10 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.ServerCapabilitiesTools: _o_ServerCapabilitiesTools,
         _a.SetLevelRequest: _o_SetLevelRequest,
         _a.SetLevelRequestParams: _o_SetLevelRequestParams,
+        _a.SetLevelRequestParamsMeta: _o_SetLevelRequestParamsMeta,
         _a.SubscribeRequest: _o_SubscribeRequest,
         _a.SubscribeRequestParams: _o_SubscribeRequestParams,
+        _a.SubscribeRequestParamsMeta: _o_SubscribeRequestParamsMeta,
         _a.TextContent: _o_TextContent,
         _a.TextResourceContents: _o_TextResourceContents,
         _a.Tool: _o_Tool,
@@ -930,6 +1018,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.ToolListChangedNotification: _o_ToolListChangedNotification,
         _a.UnsubscribeRequest: _o_UnsubscribeRequest,
         _a.UnsubscribeRequestParams: _o_UnsubscribeRequestParams,
+        _a.UnsubscribeRequestParamsMeta: _o_UnsubscribeRequestParamsMeta,
     }
     names: dict[type, str] = {
         _a.Annotated_: "Annotated",
@@ -937,6 +1026,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.BlobResourceContents: "BlobResourceContents",
         _a.CallToolRequest: "CallToolRequest",
         _a.CallToolRequestParams: "CallToolRequestParams",
+        _a.CallToolRequestParamsMeta: "CallToolRequestParamsMeta",
         _a.CallToolResult: "CallToolResult",
         _a.CancelledNotification: "CancelledNotification",
         _a.CancelledNotificationParams: "CancelledNotificationParams",
@@ -945,21 +1035,25 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.CompleteRequest: "CompleteRequest",
         _a.CompleteRequestParams: "CompleteRequestParams",
         _a.CompleteRequestParamsArgument: "CompleteRequestParamsArgument",
+        _a.CompleteRequestParamsMeta: "CompleteRequestParamsMeta",
         _a.CompleteResult: "CompleteResult",
         _a.CompleteResultCompletion: "CompleteResultCompletion",
         _a.CreateMessageRequest: "CreateMessageRequest",
         _a.CreateMessageRequestParams: "CreateMessageRequestParams",
+        _a.CreateMessageRequestParamsMeta: "CreateMessageRequestParamsMeta",
         _a.CreateMessageResult: "CreateMessageResult",
         _a.EmbeddedResource: "EmbeddedResource",
         _a.EmbeddedResourceAnnotations: "EmbeddedResourceAnnotations",
         _a.GetPromptRequest: "GetPromptRequest",
         _a.GetPromptRequestParams: "GetPromptRequestParams",
+        _a.GetPromptRequestParamsMeta: "GetPromptRequestParamsMeta",
         _a.GetPromptResult: "GetPromptResult",
         _a.ImageContent: "ImageContent",
         _a.ImageContentAnnotations: "ImageContentAnnotations",
         _a.Implementation: "Implementation",
         _a.InitializeRequest: "InitializeRequest",
         _a.InitializeRequestParams: "InitializeRequestParams",
+        _a.InitializeRequestParamsMeta: "InitializeRequestParamsMeta",
         _a.InitializeResult: "InitializeResult",
         _a.InitializedNotification: "InitializedNotification",
         _a.InitializedNotificationParams: "InitializedNotificationParams",
@@ -973,12 +1067,15 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.JSONRPCResponse: "JSONRPCResponse",
         _a.ListPromptsRequest: "ListPromptsRequest",
         _a.ListPromptsRequestParams: "ListPromptsRequestParams",
+        _a.ListPromptsRequestParamsMeta: "ListPromptsRequestParamsMeta",
         _a.ListPromptsResult: "ListPromptsResult",
         _a.ListResourceTemplatesRequest: "ListResourceTemplatesRequest",
         _a.ListResourceTemplatesRequestParams: "ListResourceTemplatesRequestParams",
+        _a.ListResourceTemplatesRequestParamsMeta: "ListResourceTemplatesRequestParamsMeta",
         _a.ListResourceTemplatesResult: "ListResourceTemplatesResult",
         _a.ListResourcesRequest: "ListResourcesRequest",
         _a.ListResourcesRequestParams: "ListResourcesRequestParams",
+        _a.ListResourcesRequestParamsMeta: "ListResourcesRequestParamsMeta",
         _a.ListResourcesResult: "ListResourcesResult",
         _a.ListRootsRequest: "ListRootsRequest",
         _a.ListRootsRequestParams: "ListRootsRequestParams",
@@ -986,6 +1083,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.ListRootsResult: "ListRootsResult",
         _a.ListToolsRequest: "ListToolsRequest",
         _a.ListToolsRequestParams: "ListToolsRequestParams",
+        _a.ListToolsRequestParamsMeta: "ListToolsRequestParamsMeta",
         _a.ListToolsResult: "ListToolsResult",
         _a.LoggingMessageNotification: "LoggingMessageNotification",
         _a.LoggingMessageNotificationParams: "LoggingMessageNotificationParams",
@@ -1009,6 +1107,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.PromptReference: "PromptReference",
         _a.ReadResourceRequest: "ReadResourceRequest",
         _a.ReadResourceRequestParams: "ReadResourceRequestParams",
+        _a.ReadResourceRequestParamsMeta: "ReadResourceRequestParamsMeta",
         _a.ReadResourceResult: "ReadResourceResult",
         _a.Request: "Request",
         _a.RequestParams: "RequestParams",
@@ -1034,8 +1133,10 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.ServerCapabilitiesTools: "ServerCapabilitiesTools",
         _a.SetLevelRequest: "SetLevelRequest",
         _a.SetLevelRequestParams: "SetLevelRequestParams",
+        _a.SetLevelRequestParamsMeta: "SetLevelRequestParamsMeta",
         _a.SubscribeRequest: "SubscribeRequest",
         _a.SubscribeRequestParams: "SubscribeRequestParams",
+        _a.SubscribeRequestParamsMeta: "SubscribeRequestParamsMeta",
         _a.TextContent: "TextContent",
         _a.TextContentAnnotations: "TextContentAnnotations",
         _a.TextResourceContents: "TextResourceContents",
@@ -1045,6 +1146,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.ToolListChangedNotificationParams: "ToolListChangedNotificationParams",
         _a.UnsubscribeRequest: "UnsubscribeRequest",
         _a.UnsubscribeRequestParams: "UnsubscribeRequestParams",
+        _a.UnsubscribeRequestParamsMeta: "UnsubscribeRequestParamsMeta",
     }
     return project, names
 

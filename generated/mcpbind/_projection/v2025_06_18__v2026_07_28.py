@@ -24,15 +24,15 @@ TARGET = "2026-07-28"
 def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict[type, str]]:
     """The projection functions from the classes of module ``_a`` to those of module ``_b``."""
     # Target types of values the source leaves open (validated with mcpbind.convert).
-    _T0: Any = type_in(_b, "ResultMetaObject")
-    _T1: Any = type_in(_b, "NotificationMetaObject")
-    _T2: Any = type_in(_b, "ClientCapabilities")
-    _T3: Any = type_in(_b, "Implementation")
-    _T4: Any = type_in(
+    _T0: Any = type_in(_b, "ClientCapabilities")
+    _T1: Any = type_in(_b, "Implementation")
+    _T2: Any = type_in(
         _b,
         "Literal[\u0027alert\u0027, \u0027critical\u0027, \u0027debug\u0027, \u0027emergency\u0027, \u0027error\u0027, \u0027info\u0027, \u0027notice\u0027, \u0027warning\u0027]",
     )
-    _T5: Any = type_in(_b, "str")
+    _T3: Any = type_in(_b, "str")
+    _T4: Any = type_in(_b, "ResultMetaObject")
+    _T5: Any = type_in(_b, "NotificationMetaObject")
 
     def _o_Annotations(x: Any, c: Ctx) -> Any:
         # _a.Annotations -> _b.Annotations
@@ -81,18 +81,25 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_CallToolRequestParams(x: Any, c: Ctx) -> Any:
         # _a.CallToolRequestParams -> _b.CallToolRequestParams
-        return c.fail(
-            "CallToolRequestParams",
-            "the target requires it and the source has no such field",
-            "_meta",
-        )
+        meta = x.meta
+        if meta is not UNSET:
+            meta = c.req(meta, _o_RequestMetaObject_1, "_meta")
+        if meta is UNSET:
+            c.fail(
+                "CallToolRequestParams",
+                "the target requires it and the source has no value",
+                "_meta",
+            )
+        arguments = x.arguments
+        name = x.name
+        return _b.CallToolRequestParams(meta=meta, arguments=arguments, name=name)
 
     def _o_CallToolResult(x: Any, c: Ctx) -> Any:
         # _a.CallToolResult -> _b.CallToolResult
         meta = x.meta
         if meta is not UNSET:
-            meta = c.opt(meta, _v1, "_meta")
-        content = _l6(x.content, c)
+            meta = c.opt(meta, _v6, "_meta")
+        content = _l11(x.content, c)
         is_error = x.is_error
         result_type: Any = "complete"
         structured_content = x.structured_content
@@ -114,32 +121,35 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_CancelledNotificationParams(x: Any, c: Ctx) -> Any:
         # _a.CancelledNotificationParams -> _b.CancelledNotificationParams
+        meta = x.meta
+        if meta is not UNSET:
+            meta = c.opt(meta, _v12, "_meta")
         reason = x.reason
         request_id = x.request_id
-        return _b.CancelledNotificationParams(reason=reason, request_id=request_id)
+        return _b.CancelledNotificationParams(meta=meta, reason=reason, request_id=request_id)
 
     def _o_ClientCapabilities(x: Any, c: Ctx) -> Any:
         # _a.ClientCapabilities -> _b.ClientCapabilities
         elicitation = x.elicitation
         if elicitation is not UNSET:
-            elicitation = _o_ClientCapabilitiesElicitation_7(elicitation, c)
+            elicitation = _o_ClientCapabilitiesElicitation_13(elicitation, c)
         experimental = x.experimental
         roots = x.roots
         if roots is not UNSET:
             roots = empty(roots, c)
         sampling = x.sampling
         if sampling is not UNSET:
-            sampling = _o_ClientCapabilitiesSampling_8(sampling, c)
+            sampling = _o_ClientCapabilitiesSampling_14(sampling, c)
         return _b.ClientCapabilities(
             elicitation=elicitation, experimental=experimental, roots=roots, sampling=sampling
         )
 
-    def _o_ClientCapabilitiesElicitation_7(x: Any, c: Ctx) -> Any:
+    def _o_ClientCapabilitiesElicitation_13(x: Any, c: Ctx) -> Any:
         # Any -> _b.ClientCapabilitiesElicitation
         form: Any = {}
         return _b.ClientCapabilitiesElicitation(form=form)
 
-    def _o_ClientCapabilitiesSampling_8(x: Any, c: Ctx) -> Any:
+    def _o_ClientCapabilitiesSampling_14(x: Any, c: Ctx) -> Any:
         # Any -> _b.ClientCapabilitiesSampling
         return _b.ClientCapabilitiesSampling()
 
@@ -151,11 +161,21 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_CompleteRequestParams(x: Any, c: Ctx) -> Any:
         # _a.CompleteRequestParams -> _b.CompleteRequestParams
-        return c.fail(
-            "CompleteRequestParams",
-            "the target requires it and the source has no such field",
-            "_meta",
-        )
+        meta = x.meta
+        if meta is not UNSET:
+            meta = c.req(meta, _o_RequestMetaObject_15, "_meta")
+        if meta is UNSET:
+            c.fail(
+                "CompleteRequestParams",
+                "the target requires it and the source has no value",
+                "_meta",
+            )
+        argument = _o_CompleteRequestParamsArgument(x.argument, c)
+        context = x.context
+        if context is not UNSET:
+            context = _o_CompleteRequestParamsContext(context, c)
+        ref = _u17(x.ref, c)
+        return _b.CompleteRequestParams(meta=meta, argument=argument, context=context, ref=ref)
 
     def _o_CompleteRequestParamsArgument(x: Any, c: Ctx) -> Any:
         # _a.CompleteRequestParamsArgument -> _b.CompleteRequestParamsArgument
@@ -172,7 +192,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.CompleteResult -> _b.CompleteResult
         meta = x.meta
         if meta is not UNSET:
-            meta = c.opt(meta, _v1, "_meta")
+            meta = c.opt(meta, _v6, "_meta")
         completion = _o_CompleteResultCompletion(x.completion, c)
         result_type: Any = "complete"
         return _b.CompleteResult(meta=meta, completion=completion, result_type=result_type)
@@ -193,7 +213,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.CreateMessageRequestParams -> _b.CreateMessageRequestParams
         include_context = x.include_context
         max_tokens = x.max_tokens
-        messages = _l11(x.messages, c)
+        messages = _l20(x.messages, c)
         metadata = x.metadata
         model_preferences = x.model_preferences
         if model_preferences is not UNSET:
@@ -215,7 +235,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
     def _o_CreateMessageResult(x: Any, c: Ctx) -> Any:
         # _a.CreateMessageResult -> _b.CreateMessageResult
         meta = x.meta
-        content = _u14(x.content, c)
+        content = _u23(x.content, c)
         model = x.model
         role = x.role
         stop_reason = x.stop_reason
@@ -244,7 +264,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         annotations = x.annotations
         if annotations is not UNSET:
             annotations = _o_Annotations(annotations, c)
-        resource = _u3(x.resource, c)
+        resource = _u8(x.resource, c)
         return _b.EmbeddedResource(meta=meta, annotations=annotations, resource=resource)
 
     def _o_GetPromptRequest(x: Any, c: Ctx) -> Any:
@@ -255,19 +275,26 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_GetPromptRequestParams(x: Any, c: Ctx) -> Any:
         # _a.GetPromptRequestParams -> _b.GetPromptRequestParams
-        return c.fail(
-            "GetPromptRequestParams",
-            "the target requires it and the source has no such field",
-            "_meta",
-        )
+        meta = x.meta
+        if meta is not UNSET:
+            meta = c.req(meta, _o_RequestMetaObject_24, "_meta")
+        if meta is UNSET:
+            c.fail(
+                "GetPromptRequestParams",
+                "the target requires it and the source has no value",
+                "_meta",
+            )
+        arguments = x.arguments
+        name = x.name
+        return _b.GetPromptRequestParams(meta=meta, arguments=arguments, name=name)
 
     def _o_GetPromptResult(x: Any, c: Ctx) -> Any:
         # _a.GetPromptResult -> _b.GetPromptResult
         meta = x.meta
         if meta is not UNSET:
-            meta = c.opt(meta, _v1, "_meta")
+            meta = c.opt(meta, _v6, "_meta")
         description = x.description
-        messages = _l15(x.messages, c)
+        messages = _l25(x.messages, c)
         result_type: Any = "complete"
         return _b.GetPromptResult(
             meta=meta, description=description, messages=messages, result_type=result_type
@@ -319,7 +346,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.ListPromptsResult -> _b.ListPromptsResult
         meta = x.meta
         if meta is not UNSET:
-            meta = c.opt(meta, _v1, "_meta")
+            meta = c.opt(meta, _v6, "_meta")
         return c.fail(
             "ListPromptsResult",
             "the target requires it and the source has no such field",
@@ -338,7 +365,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.ListResourceTemplatesResult -> _b.ListResourceTemplatesResult
         meta = x.meta
         if meta is not UNSET:
-            meta = c.opt(meta, _v1, "_meta")
+            meta = c.opt(meta, _v6, "_meta")
         return c.fail(
             "ListResourceTemplatesResult",
             "the target requires it and the source has no such field",
@@ -355,7 +382,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.ListResourcesResult -> _b.ListResourcesResult
         meta = x.meta
         if meta is not UNSET:
-            meta = c.opt(meta, _v1, "_meta")
+            meta = c.opt(meta, _v6, "_meta")
         return c.fail(
             "ListResourcesResult",
             "the target requires it and the source has no such field",
@@ -378,7 +405,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_ListRootsResult(x: Any, c: Ctx) -> Any:
         # _a.ListRootsResult -> _b.ListRootsResult
-        roots = _l16(x.roots, c)
+        roots = _l26(x.roots, c)
         return _b.ListRootsResult(roots=roots)
 
     def _o_ListToolsRequest(x: Any, c: Ctx) -> Any:
@@ -391,7 +418,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.ListToolsResult -> _b.ListToolsResult
         meta = x.meta
         if meta is not UNSET:
-            meta = c.opt(meta, _v1, "_meta")
+            meta = c.opt(meta, _v6, "_meta")
         return c.fail(
             "ListToolsResult",
             "the target requires it and the source has no such field",
@@ -408,10 +435,13 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_LoggingMessageNotificationParams(x: Any, c: Ctx) -> Any:
         # _a.LoggingMessageNotificationParams -> _b.LoggingMessageNotificationParams
+        meta = x.meta
+        if meta is not UNSET:
+            meta = c.opt(meta, _v12, "_meta")
         data = x.data
         level = x.level
         logger = x.logger
-        return _b.LoggingMessageNotificationParams(data=data, level=level, logger=logger)
+        return _b.LoggingMessageNotificationParams(meta=meta, data=data, level=level, logger=logger)
 
     def _o_ModelHint(x: Any, c: Ctx) -> Any:
         # _a.ModelHint -> _b.ModelHint
@@ -423,7 +453,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         cost_priority = x.cost_priority
         hints = x.hints
         if hints is not UNSET:
-            hints = _l12(hints, c)
+            hints = _l21(hints, c)
         intelligence_priority = x.intelligence_priority
         speed_priority = x.speed_priority
         return _b.ModelPreferences(
@@ -445,7 +475,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.NotificationParams -> _b.NotificationParams
         meta = x.get("_meta", UNSET)
         if meta is not UNSET:
-            meta = c.opt(meta, _v17, "_meta")
+            meta = c.opt(meta, _v12, "_meta")
         return _b.NotificationParams(meta=meta)
 
     def _o_NumberSchema(x: Any, c: Ctx) -> Any:
@@ -477,7 +507,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.PaginatedResult -> _b.PaginatedResult
         meta = x.meta
         if meta is not UNSET:
-            meta = c.opt(meta, _v1, "_meta")
+            meta = c.opt(meta, _v6, "_meta")
         next_cursor = x.next_cursor
         result_type: Any = "complete"
         return _b.PaginatedResult(meta=meta, next_cursor=next_cursor, result_type=result_type)
@@ -492,12 +522,19 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_ProgressNotificationParams(x: Any, c: Ctx) -> Any:
         # _a.ProgressNotificationParams -> _b.ProgressNotificationParams
+        meta = x.meta
+        if meta is not UNSET:
+            meta = c.opt(meta, _v12, "_meta")
         message = x.message
         progress = x.progress
         progress_token = x.progress_token
         total = x.total
         return _b.ProgressNotificationParams(
-            message=message, progress=progress, progress_token=progress_token, total=total
+            meta=meta,
+            message=message,
+            progress=progress,
+            progress_token=progress_token,
+            total=total,
         )
 
     def _o_Prompt(x: Any, c: Ctx) -> Any:
@@ -505,7 +542,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         meta = x.meta
         arguments = x.arguments
         if arguments is not UNSET:
-            arguments = _l18(arguments, c)
+            arguments = _l27(arguments, c)
         description = x.description
         name = x.name
         title = x.title
@@ -531,7 +568,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_PromptMessage(x: Any, c: Ctx) -> Any:
         # _a.PromptMessage -> _b.PromptMessage
-        content = _u5(x.content, c)
+        content = _u10(x.content, c)
         role = x.role
         return _b.PromptMessage(content=content, role=role)
 
@@ -549,17 +586,23 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_ReadResourceRequestParams(x: Any, c: Ctx) -> Any:
         # _a.ReadResourceRequestParams -> _b.ReadResourceRequestParams
-        return c.fail(
-            "ReadResourceRequestParams",
-            "the target requires it and the source has no such field",
-            "_meta",
-        )
+        meta = x.meta
+        if meta is not UNSET:
+            meta = c.req(meta, _o_RequestMetaObject_28, "_meta")
+        if meta is UNSET:
+            c.fail(
+                "ReadResourceRequestParams",
+                "the target requires it and the source has no value",
+                "_meta",
+            )
+        uri = x.uri
+        return _b.ReadResourceRequestParams(meta=meta, uri=uri)
 
     def _o_ReadResourceResult(x: Any, c: Ctx) -> Any:
         # _a.ReadResourceResult -> _b.ReadResourceResult
         meta = x.meta
         if meta is not UNSET:
-            meta = c.opt(meta, _v1, "_meta")
+            meta = c.opt(meta, _v6, "_meta")
         return c.fail(
             "ReadResourceResult",
             "the target requires it and the source has no such field",
@@ -574,13 +617,13 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
             params = builtins(params, c)
         return _b.Request(method=method, params=params)
 
-    def _o_RequestMetaObject_19(x: Any, c: Ctx) -> Any:
-        # _a.RequestParamsMeta -> _b.RequestMetaObject
+    def _o_RequestMetaObject_1(x: Any, c: Ctx) -> Any:
+        # _a.CallToolRequestParamsMeta -> _b.RequestMetaObject
         d = dict(x)
         if "io.modelcontextprotocol/clientCapabilities" in d:
             d["io.modelcontextprotocol/clientCapabilities"] = c.req(
                 d["io.modelcontextprotocol/clientCapabilities"],
-                _v20,
+                _v2,
                 "io.modelcontextprotocol/clientCapabilities",
             )
         if "io.modelcontextprotocol/clientCapabilities" not in d:
@@ -591,16 +634,164 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
             )
         if "io.modelcontextprotocol/clientInfo" in d:
             d["io.modelcontextprotocol/clientInfo"] = c.opt(
-                d["io.modelcontextprotocol/clientInfo"], _v21, "io.modelcontextprotocol/clientInfo"
+                d["io.modelcontextprotocol/clientInfo"], _v3, "io.modelcontextprotocol/clientInfo"
             )
         if "io.modelcontextprotocol/logLevel" in d:
             d["io.modelcontextprotocol/logLevel"] = c.opt(
-                d["io.modelcontextprotocol/logLevel"], _v22, "io.modelcontextprotocol/logLevel"
+                d["io.modelcontextprotocol/logLevel"], _v4, "io.modelcontextprotocol/logLevel"
             )
         if "io.modelcontextprotocol/protocolVersion" in d:
             d["io.modelcontextprotocol/protocolVersion"] = c.req(
                 d["io.modelcontextprotocol/protocolVersion"],
-                _v23,
+                _v5,
+                "io.modelcontextprotocol/protocolVersion",
+            )
+        if "io.modelcontextprotocol/protocolVersion" not in d:
+            c.fail(
+                "RequestMetaObject",
+                "the target requires it and the source has no value",
+                "io.modelcontextprotocol/protocolVersion",
+            )
+        return _b.RequestMetaObject(d)
+
+    def _o_RequestMetaObject_15(x: Any, c: Ctx) -> Any:
+        # _a.CompleteRequestParamsMeta -> _b.RequestMetaObject
+        d = dict(x)
+        if "io.modelcontextprotocol/clientCapabilities" in d:
+            d["io.modelcontextprotocol/clientCapabilities"] = c.req(
+                d["io.modelcontextprotocol/clientCapabilities"],
+                _v2,
+                "io.modelcontextprotocol/clientCapabilities",
+            )
+        if "io.modelcontextprotocol/clientCapabilities" not in d:
+            c.fail(
+                "RequestMetaObject",
+                "the target requires it and the source has no value",
+                "io.modelcontextprotocol/clientCapabilities",
+            )
+        if "io.modelcontextprotocol/clientInfo" in d:
+            d["io.modelcontextprotocol/clientInfo"] = c.opt(
+                d["io.modelcontextprotocol/clientInfo"], _v3, "io.modelcontextprotocol/clientInfo"
+            )
+        if "io.modelcontextprotocol/logLevel" in d:
+            d["io.modelcontextprotocol/logLevel"] = c.opt(
+                d["io.modelcontextprotocol/logLevel"], _v4, "io.modelcontextprotocol/logLevel"
+            )
+        if "io.modelcontextprotocol/protocolVersion" in d:
+            d["io.modelcontextprotocol/protocolVersion"] = c.req(
+                d["io.modelcontextprotocol/protocolVersion"],
+                _v5,
+                "io.modelcontextprotocol/protocolVersion",
+            )
+        if "io.modelcontextprotocol/protocolVersion" not in d:
+            c.fail(
+                "RequestMetaObject",
+                "the target requires it and the source has no value",
+                "io.modelcontextprotocol/protocolVersion",
+            )
+        return _b.RequestMetaObject(d)
+
+    def _o_RequestMetaObject_24(x: Any, c: Ctx) -> Any:
+        # _a.GetPromptRequestParamsMeta -> _b.RequestMetaObject
+        d = dict(x)
+        if "io.modelcontextprotocol/clientCapabilities" in d:
+            d["io.modelcontextprotocol/clientCapabilities"] = c.req(
+                d["io.modelcontextprotocol/clientCapabilities"],
+                _v2,
+                "io.modelcontextprotocol/clientCapabilities",
+            )
+        if "io.modelcontextprotocol/clientCapabilities" not in d:
+            c.fail(
+                "RequestMetaObject",
+                "the target requires it and the source has no value",
+                "io.modelcontextprotocol/clientCapabilities",
+            )
+        if "io.modelcontextprotocol/clientInfo" in d:
+            d["io.modelcontextprotocol/clientInfo"] = c.opt(
+                d["io.modelcontextprotocol/clientInfo"], _v3, "io.modelcontextprotocol/clientInfo"
+            )
+        if "io.modelcontextprotocol/logLevel" in d:
+            d["io.modelcontextprotocol/logLevel"] = c.opt(
+                d["io.modelcontextprotocol/logLevel"], _v4, "io.modelcontextprotocol/logLevel"
+            )
+        if "io.modelcontextprotocol/protocolVersion" in d:
+            d["io.modelcontextprotocol/protocolVersion"] = c.req(
+                d["io.modelcontextprotocol/protocolVersion"],
+                _v5,
+                "io.modelcontextprotocol/protocolVersion",
+            )
+        if "io.modelcontextprotocol/protocolVersion" not in d:
+            c.fail(
+                "RequestMetaObject",
+                "the target requires it and the source has no value",
+                "io.modelcontextprotocol/protocolVersion",
+            )
+        return _b.RequestMetaObject(d)
+
+    def _o_RequestMetaObject_28(x: Any, c: Ctx) -> Any:
+        # _a.ReadResourceRequestParamsMeta -> _b.RequestMetaObject
+        d = dict(x)
+        if "io.modelcontextprotocol/clientCapabilities" in d:
+            d["io.modelcontextprotocol/clientCapabilities"] = c.req(
+                d["io.modelcontextprotocol/clientCapabilities"],
+                _v2,
+                "io.modelcontextprotocol/clientCapabilities",
+            )
+        if "io.modelcontextprotocol/clientCapabilities" not in d:
+            c.fail(
+                "RequestMetaObject",
+                "the target requires it and the source has no value",
+                "io.modelcontextprotocol/clientCapabilities",
+            )
+        if "io.modelcontextprotocol/clientInfo" in d:
+            d["io.modelcontextprotocol/clientInfo"] = c.opt(
+                d["io.modelcontextprotocol/clientInfo"], _v3, "io.modelcontextprotocol/clientInfo"
+            )
+        if "io.modelcontextprotocol/logLevel" in d:
+            d["io.modelcontextprotocol/logLevel"] = c.opt(
+                d["io.modelcontextprotocol/logLevel"], _v4, "io.modelcontextprotocol/logLevel"
+            )
+        if "io.modelcontextprotocol/protocolVersion" in d:
+            d["io.modelcontextprotocol/protocolVersion"] = c.req(
+                d["io.modelcontextprotocol/protocolVersion"],
+                _v5,
+                "io.modelcontextprotocol/protocolVersion",
+            )
+        if "io.modelcontextprotocol/protocolVersion" not in d:
+            c.fail(
+                "RequestMetaObject",
+                "the target requires it and the source has no value",
+                "io.modelcontextprotocol/protocolVersion",
+            )
+        return _b.RequestMetaObject(d)
+
+    def _o_RequestMetaObject_29(x: Any, c: Ctx) -> Any:
+        # _a.RequestParamsMeta -> _b.RequestMetaObject
+        d = dict(x)
+        if "io.modelcontextprotocol/clientCapabilities" in d:
+            d["io.modelcontextprotocol/clientCapabilities"] = c.req(
+                d["io.modelcontextprotocol/clientCapabilities"],
+                _v2,
+                "io.modelcontextprotocol/clientCapabilities",
+            )
+        if "io.modelcontextprotocol/clientCapabilities" not in d:
+            c.fail(
+                "RequestMetaObject",
+                "the target requires it and the source has no value",
+                "io.modelcontextprotocol/clientCapabilities",
+            )
+        if "io.modelcontextprotocol/clientInfo" in d:
+            d["io.modelcontextprotocol/clientInfo"] = c.opt(
+                d["io.modelcontextprotocol/clientInfo"], _v3, "io.modelcontextprotocol/clientInfo"
+            )
+        if "io.modelcontextprotocol/logLevel" in d:
+            d["io.modelcontextprotocol/logLevel"] = c.opt(
+                d["io.modelcontextprotocol/logLevel"], _v4, "io.modelcontextprotocol/logLevel"
+            )
+        if "io.modelcontextprotocol/protocolVersion" in d:
+            d["io.modelcontextprotocol/protocolVersion"] = c.req(
+                d["io.modelcontextprotocol/protocolVersion"],
+                _v5,
                 "io.modelcontextprotocol/protocolVersion",
             )
         if "io.modelcontextprotocol/protocolVersion" not in d:
@@ -615,7 +806,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.RequestParams -> _b.RequestParams
         meta = x.get("_meta", UNSET)
         if meta is not UNSET:
-            meta = c.req(meta, _o_RequestMetaObject_19, "_meta")
+            meta = c.req(meta, _o_RequestMetaObject_29, "_meta")
         if meta is UNSET:
             c.fail("RequestParams", "the target requires it and the source has no value", "_meta")
         return _b.RequestParams(meta=meta)
@@ -717,16 +908,19 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_ResourceUpdatedNotificationParams(x: Any, c: Ctx) -> Any:
         # _a.ResourceUpdatedNotificationParams -> _b.ResourceUpdatedNotificationParams
+        meta = x.meta
+        if meta is not UNSET:
+            meta = c.opt(meta, _v12, "_meta")
         uri = x.uri
-        return _b.ResourceUpdatedNotificationParams(uri=uri)
+        return _b.ResourceUpdatedNotificationParams(meta=meta, uri=uri)
 
     def _o_Result(x: Any, c: Ctx) -> Any:
         # _a.Result -> _b.Result
         d = dict(x)
         if "_meta" in d:
-            d["_meta"] = c.opt(d["_meta"], _v1, "_meta")
+            d["_meta"] = c.opt(d["_meta"], _v6, "_meta")
         if "resultType" in d:
-            d["resultType"] = c.req(d["resultType"], _v23, "resultType")
+            d["resultType"] = c.req(d["resultType"], _v5, "resultType")
         if "resultType" not in d:
             d["resultType"] = "complete"
         return _b.Result(d)
@@ -740,7 +934,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_SamplingMessage(x: Any, c: Ctx) -> Any:
         # _a.SamplingMessage -> _b.SamplingMessage
-        content = _u10(x.content, c)
+        content = _u19(x.content, c)
         role = x.role
         return _b.SamplingMessage(content=content, role=role)
 
@@ -887,90 +1081,97 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _l11(v: Any, c: Ctx) -> Any:
         # Any -> Any
+        return [_u10(i, c) for i in v]
+
+    def _l20(v: Any, c: Ctx) -> Any:
+        # Any -> Any
         return [_o_SamplingMessage(i, c) for i in v]
 
-    def _l12(v: Any, c: Ctx) -> Any:
+    def _l21(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_ModelHint(i, c) for i in v]
 
-    def _l15(v: Any, c: Ctx) -> Any:
+    def _l25(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_PromptMessage(i, c) for i in v]
 
-    def _l16(v: Any, c: Ctx) -> Any:
+    def _l26(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_Root(i, c) for i in v]
 
-    def _l18(v: Any, c: Ctx) -> Any:
+    def _l27(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_PromptArgument(i, c) for i in v]
-
-    def _l6(v: Any, c: Ctx) -> Any:
-        # Any -> Any
-        return [_u5(i, c) for i in v]
 
     def _u10(v: Any, c: Ctx) -> Any:
         # Any -> Any
         f = _D9.get(type(v))
         if f is None:
+            return c.member(v, "ContentBlock")
+        return f(v, c)
+
+    def _u17(v: Any, c: Ctx) -> Any:
+        # Any -> Any
+        f = _D16.get(type(v))
+        if f is None:
+            return c.member(v, "CompleteRequestParams.ref")
+        return f(v, c)
+
+    def _u19(v: Any, c: Ctx) -> Any:
+        # Any -> Any
+        f = _D18.get(type(v))
+        if f is None:
             return c.member(v, "SamplingMessage.content")
         return f(v, c)
 
-    def _u14(v: Any, c: Ctx) -> Any:
+    def _u23(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        f = _D13.get(type(v))
+        f = _D22.get(type(v))
         if f is None:
             return c.member(v, "CreateMessageResult.content")
         return f(v, c)
 
-    def _u3(v: Any, c: Ctx) -> Any:
+    def _u8(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        f = _D2.get(type(v))
+        f = _D7.get(type(v))
         if f is None:
             return c.member(v, "EmbeddedResource.resource")
         return f(v, c)
 
-    def _u5(v: Any, c: Ctx) -> Any:
+    def _v12(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        f = _D4.get(type(v))
-        if f is None:
-            return c.member(v, "ContentBlock")
-        return f(v, c)
+        return c.convert(v, _T5, "NotificationMetaObject")
 
-    def _v1(v: Any, c: Ctx) -> Any:
+    def _v2(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        return c.convert(v, _T0, "ResultMetaObject")
+        return c.check(v, _T0, "ClientCapabilities")
 
-    def _v17(v: Any, c: Ctx) -> Any:
+    def _v3(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        return c.convert(v, _T1, "NotificationMetaObject")
+        return c.check(v, _T1, "Implementation")
 
-    def _v20(v: Any, c: Ctx) -> Any:
-        # Any -> Any
-        return c.check(v, _T2, "ClientCapabilities")
-
-    def _v21(v: Any, c: Ctx) -> Any:
-        # Any -> Any
-        return c.check(v, _T3, "Implementation")
-
-    def _v22(v: Any, c: Ctx) -> Any:
+    def _v4(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return c.check(
             v,
-            _T4,
+            _T2,
             "'alert' | 'critical' | 'debug' | 'emergency' | 'error' | 'info' | 'notice' | 'warning'",
         )
 
-    def _v23(v: Any, c: Ctx) -> Any:
+    def _v5(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        return c.check(v, _T5, "string")
+        return c.check(v, _T3, "string")
 
-    _D2: dict[type, Callable[[Any, Ctx], Any]] = {
+    def _v6(v: Any, c: Ctx) -> Any:
+        # Any -> Any
+        return c.convert(v, _T4, "ResultMetaObject")
+
+    _D7: dict[type, Callable[[Any, Ctx], Any]] = {
         _a.TextResourceContents: _o_TextResourceContents,
         _a.BlobResourceContents: _o_BlobResourceContents,
     }
 
-    _D4: dict[type, Callable[[Any, Ctx], Any]] = {
+    _D9: dict[type, Callable[[Any, Ctx], Any]] = {
         _a.TextContent: _o_TextContent,
         _a.ImageContent: _o_ImageContent,
         _a.AudioContent: _o_AudioContent,
@@ -978,13 +1179,18 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.EmbeddedResource: _o_EmbeddedResource,
     }
 
-    _D9: dict[type, Callable[[Any, Ctx], Any]] = {
+    _D16: dict[type, Callable[[Any, Ctx], Any]] = {
+        _a.PromptReference: _o_PromptReference,
+        _a.ResourceTemplateReference: _o_ResourceTemplateReference,
+    }
+
+    _D18: dict[type, Callable[[Any, Ctx], Any]] = {
         _a.TextContent: _o_TextContent,
         _a.ImageContent: _o_ImageContent,
         _a.AudioContent: _o_AudioContent,
     }
 
-    _D13: dict[type, Callable[[Any, Ctx], Any]] = {
+    _D22: dict[type, Callable[[Any, Ctx], Any]] = {
         _a.TextContent: _o_TextContent,
         _a.ImageContent: _o_ImageContent,
         _a.AudioContent: _o_AudioContent,
@@ -1086,6 +1292,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.BooleanSchema: "BooleanSchema",
         _a.CallToolRequest: "CallToolRequest",
         _a.CallToolRequestParams: "CallToolRequestParams",
+        _a.CallToolRequestParamsMeta: "CallToolRequestParamsMeta",
         _a.CallToolResult: "CallToolResult",
         _a.CancelledNotification: "CancelledNotification",
         _a.CancelledNotificationParams: "CancelledNotificationParams",
@@ -1095,24 +1302,29 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.CompleteRequestParams: "CompleteRequestParams",
         _a.CompleteRequestParamsArgument: "CompleteRequestParamsArgument",
         _a.CompleteRequestParamsContext: "CompleteRequestParamsContext",
+        _a.CompleteRequestParamsMeta: "CompleteRequestParamsMeta",
         _a.CompleteResult: "CompleteResult",
         _a.CompleteResultCompletion: "CompleteResultCompletion",
         _a.CreateMessageRequest: "CreateMessageRequest",
         _a.CreateMessageRequestParams: "CreateMessageRequestParams",
+        _a.CreateMessageRequestParamsMeta: "CreateMessageRequestParamsMeta",
         _a.CreateMessageResult: "CreateMessageResult",
         _a.ElicitRequest: "ElicitRequest",
         _a.ElicitRequestParams: "ElicitRequestParams",
+        _a.ElicitRequestParamsMeta: "ElicitRequestParamsMeta",
         _a.ElicitRequestParamsRequestedSchema: "ElicitRequestParamsRequestedSchema",
         _a.ElicitResult: "ElicitResult",
         _a.EmbeddedResource: "EmbeddedResource",
         _a.EnumSchema: "EnumSchema",
         _a.GetPromptRequest: "GetPromptRequest",
         _a.GetPromptRequestParams: "GetPromptRequestParams",
+        _a.GetPromptRequestParamsMeta: "GetPromptRequestParamsMeta",
         _a.GetPromptResult: "GetPromptResult",
         _a.ImageContent: "ImageContent",
         _a.Implementation: "Implementation",
         _a.InitializeRequest: "InitializeRequest",
         _a.InitializeRequestParams: "InitializeRequestParams",
+        _a.InitializeRequestParamsMeta: "InitializeRequestParamsMeta",
         _a.InitializeResult: "InitializeResult",
         _a.InitializedNotification: "InitializedNotification",
         _a.InitializedNotificationParams: "InitializedNotificationParams",
@@ -1126,12 +1338,15 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.JSONRPCResponse: "JSONRPCResponse",
         _a.ListPromptsRequest: "ListPromptsRequest",
         _a.ListPromptsRequestParams: "ListPromptsRequestParams",
+        _a.ListPromptsRequestParamsMeta: "ListPromptsRequestParamsMeta",
         _a.ListPromptsResult: "ListPromptsResult",
         _a.ListResourceTemplatesRequest: "ListResourceTemplatesRequest",
         _a.ListResourceTemplatesRequestParams: "ListResourceTemplatesRequestParams",
+        _a.ListResourceTemplatesRequestParamsMeta: "ListResourceTemplatesRequestParamsMeta",
         _a.ListResourceTemplatesResult: "ListResourceTemplatesResult",
         _a.ListResourcesRequest: "ListResourcesRequest",
         _a.ListResourcesRequestParams: "ListResourcesRequestParams",
+        _a.ListResourcesRequestParamsMeta: "ListResourcesRequestParamsMeta",
         _a.ListResourcesResult: "ListResourcesResult",
         _a.ListRootsRequest: "ListRootsRequest",
         _a.ListRootsRequestParams: "ListRootsRequestParams",
@@ -1139,6 +1354,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.ListRootsResult: "ListRootsResult",
         _a.ListToolsRequest: "ListToolsRequest",
         _a.ListToolsRequestParams: "ListToolsRequestParams",
+        _a.ListToolsRequestParamsMeta: "ListToolsRequestParamsMeta",
         _a.ListToolsResult: "ListToolsResult",
         _a.LoggingMessageNotification: "LoggingMessageNotification",
         _a.LoggingMessageNotificationParams: "LoggingMessageNotificationParams",
@@ -1163,6 +1379,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.PromptReference: "PromptReference",
         _a.ReadResourceRequest: "ReadResourceRequest",
         _a.ReadResourceRequestParams: "ReadResourceRequestParams",
+        _a.ReadResourceRequestParamsMeta: "ReadResourceRequestParamsMeta",
         _a.ReadResourceResult: "ReadResourceResult",
         _a.Request: "Request",
         _a.RequestParams: "RequestParams",
@@ -1187,9 +1404,11 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.ServerCapabilitiesTools: "ServerCapabilitiesTools",
         _a.SetLevelRequest: "SetLevelRequest",
         _a.SetLevelRequestParams: "SetLevelRequestParams",
+        _a.SetLevelRequestParamsMeta: "SetLevelRequestParamsMeta",
         _a.StringSchema: "StringSchema",
         _a.SubscribeRequest: "SubscribeRequest",
         _a.SubscribeRequestParams: "SubscribeRequestParams",
+        _a.SubscribeRequestParamsMeta: "SubscribeRequestParamsMeta",
         _a.TextContent: "TextContent",
         _a.TextResourceContents: "TextResourceContents",
         _a.Tool: "Tool",
@@ -1200,6 +1419,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.ToolOutputSchema: "ToolOutputSchema",
         _a.UnsubscribeRequest: "UnsubscribeRequest",
         _a.UnsubscribeRequestParams: "UnsubscribeRequestParams",
+        _a.UnsubscribeRequestParamsMeta: "UnsubscribeRequestParamsMeta",
     }
     return project, names
 

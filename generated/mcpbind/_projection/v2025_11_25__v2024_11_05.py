@@ -45,7 +45,15 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.CallToolRequestParams -> _b.CallToolRequestParams
         arguments = x.arguments
         name = x.name
-        return _b.CallToolRequestParams(arguments=arguments, name=name)
+        meta = x.meta
+        if meta is not UNSET:
+            meta = _o_CallToolRequestParamsMeta(meta, c)
+        return _b.CallToolRequestParams(arguments=arguments, name=name, meta=meta)
+
+    def _o_CallToolRequestParamsMeta(x: Any, c: Ctx) -> Any:
+        # _a.CallToolRequestParamsMeta -> _b.CallToolRequestParamsMeta
+        d = dict(x)
+        return _b.CallToolRequestParamsMeta(d)
 
     def _o_CallToolResult(x: Any, c: Ctx) -> Any:
         # _a.CallToolResult -> _b.CallToolResult
@@ -69,7 +77,8 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
                 "the target requires it and the source has no value",
                 "requestId",
             )
-        return _b.CancelledNotificationParams(reason=reason, request_id=request_id)
+        meta = x.meta
+        return _b.CancelledNotificationParams(reason=reason, request_id=request_id, meta=meta)
 
     def _o_ClientCapabilities(x: Any, c: Ctx) -> Any:
         # _a.ClientCapabilities -> _b.ClientCapabilities
@@ -96,13 +105,21 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.CompleteRequestParams -> _b.CompleteRequestParams
         argument = _o_CompleteRequestParamsArgument(x.argument, c)
         ref = _u11(x.ref, c)
-        return _b.CompleteRequestParams(argument=argument, ref=ref)
+        meta = x.meta
+        if meta is not UNSET:
+            meta = _o_CompleteRequestParamsMeta(meta, c)
+        return _b.CompleteRequestParams(argument=argument, ref=ref, meta=meta)
 
     def _o_CompleteRequestParamsArgument(x: Any, c: Ctx) -> Any:
         # _a.CompleteRequestParamsArgument -> _b.CompleteRequestParamsArgument
         name = x.name
         value = x.value
         return _b.CompleteRequestParamsArgument(name=name, value=value)
+
+    def _o_CompleteRequestParamsMeta(x: Any, c: Ctx) -> Any:
+        # _a.CompleteRequestParamsMeta -> _b.CompleteRequestParamsMeta
+        d = dict(x)
+        return _b.CompleteRequestParamsMeta(d)
 
     def _o_CompleteResult(x: Any, c: Ctx) -> Any:
         # _a.CompleteResult -> _b.CompleteResult
@@ -134,6 +151,9 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         stop_sequences = x.stop_sequences
         system_prompt = x.system_prompt
         temperature = x.temperature
+        meta = x.meta
+        if meta is not UNSET:
+            meta = _o_CreateMessageRequestParamsMeta(meta, c)
         return _b.CreateMessageRequestParams(
             include_context=include_context,
             max_tokens=max_tokens,
@@ -143,7 +163,13 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
             stop_sequences=stop_sequences,
             system_prompt=system_prompt,
             temperature=temperature,
+            meta=meta,
         )
+
+    def _o_CreateMessageRequestParamsMeta(x: Any, c: Ctx) -> Any:
+        # _a.CreateMessageRequestParamsMeta -> _b.CreateMessageRequestParamsMeta
+        d = dict(x)
+        return _b.CreateMessageRequestParamsMeta(d)
 
     def _o_CreateMessageResult(x: Any, c: Ctx) -> Any:
         # _a.CreateMessageResult -> _b.CreateMessageResult
@@ -179,7 +205,15 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.GetPromptRequestParams -> _b.GetPromptRequestParams
         arguments = x.arguments
         name = x.name
-        return _b.GetPromptRequestParams(arguments=arguments, name=name)
+        meta = x.meta
+        if meta is not UNSET:
+            meta = _o_GetPromptRequestParamsMeta(meta, c)
+        return _b.GetPromptRequestParams(arguments=arguments, name=name, meta=meta)
+
+    def _o_GetPromptRequestParamsMeta(x: Any, c: Ctx) -> Any:
+        # _a.GetPromptRequestParamsMeta -> _b.GetPromptRequestParamsMeta
+        d = dict(x)
+        return _b.GetPromptRequestParamsMeta(d)
 
     def _o_GetPromptResult(x: Any, c: Ctx) -> Any:
         # _a.GetPromptResult -> _b.GetPromptResult
@@ -219,9 +253,20 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         capabilities = _o_ClientCapabilities(x.capabilities, c)
         client_info = _o_Implementation(x.client_info, c)
         protocol_version = x.protocol_version
+        meta = x.meta
+        if meta is not UNSET:
+            meta = _o_InitializeRequestParamsMeta(meta, c)
         return _b.InitializeRequestParams(
-            capabilities=capabilities, client_info=client_info, protocol_version=protocol_version
+            capabilities=capabilities,
+            client_info=client_info,
+            protocol_version=protocol_version,
+            meta=meta,
         )
+
+    def _o_InitializeRequestParamsMeta(x: Any, c: Ctx) -> Any:
+        # _a.InitializeRequestParamsMeta -> _b.InitializeRequestParamsMeta
+        d = dict(x)
+        return _b.InitializeRequestParamsMeta(d)
 
     def _o_InitializeResult(x: Any, c: Ctx) -> Any:
         # _a.InitializeResult -> _b.InitializeResult
@@ -278,35 +323,51 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
             params = _o_ListPromptsRequestParams_24(params, c)
         return _b.ListPromptsRequest(params=params)
 
+    def _o_ListPromptsRequestParamsMeta_25(x: Any, c: Ctx) -> Any:
+        # _a.PaginatedRequestParamsMeta -> _b.ListPromptsRequestParamsMeta
+        d = dict(x)
+        return _b.ListPromptsRequestParamsMeta(d)
+
     def _o_ListPromptsRequestParams_24(x: Any, c: Ctx) -> Any:
         # _a.PaginatedRequestParams -> _b.ListPromptsRequestParams
         cursor = x.cursor
-        return _b.ListPromptsRequestParams(cursor=cursor)
+        meta = x.meta
+        if meta is not UNSET:
+            meta = _o_ListPromptsRequestParamsMeta_25(meta, c)
+        return _b.ListPromptsRequestParams(cursor=cursor, meta=meta)
 
     def _o_ListPromptsResult(x: Any, c: Ctx) -> Any:
         # _a.ListPromptsResult -> _b.ListPromptsResult
         meta = x.meta
         next_cursor = x.next_cursor
-        prompts = _l26(x.prompts, c)
+        prompts = _l27(x.prompts, c)
         return _b.ListPromptsResult(meta=meta, next_cursor=next_cursor, prompts=prompts)
 
     def _o_ListResourceTemplatesRequest(x: Any, c: Ctx) -> Any:
         # _a.ListResourceTemplatesRequest -> _b.ListResourceTemplatesRequest
         params = x.params
         if params is not UNSET:
-            params = _o_ListResourceTemplatesRequestParams_27(params, c)
+            params = _o_ListResourceTemplatesRequestParams_28(params, c)
         return _b.ListResourceTemplatesRequest(params=params)
 
-    def _o_ListResourceTemplatesRequestParams_27(x: Any, c: Ctx) -> Any:
+    def _o_ListResourceTemplatesRequestParamsMeta_29(x: Any, c: Ctx) -> Any:
+        # _a.PaginatedRequestParamsMeta -> _b.ListResourceTemplatesRequestParamsMeta
+        d = dict(x)
+        return _b.ListResourceTemplatesRequestParamsMeta(d)
+
+    def _o_ListResourceTemplatesRequestParams_28(x: Any, c: Ctx) -> Any:
         # _a.PaginatedRequestParams -> _b.ListResourceTemplatesRequestParams
         cursor = x.cursor
-        return _b.ListResourceTemplatesRequestParams(cursor=cursor)
+        meta = x.meta
+        if meta is not UNSET:
+            meta = _o_ListResourceTemplatesRequestParamsMeta_29(meta, c)
+        return _b.ListResourceTemplatesRequestParams(cursor=cursor, meta=meta)
 
     def _o_ListResourceTemplatesResult(x: Any, c: Ctx) -> Any:
         # _a.ListResourceTemplatesResult -> _b.ListResourceTemplatesResult
         meta = x.meta
         next_cursor = x.next_cursor
-        resource_templates = _l29(x.resource_templates, c)
+        resource_templates = _l31(x.resource_templates, c)
         return _b.ListResourceTemplatesResult(
             meta=meta, next_cursor=next_cursor, resource_templates=resource_templates
         )
@@ -315,63 +376,79 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.ListResourcesRequest -> _b.ListResourcesRequest
         params = x.params
         if params is not UNSET:
-            params = _o_ListResourcesRequestParams_30(params, c)
+            params = _o_ListResourcesRequestParams_32(params, c)
         return _b.ListResourcesRequest(params=params)
 
-    def _o_ListResourcesRequestParams_30(x: Any, c: Ctx) -> Any:
+    def _o_ListResourcesRequestParamsMeta_33(x: Any, c: Ctx) -> Any:
+        # _a.PaginatedRequestParamsMeta -> _b.ListResourcesRequestParamsMeta
+        d = dict(x)
+        return _b.ListResourcesRequestParamsMeta(d)
+
+    def _o_ListResourcesRequestParams_32(x: Any, c: Ctx) -> Any:
         # _a.PaginatedRequestParams -> _b.ListResourcesRequestParams
         cursor = x.cursor
-        return _b.ListResourcesRequestParams(cursor=cursor)
+        meta = x.meta
+        if meta is not UNSET:
+            meta = _o_ListResourcesRequestParamsMeta_33(meta, c)
+        return _b.ListResourcesRequestParams(cursor=cursor, meta=meta)
 
     def _o_ListResourcesResult(x: Any, c: Ctx) -> Any:
         # _a.ListResourcesResult -> _b.ListResourcesResult
         meta = x.meta
         next_cursor = x.next_cursor
-        resources = _l32(x.resources, c)
+        resources = _l35(x.resources, c)
         return _b.ListResourcesResult(meta=meta, next_cursor=next_cursor, resources=resources)
 
     def _o_ListRootsRequest(x: Any, c: Ctx) -> Any:
         # _a.ListRootsRequest -> _b.ListRootsRequest
         params = x.params
         if params is not UNSET:
-            params = _o_ListRootsRequestParams_33(params, c)
+            params = _o_ListRootsRequestParams_36(params, c)
         return _b.ListRootsRequest(params=params)
 
-    def _o_ListRootsRequestParamsMeta_34(x: Any, c: Ctx) -> Any:
+    def _o_ListRootsRequestParamsMeta_37(x: Any, c: Ctx) -> Any:
         # _a.RequestParamsMeta -> _b.ListRootsRequestParamsMeta
         d = dict(x)
         return _b.ListRootsRequestParamsMeta(d)
 
-    def _o_ListRootsRequestParams_33(x: Any, c: Ctx) -> Any:
+    def _o_ListRootsRequestParams_36(x: Any, c: Ctx) -> Any:
         # _a.RequestParams -> _b.ListRootsRequestParams
         d: dict[str, Any] = {}
         if x.meta is not UNSET:
-            d["_meta"] = _o_ListRootsRequestParamsMeta_34(x.meta, c)
+            d["_meta"] = _o_ListRootsRequestParamsMeta_37(x.meta, c)
         return _b.ListRootsRequestParams(d)
 
     def _o_ListRootsResult(x: Any, c: Ctx) -> Any:
         # _a.ListRootsResult -> _b.ListRootsResult
         meta = x.meta
-        roots = _l35(x.roots, c)
+        roots = _l38(x.roots, c)
         return _b.ListRootsResult(meta=meta, roots=roots)
 
     def _o_ListToolsRequest(x: Any, c: Ctx) -> Any:
         # _a.ListToolsRequest -> _b.ListToolsRequest
         params = x.params
         if params is not UNSET:
-            params = _o_ListToolsRequestParams_36(params, c)
+            params = _o_ListToolsRequestParams_39(params, c)
         return _b.ListToolsRequest(params=params)
 
-    def _o_ListToolsRequestParams_36(x: Any, c: Ctx) -> Any:
+    def _o_ListToolsRequestParamsMeta_40(x: Any, c: Ctx) -> Any:
+        # _a.PaginatedRequestParamsMeta -> _b.ListToolsRequestParamsMeta
+        d = dict(x)
+        return _b.ListToolsRequestParamsMeta(d)
+
+    def _o_ListToolsRequestParams_39(x: Any, c: Ctx) -> Any:
         # _a.PaginatedRequestParams -> _b.ListToolsRequestParams
         cursor = x.cursor
-        return _b.ListToolsRequestParams(cursor=cursor)
+        meta = x.meta
+        if meta is not UNSET:
+            meta = _o_ListToolsRequestParamsMeta_40(meta, c)
+        return _b.ListToolsRequestParams(cursor=cursor, meta=meta)
 
     def _o_ListToolsResult(x: Any, c: Ctx) -> Any:
         # _a.ListToolsResult -> _b.ListToolsResult
         meta = x.meta
         next_cursor = x.next_cursor
-        tools = _l37(x.tools, c)
+        tools = _l41(x.tools, c)
         return _b.ListToolsResult(meta=meta, next_cursor=next_cursor, tools=tools)
 
     def _o_LoggingMessageNotification(x: Any, c: Ctx) -> Any:
@@ -384,7 +461,8 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         data = x.data
         level = x.level
         logger = x.logger
-        return _b.LoggingMessageNotificationParams(data=data, level=level, logger=logger)
+        meta = x.meta
+        return _b.LoggingMessageNotificationParams(data=data, level=level, logger=logger, meta=meta)
 
     def _o_ModelHint(x: Any, c: Ctx) -> Any:
         # _a.ModelHint -> _b.ModelHint
@@ -411,7 +489,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         method = x.method
         params = x.params
         if params is not UNSET:
-            params = c.opt(params, _v38, "params")
+            params = c.opt(params, _v42, "params")
         return _b.Notification(method=method, params=params)
 
     def _o_NotificationParams(x: Any, c: Ctx) -> Any:
@@ -444,19 +522,19 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.PingRequest -> _b.PingRequest
         params = x.params
         if params is not UNSET:
-            params = _o_PingRequestParams_39(params, c)
+            params = _o_PingRequestParams_43(params, c)
         return _b.PingRequest(params=params)
 
-    def _o_PingRequestParamsMeta_40(x: Any, c: Ctx) -> Any:
+    def _o_PingRequestParamsMeta_44(x: Any, c: Ctx) -> Any:
         # _a.RequestParamsMeta -> _b.PingRequestParamsMeta
         d = dict(x)
         return _b.PingRequestParamsMeta(d)
 
-    def _o_PingRequestParams_39(x: Any, c: Ctx) -> Any:
+    def _o_PingRequestParams_43(x: Any, c: Ctx) -> Any:
         # _a.RequestParams -> _b.PingRequestParams
         d: dict[str, Any] = {}
         if x.meta is not UNSET:
-            d["_meta"] = _o_PingRequestParamsMeta_40(x.meta, c)
+            d["_meta"] = _o_PingRequestParamsMeta_44(x.meta, c)
         return _b.PingRequestParams(d)
 
     def _o_ProgressNotification(x: Any, c: Ctx) -> Any:
@@ -469,15 +547,16 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         progress = x.progress
         progress_token = x.progress_token
         total = x.total
+        meta = x.meta
         return _b.ProgressNotificationParams(
-            progress=progress, progress_token=progress_token, total=total
+            progress=progress, progress_token=progress_token, total=total, meta=meta
         )
 
     def _o_Prompt(x: Any, c: Ctx) -> Any:
         # _a.Prompt -> _b.Prompt
         arguments = x.arguments
         if arguments is not UNSET:
-            arguments = _l25(arguments, c)
+            arguments = _l26(arguments, c)
         description = x.description
         name = x.name
         return _b.Prompt(arguments=arguments, description=description, name=name)
@@ -493,10 +572,10 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.PromptListChangedNotification -> _b.PromptListChangedNotification
         params = x.params
         if params is not UNSET:
-            params = _o_PromptListChangedNotificationParams_41(params, c)
+            params = _o_PromptListChangedNotificationParams_45(params, c)
         return _b.PromptListChangedNotification(params=params)
 
-    def _o_PromptListChangedNotificationParams_41(x: Any, c: Ctx) -> Any:
+    def _o_PromptListChangedNotificationParams_45(x: Any, c: Ctx) -> Any:
         # _a.NotificationParams -> _b.PromptListChangedNotificationParams
         d: dict[str, Any] = {}
         if x.meta is not UNSET:
@@ -522,12 +601,20 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
     def _o_ReadResourceRequestParams(x: Any, c: Ctx) -> Any:
         # _a.ReadResourceRequestParams -> _b.ReadResourceRequestParams
         uri = x.uri
-        return _b.ReadResourceRequestParams(uri=uri)
+        meta = x.meta
+        if meta is not UNSET:
+            meta = _o_ReadResourceRequestParamsMeta(meta, c)
+        return _b.ReadResourceRequestParams(uri=uri, meta=meta)
+
+    def _o_ReadResourceRequestParamsMeta(x: Any, c: Ctx) -> Any:
+        # _a.ReadResourceRequestParamsMeta -> _b.ReadResourceRequestParamsMeta
+        d = dict(x)
+        return _b.ReadResourceRequestParamsMeta(d)
 
     def _o_ReadResourceResult(x: Any, c: Ctx) -> Any:
         # _a.ReadResourceResult -> _b.ReadResourceResult
         meta = x.meta
-        contents = _l44(x.contents, c)
+        contents = _l48(x.contents, c)
         return _b.ReadResourceResult(meta=meta, contents=contents)
 
     def _o_Request(x: Any, c: Ctx) -> Any:
@@ -535,7 +622,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         method = x.method
         params = x.params
         if params is not UNSET:
-            params = c.opt(params, _v45, "params")
+            params = c.opt(params, _v49, "params")
         return _b.Request(method=method, params=params)
 
     def _o_RequestParams(x: Any, c: Ctx) -> Any:
@@ -554,7 +641,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.Resource -> _b.Resource
         annotations = x.annotations
         if annotations is not UNSET:
-            annotations = _o_ResourceAnnotations_31(annotations, c)
+            annotations = _o_ResourceAnnotations_34(annotations, c)
         description = x.description
         mime_type = x.mime_type
         name = x.name
@@ -569,7 +656,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
             uri=uri,
         )
 
-    def _o_ResourceAnnotations_31(x: Any, c: Ctx) -> Any:
+    def _o_ResourceAnnotations_34(x: Any, c: Ctx) -> Any:
         # _a.Annotations -> _b.ResourceAnnotations
         audience = x.audience
         priority = x.priority
@@ -585,10 +672,10 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.ResourceListChangedNotification -> _b.ResourceListChangedNotification
         params = x.params
         if params is not UNSET:
-            params = _o_ResourceListChangedNotificationParams_46(params, c)
+            params = _o_ResourceListChangedNotificationParams_50(params, c)
         return _b.ResourceListChangedNotification(params=params)
 
-    def _o_ResourceListChangedNotificationParams_46(x: Any, c: Ctx) -> Any:
+    def _o_ResourceListChangedNotificationParams_50(x: Any, c: Ctx) -> Any:
         # _a.NotificationParams -> _b.ResourceListChangedNotificationParams
         d: dict[str, Any] = {}
         if x.meta is not UNSET:
@@ -604,7 +691,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.ResourceTemplate -> _b.ResourceTemplate
         annotations = x.annotations
         if annotations is not UNSET:
-            annotations = _o_ResourceTemplateAnnotations_28(annotations, c)
+            annotations = _o_ResourceTemplateAnnotations_30(annotations, c)
         description = x.description
         mime_type = x.mime_type
         name = x.name
@@ -617,7 +704,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
             uri_template=uri_template,
         )
 
-    def _o_ResourceTemplateAnnotations_28(x: Any, c: Ctx) -> Any:
+    def _o_ResourceTemplateAnnotations_30(x: Any, c: Ctx) -> Any:
         # _a.Annotations -> _b.ResourceTemplateAnnotations
         audience = x.audience
         priority = x.priority
@@ -631,7 +718,8 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
     def _o_ResourceUpdatedNotificationParams(x: Any, c: Ctx) -> Any:
         # _a.ResourceUpdatedNotificationParams -> _b.ResourceUpdatedNotificationParams
         uri = x.uri
-        return _b.ResourceUpdatedNotificationParams(uri=uri)
+        meta = x.meta
+        return _b.ResourceUpdatedNotificationParams(uri=uri, meta=meta)
 
     def _o_Result(x: Any, c: Ctx) -> Any:
         # _a.Result -> _b.Result
@@ -648,10 +736,10 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.RootsListChangedNotification -> _b.RootsListChangedNotification
         params = x.params
         if params is not UNSET:
-            params = _o_RootsListChangedNotificationParams_47(params, c)
+            params = _o_RootsListChangedNotificationParams_51(params, c)
         return _b.RootsListChangedNotification(params=params)
 
-    def _o_RootsListChangedNotificationParams_47(x: Any, c: Ctx) -> Any:
+    def _o_RootsListChangedNotificationParams_51(x: Any, c: Ctx) -> Any:
         # _a.NotificationParams -> _b.RootsListChangedNotificationParams
         d: dict[str, Any] = {}
         if x.meta is not UNSET:
@@ -709,7 +797,15 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
     def _o_SetLevelRequestParams(x: Any, c: Ctx) -> Any:
         # _a.SetLevelRequestParams -> _b.SetLevelRequestParams
         level = x.level
-        return _b.SetLevelRequestParams(level=level)
+        meta = x.meta
+        if meta is not UNSET:
+            meta = _o_SetLevelRequestParamsMeta(meta, c)
+        return _b.SetLevelRequestParams(level=level, meta=meta)
+
+    def _o_SetLevelRequestParamsMeta(x: Any, c: Ctx) -> Any:
+        # _a.SetLevelRequestParamsMeta -> _b.SetLevelRequestParamsMeta
+        d = dict(x)
+        return _b.SetLevelRequestParamsMeta(d)
 
     def _o_SubscribeRequest(x: Any, c: Ctx) -> Any:
         # _a.SubscribeRequest -> _b.SubscribeRequest
@@ -719,7 +815,15 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
     def _o_SubscribeRequestParams(x: Any, c: Ctx) -> Any:
         # _a.SubscribeRequestParams -> _b.SubscribeRequestParams
         uri = x.uri
-        return _b.SubscribeRequestParams(uri=uri)
+        meta = x.meta
+        if meta is not UNSET:
+            meta = _o_SubscribeRequestParamsMeta(meta, c)
+        return _b.SubscribeRequestParams(uri=uri, meta=meta)
+
+    def _o_SubscribeRequestParamsMeta(x: Any, c: Ctx) -> Any:
+        # _a.SubscribeRequestParamsMeta -> _b.SubscribeRequestParamsMeta
+        d = dict(x)
+        return _b.SubscribeRequestParamsMeta(d)
 
     def _o_TextContent(x: Any, c: Ctx) -> Any:
         # _a.TextContent -> _b.TextContent
@@ -760,10 +864,10 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.ToolListChangedNotification -> _b.ToolListChangedNotification
         params = x.params
         if params is not UNSET:
-            params = _o_ToolListChangedNotificationParams_48(params, c)
+            params = _o_ToolListChangedNotificationParams_52(params, c)
         return _b.ToolListChangedNotification(params=params)
 
-    def _o_ToolListChangedNotificationParams_48(x: Any, c: Ctx) -> Any:
+    def _o_ToolListChangedNotificationParams_52(x: Any, c: Ctx) -> Any:
         # _a.NotificationParams -> _b.ToolListChangedNotificationParams
         d: dict[str, Any] = {}
         if x.meta is not UNSET:
@@ -778,7 +882,15 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
     def _o_UnsubscribeRequestParams(x: Any, c: Ctx) -> Any:
         # _a.UnsubscribeRequestParams -> _b.UnsubscribeRequestParams
         uri = x.uri
-        return _b.UnsubscribeRequestParams(uri=uri)
+        meta = x.meta
+        if meta is not UNSET:
+            meta = _o_UnsubscribeRequestParamsMeta(meta, c)
+        return _b.UnsubscribeRequestParams(uri=uri, meta=meta)
+
+    def _o_UnsubscribeRequestParamsMeta(x: Any, c: Ctx) -> Any:
+        # _a.UnsubscribeRequestParamsMeta -> _b.UnsubscribeRequestParamsMeta
+        d = dict(x)
+        return _b.UnsubscribeRequestParamsMeta(d)
 
     def _l14(v: Any, c: Ctx) -> Any:
         # Any -> Any
@@ -792,33 +904,33 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # Any -> Any
         return c.items(v, _o_PromptMessage)
 
-    def _l25(v: Any, c: Ctx) -> Any:
+    def _l26(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_PromptArgument(i, c) for i in v]
 
-    def _l26(v: Any, c: Ctx) -> Any:
+    def _l27(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_Prompt(i, c) for i in v]
 
-    def _l29(v: Any, c: Ctx) -> Any:
+    def _l31(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_ResourceTemplate(i, c) for i in v]
 
-    def _l32(v: Any, c: Ctx) -> Any:
+    def _l35(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_Resource(i, c) for i in v]
 
-    def _l35(v: Any, c: Ctx) -> Any:
+    def _l38(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_Root(i, c) for i in v]
 
-    def _l37(v: Any, c: Ctx) -> Any:
+    def _l41(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_Tool(i, c) for i in v]
 
-    def _l44(v: Any, c: Ctx) -> Any:
+    def _l48(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        return [_u43(i, c) for i in v]
+        return [_u47(i, c) for i in v]
 
     def _l8(v: Any, c: Ctx) -> Any:
         # Any -> Any
@@ -852,9 +964,9 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
             return c.member(v, "PromptMessage.content")
         return f(v, c)
 
-    def _u43(v: Any, c: Ctx) -> Any:
+    def _u47(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        f = _D42.get(type(v))
+        f = _D46.get(type(v))
         if f is None:
             return c.member(v, "ReadResourceResult.contents[]")
         return f(v, c)
@@ -881,11 +993,11 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # Any -> Any
         return c.convert(v, _T1, "JSONRPCRequestParams")
 
-    def _v38(v: Any, c: Ctx) -> Any:
+    def _v42(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return c.convert(v, _T2, "NotificationParams")
 
-    def _v45(v: Any, c: Ctx) -> Any:
+    def _v49(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return c.convert(v, _T3, "RequestParams")
 
@@ -921,7 +1033,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.EmbeddedResource: _o_EmbeddedResource,
     }
 
-    _D42: dict[type, Callable[[Any, Ctx], Any]] = {
+    _D46: dict[type, Callable[[Any, Ctx], Any]] = {
         _a.TextResourceContents: _o_TextResourceContents,
         _a.BlobResourceContents: _o_BlobResourceContents,
     }
@@ -930,6 +1042,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.BlobResourceContents: _o_BlobResourceContents,
         _a.CallToolRequest: _o_CallToolRequest,
         _a.CallToolRequestParams: _o_CallToolRequestParams,
+        _a.CallToolRequestParamsMeta: _o_CallToolRequestParamsMeta,
         _a.CallToolResult: _o_CallToolResult,
         _a.CancelledNotification: _o_CancelledNotification,
         _a.CancelledNotificationParams: _o_CancelledNotificationParams,
@@ -938,19 +1051,23 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.CompleteRequest: _o_CompleteRequest,
         _a.CompleteRequestParams: _o_CompleteRequestParams,
         _a.CompleteRequestParamsArgument: _o_CompleteRequestParamsArgument,
+        _a.CompleteRequestParamsMeta: _o_CompleteRequestParamsMeta,
         _a.CompleteResult: _o_CompleteResult,
         _a.CompleteResultCompletion: _o_CompleteResultCompletion,
         _a.CreateMessageRequest: _o_CreateMessageRequest,
         _a.CreateMessageRequestParams: _o_CreateMessageRequestParams,
+        _a.CreateMessageRequestParamsMeta: _o_CreateMessageRequestParamsMeta,
         _a.CreateMessageResult: _o_CreateMessageResult,
         _a.EmbeddedResource: _o_EmbeddedResource,
         _a.GetPromptRequest: _o_GetPromptRequest,
         _a.GetPromptRequestParams: _o_GetPromptRequestParams,
+        _a.GetPromptRequestParamsMeta: _o_GetPromptRequestParamsMeta,
         _a.GetPromptResult: _o_GetPromptResult,
         _a.ImageContent: _o_ImageContent,
         _a.Implementation: _o_Implementation,
         _a.InitializeRequest: _o_InitializeRequest,
         _a.InitializeRequestParams: _o_InitializeRequestParams,
+        _a.InitializeRequestParamsMeta: _o_InitializeRequestParamsMeta,
         _a.InitializeResult: _o_InitializeResult,
         _a.InitializedNotification: _o_InitializedNotification,
         _a.JSONRPCNotification: _o_JSONRPCNotification,
@@ -984,6 +1101,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.PromptReference: _o_PromptReference,
         _a.ReadResourceRequest: _o_ReadResourceRequest,
         _a.ReadResourceRequestParams: _o_ReadResourceRequestParams,
+        _a.ReadResourceRequestParamsMeta: _o_ReadResourceRequestParamsMeta,
         _a.ReadResourceResult: _o_ReadResourceResult,
         _a.Request: _o_Request,
         _a.RequestParams: _o_RequestParams,
@@ -1004,8 +1122,10 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.ServerCapabilitiesTools: _o_ServerCapabilitiesTools,
         _a.SetLevelRequest: _o_SetLevelRequest,
         _a.SetLevelRequestParams: _o_SetLevelRequestParams,
+        _a.SetLevelRequestParamsMeta: _o_SetLevelRequestParamsMeta,
         _a.SubscribeRequest: _o_SubscribeRequest,
         _a.SubscribeRequestParams: _o_SubscribeRequestParams,
+        _a.SubscribeRequestParamsMeta: _o_SubscribeRequestParamsMeta,
         _a.TextContent: _o_TextContent,
         _a.TextResourceContents: _o_TextResourceContents,
         _a.Tool: _o_Tool,
@@ -1013,6 +1133,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.ToolListChangedNotification: _o_ToolListChangedNotification,
         _a.UnsubscribeRequest: _o_UnsubscribeRequest,
         _a.UnsubscribeRequestParams: _o_UnsubscribeRequestParams,
+        _a.UnsubscribeRequestParamsMeta: _o_UnsubscribeRequestParamsMeta,
     }
     names: dict[type, str] = {
         _a.Annotations: "Annotations",
@@ -1026,6 +1147,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.CallToolResult: "CallToolResult",
         _a.CancelTaskRequest: "CancelTaskRequest",
         _a.CancelTaskRequestParams: "CancelTaskRequestParams",
+        _a.CancelTaskRequestParamsMeta: "CancelTaskRequestParamsMeta",
         _a.CancelTaskResult: "CancelTaskResult",
         _a.CancelledNotification: "CancelledNotification",
         _a.CancelledNotificationParams: "CancelledNotificationParams",
@@ -1066,9 +1188,11 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.GetPromptResult: "GetPromptResult",
         _a.GetTaskPayloadRequest: "GetTaskPayloadRequest",
         _a.GetTaskPayloadRequestParams: "GetTaskPayloadRequestParams",
+        _a.GetTaskPayloadRequestParamsMeta: "GetTaskPayloadRequestParamsMeta",
         _a.GetTaskPayloadResult: "GetTaskPayloadResult",
         _a.GetTaskRequest: "GetTaskRequest",
         _a.GetTaskRequestParams: "GetTaskRequestParams",
+        _a.GetTaskRequestParamsMeta: "GetTaskRequestParamsMeta",
         _a.GetTaskResult: "GetTaskResult",
         _a.Icon: "Icon",
         _a.Icons: "Icons",

@@ -77,7 +77,15 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.CallToolRequestParams -> _b.CallToolRequestParams
         arguments = x.arguments
         name = x.name
-        return _b.CallToolRequestParams(arguments=arguments, name=name)
+        meta = x.meta
+        if meta is not UNSET:
+            meta = _o_CallToolRequestParamsMeta(meta, c)
+        return _b.CallToolRequestParams(arguments=arguments, name=name, meta=meta)
+
+    def _o_CallToolRequestParamsMeta(x: Any, c: Ctx) -> Any:
+        # _a.CallToolRequestParamsMeta -> _b.CallToolRequestParamsMeta
+        d = dict(x)
+        return _b.CallToolRequestParamsMeta(d)
 
     def _o_CallToolResult(x: Any, c: Ctx) -> Any:
         # _a.CallToolResult -> _b.CallToolResult
@@ -104,7 +112,8 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
                 "the target requires it and the source has no value",
                 "requestId",
             )
-        return _b.CancelledNotificationParams(reason=reason, request_id=request_id)
+        meta = x.meta
+        return _b.CancelledNotificationParams(reason=reason, request_id=request_id, meta=meta)
 
     def _o_ClientCapabilities(x: Any, c: Ctx) -> Any:
         # _a.ClientCapabilities -> _b.ClientCapabilities
@@ -139,7 +148,10 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         if context is not UNSET:
             context = _o_CompleteRequestParamsContext(context, c)
         ref = _u7(x.ref, c)
-        return _b.CompleteRequestParams(argument=argument, context=context, ref=ref)
+        meta = x.meta
+        if meta is not UNSET:
+            meta = _o_CompleteRequestParamsMeta(meta, c)
+        return _b.CompleteRequestParams(argument=argument, context=context, ref=ref, meta=meta)
 
     def _o_CompleteRequestParamsArgument(x: Any, c: Ctx) -> Any:
         # _a.CompleteRequestParamsArgument -> _b.CompleteRequestParamsArgument
@@ -151,6 +163,11 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.CompleteRequestParamsContext -> _b.CompleteRequestParamsContext
         arguments = x.arguments
         return _b.CompleteRequestParamsContext(arguments=arguments)
+
+    def _o_CompleteRequestParamsMeta(x: Any, c: Ctx) -> Any:
+        # _a.CompleteRequestParamsMeta -> _b.CompleteRequestParamsMeta
+        d = dict(x)
+        return _b.CompleteRequestParamsMeta(d)
 
     def _o_CompleteResult(x: Any, c: Ctx) -> Any:
         # _a.CompleteResult -> _b.CompleteResult
@@ -182,6 +199,9 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         stop_sequences = x.stop_sequences
         system_prompt = x.system_prompt
         temperature = x.temperature
+        meta = x.meta
+        if meta is not UNSET:
+            meta = _o_CreateMessageRequestParamsMeta(meta, c)
         return _b.CreateMessageRequestParams(
             include_context=include_context,
             max_tokens=max_tokens,
@@ -191,7 +211,13 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
             stop_sequences=stop_sequences,
             system_prompt=system_prompt,
             temperature=temperature,
+            meta=meta,
         )
+
+    def _o_CreateMessageRequestParamsMeta(x: Any, c: Ctx) -> Any:
+        # _a.CreateMessageRequestParamsMeta -> _b.CreateMessageRequestParamsMeta
+        d = dict(x)
+        return _b.CreateMessageRequestParamsMeta(d)
 
     def _o_CreateMessageResult(x: Any, c: Ctx) -> Any:
         # _a.CreateMessageResult -> _b.CreateMessageResult
@@ -236,7 +262,15 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.GetPromptRequestParams -> _b.GetPromptRequestParams
         arguments = x.arguments
         name = x.name
-        return _b.GetPromptRequestParams(arguments=arguments, name=name)
+        meta = x.meta
+        if meta is not UNSET:
+            meta = _o_GetPromptRequestParamsMeta(meta, c)
+        return _b.GetPromptRequestParams(arguments=arguments, name=name, meta=meta)
+
+    def _o_GetPromptRequestParamsMeta(x: Any, c: Ctx) -> Any:
+        # _a.GetPromptRequestParamsMeta -> _b.GetPromptRequestParamsMeta
+        d = dict(x)
+        return _b.GetPromptRequestParamsMeta(d)
 
     def _o_GetPromptResult(x: Any, c: Ctx) -> Any:
         # _a.GetPromptResult -> _b.GetPromptResult
@@ -272,9 +306,20 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         capabilities = _o_ClientCapabilities(x.capabilities, c)
         client_info = _o_Implementation(x.client_info, c)
         protocol_version = x.protocol_version
+        meta = x.meta
+        if meta is not UNSET:
+            meta = _o_InitializeRequestParamsMeta(meta, c)
         return _b.InitializeRequestParams(
-            capabilities=capabilities, client_info=client_info, protocol_version=protocol_version
+            capabilities=capabilities,
+            client_info=client_info,
+            protocol_version=protocol_version,
+            meta=meta,
         )
+
+    def _o_InitializeRequestParamsMeta(x: Any, c: Ctx) -> Any:
+        # _a.InitializeRequestParamsMeta -> _b.InitializeRequestParamsMeta
+        d = dict(x)
+        return _b.InitializeRequestParamsMeta(d)
 
     def _o_InitializeResult(x: Any, c: Ctx) -> Any:
         # _a.InitializeResult -> _b.InitializeResult
@@ -331,35 +376,51 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
             params = _o_ListPromptsRequestParams_23(params, c)
         return _b.ListPromptsRequest(params=params)
 
+    def _o_ListPromptsRequestParamsMeta_24(x: Any, c: Ctx) -> Any:
+        # _a.PaginatedRequestParamsMeta -> _b.ListPromptsRequestParamsMeta
+        d = dict(x)
+        return _b.ListPromptsRequestParamsMeta(d)
+
     def _o_ListPromptsRequestParams_23(x: Any, c: Ctx) -> Any:
         # _a.PaginatedRequestParams -> _b.ListPromptsRequestParams
         cursor = x.cursor
-        return _b.ListPromptsRequestParams(cursor=cursor)
+        meta = x.meta
+        if meta is not UNSET:
+            meta = _o_ListPromptsRequestParamsMeta_24(meta, c)
+        return _b.ListPromptsRequestParams(cursor=cursor, meta=meta)
 
     def _o_ListPromptsResult(x: Any, c: Ctx) -> Any:
         # _a.ListPromptsResult -> _b.ListPromptsResult
         meta = x.meta
         next_cursor = x.next_cursor
-        prompts = _l25(x.prompts, c)
+        prompts = _l26(x.prompts, c)
         return _b.ListPromptsResult(meta=meta, next_cursor=next_cursor, prompts=prompts)
 
     def _o_ListResourceTemplatesRequest(x: Any, c: Ctx) -> Any:
         # _a.ListResourceTemplatesRequest -> _b.ListResourceTemplatesRequest
         params = x.params
         if params is not UNSET:
-            params = _o_ListResourceTemplatesRequestParams_26(params, c)
+            params = _o_ListResourceTemplatesRequestParams_27(params, c)
         return _b.ListResourceTemplatesRequest(params=params)
 
-    def _o_ListResourceTemplatesRequestParams_26(x: Any, c: Ctx) -> Any:
+    def _o_ListResourceTemplatesRequestParamsMeta_28(x: Any, c: Ctx) -> Any:
+        # _a.PaginatedRequestParamsMeta -> _b.ListResourceTemplatesRequestParamsMeta
+        d = dict(x)
+        return _b.ListResourceTemplatesRequestParamsMeta(d)
+
+    def _o_ListResourceTemplatesRequestParams_27(x: Any, c: Ctx) -> Any:
         # _a.PaginatedRequestParams -> _b.ListResourceTemplatesRequestParams
         cursor = x.cursor
-        return _b.ListResourceTemplatesRequestParams(cursor=cursor)
+        meta = x.meta
+        if meta is not UNSET:
+            meta = _o_ListResourceTemplatesRequestParamsMeta_28(meta, c)
+        return _b.ListResourceTemplatesRequestParams(cursor=cursor, meta=meta)
 
     def _o_ListResourceTemplatesResult(x: Any, c: Ctx) -> Any:
         # _a.ListResourceTemplatesResult -> _b.ListResourceTemplatesResult
         meta = x.meta
         next_cursor = x.next_cursor
-        resource_templates = _l27(x.resource_templates, c)
+        resource_templates = _l29(x.resource_templates, c)
         return _b.ListResourceTemplatesResult(
             meta=meta, next_cursor=next_cursor, resource_templates=resource_templates
         )
@@ -368,63 +429,79 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.ListResourcesRequest -> _b.ListResourcesRequest
         params = x.params
         if params is not UNSET:
-            params = _o_ListResourcesRequestParams_28(params, c)
+            params = _o_ListResourcesRequestParams_30(params, c)
         return _b.ListResourcesRequest(params=params)
 
-    def _o_ListResourcesRequestParams_28(x: Any, c: Ctx) -> Any:
+    def _o_ListResourcesRequestParamsMeta_31(x: Any, c: Ctx) -> Any:
+        # _a.PaginatedRequestParamsMeta -> _b.ListResourcesRequestParamsMeta
+        d = dict(x)
+        return _b.ListResourcesRequestParamsMeta(d)
+
+    def _o_ListResourcesRequestParams_30(x: Any, c: Ctx) -> Any:
         # _a.PaginatedRequestParams -> _b.ListResourcesRequestParams
         cursor = x.cursor
-        return _b.ListResourcesRequestParams(cursor=cursor)
+        meta = x.meta
+        if meta is not UNSET:
+            meta = _o_ListResourcesRequestParamsMeta_31(meta, c)
+        return _b.ListResourcesRequestParams(cursor=cursor, meta=meta)
 
     def _o_ListResourcesResult(x: Any, c: Ctx) -> Any:
         # _a.ListResourcesResult -> _b.ListResourcesResult
         meta = x.meta
         next_cursor = x.next_cursor
-        resources = _l29(x.resources, c)
+        resources = _l32(x.resources, c)
         return _b.ListResourcesResult(meta=meta, next_cursor=next_cursor, resources=resources)
 
     def _o_ListRootsRequest(x: Any, c: Ctx) -> Any:
         # _a.ListRootsRequest -> _b.ListRootsRequest
         params = x.params
         if params is not UNSET:
-            params = _o_ListRootsRequestParams_30(params, c)
+            params = _o_ListRootsRequestParams_33(params, c)
         return _b.ListRootsRequest(params=params)
 
-    def _o_ListRootsRequestParamsMeta_31(x: Any, c: Ctx) -> Any:
+    def _o_ListRootsRequestParamsMeta_34(x: Any, c: Ctx) -> Any:
         # _a.RequestParamsMeta -> _b.ListRootsRequestParamsMeta
         d = dict(x)
         return _b.ListRootsRequestParamsMeta(d)
 
-    def _o_ListRootsRequestParams_30(x: Any, c: Ctx) -> Any:
+    def _o_ListRootsRequestParams_33(x: Any, c: Ctx) -> Any:
         # _a.RequestParams -> _b.ListRootsRequestParams
         d: dict[str, Any] = {}
         if x.meta is not UNSET:
-            d["_meta"] = _o_ListRootsRequestParamsMeta_31(x.meta, c)
+            d["_meta"] = _o_ListRootsRequestParamsMeta_34(x.meta, c)
         return _b.ListRootsRequestParams(d)
 
     def _o_ListRootsResult(x: Any, c: Ctx) -> Any:
         # _a.ListRootsResult -> _b.ListRootsResult
         meta = x.meta
-        roots = _l32(x.roots, c)
+        roots = _l35(x.roots, c)
         return _b.ListRootsResult(meta=meta, roots=roots)
 
     def _o_ListToolsRequest(x: Any, c: Ctx) -> Any:
         # _a.ListToolsRequest -> _b.ListToolsRequest
         params = x.params
         if params is not UNSET:
-            params = _o_ListToolsRequestParams_33(params, c)
+            params = _o_ListToolsRequestParams_36(params, c)
         return _b.ListToolsRequest(params=params)
 
-    def _o_ListToolsRequestParams_33(x: Any, c: Ctx) -> Any:
+    def _o_ListToolsRequestParamsMeta_37(x: Any, c: Ctx) -> Any:
+        # _a.PaginatedRequestParamsMeta -> _b.ListToolsRequestParamsMeta
+        d = dict(x)
+        return _b.ListToolsRequestParamsMeta(d)
+
+    def _o_ListToolsRequestParams_36(x: Any, c: Ctx) -> Any:
         # _a.PaginatedRequestParams -> _b.ListToolsRequestParams
         cursor = x.cursor
-        return _b.ListToolsRequestParams(cursor=cursor)
+        meta = x.meta
+        if meta is not UNSET:
+            meta = _o_ListToolsRequestParamsMeta_37(meta, c)
+        return _b.ListToolsRequestParams(cursor=cursor, meta=meta)
 
     def _o_ListToolsResult(x: Any, c: Ctx) -> Any:
         # _a.ListToolsResult -> _b.ListToolsResult
         meta = x.meta
         next_cursor = x.next_cursor
-        tools = _l34(x.tools, c)
+        tools = _l38(x.tools, c)
         return _b.ListToolsResult(meta=meta, next_cursor=next_cursor, tools=tools)
 
     def _o_LoggingMessageNotification(x: Any, c: Ctx) -> Any:
@@ -437,7 +514,8 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         data = x.data
         level = x.level
         logger = x.logger
-        return _b.LoggingMessageNotificationParams(data=data, level=level, logger=logger)
+        meta = x.meta
+        return _b.LoggingMessageNotificationParams(data=data, level=level, logger=logger, meta=meta)
 
     def _o_ModelHint(x: Any, c: Ctx) -> Any:
         # _a.ModelHint -> _b.ModelHint
@@ -464,7 +542,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         method = x.method
         params = x.params
         if params is not UNSET:
-            params = c.opt(params, _v35, "params")
+            params = c.opt(params, _v39, "params")
         return _b.Notification(method=method, params=params)
 
     def _o_NotificationParams(x: Any, c: Ctx) -> Any:
@@ -508,19 +586,19 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.PingRequest -> _b.PingRequest
         params = x.params
         if params is not UNSET:
-            params = _o_PingRequestParams_36(params, c)
+            params = _o_PingRequestParams_40(params, c)
         return _b.PingRequest(params=params)
 
-    def _o_PingRequestParamsMeta_37(x: Any, c: Ctx) -> Any:
+    def _o_PingRequestParamsMeta_41(x: Any, c: Ctx) -> Any:
         # _a.RequestParamsMeta -> _b.PingRequestParamsMeta
         d = dict(x)
         return _b.PingRequestParamsMeta(d)
 
-    def _o_PingRequestParams_36(x: Any, c: Ctx) -> Any:
+    def _o_PingRequestParams_40(x: Any, c: Ctx) -> Any:
         # _a.RequestParams -> _b.PingRequestParams
         d: dict[str, Any] = {}
         if x.meta is not UNSET:
-            d["_meta"] = _o_PingRequestParamsMeta_37(x.meta, c)
+            d["_meta"] = _o_PingRequestParamsMeta_41(x.meta, c)
         return _b.PingRequestParams(d)
 
     def _o_ProgressNotification(x: Any, c: Ctx) -> Any:
@@ -534,8 +612,13 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         progress = x.progress
         progress_token = x.progress_token
         total = x.total
+        meta = x.meta
         return _b.ProgressNotificationParams(
-            message=message, progress=progress, progress_token=progress_token, total=total
+            message=message,
+            progress=progress,
+            progress_token=progress_token,
+            total=total,
+            meta=meta,
         )
 
     def _o_Prompt(x: Any, c: Ctx) -> Any:
@@ -543,7 +626,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         meta = x.meta
         arguments = x.arguments
         if arguments is not UNSET:
-            arguments = _l24(arguments, c)
+            arguments = _l25(arguments, c)
         description = x.description
         name = x.name
         title = x.title
@@ -563,10 +646,10 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.PromptListChangedNotification -> _b.PromptListChangedNotification
         params = x.params
         if params is not UNSET:
-            params = _o_PromptListChangedNotificationParams_38(params, c)
+            params = _o_PromptListChangedNotificationParams_42(params, c)
         return _b.PromptListChangedNotification(params=params)
 
-    def _o_PromptListChangedNotificationParams_38(x: Any, c: Ctx) -> Any:
+    def _o_PromptListChangedNotificationParams_42(x: Any, c: Ctx) -> Any:
         # _a.NotificationParams -> _b.PromptListChangedNotificationParams
         d: dict[str, Any] = {}
         if x.meta is not UNSET:
@@ -593,12 +676,20 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
     def _o_ReadResourceRequestParams(x: Any, c: Ctx) -> Any:
         # _a.ReadResourceRequestParams -> _b.ReadResourceRequestParams
         uri = x.uri
-        return _b.ReadResourceRequestParams(uri=uri)
+        meta = x.meta
+        if meta is not UNSET:
+            meta = _o_ReadResourceRequestParamsMeta(meta, c)
+        return _b.ReadResourceRequestParams(uri=uri, meta=meta)
+
+    def _o_ReadResourceRequestParamsMeta(x: Any, c: Ctx) -> Any:
+        # _a.ReadResourceRequestParamsMeta -> _b.ReadResourceRequestParamsMeta
+        d = dict(x)
+        return _b.ReadResourceRequestParamsMeta(d)
 
     def _o_ReadResourceResult(x: Any, c: Ctx) -> Any:
         # _a.ReadResourceResult -> _b.ReadResourceResult
         meta = x.meta
-        contents = _l41(x.contents, c)
+        contents = _l45(x.contents, c)
         return _b.ReadResourceResult(meta=meta, contents=contents)
 
     def _o_Request(x: Any, c: Ctx) -> Any:
@@ -606,7 +697,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         method = x.method
         params = x.params
         if params is not UNSET:
-            params = c.opt(params, _v42, "params")
+            params = c.opt(params, _v46, "params")
         return _b.Request(method=method, params=params)
 
     def _o_RequestParams(x: Any, c: Ctx) -> Any:
@@ -678,10 +769,10 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.ResourceListChangedNotification -> _b.ResourceListChangedNotification
         params = x.params
         if params is not UNSET:
-            params = _o_ResourceListChangedNotificationParams_43(params, c)
+            params = _o_ResourceListChangedNotificationParams_47(params, c)
         return _b.ResourceListChangedNotification(params=params)
 
-    def _o_ResourceListChangedNotificationParams_43(x: Any, c: Ctx) -> Any:
+    def _o_ResourceListChangedNotificationParams_47(x: Any, c: Ctx) -> Any:
         # _a.NotificationParams -> _b.ResourceListChangedNotificationParams
         d: dict[str, Any] = {}
         if x.meta is not UNSET:
@@ -722,7 +813,8 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
     def _o_ResourceUpdatedNotificationParams(x: Any, c: Ctx) -> Any:
         # _a.ResourceUpdatedNotificationParams -> _b.ResourceUpdatedNotificationParams
         uri = x.uri
-        return _b.ResourceUpdatedNotificationParams(uri=uri)
+        meta = x.meta
+        return _b.ResourceUpdatedNotificationParams(uri=uri, meta=meta)
 
     def _o_Result(x: Any, c: Ctx) -> Any:
         # _a.Result -> _b.Result
@@ -740,10 +832,10 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.RootsListChangedNotification -> _b.RootsListChangedNotification
         params = x.params
         if params is not UNSET:
-            params = _o_RootsListChangedNotificationParams_44(params, c)
+            params = _o_RootsListChangedNotificationParams_48(params, c)
         return _b.RootsListChangedNotification(params=params)
 
-    def _o_RootsListChangedNotificationParams_44(x: Any, c: Ctx) -> Any:
+    def _o_RootsListChangedNotificationParams_48(x: Any, c: Ctx) -> Any:
         # _a.NotificationParams -> _b.RootsListChangedNotificationParams
         d: dict[str, Any] = {}
         if x.meta is not UNSET:
@@ -803,7 +895,15 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
     def _o_SetLevelRequestParams(x: Any, c: Ctx) -> Any:
         # _a.SetLevelRequestParams -> _b.SetLevelRequestParams
         level = x.level
-        return _b.SetLevelRequestParams(level=level)
+        meta = x.meta
+        if meta is not UNSET:
+            meta = _o_SetLevelRequestParamsMeta(meta, c)
+        return _b.SetLevelRequestParams(level=level, meta=meta)
+
+    def _o_SetLevelRequestParamsMeta(x: Any, c: Ctx) -> Any:
+        # _a.SetLevelRequestParamsMeta -> _b.SetLevelRequestParamsMeta
+        d = dict(x)
+        return _b.SetLevelRequestParamsMeta(d)
 
     def _o_StringSchema(x: Any, c: Ctx) -> Any:
         # _a.StringSchema -> _b.StringSchema
@@ -830,7 +930,15 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
     def _o_SubscribeRequestParams(x: Any, c: Ctx) -> Any:
         # _a.SubscribeRequestParams -> _b.SubscribeRequestParams
         uri = x.uri
-        return _b.SubscribeRequestParams(uri=uri)
+        meta = x.meta
+        if meta is not UNSET:
+            meta = _o_SubscribeRequestParamsMeta(meta, c)
+        return _b.SubscribeRequestParams(uri=uri, meta=meta)
+
+    def _o_SubscribeRequestParamsMeta(x: Any, c: Ctx) -> Any:
+        # _a.SubscribeRequestParamsMeta -> _b.SubscribeRequestParamsMeta
+        d = dict(x)
+        return _b.SubscribeRequestParamsMeta(d)
 
     def _o_TextContent(x: Any, c: Ctx) -> Any:
         # _a.TextContent -> _b.TextContent
@@ -898,10 +1006,10 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.ToolListChangedNotification -> _b.ToolListChangedNotification
         params = x.params
         if params is not UNSET:
-            params = _o_ToolListChangedNotificationParams_45(params, c)
+            params = _o_ToolListChangedNotificationParams_49(params, c)
         return _b.ToolListChangedNotification(params=params)
 
-    def _o_ToolListChangedNotificationParams_45(x: Any, c: Ctx) -> Any:
+    def _o_ToolListChangedNotificationParams_49(x: Any, c: Ctx) -> Any:
         # _a.NotificationParams -> _b.ToolListChangedNotificationParams
         d: dict[str, Any] = {}
         if x.meta is not UNSET:
@@ -923,7 +1031,15 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
     def _o_UnsubscribeRequestParams(x: Any, c: Ctx) -> Any:
         # _a.UnsubscribeRequestParams -> _b.UnsubscribeRequestParams
         uri = x.uri
-        return _b.UnsubscribeRequestParams(uri=uri)
+        meta = x.meta
+        if meta is not UNSET:
+            meta = _o_UnsubscribeRequestParamsMeta(meta, c)
+        return _b.UnsubscribeRequestParams(uri=uri, meta=meta)
+
+    def _o_UnsubscribeRequestParamsMeta(x: Any, c: Ctx) -> Any:
+        # _a.UnsubscribeRequestParamsMeta -> _b.UnsubscribeRequestParamsMeta
+        d = dict(x)
+        return _b.UnsubscribeRequestParamsMeta(d)
 
     def _l10(v: Any, c: Ctx) -> Any:
         # Any -> Any
@@ -937,33 +1053,33 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # Any -> Any
         return [_o_PromptMessage(i, c) for i in v]
 
-    def _l24(v: Any, c: Ctx) -> Any:
+    def _l25(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_PromptArgument(i, c) for i in v]
 
-    def _l25(v: Any, c: Ctx) -> Any:
+    def _l26(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_Prompt(i, c) for i in v]
 
-    def _l27(v: Any, c: Ctx) -> Any:
+    def _l29(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_ResourceTemplate(i, c) for i in v]
 
-    def _l29(v: Any, c: Ctx) -> Any:
+    def _l32(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_Resource(i, c) for i in v]
 
-    def _l32(v: Any, c: Ctx) -> Any:
+    def _l35(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_Root(i, c) for i in v]
 
-    def _l34(v: Any, c: Ctx) -> Any:
+    def _l38(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_Tool(i, c) for i in v]
 
-    def _l41(v: Any, c: Ctx) -> Any:
+    def _l45(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        return [_u40(i, c) for i in v]
+        return [_u44(i, c) for i in v]
 
     def _l5(v: Any, c: Ctx) -> Any:
         # Any -> Any
@@ -1008,9 +1124,9 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
             return c.member(v, "ContentBlock")
         return f(v, c)
 
-    def _u40(v: Any, c: Ctx) -> Any:
+    def _u44(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        f = _D39.get(type(v))
+        f = _D43.get(type(v))
         if f is None:
             return c.member(v, "ReadResourceResult.contents[]")
         return f(v, c)
@@ -1037,11 +1153,11 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # Any -> Any
         return c.convert(v, _T1, "JSONRPCRequestParams")
 
-    def _v35(v: Any, c: Ctx) -> Any:
+    def _v39(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return c.convert(v, _T2, "NotificationParams")
 
-    def _v42(v: Any, c: Ctx) -> Any:
+    def _v46(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return c.convert(v, _T3, "RequestParams")
 
@@ -1083,7 +1199,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         bool: ident,
     }
 
-    _D39: dict[type, Callable[[Any, Ctx], Any]] = {
+    _D43: dict[type, Callable[[Any, Ctx], Any]] = {
         _a.TextResourceContents: _o_TextResourceContents,
         _a.BlobResourceContents: _o_BlobResourceContents,
     }
@@ -1096,6 +1212,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.BooleanSchema: _o_BooleanSchema,
         _a.CallToolRequest: _o_CallToolRequest,
         _a.CallToolRequestParams: _o_CallToolRequestParams,
+        _a.CallToolRequestParamsMeta: _o_CallToolRequestParamsMeta,
         _a.CallToolResult: _o_CallToolResult,
         _a.CancelledNotification: _o_CancelledNotification,
         _a.CancelledNotificationParams: _o_CancelledNotificationParams,
@@ -1105,21 +1222,25 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.CompleteRequestParams: _o_CompleteRequestParams,
         _a.CompleteRequestParamsArgument: _o_CompleteRequestParamsArgument,
         _a.CompleteRequestParamsContext: _o_CompleteRequestParamsContext,
+        _a.CompleteRequestParamsMeta: _o_CompleteRequestParamsMeta,
         _a.CompleteResult: _o_CompleteResult,
         _a.CompleteResultCompletion: _o_CompleteResultCompletion,
         _a.CreateMessageRequest: _o_CreateMessageRequest,
         _a.CreateMessageRequestParams: _o_CreateMessageRequestParams,
+        _a.CreateMessageRequestParamsMeta: _o_CreateMessageRequestParamsMeta,
         _a.CreateMessageResult: _o_CreateMessageResult,
         _a.ElicitRequest: _o_ElicitRequest,
         _a.ElicitResult: _o_ElicitResult,
         _a.EmbeddedResource: _o_EmbeddedResource,
         _a.GetPromptRequest: _o_GetPromptRequest,
         _a.GetPromptRequestParams: _o_GetPromptRequestParams,
+        _a.GetPromptRequestParamsMeta: _o_GetPromptRequestParamsMeta,
         _a.GetPromptResult: _o_GetPromptResult,
         _a.ImageContent: _o_ImageContent,
         _a.Implementation: _o_Implementation,
         _a.InitializeRequest: _o_InitializeRequest,
         _a.InitializeRequestParams: _o_InitializeRequestParams,
+        _a.InitializeRequestParamsMeta: _o_InitializeRequestParamsMeta,
         _a.InitializeResult: _o_InitializeResult,
         _a.InitializedNotification: _o_InitializedNotification,
         _a.JSONRPCNotification: _o_JSONRPCNotification,
@@ -1154,6 +1275,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.PromptReference: _o_PromptReference,
         _a.ReadResourceRequest: _o_ReadResourceRequest,
         _a.ReadResourceRequestParams: _o_ReadResourceRequestParams,
+        _a.ReadResourceRequestParamsMeta: _o_ReadResourceRequestParamsMeta,
         _a.ReadResourceResult: _o_ReadResourceResult,
         _a.Request: _o_Request,
         _a.RequestParams: _o_RequestParams,
@@ -1176,9 +1298,11 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.ServerCapabilitiesTools: _o_ServerCapabilitiesTools,
         _a.SetLevelRequest: _o_SetLevelRequest,
         _a.SetLevelRequestParams: _o_SetLevelRequestParams,
+        _a.SetLevelRequestParamsMeta: _o_SetLevelRequestParamsMeta,
         _a.StringSchema: _o_StringSchema,
         _a.SubscribeRequest: _o_SubscribeRequest,
         _a.SubscribeRequestParams: _o_SubscribeRequestParams,
+        _a.SubscribeRequestParamsMeta: _o_SubscribeRequestParamsMeta,
         _a.TextContent: _o_TextContent,
         _a.TextResourceContents: _o_TextResourceContents,
         _a.Tool: _o_Tool,
@@ -1188,6 +1312,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.ToolOutputSchema: _o_ToolOutputSchema,
         _a.UnsubscribeRequest: _o_UnsubscribeRequest,
         _a.UnsubscribeRequestParams: _o_UnsubscribeRequestParams,
+        _a.UnsubscribeRequestParamsMeta: _o_UnsubscribeRequestParamsMeta,
     }
     names: dict[type, str] = {
         _a.Annotations: "Annotations",
@@ -1201,6 +1326,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.CallToolResult: "CallToolResult",
         _a.CancelTaskRequest: "CancelTaskRequest",
         _a.CancelTaskRequestParams: "CancelTaskRequestParams",
+        _a.CancelTaskRequestParamsMeta: "CancelTaskRequestParamsMeta",
         _a.CancelTaskResult: "CancelTaskResult",
         _a.CancelledNotification: "CancelledNotification",
         _a.CancelledNotificationParams: "CancelledNotificationParams",
@@ -1241,9 +1367,11 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.GetPromptResult: "GetPromptResult",
         _a.GetTaskPayloadRequest: "GetTaskPayloadRequest",
         _a.GetTaskPayloadRequestParams: "GetTaskPayloadRequestParams",
+        _a.GetTaskPayloadRequestParamsMeta: "GetTaskPayloadRequestParamsMeta",
         _a.GetTaskPayloadResult: "GetTaskPayloadResult",
         _a.GetTaskRequest: "GetTaskRequest",
         _a.GetTaskRequestParams: "GetTaskRequestParams",
+        _a.GetTaskRequestParamsMeta: "GetTaskRequestParamsMeta",
         _a.GetTaskResult: "GetTaskResult",
         _a.Icon: "Icon",
         _a.Icons: "Icons",

@@ -48,14 +48,28 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.CallToolRequestParams -> _b.CallToolRequestParams
         arguments = x.arguments
         name = x.name
-        return _b.CallToolRequestParams(arguments=arguments, name=name)
+        meta = _o_CallToolRequestParamsMeta_1(x.meta, c)
+        return _b.CallToolRequestParams(arguments=arguments, name=name, meta=meta)
+
+    def _o_CallToolRequestParamsMeta_1(x: Any, c: Ctx) -> Any:
+        # _a.RequestMetaObject -> _b.CallToolRequestParamsMeta
+        d = dict(x)
+        if "io.modelcontextprotocol/clientCapabilities" in d:
+            d["io.modelcontextprotocol/clientCapabilities"] = builtins(
+                d["io.modelcontextprotocol/clientCapabilities"], c
+            )
+        if "io.modelcontextprotocol/clientInfo" in d:
+            d["io.modelcontextprotocol/clientInfo"] = builtins(
+                d["io.modelcontextprotocol/clientInfo"], c
+            )
+        return _b.CallToolRequestParamsMeta(d)
 
     def _o_CallToolResult(x: Any, c: Ctx) -> Any:
         # _a.CallToolResult -> _b.CallToolResult
         meta = x.meta
         if meta is not UNSET:
             meta = builtins(meta, c)
-        content = c.req(x.content, _l8, "content")
+        content = c.req(x.content, _l9, "content")
         is_error = x.is_error
         if x.result_type not in (UNSET, "complete"):
             c.fail(
@@ -74,20 +88,23 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.CancelledNotificationParams -> _b.CancelledNotificationParams
         reason = x.reason
         request_id = x.request_id
-        return _b.CancelledNotificationParams(reason=reason, request_id=request_id)
+        meta = x.meta
+        if meta is not UNSET:
+            meta = plain(meta, c)
+        return _b.CancelledNotificationParams(reason=reason, request_id=request_id, meta=meta)
 
     def _o_ClientCapabilities(x: Any, c: Ctx) -> Any:
         # _a.ClientCapabilities -> _b.ClientCapabilities
         experimental = x.experimental
         roots = x.roots
         if roots is not UNSET:
-            roots = _o_ClientCapabilitiesRoots_9(roots, c)
+            roots = _o_ClientCapabilitiesRoots_10(roots, c)
         sampling = x.sampling
         if sampling is not UNSET:
             sampling = empty(sampling, c)
         return _b.ClientCapabilities(experimental=experimental, roots=roots, sampling=sampling)
 
-    def _o_ClientCapabilitiesRoots_9(x: Any, c: Ctx) -> Any:
+    def _o_ClientCapabilitiesRoots_10(x: Any, c: Ctx) -> Any:
         # Any -> _b.ClientCapabilitiesRoots
         return _b.ClientCapabilitiesRoots()
 
@@ -99,14 +116,28 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
     def _o_CompleteRequestParams(x: Any, c: Ctx) -> Any:
         # _a.CompleteRequestParams -> _b.CompleteRequestParams
         argument = _o_CompleteRequestParamsArgument(x.argument, c)
-        ref = _u12(x.ref, c)
-        return _b.CompleteRequestParams(argument=argument, ref=ref)
+        ref = _u13(x.ref, c)
+        meta = _o_CompleteRequestParamsMeta_14(x.meta, c)
+        return _b.CompleteRequestParams(argument=argument, ref=ref, meta=meta)
 
     def _o_CompleteRequestParamsArgument(x: Any, c: Ctx) -> Any:
         # _a.CompleteRequestParamsArgument -> _b.CompleteRequestParamsArgument
         name = x.name
         value = x.value
         return _b.CompleteRequestParamsArgument(name=name, value=value)
+
+    def _o_CompleteRequestParamsMeta_14(x: Any, c: Ctx) -> Any:
+        # _a.RequestMetaObject -> _b.CompleteRequestParamsMeta
+        d = dict(x)
+        if "io.modelcontextprotocol/clientCapabilities" in d:
+            d["io.modelcontextprotocol/clientCapabilities"] = builtins(
+                d["io.modelcontextprotocol/clientCapabilities"], c
+            )
+        if "io.modelcontextprotocol/clientInfo" in d:
+            d["io.modelcontextprotocol/clientInfo"] = builtins(
+                d["io.modelcontextprotocol/clientInfo"], c
+            )
+        return _b.CompleteRequestParamsMeta(d)
 
     def _o_CompleteResult(x: Any, c: Ctx) -> Any:
         # _a.CompleteResult -> _b.CompleteResult
@@ -138,7 +169,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.CreateMessageRequestParams -> _b.CreateMessageRequestParams
         include_context = x.include_context
         max_tokens = x.max_tokens
-        messages = c.req(x.messages, _l15, "messages")
+        messages = c.req(x.messages, _l17, "messages")
         metadata = x.metadata
         model_preferences = x.model_preferences
         if model_preferences is not UNSET:
@@ -160,7 +191,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
     def _o_CreateMessageResult(x: Any, c: Ctx) -> Any:
         # _a.CreateMessageResult -> _b.CreateMessageResult
         meta = x.meta
-        content = c.req(x.content, _u18, "content")
+        content = c.req(x.content, _u20, "content")
         model = x.model
         role = x.role
         stop_reason = x.stop_reason
@@ -172,11 +203,11 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.EmbeddedResource -> _b.EmbeddedResource
         annotations = x.annotations
         if annotations is not UNSET:
-            annotations = _o_EmbeddedResourceAnnotations_3(annotations, c)
-        resource = _u5(x.resource, c)
+            annotations = _o_EmbeddedResourceAnnotations_4(annotations, c)
+        resource = _u6(x.resource, c)
         return _b.EmbeddedResource(annotations=annotations, resource=resource)
 
-    def _o_EmbeddedResourceAnnotations_3(x: Any, c: Ctx) -> Any:
+    def _o_EmbeddedResourceAnnotations_4(x: Any, c: Ctx) -> Any:
         # _a.Annotations -> _b.EmbeddedResourceAnnotations
         audience = x.audience
         priority = x.priority
@@ -191,7 +222,21 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.GetPromptRequestParams -> _b.GetPromptRequestParams
         arguments = x.arguments
         name = x.name
-        return _b.GetPromptRequestParams(arguments=arguments, name=name)
+        meta = _o_GetPromptRequestParamsMeta_21(x.meta, c)
+        return _b.GetPromptRequestParams(arguments=arguments, name=name, meta=meta)
+
+    def _o_GetPromptRequestParamsMeta_21(x: Any, c: Ctx) -> Any:
+        # _a.RequestMetaObject -> _b.GetPromptRequestParamsMeta
+        d = dict(x)
+        if "io.modelcontextprotocol/clientCapabilities" in d:
+            d["io.modelcontextprotocol/clientCapabilities"] = builtins(
+                d["io.modelcontextprotocol/clientCapabilities"], c
+            )
+        if "io.modelcontextprotocol/clientInfo" in d:
+            d["io.modelcontextprotocol/clientInfo"] = builtins(
+                d["io.modelcontextprotocol/clientInfo"], c
+            )
+        return _b.GetPromptRequestParamsMeta(d)
 
     def _o_GetPromptResult(x: Any, c: Ctx) -> Any:
         # _a.GetPromptResult -> _b.GetPromptResult
@@ -199,7 +244,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         if meta is not UNSET:
             meta = builtins(meta, c)
         description = x.description
-        messages = c.req(x.messages, _l21, "messages")
+        messages = c.req(x.messages, _l24, "messages")
         if x.result_type not in (UNSET, "complete"):
             c.fail(
                 "GetPromptResult",
@@ -212,12 +257,12 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.ImageContent -> _b.ImageContent
         annotations = x.annotations
         if annotations is not UNSET:
-            annotations = _o_ImageContentAnnotations_2(annotations, c)
+            annotations = _o_ImageContentAnnotations_3(annotations, c)
         data = x.data
         mime_type = x.mime_type
         return _b.ImageContent(annotations=annotations, data=data, mime_type=mime_type)
 
-    def _o_ImageContentAnnotations_2(x: Any, c: Ctx) -> Any:
+    def _o_ImageContentAnnotations_3(x: Any, c: Ctx) -> Any:
         # _a.Annotations -> _b.ImageContentAnnotations
         audience = x.audience
         priority = x.priority
@@ -235,7 +280,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         method = x.method
         params = x.params
         if params is not UNSET:
-            params = c.opt(params, _v22, "params")
+            params = c.opt(params, _v25, "params")
         return _b.JSONRPCNotification(jsonrpc=jsonrpc, method=method, params=params)
 
     def _o_JSONRPCRequest(x: Any, c: Ctx) -> Any:
@@ -245,18 +290,32 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         method = x.method
         params = x.params
         if params is not UNSET:
-            params = c.opt(params, _v23, "params")
+            params = c.opt(params, _v26, "params")
         return _b.JSONRPCRequest(id=id, jsonrpc=jsonrpc, method=method, params=params)
 
     def _o_ListPromptsRequest(x: Any, c: Ctx) -> Any:
         # _a.ListPromptsRequest -> _b.ListPromptsRequest
-        params = _o_ListPromptsRequestParams_24(x.params, c)
+        params = _o_ListPromptsRequestParams_27(x.params, c)
         return _b.ListPromptsRequest(params=params)
 
-    def _o_ListPromptsRequestParams_24(x: Any, c: Ctx) -> Any:
+    def _o_ListPromptsRequestParamsMeta_28(x: Any, c: Ctx) -> Any:
+        # _a.RequestMetaObject -> _b.ListPromptsRequestParamsMeta
+        d = dict(x)
+        if "io.modelcontextprotocol/clientCapabilities" in d:
+            d["io.modelcontextprotocol/clientCapabilities"] = builtins(
+                d["io.modelcontextprotocol/clientCapabilities"], c
+            )
+        if "io.modelcontextprotocol/clientInfo" in d:
+            d["io.modelcontextprotocol/clientInfo"] = builtins(
+                d["io.modelcontextprotocol/clientInfo"], c
+            )
+        return _b.ListPromptsRequestParamsMeta(d)
+
+    def _o_ListPromptsRequestParams_27(x: Any, c: Ctx) -> Any:
         # _a.PaginatedRequestParams -> _b.ListPromptsRequestParams
         cursor = x.cursor
-        return _b.ListPromptsRequestParams(cursor=cursor)
+        meta = _o_ListPromptsRequestParamsMeta_28(x.meta, c)
+        return _b.ListPromptsRequestParams(cursor=cursor, meta=meta)
 
     def _o_ListPromptsResult(x: Any, c: Ctx) -> Any:
         # _a.ListPromptsResult -> _b.ListPromptsResult
@@ -264,7 +323,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         if meta is not UNSET:
             meta = builtins(meta, c)
         next_cursor = x.next_cursor
-        prompts = _l26(x.prompts, c)
+        prompts = _l30(x.prompts, c)
         if x.result_type not in (UNSET, "complete"):
             c.fail(
                 "ListPromptsResult",
@@ -275,13 +334,27 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_ListResourceTemplatesRequest(x: Any, c: Ctx) -> Any:
         # _a.ListResourceTemplatesRequest -> _b.ListResourceTemplatesRequest
-        params = _o_ListResourceTemplatesRequestParams_27(x.params, c)
+        params = _o_ListResourceTemplatesRequestParams_31(x.params, c)
         return _b.ListResourceTemplatesRequest(params=params)
 
-    def _o_ListResourceTemplatesRequestParams_27(x: Any, c: Ctx) -> Any:
+    def _o_ListResourceTemplatesRequestParamsMeta_32(x: Any, c: Ctx) -> Any:
+        # _a.RequestMetaObject -> _b.ListResourceTemplatesRequestParamsMeta
+        d = dict(x)
+        if "io.modelcontextprotocol/clientCapabilities" in d:
+            d["io.modelcontextprotocol/clientCapabilities"] = builtins(
+                d["io.modelcontextprotocol/clientCapabilities"], c
+            )
+        if "io.modelcontextprotocol/clientInfo" in d:
+            d["io.modelcontextprotocol/clientInfo"] = builtins(
+                d["io.modelcontextprotocol/clientInfo"], c
+            )
+        return _b.ListResourceTemplatesRequestParamsMeta(d)
+
+    def _o_ListResourceTemplatesRequestParams_31(x: Any, c: Ctx) -> Any:
         # _a.PaginatedRequestParams -> _b.ListResourceTemplatesRequestParams
         cursor = x.cursor
-        return _b.ListResourceTemplatesRequestParams(cursor=cursor)
+        meta = _o_ListResourceTemplatesRequestParamsMeta_32(x.meta, c)
+        return _b.ListResourceTemplatesRequestParams(cursor=cursor, meta=meta)
 
     def _o_ListResourceTemplatesResult(x: Any, c: Ctx) -> Any:
         # _a.ListResourceTemplatesResult -> _b.ListResourceTemplatesResult
@@ -289,7 +362,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         if meta is not UNSET:
             meta = builtins(meta, c)
         next_cursor = x.next_cursor
-        resource_templates = _l29(x.resource_templates, c)
+        resource_templates = _l34(x.resource_templates, c)
         if x.result_type not in (UNSET, "complete"):
             c.fail(
                 "ListResourceTemplatesResult",
@@ -302,13 +375,27 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_ListResourcesRequest(x: Any, c: Ctx) -> Any:
         # _a.ListResourcesRequest -> _b.ListResourcesRequest
-        params = _o_ListResourcesRequestParams_30(x.params, c)
+        params = _o_ListResourcesRequestParams_35(x.params, c)
         return _b.ListResourcesRequest(params=params)
 
-    def _o_ListResourcesRequestParams_30(x: Any, c: Ctx) -> Any:
+    def _o_ListResourcesRequestParamsMeta_36(x: Any, c: Ctx) -> Any:
+        # _a.RequestMetaObject -> _b.ListResourcesRequestParamsMeta
+        d = dict(x)
+        if "io.modelcontextprotocol/clientCapabilities" in d:
+            d["io.modelcontextprotocol/clientCapabilities"] = builtins(
+                d["io.modelcontextprotocol/clientCapabilities"], c
+            )
+        if "io.modelcontextprotocol/clientInfo" in d:
+            d["io.modelcontextprotocol/clientInfo"] = builtins(
+                d["io.modelcontextprotocol/clientInfo"], c
+            )
+        return _b.ListResourcesRequestParamsMeta(d)
+
+    def _o_ListResourcesRequestParams_35(x: Any, c: Ctx) -> Any:
         # _a.PaginatedRequestParams -> _b.ListResourcesRequestParams
         cursor = x.cursor
-        return _b.ListResourcesRequestParams(cursor=cursor)
+        meta = _o_ListResourcesRequestParamsMeta_36(x.meta, c)
+        return _b.ListResourcesRequestParams(cursor=cursor, meta=meta)
 
     def _o_ListResourcesResult(x: Any, c: Ctx) -> Any:
         # _a.ListResourcesResult -> _b.ListResourcesResult
@@ -316,7 +403,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         if meta is not UNSET:
             meta = builtins(meta, c)
         next_cursor = x.next_cursor
-        resources = _l32(x.resources, c)
+        resources = _l38(x.resources, c)
         if x.result_type not in (UNSET, "complete"):
             c.fail(
                 "ListResourcesResult",
@@ -336,23 +423,37 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.ListRootsRequestParams -> _b.ListRootsRequestParams
         d: dict[str, Any] = {}
         if x.meta is not UNSET:
-            d["_meta"] = c.opt(x.meta, _v33, "_meta")
+            d["_meta"] = c.opt(x.meta, _v39, "_meta")
         return _b.ListRootsRequestParams(d)
 
     def _o_ListRootsResult(x: Any, c: Ctx) -> Any:
         # _a.ListRootsResult -> _b.ListRootsResult
-        roots = _l34(x.roots, c)
+        roots = _l40(x.roots, c)
         return _b.ListRootsResult(roots=roots)
 
     def _o_ListToolsRequest(x: Any, c: Ctx) -> Any:
         # _a.ListToolsRequest -> _b.ListToolsRequest
-        params = _o_ListToolsRequestParams_35(x.params, c)
+        params = _o_ListToolsRequestParams_41(x.params, c)
         return _b.ListToolsRequest(params=params)
 
-    def _o_ListToolsRequestParams_35(x: Any, c: Ctx) -> Any:
+    def _o_ListToolsRequestParamsMeta_42(x: Any, c: Ctx) -> Any:
+        # _a.RequestMetaObject -> _b.ListToolsRequestParamsMeta
+        d = dict(x)
+        if "io.modelcontextprotocol/clientCapabilities" in d:
+            d["io.modelcontextprotocol/clientCapabilities"] = builtins(
+                d["io.modelcontextprotocol/clientCapabilities"], c
+            )
+        if "io.modelcontextprotocol/clientInfo" in d:
+            d["io.modelcontextprotocol/clientInfo"] = builtins(
+                d["io.modelcontextprotocol/clientInfo"], c
+            )
+        return _b.ListToolsRequestParamsMeta(d)
+
+    def _o_ListToolsRequestParams_41(x: Any, c: Ctx) -> Any:
         # _a.PaginatedRequestParams -> _b.ListToolsRequestParams
         cursor = x.cursor
-        return _b.ListToolsRequestParams(cursor=cursor)
+        meta = _o_ListToolsRequestParamsMeta_42(x.meta, c)
+        return _b.ListToolsRequestParams(cursor=cursor, meta=meta)
 
     def _o_ListToolsResult(x: Any, c: Ctx) -> Any:
         # _a.ListToolsResult -> _b.ListToolsResult
@@ -360,7 +461,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         if meta is not UNSET:
             meta = builtins(meta, c)
         next_cursor = x.next_cursor
-        tools = c.req(x.tools, _l38, "tools")
+        tools = c.req(x.tools, _l45, "tools")
         if x.result_type not in (UNSET, "complete"):
             c.fail(
                 "ListToolsResult",
@@ -379,7 +480,10 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         data = x.data
         level = x.level
         logger = x.logger
-        return _b.LoggingMessageNotificationParams(data=data, level=level, logger=logger)
+        meta = x.meta
+        if meta is not UNSET:
+            meta = plain(meta, c)
+        return _b.LoggingMessageNotificationParams(data=data, level=level, logger=logger, meta=meta)
 
     def _o_ModelHint(x: Any, c: Ctx) -> Any:
         # _a.ModelHint -> _b.ModelHint
@@ -391,7 +495,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         cost_priority = x.cost_priority
         hints = x.hints
         if hints is not UNSET:
-            hints = _l16(hints, c)
+            hints = _l18(hints, c)
         intelligence_priority = x.intelligence_priority
         speed_priority = x.speed_priority
         return _b.ModelPreferences(
@@ -406,7 +510,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         method = x.method
         params = x.params
         if params is not UNSET:
-            params = c.opt(params, _v39, "params")
+            params = c.opt(params, _v46, "params")
         return _b.Notification(method=method, params=params)
 
     def _o_NotificationParams(x: Any, c: Ctx) -> Any:
@@ -451,15 +555,18 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         progress = x.progress
         progress_token = x.progress_token
         total = x.total
+        meta = x.meta
+        if meta is not UNSET:
+            meta = plain(meta, c)
         return _b.ProgressNotificationParams(
-            progress=progress, progress_token=progress_token, total=total
+            progress=progress, progress_token=progress_token, total=total, meta=meta
         )
 
     def _o_Prompt(x: Any, c: Ctx) -> Any:
         # _a.Prompt -> _b.Prompt
         arguments = x.arguments
         if arguments is not UNSET:
-            arguments = _l25(arguments, c)
+            arguments = _l29(arguments, c)
         description = x.description
         name = x.name
         return _b.Prompt(arguments=arguments, description=description, name=name)
@@ -475,10 +582,10 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.PromptListChangedNotification -> _b.PromptListChangedNotification
         params = x.params
         if params is not UNSET:
-            params = _o_PromptListChangedNotificationParams_40(params, c)
+            params = _o_PromptListChangedNotificationParams_47(params, c)
         return _b.PromptListChangedNotification(params=params)
 
-    def _o_PromptListChangedNotificationParams_40(x: Any, c: Ctx) -> Any:
+    def _o_PromptListChangedNotificationParams_47(x: Any, c: Ctx) -> Any:
         # _a.NotificationParams -> _b.PromptListChangedNotificationParams
         d: dict[str, Any] = {}
         if x.meta is not UNSET:
@@ -487,7 +594,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_PromptMessage(x: Any, c: Ctx) -> Any:
         # _a.PromptMessage -> _b.PromptMessage
-        content = c.req(x.content, _u20, "content")
+        content = c.req(x.content, _u23, "content")
         role = x.role
         return _b.PromptMessage(content=content, role=role)
 
@@ -504,14 +611,28 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
     def _o_ReadResourceRequestParams(x: Any, c: Ctx) -> Any:
         # _a.ReadResourceRequestParams -> _b.ReadResourceRequestParams
         uri = x.uri
-        return _b.ReadResourceRequestParams(uri=uri)
+        meta = _o_ReadResourceRequestParamsMeta_48(x.meta, c)
+        return _b.ReadResourceRequestParams(uri=uri, meta=meta)
+
+    def _o_ReadResourceRequestParamsMeta_48(x: Any, c: Ctx) -> Any:
+        # _a.RequestMetaObject -> _b.ReadResourceRequestParamsMeta
+        d = dict(x)
+        if "io.modelcontextprotocol/clientCapabilities" in d:
+            d["io.modelcontextprotocol/clientCapabilities"] = builtins(
+                d["io.modelcontextprotocol/clientCapabilities"], c
+            )
+        if "io.modelcontextprotocol/clientInfo" in d:
+            d["io.modelcontextprotocol/clientInfo"] = builtins(
+                d["io.modelcontextprotocol/clientInfo"], c
+            )
+        return _b.ReadResourceRequestParamsMeta(d)
 
     def _o_ReadResourceResult(x: Any, c: Ctx) -> Any:
         # _a.ReadResourceResult -> _b.ReadResourceResult
         meta = x.meta
         if meta is not UNSET:
             meta = builtins(meta, c)
-        contents = _l43(x.contents, c)
+        contents = _l51(x.contents, c)
         if x.result_type not in (UNSET, "complete"):
             c.fail(
                 "ReadResourceResult",
@@ -525,17 +646,17 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         method = x.method
         params = x.params
         if params is not UNSET:
-            params = c.opt(params, _v44, "params")
+            params = c.opt(params, _v52, "params")
         return _b.Request(method=method, params=params)
 
     def _o_RequestParams(x: Any, c: Ctx) -> Any:
         # _a.RequestParams -> _b.RequestParams
         d: dict[str, Any] = {}
         if x.meta is not UNSET:
-            d["_meta"] = _o_RequestParamsMeta_45(x.meta, c)
+            d["_meta"] = _o_RequestParamsMeta_53(x.meta, c)
         return _b.RequestParams(d)
 
-    def _o_RequestParamsMeta_45(x: Any, c: Ctx) -> Any:
+    def _o_RequestParamsMeta_53(x: Any, c: Ctx) -> Any:
         # _a.RequestMetaObject -> _b.RequestParamsMeta
         d = dict(x)
         if "io.modelcontextprotocol/clientCapabilities" in d:
@@ -552,7 +673,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.Resource -> _b.Resource
         annotations = x.annotations
         if annotations is not UNSET:
-            annotations = _o_ResourceAnnotations_31(annotations, c)
+            annotations = _o_ResourceAnnotations_37(annotations, c)
         description = x.description
         mime_type = x.mime_type
         name = x.name
@@ -567,7 +688,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
             uri=uri,
         )
 
-    def _o_ResourceAnnotations_31(x: Any, c: Ctx) -> Any:
+    def _o_ResourceAnnotations_37(x: Any, c: Ctx) -> Any:
         # _a.Annotations -> _b.ResourceAnnotations
         audience = x.audience
         priority = x.priority
@@ -583,17 +704,17 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.ResourceListChangedNotification -> _b.ResourceListChangedNotification
         params = x.params
         if params is not UNSET:
-            params = _o_ResourceListChangedNotificationParams_46(params, c)
+            params = _o_ResourceListChangedNotificationParams_54(params, c)
         return _b.ResourceListChangedNotification(params=params)
 
-    def _o_ResourceListChangedNotificationParams_46(x: Any, c: Ctx) -> Any:
+    def _o_ResourceListChangedNotificationParams_54(x: Any, c: Ctx) -> Any:
         # _a.NotificationParams -> _b.ResourceListChangedNotificationParams
         d: dict[str, Any] = {}
         if x.meta is not UNSET:
             d["_meta"] = plain(x.meta, c)
         return _b.ResourceListChangedNotificationParams(d)
 
-    def _o_ResourceReference_10(x: Any, c: Ctx) -> Any:
+    def _o_ResourceReference_11(x: Any, c: Ctx) -> Any:
         # _a.ResourceTemplateReference -> _b.ResourceReference
         uri = x.uri
         return _b.ResourceReference(uri=uri)
@@ -602,7 +723,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.ResourceTemplate -> _b.ResourceTemplate
         annotations = x.annotations
         if annotations is not UNSET:
-            annotations = _o_ResourceTemplateAnnotations_28(annotations, c)
+            annotations = _o_ResourceTemplateAnnotations_33(annotations, c)
         description = x.description
         mime_type = x.mime_type
         name = x.name
@@ -615,7 +736,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
             uri_template=uri_template,
         )
 
-    def _o_ResourceTemplateAnnotations_28(x: Any, c: Ctx) -> Any:
+    def _o_ResourceTemplateAnnotations_33(x: Any, c: Ctx) -> Any:
         # _a.Annotations -> _b.ResourceTemplateAnnotations
         audience = x.audience
         priority = x.priority
@@ -629,7 +750,10 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
     def _o_ResourceUpdatedNotificationParams(x: Any, c: Ctx) -> Any:
         # _a.ResourceUpdatedNotificationParams -> _b.ResourceUpdatedNotificationParams
         uri = x.uri
-        return _b.ResourceUpdatedNotificationParams(uri=uri)
+        meta = x.meta
+        if meta is not UNSET:
+            meta = plain(meta, c)
+        return _b.ResourceUpdatedNotificationParams(uri=uri, meta=meta)
 
     def _o_Result(x: Any, c: Ctx) -> Any:
         # _a.Result -> _b.Result
@@ -646,7 +770,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_SamplingMessage(x: Any, c: Ctx) -> Any:
         # _a.SamplingMessage -> _b.SamplingMessage
-        content = c.req(x.content, _u14, "content")
+        content = c.req(x.content, _u16, "content")
         role = x.role
         return _b.SamplingMessage(content=content, role=role)
 
@@ -691,11 +815,11 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.TextContent -> _b.TextContent
         annotations = x.annotations
         if annotations is not UNSET:
-            annotations = _o_TextContentAnnotations_1(annotations, c)
+            annotations = _o_TextContentAnnotations_2(annotations, c)
         text = x.text
         return _b.TextContent(annotations=annotations, text=text)
 
-    def _o_TextContentAnnotations_1(x: Any, c: Ctx) -> Any:
+    def _o_TextContentAnnotations_2(x: Any, c: Ctx) -> Any:
         # _a.Annotations -> _b.TextContentAnnotations
         audience = x.audience
         priority = x.priority
@@ -719,10 +843,10 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.ToolInputSchema -> _b.ToolInputSchema
         properties = x.get("properties", UNSET)
         if properties is not UNSET:
-            properties = c.opt(properties, _v36, "properties")
+            properties = c.opt(properties, _v43, "properties")
         required = x.get("required", UNSET)
         if required is not UNSET:
-            required = c.opt(required, _v37, "required")
+            required = c.opt(required, _v44, "required")
         type = x["type"]
         return _b.ToolInputSchema(properties=properties, required=required, type=type)
 
@@ -730,159 +854,154 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.ToolListChangedNotification -> _b.ToolListChangedNotification
         params = x.params
         if params is not UNSET:
-            params = _o_ToolListChangedNotificationParams_47(params, c)
+            params = _o_ToolListChangedNotificationParams_55(params, c)
         return _b.ToolListChangedNotification(params=params)
 
-    def _o_ToolListChangedNotificationParams_47(x: Any, c: Ctx) -> Any:
+    def _o_ToolListChangedNotificationParams_55(x: Any, c: Ctx) -> Any:
         # _a.NotificationParams -> _b.ToolListChangedNotificationParams
         d: dict[str, Any] = {}
         if x.meta is not UNSET:
             d["_meta"] = plain(x.meta, c)
         return _b.ToolListChangedNotificationParams(d)
 
-    def _l15(v: Any, c: Ctx) -> Any:
+    def _l17(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return c.items(v, _o_SamplingMessage)
 
-    def _l16(v: Any, c: Ctx) -> Any:
+    def _l18(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_ModelHint(i, c) for i in v]
 
-    def _l21(v: Any, c: Ctx) -> Any:
+    def _l24(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return c.items(v, _o_PromptMessage)
 
-    def _l25(v: Any, c: Ctx) -> Any:
+    def _l29(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_PromptArgument(i, c) for i in v]
 
-    def _l26(v: Any, c: Ctx) -> Any:
+    def _l30(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_Prompt(i, c) for i in v]
 
-    def _l29(v: Any, c: Ctx) -> Any:
+    def _l34(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_ResourceTemplate(i, c) for i in v]
 
-    def _l32(v: Any, c: Ctx) -> Any:
+    def _l38(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_Resource(i, c) for i in v]
 
-    def _l34(v: Any, c: Ctx) -> Any:
+    def _l40(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_Root(i, c) for i in v]
 
-    def _l38(v: Any, c: Ctx) -> Any:
+    def _l45(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return c.items(v, _o_Tool)
 
-    def _l43(v: Any, c: Ctx) -> Any:
+    def _l51(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        return [_u42(i, c) for i in v]
+        return [_u50(i, c) for i in v]
 
-    def _l8(v: Any, c: Ctx) -> Any:
+    def _l9(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        return c.items(v, _u7)
+        return c.items(v, _u8)
 
-    def _u12(v: Any, c: Ctx) -> Any:
+    def _u13(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        f = _D11.get(type(v))
+        f = _D12.get(type(v))
         if f is None:
             return c.member(v, "CompleteRequestParams.ref")
         return f(v, c)
 
-    def _u14(v: Any, c: Ctx) -> Any:
+    def _u16(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        f = _D13.get(type(v))
+        f = _D15.get(type(v))
         if f is None:
             return c.member(v, "SamplingMessage.content")
-        return f(v, c)
-
-    def _u18(v: Any, c: Ctx) -> Any:
-        # Any -> Any
-        f = _D17.get(type(v))
-        if f is None:
-            return c.member(v, "CreateMessageResult.content")
         return f(v, c)
 
     def _u20(v: Any, c: Ctx) -> Any:
         # Any -> Any
         f = _D19.get(type(v))
         if f is None:
+            return c.member(v, "CreateMessageResult.content")
+        return f(v, c)
+
+    def _u23(v: Any, c: Ctx) -> Any:
+        # Any -> Any
+        f = _D22.get(type(v))
+        if f is None:
             return c.member(v, "PromptMessage.content")
         return f(v, c)
 
-    def _u42(v: Any, c: Ctx) -> Any:
+    def _u50(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        f = _D41.get(type(v))
+        f = _D49.get(type(v))
         if f is None:
             return c.member(v, "ReadResourceResult.contents[]")
         return f(v, c)
 
-    def _u5(v: Any, c: Ctx) -> Any:
+    def _u6(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        f = _D4.get(type(v))
+        f = _D5.get(type(v))
         if f is None:
             return c.member(v, "EmbeddedResource.resource")
         return f(v, c)
 
-    def _u7(v: Any, c: Ctx) -> Any:
+    def _u8(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        f = _D6.get(type(v))
+        f = _D7.get(type(v))
         if f is None:
             return c.member(v, "CallToolResult.content[]")
         return f(v, c)
 
-    def _v22(v: Any, c: Ctx) -> Any:
+    def _v25(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return c.convert(v, _T0, "JSONRPCNotificationParams")
 
-    def _v23(v: Any, c: Ctx) -> Any:
+    def _v26(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return c.convert(v, _T1, "JSONRPCRequestParams")
 
-    def _v33(v: Any, c: Ctx) -> Any:
+    def _v39(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return c.convert(v, _T2, "ListRootsRequestParamsMeta")
 
-    def _v36(v: Any, c: Ctx) -> Any:
+    def _v43(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return c.check(v, _T3, "object")
 
-    def _v37(v: Any, c: Ctx) -> Any:
+    def _v44(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return c.check(v, _T4, "array")
 
-    def _v39(v: Any, c: Ctx) -> Any:
+    def _v46(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return c.convert(v, _T5, "NotificationParams")
 
-    def _v44(v: Any, c: Ctx) -> Any:
+    def _v52(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return c.convert(v, _T6, "RequestParams")
 
-    _D4: dict[type, Callable[[Any, Ctx], Any]] = {
+    _D5: dict[type, Callable[[Any, Ctx], Any]] = {
         _a.TextResourceContents: _o_TextResourceContents,
         _a.BlobResourceContents: _o_BlobResourceContents,
     }
 
-    _D6: dict[type, Callable[[Any, Ctx], Any]] = {
+    _D7: dict[type, Callable[[Any, Ctx], Any]] = {
         _a.TextContent: _o_TextContent,
         _a.ImageContent: _o_ImageContent,
         _a.EmbeddedResource: _o_EmbeddedResource,
     }
 
-    _D11: dict[type, Callable[[Any, Ctx], Any]] = {
+    _D12: dict[type, Callable[[Any, Ctx], Any]] = {
         _a.PromptReference: _o_PromptReference,
-        _a.ResourceTemplateReference: _o_ResourceReference_10,
+        _a.ResourceTemplateReference: _o_ResourceReference_11,
     }
 
-    _D13: dict[type, Callable[[Any, Ctx], Any]] = {
-        _a.TextContent: _o_TextContent,
-        _a.ImageContent: _o_ImageContent,
-    }
-
-    _D17: dict[type, Callable[[Any, Ctx], Any]] = {
+    _D15: dict[type, Callable[[Any, Ctx], Any]] = {
         _a.TextContent: _o_TextContent,
         _a.ImageContent: _o_ImageContent,
     }
@@ -890,10 +1009,15 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
     _D19: dict[type, Callable[[Any, Ctx], Any]] = {
         _a.TextContent: _o_TextContent,
         _a.ImageContent: _o_ImageContent,
+    }
+
+    _D22: dict[type, Callable[[Any, Ctx], Any]] = {
+        _a.TextContent: _o_TextContent,
+        _a.ImageContent: _o_ImageContent,
         _a.EmbeddedResource: _o_EmbeddedResource,
     }
 
-    _D41: dict[type, Callable[[Any, Ctx], Any]] = {
+    _D49: dict[type, Callable[[Any, Ctx], Any]] = {
         _a.TextResourceContents: _o_TextResourceContents,
         _a.BlobResourceContents: _o_BlobResourceContents,
     }

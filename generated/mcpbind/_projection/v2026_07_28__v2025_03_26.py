@@ -63,14 +63,28 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.CallToolRequestParams -> _b.CallToolRequestParams
         arguments = x.arguments
         name = x.name
-        return _b.CallToolRequestParams(arguments=arguments, name=name)
+        meta = _o_CallToolRequestParamsMeta_1(x.meta, c)
+        return _b.CallToolRequestParams(arguments=arguments, name=name, meta=meta)
+
+    def _o_CallToolRequestParamsMeta_1(x: Any, c: Ctx) -> Any:
+        # _a.RequestMetaObject -> _b.CallToolRequestParamsMeta
+        d = dict(x)
+        if "io.modelcontextprotocol/clientCapabilities" in d:
+            d["io.modelcontextprotocol/clientCapabilities"] = builtins(
+                d["io.modelcontextprotocol/clientCapabilities"], c
+            )
+        if "io.modelcontextprotocol/clientInfo" in d:
+            d["io.modelcontextprotocol/clientInfo"] = builtins(
+                d["io.modelcontextprotocol/clientInfo"], c
+            )
+        return _b.CallToolRequestParamsMeta(d)
 
     def _o_CallToolResult(x: Any, c: Ctx) -> Any:
         # _a.CallToolResult -> _b.CallToolResult
         meta = x.meta
         if meta is not UNSET:
             meta = builtins(meta, c)
-        content = c.req(x.content, _l5, "content")
+        content = c.req(x.content, _l6, "content")
         is_error = x.is_error
         if x.result_type not in (UNSET, "complete"):
             c.fail(
@@ -89,20 +103,23 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.CancelledNotificationParams -> _b.CancelledNotificationParams
         reason = x.reason
         request_id = x.request_id
-        return _b.CancelledNotificationParams(reason=reason, request_id=request_id)
+        meta = x.meta
+        if meta is not UNSET:
+            meta = plain(meta, c)
+        return _b.CancelledNotificationParams(reason=reason, request_id=request_id, meta=meta)
 
     def _o_ClientCapabilities(x: Any, c: Ctx) -> Any:
         # _a.ClientCapabilities -> _b.ClientCapabilities
         experimental = x.experimental
         roots = x.roots
         if roots is not UNSET:
-            roots = _o_ClientCapabilitiesRoots_6(roots, c)
+            roots = _o_ClientCapabilitiesRoots_7(roots, c)
         sampling = x.sampling
         if sampling is not UNSET:
             sampling = empty(sampling, c)
         return _b.ClientCapabilities(experimental=experimental, roots=roots, sampling=sampling)
 
-    def _o_ClientCapabilitiesRoots_6(x: Any, c: Ctx) -> Any:
+    def _o_ClientCapabilitiesRoots_7(x: Any, c: Ctx) -> Any:
         # Any -> _b.ClientCapabilitiesRoots
         return _b.ClientCapabilitiesRoots()
 
@@ -114,14 +131,28 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
     def _o_CompleteRequestParams(x: Any, c: Ctx) -> Any:
         # _a.CompleteRequestParams -> _b.CompleteRequestParams
         argument = _o_CompleteRequestParamsArgument(x.argument, c)
-        ref = _u9(x.ref, c)
-        return _b.CompleteRequestParams(argument=argument, ref=ref)
+        ref = _u10(x.ref, c)
+        meta = _o_CompleteRequestParamsMeta_11(x.meta, c)
+        return _b.CompleteRequestParams(argument=argument, ref=ref, meta=meta)
 
     def _o_CompleteRequestParamsArgument(x: Any, c: Ctx) -> Any:
         # _a.CompleteRequestParamsArgument -> _b.CompleteRequestParamsArgument
         name = x.name
         value = x.value
         return _b.CompleteRequestParamsArgument(name=name, value=value)
+
+    def _o_CompleteRequestParamsMeta_11(x: Any, c: Ctx) -> Any:
+        # _a.RequestMetaObject -> _b.CompleteRequestParamsMeta
+        d = dict(x)
+        if "io.modelcontextprotocol/clientCapabilities" in d:
+            d["io.modelcontextprotocol/clientCapabilities"] = builtins(
+                d["io.modelcontextprotocol/clientCapabilities"], c
+            )
+        if "io.modelcontextprotocol/clientInfo" in d:
+            d["io.modelcontextprotocol/clientInfo"] = builtins(
+                d["io.modelcontextprotocol/clientInfo"], c
+            )
+        return _b.CompleteRequestParamsMeta(d)
 
     def _o_CompleteResult(x: Any, c: Ctx) -> Any:
         # _a.CompleteResult -> _b.CompleteResult
@@ -153,7 +184,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.CreateMessageRequestParams -> _b.CreateMessageRequestParams
         include_context = x.include_context
         max_tokens = x.max_tokens
-        messages = c.req(x.messages, _l12, "messages")
+        messages = c.req(x.messages, _l14, "messages")
         metadata = x.metadata
         model_preferences = x.model_preferences
         if model_preferences is not UNSET:
@@ -175,7 +206,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
     def _o_CreateMessageResult(x: Any, c: Ctx) -> Any:
         # _a.CreateMessageResult -> _b.CreateMessageResult
         meta = x.meta
-        content = c.req(x.content, _u15, "content")
+        content = c.req(x.content, _u17, "content")
         model = x.model
         role = x.role
         stop_reason = x.stop_reason
@@ -188,7 +219,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         annotations = x.annotations
         if annotations is not UNSET:
             annotations = _o_Annotations(annotations, c)
-        resource = _u2(x.resource, c)
+        resource = _u3(x.resource, c)
         return _b.EmbeddedResource(annotations=annotations, resource=resource)
 
     def _o_GetPromptRequest(x: Any, c: Ctx) -> Any:
@@ -200,7 +231,21 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.GetPromptRequestParams -> _b.GetPromptRequestParams
         arguments = x.arguments
         name = x.name
-        return _b.GetPromptRequestParams(arguments=arguments, name=name)
+        meta = _o_GetPromptRequestParamsMeta_18(x.meta, c)
+        return _b.GetPromptRequestParams(arguments=arguments, name=name, meta=meta)
+
+    def _o_GetPromptRequestParamsMeta_18(x: Any, c: Ctx) -> Any:
+        # _a.RequestMetaObject -> _b.GetPromptRequestParamsMeta
+        d = dict(x)
+        if "io.modelcontextprotocol/clientCapabilities" in d:
+            d["io.modelcontextprotocol/clientCapabilities"] = builtins(
+                d["io.modelcontextprotocol/clientCapabilities"], c
+            )
+        if "io.modelcontextprotocol/clientInfo" in d:
+            d["io.modelcontextprotocol/clientInfo"] = builtins(
+                d["io.modelcontextprotocol/clientInfo"], c
+            )
+        return _b.GetPromptRequestParamsMeta(d)
 
     def _o_GetPromptResult(x: Any, c: Ctx) -> Any:
         # _a.GetPromptResult -> _b.GetPromptResult
@@ -208,7 +253,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         if meta is not UNSET:
             meta = builtins(meta, c)
         description = x.description
-        messages = c.req(x.messages, _l18, "messages")
+        messages = c.req(x.messages, _l21, "messages")
         if x.result_type not in (UNSET, "complete"):
             c.fail(
                 "GetPromptResult",
@@ -238,7 +283,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         method = x.method
         params = x.params
         if params is not UNSET:
-            params = c.opt(params, _v19, "params")
+            params = c.opt(params, _v22, "params")
         return _b.JSONRPCNotification(jsonrpc=jsonrpc, method=method, params=params)
 
     def _o_JSONRPCRequest(x: Any, c: Ctx) -> Any:
@@ -248,18 +293,32 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         method = x.method
         params = x.params
         if params is not UNSET:
-            params = c.opt(params, _v20, "params")
+            params = c.opt(params, _v23, "params")
         return _b.JSONRPCRequest(id=id, jsonrpc=jsonrpc, method=method, params=params)
 
     def _o_ListPromptsRequest(x: Any, c: Ctx) -> Any:
         # _a.ListPromptsRequest -> _b.ListPromptsRequest
-        params = _o_ListPromptsRequestParams_21(x.params, c)
+        params = _o_ListPromptsRequestParams_24(x.params, c)
         return _b.ListPromptsRequest(params=params)
 
-    def _o_ListPromptsRequestParams_21(x: Any, c: Ctx) -> Any:
+    def _o_ListPromptsRequestParamsMeta_25(x: Any, c: Ctx) -> Any:
+        # _a.RequestMetaObject -> _b.ListPromptsRequestParamsMeta
+        d = dict(x)
+        if "io.modelcontextprotocol/clientCapabilities" in d:
+            d["io.modelcontextprotocol/clientCapabilities"] = builtins(
+                d["io.modelcontextprotocol/clientCapabilities"], c
+            )
+        if "io.modelcontextprotocol/clientInfo" in d:
+            d["io.modelcontextprotocol/clientInfo"] = builtins(
+                d["io.modelcontextprotocol/clientInfo"], c
+            )
+        return _b.ListPromptsRequestParamsMeta(d)
+
+    def _o_ListPromptsRequestParams_24(x: Any, c: Ctx) -> Any:
         # _a.PaginatedRequestParams -> _b.ListPromptsRequestParams
         cursor = x.cursor
-        return _b.ListPromptsRequestParams(cursor=cursor)
+        meta = _o_ListPromptsRequestParamsMeta_25(x.meta, c)
+        return _b.ListPromptsRequestParams(cursor=cursor, meta=meta)
 
     def _o_ListPromptsResult(x: Any, c: Ctx) -> Any:
         # _a.ListPromptsResult -> _b.ListPromptsResult
@@ -267,7 +326,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         if meta is not UNSET:
             meta = builtins(meta, c)
         next_cursor = x.next_cursor
-        prompts = _l23(x.prompts, c)
+        prompts = _l27(x.prompts, c)
         if x.result_type not in (UNSET, "complete"):
             c.fail(
                 "ListPromptsResult",
@@ -278,13 +337,27 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_ListResourceTemplatesRequest(x: Any, c: Ctx) -> Any:
         # _a.ListResourceTemplatesRequest -> _b.ListResourceTemplatesRequest
-        params = _o_ListResourceTemplatesRequestParams_24(x.params, c)
+        params = _o_ListResourceTemplatesRequestParams_28(x.params, c)
         return _b.ListResourceTemplatesRequest(params=params)
 
-    def _o_ListResourceTemplatesRequestParams_24(x: Any, c: Ctx) -> Any:
+    def _o_ListResourceTemplatesRequestParamsMeta_29(x: Any, c: Ctx) -> Any:
+        # _a.RequestMetaObject -> _b.ListResourceTemplatesRequestParamsMeta
+        d = dict(x)
+        if "io.modelcontextprotocol/clientCapabilities" in d:
+            d["io.modelcontextprotocol/clientCapabilities"] = builtins(
+                d["io.modelcontextprotocol/clientCapabilities"], c
+            )
+        if "io.modelcontextprotocol/clientInfo" in d:
+            d["io.modelcontextprotocol/clientInfo"] = builtins(
+                d["io.modelcontextprotocol/clientInfo"], c
+            )
+        return _b.ListResourceTemplatesRequestParamsMeta(d)
+
+    def _o_ListResourceTemplatesRequestParams_28(x: Any, c: Ctx) -> Any:
         # _a.PaginatedRequestParams -> _b.ListResourceTemplatesRequestParams
         cursor = x.cursor
-        return _b.ListResourceTemplatesRequestParams(cursor=cursor)
+        meta = _o_ListResourceTemplatesRequestParamsMeta_29(x.meta, c)
+        return _b.ListResourceTemplatesRequestParams(cursor=cursor, meta=meta)
 
     def _o_ListResourceTemplatesResult(x: Any, c: Ctx) -> Any:
         # _a.ListResourceTemplatesResult -> _b.ListResourceTemplatesResult
@@ -292,7 +365,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         if meta is not UNSET:
             meta = builtins(meta, c)
         next_cursor = x.next_cursor
-        resource_templates = _l25(x.resource_templates, c)
+        resource_templates = _l30(x.resource_templates, c)
         if x.result_type not in (UNSET, "complete"):
             c.fail(
                 "ListResourceTemplatesResult",
@@ -305,13 +378,27 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_ListResourcesRequest(x: Any, c: Ctx) -> Any:
         # _a.ListResourcesRequest -> _b.ListResourcesRequest
-        params = _o_ListResourcesRequestParams_26(x.params, c)
+        params = _o_ListResourcesRequestParams_31(x.params, c)
         return _b.ListResourcesRequest(params=params)
 
-    def _o_ListResourcesRequestParams_26(x: Any, c: Ctx) -> Any:
+    def _o_ListResourcesRequestParamsMeta_32(x: Any, c: Ctx) -> Any:
+        # _a.RequestMetaObject -> _b.ListResourcesRequestParamsMeta
+        d = dict(x)
+        if "io.modelcontextprotocol/clientCapabilities" in d:
+            d["io.modelcontextprotocol/clientCapabilities"] = builtins(
+                d["io.modelcontextprotocol/clientCapabilities"], c
+            )
+        if "io.modelcontextprotocol/clientInfo" in d:
+            d["io.modelcontextprotocol/clientInfo"] = builtins(
+                d["io.modelcontextprotocol/clientInfo"], c
+            )
+        return _b.ListResourcesRequestParamsMeta(d)
+
+    def _o_ListResourcesRequestParams_31(x: Any, c: Ctx) -> Any:
         # _a.PaginatedRequestParams -> _b.ListResourcesRequestParams
         cursor = x.cursor
-        return _b.ListResourcesRequestParams(cursor=cursor)
+        meta = _o_ListResourcesRequestParamsMeta_32(x.meta, c)
+        return _b.ListResourcesRequestParams(cursor=cursor, meta=meta)
 
     def _o_ListResourcesResult(x: Any, c: Ctx) -> Any:
         # _a.ListResourcesResult -> _b.ListResourcesResult
@@ -319,7 +406,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         if meta is not UNSET:
             meta = builtins(meta, c)
         next_cursor = x.next_cursor
-        resources = _l27(x.resources, c)
+        resources = _l33(x.resources, c)
         if x.result_type not in (UNSET, "complete"):
             c.fail(
                 "ListResourcesResult",
@@ -339,23 +426,37 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.ListRootsRequestParams -> _b.ListRootsRequestParams
         d: dict[str, Any] = {}
         if x.meta is not UNSET:
-            d["_meta"] = c.opt(x.meta, _v28, "_meta")
+            d["_meta"] = c.opt(x.meta, _v34, "_meta")
         return _b.ListRootsRequestParams(d)
 
     def _o_ListRootsResult(x: Any, c: Ctx) -> Any:
         # _a.ListRootsResult -> _b.ListRootsResult
-        roots = _l29(x.roots, c)
+        roots = _l35(x.roots, c)
         return _b.ListRootsResult(roots=roots)
 
     def _o_ListToolsRequest(x: Any, c: Ctx) -> Any:
         # _a.ListToolsRequest -> _b.ListToolsRequest
-        params = _o_ListToolsRequestParams_30(x.params, c)
+        params = _o_ListToolsRequestParams_36(x.params, c)
         return _b.ListToolsRequest(params=params)
 
-    def _o_ListToolsRequestParams_30(x: Any, c: Ctx) -> Any:
+    def _o_ListToolsRequestParamsMeta_37(x: Any, c: Ctx) -> Any:
+        # _a.RequestMetaObject -> _b.ListToolsRequestParamsMeta
+        d = dict(x)
+        if "io.modelcontextprotocol/clientCapabilities" in d:
+            d["io.modelcontextprotocol/clientCapabilities"] = builtins(
+                d["io.modelcontextprotocol/clientCapabilities"], c
+            )
+        if "io.modelcontextprotocol/clientInfo" in d:
+            d["io.modelcontextprotocol/clientInfo"] = builtins(
+                d["io.modelcontextprotocol/clientInfo"], c
+            )
+        return _b.ListToolsRequestParamsMeta(d)
+
+    def _o_ListToolsRequestParams_36(x: Any, c: Ctx) -> Any:
         # _a.PaginatedRequestParams -> _b.ListToolsRequestParams
         cursor = x.cursor
-        return _b.ListToolsRequestParams(cursor=cursor)
+        meta = _o_ListToolsRequestParamsMeta_37(x.meta, c)
+        return _b.ListToolsRequestParams(cursor=cursor, meta=meta)
 
     def _o_ListToolsResult(x: Any, c: Ctx) -> Any:
         # _a.ListToolsResult -> _b.ListToolsResult
@@ -363,7 +464,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         if meta is not UNSET:
             meta = builtins(meta, c)
         next_cursor = x.next_cursor
-        tools = c.req(x.tools, _l33, "tools")
+        tools = c.req(x.tools, _l40, "tools")
         if x.result_type not in (UNSET, "complete"):
             c.fail(
                 "ListToolsResult",
@@ -382,7 +483,10 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         data = x.data
         level = x.level
         logger = x.logger
-        return _b.LoggingMessageNotificationParams(data=data, level=level, logger=logger)
+        meta = x.meta
+        if meta is not UNSET:
+            meta = plain(meta, c)
+        return _b.LoggingMessageNotificationParams(data=data, level=level, logger=logger, meta=meta)
 
     def _o_ModelHint(x: Any, c: Ctx) -> Any:
         # _a.ModelHint -> _b.ModelHint
@@ -394,7 +498,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         cost_priority = x.cost_priority
         hints = x.hints
         if hints is not UNSET:
-            hints = _l13(hints, c)
+            hints = _l15(hints, c)
         intelligence_priority = x.intelligence_priority
         speed_priority = x.speed_priority
         return _b.ModelPreferences(
@@ -409,7 +513,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         method = x.method
         params = x.params
         if params is not UNSET:
-            params = c.opt(params, _v34, "params")
+            params = c.opt(params, _v41, "params")
         return _b.Notification(method=method, params=params)
 
     def _o_NotificationParams(x: Any, c: Ctx) -> Any:
@@ -455,15 +559,22 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         progress = x.progress
         progress_token = x.progress_token
         total = x.total
+        meta = x.meta
+        if meta is not UNSET:
+            meta = plain(meta, c)
         return _b.ProgressNotificationParams(
-            message=message, progress=progress, progress_token=progress_token, total=total
+            message=message,
+            progress=progress,
+            progress_token=progress_token,
+            total=total,
+            meta=meta,
         )
 
     def _o_Prompt(x: Any, c: Ctx) -> Any:
         # _a.Prompt -> _b.Prompt
         arguments = x.arguments
         if arguments is not UNSET:
-            arguments = _l22(arguments, c)
+            arguments = _l26(arguments, c)
         description = x.description
         name = x.name
         return _b.Prompt(arguments=arguments, description=description, name=name)
@@ -479,10 +590,10 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.PromptListChangedNotification -> _b.PromptListChangedNotification
         params = x.params
         if params is not UNSET:
-            params = _o_PromptListChangedNotificationParams_35(params, c)
+            params = _o_PromptListChangedNotificationParams_42(params, c)
         return _b.PromptListChangedNotification(params=params)
 
-    def _o_PromptListChangedNotificationParams_35(x: Any, c: Ctx) -> Any:
+    def _o_PromptListChangedNotificationParams_42(x: Any, c: Ctx) -> Any:
         # _a.NotificationParams -> _b.PromptListChangedNotificationParams
         d: dict[str, Any] = {}
         if x.meta is not UNSET:
@@ -491,7 +602,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_PromptMessage(x: Any, c: Ctx) -> Any:
         # _a.PromptMessage -> _b.PromptMessage
-        content = c.req(x.content, _u17, "content")
+        content = c.req(x.content, _u20, "content")
         role = x.role
         return _b.PromptMessage(content=content, role=role)
 
@@ -508,14 +619,28 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
     def _o_ReadResourceRequestParams(x: Any, c: Ctx) -> Any:
         # _a.ReadResourceRequestParams -> _b.ReadResourceRequestParams
         uri = x.uri
-        return _b.ReadResourceRequestParams(uri=uri)
+        meta = _o_ReadResourceRequestParamsMeta_43(x.meta, c)
+        return _b.ReadResourceRequestParams(uri=uri, meta=meta)
+
+    def _o_ReadResourceRequestParamsMeta_43(x: Any, c: Ctx) -> Any:
+        # _a.RequestMetaObject -> _b.ReadResourceRequestParamsMeta
+        d = dict(x)
+        if "io.modelcontextprotocol/clientCapabilities" in d:
+            d["io.modelcontextprotocol/clientCapabilities"] = builtins(
+                d["io.modelcontextprotocol/clientCapabilities"], c
+            )
+        if "io.modelcontextprotocol/clientInfo" in d:
+            d["io.modelcontextprotocol/clientInfo"] = builtins(
+                d["io.modelcontextprotocol/clientInfo"], c
+            )
+        return _b.ReadResourceRequestParamsMeta(d)
 
     def _o_ReadResourceResult(x: Any, c: Ctx) -> Any:
         # _a.ReadResourceResult -> _b.ReadResourceResult
         meta = x.meta
         if meta is not UNSET:
             meta = builtins(meta, c)
-        contents = _l38(x.contents, c)
+        contents = _l46(x.contents, c)
         if x.result_type not in (UNSET, "complete"):
             c.fail(
                 "ReadResourceResult",
@@ -529,17 +654,17 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         method = x.method
         params = x.params
         if params is not UNSET:
-            params = c.opt(params, _v39, "params")
+            params = c.opt(params, _v47, "params")
         return _b.Request(method=method, params=params)
 
     def _o_RequestParams(x: Any, c: Ctx) -> Any:
         # _a.RequestParams -> _b.RequestParams
         d: dict[str, Any] = {}
         if x.meta is not UNSET:
-            d["_meta"] = _o_RequestParamsMeta_40(x.meta, c)
+            d["_meta"] = _o_RequestParamsMeta_48(x.meta, c)
         return _b.RequestParams(d)
 
-    def _o_RequestParamsMeta_40(x: Any, c: Ctx) -> Any:
+    def _o_RequestParamsMeta_48(x: Any, c: Ctx) -> Any:
         # _a.RequestMetaObject -> _b.RequestParamsMeta
         d = dict(x)
         if "io.modelcontextprotocol/clientCapabilities" in d:
@@ -581,17 +706,17 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.ResourceListChangedNotification -> _b.ResourceListChangedNotification
         params = x.params
         if params is not UNSET:
-            params = _o_ResourceListChangedNotificationParams_41(params, c)
+            params = _o_ResourceListChangedNotificationParams_49(params, c)
         return _b.ResourceListChangedNotification(params=params)
 
-    def _o_ResourceListChangedNotificationParams_41(x: Any, c: Ctx) -> Any:
+    def _o_ResourceListChangedNotificationParams_49(x: Any, c: Ctx) -> Any:
         # _a.NotificationParams -> _b.ResourceListChangedNotificationParams
         d: dict[str, Any] = {}
         if x.meta is not UNSET:
             d["_meta"] = plain(x.meta, c)
         return _b.ResourceListChangedNotificationParams(d)
 
-    def _o_ResourceReference_7(x: Any, c: Ctx) -> Any:
+    def _o_ResourceReference_8(x: Any, c: Ctx) -> Any:
         # _a.ResourceTemplateReference -> _b.ResourceReference
         uri = x.uri
         return _b.ResourceReference(uri=uri)
@@ -621,7 +746,10 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
     def _o_ResourceUpdatedNotificationParams(x: Any, c: Ctx) -> Any:
         # _a.ResourceUpdatedNotificationParams -> _b.ResourceUpdatedNotificationParams
         uri = x.uri
-        return _b.ResourceUpdatedNotificationParams(uri=uri)
+        meta = x.meta
+        if meta is not UNSET:
+            meta = plain(meta, c)
+        return _b.ResourceUpdatedNotificationParams(uri=uri, meta=meta)
 
     def _o_Result(x: Any, c: Ctx) -> Any:
         # _a.Result -> _b.Result
@@ -638,7 +766,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_SamplingMessage(x: Any, c: Ctx) -> Any:
         # _a.SamplingMessage -> _b.SamplingMessage
-        content = c.req(x.content, _u11, "content")
+        content = c.req(x.content, _u13, "content")
         role = x.role
         return _b.SamplingMessage(content=content, role=role)
 
@@ -727,10 +855,10 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.ToolInputSchema -> _b.ToolInputSchema
         properties = x.get("properties", UNSET)
         if properties is not UNSET:
-            properties = c.opt(properties, _v31, "properties")
+            properties = c.opt(properties, _v38, "properties")
         required = x.get("required", UNSET)
         if required is not UNSET:
-            required = c.opt(required, _v32, "required")
+            required = c.opt(required, _v39, "required")
         type = x["type"]
         return _b.ToolInputSchema(properties=properties, required=required, type=type)
 
@@ -738,161 +866,155 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.ToolListChangedNotification -> _b.ToolListChangedNotification
         params = x.params
         if params is not UNSET:
-            params = _o_ToolListChangedNotificationParams_42(params, c)
+            params = _o_ToolListChangedNotificationParams_50(params, c)
         return _b.ToolListChangedNotification(params=params)
 
-    def _o_ToolListChangedNotificationParams_42(x: Any, c: Ctx) -> Any:
+    def _o_ToolListChangedNotificationParams_50(x: Any, c: Ctx) -> Any:
         # _a.NotificationParams -> _b.ToolListChangedNotificationParams
         d: dict[str, Any] = {}
         if x.meta is not UNSET:
             d["_meta"] = plain(x.meta, c)
         return _b.ToolListChangedNotificationParams(d)
 
-    def _l12(v: Any, c: Ctx) -> Any:
+    def _l14(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return c.items(v, _o_SamplingMessage)
 
-    def _l13(v: Any, c: Ctx) -> Any:
+    def _l15(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_ModelHint(i, c) for i in v]
 
-    def _l18(v: Any, c: Ctx) -> Any:
+    def _l21(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return c.items(v, _o_PromptMessage)
 
-    def _l22(v: Any, c: Ctx) -> Any:
+    def _l26(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_PromptArgument(i, c) for i in v]
 
-    def _l23(v: Any, c: Ctx) -> Any:
+    def _l27(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_Prompt(i, c) for i in v]
 
-    def _l25(v: Any, c: Ctx) -> Any:
+    def _l30(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_ResourceTemplate(i, c) for i in v]
 
-    def _l27(v: Any, c: Ctx) -> Any:
+    def _l33(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_Resource(i, c) for i in v]
 
-    def _l29(v: Any, c: Ctx) -> Any:
+    def _l35(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_Root(i, c) for i in v]
 
-    def _l33(v: Any, c: Ctx) -> Any:
+    def _l40(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return c.items(v, _o_Tool)
 
-    def _l38(v: Any, c: Ctx) -> Any:
+    def _l46(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        return [_u37(i, c) for i in v]
+        return [_u45(i, c) for i in v]
 
-    def _l5(v: Any, c: Ctx) -> Any:
+    def _l6(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        return c.items(v, _u4)
+        return c.items(v, _u5)
 
-    def _u11(v: Any, c: Ctx) -> Any:
+    def _u10(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        f = _D10.get(type(v))
+        f = _D9.get(type(v))
         if f is None:
-            return c.member(v, "SamplingMessage.content")
+            return c.member(v, "CompleteRequestParams.ref")
         return f(v, c)
 
-    def _u15(v: Any, c: Ctx) -> Any:
+    def _u13(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        f = _D14.get(type(v))
+        f = _D12.get(type(v))
         if f is None:
-            return c.member(v, "CreateMessageResult.content")
+            return c.member(v, "SamplingMessage.content")
         return f(v, c)
 
     def _u17(v: Any, c: Ctx) -> Any:
         # Any -> Any
         f = _D16.get(type(v))
         if f is None:
+            return c.member(v, "CreateMessageResult.content")
+        return f(v, c)
+
+    def _u20(v: Any, c: Ctx) -> Any:
+        # Any -> Any
+        f = _D19.get(type(v))
+        if f is None:
             return c.member(v, "PromptMessage.content")
         return f(v, c)
 
-    def _u2(v: Any, c: Ctx) -> Any:
+    def _u3(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        f = _D1.get(type(v))
+        f = _D2.get(type(v))
         if f is None:
             return c.member(v, "EmbeddedResource.resource")
         return f(v, c)
 
-    def _u37(v: Any, c: Ctx) -> Any:
+    def _u45(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        f = _D36.get(type(v))
+        f = _D44.get(type(v))
         if f is None:
             return c.member(v, "ReadResourceResult.contents[]")
         return f(v, c)
 
-    def _u4(v: Any, c: Ctx) -> Any:
+    def _u5(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        f = _D3.get(type(v))
+        f = _D4.get(type(v))
         if f is None:
             return c.member(v, "CallToolResult.content[]")
         return f(v, c)
 
-    def _u9(v: Any, c: Ctx) -> Any:
-        # Any -> Any
-        f = _D8.get(type(v))
-        if f is None:
-            return c.member(v, "CompleteRequestParams.ref")
-        return f(v, c)
-
-    def _v19(v: Any, c: Ctx) -> Any:
+    def _v22(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return c.convert(v, _T0, "JSONRPCNotificationParams")
 
-    def _v20(v: Any, c: Ctx) -> Any:
+    def _v23(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return c.convert(v, _T1, "JSONRPCRequestParams")
 
-    def _v28(v: Any, c: Ctx) -> Any:
+    def _v34(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return c.convert(v, _T2, "ListRootsRequestParamsMeta")
 
-    def _v31(v: Any, c: Ctx) -> Any:
+    def _v38(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return c.check(v, _T3, "object")
 
-    def _v32(v: Any, c: Ctx) -> Any:
+    def _v39(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return c.check(v, _T4, "array")
 
-    def _v34(v: Any, c: Ctx) -> Any:
+    def _v41(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return c.convert(v, _T5, "NotificationParams")
 
-    def _v39(v: Any, c: Ctx) -> Any:
+    def _v47(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return c.convert(v, _T6, "RequestParams")
 
-    _D1: dict[type, Callable[[Any, Ctx], Any]] = {
+    _D2: dict[type, Callable[[Any, Ctx], Any]] = {
         _a.TextResourceContents: _o_TextResourceContents,
         _a.BlobResourceContents: _o_BlobResourceContents,
     }
 
-    _D3: dict[type, Callable[[Any, Ctx], Any]] = {
+    _D4: dict[type, Callable[[Any, Ctx], Any]] = {
         _a.TextContent: _o_TextContent,
         _a.ImageContent: _o_ImageContent,
         _a.AudioContent: _o_AudioContent,
         _a.EmbeddedResource: _o_EmbeddedResource,
     }
 
-    _D8: dict[type, Callable[[Any, Ctx], Any]] = {
+    _D9: dict[type, Callable[[Any, Ctx], Any]] = {
         _a.PromptReference: _o_PromptReference,
-        _a.ResourceTemplateReference: _o_ResourceReference_7,
+        _a.ResourceTemplateReference: _o_ResourceReference_8,
     }
 
-    _D10: dict[type, Callable[[Any, Ctx], Any]] = {
-        _a.TextContent: _o_TextContent,
-        _a.ImageContent: _o_ImageContent,
-        _a.AudioContent: _o_AudioContent,
-    }
-
-    _D14: dict[type, Callable[[Any, Ctx], Any]] = {
+    _D12: dict[type, Callable[[Any, Ctx], Any]] = {
         _a.TextContent: _o_TextContent,
         _a.ImageContent: _o_ImageContent,
         _a.AudioContent: _o_AudioContent,
@@ -902,10 +1024,16 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.TextContent: _o_TextContent,
         _a.ImageContent: _o_ImageContent,
         _a.AudioContent: _o_AudioContent,
+    }
+
+    _D19: dict[type, Callable[[Any, Ctx], Any]] = {
+        _a.TextContent: _o_TextContent,
+        _a.ImageContent: _o_ImageContent,
+        _a.AudioContent: _o_AudioContent,
         _a.EmbeddedResource: _o_EmbeddedResource,
     }
 
-    _D36: dict[type, Callable[[Any, Ctx], Any]] = {
+    _D44: dict[type, Callable[[Any, Ctx], Any]] = {
         _a.TextResourceContents: _o_TextResourceContents,
         _a.BlobResourceContents: _o_BlobResourceContents,
     }

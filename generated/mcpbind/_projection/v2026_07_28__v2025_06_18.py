@@ -82,18 +82,32 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.CallToolRequestParams -> _b.CallToolRequestParams
         arguments = x.arguments
         name = x.name
-        return _b.CallToolRequestParams(arguments=arguments, name=name)
+        meta = _o_CallToolRequestParamsMeta_1(x.meta, c)
+        return _b.CallToolRequestParams(arguments=arguments, name=name, meta=meta)
+
+    def _o_CallToolRequestParamsMeta_1(x: Any, c: Ctx) -> Any:
+        # _a.RequestMetaObject -> _b.CallToolRequestParamsMeta
+        d = dict(x)
+        if "io.modelcontextprotocol/clientCapabilities" in d:
+            d["io.modelcontextprotocol/clientCapabilities"] = builtins(
+                d["io.modelcontextprotocol/clientCapabilities"], c
+            )
+        if "io.modelcontextprotocol/clientInfo" in d:
+            d["io.modelcontextprotocol/clientInfo"] = builtins(
+                d["io.modelcontextprotocol/clientInfo"], c
+            )
+        return _b.CallToolRequestParamsMeta(d)
 
     def _o_CallToolResult(x: Any, c: Ctx) -> Any:
         # _a.CallToolResult -> _b.CallToolResult
         meta = x.meta
         if meta is not UNSET:
             meta = builtins(meta, c)
-        content = _l5(x.content, c)
+        content = _l6(x.content, c)
         is_error = x.is_error
         structured_content = x.structured_content
         if structured_content is not UNSET:
-            structured_content = c.opt(structured_content, _v6, "structuredContent")
+            structured_content = c.opt(structured_content, _v7, "structuredContent")
         if x.result_type not in (UNSET, "complete"):
             c.fail(
                 "CallToolResult",
@@ -113,7 +127,10 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.CancelledNotificationParams -> _b.CancelledNotificationParams
         reason = x.reason
         request_id = x.request_id
-        return _b.CancelledNotificationParams(reason=reason, request_id=request_id)
+        meta = x.meta
+        if meta is not UNSET:
+            meta = plain(meta, c)
+        return _b.CancelledNotificationParams(reason=reason, request_id=request_id, meta=meta)
 
     def _o_ClientCapabilities(x: Any, c: Ctx) -> Any:
         # _a.ClientCapabilities -> _b.ClientCapabilities
@@ -123,7 +140,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         experimental = x.experimental
         roots = x.roots
         if roots is not UNSET:
-            roots = _o_ClientCapabilitiesRoots_7(roots, c)
+            roots = _o_ClientCapabilitiesRoots_8(roots, c)
         sampling = x.sampling
         if sampling is not UNSET:
             sampling = empty(sampling, c)
@@ -131,7 +148,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
             elicitation=elicitation, experimental=experimental, roots=roots, sampling=sampling
         )
 
-    def _o_ClientCapabilitiesRoots_7(x: Any, c: Ctx) -> Any:
+    def _o_ClientCapabilitiesRoots_8(x: Any, c: Ctx) -> Any:
         # Any -> _b.ClientCapabilitiesRoots
         return _b.ClientCapabilitiesRoots()
 
@@ -146,8 +163,9 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         context = x.context
         if context is not UNSET:
             context = _o_CompleteRequestParamsContext(context, c)
-        ref = _u9(x.ref, c)
-        return _b.CompleteRequestParams(argument=argument, context=context, ref=ref)
+        ref = _u10(x.ref, c)
+        meta = _o_CompleteRequestParamsMeta_11(x.meta, c)
+        return _b.CompleteRequestParams(argument=argument, context=context, ref=ref, meta=meta)
 
     def _o_CompleteRequestParamsArgument(x: Any, c: Ctx) -> Any:
         # _a.CompleteRequestParamsArgument -> _b.CompleteRequestParamsArgument
@@ -159,6 +177,19 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.CompleteRequestParamsContext -> _b.CompleteRequestParamsContext
         arguments = x.arguments
         return _b.CompleteRequestParamsContext(arguments=arguments)
+
+    def _o_CompleteRequestParamsMeta_11(x: Any, c: Ctx) -> Any:
+        # _a.RequestMetaObject -> _b.CompleteRequestParamsMeta
+        d = dict(x)
+        if "io.modelcontextprotocol/clientCapabilities" in d:
+            d["io.modelcontextprotocol/clientCapabilities"] = builtins(
+                d["io.modelcontextprotocol/clientCapabilities"], c
+            )
+        if "io.modelcontextprotocol/clientInfo" in d:
+            d["io.modelcontextprotocol/clientInfo"] = builtins(
+                d["io.modelcontextprotocol/clientInfo"], c
+            )
+        return _b.CompleteRequestParamsMeta(d)
 
     def _o_CompleteResult(x: Any, c: Ctx) -> Any:
         # _a.CompleteResult -> _b.CompleteResult
@@ -190,7 +221,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.CreateMessageRequestParams -> _b.CreateMessageRequestParams
         include_context = x.include_context
         max_tokens = x.max_tokens
-        messages = c.req(x.messages, _l12, "messages")
+        messages = c.req(x.messages, _l14, "messages")
         metadata = x.metadata
         model_preferences = x.model_preferences
         if model_preferences is not UNSET:
@@ -212,7 +243,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
     def _o_CreateMessageResult(x: Any, c: Ctx) -> Any:
         # _a.CreateMessageResult -> _b.CreateMessageResult
         meta = x.meta
-        content = c.req(x.content, _u15, "content")
+        content = c.req(x.content, _u17, "content")
         model = x.model
         role = x.role
         stop_reason = x.stop_reason
@@ -222,7 +253,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_ElicitRequest(x: Any, c: Ctx) -> Any:
         # _a.ElicitRequest -> _b.ElicitRequest
-        params = c.req(x.params, _u17, "params")
+        params = c.req(x.params, _u19, "params")
         return _b.ElicitRequest(params=params)
 
     def _o_ElicitResult(x: Any, c: Ctx) -> Any:
@@ -230,7 +261,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         action = x.action
         content = x.content
         if content is not UNSET:
-            content = c.opt(content, _m20, "content")
+            content = c.opt(content, _m22, "content")
         return _b.ElicitResult(action=action, content=content)
 
     def _o_EmbeddedResource(x: Any, c: Ctx) -> Any:
@@ -239,7 +270,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         annotations = x.annotations
         if annotations is not UNSET:
             annotations = _o_Annotations(annotations, c)
-        resource = _u2(x.resource, c)
+        resource = _u3(x.resource, c)
         return _b.EmbeddedResource(meta=meta, annotations=annotations, resource=resource)
 
     def _o_GetPromptRequest(x: Any, c: Ctx) -> Any:
@@ -251,7 +282,21 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.GetPromptRequestParams -> _b.GetPromptRequestParams
         arguments = x.arguments
         name = x.name
-        return _b.GetPromptRequestParams(arguments=arguments, name=name)
+        meta = _o_GetPromptRequestParamsMeta_23(x.meta, c)
+        return _b.GetPromptRequestParams(arguments=arguments, name=name, meta=meta)
+
+    def _o_GetPromptRequestParamsMeta_23(x: Any, c: Ctx) -> Any:
+        # _a.RequestMetaObject -> _b.GetPromptRequestParamsMeta
+        d = dict(x)
+        if "io.modelcontextprotocol/clientCapabilities" in d:
+            d["io.modelcontextprotocol/clientCapabilities"] = builtins(
+                d["io.modelcontextprotocol/clientCapabilities"], c
+            )
+        if "io.modelcontextprotocol/clientInfo" in d:
+            d["io.modelcontextprotocol/clientInfo"] = builtins(
+                d["io.modelcontextprotocol/clientInfo"], c
+            )
+        return _b.GetPromptRequestParamsMeta(d)
 
     def _o_GetPromptResult(x: Any, c: Ctx) -> Any:
         # _a.GetPromptResult -> _b.GetPromptResult
@@ -259,7 +304,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         if meta is not UNSET:
             meta = builtins(meta, c)
         description = x.description
-        messages = _l21(x.messages, c)
+        messages = _l24(x.messages, c)
         if x.result_type not in (UNSET, "complete"):
             c.fail(
                 "GetPromptResult",
@@ -291,7 +336,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         method = x.method
         params = x.params
         if params is not UNSET:
-            params = c.opt(params, _v22, "params")
+            params = c.opt(params, _v25, "params")
         return _b.JSONRPCNotification(jsonrpc=jsonrpc, method=method, params=params)
 
     def _o_JSONRPCRequest(x: Any, c: Ctx) -> Any:
@@ -301,18 +346,32 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         method = x.method
         params = x.params
         if params is not UNSET:
-            params = c.opt(params, _v23, "params")
+            params = c.opt(params, _v26, "params")
         return _b.JSONRPCRequest(id=id, jsonrpc=jsonrpc, method=method, params=params)
 
     def _o_ListPromptsRequest(x: Any, c: Ctx) -> Any:
         # _a.ListPromptsRequest -> _b.ListPromptsRequest
-        params = _o_ListPromptsRequestParams_24(x.params, c)
+        params = _o_ListPromptsRequestParams_27(x.params, c)
         return _b.ListPromptsRequest(params=params)
 
-    def _o_ListPromptsRequestParams_24(x: Any, c: Ctx) -> Any:
+    def _o_ListPromptsRequestParamsMeta_28(x: Any, c: Ctx) -> Any:
+        # _a.RequestMetaObject -> _b.ListPromptsRequestParamsMeta
+        d = dict(x)
+        if "io.modelcontextprotocol/clientCapabilities" in d:
+            d["io.modelcontextprotocol/clientCapabilities"] = builtins(
+                d["io.modelcontextprotocol/clientCapabilities"], c
+            )
+        if "io.modelcontextprotocol/clientInfo" in d:
+            d["io.modelcontextprotocol/clientInfo"] = builtins(
+                d["io.modelcontextprotocol/clientInfo"], c
+            )
+        return _b.ListPromptsRequestParamsMeta(d)
+
+    def _o_ListPromptsRequestParams_27(x: Any, c: Ctx) -> Any:
         # _a.PaginatedRequestParams -> _b.ListPromptsRequestParams
         cursor = x.cursor
-        return _b.ListPromptsRequestParams(cursor=cursor)
+        meta = _o_ListPromptsRequestParamsMeta_28(x.meta, c)
+        return _b.ListPromptsRequestParams(cursor=cursor, meta=meta)
 
     def _o_ListPromptsResult(x: Any, c: Ctx) -> Any:
         # _a.ListPromptsResult -> _b.ListPromptsResult
@@ -320,7 +379,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         if meta is not UNSET:
             meta = builtins(meta, c)
         next_cursor = x.next_cursor
-        prompts = _l26(x.prompts, c)
+        prompts = _l30(x.prompts, c)
         if x.result_type not in (UNSET, "complete"):
             c.fail(
                 "ListPromptsResult",
@@ -331,13 +390,27 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_ListResourceTemplatesRequest(x: Any, c: Ctx) -> Any:
         # _a.ListResourceTemplatesRequest -> _b.ListResourceTemplatesRequest
-        params = _o_ListResourceTemplatesRequestParams_27(x.params, c)
+        params = _o_ListResourceTemplatesRequestParams_31(x.params, c)
         return _b.ListResourceTemplatesRequest(params=params)
 
-    def _o_ListResourceTemplatesRequestParams_27(x: Any, c: Ctx) -> Any:
+    def _o_ListResourceTemplatesRequestParamsMeta_32(x: Any, c: Ctx) -> Any:
+        # _a.RequestMetaObject -> _b.ListResourceTemplatesRequestParamsMeta
+        d = dict(x)
+        if "io.modelcontextprotocol/clientCapabilities" in d:
+            d["io.modelcontextprotocol/clientCapabilities"] = builtins(
+                d["io.modelcontextprotocol/clientCapabilities"], c
+            )
+        if "io.modelcontextprotocol/clientInfo" in d:
+            d["io.modelcontextprotocol/clientInfo"] = builtins(
+                d["io.modelcontextprotocol/clientInfo"], c
+            )
+        return _b.ListResourceTemplatesRequestParamsMeta(d)
+
+    def _o_ListResourceTemplatesRequestParams_31(x: Any, c: Ctx) -> Any:
         # _a.PaginatedRequestParams -> _b.ListResourceTemplatesRequestParams
         cursor = x.cursor
-        return _b.ListResourceTemplatesRequestParams(cursor=cursor)
+        meta = _o_ListResourceTemplatesRequestParamsMeta_32(x.meta, c)
+        return _b.ListResourceTemplatesRequestParams(cursor=cursor, meta=meta)
 
     def _o_ListResourceTemplatesResult(x: Any, c: Ctx) -> Any:
         # _a.ListResourceTemplatesResult -> _b.ListResourceTemplatesResult
@@ -345,7 +418,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         if meta is not UNSET:
             meta = builtins(meta, c)
         next_cursor = x.next_cursor
-        resource_templates = _l28(x.resource_templates, c)
+        resource_templates = _l33(x.resource_templates, c)
         if x.result_type not in (UNSET, "complete"):
             c.fail(
                 "ListResourceTemplatesResult",
@@ -358,13 +431,27 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_ListResourcesRequest(x: Any, c: Ctx) -> Any:
         # _a.ListResourcesRequest -> _b.ListResourcesRequest
-        params = _o_ListResourcesRequestParams_29(x.params, c)
+        params = _o_ListResourcesRequestParams_34(x.params, c)
         return _b.ListResourcesRequest(params=params)
 
-    def _o_ListResourcesRequestParams_29(x: Any, c: Ctx) -> Any:
+    def _o_ListResourcesRequestParamsMeta_35(x: Any, c: Ctx) -> Any:
+        # _a.RequestMetaObject -> _b.ListResourcesRequestParamsMeta
+        d = dict(x)
+        if "io.modelcontextprotocol/clientCapabilities" in d:
+            d["io.modelcontextprotocol/clientCapabilities"] = builtins(
+                d["io.modelcontextprotocol/clientCapabilities"], c
+            )
+        if "io.modelcontextprotocol/clientInfo" in d:
+            d["io.modelcontextprotocol/clientInfo"] = builtins(
+                d["io.modelcontextprotocol/clientInfo"], c
+            )
+        return _b.ListResourcesRequestParamsMeta(d)
+
+    def _o_ListResourcesRequestParams_34(x: Any, c: Ctx) -> Any:
         # _a.PaginatedRequestParams -> _b.ListResourcesRequestParams
         cursor = x.cursor
-        return _b.ListResourcesRequestParams(cursor=cursor)
+        meta = _o_ListResourcesRequestParamsMeta_35(x.meta, c)
+        return _b.ListResourcesRequestParams(cursor=cursor, meta=meta)
 
     def _o_ListResourcesResult(x: Any, c: Ctx) -> Any:
         # _a.ListResourcesResult -> _b.ListResourcesResult
@@ -372,7 +459,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         if meta is not UNSET:
             meta = builtins(meta, c)
         next_cursor = x.next_cursor
-        resources = _l30(x.resources, c)
+        resources = _l36(x.resources, c)
         if x.result_type not in (UNSET, "complete"):
             c.fail(
                 "ListResourcesResult",
@@ -392,23 +479,37 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.ListRootsRequestParams -> _b.ListRootsRequestParams
         d: dict[str, Any] = {}
         if x.meta is not UNSET:
-            d["_meta"] = c.opt(x.meta, _v31, "_meta")
+            d["_meta"] = c.opt(x.meta, _v37, "_meta")
         return _b.ListRootsRequestParams(d)
 
     def _o_ListRootsResult(x: Any, c: Ctx) -> Any:
         # _a.ListRootsResult -> _b.ListRootsResult
-        roots = _l32(x.roots, c)
+        roots = _l38(x.roots, c)
         return _b.ListRootsResult(roots=roots)
 
     def _o_ListToolsRequest(x: Any, c: Ctx) -> Any:
         # _a.ListToolsRequest -> _b.ListToolsRequest
-        params = _o_ListToolsRequestParams_33(x.params, c)
+        params = _o_ListToolsRequestParams_39(x.params, c)
         return _b.ListToolsRequest(params=params)
 
-    def _o_ListToolsRequestParams_33(x: Any, c: Ctx) -> Any:
+    def _o_ListToolsRequestParamsMeta_40(x: Any, c: Ctx) -> Any:
+        # _a.RequestMetaObject -> _b.ListToolsRequestParamsMeta
+        d = dict(x)
+        if "io.modelcontextprotocol/clientCapabilities" in d:
+            d["io.modelcontextprotocol/clientCapabilities"] = builtins(
+                d["io.modelcontextprotocol/clientCapabilities"], c
+            )
+        if "io.modelcontextprotocol/clientInfo" in d:
+            d["io.modelcontextprotocol/clientInfo"] = builtins(
+                d["io.modelcontextprotocol/clientInfo"], c
+            )
+        return _b.ListToolsRequestParamsMeta(d)
+
+    def _o_ListToolsRequestParams_39(x: Any, c: Ctx) -> Any:
         # _a.PaginatedRequestParams -> _b.ListToolsRequestParams
         cursor = x.cursor
-        return _b.ListToolsRequestParams(cursor=cursor)
+        meta = _o_ListToolsRequestParamsMeta_40(x.meta, c)
+        return _b.ListToolsRequestParams(cursor=cursor, meta=meta)
 
     def _o_ListToolsResult(x: Any, c: Ctx) -> Any:
         # _a.ListToolsResult -> _b.ListToolsResult
@@ -416,7 +517,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         if meta is not UNSET:
             meta = builtins(meta, c)
         next_cursor = x.next_cursor
-        tools = c.req(x.tools, _l37, "tools")
+        tools = c.req(x.tools, _l44, "tools")
         if x.result_type not in (UNSET, "complete"):
             c.fail(
                 "ListToolsResult",
@@ -435,7 +536,10 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         data = x.data
         level = x.level
         logger = x.logger
-        return _b.LoggingMessageNotificationParams(data=data, level=level, logger=logger)
+        meta = x.meta
+        if meta is not UNSET:
+            meta = plain(meta, c)
+        return _b.LoggingMessageNotificationParams(data=data, level=level, logger=logger, meta=meta)
 
     def _o_ModelHint(x: Any, c: Ctx) -> Any:
         # _a.ModelHint -> _b.ModelHint
@@ -447,7 +551,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         cost_priority = x.cost_priority
         hints = x.hints
         if hints is not UNSET:
-            hints = _l13(hints, c)
+            hints = _l15(hints, c)
         intelligence_priority = x.intelligence_priority
         speed_priority = x.speed_priority
         return _b.ModelPreferences(
@@ -462,7 +566,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         method = x.method
         params = x.params
         if params is not UNSET:
-            params = c.opt(params, _v38, "params")
+            params = c.opt(params, _v45, "params")
         return _b.Notification(method=method, params=params)
 
     def _o_NotificationParams(x: Any, c: Ctx) -> Any:
@@ -519,8 +623,15 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         progress = x.progress
         progress_token = x.progress_token
         total = x.total
+        meta = x.meta
+        if meta is not UNSET:
+            meta = plain(meta, c)
         return _b.ProgressNotificationParams(
-            message=message, progress=progress, progress_token=progress_token, total=total
+            message=message,
+            progress=progress,
+            progress_token=progress_token,
+            total=total,
+            meta=meta,
         )
 
     def _o_Prompt(x: Any, c: Ctx) -> Any:
@@ -528,7 +639,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         meta = x.meta
         arguments = x.arguments
         if arguments is not UNSET:
-            arguments = _l25(arguments, c)
+            arguments = _l29(arguments, c)
         description = x.description
         name = x.name
         title = x.title
@@ -548,10 +659,10 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.PromptListChangedNotification -> _b.PromptListChangedNotification
         params = x.params
         if params is not UNSET:
-            params = _o_PromptListChangedNotificationParams_39(params, c)
+            params = _o_PromptListChangedNotificationParams_46(params, c)
         return _b.PromptListChangedNotification(params=params)
 
-    def _o_PromptListChangedNotificationParams_39(x: Any, c: Ctx) -> Any:
+    def _o_PromptListChangedNotificationParams_46(x: Any, c: Ctx) -> Any:
         # _a.NotificationParams -> _b.PromptListChangedNotificationParams
         d: dict[str, Any] = {}
         if x.meta is not UNSET:
@@ -560,7 +671,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_PromptMessage(x: Any, c: Ctx) -> Any:
         # _a.PromptMessage -> _b.PromptMessage
-        content = _u4(x.content, c)
+        content = _u5(x.content, c)
         role = x.role
         return _b.PromptMessage(content=content, role=role)
 
@@ -578,14 +689,28 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
     def _o_ReadResourceRequestParams(x: Any, c: Ctx) -> Any:
         # _a.ReadResourceRequestParams -> _b.ReadResourceRequestParams
         uri = x.uri
-        return _b.ReadResourceRequestParams(uri=uri)
+        meta = _o_ReadResourceRequestParamsMeta_47(x.meta, c)
+        return _b.ReadResourceRequestParams(uri=uri, meta=meta)
+
+    def _o_ReadResourceRequestParamsMeta_47(x: Any, c: Ctx) -> Any:
+        # _a.RequestMetaObject -> _b.ReadResourceRequestParamsMeta
+        d = dict(x)
+        if "io.modelcontextprotocol/clientCapabilities" in d:
+            d["io.modelcontextprotocol/clientCapabilities"] = builtins(
+                d["io.modelcontextprotocol/clientCapabilities"], c
+            )
+        if "io.modelcontextprotocol/clientInfo" in d:
+            d["io.modelcontextprotocol/clientInfo"] = builtins(
+                d["io.modelcontextprotocol/clientInfo"], c
+            )
+        return _b.ReadResourceRequestParamsMeta(d)
 
     def _o_ReadResourceResult(x: Any, c: Ctx) -> Any:
         # _a.ReadResourceResult -> _b.ReadResourceResult
         meta = x.meta
         if meta is not UNSET:
             meta = builtins(meta, c)
-        contents = _l42(x.contents, c)
+        contents = _l50(x.contents, c)
         if x.result_type not in (UNSET, "complete"):
             c.fail(
                 "ReadResourceResult",
@@ -599,17 +724,17 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         method = x.method
         params = x.params
         if params is not UNSET:
-            params = c.opt(params, _v43, "params")
+            params = c.opt(params, _v51, "params")
         return _b.Request(method=method, params=params)
 
     def _o_RequestParams(x: Any, c: Ctx) -> Any:
         # _a.RequestParams -> _b.RequestParams
         d: dict[str, Any] = {}
         if x.meta is not UNSET:
-            d["_meta"] = _o_RequestParamsMeta_44(x.meta, c)
+            d["_meta"] = _o_RequestParamsMeta_52(x.meta, c)
         return _b.RequestParams(d)
 
-    def _o_RequestParamsMeta_44(x: Any, c: Ctx) -> Any:
+    def _o_RequestParamsMeta_52(x: Any, c: Ctx) -> Any:
         # _a.RequestMetaObject -> _b.RequestParamsMeta
         d = dict(x)
         if "io.modelcontextprotocol/clientCapabilities" in d:
@@ -679,10 +804,10 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.ResourceListChangedNotification -> _b.ResourceListChangedNotification
         params = x.params
         if params is not UNSET:
-            params = _o_ResourceListChangedNotificationParams_45(params, c)
+            params = _o_ResourceListChangedNotificationParams_53(params, c)
         return _b.ResourceListChangedNotification(params=params)
 
-    def _o_ResourceListChangedNotificationParams_45(x: Any, c: Ctx) -> Any:
+    def _o_ResourceListChangedNotificationParams_53(x: Any, c: Ctx) -> Any:
         # _a.NotificationParams -> _b.ResourceListChangedNotificationParams
         d: dict[str, Any] = {}
         if x.meta is not UNSET:
@@ -723,7 +848,10 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
     def _o_ResourceUpdatedNotificationParams(x: Any, c: Ctx) -> Any:
         # _a.ResourceUpdatedNotificationParams -> _b.ResourceUpdatedNotificationParams
         uri = x.uri
-        return _b.ResourceUpdatedNotificationParams(uri=uri)
+        meta = x.meta
+        if meta is not UNSET:
+            meta = plain(meta, c)
+        return _b.ResourceUpdatedNotificationParams(uri=uri, meta=meta)
 
     def _o_Result(x: Any, c: Ctx) -> Any:
         # _a.Result -> _b.Result
@@ -741,7 +869,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_SamplingMessage(x: Any, c: Ctx) -> Any:
         # _a.SamplingMessage -> _b.SamplingMessage
-        content = c.req(x.content, _u11, "content")
+        content = c.req(x.content, _u13, "content")
         role = x.role
         return _b.SamplingMessage(content=content, role=role)
 
@@ -860,10 +988,10 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.ToolInputSchema -> _b.ToolInputSchema
         properties = x.get("properties", UNSET)
         if properties is not UNSET:
-            properties = c.opt(properties, _v34, "properties")
+            properties = c.opt(properties, _v41, "properties")
         required = x.get("required", UNSET)
         if required is not UNSET:
-            required = c.opt(required, _v35, "required")
+            required = c.opt(required, _v42, "required")
         type = x["type"]
         return _b.ToolInputSchema(properties=properties, required=required, type=type)
 
@@ -871,10 +999,10 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.ToolListChangedNotification -> _b.ToolListChangedNotification
         params = x.params
         if params is not UNSET:
-            params = _o_ToolListChangedNotificationParams_46(params, c)
+            params = _o_ToolListChangedNotificationParams_54(params, c)
         return _b.ToolListChangedNotification(params=params)
 
-    def _o_ToolListChangedNotificationParams_46(x: Any, c: Ctx) -> Any:
+    def _o_ToolListChangedNotificationParams_54(x: Any, c: Ctx) -> Any:
         # _a.NotificationParams -> _b.ToolListChangedNotificationParams
         d: dict[str, Any] = {}
         if x.meta is not UNSET:
@@ -885,163 +1013,163 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.ToolOutputSchema -> _b.ToolOutputSchema
         properties = x.get("properties", UNSET)
         if properties is not UNSET:
-            properties = c.opt(properties, _v34, "properties")
+            properties = c.opt(properties, _v41, "properties")
         required = x.get("required", UNSET)
         if required is not UNSET:
-            required = c.opt(required, _v35, "required")
+            required = c.opt(required, _v42, "required")
         type = x.get("type", UNSET)
         if type is not UNSET:
-            type = c.req(type, _v36, "type")
+            type = c.req(type, _v43, "type")
         if type is UNSET:
             c.fail("ToolOutputSchema", "the target requires it and the source has no value", "type")
         return _b.ToolOutputSchema(properties=properties, required=required, type=type)
 
-    def _l12(v: Any, c: Ctx) -> Any:
+    def _l14(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return c.items(v, _o_SamplingMessage)
 
-    def _l13(v: Any, c: Ctx) -> Any:
+    def _l15(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_ModelHint(i, c) for i in v]
 
-    def _l21(v: Any, c: Ctx) -> Any:
+    def _l24(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_PromptMessage(i, c) for i in v]
 
-    def _l25(v: Any, c: Ctx) -> Any:
+    def _l29(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_PromptArgument(i, c) for i in v]
 
-    def _l26(v: Any, c: Ctx) -> Any:
+    def _l30(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_Prompt(i, c) for i in v]
 
-    def _l28(v: Any, c: Ctx) -> Any:
+    def _l33(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_ResourceTemplate(i, c) for i in v]
 
-    def _l30(v: Any, c: Ctx) -> Any:
+    def _l36(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_Resource(i, c) for i in v]
 
-    def _l32(v: Any, c: Ctx) -> Any:
+    def _l38(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_Root(i, c) for i in v]
 
-    def _l37(v: Any, c: Ctx) -> Any:
+    def _l44(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return c.items(v, _o_Tool)
 
-    def _l42(v: Any, c: Ctx) -> Any:
+    def _l50(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        return [_u41(i, c) for i in v]
+        return [_u49(i, c) for i in v]
 
-    def _l5(v: Any, c: Ctx) -> Any:
+    def _l6(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        return [_u4(i, c) for i in v]
+        return [_u5(i, c) for i in v]
 
-    def _m20(v: Any, c: Ctx) -> Any:
+    def _m22(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        return c.values(v, _u19)
+        return c.values(v, _u21)
 
-    def _u11(v: Any, c: Ctx) -> Any:
+    def _u10(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        f = _D10.get(type(v))
+        f = _D9.get(type(v))
         if f is None:
-            return c.member(v, "SamplingMessage.content")
+            return c.member(v, "CompleteRequestParams.ref")
         return f(v, c)
 
-    def _u15(v: Any, c: Ctx) -> Any:
+    def _u13(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        f = _D14.get(type(v))
+        f = _D12.get(type(v))
         if f is None:
-            return c.member(v, "CreateMessageResult.content")
+            return c.member(v, "SamplingMessage.content")
         return f(v, c)
 
     def _u17(v: Any, c: Ctx) -> Any:
         # Any -> Any
         f = _D16.get(type(v))
         if f is None:
-            return c.member(v, "ElicitRequestParams")
+            return c.member(v, "CreateMessageResult.content")
         return f(v, c)
 
     def _u19(v: Any, c: Ctx) -> Any:
         # Any -> Any
         f = _D18.get(type(v))
         if f is None:
+            return c.member(v, "ElicitRequestParams")
+        return f(v, c)
+
+    def _u21(v: Any, c: Ctx) -> Any:
+        # Any -> Any
+        f = _D20.get(type(v))
+        if f is None:
             return c.member(v, "ElicitResult.content.*")
         return f(v, c)
 
-    def _u2(v: Any, c: Ctx) -> Any:
+    def _u3(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        f = _D1.get(type(v))
+        f = _D2.get(type(v))
         if f is None:
             return c.member(v, "EmbeddedResource.resource")
         return f(v, c)
 
-    def _u4(v: Any, c: Ctx) -> Any:
+    def _u49(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        f = _D3.get(type(v))
-        if f is None:
-            return c.member(v, "ContentBlock")
-        return f(v, c)
-
-    def _u41(v: Any, c: Ctx) -> Any:
-        # Any -> Any
-        f = _D40.get(type(v))
+        f = _D48.get(type(v))
         if f is None:
             return c.member(v, "ReadResourceResult.contents[]")
         return f(v, c)
 
-    def _u9(v: Any, c: Ctx) -> Any:
+    def _u5(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        f = _D8.get(type(v))
+        f = _D4.get(type(v))
         if f is None:
-            return c.member(v, "CompleteRequestParams.ref")
+            return c.member(v, "ContentBlock")
         return f(v, c)
 
-    def _v22(v: Any, c: Ctx) -> Any:
+    def _v25(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return c.convert(v, _T1, "JSONRPCNotificationParams")
 
-    def _v23(v: Any, c: Ctx) -> Any:
+    def _v26(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return c.convert(v, _T2, "JSONRPCRequestParams")
 
-    def _v31(v: Any, c: Ctx) -> Any:
+    def _v37(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return c.convert(v, _T3, "ListRootsRequestParamsMeta")
 
-    def _v34(v: Any, c: Ctx) -> Any:
+    def _v41(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return c.check(v, _T4, "object")
 
-    def _v35(v: Any, c: Ctx) -> Any:
+    def _v42(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return c.check(v, _T5, "array")
 
-    def _v36(v: Any, c: Ctx) -> Any:
+    def _v43(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return c.check(v, _T6, "'object'")
 
-    def _v38(v: Any, c: Ctx) -> Any:
+    def _v45(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return c.convert(v, _T7, "NotificationParams")
 
-    def _v43(v: Any, c: Ctx) -> Any:
+    def _v51(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return c.convert(v, _T8, "RequestParams")
 
-    def _v6(v: Any, c: Ctx) -> Any:
+    def _v7(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return c.check(v, _T0, "object")
 
-    _D1: dict[type, Callable[[Any, Ctx], Any]] = {
+    _D2: dict[type, Callable[[Any, Ctx], Any]] = {
         _a.TextResourceContents: _o_TextResourceContents,
         _a.BlobResourceContents: _o_BlobResourceContents,
     }
 
-    _D3: dict[type, Callable[[Any, Ctx], Any]] = {
+    _D4: dict[type, Callable[[Any, Ctx], Any]] = {
         _a.TextContent: _o_TextContent,
         _a.ImageContent: _o_ImageContent,
         _a.AudioContent: _o_AudioContent,
@@ -1049,32 +1177,32 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.EmbeddedResource: _o_EmbeddedResource,
     }
 
-    _D8: dict[type, Callable[[Any, Ctx], Any]] = {
+    _D9: dict[type, Callable[[Any, Ctx], Any]] = {
         _a.PromptReference: _o_PromptReference,
         _a.ResourceTemplateReference: _o_ResourceTemplateReference,
     }
 
-    _D10: dict[type, Callable[[Any, Ctx], Any]] = {
+    _D12: dict[type, Callable[[Any, Ctx], Any]] = {
         _a.TextContent: _o_TextContent,
         _a.ImageContent: _o_ImageContent,
         _a.AudioContent: _o_AudioContent,
     }
 
-    _D14: dict[type, Callable[[Any, Ctx], Any]] = {
+    _D16: dict[type, Callable[[Any, Ctx], Any]] = {
         _a.TextContent: _o_TextContent,
         _a.ImageContent: _o_ImageContent,
         _a.AudioContent: _o_AudioContent,
     }
 
-    _D16: dict[type, Callable[[Any, Ctx], Any]] = {}
+    _D18: dict[type, Callable[[Any, Ctx], Any]] = {}
 
-    _D18: dict[type, Callable[[Any, Ctx], Any]] = {
+    _D20: dict[type, Callable[[Any, Ctx], Any]] = {
         str: ident,
         int: ident,
         bool: ident,
     }
 
-    _D40: dict[type, Callable[[Any, Ctx], Any]] = {
+    _D48: dict[type, Callable[[Any, Ctx], Any]] = {
         _a.TextResourceContents: _o_TextResourceContents,
         _a.BlobResourceContents: _o_BlobResourceContents,
     }

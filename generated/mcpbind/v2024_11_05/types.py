@@ -29,6 +29,7 @@ __all__ = [
     "BlobResourceContents",
     "CallToolRequest",
     "CallToolRequestParams",
+    "CallToolRequestParamsMeta",
     "CallToolResult",
     "CancelledNotification",
     "CancelledNotificationParams",
@@ -40,10 +41,12 @@ __all__ = [
     "CompleteRequest",
     "CompleteRequestParams",
     "CompleteRequestParamsArgument",
+    "CompleteRequestParamsMeta",
     "CompleteResult",
     "CompleteResultCompletion",
     "CreateMessageRequest",
     "CreateMessageRequestParams",
+    "CreateMessageRequestParamsMeta",
     "CreateMessageResult",
     "Cursor",
     "EmbeddedResource",
@@ -51,12 +54,14 @@ __all__ = [
     "EmptyResult",
     "GetPromptRequest",
     "GetPromptRequestParams",
+    "GetPromptRequestParamsMeta",
     "GetPromptResult",
     "ImageContent",
     "ImageContentAnnotations",
     "Implementation",
     "InitializeRequest",
     "InitializeRequestParams",
+    "InitializeRequestParamsMeta",
     "InitializeResult",
     "InitializedNotification",
     "InitializedNotificationParams",
@@ -71,12 +76,15 @@ __all__ = [
     "JSONRPCResponse",
     "ListPromptsRequest",
     "ListPromptsRequestParams",
+    "ListPromptsRequestParamsMeta",
     "ListPromptsResult",
     "ListResourceTemplatesRequest",
     "ListResourceTemplatesRequestParams",
+    "ListResourceTemplatesRequestParamsMeta",
     "ListResourceTemplatesResult",
     "ListResourcesRequest",
     "ListResourcesRequestParams",
+    "ListResourcesRequestParamsMeta",
     "ListResourcesResult",
     "ListRootsRequest",
     "ListRootsRequestParams",
@@ -84,6 +92,7 @@ __all__ = [
     "ListRootsResult",
     "ListToolsRequest",
     "ListToolsRequestParams",
+    "ListToolsRequestParamsMeta",
     "ListToolsResult",
     "LoggingLevel",
     "LoggingMessageNotification",
@@ -109,6 +118,7 @@ __all__ = [
     "PromptReference",
     "ReadResourceRequest",
     "ReadResourceRequestParams",
+    "ReadResourceRequestParamsMeta",
     "ReadResourceResult",
     "Request",
     "RequestId",
@@ -139,8 +149,10 @@ __all__ = [
     "ServerResult",
     "SetLevelRequest",
     "SetLevelRequestParams",
+    "SetLevelRequestParamsMeta",
     "SubscribeRequest",
     "SubscribeRequestParams",
+    "SubscribeRequestParamsMeta",
     "TextContent",
     "TextContentAnnotations",
     "TextResourceContents",
@@ -150,6 +162,7 @@ __all__ = [
     "ToolListChangedNotificationParams",
     "UnsubscribeRequest",
     "UnsubscribeRequestParams",
+    "UnsubscribeRequestParamsMeta",
 ]
 
 # Untagged unions: the type checker sees the union, msgspec a marker that mcpbind.dec_hook decodes.
@@ -238,6 +251,12 @@ class CallToolRequest(Struct, kw_only=True, gc=False, tag_field="method", tag="t
 class CallToolRequestParams(Struct, kw_only=True, gc=False):
     arguments: dict[str, Any] | UnsetType = UNSET
     name: str
+    meta: CallToolRequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
+
+
+class _CallToolRequestParamsMetaFields(Struct, kw_only=True, gc=False):
+    progress_token: ProgressToken | UnsetType = field(name="progressToken", default=UNSET)
+    """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
 
 
 class CallToolResult(Struct, kw_only=True, gc=False):
@@ -283,6 +302,8 @@ class CancelledNotificationParams(Struct, kw_only=True, gc=False):
     """The ID of the request to cancel.
 
     This MUST correspond to the ID of a request previously issued in the same direction."""
+    meta: dict[str, Any] | UnsetType = field(name="_meta", default=UNSET)
+    """This parameter name is reserved by MCP to allow clients and servers to attach additional metadata to their notifications."""
 
 
 class ClientCapabilities(Struct, kw_only=True, gc=False):
@@ -316,6 +337,7 @@ class CompleteRequestParams(Struct, kw_only=True, gc=False):
     argument: CompleteRequestParamsArgument
     """The argument's information"""
     ref: PromptReference | ResourceReference
+    meta: CompleteRequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
 
 
 class CompleteRequestParamsArgument(Struct, kw_only=True, gc=False):
@@ -325,6 +347,11 @@ class CompleteRequestParamsArgument(Struct, kw_only=True, gc=False):
     """The name of the argument"""
     value: str
     """The value of the argument to use for completion matching."""
+
+
+class _CompleteRequestParamsMetaFields(Struct, kw_only=True, gc=False):
+    progress_token: ProgressToken | UnsetType = field(name="progressToken", default=UNSET)
+    """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
 
 
 class CompleteResult(Struct, kw_only=True, gc=False):
@@ -369,6 +396,12 @@ class CreateMessageRequestParams(Struct, kw_only=True, gc=False):
     system_prompt: str | UnsetType = field(name="systemPrompt", default=UNSET)
     """An optional system prompt the server wants to use for sampling. The client MAY modify or omit this prompt."""
     temperature: int | float | UnsetType = UNSET
+    meta: CreateMessageRequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
+
+
+class _CreateMessageRequestParamsMetaFields(Struct, kw_only=True, gc=False):
+    progress_token: ProgressToken | UnsetType = field(name="progressToken", default=UNSET)
+    """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
 
 
 class CreateMessageResult(Struct, kw_only=True, gc=False):
@@ -422,6 +455,12 @@ class GetPromptRequestParams(Struct, kw_only=True, gc=False):
     """Arguments to use for templating the prompt."""
     name: str
     """The name of the prompt or prompt template."""
+    meta: GetPromptRequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
+
+
+class _GetPromptRequestParamsMetaFields(Struct, kw_only=True, gc=False):
+    progress_token: ProgressToken | UnsetType = field(name="progressToken", default=UNSET)
+    """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
 
 
 class GetPromptResult(Struct, kw_only=True, gc=False):
@@ -479,6 +518,12 @@ class InitializeRequestParams(Struct, kw_only=True, gc=False):
     client_info: Implementation = field(name="clientInfo")
     protocol_version: str = field(name="protocolVersion")
     """The latest version of the Model Context Protocol that the client supports. The client MAY decide to support older versions as well."""
+    meta: InitializeRequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
+
+
+class _InitializeRequestParamsMetaFields(Struct, kw_only=True, gc=False):
+    progress_token: ProgressToken | UnsetType = field(name="progressToken", default=UNSET)
+    """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
 
 
 class InitializeResult(Struct, kw_only=True, gc=False):
@@ -577,6 +622,12 @@ class ListPromptsRequestParams(Struct, kw_only=True, gc=False):
     cursor: str | UnsetType = UNSET
     """An opaque token representing the current pagination position.
     If provided, the server should return results starting after this cursor."""
+    meta: ListPromptsRequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
+
+
+class _ListPromptsRequestParamsMetaFields(Struct, kw_only=True, gc=False):
+    progress_token: ProgressToken | UnsetType = field(name="progressToken", default=UNSET)
+    """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
 
 
 class ListPromptsResult(Struct, kw_only=True, gc=False):
@@ -603,6 +654,12 @@ class ListResourceTemplatesRequestParams(Struct, kw_only=True, gc=False):
     cursor: str | UnsetType = UNSET
     """An opaque token representing the current pagination position.
     If provided, the server should return results starting after this cursor."""
+    meta: ListResourceTemplatesRequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
+
+
+class _ListResourceTemplatesRequestParamsMetaFields(Struct, kw_only=True, gc=False):
+    progress_token: ProgressToken | UnsetType = field(name="progressToken", default=UNSET)
+    """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
 
 
 class ListResourceTemplatesResult(Struct, kw_only=True, gc=False):
@@ -629,6 +686,12 @@ class ListResourcesRequestParams(Struct, kw_only=True, gc=False):
     cursor: str | UnsetType = UNSET
     """An opaque token representing the current pagination position.
     If provided, the server should return results starting after this cursor."""
+    meta: ListResourcesRequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
+
+
+class _ListResourcesRequestParamsMetaFields(Struct, kw_only=True, gc=False):
+    progress_token: ProgressToken | UnsetType = field(name="progressToken", default=UNSET)
+    """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
 
 
 class ListResourcesResult(Struct, kw_only=True, gc=False):
@@ -685,6 +748,12 @@ class ListToolsRequestParams(Struct, kw_only=True, gc=False):
     cursor: str | UnsetType = UNSET
     """An opaque token representing the current pagination position.
     If provided, the server should return results starting after this cursor."""
+    meta: ListToolsRequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
+
+
+class _ListToolsRequestParamsMetaFields(Struct, kw_only=True, gc=False):
+    progress_token: ProgressToken | UnsetType = field(name="progressToken", default=UNSET)
+    """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
 
 
 class ListToolsResult(Struct, kw_only=True, gc=False):
@@ -714,6 +783,8 @@ class LoggingMessageNotificationParams(Struct, kw_only=True, gc=False):
     """The severity of this log message."""
     logger: str | UnsetType = UNSET
     """An optional name of the logger issuing this message."""
+    meta: dict[str, Any] | UnsetType = field(name="_meta", default=UNSET)
+    """This parameter name is reserved by MCP to allow clients and servers to attach additional metadata to their notifications."""
 
 
 class ModelHint(Struct, kw_only=True, gc=False):
@@ -836,6 +907,8 @@ class ProgressNotificationParams(Struct, kw_only=True, gc=False):
     """The progress token which was given in the initial request, used to associate this notification with the request that is proceeding."""
     total: int | float | UnsetType = UNSET
     """Total number of items to process (or total progress required), if known."""
+    meta: dict[str, Any] | UnsetType = field(name="_meta", default=UNSET)
+    """This parameter name is reserved by MCP to allow clients and servers to attach additional metadata to their notifications."""
 
 
 class Prompt(Struct, kw_only=True, gc=False):
@@ -904,6 +977,12 @@ class ReadResourceRequest(Struct, kw_only=True, gc=False, tag_field="method", ta
 class ReadResourceRequestParams(Struct, kw_only=True, gc=False):
     uri: str
     """The URI of the resource to read. The URI can use any protocol; it is up to the server how to interpret it."""
+    meta: ReadResourceRequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
+
+
+class _ReadResourceRequestParamsMetaFields(Struct, kw_only=True, gc=False):
+    progress_token: ProgressToken | UnsetType = field(name="progressToken", default=UNSET)
+    """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
 
 
 class ReadResourceResult(Struct, kw_only=True, gc=False):
@@ -1043,6 +1122,8 @@ class ResourceUpdatedNotification(
 class ResourceUpdatedNotificationParams(Struct, kw_only=True, gc=False):
     uri: str
     """The URI of the resource that has been updated. This might be a sub-resource of the one that the client actually subscribed to."""
+    meta: dict[str, Any] | UnsetType = field(name="_meta", default=UNSET)
+    """This parameter name is reserved by MCP to allow clients and servers to attach additional metadata to their notifications."""
 
 
 class _ResultFields(Struct, kw_only=True, gc=False):
@@ -1136,6 +1217,12 @@ class SetLevelRequest(Struct, kw_only=True, gc=False, tag_field="method", tag="l
 class SetLevelRequestParams(Struct, kw_only=True, gc=False):
     level: LoggingLevel
     """The level of logging that the client wants to receive from the server. The server should send all logs at this level and higher (i.e., more severe) to the client as notifications/message."""
+    meta: SetLevelRequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
+
+
+class _SetLevelRequestParamsMetaFields(Struct, kw_only=True, gc=False):
+    progress_token: ProgressToken | UnsetType = field(name="progressToken", default=UNSET)
+    """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
 
 
 class SubscribeRequest(
@@ -1150,6 +1237,12 @@ class SubscribeRequest(
 class SubscribeRequestParams(Struct, kw_only=True, gc=False):
     uri: str
     """The URI of the resource to subscribe to. The URI can use any protocol; it is up to the server how to interpret it."""
+    meta: SubscribeRequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
+
+
+class _SubscribeRequestParamsMetaFields(Struct, kw_only=True, gc=False):
+    progress_token: ProgressToken | UnsetType = field(name="progressToken", default=UNSET)
+    """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
 
 
 class TextContent(Struct, kw_only=True, gc=False, tag_field="type", tag="text"):
@@ -1232,6 +1325,127 @@ class UnsubscribeRequest(
 class UnsubscribeRequestParams(Struct, kw_only=True, gc=False):
     uri: str
     """The URI of the resource to unsubscribe from."""
+    meta: UnsubscribeRequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
+
+
+class _UnsubscribeRequestParamsMetaFields(Struct, kw_only=True, gc=False):
+    progress_token: ProgressToken | UnsetType = field(name="progressToken", default=UNSET)
+    """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
+
+
+class CallToolRequestParamsMeta(OpenObject):
+    __slots__ = ()
+    _attributes = {
+        "progress_token": "progressToken",
+    }
+    _fields_type = _CallToolRequestParamsMetaFields
+
+    if TYPE_CHECKING:
+
+        def __init__(
+            self,
+            _extra: Mapping[str, Any] | None = None,
+            /,
+            *,
+            progress_token: ProgressToken | UnsetType = UNSET,
+        ) -> None: ...
+
+    @property
+    def progress_token(self) -> ProgressToken | UnsetType:
+        """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
+        return self.get("progressToken", UNSET)  # type: ignore[no-any-return]
+
+
+class CompleteRequestParamsMeta(OpenObject):
+    __slots__ = ()
+    _attributes = {
+        "progress_token": "progressToken",
+    }
+    _fields_type = _CompleteRequestParamsMetaFields
+
+    if TYPE_CHECKING:
+
+        def __init__(
+            self,
+            _extra: Mapping[str, Any] | None = None,
+            /,
+            *,
+            progress_token: ProgressToken | UnsetType = UNSET,
+        ) -> None: ...
+
+    @property
+    def progress_token(self) -> ProgressToken | UnsetType:
+        """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
+        return self.get("progressToken", UNSET)  # type: ignore[no-any-return]
+
+
+class CreateMessageRequestParamsMeta(OpenObject):
+    __slots__ = ()
+    _attributes = {
+        "progress_token": "progressToken",
+    }
+    _fields_type = _CreateMessageRequestParamsMetaFields
+
+    if TYPE_CHECKING:
+
+        def __init__(
+            self,
+            _extra: Mapping[str, Any] | None = None,
+            /,
+            *,
+            progress_token: ProgressToken | UnsetType = UNSET,
+        ) -> None: ...
+
+    @property
+    def progress_token(self) -> ProgressToken | UnsetType:
+        """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
+        return self.get("progressToken", UNSET)  # type: ignore[no-any-return]
+
+
+class GetPromptRequestParamsMeta(OpenObject):
+    __slots__ = ()
+    _attributes = {
+        "progress_token": "progressToken",
+    }
+    _fields_type = _GetPromptRequestParamsMetaFields
+
+    if TYPE_CHECKING:
+
+        def __init__(
+            self,
+            _extra: Mapping[str, Any] | None = None,
+            /,
+            *,
+            progress_token: ProgressToken | UnsetType = UNSET,
+        ) -> None: ...
+
+    @property
+    def progress_token(self) -> ProgressToken | UnsetType:
+        """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
+        return self.get("progressToken", UNSET)  # type: ignore[no-any-return]
+
+
+class InitializeRequestParamsMeta(OpenObject):
+    __slots__ = ()
+    _attributes = {
+        "progress_token": "progressToken",
+    }
+    _fields_type = _InitializeRequestParamsMetaFields
+
+    if TYPE_CHECKING:
+
+        def __init__(
+            self,
+            _extra: Mapping[str, Any] | None = None,
+            /,
+            *,
+            progress_token: ProgressToken | UnsetType = UNSET,
+        ) -> None: ...
+
+    @property
+    def progress_token(self) -> ProgressToken | UnsetType:
+        """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
+        return self.get("progressToken", UNSET)  # type: ignore[no-any-return]
 
 
 class InitializedNotificationParams(OpenObject):
@@ -1325,6 +1539,75 @@ class JSONRPCRequestParamsMeta(OpenObject):
         return self.get("progressToken", UNSET)  # type: ignore[no-any-return]
 
 
+class ListPromptsRequestParamsMeta(OpenObject):
+    __slots__ = ()
+    _attributes = {
+        "progress_token": "progressToken",
+    }
+    _fields_type = _ListPromptsRequestParamsMetaFields
+
+    if TYPE_CHECKING:
+
+        def __init__(
+            self,
+            _extra: Mapping[str, Any] | None = None,
+            /,
+            *,
+            progress_token: ProgressToken | UnsetType = UNSET,
+        ) -> None: ...
+
+    @property
+    def progress_token(self) -> ProgressToken | UnsetType:
+        """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
+        return self.get("progressToken", UNSET)  # type: ignore[no-any-return]
+
+
+class ListResourceTemplatesRequestParamsMeta(OpenObject):
+    __slots__ = ()
+    _attributes = {
+        "progress_token": "progressToken",
+    }
+    _fields_type = _ListResourceTemplatesRequestParamsMetaFields
+
+    if TYPE_CHECKING:
+
+        def __init__(
+            self,
+            _extra: Mapping[str, Any] | None = None,
+            /,
+            *,
+            progress_token: ProgressToken | UnsetType = UNSET,
+        ) -> None: ...
+
+    @property
+    def progress_token(self) -> ProgressToken | UnsetType:
+        """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
+        return self.get("progressToken", UNSET)  # type: ignore[no-any-return]
+
+
+class ListResourcesRequestParamsMeta(OpenObject):
+    __slots__ = ()
+    _attributes = {
+        "progress_token": "progressToken",
+    }
+    _fields_type = _ListResourcesRequestParamsMetaFields
+
+    if TYPE_CHECKING:
+
+        def __init__(
+            self,
+            _extra: Mapping[str, Any] | None = None,
+            /,
+            *,
+            progress_token: ProgressToken | UnsetType = UNSET,
+        ) -> None: ...
+
+    @property
+    def progress_token(self) -> ProgressToken | UnsetType:
+        """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
+        return self.get("progressToken", UNSET)  # type: ignore[no-any-return]
+
+
 class ListRootsRequestParams(OpenObject):
     __slots__ = ()
     _attributes = {
@@ -1353,6 +1636,29 @@ class ListRootsRequestParamsMeta(OpenObject):
         "progress_token": "progressToken",
     }
     _fields_type = _ListRootsRequestParamsMetaFields
+
+    if TYPE_CHECKING:
+
+        def __init__(
+            self,
+            _extra: Mapping[str, Any] | None = None,
+            /,
+            *,
+            progress_token: ProgressToken | UnsetType = UNSET,
+        ) -> None: ...
+
+    @property
+    def progress_token(self) -> ProgressToken | UnsetType:
+        """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
+        return self.get("progressToken", UNSET)  # type: ignore[no-any-return]
+
+
+class ListToolsRequestParamsMeta(OpenObject):
+    __slots__ = ()
+    _attributes = {
+        "progress_token": "progressToken",
+    }
+    _fields_type = _ListToolsRequestParamsMetaFields
 
     if TYPE_CHECKING:
 
@@ -1459,6 +1765,29 @@ class PromptListChangedNotificationParams(OpenObject):
     def meta(self) -> dict[str, Any] | UnsetType:
         """This parameter name is reserved by MCP to allow clients and servers to attach additional metadata to their notifications."""
         return self.get("_meta", UNSET)  # type: ignore[no-any-return]
+
+
+class ReadResourceRequestParamsMeta(OpenObject):
+    __slots__ = ()
+    _attributes = {
+        "progress_token": "progressToken",
+    }
+    _fields_type = _ReadResourceRequestParamsMetaFields
+
+    if TYPE_CHECKING:
+
+        def __init__(
+            self,
+            _extra: Mapping[str, Any] | None = None,
+            /,
+            *,
+            progress_token: ProgressToken | UnsetType = UNSET,
+        ) -> None: ...
+
+    @property
+    def progress_token(self) -> ProgressToken | UnsetType:
+        """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
+        return self.get("progressToken", UNSET)  # type: ignore[no-any-return]
 
 
 class RequestParams(OpenObject):
@@ -1575,6 +1904,52 @@ class RootsListChangedNotificationParams(OpenObject):
         return self.get("_meta", UNSET)  # type: ignore[no-any-return]
 
 
+class SetLevelRequestParamsMeta(OpenObject):
+    __slots__ = ()
+    _attributes = {
+        "progress_token": "progressToken",
+    }
+    _fields_type = _SetLevelRequestParamsMetaFields
+
+    if TYPE_CHECKING:
+
+        def __init__(
+            self,
+            _extra: Mapping[str, Any] | None = None,
+            /,
+            *,
+            progress_token: ProgressToken | UnsetType = UNSET,
+        ) -> None: ...
+
+    @property
+    def progress_token(self) -> ProgressToken | UnsetType:
+        """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
+        return self.get("progressToken", UNSET)  # type: ignore[no-any-return]
+
+
+class SubscribeRequestParamsMeta(OpenObject):
+    __slots__ = ()
+    _attributes = {
+        "progress_token": "progressToken",
+    }
+    _fields_type = _SubscribeRequestParamsMetaFields
+
+    if TYPE_CHECKING:
+
+        def __init__(
+            self,
+            _extra: Mapping[str, Any] | None = None,
+            /,
+            *,
+            progress_token: ProgressToken | UnsetType = UNSET,
+        ) -> None: ...
+
+    @property
+    def progress_token(self) -> ProgressToken | UnsetType:
+        """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
+        return self.get("progressToken", UNSET)  # type: ignore[no-any-return]
+
+
 class ToolListChangedNotificationParams(OpenObject):
     __slots__ = ()
     _attributes = {
@@ -1596,6 +1971,29 @@ class ToolListChangedNotificationParams(OpenObject):
     def meta(self) -> dict[str, Any] | UnsetType:
         """This parameter name is reserved by MCP to allow clients and servers to attach additional metadata to their notifications."""
         return self.get("_meta", UNSET)  # type: ignore[no-any-return]
+
+
+class UnsubscribeRequestParamsMeta(OpenObject):
+    __slots__ = ()
+    _attributes = {
+        "progress_token": "progressToken",
+    }
+    _fields_type = _UnsubscribeRequestParamsMetaFields
+
+    if TYPE_CHECKING:
+
+        def __init__(
+            self,
+            _extra: Mapping[str, Any] | None = None,
+            /,
+            *,
+            progress_token: ProgressToken | UnsetType = UNSET,
+        ) -> None: ...
+
+    @property
+    def progress_token(self) -> ProgressToken | UnsetType:
+        """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
+        return self.get("progressToken", UNSET)  # type: ignore[no-any-return]
 
 
 ClientNotification: TypeAlias = (

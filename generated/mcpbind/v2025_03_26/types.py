@@ -29,6 +29,7 @@ __all__ = [
     "BlobResourceContents",
     "CallToolRequest",
     "CallToolRequestParams",
+    "CallToolRequestParamsMeta",
     "CallToolResult",
     "CancelledNotification",
     "CancelledNotificationParams",
@@ -40,21 +41,25 @@ __all__ = [
     "CompleteRequest",
     "CompleteRequestParams",
     "CompleteRequestParamsArgument",
+    "CompleteRequestParamsMeta",
     "CompleteResult",
     "CompleteResultCompletion",
     "CreateMessageRequest",
     "CreateMessageRequestParams",
+    "CreateMessageRequestParamsMeta",
     "CreateMessageResult",
     "Cursor",
     "EmbeddedResource",
     "EmptyResult",
     "GetPromptRequest",
     "GetPromptRequestParams",
+    "GetPromptRequestParamsMeta",
     "GetPromptResult",
     "ImageContent",
     "Implementation",
     "InitializeRequest",
     "InitializeRequestParams",
+    "InitializeRequestParamsMeta",
     "InitializeResult",
     "InitializedNotification",
     "InitializedNotificationParams",
@@ -71,12 +76,15 @@ __all__ = [
     "JSONRPCResponse",
     "ListPromptsRequest",
     "ListPromptsRequestParams",
+    "ListPromptsRequestParamsMeta",
     "ListPromptsResult",
     "ListResourceTemplatesRequest",
     "ListResourceTemplatesRequestParams",
+    "ListResourceTemplatesRequestParamsMeta",
     "ListResourceTemplatesResult",
     "ListResourcesRequest",
     "ListResourcesRequestParams",
+    "ListResourcesRequestParamsMeta",
     "ListResourcesResult",
     "ListRootsRequest",
     "ListRootsRequestParams",
@@ -84,6 +92,7 @@ __all__ = [
     "ListRootsResult",
     "ListToolsRequest",
     "ListToolsRequestParams",
+    "ListToolsRequestParamsMeta",
     "ListToolsResult",
     "LoggingLevel",
     "LoggingMessageNotification",
@@ -109,6 +118,7 @@ __all__ = [
     "PromptReference",
     "ReadResourceRequest",
     "ReadResourceRequestParams",
+    "ReadResourceRequestParamsMeta",
     "ReadResourceResult",
     "Request",
     "RequestId",
@@ -137,8 +147,10 @@ __all__ = [
     "ServerResult",
     "SetLevelRequest",
     "SetLevelRequestParams",
+    "SetLevelRequestParamsMeta",
     "SubscribeRequest",
     "SubscribeRequestParams",
+    "SubscribeRequestParamsMeta",
     "TextContent",
     "TextResourceContents",
     "Tool",
@@ -148,6 +160,7 @@ __all__ = [
     "ToolListChangedNotificationParams",
     "UnsubscribeRequest",
     "UnsubscribeRequestParams",
+    "UnsubscribeRequestParamsMeta",
 ]
 
 # Untagged unions: the type checker sees the union, msgspec a marker that mcpbind.dec_hook decodes.
@@ -278,6 +291,12 @@ class CallToolRequest(Struct, kw_only=True, gc=False, tag_field="method", tag="t
 class CallToolRequestParams(Struct, kw_only=True, gc=False):
     arguments: dict[str, Any] | UnsetType = UNSET
     name: str
+    meta: CallToolRequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
+
+
+class _CallToolRequestParamsMetaFields(Struct, kw_only=True, gc=False):
+    progress_token: ProgressToken | UnsetType = field(name="progressToken", default=UNSET)
+    """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
 
 
 class CallToolResult(Struct, kw_only=True, gc=False):
@@ -323,6 +342,8 @@ class CancelledNotificationParams(Struct, kw_only=True, gc=False):
     """The ID of the request to cancel.
 
     This MUST correspond to the ID of a request previously issued in the same direction."""
+    meta: dict[str, Any] | UnsetType = field(name="_meta", default=UNSET)
+    """This parameter name is reserved by MCP to allow clients and servers to attach additional metadata to their notifications."""
 
 
 class ClientCapabilities(Struct, kw_only=True, gc=False):
@@ -356,6 +377,7 @@ class CompleteRequestParams(Struct, kw_only=True, gc=False):
     argument: CompleteRequestParamsArgument
     """The argument's information"""
     ref: PromptReference | ResourceReference
+    meta: CompleteRequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
 
 
 class CompleteRequestParamsArgument(Struct, kw_only=True, gc=False):
@@ -365,6 +387,11 @@ class CompleteRequestParamsArgument(Struct, kw_only=True, gc=False):
     """The name of the argument"""
     value: str
     """The value of the argument to use for completion matching."""
+
+
+class _CompleteRequestParamsMetaFields(Struct, kw_only=True, gc=False):
+    progress_token: ProgressToken | UnsetType = field(name="progressToken", default=UNSET)
+    """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
 
 
 class CompleteResult(Struct, kw_only=True, gc=False):
@@ -409,6 +436,12 @@ class CreateMessageRequestParams(Struct, kw_only=True, gc=False):
     system_prompt: str | UnsetType = field(name="systemPrompt", default=UNSET)
     """An optional system prompt the server wants to use for sampling. The client MAY modify or omit this prompt."""
     temperature: int | float | UnsetType = UNSET
+    meta: CreateMessageRequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
+
+
+class _CreateMessageRequestParamsMetaFields(Struct, kw_only=True, gc=False):
+    progress_token: ProgressToken | UnsetType = field(name="progressToken", default=UNSET)
+    """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
 
 
 class CreateMessageResult(Struct, kw_only=True, gc=False):
@@ -448,6 +481,12 @@ class GetPromptRequestParams(Struct, kw_only=True, gc=False):
     """Arguments to use for templating the prompt."""
     name: str
     """The name of the prompt or prompt template."""
+    meta: GetPromptRequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
+
+
+class _GetPromptRequestParamsMetaFields(Struct, kw_only=True, gc=False):
+    progress_token: ProgressToken | UnsetType = field(name="progressToken", default=UNSET)
+    """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
 
 
 class GetPromptResult(Struct, kw_only=True, gc=False):
@@ -491,6 +530,12 @@ class InitializeRequestParams(Struct, kw_only=True, gc=False):
     client_info: Implementation = field(name="clientInfo")
     protocol_version: str = field(name="protocolVersion")
     """The latest version of the Model Context Protocol that the client supports. The client MAY decide to support older versions as well."""
+    meta: InitializeRequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
+
+
+class _InitializeRequestParamsMetaFields(Struct, kw_only=True, gc=False):
+    progress_token: ProgressToken | UnsetType = field(name="progressToken", default=UNSET)
+    """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
 
 
 class InitializeResult(Struct, kw_only=True, gc=False):
@@ -589,6 +634,12 @@ class ListPromptsRequestParams(Struct, kw_only=True, gc=False):
     cursor: str | UnsetType = UNSET
     """An opaque token representing the current pagination position.
     If provided, the server should return results starting after this cursor."""
+    meta: ListPromptsRequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
+
+
+class _ListPromptsRequestParamsMetaFields(Struct, kw_only=True, gc=False):
+    progress_token: ProgressToken | UnsetType = field(name="progressToken", default=UNSET)
+    """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
 
 
 class ListPromptsResult(Struct, kw_only=True, gc=False):
@@ -615,6 +666,12 @@ class ListResourceTemplatesRequestParams(Struct, kw_only=True, gc=False):
     cursor: str | UnsetType = UNSET
     """An opaque token representing the current pagination position.
     If provided, the server should return results starting after this cursor."""
+    meta: ListResourceTemplatesRequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
+
+
+class _ListResourceTemplatesRequestParamsMetaFields(Struct, kw_only=True, gc=False):
+    progress_token: ProgressToken | UnsetType = field(name="progressToken", default=UNSET)
+    """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
 
 
 class ListResourceTemplatesResult(Struct, kw_only=True, gc=False):
@@ -641,6 +698,12 @@ class ListResourcesRequestParams(Struct, kw_only=True, gc=False):
     cursor: str | UnsetType = UNSET
     """An opaque token representing the current pagination position.
     If provided, the server should return results starting after this cursor."""
+    meta: ListResourcesRequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
+
+
+class _ListResourcesRequestParamsMetaFields(Struct, kw_only=True, gc=False):
+    progress_token: ProgressToken | UnsetType = field(name="progressToken", default=UNSET)
+    """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
 
 
 class ListResourcesResult(Struct, kw_only=True, gc=False):
@@ -697,6 +760,12 @@ class ListToolsRequestParams(Struct, kw_only=True, gc=False):
     cursor: str | UnsetType = UNSET
     """An opaque token representing the current pagination position.
     If provided, the server should return results starting after this cursor."""
+    meta: ListToolsRequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
+
+
+class _ListToolsRequestParamsMetaFields(Struct, kw_only=True, gc=False):
+    progress_token: ProgressToken | UnsetType = field(name="progressToken", default=UNSET)
+    """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
 
 
 class ListToolsResult(Struct, kw_only=True, gc=False):
@@ -726,6 +795,8 @@ class LoggingMessageNotificationParams(Struct, kw_only=True, gc=False):
     """The severity of this log message."""
     logger: str | UnsetType = UNSET
     """An optional name of the logger issuing this message."""
+    meta: dict[str, Any] | UnsetType = field(name="_meta", default=UNSET)
+    """This parameter name is reserved by MCP to allow clients and servers to attach additional metadata to their notifications."""
 
 
 class ModelHint(Struct, kw_only=True, gc=False):
@@ -850,6 +921,8 @@ class ProgressNotificationParams(Struct, kw_only=True, gc=False):
     """The progress token which was given in the initial request, used to associate this notification with the request that is proceeding."""
     total: int | float | UnsetType = UNSET
     """Total number of items to process (or total progress required), if known."""
+    meta: dict[str, Any] | UnsetType = field(name="_meta", default=UNSET)
+    """This parameter name is reserved by MCP to allow clients and servers to attach additional metadata to their notifications."""
 
 
 class Prompt(Struct, kw_only=True, gc=False):
@@ -918,6 +991,12 @@ class ReadResourceRequest(Struct, kw_only=True, gc=False, tag_field="method", ta
 class ReadResourceRequestParams(Struct, kw_only=True, gc=False):
     uri: str
     """The URI of the resource to read. The URI can use any protocol; it is up to the server how to interpret it."""
+    meta: ReadResourceRequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
+
+
+class _ReadResourceRequestParamsMetaFields(Struct, kw_only=True, gc=False):
+    progress_token: ProgressToken | UnsetType = field(name="progressToken", default=UNSET)
+    """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
 
 
 class ReadResourceResult(Struct, kw_only=True, gc=False):
@@ -1029,6 +1108,8 @@ class ResourceUpdatedNotification(
 class ResourceUpdatedNotificationParams(Struct, kw_only=True, gc=False):
     uri: str
     """The URI of the resource that has been updated. This might be a sub-resource of the one that the client actually subscribed to."""
+    meta: dict[str, Any] | UnsetType = field(name="_meta", default=UNSET)
+    """This parameter name is reserved by MCP to allow clients and servers to attach additional metadata to their notifications."""
 
 
 class _ResultFields(Struct, kw_only=True, gc=False):
@@ -1124,6 +1205,12 @@ class SetLevelRequest(Struct, kw_only=True, gc=False, tag_field="method", tag="l
 class SetLevelRequestParams(Struct, kw_only=True, gc=False):
     level: LoggingLevel
     """The level of logging that the client wants to receive from the server. The server should send all logs at this level and higher (i.e., more severe) to the client as notifications/message."""
+    meta: SetLevelRequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
+
+
+class _SetLevelRequestParamsMetaFields(Struct, kw_only=True, gc=False):
+    progress_token: ProgressToken | UnsetType = field(name="progressToken", default=UNSET)
+    """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
 
 
 class SubscribeRequest(
@@ -1138,6 +1225,12 @@ class SubscribeRequest(
 class SubscribeRequestParams(Struct, kw_only=True, gc=False):
     uri: str
     """The URI of the resource to subscribe to. The URI can use any protocol; it is up to the server how to interpret it."""
+    meta: SubscribeRequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
+
+
+class _SubscribeRequestParamsMetaFields(Struct, kw_only=True, gc=False):
+    progress_token: ProgressToken | UnsetType = field(name="progressToken", default=UNSET)
+    """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
 
 
 class TextContent(Struct, kw_only=True, gc=False, tag_field="type", tag="text"):
@@ -1249,6 +1342,127 @@ class UnsubscribeRequest(
 class UnsubscribeRequestParams(Struct, kw_only=True, gc=False):
     uri: str
     """The URI of the resource to unsubscribe from."""
+    meta: UnsubscribeRequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
+
+
+class _UnsubscribeRequestParamsMetaFields(Struct, kw_only=True, gc=False):
+    progress_token: ProgressToken | UnsetType = field(name="progressToken", default=UNSET)
+    """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
+
+
+class CallToolRequestParamsMeta(OpenObject):
+    __slots__ = ()
+    _attributes = {
+        "progress_token": "progressToken",
+    }
+    _fields_type = _CallToolRequestParamsMetaFields
+
+    if TYPE_CHECKING:
+
+        def __init__(
+            self,
+            _extra: Mapping[str, Any] | None = None,
+            /,
+            *,
+            progress_token: ProgressToken | UnsetType = UNSET,
+        ) -> None: ...
+
+    @property
+    def progress_token(self) -> ProgressToken | UnsetType:
+        """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
+        return self.get("progressToken", UNSET)  # type: ignore[no-any-return]
+
+
+class CompleteRequestParamsMeta(OpenObject):
+    __slots__ = ()
+    _attributes = {
+        "progress_token": "progressToken",
+    }
+    _fields_type = _CompleteRequestParamsMetaFields
+
+    if TYPE_CHECKING:
+
+        def __init__(
+            self,
+            _extra: Mapping[str, Any] | None = None,
+            /,
+            *,
+            progress_token: ProgressToken | UnsetType = UNSET,
+        ) -> None: ...
+
+    @property
+    def progress_token(self) -> ProgressToken | UnsetType:
+        """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
+        return self.get("progressToken", UNSET)  # type: ignore[no-any-return]
+
+
+class CreateMessageRequestParamsMeta(OpenObject):
+    __slots__ = ()
+    _attributes = {
+        "progress_token": "progressToken",
+    }
+    _fields_type = _CreateMessageRequestParamsMetaFields
+
+    if TYPE_CHECKING:
+
+        def __init__(
+            self,
+            _extra: Mapping[str, Any] | None = None,
+            /,
+            *,
+            progress_token: ProgressToken | UnsetType = UNSET,
+        ) -> None: ...
+
+    @property
+    def progress_token(self) -> ProgressToken | UnsetType:
+        """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
+        return self.get("progressToken", UNSET)  # type: ignore[no-any-return]
+
+
+class GetPromptRequestParamsMeta(OpenObject):
+    __slots__ = ()
+    _attributes = {
+        "progress_token": "progressToken",
+    }
+    _fields_type = _GetPromptRequestParamsMetaFields
+
+    if TYPE_CHECKING:
+
+        def __init__(
+            self,
+            _extra: Mapping[str, Any] | None = None,
+            /,
+            *,
+            progress_token: ProgressToken | UnsetType = UNSET,
+        ) -> None: ...
+
+    @property
+    def progress_token(self) -> ProgressToken | UnsetType:
+        """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
+        return self.get("progressToken", UNSET)  # type: ignore[no-any-return]
+
+
+class InitializeRequestParamsMeta(OpenObject):
+    __slots__ = ()
+    _attributes = {
+        "progress_token": "progressToken",
+    }
+    _fields_type = _InitializeRequestParamsMetaFields
+
+    if TYPE_CHECKING:
+
+        def __init__(
+            self,
+            _extra: Mapping[str, Any] | None = None,
+            /,
+            *,
+            progress_token: ProgressToken | UnsetType = UNSET,
+        ) -> None: ...
+
+    @property
+    def progress_token(self) -> ProgressToken | UnsetType:
+        """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
+        return self.get("progressToken", UNSET)  # type: ignore[no-any-return]
 
 
 class InitializedNotificationParams(OpenObject):
@@ -1342,6 +1556,75 @@ class JSONRPCRequestParamsMeta(OpenObject):
         return self.get("progressToken", UNSET)  # type: ignore[no-any-return]
 
 
+class ListPromptsRequestParamsMeta(OpenObject):
+    __slots__ = ()
+    _attributes = {
+        "progress_token": "progressToken",
+    }
+    _fields_type = _ListPromptsRequestParamsMetaFields
+
+    if TYPE_CHECKING:
+
+        def __init__(
+            self,
+            _extra: Mapping[str, Any] | None = None,
+            /,
+            *,
+            progress_token: ProgressToken | UnsetType = UNSET,
+        ) -> None: ...
+
+    @property
+    def progress_token(self) -> ProgressToken | UnsetType:
+        """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
+        return self.get("progressToken", UNSET)  # type: ignore[no-any-return]
+
+
+class ListResourceTemplatesRequestParamsMeta(OpenObject):
+    __slots__ = ()
+    _attributes = {
+        "progress_token": "progressToken",
+    }
+    _fields_type = _ListResourceTemplatesRequestParamsMetaFields
+
+    if TYPE_CHECKING:
+
+        def __init__(
+            self,
+            _extra: Mapping[str, Any] | None = None,
+            /,
+            *,
+            progress_token: ProgressToken | UnsetType = UNSET,
+        ) -> None: ...
+
+    @property
+    def progress_token(self) -> ProgressToken | UnsetType:
+        """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
+        return self.get("progressToken", UNSET)  # type: ignore[no-any-return]
+
+
+class ListResourcesRequestParamsMeta(OpenObject):
+    __slots__ = ()
+    _attributes = {
+        "progress_token": "progressToken",
+    }
+    _fields_type = _ListResourcesRequestParamsMetaFields
+
+    if TYPE_CHECKING:
+
+        def __init__(
+            self,
+            _extra: Mapping[str, Any] | None = None,
+            /,
+            *,
+            progress_token: ProgressToken | UnsetType = UNSET,
+        ) -> None: ...
+
+    @property
+    def progress_token(self) -> ProgressToken | UnsetType:
+        """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
+        return self.get("progressToken", UNSET)  # type: ignore[no-any-return]
+
+
 class ListRootsRequestParams(OpenObject):
     __slots__ = ()
     _attributes = {
@@ -1370,6 +1653,29 @@ class ListRootsRequestParamsMeta(OpenObject):
         "progress_token": "progressToken",
     }
     _fields_type = _ListRootsRequestParamsMetaFields
+
+    if TYPE_CHECKING:
+
+        def __init__(
+            self,
+            _extra: Mapping[str, Any] | None = None,
+            /,
+            *,
+            progress_token: ProgressToken | UnsetType = UNSET,
+        ) -> None: ...
+
+    @property
+    def progress_token(self) -> ProgressToken | UnsetType:
+        """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
+        return self.get("progressToken", UNSET)  # type: ignore[no-any-return]
+
+
+class ListToolsRequestParamsMeta(OpenObject):
+    __slots__ = ()
+    _attributes = {
+        "progress_token": "progressToken",
+    }
+    _fields_type = _ListToolsRequestParamsMetaFields
 
     if TYPE_CHECKING:
 
@@ -1476,6 +1782,29 @@ class PromptListChangedNotificationParams(OpenObject):
     def meta(self) -> dict[str, Any] | UnsetType:
         """This parameter name is reserved by MCP to allow clients and servers to attach additional metadata to their notifications."""
         return self.get("_meta", UNSET)  # type: ignore[no-any-return]
+
+
+class ReadResourceRequestParamsMeta(OpenObject):
+    __slots__ = ()
+    _attributes = {
+        "progress_token": "progressToken",
+    }
+    _fields_type = _ReadResourceRequestParamsMetaFields
+
+    if TYPE_CHECKING:
+
+        def __init__(
+            self,
+            _extra: Mapping[str, Any] | None = None,
+            /,
+            *,
+            progress_token: ProgressToken | UnsetType = UNSET,
+        ) -> None: ...
+
+    @property
+    def progress_token(self) -> ProgressToken | UnsetType:
+        """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
+        return self.get("progressToken", UNSET)  # type: ignore[no-any-return]
 
 
 class RequestParams(OpenObject):
@@ -1592,6 +1921,52 @@ class RootsListChangedNotificationParams(OpenObject):
         return self.get("_meta", UNSET)  # type: ignore[no-any-return]
 
 
+class SetLevelRequestParamsMeta(OpenObject):
+    __slots__ = ()
+    _attributes = {
+        "progress_token": "progressToken",
+    }
+    _fields_type = _SetLevelRequestParamsMetaFields
+
+    if TYPE_CHECKING:
+
+        def __init__(
+            self,
+            _extra: Mapping[str, Any] | None = None,
+            /,
+            *,
+            progress_token: ProgressToken | UnsetType = UNSET,
+        ) -> None: ...
+
+    @property
+    def progress_token(self) -> ProgressToken | UnsetType:
+        """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
+        return self.get("progressToken", UNSET)  # type: ignore[no-any-return]
+
+
+class SubscribeRequestParamsMeta(OpenObject):
+    __slots__ = ()
+    _attributes = {
+        "progress_token": "progressToken",
+    }
+    _fields_type = _SubscribeRequestParamsMetaFields
+
+    if TYPE_CHECKING:
+
+        def __init__(
+            self,
+            _extra: Mapping[str, Any] | None = None,
+            /,
+            *,
+            progress_token: ProgressToken | UnsetType = UNSET,
+        ) -> None: ...
+
+    @property
+    def progress_token(self) -> ProgressToken | UnsetType:
+        """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
+        return self.get("progressToken", UNSET)  # type: ignore[no-any-return]
+
+
 class ToolListChangedNotificationParams(OpenObject):
     __slots__ = ()
     _attributes = {
@@ -1613,6 +1988,29 @@ class ToolListChangedNotificationParams(OpenObject):
     def meta(self) -> dict[str, Any] | UnsetType:
         """This parameter name is reserved by MCP to allow clients and servers to attach additional metadata to their notifications."""
         return self.get("_meta", UNSET)  # type: ignore[no-any-return]
+
+
+class UnsubscribeRequestParamsMeta(OpenObject):
+    __slots__ = ()
+    _attributes = {
+        "progress_token": "progressToken",
+    }
+    _fields_type = _UnsubscribeRequestParamsMetaFields
+
+    if TYPE_CHECKING:
+
+        def __init__(
+            self,
+            _extra: Mapping[str, Any] | None = None,
+            /,
+            *,
+            progress_token: ProgressToken | UnsetType = UNSET,
+        ) -> None: ...
+
+    @property
+    def progress_token(self) -> ProgressToken | UnsetType:
+        """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
+        return self.get("progressToken", UNSET)  # type: ignore[no-any-return]
 
 
 ClientNotification: TypeAlias = (

@@ -31,6 +31,7 @@ __all__ = [
     "BooleanSchema",
     "CallToolRequest",
     "CallToolRequestParams",
+    "CallToolRequestParamsMeta",
     "CallToolResult",
     "CancelledNotification",
     "CancelledNotificationParams",
@@ -43,15 +44,18 @@ __all__ = [
     "CompleteRequestParams",
     "CompleteRequestParamsArgument",
     "CompleteRequestParamsContext",
+    "CompleteRequestParamsMeta",
     "CompleteResult",
     "CompleteResultCompletion",
     "ContentBlock",
     "CreateMessageRequest",
     "CreateMessageRequestParams",
+    "CreateMessageRequestParamsMeta",
     "CreateMessageResult",
     "Cursor",
     "ElicitRequest",
     "ElicitRequestParams",
+    "ElicitRequestParamsMeta",
     "ElicitRequestParamsRequestedSchema",
     "ElicitResult",
     "EmbeddedResource",
@@ -59,11 +63,13 @@ __all__ = [
     "EnumSchema",
     "GetPromptRequest",
     "GetPromptRequestParams",
+    "GetPromptRequestParamsMeta",
     "GetPromptResult",
     "ImageContent",
     "Implementation",
     "InitializeRequest",
     "InitializeRequestParams",
+    "InitializeRequestParamsMeta",
     "InitializeResult",
     "InitializedNotification",
     "InitializedNotificationParams",
@@ -78,12 +84,15 @@ __all__ = [
     "JSONRPCResponse",
     "ListPromptsRequest",
     "ListPromptsRequestParams",
+    "ListPromptsRequestParamsMeta",
     "ListPromptsResult",
     "ListResourceTemplatesRequest",
     "ListResourceTemplatesRequestParams",
+    "ListResourceTemplatesRequestParamsMeta",
     "ListResourceTemplatesResult",
     "ListResourcesRequest",
     "ListResourcesRequestParams",
+    "ListResourcesRequestParamsMeta",
     "ListResourcesResult",
     "ListRootsRequest",
     "ListRootsRequestParams",
@@ -91,6 +100,7 @@ __all__ = [
     "ListRootsResult",
     "ListToolsRequest",
     "ListToolsRequestParams",
+    "ListToolsRequestParamsMeta",
     "ListToolsResult",
     "LoggingLevel",
     "LoggingMessageNotification",
@@ -118,6 +128,7 @@ __all__ = [
     "PromptReference",
     "ReadResourceRequest",
     "ReadResourceRequestParams",
+    "ReadResourceRequestParamsMeta",
     "ReadResourceResult",
     "Request",
     "RequestId",
@@ -147,9 +158,11 @@ __all__ = [
     "ServerResult",
     "SetLevelRequest",
     "SetLevelRequestParams",
+    "SetLevelRequestParamsMeta",
     "StringSchema",
     "SubscribeRequest",
     "SubscribeRequestParams",
+    "SubscribeRequestParamsMeta",
     "TextContent",
     "TextResourceContents",
     "Tool",
@@ -160,6 +173,7 @@ __all__ = [
     "ToolOutputSchema",
     "UnsubscribeRequest",
     "UnsubscribeRequestParams",
+    "UnsubscribeRequestParamsMeta",
 ]
 
 # Untagged unions: the type checker sees the union, msgspec a marker that mcpbind.dec_hook decodes.
@@ -303,6 +317,13 @@ class CallToolRequest(Struct, kw_only=True, gc=False, tag_field="method", tag="t
 class CallToolRequestParams(Struct, kw_only=True, gc=False):
     arguments: dict[str, Any] | UnsetType = UNSET
     name: str
+    meta: CallToolRequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
+    """See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage."""
+
+
+class _CallToolRequestParamsMetaFields(Struct, kw_only=True, gc=False):
+    progress_token: ProgressToken | UnsetType = field(name="progressToken", default=UNSET)
+    """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
 
 
 class CallToolResult(Struct, kw_only=True, gc=False):
@@ -351,6 +372,8 @@ class CancelledNotificationParams(Struct, kw_only=True, gc=False):
     """The ID of the request to cancel.
 
     This MUST correspond to the ID of a request previously issued in the same direction."""
+    meta: dict[str, Any] | UnsetType = field(name="_meta", default=UNSET)
+    """See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage."""
 
 
 class ClientCapabilities(Struct, kw_only=True, gc=False):
@@ -388,6 +411,8 @@ class CompleteRequestParams(Struct, kw_only=True, gc=False):
     context: CompleteRequestParamsContext | UnsetType = UNSET
     """Additional, optional context for completions"""
     ref: PromptReference | ResourceTemplateReference
+    meta: CompleteRequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
+    """See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage."""
 
 
 class CompleteRequestParamsArgument(Struct, kw_only=True, gc=False):
@@ -404,6 +429,11 @@ class CompleteRequestParamsContext(Struct, kw_only=True, gc=False):
 
     arguments: dict[str, str] | UnsetType = UNSET
     """Previously-resolved variables in a URI template or prompt."""
+
+
+class _CompleteRequestParamsMetaFields(Struct, kw_only=True, gc=False):
+    progress_token: ProgressToken | UnsetType = field(name="progressToken", default=UNSET)
+    """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
 
 
 class CompleteResult(Struct, kw_only=True, gc=False):
@@ -450,6 +480,13 @@ class CreateMessageRequestParams(Struct, kw_only=True, gc=False):
     system_prompt: str | UnsetType = field(name="systemPrompt", default=UNSET)
     """An optional system prompt the server wants to use for sampling. The client MAY modify or omit this prompt."""
     temperature: int | float | UnsetType = UNSET
+    meta: CreateMessageRequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
+    """See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage."""
+
+
+class _CreateMessageRequestParamsMetaFields(Struct, kw_only=True, gc=False):
+    progress_token: ProgressToken | UnsetType = field(name="progressToken", default=UNSET)
+    """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
 
 
 class CreateMessageResult(Struct, kw_only=True, gc=False):
@@ -478,6 +515,13 @@ class ElicitRequestParams(Struct, kw_only=True, gc=False):
     requested_schema: ElicitRequestParamsRequestedSchema = field(name="requestedSchema")
     """A restricted subset of JSON Schema.
     Only top-level properties are allowed, without nesting."""
+    meta: ElicitRequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
+    """See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage."""
+
+
+class _ElicitRequestParamsMetaFields(Struct, kw_only=True, gc=False):
+    progress_token: ProgressToken | UnsetType = field(name="progressToken", default=UNSET)
+    """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
 
 
 class ElicitRequestParamsRequestedSchema(Struct, kw_only=True, gc=False):
@@ -538,6 +582,13 @@ class GetPromptRequestParams(Struct, kw_only=True, gc=False):
     """Arguments to use for templating the prompt."""
     name: str
     """The name of the prompt or prompt template."""
+    meta: GetPromptRequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
+    """See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage."""
+
+
+class _GetPromptRequestParamsMetaFields(Struct, kw_only=True, gc=False):
+    progress_token: ProgressToken | UnsetType = field(name="progressToken", default=UNSET)
+    """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
 
 
 class GetPromptResult(Struct, kw_only=True, gc=False):
@@ -591,6 +642,13 @@ class InitializeRequestParams(Struct, kw_only=True, gc=False):
     client_info: Implementation = field(name="clientInfo")
     protocol_version: str = field(name="protocolVersion")
     """The latest version of the Model Context Protocol that the client supports. The client MAY decide to support older versions as well."""
+    meta: InitializeRequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
+    """See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage."""
+
+
+class _InitializeRequestParamsMetaFields(Struct, kw_only=True, gc=False):
+    progress_token: ProgressToken | UnsetType = field(name="progressToken", default=UNSET)
+    """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
 
 
 class InitializeResult(Struct, kw_only=True, gc=False):
@@ -690,6 +748,13 @@ class ListPromptsRequestParams(Struct, kw_only=True, gc=False):
     cursor: str | UnsetType = UNSET
     """An opaque token representing the current pagination position.
     If provided, the server should return results starting after this cursor."""
+    meta: ListPromptsRequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
+    """See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage."""
+
+
+class _ListPromptsRequestParamsMetaFields(Struct, kw_only=True, gc=False):
+    progress_token: ProgressToken | UnsetType = field(name="progressToken", default=UNSET)
+    """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
 
 
 class ListPromptsResult(Struct, kw_only=True, gc=False):
@@ -716,6 +781,13 @@ class ListResourceTemplatesRequestParams(Struct, kw_only=True, gc=False):
     cursor: str | UnsetType = UNSET
     """An opaque token representing the current pagination position.
     If provided, the server should return results starting after this cursor."""
+    meta: ListResourceTemplatesRequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
+    """See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage."""
+
+
+class _ListResourceTemplatesRequestParamsMetaFields(Struct, kw_only=True, gc=False):
+    progress_token: ProgressToken | UnsetType = field(name="progressToken", default=UNSET)
+    """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
 
 
 class ListResourceTemplatesResult(Struct, kw_only=True, gc=False):
@@ -742,6 +814,13 @@ class ListResourcesRequestParams(Struct, kw_only=True, gc=False):
     cursor: str | UnsetType = UNSET
     """An opaque token representing the current pagination position.
     If provided, the server should return results starting after this cursor."""
+    meta: ListResourcesRequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
+    """See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage."""
+
+
+class _ListResourcesRequestParamsMetaFields(Struct, kw_only=True, gc=False):
+    progress_token: ProgressToken | UnsetType = field(name="progressToken", default=UNSET)
+    """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
 
 
 class ListResourcesResult(Struct, kw_only=True, gc=False):
@@ -799,6 +878,13 @@ class ListToolsRequestParams(Struct, kw_only=True, gc=False):
     cursor: str | UnsetType = UNSET
     """An opaque token representing the current pagination position.
     If provided, the server should return results starting after this cursor."""
+    meta: ListToolsRequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
+    """See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage."""
+
+
+class _ListToolsRequestParamsMetaFields(Struct, kw_only=True, gc=False):
+    progress_token: ProgressToken | UnsetType = field(name="progressToken", default=UNSET)
+    """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
 
 
 class ListToolsResult(Struct, kw_only=True, gc=False):
@@ -828,6 +914,8 @@ class LoggingMessageNotificationParams(Struct, kw_only=True, gc=False):
     """The severity of this log message."""
     logger: str | UnsetType = UNSET
     """An optional name of the logger issuing this message."""
+    meta: dict[str, Any] | UnsetType = field(name="_meta", default=UNSET)
+    """See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage."""
 
 
 class ModelHint(Struct, kw_only=True, gc=False):
@@ -961,6 +1049,8 @@ class ProgressNotificationParams(Struct, kw_only=True, gc=False):
     """The progress token which was given in the initial request, used to associate this notification with the request that is proceeding."""
     total: int | float | UnsetType = UNSET
     """Total number of items to process (or total progress required), if known."""
+    meta: dict[str, Any] | UnsetType = field(name="_meta", default=UNSET)
+    """See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage."""
 
 
 class Prompt(Struct, kw_only=True, gc=False):
@@ -1052,6 +1142,13 @@ class ReadResourceRequest(Struct, kw_only=True, gc=False, tag_field="method", ta
 class ReadResourceRequestParams(Struct, kw_only=True, gc=False):
     uri: str
     """The URI of the resource to read. The URI can use any protocol; it is up to the server how to interpret it."""
+    meta: ReadResourceRequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
+    """See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage."""
+
+
+class _ReadResourceRequestParamsMetaFields(Struct, kw_only=True, gc=False):
+    progress_token: ProgressToken | UnsetType = field(name="progressToken", default=UNSET)
+    """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
 
 
 class ReadResourceResult(Struct, kw_only=True, gc=False):
@@ -1216,6 +1313,8 @@ class ResourceUpdatedNotification(
 class ResourceUpdatedNotificationParams(Struct, kw_only=True, gc=False):
     uri: str
     """The URI of the resource that has been updated. This might be a sub-resource of the one that the client actually subscribed to."""
+    meta: dict[str, Any] | UnsetType = field(name="_meta", default=UNSET)
+    """See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage."""
 
 
 class _ResultFields(Struct, kw_only=True, gc=False):
@@ -1313,6 +1412,13 @@ class SetLevelRequest(Struct, kw_only=True, gc=False, tag_field="method", tag="l
 class SetLevelRequestParams(Struct, kw_only=True, gc=False):
     level: LoggingLevel
     """The level of logging that the client wants to receive from the server. The server should send all logs at this level and higher (i.e., more severe) to the client as notifications/message."""
+    meta: SetLevelRequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
+    """See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage."""
+
+
+class _SetLevelRequestParamsMetaFields(Struct, kw_only=True, gc=False):
+    progress_token: ProgressToken | UnsetType = field(name="progressToken", default=UNSET)
+    """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
 
 
 class StringSchema(Struct, kw_only=True, gc=False):
@@ -1336,6 +1442,13 @@ class SubscribeRequest(
 class SubscribeRequestParams(Struct, kw_only=True, gc=False):
     uri: str
     """The URI of the resource to subscribe to. The URI can use any protocol; it is up to the server how to interpret it."""
+    meta: SubscribeRequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
+    """See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage."""
+
+
+class _SubscribeRequestParamsMetaFields(Struct, kw_only=True, gc=False):
+    progress_token: ProgressToken | UnsetType = field(name="progressToken", default=UNSET)
+    """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
 
 
 class TextContent(Struct, kw_only=True, gc=False, tag_field="type", tag="text"):
@@ -1474,6 +1587,163 @@ class UnsubscribeRequest(
 class UnsubscribeRequestParams(Struct, kw_only=True, gc=False):
     uri: str
     """The URI of the resource to unsubscribe from."""
+    meta: UnsubscribeRequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
+    """See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage."""
+
+
+class _UnsubscribeRequestParamsMetaFields(Struct, kw_only=True, gc=False):
+    progress_token: ProgressToken | UnsetType = field(name="progressToken", default=UNSET)
+    """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
+
+
+class CallToolRequestParamsMeta(OpenObject):
+    """See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage."""
+
+    __slots__ = ()
+    _attributes = {
+        "progress_token": "progressToken",
+    }
+    _fields_type = _CallToolRequestParamsMetaFields
+
+    if TYPE_CHECKING:
+
+        def __init__(
+            self,
+            _extra: Mapping[str, Any] | None = None,
+            /,
+            *,
+            progress_token: ProgressToken | UnsetType = UNSET,
+        ) -> None: ...
+
+    @property
+    def progress_token(self) -> ProgressToken | UnsetType:
+        """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
+        return self.get("progressToken", UNSET)  # type: ignore[no-any-return]
+
+
+class CompleteRequestParamsMeta(OpenObject):
+    """See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage."""
+
+    __slots__ = ()
+    _attributes = {
+        "progress_token": "progressToken",
+    }
+    _fields_type = _CompleteRequestParamsMetaFields
+
+    if TYPE_CHECKING:
+
+        def __init__(
+            self,
+            _extra: Mapping[str, Any] | None = None,
+            /,
+            *,
+            progress_token: ProgressToken | UnsetType = UNSET,
+        ) -> None: ...
+
+    @property
+    def progress_token(self) -> ProgressToken | UnsetType:
+        """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
+        return self.get("progressToken", UNSET)  # type: ignore[no-any-return]
+
+
+class CreateMessageRequestParamsMeta(OpenObject):
+    """See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage."""
+
+    __slots__ = ()
+    _attributes = {
+        "progress_token": "progressToken",
+    }
+    _fields_type = _CreateMessageRequestParamsMetaFields
+
+    if TYPE_CHECKING:
+
+        def __init__(
+            self,
+            _extra: Mapping[str, Any] | None = None,
+            /,
+            *,
+            progress_token: ProgressToken | UnsetType = UNSET,
+        ) -> None: ...
+
+    @property
+    def progress_token(self) -> ProgressToken | UnsetType:
+        """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
+        return self.get("progressToken", UNSET)  # type: ignore[no-any-return]
+
+
+class ElicitRequestParamsMeta(OpenObject):
+    """See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage."""
+
+    __slots__ = ()
+    _attributes = {
+        "progress_token": "progressToken",
+    }
+    _fields_type = _ElicitRequestParamsMetaFields
+
+    if TYPE_CHECKING:
+
+        def __init__(
+            self,
+            _extra: Mapping[str, Any] | None = None,
+            /,
+            *,
+            progress_token: ProgressToken | UnsetType = UNSET,
+        ) -> None: ...
+
+    @property
+    def progress_token(self) -> ProgressToken | UnsetType:
+        """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
+        return self.get("progressToken", UNSET)  # type: ignore[no-any-return]
+
+
+class GetPromptRequestParamsMeta(OpenObject):
+    """See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage."""
+
+    __slots__ = ()
+    _attributes = {
+        "progress_token": "progressToken",
+    }
+    _fields_type = _GetPromptRequestParamsMetaFields
+
+    if TYPE_CHECKING:
+
+        def __init__(
+            self,
+            _extra: Mapping[str, Any] | None = None,
+            /,
+            *,
+            progress_token: ProgressToken | UnsetType = UNSET,
+        ) -> None: ...
+
+    @property
+    def progress_token(self) -> ProgressToken | UnsetType:
+        """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
+        return self.get("progressToken", UNSET)  # type: ignore[no-any-return]
+
+
+class InitializeRequestParamsMeta(OpenObject):
+    """See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage."""
+
+    __slots__ = ()
+    _attributes = {
+        "progress_token": "progressToken",
+    }
+    _fields_type = _InitializeRequestParamsMetaFields
+
+    if TYPE_CHECKING:
+
+        def __init__(
+            self,
+            _extra: Mapping[str, Any] | None = None,
+            /,
+            *,
+            progress_token: ProgressToken | UnsetType = UNSET,
+        ) -> None: ...
+
+    @property
+    def progress_token(self) -> ProgressToken | UnsetType:
+        """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
+        return self.get("progressToken", UNSET)  # type: ignore[no-any-return]
 
 
 class InitializedNotificationParams(OpenObject):
@@ -1570,6 +1840,81 @@ class JSONRPCRequestParamsMeta(OpenObject):
         return self.get("progressToken", UNSET)  # type: ignore[no-any-return]
 
 
+class ListPromptsRequestParamsMeta(OpenObject):
+    """See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage."""
+
+    __slots__ = ()
+    _attributes = {
+        "progress_token": "progressToken",
+    }
+    _fields_type = _ListPromptsRequestParamsMetaFields
+
+    if TYPE_CHECKING:
+
+        def __init__(
+            self,
+            _extra: Mapping[str, Any] | None = None,
+            /,
+            *,
+            progress_token: ProgressToken | UnsetType = UNSET,
+        ) -> None: ...
+
+    @property
+    def progress_token(self) -> ProgressToken | UnsetType:
+        """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
+        return self.get("progressToken", UNSET)  # type: ignore[no-any-return]
+
+
+class ListResourceTemplatesRequestParamsMeta(OpenObject):
+    """See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage."""
+
+    __slots__ = ()
+    _attributes = {
+        "progress_token": "progressToken",
+    }
+    _fields_type = _ListResourceTemplatesRequestParamsMetaFields
+
+    if TYPE_CHECKING:
+
+        def __init__(
+            self,
+            _extra: Mapping[str, Any] | None = None,
+            /,
+            *,
+            progress_token: ProgressToken | UnsetType = UNSET,
+        ) -> None: ...
+
+    @property
+    def progress_token(self) -> ProgressToken | UnsetType:
+        """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
+        return self.get("progressToken", UNSET)  # type: ignore[no-any-return]
+
+
+class ListResourcesRequestParamsMeta(OpenObject):
+    """See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage."""
+
+    __slots__ = ()
+    _attributes = {
+        "progress_token": "progressToken",
+    }
+    _fields_type = _ListResourcesRequestParamsMetaFields
+
+    if TYPE_CHECKING:
+
+        def __init__(
+            self,
+            _extra: Mapping[str, Any] | None = None,
+            /,
+            *,
+            progress_token: ProgressToken | UnsetType = UNSET,
+        ) -> None: ...
+
+    @property
+    def progress_token(self) -> ProgressToken | UnsetType:
+        """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
+        return self.get("progressToken", UNSET)  # type: ignore[no-any-return]
+
+
 class ListRootsRequestParams(OpenObject):
     __slots__ = ()
     _attributes = {
@@ -1601,6 +1946,31 @@ class ListRootsRequestParamsMeta(OpenObject):
         "progress_token": "progressToken",
     }
     _fields_type = _ListRootsRequestParamsMetaFields
+
+    if TYPE_CHECKING:
+
+        def __init__(
+            self,
+            _extra: Mapping[str, Any] | None = None,
+            /,
+            *,
+            progress_token: ProgressToken | UnsetType = UNSET,
+        ) -> None: ...
+
+    @property
+    def progress_token(self) -> ProgressToken | UnsetType:
+        """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
+        return self.get("progressToken", UNSET)  # type: ignore[no-any-return]
+
+
+class ListToolsRequestParamsMeta(OpenObject):
+    """See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage."""
+
+    __slots__ = ()
+    _attributes = {
+        "progress_token": "progressToken",
+    }
+    _fields_type = _ListToolsRequestParamsMetaFields
 
     if TYPE_CHECKING:
 
@@ -1710,6 +2080,31 @@ class PromptListChangedNotificationParams(OpenObject):
     def meta(self) -> dict[str, Any] | UnsetType:
         """See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage."""
         return self.get("_meta", UNSET)  # type: ignore[no-any-return]
+
+
+class ReadResourceRequestParamsMeta(OpenObject):
+    """See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage."""
+
+    __slots__ = ()
+    _attributes = {
+        "progress_token": "progressToken",
+    }
+    _fields_type = _ReadResourceRequestParamsMetaFields
+
+    if TYPE_CHECKING:
+
+        def __init__(
+            self,
+            _extra: Mapping[str, Any] | None = None,
+            /,
+            *,
+            progress_token: ProgressToken | UnsetType = UNSET,
+        ) -> None: ...
+
+    @property
+    def progress_token(self) -> ProgressToken | UnsetType:
+        """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
+        return self.get("progressToken", UNSET)  # type: ignore[no-any-return]
 
 
 class RequestParams(OpenObject):
@@ -1829,6 +2224,56 @@ class RootsListChangedNotificationParams(OpenObject):
         return self.get("_meta", UNSET)  # type: ignore[no-any-return]
 
 
+class SetLevelRequestParamsMeta(OpenObject):
+    """See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage."""
+
+    __slots__ = ()
+    _attributes = {
+        "progress_token": "progressToken",
+    }
+    _fields_type = _SetLevelRequestParamsMetaFields
+
+    if TYPE_CHECKING:
+
+        def __init__(
+            self,
+            _extra: Mapping[str, Any] | None = None,
+            /,
+            *,
+            progress_token: ProgressToken | UnsetType = UNSET,
+        ) -> None: ...
+
+    @property
+    def progress_token(self) -> ProgressToken | UnsetType:
+        """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
+        return self.get("progressToken", UNSET)  # type: ignore[no-any-return]
+
+
+class SubscribeRequestParamsMeta(OpenObject):
+    """See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage."""
+
+    __slots__ = ()
+    _attributes = {
+        "progress_token": "progressToken",
+    }
+    _fields_type = _SubscribeRequestParamsMetaFields
+
+    if TYPE_CHECKING:
+
+        def __init__(
+            self,
+            _extra: Mapping[str, Any] | None = None,
+            /,
+            *,
+            progress_token: ProgressToken | UnsetType = UNSET,
+        ) -> None: ...
+
+    @property
+    def progress_token(self) -> ProgressToken | UnsetType:
+        """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
+        return self.get("progressToken", UNSET)  # type: ignore[no-any-return]
+
+
 class ToolListChangedNotificationParams(OpenObject):
     __slots__ = ()
     _attributes = {
@@ -1850,6 +2295,31 @@ class ToolListChangedNotificationParams(OpenObject):
     def meta(self) -> dict[str, Any] | UnsetType:
         """See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage."""
         return self.get("_meta", UNSET)  # type: ignore[no-any-return]
+
+
+class UnsubscribeRequestParamsMeta(OpenObject):
+    """See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage."""
+
+    __slots__ = ()
+    _attributes = {
+        "progress_token": "progressToken",
+    }
+    _fields_type = _UnsubscribeRequestParamsMetaFields
+
+    if TYPE_CHECKING:
+
+        def __init__(
+            self,
+            _extra: Mapping[str, Any] | None = None,
+            /,
+            *,
+            progress_token: ProgressToken | UnsetType = UNSET,
+        ) -> None: ...
+
+    @property
+    def progress_token(self) -> ProgressToken | UnsetType:
+        """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
+        return self.get("progressToken", UNSET)  # type: ignore[no-any-return]
 
 
 ClientNotification: TypeAlias = (

@@ -35,6 +35,7 @@ __all__ = [
     "CallToolResult",
     "CancelTaskRequest",
     "CancelTaskRequestParams",
+    "CancelTaskRequestParamsMeta",
     "CancelTaskResult",
     "CancelledNotification",
     "CancelledNotificationParams",
@@ -83,9 +84,11 @@ __all__ = [
     "GetPromptResult",
     "GetTaskPayloadRequest",
     "GetTaskPayloadRequestParams",
+    "GetTaskPayloadRequestParamsMeta",
     "GetTaskPayloadResult",
     "GetTaskRequest",
     "GetTaskRequestParams",
+    "GetTaskRequestParamsMeta",
     "GetTaskResult",
     "Icon",
     "Icons",
@@ -464,6 +467,13 @@ class CancelTaskRequest(Struct, kw_only=True, gc=False, tag_field="method", tag=
 class CancelTaskRequestParams(Struct, kw_only=True, gc=False):
     task_id: str = field(name="taskId")
     """The task identifier to cancel."""
+    meta: CancelTaskRequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
+    """See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on `_meta` usage."""
+
+
+class _CancelTaskRequestParamsMetaFields(Struct, kw_only=True, gc=False):
+    progress_token: ProgressToken | UnsetType = field(name="progressToken", default=UNSET)
+    """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
 
 
 class CancelTaskResult(Struct, kw_only=True, gc=False):
@@ -858,6 +868,8 @@ class ElicitationCompleteNotification(
 class ElicitationCompleteNotificationParams(Struct, kw_only=True, gc=False):
     elicitation_id: str = field(name="elicitationId")
     """The ID of the elicitation that completed."""
+    meta: dict[str, Any] | UnsetType = field(name="_meta", default=UNSET)
+    """See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on `_meta` usage."""
 
 
 class EmbeddedResource(Struct, kw_only=True, gc=False, tag_field="type", tag="resource"):
@@ -930,6 +942,13 @@ class GetTaskPayloadRequest(Struct, kw_only=True, gc=False, tag_field="method", 
 class GetTaskPayloadRequestParams(Struct, kw_only=True, gc=False):
     task_id: str = field(name="taskId")
     """The task identifier to retrieve results for."""
+    meta: GetTaskPayloadRequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
+    """See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on `_meta` usage."""
+
+
+class _GetTaskPayloadRequestParamsMetaFields(Struct, kw_only=True, gc=False):
+    progress_token: ProgressToken | UnsetType = field(name="progressToken", default=UNSET)
+    """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
 
 
 class _GetTaskPayloadResultFields(Struct, kw_only=True, gc=False):
@@ -949,6 +968,13 @@ class GetTaskRequest(Struct, kw_only=True, gc=False, tag_field="method", tag="ta
 class GetTaskRequestParams(Struct, kw_only=True, gc=False):
     task_id: str = field(name="taskId")
     """The task identifier to query."""
+    meta: GetTaskRequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
+    """See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on `_meta` usage."""
+
+
+class _GetTaskRequestParamsMetaFields(Struct, kw_only=True, gc=False):
+    progress_token: ProgressToken | UnsetType = field(name="progressToken", default=UNSET)
+    """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
 
 
 class GetTaskResult(Struct, kw_only=True, gc=False):
@@ -2423,6 +2449,31 @@ class CallToolRequestParamsMeta(OpenObject):
         return self.get("progressToken", UNSET)  # type: ignore[no-any-return]
 
 
+class CancelTaskRequestParamsMeta(OpenObject):
+    """See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on `_meta` usage."""
+
+    __slots__ = ()
+    _attributes = {
+        "progress_token": "progressToken",
+    }
+    _fields_type = _CancelTaskRequestParamsMetaFields
+
+    if TYPE_CHECKING:
+
+        def __init__(
+            self,
+            _extra: Mapping[str, Any] | None = None,
+            /,
+            *,
+            progress_token: ProgressToken | UnsetType = UNSET,
+        ) -> None: ...
+
+    @property
+    def progress_token(self) -> ProgressToken | UnsetType:
+        """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
+        return self.get("progressToken", UNSET)  # type: ignore[no-any-return]
+
+
 class CompleteRequestParamsMeta(OpenObject):
     """See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on `_meta` usage."""
 
@@ -2548,6 +2599,31 @@ class GetPromptRequestParamsMeta(OpenObject):
         return self.get("progressToken", UNSET)  # type: ignore[no-any-return]
 
 
+class GetTaskPayloadRequestParamsMeta(OpenObject):
+    """See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on `_meta` usage."""
+
+    __slots__ = ()
+    _attributes = {
+        "progress_token": "progressToken",
+    }
+    _fields_type = _GetTaskPayloadRequestParamsMetaFields
+
+    if TYPE_CHECKING:
+
+        def __init__(
+            self,
+            _extra: Mapping[str, Any] | None = None,
+            /,
+            *,
+            progress_token: ProgressToken | UnsetType = UNSET,
+        ) -> None: ...
+
+    @property
+    def progress_token(self) -> ProgressToken | UnsetType:
+        """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
+        return self.get("progressToken", UNSET)  # type: ignore[no-any-return]
+
+
 class GetTaskPayloadResult(OpenObject):
     """The response to a tasks/result request.
     The structure matches the result type of the original request.
@@ -2573,6 +2649,31 @@ class GetTaskPayloadResult(OpenObject):
     def meta(self) -> dict[str, Any] | UnsetType:
         """See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on `_meta` usage."""
         return self.get("_meta", UNSET)  # type: ignore[no-any-return]
+
+
+class GetTaskRequestParamsMeta(OpenObject):
+    """See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on `_meta` usage."""
+
+    __slots__ = ()
+    _attributes = {
+        "progress_token": "progressToken",
+    }
+    _fields_type = _GetTaskRequestParamsMetaFields
+
+    if TYPE_CHECKING:
+
+        def __init__(
+            self,
+            _extra: Mapping[str, Any] | None = None,
+            /,
+            *,
+            progress_token: ProgressToken | UnsetType = UNSET,
+        ) -> None: ...
+
+    @property
+    def progress_token(self) -> ProgressToken | UnsetType:
+        """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
+        return self.get("progressToken", UNSET)  # type: ignore[no-any-return]
 
 
 class InitializeRequestParamsMeta(OpenObject):
