@@ -22,6 +22,7 @@ from .ir import (
     Field,
     Lit,
     MapT,
+    Method,
     ObjectDef,
     Prim,
     RefT,
@@ -69,9 +70,11 @@ def docstring(text: str | None) -> str | None:
 
 
 def literal(value: Any) -> str:
-    """A Python literal for a JSON constant."""
+    """A Python literal for a JSON constant (or a tuple of them)."""
     if value is None or isinstance(value, (bool, int, str)):
         return repr(value)
+    if isinstance(value, tuple):
+        return "(" + "".join(f"{literal(v)}, " for v in value) + ")"
     raise EmitError(f"unsupported constant {value!r}")
 
 
@@ -160,7 +163,7 @@ class MethodView:
     result: str
     capability: str
     capability_side: str
-    conditions: list[str]
+    gates: list[str]
 
 
 @dataclass
@@ -179,6 +182,7 @@ class ModuleView:
     bound: list[str] = field(default_factory=list)  # the names they are bound to in types.py
     methods: list[MethodView] = field(default_factory=list)
     method_imports: list[str] = field(default_factory=list)
+    facts: Any = None  # codegen.facts.FactsView
 
 
 class _Renderer:
@@ -419,6 +423,9 @@ def module_view(rev: Revision) -> ModuleView:
     view.exports = [(n, r.py[n]) for n in view.public if r.py[n] != n]
     view.bound = sorted(r.py[n] for n in view.public)
     _add_methods(view, r)
+    from .facts import facts_view
+
+    view.facts = facts_view(rev, r.py, r.type) if rev.methods else None  # a protocol has methods
     return view
 
 
@@ -470,10 +477,7 @@ def _add_methods(view: ModuleView, r: _Renderer) -> None:
                 result=r.type(m.result) if m.result is not None else "None",
                 capability=literal(m.capability),
                 capability_side=literal(m.capability_side),
-                conditions=[
-                    f"({literal(c.when)}, {literal(c.equals)}, {literal(c.side)}, {literal(c.path)})"
-                    for c in m.conditions
-                ],
+                gates=_gates(m),
             )
         )
     known = set(r.py.values()) | set(r.markers.values())
@@ -481,6 +485,19 @@ def _add_methods(view: ModuleView, r: _Renderer) -> None:
     for x in view.methods:
         used |= set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", f"{x.message} {x.params} {x.result}"))
     view.method_imports = sorted(used & known)
+
+
+def _gates(m: Method) -> list[str]:
+    """``Gate(...)`` records of a method: its capability, then the conditional ones."""
+    out = []
+    if m.capability and m.capability_side:
+        out.append(f"Gate(side={literal(m.capability_side)}, path={literal(m.capability)})")
+    for c in m.conditions:
+        when = tuple(c.when.split("."))
+        out.append(
+            f"Gate(side={literal(c.side)}, path={literal(c.path)}, when={literal(when)}, equals={literal(c.equals)})"
+        )
+    return out
 
 
 def _union_at(rev: Revision, site: str) -> UnionT:
@@ -548,4 +565,4 @@ def revision_files(rev: Revision) -> dict[str, str]:
         "__init__.py": render("package.py.j2", m=view),
         "types.py": render("types.py.j2", m=view),
         "methods.py": render("methods.py.j2", m=view),
-    }
+    } | ({"facts.py": render("facts.py.j2", m=view)} if view.facts is not None else {})

@@ -19,6 +19,17 @@ import msgspec
 T = TypeVar("T")
 
 
+class Gate(msgspec.Struct, frozen=True, kw_only=True):
+    """A capability a method needs: ``side``'s capabilities must advertise ``path`` (a dotted
+    path) before the other side may send it; with ``when`` (wire keys into the params) only when
+    that value is present, or, with ``equals``, has that value."""
+
+    side: str  # "client", "server", or "receiver" (whichever side receives the message)
+    path: str
+    when: tuple[str, ...] = ()
+    equals: Any = None
+
+
 class MethodSpec(msgspec.Struct, frozen=True, kw_only=True):
     """One JSON-RPC method of a revision, as the generated ``METHODS`` tables list it."""
 
@@ -31,9 +42,77 @@ class MethodSpec(msgspec.Struct, frozen=True, kw_only=True):
     result: Any  # the result type of a request; None for a notification
     capability: str | None  # dotted capability path that must have been advertised
     capability_side: str | None  # whose: "client", "server" or "receiver" (the side receiving it)
-    # Capabilities needed only when the params say so: (dotted params path, required value or
-    # None for "present", whose capabilities, dotted capability path).
-    conditions: tuple[tuple[str, Any, str, str], ...] = ()
+    gates: tuple[Gate, ...] = ()  # every capability it needs, ``capability`` first, as records
+
+
+class Wire(msgspec.Struct, frozen=True, kw_only=True):
+    """How one method travels: the generated Structs the codec decodes and encodes it as."""
+
+    wire: Any  # the whole message, tagged on ``method`` (the message class itself when it has id)
+    response: Any  # a result response to it, closed (None for a notification)
+    result: Any  # the method's own result class (None for a notification)
+
+
+class RequestMeta(msgspec.Struct, frozen=True, kw_only=True):
+    """The per-request ``_meta`` envelope of revisions without the initialize handshake."""
+
+    type: Any  # its generated class
+    version_key: str
+    capabilities_key: str
+    info_key: str
+    unsupported_version_code: int
+    missing_capability_code: int
+
+
+class ResultKinds(msgspec.Struct, frozen=True, kw_only=True):
+    """The discriminator of results: ``own`` (or no key) is the method's own result; each value
+    of ``responses`` selects that response envelope; any other value is an extension's result."""
+
+    key: str
+    own: str
+    responses: Mapping[str, Any]
+    classes: Mapping[str, Any]
+
+
+class TaskResults(msgspec.Struct, frozen=True, kw_only=True):
+    """Results that depend on the params (task-augmented requests)."""
+
+    when: str  # params attribute that makes a request task-augmented
+    result: Any  # the result answering such a request
+    response: Any  # its response envelope
+    task_id: tuple[str, ...]  # attribute path to the task id in its result
+    payload_method: str  # answers with the result of the request that created the task
+    payload_task_id: str  # attribute holding the task id in that method's params
+
+
+class RoundTrip(msgspec.Struct, frozen=True, kw_only=True):
+    """Multi-round-trip requests: the result asking for input and the fields a retry carries."""
+
+    result: Any
+    input_requests: str
+    input_responses: str
+    request_state: str
+
+
+class Facts(msgspec.Struct, frozen=True, kw_only=True):
+    """Everything the runtime needs to know about one revision, emitted by the generator."""
+
+    revision: str
+    versions: tuple[str, ...]  # protocol version strings its messages carry; the first is sent
+    handshake: str  # "initialize", or "discover" (with the per-request ``request_meta``)
+    lifecycle: Mapping[str, str]  # role (initialize, ping, cancelled, ...) -> method
+    batches: bool  # JSON-RPC batches are part of the revision
+    enveloped: bool  # request and notification classes carry ``jsonrpc`` (and ``id``) themselves
+    error_id_optional: bool  # an error response may leave out ``id``
+    result: Any  # the generic result (an open object): unknown methods, extension results
+    result_response: Any  # its closed response envelope
+    client_capabilities: Any
+    server_capabilities: Any
+    wires: Mapping[str, Wire]
+    request_meta: RequestMeta | None = None
+    result_kinds: ResultKinds | None = None
+    tasks: TaskResults | None = None
+    round_trip: RoundTrip | None = None
 
 
 class Member(NamedTuple):
@@ -212,6 +291,14 @@ def dec_hook(tp: Any, obj: Any) -> Any:
 
 
 _HOOKS: dict[Any, Callable[[Any], Any]] = {}
+
+
+def prepare(module: Any) -> None:
+    """Build, once, everything msgspec and the hook would otherwise build on first use for the
+    types of a generated revision package (callers hold a lock: see the codec)."""
+    for value in vars(module).values():
+        if isinstance(value, type) and issubclass(value, (Untagged, OpenObject)) and value not in _HOOKS:
+            _HOOKS[value] = _compile(value)
 
 
 def _compile(tp: Any) -> Callable[[Any], Any]:

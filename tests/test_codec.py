@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
+import msgspec
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -235,7 +236,8 @@ def test_the_fast_paths_agree_with_the_general_path(case: tuple[str, str, bytes]
     fast, general = Codec(rev, "client"), Codec(rev, "client")
     fast.expect(1, method)
     general.expect(1, method)
-    assert outcome(fast.decode) == outcome(lambda b: general._slow(b, batch_allowed=True))
+    general._fast_response = lambda data: None  # type: ignore[method-assign]
+    assert outcome(fast.decode) == outcome(general.decode)
     assert fast.pending == general.pending
 
 
@@ -244,46 +246,56 @@ def test_fast_path_is_one_decode(monkeypatch: pytest.MonkeyPatch) -> None:
     general path (raw envelope, then the body) is not reached."""
     c = Codec("2025-11-25", "server")
     reached: list[bytes] = []
-    monkeypatch.setattr(c, "_slow", lambda data, batch_allowed: reached.append(data))
+    monkeypatch.setattr(c, "_classify", lambda data, batch: reached.append(data))
     assert type(c.decode(call("x", arguments={"a": 1}))) is c.module.CallToolRequest
     client = Codec("2025-11-25", "client")
-    monkeypatch.setattr(client, "_slow", lambda data, batch_allowed: reached.append(data))
+    monkeypatch.setattr(client, "_classify", lambda data, batch: reached.append(data))
     client.expect(7, "tools/call")
     got = client.decode(raw({"jsonrpc": "2.0", "id": 7, "result": {"content": []}}))
     assert type(got) is Response and type(got.result) is client.module.CallToolResult
     assert reached == []
 
 
-RESULT_UNION_CASES = [
-    {"resultType": "complete", "content": [{"type": "text", "text": "x"}]},
-    {"resultType": "input_required", "requestState": "s"},
-    {"resultType": "input_required", "inputRequests": {}},
-    {"resultType": "complete"},  # not X (no content): the union decides, InputRequiredResult
-    # Keys of both members: the union's rule (most known keys) decides, the same either way.
-    {"resultType": "complete", "content": [], "requestState": "s"},
-    {"resultType": "complete", "content": [], "requestState": "s", "inputRequests": {}},
-    {"resultType": "complete", "content": [{"type": "text", "text": "requestState"}]},
-    {"resultType": "complete", "content": [{"type": "text", "text": "x" * 5000}]},  # past the size cap
+RESULT_KIND_CASES = [
+    # resultType "complete" or absent: the method's own result, or -32602 with the path
+    ({"resultType": "complete", "content": [{"type": "text", "text": "x"}]}, "CallToolResult"),
+    ({"content": [{"type": "text", "text": "x"}]}, "CallToolResult"),  # absent: complete
+    ({"resultType": "complete", "content": [], "requestState": "s", "inputRequests": {}}, "CallToolResult"),
+    ({"resultType": "complete", "content": [{"type": "text", "text": "x" * 5000}]}, "CallToolResult"),
+    ({"resultType": "complete", "content": [], "isError": "yes"}, -32602),
+    ({"resultType": "complete"}, -32602),
+    # "input_required": InputRequiredResult, whatever else is there
+    ({"resultType": "input_required", "requestState": "s"}, "InputRequiredResult"),
+    ({"resultType": "input_required", "inputRequests": {}}, "InputRequiredResult"),
+    ({"resultType": "input_required", "content": [], "requestState": "s"}, "InputRequiredResult"),
+    # any other value: an extension's result, every key kept, never the method's own class
+    ({"resultType": "task", "task": {"taskId": "t"}, "content": []}, "Result"),
 ]
 
 
-@pytest.mark.parametrize("result", RESULT_UNION_CASES)
+@pytest.mark.parametrize(("result", "expected"), RESULT_KIND_CASES)
 @pytest.mark.parametrize("escape", [False, True])
-def test_result_union_decoded_directly_agrees_with_the_union(result: dict[str, object], escape: bool) -> None:
-    """2026-07-28 results are ``InputRequiredResult | X``: the codec decodes X straight from the
-    bytes when no key only the other member knows is there; the answer must be the union's."""
-    from mcpbind.v2026_07_28.methods import METHODS
-
-    union = METHODS["tools/call"].result
+def test_results_are_told_apart_by_their_result_type(result: dict[str, object], expected: object, escape: bool) -> None:
+    """2026-07-28 results carry ``resultType`` (FACTS.result_kinds): it alone picks the class."""
     body = raw(result)
     if escape:  # a key spelled with an escape is the same key for JSON
-        body = body.replace(b'"requestState"', b'"request\\u0053tate"')
-        body = body.replace(b'"inputRequests"', b'"input\\u0052equests"')
-    expected = mcpbind.decode(body, union)
+        body = body.replace(b'"resultType"', b'"result\\u0054ype"')
     c = Codec("2026-07-28", "client")
     c.expect(1, "tools/call")
-    got = c.decode(b'{"jsonrpc": "2.0", "id": 1, "result": ' + body + b"}")
-    assert type(got) is Response and type(got.result) is type(expected) and got.result == expected
+    message = b'{"jsonrpc": "2.0", "id": 1, "result": ' + body + b"}"
+    if isinstance(expected, int):
+        with pytest.raises(ProtocolError) as info:
+            c.decode(message)
+        assert info.value.code == expected and "$.result" in info.value.message and "2026-07-28" in info.value.message
+        return
+    got = c.decode(message)
+    assert type(got) is Response and type(got.result).__name__ == expected
+    back = msgspec.json.decode(Codec("2026-07-28", "server").encode(got))["result"]
+    # Re-encoded: the same JSON, an absent resultType written out; keys the class does not
+    # declare (requestState on a complete result) are accepted and not kept.
+    expected_back = {"resultType": "complete", **result}
+    assert back.items() <= expected_back.items()
+    assert set(expected_back) - set(back) <= {"requestState", "inputRequests", "content"} - set(back)
 
 
 @pytest.mark.parametrize("data", [123, None, ["{}"], {"jsonrpc": "2.0"}])

@@ -123,7 +123,7 @@ class Session:
 
     def params(self, params: dict[str, Any] | None = None) -> dict[str, Any] | None:
         """Request params; 2026-07-28 and later carry the revision and capabilities in _meta."""
-        if self.codec._rev.per_request_meta:
+        if self.codec.facts.request_meta is not None:
             out = dict(params or {})
             out["_meta"] = self.codec.meta(self.client_capabilities(), **{
                 "io.modelcontextprotocol/clientInfo": {"name": "mcpbind-interop", "version": "0"}
@@ -210,7 +210,7 @@ class Session:
         caps: dict[str, Any] = {"roots": {"listChanged": True}, "sampling": {}}
         if "elicitation/create" in self.M.METHODS:
             caps["elicitation"] = {}
-        if self.codec._rev.per_request_meta:
+        if self.codec.facts.request_meta is not None:
             caps = {}
         return caps
 

@@ -3,6 +3,7 @@
 
 from typing import Any
 
+from .facts import FACTS as FACTS
 from .methods import METHODS as METHODS
 from .types import *  # noqa: F403
 from .types import REVISION as REVISION
@@ -12,6 +13,7 @@ from .types import (
 )
 
 __all__ = [
+    "FACTS",
     "METHODS",
     "REVISION",
     "SHA256",

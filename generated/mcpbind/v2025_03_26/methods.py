@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from mcpbind._support import MethodSpec
+from mcpbind._support import Gate, MethodSpec
 
 from .types import (
     CallToolRequest,
@@ -82,6 +82,7 @@ METHODS: Mapping[str, MethodSpec] = {
         result=CompleteResult,
         capability="completions",
         capability_side="server",
+        gates=(Gate(side="server", path="completions"),),
     ),
     "initialize": MethodSpec(
         method="initialize",
@@ -104,6 +105,7 @@ METHODS: Mapping[str, MethodSpec] = {
         result=EmptyResult,
         capability="logging",
         capability_side="server",
+        gates=(Gate(side="server", path="logging"),),
     ),
     "notifications/cancelled": MethodSpec(
         method="notifications/cancelled",
@@ -225,6 +227,7 @@ METHODS: Mapping[str, MethodSpec] = {
         result=GetPromptResult,
         capability="prompts",
         capability_side="server",
+        gates=(Gate(side="server", path="prompts"),),
     ),
     "prompts/list": MethodSpec(
         method="prompts/list",
@@ -236,6 +239,7 @@ METHODS: Mapping[str, MethodSpec] = {
         result=ListPromptsResult,
         capability="prompts",
         capability_side="server",
+        gates=(Gate(side="server", path="prompts"),),
     ),
     "resources/list": MethodSpec(
         method="resources/list",
@@ -247,6 +251,7 @@ METHODS: Mapping[str, MethodSpec] = {
         result=ListResourcesResult,
         capability="resources",
         capability_side="server",
+        gates=(Gate(side="server", path="resources"),),
     ),
     "resources/read": MethodSpec(
         method="resources/read",
@@ -258,6 +263,7 @@ METHODS: Mapping[str, MethodSpec] = {
         result=ReadResourceResult,
         capability="resources",
         capability_side="server",
+        gates=(Gate(side="server", path="resources"),),
     ),
     "resources/subscribe": MethodSpec(
         method="resources/subscribe",
@@ -269,6 +275,7 @@ METHODS: Mapping[str, MethodSpec] = {
         result=EmptyResult,
         capability="resources.subscribe",
         capability_side="server",
+        gates=(Gate(side="server", path="resources.subscribe"),),
     ),
     "resources/templates/list": MethodSpec(
         method="resources/templates/list",
@@ -280,6 +287,7 @@ METHODS: Mapping[str, MethodSpec] = {
         result=ListResourceTemplatesResult,
         capability="resources",
         capability_side="server",
+        gates=(Gate(side="server", path="resources"),),
     ),
     "resources/unsubscribe": MethodSpec(
         method="resources/unsubscribe",
@@ -291,6 +299,7 @@ METHODS: Mapping[str, MethodSpec] = {
         result=EmptyResult,
         capability="resources.subscribe",
         capability_side="server",
+        gates=(Gate(side="server", path="resources.subscribe"),),
     ),
     "roots/list": MethodSpec(
         method="roots/list",
@@ -302,6 +311,7 @@ METHODS: Mapping[str, MethodSpec] = {
         result=ListRootsResult,
         capability="roots",
         capability_side="client",
+        gates=(Gate(side="client", path="roots"),),
     ),
     "sampling/createMessage": MethodSpec(
         method="sampling/createMessage",
@@ -313,6 +323,7 @@ METHODS: Mapping[str, MethodSpec] = {
         result=CreateMessageResult,
         capability="sampling",
         capability_side="client",
+        gates=(Gate(side="client", path="sampling"),),
     ),
     "tools/call": MethodSpec(
         method="tools/call",
@@ -324,6 +335,7 @@ METHODS: Mapping[str, MethodSpec] = {
         result=CallToolResult,
         capability="tools",
         capability_side="server",
+        gates=(Gate(side="server", path="tools"),),
     ),
     "tools/list": MethodSpec(
         method="tools/list",
@@ -335,5 +347,6 @@ METHODS: Mapping[str, MethodSpec] = {
         result=ListToolsResult,
         capability="tools",
         capability_side="server",
+        gates=(Gate(side="server", path="tools"),),
     ),
 }

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from mcpbind._support import MethodSpec
+from mcpbind._support import Gate, MethodSpec
 
 from .types import (
     CallToolRequest,
@@ -85,6 +85,7 @@ METHODS: Mapping[str, MethodSpec] = {
         result=CompleteResult,
         capability="completions",
         capability_side="server",
+        gates=(Gate(side="server", path="completions"),),
     ),
     "elicitation/create": MethodSpec(
         method="elicitation/create",
@@ -96,6 +97,7 @@ METHODS: Mapping[str, MethodSpec] = {
         result=ElicitResult,
         capability="elicitation",
         capability_side="client",
+        gates=(Gate(side="client", path="elicitation"),),
     ),
     "initialize": MethodSpec(
         method="initialize",
@@ -118,6 +120,7 @@ METHODS: Mapping[str, MethodSpec] = {
         result=EmptyResult,
         capability="logging",
         capability_side="server",
+        gates=(Gate(side="server", path="logging"),),
     ),
     "notifications/cancelled": MethodSpec(
         method="notifications/cancelled",
@@ -239,6 +242,7 @@ METHODS: Mapping[str, MethodSpec] = {
         result=GetPromptResult,
         capability="prompts",
         capability_side="server",
+        gates=(Gate(side="server", path="prompts"),),
     ),
     "prompts/list": MethodSpec(
         method="prompts/list",
@@ -250,6 +254,7 @@ METHODS: Mapping[str, MethodSpec] = {
         result=ListPromptsResult,
         capability="prompts",
         capability_side="server",
+        gates=(Gate(side="server", path="prompts"),),
     ),
     "resources/list": MethodSpec(
         method="resources/list",
@@ -261,6 +266,7 @@ METHODS: Mapping[str, MethodSpec] = {
         result=ListResourcesResult,
         capability="resources",
         capability_side="server",
+        gates=(Gate(side="server", path="resources"),),
     ),
     "resources/read": MethodSpec(
         method="resources/read",
@@ -272,6 +278,7 @@ METHODS: Mapping[str, MethodSpec] = {
         result=ReadResourceResult,
         capability="resources",
         capability_side="server",
+        gates=(Gate(side="server", path="resources"),),
     ),
     "resources/subscribe": MethodSpec(
         method="resources/subscribe",
@@ -283,6 +290,7 @@ METHODS: Mapping[str, MethodSpec] = {
         result=EmptyResult,
         capability="resources.subscribe",
         capability_side="server",
+        gates=(Gate(side="server", path="resources.subscribe"),),
     ),
     "resources/templates/list": MethodSpec(
         method="resources/templates/list",
@@ -294,6 +302,7 @@ METHODS: Mapping[str, MethodSpec] = {
         result=ListResourceTemplatesResult,
         capability="resources",
         capability_side="server",
+        gates=(Gate(side="server", path="resources"),),
     ),
     "resources/unsubscribe": MethodSpec(
         method="resources/unsubscribe",
@@ -305,6 +314,7 @@ METHODS: Mapping[str, MethodSpec] = {
         result=EmptyResult,
         capability="resources.subscribe",
         capability_side="server",
+        gates=(Gate(side="server", path="resources.subscribe"),),
     ),
     "roots/list": MethodSpec(
         method="roots/list",
@@ -316,6 +326,7 @@ METHODS: Mapping[str, MethodSpec] = {
         result=ListRootsResult,
         capability="roots",
         capability_side="client",
+        gates=(Gate(side="client", path="roots"),),
     ),
     "sampling/createMessage": MethodSpec(
         method="sampling/createMessage",
@@ -327,6 +338,7 @@ METHODS: Mapping[str, MethodSpec] = {
         result=CreateMessageResult,
         capability="sampling",
         capability_side="client",
+        gates=(Gate(side="client", path="sampling"),),
     ),
     "tools/call": MethodSpec(
         method="tools/call",
@@ -338,6 +350,7 @@ METHODS: Mapping[str, MethodSpec] = {
         result=CallToolResult,
         capability="tools",
         capability_side="server",
+        gates=(Gate(side="server", path="tools"),),
     ),
     "tools/list": MethodSpec(
         method="tools/list",
@@ -349,5 +362,6 @@ METHODS: Mapping[str, MethodSpec] = {
         result=ListToolsResult,
         capability="tools",
         capability_side="server",
+        gates=(Gate(side="server", path="tools"),),
     ),
 }

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from mcpbind._support import MethodSpec
+from mcpbind._support import Gate, MethodSpec
 
 from .types import (
     CallToolRequest,
@@ -92,6 +92,7 @@ METHODS: Mapping[str, MethodSpec] = {
         result=CompleteResult,
         capability="completions",
         capability_side="server",
+        gates=(Gate(side="server", path="completions"),),
     ),
     "elicitation/create": MethodSpec(
         method="elicitation/create",
@@ -103,9 +104,12 @@ METHODS: Mapping[str, MethodSpec] = {
         result=ElicitResult,
         capability="elicitation",
         capability_side="client",
-        conditions=(
-            ("mode", "url", "client", "elicitation.url"),
-            ("task", None, "client", "tasks.requests.elicitation.create"),
+        gates=(
+            Gate(side="client", path="elicitation"),
+            Gate(side="client", path="elicitation.url", when=("mode",), equals="url"),
+            Gate(
+                side="client", path="tasks.requests.elicitation.create", when=("task",), equals=None
+            ),
         ),
     ),
     "initialize": MethodSpec(
@@ -129,6 +133,7 @@ METHODS: Mapping[str, MethodSpec] = {
         result=EmptyResult,
         capability="logging",
         capability_side="server",
+        gates=(Gate(side="server", path="logging"),),
     ),
     "notifications/cancelled": MethodSpec(
         method="notifications/cancelled",
@@ -272,6 +277,7 @@ METHODS: Mapping[str, MethodSpec] = {
         result=GetPromptResult,
         capability="prompts",
         capability_side="server",
+        gates=(Gate(side="server", path="prompts"),),
     ),
     "prompts/list": MethodSpec(
         method="prompts/list",
@@ -283,6 +289,7 @@ METHODS: Mapping[str, MethodSpec] = {
         result=ListPromptsResult,
         capability="prompts",
         capability_side="server",
+        gates=(Gate(side="server", path="prompts"),),
     ),
     "resources/list": MethodSpec(
         method="resources/list",
@@ -294,6 +301,7 @@ METHODS: Mapping[str, MethodSpec] = {
         result=ListResourcesResult,
         capability="resources",
         capability_side="server",
+        gates=(Gate(side="server", path="resources"),),
     ),
     "resources/read": MethodSpec(
         method="resources/read",
@@ -305,6 +313,7 @@ METHODS: Mapping[str, MethodSpec] = {
         result=ReadResourceResult,
         capability="resources",
         capability_side="server",
+        gates=(Gate(side="server", path="resources"),),
     ),
     "resources/subscribe": MethodSpec(
         method="resources/subscribe",
@@ -316,6 +325,7 @@ METHODS: Mapping[str, MethodSpec] = {
         result=EmptyResult,
         capability="resources.subscribe",
         capability_side="server",
+        gates=(Gate(side="server", path="resources.subscribe"),),
     ),
     "resources/templates/list": MethodSpec(
         method="resources/templates/list",
@@ -327,6 +337,7 @@ METHODS: Mapping[str, MethodSpec] = {
         result=ListResourceTemplatesResult,
         capability="resources",
         capability_side="server",
+        gates=(Gate(side="server", path="resources"),),
     ),
     "resources/unsubscribe": MethodSpec(
         method="resources/unsubscribe",
@@ -338,6 +349,7 @@ METHODS: Mapping[str, MethodSpec] = {
         result=EmptyResult,
         capability="resources.subscribe",
         capability_side="server",
+        gates=(Gate(side="server", path="resources.subscribe"),),
     ),
     "roots/list": MethodSpec(
         method="roots/list",
@@ -349,6 +361,7 @@ METHODS: Mapping[str, MethodSpec] = {
         result=ListRootsResult,
         capability="roots",
         capability_side="client",
+        gates=(Gate(side="client", path="roots"),),
     ),
     "sampling/createMessage": MethodSpec(
         method="sampling/createMessage",
@@ -360,11 +373,27 @@ METHODS: Mapping[str, MethodSpec] = {
         result=CreateMessageResult,
         capability="sampling",
         capability_side="client",
-        conditions=(
-            ("tools", None, "client", "sampling.tools"),
-            ("includeContext", "thisServer", "client", "sampling.context"),
-            ("includeContext", "allServers", "client", "sampling.context"),
-            ("task", None, "client", "tasks.requests.sampling.createMessage"),
+        gates=(
+            Gate(side="client", path="sampling"),
+            Gate(side="client", path="sampling.tools", when=("tools",), equals=None),
+            Gate(
+                side="client",
+                path="sampling.context",
+                when=("includeContext",),
+                equals="thisServer",
+            ),
+            Gate(
+                side="client",
+                path="sampling.context",
+                when=("includeContext",),
+                equals="allServers",
+            ),
+            Gate(
+                side="client",
+                path="tasks.requests.sampling.createMessage",
+                when=("task",),
+                equals=None,
+            ),
         ),
     ),
     "tasks/cancel": MethodSpec(
@@ -377,6 +406,7 @@ METHODS: Mapping[str, MethodSpec] = {
         result=CancelTaskResult,
         capability="tasks.cancel",
         capability_side="receiver",
+        gates=(Gate(side="receiver", path="tasks.cancel"),),
     ),
     "tasks/get": MethodSpec(
         method="tasks/get",
@@ -388,6 +418,7 @@ METHODS: Mapping[str, MethodSpec] = {
         result=GetTaskResult,
         capability="tasks",
         capability_side="receiver",
+        gates=(Gate(side="receiver", path="tasks"),),
     ),
     "tasks/list": MethodSpec(
         method="tasks/list",
@@ -399,6 +430,7 @@ METHODS: Mapping[str, MethodSpec] = {
         result=ListTasksResult,
         capability="tasks.list",
         capability_side="receiver",
+        gates=(Gate(side="receiver", path="tasks.list"),),
     ),
     "tasks/result": MethodSpec(
         method="tasks/result",
@@ -410,6 +442,7 @@ METHODS: Mapping[str, MethodSpec] = {
         result=GetTaskPayloadResult,
         capability="tasks",
         capability_side="receiver",
+        gates=(Gate(side="receiver", path="tasks"),),
     ),
     "tools/call": MethodSpec(
         method="tools/call",
@@ -421,7 +454,10 @@ METHODS: Mapping[str, MethodSpec] = {
         result=CallToolResult,
         capability="tools",
         capability_side="server",
-        conditions=(("task", None, "server", "tasks.requests.tools.call"),),
+        gates=(
+            Gate(side="server", path="tools"),
+            Gate(side="server", path="tasks.requests.tools.call", when=("task",), equals=None),
+        ),
     ),
     "tools/list": MethodSpec(
         method="tools/list",
@@ -433,5 +469,6 @@ METHODS: Mapping[str, MethodSpec] = {
         result=ListToolsResult,
         capability="tools",
         capability_side="server",
+        gates=(Gate(side="server", path="tools"),),
     ),
 }

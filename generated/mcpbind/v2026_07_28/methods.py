@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from mcpbind._support import MethodSpec
+from mcpbind._support import Gate, MethodSpec
 
 from .types import (
     CallToolRequest,
@@ -63,6 +63,7 @@ METHODS: Mapping[str, MethodSpec] = {
         result=CompleteResult,
         capability="completions",
         capability_side="server",
+        gates=(Gate(side="server", path="completions"),),
     ),
     "notifications/cancelled": MethodSpec(
         method="notifications/cancelled",
@@ -162,6 +163,7 @@ METHODS: Mapping[str, MethodSpec] = {
         result=_GetPromptResultResponseResult,
         capability="prompts",
         capability_side="server",
+        gates=(Gate(side="server", path="prompts"),),
     ),
     "prompts/list": MethodSpec(
         method="prompts/list",
@@ -173,6 +175,7 @@ METHODS: Mapping[str, MethodSpec] = {
         result=ListPromptsResult,
         capability="prompts",
         capability_side="server",
+        gates=(Gate(side="server", path="prompts"),),
     ),
     "resources/list": MethodSpec(
         method="resources/list",
@@ -184,6 +187,7 @@ METHODS: Mapping[str, MethodSpec] = {
         result=ListResourcesResult,
         capability="resources",
         capability_side="server",
+        gates=(Gate(side="server", path="resources"),),
     ),
     "resources/read": MethodSpec(
         method="resources/read",
@@ -195,6 +199,7 @@ METHODS: Mapping[str, MethodSpec] = {
         result=_ReadResourceResultResponseResult,
         capability="resources",
         capability_side="server",
+        gates=(Gate(side="server", path="resources"),),
     ),
     "resources/templates/list": MethodSpec(
         method="resources/templates/list",
@@ -206,6 +211,7 @@ METHODS: Mapping[str, MethodSpec] = {
         result=ListResourceTemplatesResult,
         capability="resources",
         capability_side="server",
+        gates=(Gate(side="server", path="resources"),),
     ),
     "server/discover": MethodSpec(
         method="server/discover",
@@ -239,6 +245,7 @@ METHODS: Mapping[str, MethodSpec] = {
         result=_CallToolResultResponseResult,
         capability="tools",
         capability_side="server",
+        gates=(Gate(side="server", path="tools"),),
     ),
     "tools/list": MethodSpec(
         method="tools/list",
@@ -250,5 +257,6 @@ METHODS: Mapping[str, MethodSpec] = {
         result=ListToolsResult,
         capability="tools",
         capability_side="server",
+        gates=(Gate(side="server", path="tools"),),
     ),
 }

@@ -1,0 +1,202 @@
+"""Stage 4, emit (facts): the record of what the runtime must know about one revision.
+
+Everything that differs between revisions in kind, not only in fields, is worked out here
+from the IR and the overlay and emitted as data (``generated/mcpbind/<package>/facts.py``):
+the handshake and version strings, the JSON-RPC envelopes of every method as generated
+Structs, where results are told apart, params-dependent results, the per-request ``_meta``
+envelope and the lifecycle methods. The runtime reads only that.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .ir import Lit, Method, ObjectDef, RefT, Revision, UnionT
+from .overlay import OverlayError, overlay
+
+
+@dataclass
+class WireView:
+    method: str  # literal
+    name: str  # the wire Struct's class name, or the message class when it has the envelope
+    fields: list[tuple[str, str, str | None]] = field(default_factory=list)  # (py, annotation, default)
+    response: str | None = None  # class name of the response envelope
+    result: str | None = None  # the method's own result, as an annotation
+
+
+@dataclass
+class ResponseView:
+    name: str
+    result: str  # annotation
+
+
+@dataclass
+class FactsView:
+    wires: list[WireView]
+    responses: list[ResponseView]
+    record: list[tuple[str, str]]  # (field, Python expression) of the Facts record
+
+
+def facts_view(rev: Revision, py: dict[str, str], annotate: object) -> FactsView:
+    """The facts of ``rev``; ``py`` maps definitions to their class names and ``annotate`` gives
+    the annotation of an IR type expression (the renderer's)."""
+    from .emit import literal
+
+    ann = annotate  # type: ignore[assignment]
+    ov = overlay(rev.revision)
+    kinds = [k for k in ov.result_kinds if k.definition is not None]
+    selected = {py[k.definition] for k in kinds if k.definition in py}
+    enveloped = all("jsonrpc" in {f.wire for f in _object(rev, m.message).fields} for m in rev.methods.values())
+    wires: list[WireView] = []
+    responses: list[ResponseView] = []
+    for m in rev.methods.values():
+        message = py[m.message]
+        w = WireView(method=literal(m.method), name=message)
+        if not enveloped:
+            w.name = f"_{message}Wire"
+            if m.kind == "request":
+                w.fields.append(("id", "RequestId", None))
+            w.fields.append(("jsonrpc", 'Literal["2.0"]', None))
+            for f in _object(rev, m.message).fields:
+                if f.wire == "method" and isinstance(f.type, Lit):
+                    continue
+                annotation = ann(f.type)  # type: ignore[operator]
+                default = None if f.required else "UNSET"
+                if not f.required:
+                    annotation += " | UnsetType"
+                w.fields.append((f.py, annotation, default))
+        if m.result is not None:
+            w.result = _own_result(m, py, ann, selected)
+            w.response = f"_{message}Response"
+            responses.append(ResponseView(w.response, w.result))
+        wires.append(w)
+    responses.append(ResponseView("_ResultResponse", py["Result"]))
+    record: list[tuple[str, str]] = [
+        ("revision", literal(rev.revision)),
+        ("versions", literal(ov.versions or (rev.revision,))),
+        ("handshake", literal("initialize" if ov.lifecycle.get("initialize") in rev.methods else "discover")),
+        ("lifecycle", _mapping({r: m for r, m in ov.lifecycle.items() if m in rev.methods})),
+        ("batches", repr(any(n.startswith("JSONRPCBatch") for n in rev.definitions))),
+        ("enveloped", repr(enveloped)),
+        ("error_id_optional", repr(_error_id_optional(rev))),
+        ("result", py["Result"]),
+        ("result_response", "_ResultResponse"),
+        ("client_capabilities", py["ClientCapabilities"]),
+        ("server_capabilities", py["ServerCapabilities"]),
+        ("wires", "WIRES"),
+    ]
+    meta = [e for e in _entries("request_meta", rev.revision)]
+    if meta:
+        e = meta[0]
+        record.append(
+            (
+                "request_meta",
+                f"RequestMeta(type={py[e['definition']]}, version_key={literal(e['version_key'])}, "
+                f"capabilities_key={literal(e['capabilities_key'])}, info_key={literal(e['info_key'])}, "
+                f"unsupported_version_code={_error_code(rev, e['unsupported_version'])}, "
+                f"missing_capability_code={_error_code(rev, e['missing_capability'])})",
+            )
+        )
+    if ov.result_kinds:
+        own = [k for k in ov.result_kinds if k.definition is None]
+        if len(own) != 1 or len({k.field for k in ov.result_kinds}) != 1:
+            raise OverlayError(f"{rev.revision}: result kinds need one field and one value for the method's own result")
+        for k in kinds:
+            responses.append(ResponseView(f"_{py[k.definition or '']}Response", py[k.definition or ""]))
+        by_value = {literal(k.value): f"_{py[k.definition or '']}Response" for k in kinds}
+        classes = {literal(k.value): py[k.definition or ""] for k in kinds}
+        record.append(
+            (
+                "result_kinds",
+                f"ResultKinds(key={literal(own[0].field)}, own={literal(own[0].value)}, "
+                f"responses={{{', '.join(f'{v}: {r}' for v, r in by_value.items())}}}, "
+                f"classes={{{', '.join(f'{v}: {r}' for v, r in classes.items())}}})",
+            )
+        )
+    for t in ov.task_results:
+        responses.append(ResponseView(f"_{py[t.result]}Response", py[t.result]))
+        record.append(
+            (
+                "tasks",
+                f"TaskResults(when={literal(_py_key(t.when))}, result={py[t.result]}, response=_{py[t.result]}Response, "
+                f"task_id={literal(tuple(_py_path(rev, t.result, t.task_id)))}, "
+                f"payload_method={literal(t.payload_method)}, payload_task_id={literal(_py_key(t.payload_task_id))})",
+            )
+        )
+    for e in _entries("round_trip", rev.revision):
+        record.append(
+            (
+                "round_trip",
+                f"RoundTrip(result={py[e['result']]}, input_requests={literal(e['input_requests'])}, "
+                f"input_responses={literal(e['input_responses'])}, request_state={literal(e['request_state'])})",
+            )
+        )
+    return FactsView(wires=wires, responses=responses, record=record)
+
+
+def _object(rev: Revision, name: str) -> ObjectDef:
+    d = rev.definitions[name]
+    if not isinstance(d, ObjectDef):
+        raise OverlayError(f"{rev.revision}: {name} is not an object")
+    return d
+
+
+def _own_result(m: Method, py: dict[str, str], ann: object, selected: set[str]) -> str:
+    """The method's own result: its result type without the members a result kind selects."""
+    result = m.result
+    if isinstance(result, UnionT):
+        rest = [t for t in result.members if not (isinstance(t, RefT) and py[t.name] in selected)]
+        if len(rest) == 1:
+            result = rest[0]
+    return ann(result)  # type: ignore[operator, no-any-return]
+
+
+def _error_id_optional(rev: Revision) -> bool:
+    for name in ("JSONRPCErrorResponse", "JSONRPCError"):
+        d = rev.definitions.get(name)
+        if isinstance(d, ObjectDef):
+            f = d.field("id")
+            return f is None or not f.required
+    raise OverlayError(f"{rev.revision}: no JSON-RPC error response definition")
+
+
+def _error_code(rev: Revision, name: str) -> int:
+    """The constant ``error.code`` of an error response definition."""
+    d = _object(rev, name)
+    error = d.field("error")
+    if error is not None and isinstance(error.type, RefT):
+        code = _object(rev, error.type.name).field("code")
+        if code is not None and isinstance(code.type, Lit) and isinstance(code.type.values[0], int):
+            return code.type.values[0]
+    raise OverlayError(f"{rev.revision}: {name} has no constant error code")
+
+
+def _py_path(rev: Revision, start: str, keys: tuple[str, ...]) -> list[str]:
+    """Attribute names along wire ``keys`` from the object ``start``."""
+    out, name = [], start
+    for key in keys:
+        f = _object(rev, name).field(key)
+        if f is None:
+            raise OverlayError(f"{rev.revision}: {start} has no {'.'.join(keys)}")
+        out.append(f.py)
+        if isinstance(f.type, RefT):
+            name = f.type.name
+    return out
+
+
+def _py_key(key: str) -> str:
+    from .names import snake
+
+    return snake(key)
+
+
+def _entries(kind: str, revision: str) -> list[dict[str, object]]:
+    from .overlay import _applies, _raw
+
+    return [e for e in _raw().get(kind, []) if _applies(e, revision)]
+
+
+def _mapping(items: dict[str, str]) -> str:
+    from .emit import literal
+
+    return "{" + ", ".join(f"{literal(k)}: {literal(v)}" for k, v in sorted(items.items())) + "}"
