@@ -14,9 +14,8 @@ msgspec build (decoders, hooks, ``convert`` targets) does so once under ``_LOCK`
 
 from __future__ import annotations
 
-import threading
+import _thread  # not threading: importing that would add to every revision's import time
 import types as types_module
-import weakref
 from collections.abc import Callable, Iterable, Mapping
 from functools import lru_cache
 from typing import Any, ClassVar, Literal, NamedTuple, TypeVar, Union, get_origin
@@ -27,7 +26,7 @@ T = TypeVar("T")
 
 # Held while anything msgspec builds lazily is built, so that no thread ever decodes through
 # what another is still building. Reentrant: a hook being compiled prepares its members' types.
-_LOCK = threading.RLock()
+_LOCK = _thread.RLock()
 
 
 class MethodSpec(msgspec.Struct, frozen=True, kw_only=True):
@@ -466,7 +465,7 @@ def prepare(source: types_module.ModuleType | Iterable[Any]) -> None:
     """
     with _LOCK:
         if isinstance(source, types_module.ModuleType):
-            if source in _PREPARED_MODULES:
+            if source.__name__ in _PREPARED_MODULES:
                 return
             _prepare_types(
                 v
@@ -476,7 +475,7 @@ def prepare(source: types_module.ModuleType | Iterable[Any]) -> None:
                 and issubclass(v, (msgspec.Struct, OpenObject, Untagged))
                 and v not in (msgspec.Struct, OpenObject, Untagged)
             )
-            _PREPARED_MODULES.add(source)
+            _PREPARED_MODULES.add(source.__name__)
         else:
             _prepare_types(source)
 
@@ -489,8 +488,8 @@ def _with_submodules(module: types_module.ModuleType) -> list[types_module.Modul
     ]
 
 
-# Modules prepared; weak, so that this keeps nothing alive (revision modules live forever anyway).
-_PREPARED_MODULES: weakref.WeakSet[types_module.ModuleType] = weakref.WeakSet()
+# Names of the modules prepared: one per revision package at most.
+_PREPARED_MODULES: set[str] = set()
 
 
 def _prepare_types(types: Iterable[Any]) -> None:
