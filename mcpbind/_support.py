@@ -5,18 +5,28 @@ shapes of these schemas it cannot: unions whose members nothing but their keys t
 (``TextResourceContents | BlobResourceContents``, ``ServerResult``), and objects that must
 keep keys they do not declare (``_meta``, ``Result``, a tool's ``inputSchema``). For those the
 generated code uses the two classes below as field types, and ``dec_hook`` decodes them.
+
+Thread safety: msgspec builds a Struct's decoding info on first use and, on builds with a GIL,
+lets other threads see it before it is complete (docs/threads.md). Everything here that makes
+msgspec build (decoders, hooks, ``convert`` targets) does so once under ``_LOCK``, and
+``prepare`` builds all of a revision's up front.
 """
 
 from __future__ import annotations
 
+import _thread  # not threading: importing that would add to every revision's import time
 import types as types_module
-from collections.abc import Callable, Mapping
-from functools import cache
+from collections.abc import Callable, Iterable, Mapping
+from functools import lru_cache
 from typing import Any, ClassVar, Literal, NamedTuple, TypeVar, Union, get_origin
 
 import msgspec
 
 T = TypeVar("T")
+
+# Held while anything msgspec builds lazily is built, so that no thread ever decodes through
+# what another is still building. Reentrant: a hook being compiled prepares its members' types.
+_LOCK = _thread.RLock()
 
 
 class Gate(msgspec.Struct, frozen=True, kw_only=True):
@@ -133,11 +143,19 @@ class _UntaggedType(type):
     """
 
     def __instancecheck__(cls, obj: Any) -> bool:
-        classes = cls._classes  # type: ignore[has-type]
+        classes = cls._classes  # type: ignore[attr-defined]
         if classes is None:
-            classes = tuple(_runtime_classes(m.type for m in cls.members))  # type: ignore[attr-defined]
-            cls._classes = classes
+            classes = _member_classes(cls)  # type: ignore[arg-type]
         return isinstance(obj, classes)
+
+
+def _member_classes(cls: type[Untagged]) -> tuple[type, ...]:
+    """The runtime classes of an untagged union's members, worked out once (they are only all
+    known once the module that registers them is imported)."""
+    with _LOCK:
+        if cls._classes is None:
+            cls._classes = tuple(_runtime_classes(m.type for m in cls.members))
+        return cls._classes
 
 
 def _runtime_classes(types: Any) -> list[type]:
@@ -286,19 +304,22 @@ def dec_hook(tp: Any, obj: Any) -> Any:
     """The msgspec ``dec_hook`` that decodes the generated untagged unions and open objects."""
     decode = _HOOKS.get(tp)
     if decode is None:
-        decode = _HOOKS[tp] = _compile(tp)
+        decode = _hook(tp)
     return decode(obj)
 
 
+# The decoder of each untagged union and open object class, written only under _LOCK. One entry
+# per such class, and only classes (generated ones, as a rule) get one: bounded by the code.
 _HOOKS: dict[Any, Callable[[Any], Any]] = {}
 
 
-def prepare(module: Any) -> None:
-    """Build, once, everything msgspec and the hook would otherwise build on first use for the
-    types of a generated revision package (callers hold a lock: see the codec)."""
-    for value in vars(module).values():
-        if isinstance(value, type) and issubclass(value, (Untagged, OpenObject)) and value not in _HOOKS:
-            _HOOKS[value] = _compile(value)
+def _hook(tp: Any) -> Callable[[Any], Any]:
+    """The decoder of ``tp``, compiled once; compiling builds every msgspec type it converts into."""
+    with _LOCK:
+        decode = _HOOKS.get(tp)
+        if decode is None:
+            decode = _HOOKS[tp] = _compile(tp)
+        return decode
 
 
 def _compile(tp: Any) -> Callable[[Any], Any]:
@@ -479,10 +500,12 @@ def join_path(message: str) -> str:
     return f"{head} - at `{path}`"
 
 
-@cache
+@lru_cache(maxsize=1024)
 def decoder(tp: Any) -> msgspec.json.Decoder[Any]:
-    """A cached JSON decoder for ``tp`` that handles every generated type."""
-    return msgspec.json.Decoder(tp, dec_hook=dec_hook)
+    """A cached JSON decoder for ``tp`` that handles every generated type (built under the lock)."""
+    with _LOCK:
+        _prepare_types((tp,))
+        return msgspec.json.Decoder(tp, dec_hook=dec_hook)
 
 
 def decode(data: bytes | str, tp: type[T]) -> T:
@@ -495,7 +518,85 @@ def decode(data: bytes | str, tp: type[T]) -> T:
 
 def convert(obj: Any, tp: type[T]) -> T:
     """Convert builtin objects (from ``json.loads``) into ``tp`` (any generated type)."""
+    ready(tp)
     try:
         return msgspec.convert(obj, tp, dec_hook=dec_hook)
     except msgspec.ValidationError as exc:
         raise msgspec.ValidationError(join_path(str(exc))) from None
+
+
+# -- building once ---------------------------------------------------------------------------
+#
+# msgspec builds what it needs to decode a Struct (its field types, resolved from the string
+# annotations) the first time the Struct is used, and caches it on the class before it has
+# finished: with a GIL, another thread can take it half built and crash decoding through it
+# (docs/threads.md). So every such build in mcpbind happens here, once, under _LOCK.
+
+
+def prepare(source: types_module.ModuleType | Iterable[Any]) -> None:
+    """Build now, once and thread-safely, everything msgspec and ``dec_hook`` would otherwise
+    build on first use: msgspec's decoding info of every Struct and the decoder of every open
+    object and untagged union that ``source`` defines (a generated revision module), or that
+    the given types reach (any others are built, under the same lock, when first decoded).
+
+    Afterwards any thread may decode these types, with ``dec_hook`` or its own msgspec
+    decoders, at no risk. Preparing what is already prepared costs a set lookup.
+    """
+    with _LOCK:
+        if isinstance(source, types_module.ModuleType):
+            if source.__name__ in _PREPARED_MODULES:
+                return
+            _prepare_types(
+                v
+                for module in _with_submodules(source)
+                for v in vars(module).values()
+                if isinstance(v, type)
+                and issubclass(v, (msgspec.Struct, OpenObject, Untagged))
+                and v not in (msgspec.Struct, OpenObject, Untagged)
+            )
+            _PREPARED_MODULES.add(source.__name__)
+        else:
+            _prepare_types(source)
+
+
+def _with_submodules(module: types_module.ModuleType) -> list[types_module.ModuleType]:
+    """A package and the submodules it has imported (private classes live in ``types``)."""
+    prefix = module.__name__ + "."
+    return [module] + [
+        v for v in vars(module).values() if isinstance(v, types_module.ModuleType) and v.__name__.startswith(prefix)
+    ]
+
+
+# Names of the modules prepared: one per revision package at most.
+_PREPARED_MODULES: set[str] = set()
+
+
+def _prepare_types(types: Iterable[Any]) -> None:
+    """Build msgspec's info of ``types`` (and all they reach) and their hooks; holds the lock."""
+    with _LOCK:
+        plain: list[Any] = []
+        for t in types:
+            if isinstance(t, type) and issubclass(t, (OpenObject, Untagged)):
+                _hook(t)  # builds what its decoder converts into
+                if issubclass(t, Untagged):
+                    _member_classes(t)
+            else:
+                plain.append(t)
+        if plain:
+            # One decoder of a tuple of them all: msgspec builds each type's info (and that of
+            # every Struct it reaches) completely before the lock is released.
+            msgspec.json.Decoder(tuple.__class_getitem__(tuple(plain)))
+
+
+@lru_cache(maxsize=1024)
+def _ready(tp: Any) -> None:
+    _prepare_types((tp,))
+
+
+def ready(tp: Any) -> None:
+    """Make sure msgspec's info for ``tp`` is built (once, under the lock) before it is used
+    without a decoder from here (``msgspec.convert``)."""
+    try:
+        _ready(tp)
+    except TypeError:  # an unhashable type (Annotated with unhashable metadata): build each time
+        _prepare_types((tp,))
