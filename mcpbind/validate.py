@@ -32,6 +32,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import msgspec
@@ -39,7 +40,7 @@ import msgspec
 from . import bindings
 from .codec import Codec, ErrorResponse, Request, Response
 from .errors import INVALID_PARAMS, INVALID_REQUEST, ProtocolError
-from .projection import revision_of
+from .projection import revision_of_class
 
 __all__ = ["Finding", "UnreadableTranscript", "read_transcript", "validate_lines"]
 
@@ -222,12 +223,14 @@ class _Session:
     # -- batches --------------------------------------------------------------------------------
 
     def _batch(self, number: int, line: str, raw: list[Any]) -> Iterator[Finding]:
-        """Each member decoded as its receiver does (paths ``$[i]...``); the batch as a whole
-        (allowed by the revision, not empty, one sender) when its members are sound."""
+        """Each member decoded as its receiver does (paths ``$[i]...``), then the batch itself:
+        allowed by the revision, not empty, not nested, from one sender."""
         members = msgspec.json.decode(line, type=list[msgspec.Raw])
         found: list[Finding] = []
         senders: set[str] = set()
         for i, (member, value) in enumerate(zip(members, raw, strict=True)):
+            if isinstance(value, list):
+                continue  # a batch inside a batch: the batch's own finding
             root = f"$[{i}]"
             sender, codec, placed = self._place(number, value, root)
             found += placed
@@ -235,17 +238,19 @@ class _Session:
             if sender is not None:
                 senders.add(sender)
         yield from found
-        if found:
-            return
         if len(senders) > 1:
-            yield Finding(number, INVALID_REQUEST, "$", "Invalid Request: a batch holds messages of both the client and the server")
+            yield Finding(
+                number, INVALID_REQUEST, "$", "Invalid Request: a batch holds messages of both the client and the server"
+            )
             return
-        # The rules on the batch itself, on a codec of its own: the session's state plays no part.
+        # The codec's rules on the batch itself, on a codec of its own (the session's state plays
+        # no part); an error a member already gave is not repeated.
         receiver = _OTHER[senders.pop()] if senders else "server"
         try:
             Codec(self.revision, role=receiver).decode(line)
         except ProtocolError as exc:
-            yield Finding(number, exc.code, _path(exc.message, "$"), exc.message)
+            if all(exc.message != f.message for f in found):
+                yield Finding(number, exc.code, _path(exc.message, "$"), exc.message)
 
 
 def _path(message: str, root: str) -> str:
@@ -289,13 +294,10 @@ def _walk(raw: Any, obj: Any, revision: str, root: str, *, message: bool) -> Ite
             continue
         if not isinstance(obj, msgspec.Struct) or not isinstance(raw, dict):
             continue
-        try:
-            revision_of(obj)
-        except TypeError:
+        shape = _shape(type(obj))
+        if shape is None:
             continue  # not a generated type: nothing the revision defines
-        by_wire = {f.encode_name: f.name for f in msgspec.structs.fields(type(obj))}
-        tag_field = type(obj).__struct_config__.tag_field
-        name = type(obj).__name__.rstrip("_")
+        name, by_wire, tag_field = shape
         top = message and path == root
         inner = []
         for key, value in raw.items():
@@ -309,6 +311,18 @@ def _walk(raw: Any, obj: Any, revision: str, root: str, *, message: bool) -> Ite
                 code = INVALID_REQUEST if top else INVALID_PARAMS
                 yield code, _join(path, key), f"{name} in {revision} does not define {key!r}{known}"
         stack.extend(reversed(inner))
+
+
+@lru_cache(maxsize=4096)  # the generated classes of a few revisions
+def _shape(cls: type) -> tuple[str, dict[str, str], str | None] | None:
+    """A generated Struct's schema name, attribute names by wire key and tag key; None for a
+    class no revision package defines."""
+    try:
+        revision_of_class(cls)
+    except TypeError:
+        return None
+    by_wire = {f.encode_name: f.name for f in msgspec.structs.fields(cls)}
+    return cls.__name__.rstrip("_"), by_wire, cls.__struct_config__.tag_field  # type: ignore[attr-defined]
 
 
 def _provenance() -> dict[str, dict[str, tuple[str, ...]]]:

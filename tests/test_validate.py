@@ -212,6 +212,15 @@ def test_batch_members_are_checked_with_their_index_in_the_path() -> None:
 def test_a_batch_where_the_revision_has_none_is_a_finding() -> None:
     lines = [*initialize("2025-06-18"), BATCH_REQUEST, BATCH_RESPONSE]
     assert findings(lines, "2025-06-18") == [(4, -32600, "$"), (5, -32600, "$")]
+    bad = BATCH_REQUEST.replace('"name": "echo"', '"name": 5')
+    assert findings([*initialize("2025-06-18"), bad], "2025-06-18") == [(4, -32602, "$[1].params.name"), (4, -32600, "$")]
+
+
+@pytest.mark.parametrize("batch", ["[]", "[[]]", f"[{BATCH_REQUEST}]"])
+def test_an_empty_or_nested_batch_is_a_finding(batch: str) -> None:
+    (finding,) = validate_lines([*initialize(BATCH_REVISION), batch], BATCH_REVISION)
+    assert (finding.line, finding.code, finding.path) == (4, -32600, "$")
+    assert "empty batch" in finding.message if batch == "[]" else "a batch inside a batch" in finding.message
 
 
 def test_a_batch_from_both_sides_is_a_finding() -> None:
