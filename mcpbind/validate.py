@@ -2,26 +2,28 @@
 
 Plain runtime code (msgspec only); the click command in ``codegen/cli.py`` is a thin wrapper.
 
-A transcript holds one JSON-RPC message (or batch) a line and no direction marks, so the
-direction of each line is worked out from what it is:
+A transcript holds both directions of one session, one JSON-RPC message (or batch) a line, with
+no direction marks, so the direction of each line is worked out from what it is:
 
 - a request or notification is sent by the side the revision's generated ``METHODS`` table
   names as its sender;
-- a method sent by ``"both"`` sides is a request of the side that has not used its id yet: ids
-  are per sender and a sender never reuses one, so when exactly one side has used the id before,
-  the other side sends it; otherwise (and for every such notification) the line is read as sent
-  by the client, and a request's sender stays open, so the response of either side answers it;
-- a response answers the pending request with its id sent by the other side; when requests of
-  both sides with that id are pending, it answers the one sent last (a peer answers the request
-  it just received before its own earlier one completes).
+- for a method both sides send, a request comes from the side that has not used its id yet
+  (a sender never reuses an id, so when exactly one side has used it, the other sends it);
+  otherwise, and for every such notification, the line is read as the client's, and the
+  request's sender stays open: a response from either side answers it;
+- a response answers the pending request with its id, so it goes the other way; ids are per
+  sender, so requests of both sides may wait on the same id: the response answers the one
+  sent last (a peer answers the request it just received before its own earlier one completes);
+- a batch comes from the sender of its members (members of both sides are a finding).
 
-Each line is then decoded by the ``Codec`` of the side that receives it, told beforehand (with
-``expect``) which method a response answers, so results decode to their precise type; the two
-codecs share what each learned of the other side's capabilities, so capability gates are
-checked in both directions. Every line that breaks the revision gives a ``Finding`` with its
-line number, JSON-RPC error code and JSON path. A method read the wrong way round (a client
-sending ``sampling/createMessage``) cannot be told from one read the right way in an unmarked
-transcript, and is checked as the table's sender sends it.
+Each message is then decoded by the ``Codec`` of the side that receives it, told beforehand
+(``expect``) which method a response answers, so results decode to their precise type; the two
+codecs share what each learned of the other side's capabilities, so capability gates hold in
+both directions. Besides what the codec refuses, a request id its sender used before and a
+response to an id no request waits on are findings (-32600). Each ``Finding`` carries the line
+number, the JSON-RPC error code and the JSON path (``$[i]...`` inside a batch). A request sent by
+the side that may not send it reads, unmarked, like the same request sent the right way: it is
+checked as its table sender's.
 
 ``strict`` also walks each decoded message beside its raw JSON and reports every key the revision
 does not define there, with the revisions that do define it (from the generated field provenance).
@@ -98,7 +100,6 @@ def validate_lines(lines: Iterable[str], revision: str, *, strict: bool = False)
 class _Pending:
     method: str | None  # None: a method this revision lacks (its response decodes generically)
     sender: str | None  # None: a "both" request whose sender the transcript does not tell
-    line: int
 
 
 class _Session:
@@ -188,7 +189,7 @@ class _Session:
                 )
             else:
                 self.used[sender][id_] = number
-        self.pending.setdefault(id_, []).append(_Pending(method, sender, number))
+        self.pending.setdefault(id_, []).append(_Pending(method, sender))
         return findings
 
     def _answered(self, id_: Any) -> _Pending | None:

@@ -20,7 +20,9 @@ def msg(**fields: Any) -> str:
     return json.dumps({"jsonrpc": "2.0", **fields})
 
 
-def initialize(revision: str, client_caps: dict[str, Any] | None = None) -> list[str]:
+def initialize(
+    revision: str, client_caps: dict[str, Any] | None = None, server_caps: dict[str, Any] | None = None
+) -> list[str]:
     return [
         msg(
             id=0,
@@ -35,7 +37,7 @@ def initialize(revision: str, client_caps: dict[str, Any] | None = None) -> list
             id=0,
             result={
                 "protocolVersion": revision,
-                "capabilities": {"tools": {}},
+                "capabilities": {"tools": {}} if server_caps is None else server_caps,
                 "serverInfo": {"name": "s", "version": "1"},
             },
         ),
@@ -154,6 +156,8 @@ def test_capability_gates_hold_in_both_directions() -> None:
     )
     assert findings([*initialize("2024-11-05", {"sampling": {}}), sampling]) == []
     assert findings([*initialize("2024-11-05", {}), sampling]) == [(4, -32601, "$")]
+    # and the other way: a tools/call to a server that advertised no tools
+    assert findings([*initialize("2024-11-05", {}, {}), CALL]) == [(4, -32601, "$")]
 
 
 def test_a_line_separator_inside_a_string_does_not_split_the_line(tmp_path: Path) -> None:
