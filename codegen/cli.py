@@ -104,19 +104,31 @@ def diff(a: str, b: str, fmt: str) -> None:
     click.echo(diff_render.markdown(result) if fmt == "markdown" else diff_render.to_json(result), nl=False)
 
 
+class _Unreadable(click.ClickException):
+    exit_code = 2  # like a usage error: nothing was validated
+
+
 @main.command()
 @click.option("--revision", "-r", "revision", required=True, metavar="R", help="The revision the transcript speaks.")
 @click.option("--strict", is_flag=True, help="Also report keys that R does not define.")
-@click.argument("file", type=click.File("r", encoding="utf-8"))
+@click.argument("file", type=click.File("rb"))
 def validate(revision: str, strict: bool, file: Any) -> None:
-    """Check a JSON-RPC transcript (JSON Lines) against revision R; exit 1 on any finding."""
+    """Check a JSON-RPC transcript (JSON Lines, both directions of one session) against revision R.
+
+    Each finding is a line: its line number, JSON-RPC error code and JSON path. Exit 0 when
+    there is none, 1 when there are findings, 2 when FILE is not a UTF-8 text transcript.
+    """
     import mcpbind
-    from mcpbind.validate import validate_lines
+    from mcpbind.validate import UnreadableTranscript, read_transcript, validate_lines
 
     if revision not in mcpbind.REVISIONS:
         raise click.BadParameter(f"{revision!r} is not a known revision: {', '.join(mcpbind.REVISIONS)}")
+    try:
+        lines = read_transcript(file.read())
+    except UnreadableTranscript as exc:
+        raise _Unreadable(f"{file.name}: {exc}") from None
     findings = 0
-    for finding in validate_lines(file, revision, strict=strict):
+    for finding in validate_lines(lines, revision, strict=strict):
         click.echo(str(finding))
         findings += 1
     if findings:

@@ -1,106 +1,337 @@
 """Check a JSON-RPC transcript (JSON Lines) against one revision: ``mcpbind validate``.
 
 Plain runtime code (msgspec only); the click command in ``codegen/cli.py`` is a thin wrapper.
-Each line is decoded by the codec of the side that would receive it (a request the server
-receives, a response the client receives, ...); a request teaches the other side's codec the
-method of its id, so responses decode to their precise result type. ``strict`` also walks the
-decoded value beside the raw JSON and reports every key the revision does not define there,
-with the revisions that do define it (from the generated field provenance).
+
+A transcript holds both directions of one session, one JSON-RPC message (or batch) a line, with
+no direction marks, so the direction of each line is worked out from what it is:
+
+- a request or notification is sent by the side the revision's generated ``METHODS`` table
+  names as its sender;
+- for a method both sides send, a request comes from the side that has not used its id yet
+  (a sender never reuses an id, so when exactly one side has used it, the other sends it);
+  otherwise, and for every such notification, the line is read as the client's, and the
+  request's sender stays open: a response from either side answers it;
+- a response answers the pending request with its id, so it goes the other way; ids are per
+  sender, so requests of both sides may wait on the same id: the response answers the one
+  sent last (a peer answers the request it just received before its own earlier one completes);
+- a batch comes from the sender of its members (members of both sides are a finding).
+
+Each message is then decoded by the ``Codec`` of the side that receives it, told beforehand
+(``expect``) which method a response answers, so results decode to their precise type; the two
+codecs share what each learned of the other side's capabilities, so capability gates hold in
+both directions. Besides what the codec refuses, a request id its sender used before and a
+response to an id no request waits on are findings (-32600). Each ``Finding`` carries the line
+number, the JSON-RPC error code and the JSON path (``$[i]...`` inside a batch). A request sent by
+the side that may not send it reads, unmarked, like the same request sent the right way: it is
+checked as its table sender's.
+
+``strict`` also walks each decoded message beside its raw JSON and reports every key the revision
+does not define there, with the revisions that do define it (from the generated field provenance).
 """
 
 from __future__ import annotations
 
-import json
+import re
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import msgspec
 
+from . import bindings
 from .codec import Codec, ErrorResponse, Request, Response
-from .errors import ProtocolError
-from .projection import revision_of
+from .errors import INVALID_PARAMS, INVALID_REQUEST, ProtocolError
+from .projection import revision_of_class
 
-__all__ = ["Finding", "validate_lines"]
+__all__ = ["Finding", "UnreadableTranscript", "read_transcript", "validate_lines"]
+
+_SIDES = ("client", "server")
+_OTHER = {"client": "server", "server": "client"}
+# Keys of a JSON-RPC message itself, around what the revision defines (params, result, error).
+_ENVELOPE_KEYS = frozenset(("jsonrpc", "id", "method", "params", "result", "error"))
+_AT = re.compile(r"- at `(\$[^`]*)`")
 
 
 class Finding(msgspec.Struct, frozen=True):
+    """One way a line breaks the revision: the JSON-RPC error code a receiver would answer with,
+    and the JSON path of the offending value (``$`` for the whole line)."""
+
     line: int
+    code: int
+    path: str
     message: str
 
     def __str__(self) -> str:
-        return f"line {self.line}: {self.message}"
+        return f"line {self.line}: [{self.code}] {self.path}: {self.message}"
 
 
-def _provenance() -> tuple[dict[str, tuple[str, ...]], dict[str, dict[str, tuple[str, ...]]]]:
-    from ._provenance import FIELDS, TYPES
+class UnreadableTranscript(ValueError):
+    """The input is not a UTF-8 text transcript (binary data, another encoding)."""
 
-    return TYPES, FIELDS
+
+def read_transcript(data: bytes) -> list[str]:
+    """The lines of a transcript given as bytes; raises ``UnreadableTranscript`` unless it is
+    UTF-8 text. Lines end at ``\\n`` only (a JSON string may hold U+2028 and friends)."""
+    nul = data.find(b"\0")
+    if nul >= 0:  # JSON text never holds a raw NUL: binary data, or UTF-16/32
+        raise UnreadableTranscript(f"not a UTF-8 text transcript: NUL byte at offset {nul} (binary data?)")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise UnreadableTranscript(
+            f"not a UTF-8 text transcript: byte 0x{data[exc.start]:02x} at offset {exc.start} (line {line}) is not UTF-8"
+        ) from None
+    text = text.removeprefix("\ufeff")
+    return [line.removesuffix("\r") for line in text.split("\n")]
 
 
 def validate_lines(lines: Iterable[str], revision: str, *, strict: bool = False) -> Iterator[Finding]:
-    """The findings for a transcript, one message a line (blank lines are skipped)."""
-    codecs = {"server": Codec(revision, role="server"), "client": Codec(revision, role="client")}
+    """The findings for a transcript of one session, one message a line (blank lines are skipped);
+    ``revision`` must be one of ``mcpbind.REVISIONS``."""
+    session = _Session(revision, strict)
     for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        decoded, errors = None, []
-        for role in ("server", "client"):
-            try:
-                decoded = codecs[role].decode(line)
-            except ProtocolError as exc:
-                errors.append(f"as received by the {role}: {exc.code} {exc.message}")
-                continue
-            other = codecs["client" if role == "server" else "server"]
-            msg = decoded.message if isinstance(decoded, Request) else decoded
-            if getattr(msg, "id", None) is not None and hasattr(msg, "method") and hasattr(type(msg), "method"):
-                other.expect(msg.id, msg.method)
-            elif isinstance(decoded, Request):
-                other.expect(decoded.id, decoded.method)
-            break
-        if decoded is None:
-            yield Finding(number, f"does not decode under {revision}: " + "; ".join(errors))
-            continue
-        if strict:
-            raw = json.loads(line)
-            for message in _undefined_keys(raw, decoded, revision, "$"):
-                yield Finding(number, message)
+        if line.strip():
+            yield from session.check(number, line)
 
 
-def _undefined_keys(raw: Any, obj: Any, revision: str, path: str) -> Iterator[str]:
-    if isinstance(obj, Request):
-        yield from _undefined_keys(raw, obj.message, revision, path)
-        return
-    if isinstance(obj, Response):
-        if isinstance(raw, dict) and "result" in raw:
-            yield from _undefined_keys(raw["result"], obj.result, revision, path + ".result")
-        return
-    if isinstance(obj, ErrorResponse):
-        return
-    if isinstance(obj, list) and isinstance(raw, list):
-        for i, (r, o) in enumerate(zip(raw, obj, strict=False)):
-            yield from _undefined_keys(r, o, revision, f"{path}[{i}]")
-        return
-    if not isinstance(obj, msgspec.Struct) or not isinstance(raw, dict):
-        return
-    try:
-        revision_of(obj)
-    except TypeError:
-        return
-    info = msgspec.structs.fields(type(obj))
-    by_wire = {f.encode_name: f.name for f in info}
-    tag_field = type(obj).__struct_config__.tag_field
-    types, fields = _provenance()
-    name = type(obj).__name__.rstrip("_")
-    for key, value in raw.items():
-        if key in by_wire:
-            yield from _undefined_keys(value, getattr(obj, by_wire[key]), revision, _join(path, key))
-        elif key == tag_field or (key in ("jsonrpc", "id") and path == "$"):
-            continue  # the tag is a class attribute; the envelope keys belong to JSON-RPC
+@dataclass
+class _Pending:
+    method: str | None  # None: a method this revision lacks (its response decodes generically)
+    sender: str | None  # None: a "both" request whose sender the transcript does not tell
+
+
+class _Session:
+    """Both sides of one transcript: a codec per receiving side, and the request ids per sender."""
+
+    def __init__(self, revision: str, strict: bool) -> None:
+        self.revision = revision
+        self.strict = strict
+        self.methods = bindings(revision).METHODS
+        self.codecs = {side: Codec(revision, role=side) for side in _SIDES}
+        # Decodes responses to ids nobody asked for: it is never told an id, so it never waits
+        # for one (the session's codec may, when a response it was told of failed early).
+        self.stray = Codec(revision, role="client")
+        self.pending: dict[Any, list[_Pending]] = {}  # id -> requests awaiting it, oldest first
+        self.used: dict[str, dict[Any, int]] = {side: {} for side in _SIDES}  # sender -> id -> line
+
+    def check(self, number: int, line: str) -> Iterator[Finding]:
+        try:
+            raw = msgspec.json.decode(line)
+        except (msgspec.DecodeError, RecursionError, ValueError):
+            raw = None  # not JSON: the codec says why below
+        if isinstance(raw, list):
+            yield from self._batch(number, line, raw)
         else:
-            where = fields.get(name, {}).get(key, ())
-            known = f" (defined by {name} in {', '.join(where)})" if where else ""
-            yield f"{_join(path, key)}: {name} in {revision} does not define {key!r}{known}"
+            yield from self._message(number, line, raw, "$")
+
+    # -- one message ------------------------------------------------------------------------------
+
+    def _message(self, number: int, data: str | bytes, raw: Any, root: str) -> Iterator[Finding]:
+        """Place one message in the session and decode it as its receiver does."""
+        _, codec, findings = self._place(number, raw, root)
+        yield from findings
+        yield from self._decode(number, codec, data, raw, root)
+
+    def _place(self, number: int, raw: Any, root: str) -> tuple[str | None, Codec, list[Finding]]:
+        """Who sends ``raw`` (None when the transcript does not tell) and the codec that receives
+        it; keeps the request ids, and tells that codec which method a response answers."""
+        sender: str | None = None
+        findings: list[Finding] = []
+        if isinstance(raw, dict):
+            raw_id = raw.get("id")
+            id_ = raw_id if isinstance(raw_id, (str, int)) and not isinstance(raw_id, bool) else None
+            has_id = id_ is not None
+            method = raw.get("method")
+            if isinstance(method, str):
+                spec = self.methods.get(method)
+                sender = spec.sender if spec is not None else None
+                if sender == "both":
+                    sender = self._both_sender(id_) if has_id else None
+                if has_id and (spec is None or spec.kind == "request"):
+                    findings = self._request(number, id_, method if spec is not None else None, sender, root)
+            elif ("result" in raw or "error" in raw) and id_ is not None:
+                request = self._answered(id_)
+                if request is None:
+                    findings.append(
+                        Finding(
+                            number,
+                            INVALID_REQUEST,
+                            _join(root, "id"),
+                            f"Invalid Request: a response to id {id_!r}, which no pending request of either side has",
+                        )
+                    )
+                    return None, self.stray, findings
+                requester = request.sender or "client"
+                if request.method is not None:
+                    self.codecs[requester].expect(id_, request.method)
+                return _OTHER[requester], self.codecs[requester], findings
+        return sender, self.codecs[_OTHER[sender or "client"]], findings
+
+    def _both_sender(self, id_: Any) -> str | None:
+        used = [side for side in _SIDES if id_ in self.used[side]]
+        return _OTHER[used[0]] if len(used) == 1 else None
+
+    def _request(self, number: int, id_: Any, method: str | None, sender: str | None, root: str) -> list[Finding]:
+        findings = []
+        if sender is not None:
+            first = self.used[sender].get(id_)
+            if first is not None:
+                findings.append(
+                    Finding(
+                        number,
+                        INVALID_REQUEST,
+                        _join(root, "id"),
+                        f"Invalid Request: the {sender} already used request id {id_!r} on line {first} "
+                        "(a sender never reuses an id within a session)",
+                    )
+                )
+            else:
+                self.used[sender][id_] = number
+        self.pending.setdefault(id_, []).append(_Pending(method, sender))
+        return findings
+
+    def _answered(self, id_: Any) -> _Pending | None:
+        """The pending request a response with ``id_`` answers (the latest), no longer pending."""
+        waiting = self.pending.get(id_)
+        if not waiting:
+            return None
+        request = waiting.pop()
+        if not waiting:
+            del self.pending[id_]
+        return request
+
+    def _decode(self, number: int, codec: Codec, data: str | bytes, raw: Any, root: str) -> list[Finding]:
+        try:
+            decoded = codec.decode(data)
+        except ProtocolError as exc:
+            return [Finding(number, exc.code, _path(exc.message, root), exc.message)]
+        finally:
+            self._share_capabilities()
+        if not self.strict:
+            return []
+        return [Finding(number, code, path, message) for code, path, message in _undefined_keys(raw, decoded, self.revision, root)]
+
+    def _share_capabilities(self) -> None:
+        """Each codec learns the other side's capabilities from what it receives; the codec
+        of that side needs them as its own to check the gates of what it receives."""
+        for side in _SIDES:
+            learned = self.codecs[_OTHER[side]].peer_capabilities
+            if learned is not None and self.codecs[side].capabilities is not learned:
+                self.codecs[side].capabilities = learned
+
+    # -- batches --------------------------------------------------------------------------------
+
+    def _batch(self, number: int, line: str, raw: list[Any]) -> Iterator[Finding]:
+        """Each member decoded as its receiver does (paths ``$[i]...``), then the batch itself:
+        allowed by the revision, not empty, not nested, from one sender."""
+        members = msgspec.json.decode(line, type=list[msgspec.Raw])
+        found: list[Finding] = []
+        senders: set[str] = set()
+        for i, (member, value) in enumerate(zip(members, raw, strict=True)):
+            if isinstance(value, list):
+                continue  # a batch inside a batch: the batch's own finding
+            root = f"$[{i}]"
+            sender, codec, placed = self._place(number, value, root)
+            found += placed
+            found += self._decode(number, codec, bytes(member), value, root)
+            if sender is not None:
+                senders.add(sender)
+        yield from found
+        if len(senders) > 1:
+            yield Finding(
+                number, INVALID_REQUEST, "$", "Invalid Request: a batch holds messages of both the client and the server"
+            )
+            return
+        # The codec's rules on the batch itself, on a codec of its own (the session's state plays
+        # no part); an error a member already gave is not repeated.
+        receiver = _OTHER[senders.pop()] if senders else "server"
+        try:
+            Codec(self.revision, role=receiver).decode(line)
+        except ProtocolError as exc:
+            if all(exc.message != f.message for f in found):
+                yield Finding(number, exc.code, _path(exc.message, "$"), exc.message)
+
+
+def _path(message: str, root: str) -> str:
+    """The JSON path a codec error names, under ``root`` (a batch member's ``$[i]``)."""
+    found = _AT.search(message)
+    path = found.group(1) if found else "$"
+    return root + path[1:]
+
+
+# ---------------------------------------------------------------------------------------------
+# strict: keys the revision does not define
+
+
+def _undefined_keys(raw: Any, decoded: Any, revision: str, root: str) -> Iterator[tuple[int, str, str]]:
+    """(code, path, message) for each key of ``raw`` that its decoded type in ``revision`` lacks:
+    -32600 for a key of the message itself, -32602 for one inside its params or result."""
+    if not isinstance(raw, dict):
+        return
+    if isinstance(decoded, (Response, ErrorResponse)):
+        for key in raw:
+            if key not in _ENVELOPE_KEYS:
+                yield INVALID_REQUEST, _join(root, key), f"a JSON-RPC response does not define {key!r}"
+        if isinstance(decoded, Response):
+            yield from _walk(raw.get("result"), decoded.result, revision, _join(root, "result"), message=False)
+        return
+    yield from _walk(raw, decoded.message if isinstance(decoded, Request) else decoded, revision, root, message=True)
+
+
+def _walk(raw: Any, obj: Any, revision: str, root: str, *, message: bool) -> Iterator[tuple[int, str, str]]:
+    """Raw JSON beside its decoded value, depth first without recursion (values can be deep);
+    ``message``: ``root`` is a request or notification, whose envelope keys JSON-RPC defines."""
+    fields = _provenance()
+    stack = [(raw, obj, root)]
+    while stack:
+        raw, obj, path = stack.pop()
+        if isinstance(obj, list) and isinstance(raw, list):
+            stack.extend((r, o, f"{path}[{i}]") for i, (r, o) in reversed(list(enumerate(zip(raw, obj, strict=False)))))
+            continue
+        if isinstance(obj, dict) and isinstance(raw, dict):
+            stack.extend((raw[k], obj[k], _join(path, k)) for k in reversed(raw) if k in obj)
+            continue
+        if not isinstance(obj, msgspec.Struct) or not isinstance(raw, dict):
+            continue
+        shape = _shape(type(obj))
+        if shape is None:
+            continue  # not a generated type: nothing the revision defines
+        name, by_wire, tag_field = shape
+        top = message and path == root
+        inner = []
+        for key, value in raw.items():
+            if key in by_wire:
+                inner.append((value, getattr(obj, by_wire[key]), _join(path, key)))
+            elif key == tag_field or (top and key in _ENVELOPE_KEYS):
+                continue  # the tag is a class attribute; the envelope keys belong to JSON-RPC
+            else:
+                where = fields.get(name, {}).get(key, ())
+                known = f" (defined by {name} in {', '.join(where)})" if where else ""
+                code = INVALID_REQUEST if top else INVALID_PARAMS
+                yield code, _join(path, key), f"{name} in {revision} does not define {key!r}{known}"
+        stack.extend(reversed(inner))
+
+
+@lru_cache(maxsize=4096)  # the generated classes of a few revisions
+def _shape(cls: type) -> tuple[str, dict[str, str], str | None] | None:
+    """A generated Struct's schema name, attribute names by wire key and tag key; None for a
+    class no revision package defines."""
+    try:
+        revision_of_class(cls)
+    except TypeError:
+        return None
+    by_wire = {f.encode_name: f.name for f in msgspec.structs.fields(cls)}
+    return cls.__name__.rstrip("_"), by_wire, cls.__struct_config__.tag_field  # type: ignore[attr-defined]
+
+
+def _provenance() -> dict[str, dict[str, tuple[str, ...]]]:
+    """The revisions defining each type's wire keys (generated; loaded on the first strict check)."""
+    from ._provenance import FIELDS
+
+    return FIELDS
 
 
 def _join(path: str, key: str) -> str:
-    return f"{path}.{key}" if key.isidentifier() else f"{path}[{json.dumps(key)}]"
+    return f"{path}.{key}" if key.isidentifier() else f"{path}[{msgspec.json.encode(key).decode()}]"

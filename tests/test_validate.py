@@ -1,46 +1,271 @@
-"""``mcpbind validate``: a wrong-revision field, an undecodable line, a clean file."""
+"""``mcpbind validate``: every message of a transcript checked, results included, each finding
+with its line, JSON-RPC error code and JSON path; unreadable input refused in one line."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
 
 from codegen.cli import main
+from mcpbind.validate import Finding, validate_lines
 
-CLEAN = [
-    '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2024-11-05",'
-    '"capabilities":{},"clientInfo":{"name":"c","version":"1"}}}',
-    '{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2024-11-05","capabilities":{"tools":{}},'
-    '"serverInfo":{"name":"s","version":"1"}}}',
-    '{"jsonrpc":"2.0","method":"notifications/initialized"}',
-]
+SESSIONS = Path(__file__).resolve().parent.parent / "bench" / "sessions"
 
 
-def run(tmp_path: Path, lines: list[str], *args: str) -> tuple[int, str]:
+def msg(**fields: Any) -> str:
+    return json.dumps({"jsonrpc": "2.0", **fields})
+
+
+def initialize(
+    revision: str, client_caps: dict[str, Any] | None = None, server_caps: dict[str, Any] | None = None
+) -> list[str]:
+    return [
+        msg(
+            id=0,
+            method="initialize",
+            params={
+                "protocolVersion": revision,
+                "capabilities": client_caps or {},
+                "clientInfo": {"name": "c", "version": "1"},
+            },
+        ),
+        msg(
+            id=0,
+            result={
+                "protocolVersion": revision,
+                "capabilities": {"tools": {}} if server_caps is None else server_caps,
+                "serverInfo": {"name": "s", "version": "1"},
+            },
+        ),
+        msg(method="notifications/initialized"),
+    ]
+
+
+CLEAN = initialize("2024-11-05")
+CALL = msg(id=1, method="tools/call", params={"name": "echo", "arguments": {}})
+
+
+def run(tmp_path: Path, lines: list[str], *args: str, revision: str = "2024-11-05") -> tuple[int, str]:
     f = tmp_path / "t.jsonl"
     f.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    result = CliRunner().invoke(main, ["validate", "--revision", "2024-11-05", *args, str(f)])
-    return result.exit_code, result.output
+    result = CliRunner().invoke(main, ["validate", "--revision", revision, *args, str(f)])
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    assert result.stderr == (f"{result.stdout.count(chr(10))} finding(s)\n" if result.stdout else "")
+    return result.exit_code, result.stdout
+
+
+def findings(lines: list[str], revision: str = "2024-11-05", strict: bool = False) -> list[tuple[int, int, str]]:
+    return [(f.line, f.code, f.path) for f in validate_lines(lines, revision, strict=strict)]
+
+
+# -- the command ---------------------------------------------------------------------------------
 
 
 def test_clean_transcript_exits_0(tmp_path: Path) -> None:
     assert run(tmp_path, CLEAN, "--strict") == (0, "")
 
 
+def test_findings_exit_1_with_line_code_and_path(tmp_path: Path) -> None:
+    code, out = run(tmp_path, [*CLEAN, msg(id=2, method="tools/call", params={"name": 5})])
+    assert code == 1
+    assert out.startswith("line 4: [-32602] $.params.name: Invalid params for 'tools/call' (MCP 2024-11-05)")
+
+
+@pytest.mark.parametrize(
+    ("data", "why"),
+    [
+        (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", "NUL byte at offset 8"),
+        ('{"jsonrpc":"2.0","method":"ping","id":"caf\xe9"}\n'.encode("latin-1"), "byte 0xe9 at offset 42 (line 1)"),
+        ('{"jsonrpc":"2.0"}'.encode("utf-16"), "NUL byte"),
+    ],
+)
+def test_binary_or_non_utf8_input_is_one_line_and_exit_2(tmp_path: Path, data: bytes, why: str) -> None:
+    f = tmp_path / "t.bin"
+    f.write_bytes(data)
+    result = CliRunner().invoke(main, ["validate", "--revision", "2024-11-05", str(f)])
+    assert result.exit_code == 2
+    assert not isinstance(result.exception, UnicodeDecodeError)
+    assert result.stdout == ""
+    assert result.stderr.count("\n") == 1
+    assert "not a UTF-8 text transcript" in result.stderr and why in result.stderr
+
+
+def test_usage_errors_exit_2(tmp_path: Path) -> None:
+    f = tmp_path / "t.jsonl"
+    f.write_text("\n".join(CLEAN))
+    assert CliRunner().invoke(main, ["validate", "--revision", "1999-01-01", str(f)]).exit_code == 2
+    assert CliRunner().invoke(main, ["validate", "--revision", "2024-11-05", str(tmp_path / "none")]).exit_code == 2
+    assert CliRunner().invoke(main, ["validate", str(f)]).exit_code == 2
+
+
+# -- results are checked against the request they answer -----------------------------------------
+
+
+def test_a_result_of_the_wrong_shape_is_a_finding(tmp_path: Path) -> None:
+    code, out = run(tmp_path, [*CLEAN, CALL, msg(id=1, result={"content": 5})])
+    assert code == 1
+    assert out.startswith("line 5: [-32602] $.result.content: Invalid result: the result of 'tools/call'")
+
+
+def test_ids_are_per_direction() -> None:
+    # The server asks for roots (id 1) while the client's tools/call (id 1) is pending; the client
+    # answers the server first (the latest request with that id), then the server answers it.
+    roots = msg(id=1, method="roots/list")
+    lines = [*initialize("2024-11-05", {"roots": {}}), CALL, roots]
+    good_roots = msg(id=1, result={"roots": [{"uri": "file:///a"}]})
+    good_call = msg(id=1, result={"content": []})
+    assert findings([*lines, good_roots, good_call]) == []
+    bad_roots = msg(id=1, result={"roots": [{"uri": 5}]})
+    assert findings([*lines, bad_roots, good_call]) == [(6, -32602, "$.result.roots[0].uri")]
+    assert findings([*lines, good_roots, msg(id=1, result={"content": 5})]) == [(7, -32602, "$.result.content")]
+
+
+def test_a_response_nobody_asked_for_is_a_finding() -> None:
+    assert findings([*CLEAN, msg(id=7, result={})]) == [(4, -32600, "$.id")]
+    assert findings([*CLEAN, CALL, msg(id=1, result={"content": []}), msg(id=1, result={"content": []})]) == [
+        (6, -32600, "$.id")
+    ]
+    # An error response whose request id the peer could not read has id null: nothing to match.
+    assert findings([*CLEAN, msg(id=None, error={"code": -32700, "message": "Parse error"})]) == []
+
+
+def test_a_sender_reusing_an_id_is_a_finding() -> None:
+    again = msg(id=1, method="tools/list")
+    lines = [*CLEAN, CALL, msg(id=1, result={"content": []}), again, msg(id=1, result={"tools": []})]
+    assert findings(lines) == [(6, -32600, "$.id")]
+
+
+def test_a_request_both_sides_send_belongs_to_the_side_that_has_not_used_its_id() -> None:
+    # The client used id 0 for initialize, so a ping with id 0 is the server's, and the reply
+    # with id 0 the client's: neither is a reused id nor a stray response.
+    lines = [*CLEAN, msg(id=0, method="ping"), msg(id=0, result={})]
+    assert findings(lines) == []
+    # With a fresh id the sender stays open; the response still answers it.
+    assert findings([*CLEAN, msg(id="p", method="ping"), msg(id="p", result={})]) == []
+
+
+def test_capability_gates_hold_in_both_directions() -> None:
+    sampling = msg(
+        id=5,
+        method="sampling/createMessage",
+        params={"messages": [], "maxTokens": 10},
+    )
+    assert findings([*initialize("2024-11-05", {"sampling": {}}), sampling]) == []
+    assert findings([*initialize("2024-11-05", {}), sampling]) == [(4, -32601, "$")]
+    # and the other way: a tools/call to a server that advertised no tools
+    assert findings([*initialize("2024-11-05", {}, {}), CALL]) == [(4, -32601, "$")]
+
+
+def test_a_line_separator_inside_a_string_does_not_split_the_line(tmp_path: Path) -> None:
+    call = msg(id=1, method="tools/call", params={"name": "a\u2028b"})
+    f = tmp_path / "t.jsonl"
+    f.write_bytes(("\n".join([*CLEAN, json.dumps(json.loads(call), ensure_ascii=False)]) + "\n").encode())
+    assert "\u2028".encode() in f.read_bytes()
+    result = CliRunner().invoke(main, ["validate", "--revision", "2024-11-05", str(f)])
+    assert (result.exit_code, result.stdout, result.stderr) == (0, "", "")
+
+
+# -- strict --------------------------------------------------------------------------------------
+
+
 def test_wrong_revision_field_is_reported_with_strict_only(tmp_path: Path) -> None:
-    lines = [CLEAN[0].replace('"version":"1"}', '"version":"1","icons":[]}'), *CLEAN[1:]]
+    lines = [CLEAN[0].replace('"version": "1"}', '"version": "1", "icons": []}'), *CLEAN[1:]]
     code, out = run(tmp_path, lines, "--strict")
     assert code == 1
-    assert "line 1: $.params.clientInfo.icons: Implementation in 2024-11-05 does not define 'icons'" in out
+    assert "line 1: [-32602] $.params.clientInfo.icons: Implementation in 2024-11-05 does not define 'icons'" in out
     assert "2025-11-25" in out  # where it comes from
     assert run(tmp_path, lines)[0] == 0
 
 
-@pytest.mark.parametrize("strict", [(), ("--strict",)])
-def test_undecodable_line_is_reported(tmp_path: Path, strict: tuple[str, ...]) -> None:
-    code, out = run(tmp_path, [*CLEAN, '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":5}}'], *strict)
+def test_strict_reports_unknown_keys_of_results_and_envelopes() -> None:
+    result = msg(id=1, result={"content": [], "extra": 1}, other=2)
+    assert findings([*CLEAN, CALL, result], strict=True) == [(5, -32600, "$.other"), (5, -32602, "$.result.extra")]
+
+
+# -- batches (2025-03-26) ------------------------------------------------------------------------
+
+BATCH_REVISION = "2025-03-26"
+BATCH_REQUEST = json.dumps(
+    [
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "echo"}},
+    ]
+)
+BATCH_RESPONSE = json.dumps([{"jsonrpc": "2.0", "id": 2, "result": {"content": []}}, {"jsonrpc": "2.0", "id": 1, "result": {"tools": []}}])
+
+
+def test_a_valid_batch_is_clean_with_strict(tmp_path: Path) -> None:
+    lines = [*initialize(BATCH_REVISION), BATCH_REQUEST, BATCH_RESPONSE]
+    assert run(tmp_path, lines, "--strict", revision=BATCH_REVISION) == (0, "")
+
+
+def test_batch_members_are_checked_with_their_index_in_the_path() -> None:
+    bad = BATCH_RESPONSE.replace('"tools": []', '"tools": 5')
+    assert findings([*initialize(BATCH_REVISION), BATCH_REQUEST, bad], BATCH_REVISION) == [
+        (5, -32602, "$[1].result.tools")
+    ]
+    extra = BATCH_REQUEST.replace('"name": "echo"', '"name": "echo", "x": 1')
+    lines = [*initialize(BATCH_REVISION), extra, BATCH_RESPONSE]
+    assert findings(lines, BATCH_REVISION, strict=True) == [(4, -32602, "$[1].params.x")]
+
+
+def test_a_batch_where_the_revision_has_none_is_a_finding() -> None:
+    lines = [*initialize("2025-06-18"), BATCH_REQUEST, BATCH_RESPONSE]
+    assert findings(lines, "2025-06-18") == [(4, -32600, "$"), (5, -32600, "$")]
+    bad = BATCH_REQUEST.replace('"name": "echo"', '"name": 5')
+    assert findings([*initialize("2025-06-18"), bad], "2025-06-18") == [(4, -32602, "$[1].params.name"), (4, -32600, "$")]
+
+
+@pytest.mark.parametrize("batch", ["[]", "[[]]", f"[{BATCH_REQUEST}]"])
+def test_an_empty_or_nested_batch_is_a_finding(batch: str) -> None:
+    (finding,) = validate_lines([*initialize(BATCH_REVISION), batch], BATCH_REVISION)
+    assert (finding.line, finding.code, finding.path) == (4, -32600, "$")
+    assert "empty batch" in finding.message if batch == "[]" else "a batch inside a batch" in finding.message
+
+
+def test_a_batch_from_both_sides_is_a_finding() -> None:
+    mixed = json.dumps(
+        [{"jsonrpc": "2.0", "method": "notifications/initialized"}, {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}]
+    )
+    assert findings([*initialize(BATCH_REVISION)[:2], mixed], BATCH_REVISION) == [(3, -32600, "$")]
+
+
+# -- recorded sessions with real peers -----------------------------------------------------------
+
+# What server-everything (2026.8.31) and our interop driver really got wrong in bench/sessions/:
+# resource_link content sent to clients of revisions without it, an 'array' elicitation property
+# before 2025-11-25, and the driver's deliberate request with an unsupported _meta revision.
+DEVIATIONS = {
+    "2024-11-05": [(18, -32602, "$.result.content[1].type"), (29, -32602, "$.result.content[0].type")],
+    "2025-03-26": [(18, -32602, "$.result.content[1].type"), (29, -32602, "$.result.content[0].type")],
+    "2025-06-18": [(44, -32602, "$.params.requestedSchema.properties[...].type")],
+    "2025-11-25": [],
+    "2026-07-28": [(21, -32022, "$")],
+}
+
+
+@pytest.mark.parametrize("revision", sorted(DEVIATIONS))
+def test_a_real_session_gives_exactly_its_deviations(revision: str) -> None:
+    entries = [json.loads(line) for line in (SESSIONS / f"{revision}.jsonl").read_text().splitlines()]
+    lines = [json.dumps(e["message"]) for e in entries]  # the direction marks dropped
+    got = findings(lines, revision)
+    assert got == DEVIATIONS[revision]
+    # the recorder marked the same server messages as violations when it received them
+    marked = {n for n, e in enumerate(entries, 1) if "violation" in e}
+    assert marked == {n for n, _, _ in got if entries[n - 1]["from"] == "server"}
+
+
+def test_a_real_session_through_the_command(tmp_path: Path) -> None:
+    entries = [json.loads(line) for line in (SESSIONS / "2024-11-05.jsonl").read_text().splitlines()]
+    code, out = run(tmp_path, [json.dumps(e["message"]) for e in entries])
     assert code == 1
-    assert out.startswith("line 4: does not decode under 2024-11-05")
-    assert "$.params.name" in out
+    assert out.splitlines() == [str(f) for f in validate_lines([json.dumps(e["message"]) for e in entries], "2024-11-05")]
+    assert [line.split(":")[0] for line in out.splitlines()] == ["line 18", "line 29"]
+
+
+def test_finding_reads_as_one_line() -> None:
+    assert str(Finding(3, -32602, "$.params.name", "why")) == "line 3: [-32602] $.params.name: why"
