@@ -398,8 +398,8 @@ class Codec:
         if isinstance(env, list):
             if not self.facts.batches:
                 raise ProtocolError(INVALID_REQUEST, f"Invalid Request: JSON-RPC batches are not part of MCP {self.revision}")
-            if not batch or not env:
-                raise ProtocolError(INVALID_REQUEST, "Invalid Request: a batch holds one or more messages, never a batch")
+            if not env or not batch:
+                raise ProtocolError(INVALID_REQUEST, f"Invalid Request: {'a batch inside a batch' if env else 'empty batch'}")
             return [self._one(bytes(item), batch=False) for item in env]
         id_, id_ok = _read_id(env.id)
         if _plain_value(env.jsonrpc) != "2.0":
