@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from functools import cache
 from types import ModuleType
-from typing import Any, Literal, get_args, get_origin
+from typing import Any, Literal, cast, get_args, get_origin
 
 import msgspec
 
@@ -136,9 +136,9 @@ def to_mcp_types(obj: Any, *, public: bool = False) -> BaseModel:
         raise CompatError(
             name, revision, path, f"{model_class.__qualname__} rejects it: {reason}"
         ) from None
-    _require_same(
-        wire, _dump(model), name, revision, f"{model_class.__module__}.{model_class.__qualname__}"
-    )
+    back = model.model_dump(by_alias=True, exclude_unset=True, mode="json")
+    holder = f"{model_class.__module__}.{model_class.__qualname__}"
+    _require_same(wire, back, name, revision, holder)
     return model
 
 
@@ -156,21 +156,20 @@ def from_mcp_types(model: BaseModel, revision: str) -> Any:
     target = _classes(revision).get(name)
     if target is None:
         raise CompatError(name, revision, "$", "the revision has no type of this name")
-    wire = _dump(model)
+    wire = model.model_dump(by_alias=True, exclude_unset=True, mode="json")
     try:
         obj: Any = mcpbind.convert(wire, target)
-    except msgspec.ValidationError as exc:
-        reason, _, at = str(exc).partition(" - at `")
-        raise CompatError(name, revision, at.rstrip("`") or "$", reason) from None
+    except msgspec.ValidationError:
+        # A model built in code leaves its constants (`type: "text"`) unset, so the dump above
+        # omits them; the model's value for them is its default, which the retry writes out.
+        _fill_constants(model, wire)
+        try:
+            obj = mcpbind.convert(wire, target)
+        except msgspec.ValidationError as exc:
+            reason, _, at = str(exc).partition(" - at `")
+            raise CompatError(name, revision, at.rstrip("`") or "$", reason) from None
     _require_same(wire, msgspec.to_builtins(obj), name, revision, f"mcpbind {revision} {name}")
     return obj
-
-
-def _dump(model: BaseModel) -> Any:
-    """The wire JSON of ``model``: what was set, plus the constants the model fills itself."""
-    wire = model.model_dump(by_alias=True, exclude_unset=True, mode="json")
-    _fill_constants(model, wire)
-    return wire
 
 
 @cache
@@ -223,13 +222,14 @@ def _pydantic_failure(exc: ValidationError, wire: Any) -> tuple[str, str]:
     """
     best: tuple[tuple[int, bool], str, str] | None = None
     for error in exc.errors():
-        node, at = wire, list[str | int]()
+        node: Any = wire
+        at: list[str | int] = []
         loc = error["loc"]
         for index, part in enumerate(loc):
             if (isinstance(node, dict) and part in node) or (
                 isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node)
             ):
-                node = node[part]
+                node = cast(Any, node)[part]
                 at.append(part)
             elif index == len(loc) - 1 and error["type"] == "missing" and isinstance(part, str):
                 at.append(part)
