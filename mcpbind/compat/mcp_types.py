@@ -27,7 +27,8 @@ from mcpbind.projection import _render, revision_of_class
 try:
     import mcp_types as _mcp_types
     from mcp_types import methods as _methods
-    from pydantic import BaseModel, ValidationError
+    from pydantic import BaseModel, TypeAdapter, ValidationError
+    from pydantic_core import PydanticUndefined
 except ImportError:
     raise ImportError(
         "mcpbind.compat.mcp_types needs the official MCP models: "
@@ -157,61 +158,68 @@ def from_mcp_types(model: BaseModel, revision: str) -> Any:
     if target is None:
         raise CompatError(name, revision, "$", "the revision has no type of this name")
     wire = model.model_dump(by_alias=True, exclude_unset=True, mode="json")
-    try:
-        obj: Any = mcpbind.convert(wire, target)
-    except msgspec.ValidationError:
-        # A model built in code leaves its constants (`type: "text"`) unset, so the dump above
-        # omits them; the model's value for them is its default, which the retry writes out.
-        _fill_constants(model, wire)
+    # A model built in code leaves its defaulted fields unset (`TextContent.type`), so the dump
+    # omits keys the schema may require. When it does not convert, the model's constants are
+    # written out, and failing that every default other than None (2026-07-28's resultType).
+    for constants_only in (None, True, False):
+        if constants_only is not None:
+            _fill_defaults(model, wire, constants_only)
         try:
-            obj = mcpbind.convert(wire, target)
+            obj: Any = mcpbind.convert(wire, target)
+            break
         except msgspec.ValidationError as exc:
-            reason, _, at = str(exc).partition(" - at `")
-            raise CompatError(name, revision, at.rstrip("`") or "$", reason) from None
+            failure = str(exc)
+    else:
+        reason, _, at = failure.partition(" - at `")
+        raise CompatError(name, revision, at.rstrip("`") or "$", reason)
     _require_same(wire, msgspec.to_builtins(obj), name, revision, f"mcpbind {revision} {name}")
     return obj
 
 
 @cache
-def _constants(cls: type[BaseModel]) -> tuple[tuple[str, str, Any], ...]:
-    """(field, wire key, value) for each field typed as one literal that defaults to it.
+def _defaults(cls: type[BaseModel], constants_only: bool) -> tuple[tuple[str, str, Any], ...]:
+    """(field, wire key, JSON value) of each field of ``cls`` with a default other than ``None``,
+    or with ``constants_only`` of each typed as the one literal it defaults to (``type: "text"``).
 
-    Such a field is the schema's constant (``type: "text"``, a request's ``method``) and a model
-    built in code leaves it unset, so an ``exclude_unset`` dump would omit a required key.
+    ``None`` defaults stand for an absent key and are never written out.
     """
-    constants = []
+    defaults = []
     for name, field in cls.model_fields.items():
+        default = field.default
+        if default is None or default is PydanticUndefined:
+            continue
         args = get_args(field.annotation)
-        if get_origin(field.annotation) is Literal and len(args) == 1 and field.default == args[0]:
-            key = field.serialization_alias or field.alias or name
-            constants.append((name, key, field.default))
-    return tuple(constants)
+        if constants_only and not (get_origin(field.annotation) is Literal and args == (default,)):
+            continue
+        key = field.serialization_alias or field.alias or name
+        defaults.append((name, key, TypeAdapter(Any).dump_python(default, mode="json")))
+    return tuple(defaults)
 
 
-def _fill_constants(model: BaseModel, wire: Any) -> None:
+def _fill_defaults(model: BaseModel, wire: Any, constants_only: bool) -> None:
+    """Write the unset defaults of ``model`` and of the models it holds into its dump ``wire``."""
     if not isinstance(wire, dict):
         return
     fields_set = model.model_fields_set
-    for name, key, value in _constants(type(model)):
+    for name, key, value in _defaults(type(model), constants_only):
         if name not in fields_set:
             wire[key] = value
     fields = type(model).model_fields
     for name in fields_set:
         field = fields.get(name)
-        if field is None:
-            continue
-        key = field.serialization_alias or field.alias or name
-        _fill_within(getattr(model, name), wire.get(key))
+        if field is not None:
+            key = field.serialization_alias or field.alias or name
+            _fill_within(getattr(model, name), wire.get(key), constants_only)
 
 
-def _fill_within(value: Any, wire: Any) -> None:
-    # Only models and sequences of them can hold unset constants; plain JSON payloads are skipped.
+def _fill_within(value: Any, wire: Any, constants_only: bool) -> None:
+    # Only models and sequences of them can hold unset defaults; plain JSON payloads are skipped.
     if isinstance(value, BaseModel):
-        _fill_constants(value, wire)
+        _fill_defaults(value, wire, constants_only)
     elif isinstance(value, list | tuple) and isinstance(wire, list):
         for item, item_wire in zip(value, wire, strict=False):
             if isinstance(item, BaseModel | list | tuple):
-                _fill_within(item, item_wire)
+                _fill_within(item, item_wire, constants_only)
 
 
 def _pydantic_failure(exc: ValidationError, wire: Any) -> tuple[str, str]:
