@@ -157,7 +157,9 @@ def from_mcp_types(model: BaseModel, revision: str) -> Any:
     target = _classes(revision).get(name)
     if target is None:
         raise CompatError(name, revision, "$", "the revision has no type of this name")
-    wire = model.model_dump(by_alias=True, exclude_unset=True, mode="json")
+    # pydantic's own warnings about values its types do not expect are left out: the conversion
+    # below judges every value and names the path of the first it rejects.
+    wire = model.model_dump(by_alias=True, exclude_unset=True, mode="json", warnings=False)
     # A model built in code leaves its defaulted fields unset (`TextContent.type`), so the dump
     # omits keys the schema may require. When it does not convert, the model's constants are
     # written out, and failing that every default other than None (2026-07-28's resultType).
