@@ -697,7 +697,9 @@ def _moves(
     for held, found in list(targets.items()):
         # A move carries the same value: the new holder must travel the way the old one did
         # (same sender, same request/result/notification), or it is another value of the same name.
-        kept = [t for t in found if ways_a.get(held[0], set()) & ways_b.get(t[0], set())]
+        # Holders no method reaches have no known way; they keep the name-and-type rule.
+        was = ways_a.get(held[0])
+        kept = [t for t in found if not was or not ways_b.get(t[0]) or was & ways_b[t[0]]]
         if kept:
             targets[held] = kept
         else:

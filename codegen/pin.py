@@ -66,9 +66,9 @@ class Pin:
         return f"https://github.com/{m.group(1)}/blob/{m.group(2)}/{m.group(3)}" if m else self.source
 
 
-def read_pins(path: Path = PINS_FILE) -> tuple[Pin, ...]:
-    """The pins recorded in ``path``, in file order (the project's one revision order)."""
-    data = tomllib.loads(path.read_text(encoding="utf-8"))
+def read_pins(path: Path | None = None) -> tuple[Pin, ...]:
+    """The pins recorded in ``path`` (default ``schema/revisions.toml``), in file order (the project's one revision order)."""
+    data = tomllib.loads((path or PINS_FILE).read_text(encoding="utf-8"))
     return tuple(
         Pin(
             revision=r["name"],
@@ -265,7 +265,7 @@ def pin_revision(
     examples: Path | None = None,
     released: bool | None = None,
     update: bool = False,
-    pins_file: Path = PINS_FILE,
+    pins_file: Path | None = None,
     fetch: Callable[[str], bytes] = _download,
 ) -> Pin:
     """Fetch or read a revision's schema, check it, store it in the schema directory and record its pin.
@@ -276,6 +276,7 @@ def pin_revision(
         raise PinError("give exactly one of --url or --file")
     if not _REVISION_NAME.fullmatch(revision):
         raise PinError(f"{revision!r} is not a revision name (YYYY-MM-DD, or lower-case letters like draft)")
+    pins_file = pins_file or PINS_FILE
     existing = list(read_pins(pins_file))
     pinned = any(p.revision == revision for p in existing)
     if pinned and not update:
