@@ -558,3 +558,21 @@ def test_cli_diff_lists_no_standard_json_rpc_code_as_added():
     out = CliRunner().invoke(main, ["diff", "2025-11-25", "2026-07-28", "--format", "json"]).output
     added = [c["after"] for c in json.loads(out)["changes"] if c["kind"] == "error_code_added"]
     assert added and not {"-32700", "-32600", "-32601", "-32602", "-32603"} & set(added)
+
+
+def test_the_figures_docs_diff_md_quotes_are_the_tools():
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parent.parent / "docs" / "diff.md").read_text()
+    example = json.loads(
+        re.sub(r',\s*"\.\.\.": 0', "", text.split("```json\n", 1)[1].split("```", 1)[0])
+        .replace('"268a..."', '""').replace('"ef70..."', '""')
+        .replace('"[...]"', '""')
+    )
+    d = diff(example["from"]["revision"], example["to"]["revision"])
+    summary = d.summary()
+    assert example["summary"]["total"] == summary["total"]
+    assert example["summary"]["breaking"] == summary["breaking"]
+    for kind, count in example["summary"]["by_kind"].items():
+        assert summary["by_kind"][kind] == count, kind
