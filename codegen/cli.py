@@ -4,12 +4,19 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Any
+from pathlib import Path
+from typing import Any, NoReturn
 
 import click
 
 from . import cache, paths
 from .pin import PinError, pins, read_schema_bytes
+
+
+def _fail(command: str, exc: Exception) -> NoReturn:
+    """One line naming what failed, exit 2: the input (a download, a file, a pin) is at fault."""
+    click.echo(f"mcpbind {command}: {exc}", err=True)
+    sys.exit(2)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -45,6 +52,8 @@ def generate(revisions: tuple[str, ...], check: bool, force: bool) -> None:
 
     try:
         files = writer.generate(revisions or None)
+    except PinError as exc:
+        _fail("generate", exc)
     except Exception as exc:  # every stage raises its own error type with the reason
         raise click.ClickException(f"{type(exc).__name__}: {exc}") from exc
     if check:
@@ -76,7 +85,7 @@ def revisions() -> None:
             _, source = read_schema_bytes(p)
             status = "ok"
         except PinError as exc:
-            source, status = p.url, f"unavailable: {exc}"
+            source, status = p.source, f"unavailable: {exc}"
         click.echo(f"{p.revision:<12} {p.sha256}  {source}  [{status}]")
 
 
@@ -100,12 +109,88 @@ def diff(a: str, b: str, fmt: str) -> None:
     for name, value in (("A", a), ("B", b)):
         if value not in known:
             raise click.BadParameter(f"{value!r} is not pinned; pinned: {', '.join(known)}", param_hint=name)
-    result = differ.diff(a, b)
+    try:
+        result = differ.diff(a, b)
+    except PinError as exc:
+        _fail("diff", exc)
     click.echo(diff_render.markdown(result) if fmt == "markdown" else diff_render.to_json(result), nl=False)
 
 
 class _Unreadable(click.ClickException):
     exit_code = 2  # like a usage error: nothing was validated
+
+
+@main.command()
+@click.argument("revision", metavar="R")
+@click.option("--url", metavar="URL", help="Download the schema from URL (recorded as the revision's source).")
+@click.option(
+    "--file", "file", type=click.Path(dir_okay=False, path_type=Path), metavar="PATH", help="Read the schema from PATH."
+)
+@click.option(
+    "--examples",
+    type=click.Path(file_okay=False, exists=True, path_type=Path),
+    metavar="DIR",
+    help="Also store the official examples (DIR/<Type>/<name>.json) beside the schema.",
+)
+@click.option(
+    "--released/--draft",
+    "released",
+    default=None,
+    help="Whether R is a released revision (LATEST is the last released one). Default: released when R is a date.",
+)
+@click.option("--update", is_flag=True, help="Re-pin an already pinned revision (a moving one such as draft).")
+def pin(revision: str, url: str | None, file: Path | None, examples: Path | None, released: bool | None, update: bool) -> None:
+    """Pin revision R: store its schema in the schema directory and record it in schema/revisions.toml.
+
+    Then `make generate` emits its package, the projections to and from every other revision
+    and docs/changes/. Exit 2 with one line when the download fails, the file is not an MCP
+    schema, or R is already pinned (without --update).
+    """
+    from .pin import pin_revision, schema_file
+
+    if paths.INSTALLED:
+        raise click.ClickException("`mcpbind pin` runs in a checkout of mcpbind (it writes schema/revisions.toml there)")
+    try:
+        p = pin_revision(revision, url=url, file=file, examples=examples, released=released, update=update)
+    except PinError as exc:
+        _fail("pin", exc)
+    state = "released" if p.released else "not released"
+    click.echo(f"pinned {p.revision} ({state}) sha256 {p.sha256}, {p.size} bytes, from {p.source} -> {schema_file(p.revision)}")
+    click.echo("now run `make generate`")
+
+
+@main.command()
+@click.option("--from", "a", required=True, metavar="A", help="The revision the code is written for.")
+@click.option("--to", "b", required=True, metavar="B", help="The revision to move it to.")
+@click.option("--check", is_flag=True, help="Write nothing; report in Markdown; exit 1 when something would change.")
+@click.argument("targets", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path), metavar="PATH...")
+def migrate(a: str, b: str, check: bool, targets: tuple[Path, ...]) -> None:
+    """Move Python code from revision A's bindings to B's (a libcst codemod driven by `mcpbind diff A B`).
+
+    Rewrites imports of A's package to B's, renames what B renamed, and marks each use of what
+    B removed or changed in a breaking way with a comment naming the change and docs/changes/.
+    """
+    try:
+        from . import migrate as migrator
+    except ImportError as exc:
+        if exc.name not in ("libcst", "jinja2"):
+            raise
+        click.echo("mcpbind migrate: needs libcst; install the codegen extra: pip install 'mcpbind[codegen]'", err=True)
+        sys.exit(2)
+    known = [p.revision for p in pins()]
+    for name, value in (("--from", a), ("--to", b)):
+        if value not in known:
+            raise click.BadParameter(f"{value!r} is not pinned; pinned: {', '.join(known)}", param_hint=name)
+    try:
+        report = migrator.migrate(a, b, list(targets), write=not check)
+    except PinError as exc:
+        _fail("migrate", exc)
+    except migrator.MigrateError as exc:
+        _fail("migrate", exc)
+    if check:
+        click.echo(report.markdown(), nl=False)
+        sys.exit(1 if report.changed else 0)
+    click.echo(report.summary())
 
 
 @main.command()

@@ -486,14 +486,22 @@ def error_codes(rev: Revision) -> dict[str, int]:
     return found
 
 
+# The error codes JSON-RPC 2.0 itself defines (its section 5.1): every MCP revision uses them
+# whether or not its schema declares a type for them, so a type declared for one is a new
+# definition (``type_added``), not a new code.
+JSONRPC_CODES = frozenset({-32700, -32600, -32601, -32602, -32603})
+
+
 def _errors(a: Revision, b: Revision) -> Iterator[Change]:
     ea, eb = error_codes(a), error_codes(b)
     for name in sorted(set(ea) | set(eb)):
         ca, cb = ea.get(name), eb.get(name)
         if cb is None:
-            yield Change("error_code_removed", name, str(ca), None, "receivers")
+            if ca not in JSONRPC_CODES:
+                yield Change("error_code_removed", name, str(ca), None, "receivers")
         elif ca is None:
-            yield Change("error_code_added", name, None, str(cb), None)
+            if cb not in JSONRPC_CODES:
+                yield Change("error_code_added", name, None, str(cb), None)
         elif ca != cb:
             yield Change("error_code_changed", name, str(ca), str(cb), "both")
 
@@ -685,6 +693,17 @@ def _moves(
             same = key == of.wire or key.endswith(of.wire[:1].upper() + of.wire[1:])
             if same and render(of.type) == render(nf.type):
                 targets.setdefault((old_owner, of.wire), []).append((new_owner, nf.wire))
+    ways_a, ways_b = channels(a), channels(b)
+    for held, found in list(targets.items()):
+        # A move carries the same value: the new holder must travel the way the old one did
+        # (same sender, same request/result/notification), or it is another value of the same name.
+        # Holders no method reaches have no known way; they keep the name-and-type rule.
+        was = ways_a.get(held[0])
+        kept = [t for t in found if not was or not ways_b.get(t[0]) or was & ways_b[t[0]]]
+        if kept:
+            targets[held] = kept
+        else:
+            del targets[held]
     for (old_owner, wire), found in sorted(targets.items()):
         # The most general holder (``RequestMetaObject`` over ``SubscriptionsListenResultMetaObject``).
         new_owner, new_wire = min(found, key=lambda t: (len(t[0]), t))
@@ -708,6 +727,53 @@ def _moves(
                 side=side,
                 note="capability became an extension",
             )
+
+
+Channel = tuple[str, str]  # (sender, "request" | "notification" | "result")
+
+
+def channels(rev: Revision) -> dict[str, set[Channel]]:
+    """Per definition, the ways its values travel: who sends the message that holds it, and as what.
+
+    A request or notification is sent by its method's sender; a result by the other side.
+    Definitions no method reaches (the envelope's own parts) have no entry.
+    """
+    found: dict[str, set[Channel]] = {}
+    receiver = {"client": ("server",), "server": ("client",), "both": ("client", "server")}
+
+    def refs(t: TypeExpr | None) -> Iterator[str]:
+        if isinstance(t, RefT):
+            yield t.name
+        elif isinstance(t, ArrayT):
+            yield from refs(t.item)
+        elif isinstance(t, MapT):
+            yield from refs(t.value)
+        elif isinstance(t, UnionT):
+            for m in t.members:
+                yield from refs(m)
+
+    def walk(names: Iterable[str], way: Channel) -> None:
+        todo = list(names)
+        while todo:
+            name = todo.pop()
+            seen = found.setdefault(name, set())
+            if way in seen:
+                continue
+            seen.add(way)
+            d = rev.definitions.get(name)
+            if isinstance(d, ObjectDef):
+                for f in d.fields:
+                    todo += refs(f.type)
+            elif isinstance(d, AliasDef):
+                todo += refs(d.type)
+
+    for m in rev.methods.values():
+        senders = ("client", "server") if m.sender == "both" else (m.sender,)
+        for sender in senders:
+            walk([m.message], (sender, m.kind))
+        for sender in receiver[m.sender]:
+            walk(refs(m.result), (sender, "result"))
+    return found
 
 
 # -- notes -----------------------------------------------------------------------------------------------

@@ -6,7 +6,7 @@ from pathlib import Path
 from codegen.pin import pins, schema_dir
 
 REVISIONS = [p.revision for p in pins()]
-SCHEMAS = schema_dir() or Path(__file__).resolve().parent.parent / ".cache" / "schemas"
+SCHEMAS = schema_dir()
 
 
 def upstream_schema(revision: str) -> dict:

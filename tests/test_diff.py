@@ -499,3 +499,80 @@ def test_generate_writes_one_change_document_per_consecutive_pair():
     files = writer.change_files({r: __import__("codegen.model").model.build(r) for r in REVISIONS})
     assert sorted(p.name for p in files) == sorted(f"{a}__{b}.md" for a, b in PAIRS)
     assert all(p.parent == CHANGES_DIR for p in files)
+
+
+def test_a_move_carries_the_same_value_the_same_way():
+    """A removed field matches a namespaced ``_meta`` key by name and type; it moved only when
+    the new holder travels as the old one did (same sender, request vs result)."""
+    from codegen.overlay import Overlay
+
+    def rev(name, defs):
+        defs = {
+            "ClientRequest": {"anyOf": [{"$ref": "#/definitions/DoRequest"}]},
+            "ServerResult": {"anyOf": [{"$ref": "#/definitions/DoResult"}]},
+            **defs,
+        }
+        return build_from_schema(name, schema(defs), Overlay((), frozenset(), (), {"do": "DoResult"}, {}))
+
+    params = {"type": "object", "properties": {"version": {"type": "string"}}, "required": ["version"]}
+    meta = obj({"io.example/version": {"type": "string"}})
+    a = rev(
+        "A",
+        {
+            "DoRequest": obj({**request("do")["properties"], "params": params}, ["method", "jsonrpc", "id"]),
+            "DoResult": obj({"version": {"type": "string"}}, ["version"]),
+        },
+    )
+    b = rev(
+        "B",
+        {
+            "DoRequest": obj(
+                {**request("do")["properties"], "params": obj({"_meta": {"$ref": "#/definitions/DoMeta"}})},
+                ["method", "jsonrpc", "id"],
+            ),
+            "DoMeta": meta,
+            "DoResult": obj({"other": {"type": "string"}}),
+        },
+    )
+    d = compare(a, b)
+    assert one(d, "moved", "DoRequestParams.version").after == 'DoMeta["io.example/version"]'
+    assert d.find("moved", "DoResult.version") is None  # the server's value is not the client's
+    assert one(d, "field_removed", "DoResult.version").breaking == "receivers"
+
+
+def test_2026_07_28_adds_no_standard_json_rpc_code_and_moves_only_what_travels_the_same_way(real):
+    d = real[("2025-11-25", "2026-07-28")]
+    added = {c.path: c.after for c in d.of_kind("error_code_added")}
+    assert added == {
+        "HeaderMismatchError": "-32020",
+        "MissingRequiredClientCapabilityError": "-32021",
+        "UnsupportedProtocolVersionError": "-32022",
+    }
+    # The definitions for the JSON-RPC codes every revision used are new types, not new codes.
+    assert {"ParseError", "InvalidRequestError", "MethodNotFoundError", "InvalidParamsError", "InternalError"} <= d.paths("type_added")
+    assert d.find("moved", "InitializeResult.protocolVersion") is None
+    assert one(d, "moved", "InitializeResult.serverInfo").after == 'ResultMetaObject["io.modelcontextprotocol/serverInfo"]'
+
+
+def test_cli_diff_lists_no_standard_json_rpc_code_as_added():
+    out = CliRunner().invoke(main, ["diff", "2025-11-25", "2026-07-28", "--format", "json"]).output
+    added = [c["after"] for c in json.loads(out)["changes"] if c["kind"] == "error_code_added"]
+    assert added and not {"-32700", "-32600", "-32601", "-32602", "-32603"} & set(added)
+
+
+def test_the_figures_docs_diff_md_quotes_are_the_tools():
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parent.parent / "docs" / "diff.md").read_text()
+    example = json.loads(
+        re.sub(r',\s*"\.\.\.": 0', "", text.split("```json\n", 1)[1].split("```", 1)[0])
+        .replace('"268a..."', '""').replace('"ef70..."', '""')
+        .replace('"[...]"', '""')
+    )
+    d = diff(example["from"]["revision"], example["to"]["revision"])
+    summary = d.summary()
+    assert example["summary"]["total"] == summary["total"]
+    assert example["summary"]["breaking"] == summary["breaking"]
+    for kind, count in example["summary"]["by_kind"].items():
+        assert summary["by_kind"][kind] == count, kind
