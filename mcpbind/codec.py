@@ -399,7 +399,7 @@ class Codec:
             if not self.facts.batches:
                 raise ProtocolError(INVALID_REQUEST, f"Invalid Request: JSON-RPC batches are not part of MCP {self.revision}")
             if not env or not batch:
-                raise ProtocolError(INVALID_REQUEST, f"Invalid Request: {'a batch inside a batch' if env else 'empty batch'}")
+                raise ProtocolError(INVALID_REQUEST, f"Invalid Request: {'empty batch' if batch else 'a batch inside a batch'}")
             return [self._one(bytes(item), batch=False) for item in env]
         id_, id_ok = _read_id(env.id)
         if _plain_value(env.jsonrpc) != "2.0":
