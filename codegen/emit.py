@@ -201,8 +201,9 @@ class _Renderer:
 
     # -- type expressions
 
-    def type(self, t: TypeExpr, *, checking: bool = False) -> str:
-        """The annotation for ``t`` (``checking``: as the type checker sees untagged unions)."""
+    def type(self, t: TypeExpr, *, checking: bool = False, qualify: str = "") -> str:
+        """The annotation for ``t`` (``checking``: as the type checker sees untagged unions;
+        ``qualify``: prefix of the generated names, ``"_b."`` where a module holds the classes)."""
         if isinstance(t, AnyT):
             return "Any"
         if isinstance(t, Prim):
@@ -214,19 +215,19 @@ class _Renderer:
             lit = f"Literal[{', '.join(literal(v) for v in values)}]"
             return lit + (" | None" if None in t.values else "")
         if isinstance(t, ArrayT):
-            inner = f"list[{self.type(t.item, checking=checking)}]"
+            inner = f"list[{self.type(t.item, checking=checking, qualify=qualify)}]"
             return _annotated(inner, t.constraints, length=True)
         if isinstance(t, MapT):
-            return f"dict[str, {self.type(t.value, checking=checking)}]"
+            return f"dict[str, {self.type(t.value, checking=checking, qualify=qualify)}]"
         if isinstance(t, RefT):
             if self.emitted_aliases is not None and self._alias_pending(t.name):
                 return "Any"  # a back edge of an alias cycle (see docs/design.md)
-            return self.py[t.name]
+            return qualify + self.py[t.name]
         if isinstance(t, UnionT):
             info = self.rev.unions[t.site]
             if info.strategy == "untagged" and not checking:
-                return self.markers[t.site]  # markers are bound before any alias refers to them
-            parts = [self.type(m, checking=checking) for m in t.members]
+                return qualify + self.markers[t.site]  # markers are bound before any alias refers to them
+            parts = [self.type(m, checking=checking, qualify=qualify) for m in t.members]
             parts.sort(key=lambda p: p == "None")
             return " | ".join(dict.fromkeys(parts))
         raise EmitError(f"unknown type expression {t!r}")

@@ -36,7 +36,7 @@ from .ir import (
 from .overlay import Default, Migration, defaults, in_range, migrations
 from .paths import package_name
 from .pin import pins
-from .unions import value_kind
+from .unions import value_kind, walk
 
 ANY = AnyT()
 
@@ -75,7 +75,9 @@ class PairView:
     doc: str
     functions: list[FunctionView] = field(default_factory=list)
     tables: list[tuple[str, list[tuple[str, str]]]] = field(default_factory=list)  # (name, [(key, fn)])
-    types: list[tuple[str, str]] = field(default_factory=list)  # (name, annotation in B)
+    types: list[tuple[str, str]] = field(default_factory=list)  # (name, type expression over ``_b``)
+    typing_imports: list[str] = field(default_factory=list)  # what those expressions need
+    msgspec_imports: list[str] = field(default_factory=list)
     project: list[tuple[str, str]] = field(default_factory=list)  # (A class, function)
     names: list[tuple[str, str]] = field(default_factory=list)  # (A class, schema name)
     shared_from: str | None = None  # the module whose ``build`` this pair reuses
@@ -171,6 +173,18 @@ def _keys(rev: Revision, t: TypeExpr, r: _Renderer) -> list[str]:
     return []
 
 
+def _helpers(t: TypeExpr) -> set[str]:
+    """The names of ``typing`` and ``msgspec`` that the annotation of ``t`` uses (not following
+    references: those are names of the revision module)."""
+    out: set[str] = set()
+    for x in walk(t):
+        if isinstance(x, Lit) and x.values != (None,):
+            out.add("Literal")
+        if isinstance(x, (Prim, ArrayT)) and x.constraints.asserting():
+            out |= {"Annotated", "Meta"}
+    return out
+
+
 # -- the pair -------------------------------------------------------------------------------------
 
 
@@ -184,6 +198,7 @@ class Pair:
         self.functions: list[FunctionView] = []
         self.tables: list[tuple[str, list[tuple[str, str]]]] = []
         self.types: dict[str, str] = {}  # annotation -> constant name
+        self.helpers: set[str] = set()  # typing and msgspec names those annotations use
         self.counter = 0
 
     # -- names
@@ -193,8 +208,9 @@ class Pair:
         return f"{prefix}{self.counter}"
 
     def _type_const(self, t: TypeExpr) -> str:
-        annotation = self.rb.type(t)
+        annotation = self.rb.type(t, qualify="_b.")
         if annotation not in self.types:
+            self.helpers |= _helpers(t)
             self.types[annotation] = f"_T{len(self.types)}"
         return self.types[annotation]
 
@@ -653,6 +669,8 @@ def pair_view(a: Revision, b: Revision) -> PairView:
     view.functions = sorted(p.functions, key=lambda f: _sort_key(f.name))
     view.tables = p.tables
     view.types = [(const, annotation) for annotation, const in p.types.items()]
+    view.typing_imports = sorted(p.helpers & {"Annotated", "Literal"})
+    view.msgspec_imports = sorted(p.helpers & {"Meta"})
     view.names = [("_a." + p.ra.py[n], n) for n in a.definitions if isinstance(a.definitions[n], ObjectDef)]
     return view
 
