@@ -20,7 +20,6 @@ from typing import Any
 
 from .emit import _Renderer, literal
 from .ir import (
-    AliasDef,
     AnyT,
     ArrayT,
     Field,
@@ -36,6 +35,7 @@ from .ir import (
 from .overlay import Default, Migration, defaults, in_range, migrations
 from .paths import package_name
 from .pin import pins
+from .resolve import members, resolve
 from .unions import value_kind, walk
 
 ANY = AnyT()
@@ -90,61 +90,21 @@ class PairView:
 # -- type helpers ---------------------------------------------------------------------------------
 
 
-def resolve(rev: Revision, t: TypeExpr, seen: frozenset[str] = frozenset()) -> TypeExpr:
-    """Follow alias references; the back edge of an alias cycle (``JSONValue``) is any value."""
-    while isinstance(t, RefT) and isinstance(d := rev.definitions[t.name], AliasDef):
-        if t.name in seen:
-            return ANY
-        seen = seen | {t.name}
-        t = d.type
-    if isinstance(t, UnionT) and _any_json(rev, t, seen):
-        return ANY
-    return t
+def _members(rev: Revision, t: UnionT) -> list[TypeExpr]:
+    return members(rev, t, resolved=True)
 
 
-def _any_json(rev: Revision, t: UnionT, seen: frozenset[str]) -> bool:
-    """A union that accepts every JSON value (the JSONValue family)."""
-    kinds: set[str] = set()
-    for m in _members(rev, t, seen):
-        if isinstance(m, AnyT):
-            return True
-        if isinstance(m, Prim) and m.constraints.asserting() == {}:
-            kinds.add(m.json)
-        elif isinstance(m, MapT) and isinstance(resolve(rev, m.value, seen), AnyT):
-            kinds.add("object")
-        elif isinstance(m, ArrayT) and isinstance(resolve(rev, m.item, seen), AnyT):
-            kinds.add("array")
-    return {"string", "number", "boolean", "null", "object", "array"} <= kinds
-
-
-def _members(rev: Revision, t: UnionT, seen: frozenset[str] = frozenset()) -> list[TypeExpr]:
-    out: list[TypeExpr] = []
-    for m in t.members:
-        r = m
-        s = seen
-        while isinstance(r, RefT) and isinstance(d := rev.definitions[r.name], AliasDef):
-            if r.name in s:
-                r = ANY
-                break
-            s = s | {r.name}
-            r = d.type
-        for x in _members(rev, r, s) if isinstance(r, UnionT) else [r]:
-            if x not in out:
-                out.append(x)
-    return out
-
-
-def pure(rev: Revision, t: TypeExpr, seen: frozenset[str] = frozenset()) -> bool:
+def pure(rev: Revision, t: TypeExpr) -> bool:
     """Plain JSON all the way down (no Struct or open object inside)."""
     t = resolve(rev, t)
     if isinstance(t, (AnyT, Prim, Lit)):
         return True
     if isinstance(t, ArrayT):
-        return pure(rev, t.item, seen)
+        return pure(rev, t.item)
     if isinstance(t, MapT):
-        return pure(rev, t.value, seen)
+        return pure(rev, t.value)
     if isinstance(t, UnionT):
-        return all(pure(rev, m, seen) for m in _members(rev, t))
+        return all(pure(rev, m) for m in _members(rev, t))
     return False
 
 
