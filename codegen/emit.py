@@ -30,7 +30,7 @@ from .ir import (
     UnionInfo,
     UnionT,
 )
-from .names import class_name, pascal, snake
+from .names import class_name, is_package_attribute, pascal, snake
 from .paths import TEMPLATES_DIR
 
 # Names that appear inside annotations; an attribute with one of them would shadow it for
@@ -175,7 +175,8 @@ class ModuleView:
     registrations: list[RegistrationView] = field(default_factory=list)
     extras: list[ExtraView] = field(default_factory=list)
     exports: list[tuple[str, str]] = field(default_factory=list)  # (schema name, py name) differing
-    public: list[str] = field(default_factory=list)  # schema names
+    definitions: list[tuple[str, str]] = field(default_factory=list)  # (schema name, py name), all
+    public: list[str] = field(default_factory=list)  # schema names that are package attributes
     bound: list[str] = field(default_factory=list)  # the names they are bound to in types.py
     methods: list[MethodView] = field(default_factory=list)
     method_imports: list[str] = field(default_factory=list)
@@ -416,9 +417,10 @@ def module_view(rev: Revision) -> ModuleView:
     view.registrations = [
         r.registration(site, info) for site, info in sorted(rev.unions.items()) if info.strategy == "untagged"
     ]
-    view.public = sorted(rev.definitions)
+    view.definitions = [(literal(n), r.py[n]) for n in sorted(rev.definitions)]
+    view.public = [n for n in sorted(rev.definitions) if not is_package_attribute(n)]
     view.exports = [(n, r.py[n]) for n in view.public if r.py[n] != n]
-    view.bound = sorted(r.py[n] for n in view.public)
+    view.bound = sorted(r.py[n] for n in rev.definitions)
     _add_methods(view, r)
     return view
 
