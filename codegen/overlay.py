@@ -26,6 +26,8 @@ class Overlay:
     capabilities: dict[str, tuple[str, str]]  # method -> (side, dotted path)
     conditions: dict[str, tuple[CapabilityCondition, ...]] = field(default_factory=dict)
     # method -> the capabilities it needs only when its params say so
+    keywords: dict[str, str] = field(default_factory=dict)
+    # schema keyword the generator does not implement -> how to treat it ("ignore")
 
 
 def in_range(revision: str, since: str | None, until: str | None) -> bool:
@@ -75,7 +77,16 @@ def overlay(revision: str) -> Overlay:
             )
             for method in sorted({e["method"] for e in entries("capability") if "when" in e})
         },
+        keywords={e["keyword"]: _treatment(e) for e in entries("keyword")},
     )
+
+
+def _treatment(entry: dict[str, Any]) -> str:
+    """How a ``[[keyword]]`` entry treats its keyword: only ``ignore`` (the bindings accept
+    what the keyword would reject), and only with a reason."""
+    if entry.get("treat") != "ignore" or not entry.get("reason"):
+        raise OverlayError(f"[[keyword]] {entry.get('keyword')!r}: needs treat = \"ignore\" and a reason")
+    return "ignore"
 
 
 def _split(pointer: str) -> list[str]:
