@@ -40,6 +40,7 @@ from .ir import (
     TypeExpr,
     UnionT,
 )
+from .resolve import expand
 from .unions import value_kind
 
 Breaking = Literal["senders", "receivers", "both"]
@@ -260,44 +261,14 @@ def _covers(a: TypeExpr, b: TypeExpr) -> bool:
     return False
 
 
-_ANY_KINDS = {"map", "array", "string", "number", "boolean", "null"}
-
-
-def _resolve(t: TypeExpr, rev: Revision | None, depth: int = 4) -> TypeExpr:
-    """``t`` with references to non-object definitions replaced by what they stand for.
-
-    A union of every JSON kind (``JSONValue``) is ``any``: the two accept the same values.
-    """
-    if rev is None or depth == 0:
-        return t
-    if isinstance(t, RefT):
-        d = rev.definitions.get(t.name)
-        return _resolve(d.type, rev, depth - 1) if isinstance(d, AliasDef) else t
-    if isinstance(t, MapT):
-        return MapT(_resolve(t.value, rev, depth))
-    if isinstance(t, ArrayT):
-        return ArrayT(_resolve(t.item, rev, depth), t.constraints)
-    if isinstance(t, UnionT):
-        members = tuple(_resolve(m, rev, depth - 1) for m in t.members)
-        kinds = {
-            "map"
-            if isinstance(m, MapT)
-            else "array"
-            if isinstance(m, ArrayT)
-            else getattr(m, "json", "")
-            for m in members
-        }
-        return AnyT() if kinds >= _ANY_KINDS else UnionT(members, t.site)
-    return t
-
-
 def relation(
     before: TypeExpr, after: TypeExpr, rev_a: Revision | None = None, rev_b: Revision | None = None
 ) -> Relation:
     """How the set of values ``after`` accepts relates to the set ``before`` accepts."""
     if render(before) == render(after):
         return "equal"
-    before, after = _resolve(before, rev_a), _resolve(after, rev_b)
+    before = expand(rev_a, before) if rev_a is not None else before
+    after = expand(rev_b, after) if rev_b is not None else after
     if render(before) == render(after):
         return "equal"
     wider = all(any(_covers(x, y) for x in _members(after)) for y in _members(before))

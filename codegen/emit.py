@@ -31,7 +31,7 @@ from .ir import (
     UnionInfo,
     UnionT,
 )
-from .names import class_name, pascal, snake
+from .names import class_name, is_package_attribute, pascal, snake
 from .paths import TEMPLATES_DIR
 
 # Names that appear inside annotations; an attribute with one of them would shadow it for
@@ -178,7 +178,8 @@ class ModuleView:
     registrations: list[RegistrationView] = field(default_factory=list)
     extras: list[ExtraView] = field(default_factory=list)
     exports: list[tuple[str, str]] = field(default_factory=list)  # (schema name, py name) differing
-    public: list[str] = field(default_factory=list)  # schema names
+    definitions: list[tuple[str, str]] = field(default_factory=list)  # (schema name, py name), all
+    public: list[str] = field(default_factory=list)  # schema names that are package attributes
     bound: list[str] = field(default_factory=list)  # the names they are bound to in types.py
     methods: list[MethodView] = field(default_factory=list)
     method_imports: list[str] = field(default_factory=list)
@@ -205,8 +206,9 @@ class _Renderer:
 
     # -- type expressions
 
-    def type(self, t: TypeExpr, *, checking: bool = False) -> str:
-        """The annotation for ``t`` (``checking``: as the type checker sees untagged unions)."""
+    def type(self, t: TypeExpr, *, checking: bool = False, qualify: str = "") -> str:
+        """The annotation for ``t`` (``checking``: as the type checker sees untagged unions;
+        ``qualify``: prefix of the generated names, ``"_b."`` where a module holds the classes)."""
         if isinstance(t, AnyT):
             return "Any"
         if isinstance(t, Prim):
@@ -218,19 +220,19 @@ class _Renderer:
             lit = f"Literal[{', '.join(literal(v) for v in values)}]"
             return lit + (" | None" if None in t.values else "")
         if isinstance(t, ArrayT):
-            inner = f"list[{self.type(t.item, checking=checking)}]"
+            inner = f"list[{self.type(t.item, checking=checking, qualify=qualify)}]"
             return _annotated(inner, t.constraints, length=True)
         if isinstance(t, MapT):
-            return f"dict[str, {self.type(t.value, checking=checking)}]"
+            return f"dict[str, {self.type(t.value, checking=checking, qualify=qualify)}]"
         if isinstance(t, RefT):
             if self.emitted_aliases is not None and self._alias_pending(t.name):
                 return "Any"  # a back edge of an alias cycle (see docs/design.md)
-            return self.py[t.name]
+            return qualify + self.py[t.name]
         if isinstance(t, UnionT):
             info = self.rev.unions[t.site]
             if info.strategy == "untagged" and not checking:
-                return self.markers[t.site]  # markers are bound before any alias refers to them
-            parts = [self.type(m, checking=checking) for m in t.members]
+                return qualify + self.markers[t.site]  # markers are bound before any alias refers to them
+            parts = [self.type(m, checking=checking, qualify=qualify) for m in t.members]
             parts.sort(key=lambda p: p == "None")
             return " | ".join(dict.fromkeys(parts))
         raise EmitError(f"unknown type expression {t!r}")
@@ -419,9 +421,10 @@ def module_view(rev: Revision) -> ModuleView:
     view.registrations = [
         r.registration(site, info) for site, info in sorted(rev.unions.items()) if info.strategy == "untagged"
     ]
-    view.public = sorted(rev.definitions)
+    view.definitions = [(literal(n), r.py[n]) for n in sorted(rev.definitions)]
+    view.public = [n for n in sorted(rev.definitions) if not is_package_attribute(n)]
     view.exports = [(n, r.py[n]) for n in view.public if r.py[n] != n]
-    view.bound = sorted(r.py[n] for n in view.public)
+    view.bound = sorted(r.py[n] for n in rev.definitions)
     _add_methods(view, r)
     from .facts import facts_view
 

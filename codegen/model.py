@@ -32,6 +32,7 @@ from .ir import (
 from .names import pascal, unique_attributes
 from .overlay import Overlay, apply, overlay
 from .pin import load_schema, pin
+from .resolve import ResolveError
 
 PRIMITIVES = ("string", "integer", "number", "boolean", "null")
 SIDES = {
@@ -40,6 +41,25 @@ SIDES = {
     "ClientNotification": ("notification", "client"),
     "ServerNotification": ("notification", "server"),
 }
+
+
+# The keywords the model stage implements; ``_check_keywords`` refuses every other one (unless a
+# ``[[keyword]]`` entry of the overlay says how to treat it), so none is silently ignored.
+IMPLEMENTED = frozenset(
+    {
+        "$ref", "allOf", "anyOf", "oneOf", "const", "enum", "type", "properties", "required",
+        "additionalProperties", "items", "minimum", "maximum", "exclusiveMinimum",
+        "exclusiveMaximum", "minLength", "maxLength", "pattern", "minItems", "maxItems",
+    }
+)  # fmt: skip
+# Keywords that say nothing about which values are valid (``format`` asserts nothing by default).
+ANNOTATIONS = frozenset(
+    {
+        "$schema", "$id", "$comment", "$defs", "definitions", "title", "description", "default",
+        "examples", "deprecated", "readOnly", "writeOnly", "format", "contentMediaType",
+        "contentEncoding",
+    }
+)  # fmt: skip
 
 
 class ModelError(Exception):
@@ -86,6 +106,8 @@ class _Modeler:
 
     def run(self) -> Revision:
         for name in sorted(self.raw):
+            self._check_keywords(self.raw[name], self.prefix + _escape(name))
+        for name in sorted(self.raw):
             self._definition(name, self.raw[name])
         rev = Revision(
             revision=self.revision,
@@ -94,9 +116,30 @@ class _Modeler:
             dialect=self.dialect,  # type: ignore[arg-type]
             definitions=dict(sorted(self.defs.items())),
         )
-        unions.analyse(rev)
+        try:
+            unions.analyse(rev)
+        except ResolveError as exc:
+            raise ModelError(str(exc)) from None
         rev.methods = _methods(rev, self.ov)
         return rev
+
+    def _check_keywords(self, s: Any, pointer: str) -> None:
+        """Refuse a keyword the model does not implement, naming it and its JSON pointer."""
+        if not isinstance(s, dict):
+            return
+        for key in s:
+            if key not in IMPLEMENTED and key not in ANNOTATIONS and self.ov.keywords.get(key) != "ignore":
+                raise ModelError(
+                    f"{self.revision}: {pointer}: schema keyword {key!r} is not implemented by the "
+                    "generator; add a [[keyword]] entry to schema/overlay.toml to say how to treat it"
+                )
+        for key, value in (s.get("properties") or {}).items():
+            self._check_keywords(value, f"{pointer}/properties/{_escape(key)}")
+        for key in ("items", "additionalProperties"):
+            self._check_keywords(s.get(key), f"{pointer}/{key}")
+        for key in ("anyOf", "oneOf", "allOf"):
+            for i, member in enumerate(s.get(key) or ()):
+                self._check_keywords(member, f"{pointer}/{key}/{i}")
 
     # -- definitions -------------------------------------------------------------------------
 
@@ -207,9 +250,11 @@ class _Modeler:
         raise ModelError(f"{self.revision}: {site}: unsupported type {t!r}")
 
     def _ref_name(self, ref: str, site: str) -> str:
-        if not ref.startswith(self.prefix) or ref[len(self.prefix) :] not in self.raw:
+        # A JSON pointer escapes "/" as "~1" and "~" as "~0" (RFC 6901), undone in that order.
+        name = ref[len(self.prefix) :].replace("~1", "/").replace("~0", "~")
+        if not ref.startswith(self.prefix) or name not in self.raw:
             raise ModelError(f"{self.revision}: {site}: unresolvable $ref {ref!r}")
-        return ref[len(self.prefix) :].replace("~1", "/").replace("~0", "~")
+        return name
 
     def _resolve(self, s: dict[str, Any]) -> dict[str, Any]:
         while "$ref" in s:
@@ -236,6 +281,11 @@ class _Modeler:
         if "description" in s:
             merged["description"] = s["description"]
         return merged
+
+
+def _escape(name: str) -> str:
+    """``name`` as one JSON pointer segment."""
+    return name.replace("~", "~0").replace("/", "~1")
 
 
 def _is_object(s: dict[str, Any]) -> bool:

@@ -10,8 +10,12 @@ import builtins
 import keyword
 import re
 
-# Names the generated modules use themselves; a definition with one of these names is
-# bound under ``<name>_`` in the code and exported under its schema name.
+# What a revision package binds besides its definitions: its modules and tables. A definition
+# with one of these names could not be an attribute of the package under its schema name.
+PACKAGE_NAMES = frozenset({"types", "methods", "facts", "METHODS", "REVISION", "SHA256", "DEFINITIONS"})
+
+# Names the generated modules use themselves (imports, helpers, tables); a definition with one
+# of these names is bound under ``<name>_`` in the code and exported under its schema name.
 RESERVED = frozenset(
     {
         "annotations",
@@ -19,6 +23,7 @@ RESERVED = frozenset(
         "Any",
         "ClassVar",
         "Literal",
+        "Mapping",
         "TYPE_CHECKING",
         "TypeAlias",
         "Union",
@@ -28,13 +33,13 @@ RESERVED = frozenset(
         "UnsetType",
         "field",
         "msgspec",
+        "Member",
         "OpenObject",
         "Untagged",
-        "REVISION",
-        "SHA256",
-        "METHODS",
+        "register",
         "MethodSpec",
     }
+    | PACKAGE_NAMES
     | set(dir(builtins))
 )
 
@@ -75,14 +80,29 @@ def pascal(py_name: str) -> str:
 
 
 def class_name(schema_name: str, taken: set[str]) -> str:
-    """The identifier a definition is bound to in generated code (its schema name when possible)."""
-    name = _ascii(schema_name)
-    name = re.sub(r"_+", "_", name)
-    if not name or name[0].isdigit():
-        name = "T_" + name
+    """The identifier a definition is bound to in generated code: its schema name when possible.
+
+    The one rule (docs/design.md, "Names"): other characters than ASCII letters, digits and
+    ``_`` become ``_`` or ``u<hex>``; a name that does not start with a letter gets a leading
+    ``T`` (``__init__`` -> ``T__init__``: names starting with ``_`` are the generated code's
+    own); then ``_`` is appended while the name is a keyword, a builtin, a name the generated
+    package or module uses (``RESERVED``) or one another definition is bound to.
+    """
+    name = schema_name
+    if not (name.isascii() and name.isidentifier()):
+        name = re.sub(r"_+", "_", _ascii(name))
+    if not name[:1].isalpha():
+        name = "T" + name
     while keyword.iskeyword(name) or name in RESERVED or name in taken:
         name += "_"
     return name
+
+
+def is_package_attribute(schema_name: str) -> bool:
+    """Whether a schema name is taken by the package or by every module object (``types``,
+    ``METHODS``, ``__init__``, ``__name__``): such a definition is reachable only through the
+    package's ``DEFINITIONS``, never as an attribute under that name."""
+    return schema_name in PACKAGE_NAMES or (schema_name.startswith("__") and schema_name.endswith("__"))
 
 
 def unique_attributes(wires: list[str]) -> dict[str, str]:

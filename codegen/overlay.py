@@ -31,6 +31,8 @@ class Overlay:
     versions: tuple[str, ...] = ()  # protocol version strings the revision's messages carry
     result_kinds: tuple[ResultKind, ...] = ()
     task_results: tuple[TaskResult, ...] = ()
+    keywords: dict[str, str] = field(default_factory=dict)
+    # schema keyword the generator does not implement -> how to treat it ("ignore")
 
 
 @dataclass(frozen=True)
@@ -129,7 +131,16 @@ def overlay(revision: str) -> Overlay:
             )
             for e in entries("task_result")
         ),
+        keywords={e["keyword"]: _treatment(e) for e in entries("keyword")},
     )
+
+
+def _treatment(entry: dict[str, Any]) -> str:
+    """How a ``[[keyword]]`` entry treats its keyword: only ``ignore`` (the bindings accept
+    what the keyword would reject), and only with a reason."""
+    if entry.get("treat") != "ignore" or not entry.get("reason"):
+        raise OverlayError(f"[[keyword]] {entry.get('keyword')!r}: needs treat = \"ignore\" and a reason")
+    return "ignore"
 
 
 def _split(pointer: str) -> list[str]:

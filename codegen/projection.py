@@ -20,7 +20,6 @@ from typing import Any
 
 from .emit import _Renderer, literal
 from .ir import (
-    AliasDef,
     AnyT,
     ArrayT,
     Field,
@@ -36,7 +35,8 @@ from .ir import (
 from .overlay import Default, Migration, defaults, in_range, migrations
 from .paths import package_name
 from .pin import pins
-from .unions import value_kind
+from .resolve import members, resolve
+from .unions import value_kind, walk
 
 ANY = AnyT()
 
@@ -75,7 +75,9 @@ class PairView:
     doc: str
     functions: list[FunctionView] = field(default_factory=list)
     tables: list[tuple[str, list[tuple[str, str]]]] = field(default_factory=list)  # (name, [(key, fn)])
-    types: list[tuple[str, str]] = field(default_factory=list)  # (name, annotation in B)
+    types: list[tuple[str, str]] = field(default_factory=list)  # (name, type expression over ``_b``)
+    typing_imports: list[str] = field(default_factory=list)  # what those expressions need
+    msgspec_imports: list[str] = field(default_factory=list)
     project: list[tuple[str, str]] = field(default_factory=list)  # (A class, function)
     names: list[tuple[str, str]] = field(default_factory=list)  # (A class, schema name)
     shared_from: str | None = None  # the module whose ``build`` this pair reuses
@@ -88,61 +90,21 @@ class PairView:
 # -- type helpers ---------------------------------------------------------------------------------
 
 
-def resolve(rev: Revision, t: TypeExpr, seen: frozenset[str] = frozenset()) -> TypeExpr:
-    """Follow alias references; the back edge of an alias cycle (``JSONValue``) is any value."""
-    while isinstance(t, RefT) and isinstance(d := rev.definitions[t.name], AliasDef):
-        if t.name in seen:
-            return ANY
-        seen = seen | {t.name}
-        t = d.type
-    if isinstance(t, UnionT) and _any_json(rev, t, seen):
-        return ANY
-    return t
+def _members(rev: Revision, t: UnionT) -> list[TypeExpr]:
+    return members(rev, t, resolved=True)
 
 
-def _any_json(rev: Revision, t: UnionT, seen: frozenset[str]) -> bool:
-    """A union that accepts every JSON value (the JSONValue family)."""
-    kinds: set[str] = set()
-    for m in _members(rev, t, seen):
-        if isinstance(m, AnyT):
-            return True
-        if isinstance(m, Prim) and m.constraints.asserting() == {}:
-            kinds.add(m.json)
-        elif isinstance(m, MapT) and isinstance(resolve(rev, m.value, seen), AnyT):
-            kinds.add("object")
-        elif isinstance(m, ArrayT) and isinstance(resolve(rev, m.item, seen), AnyT):
-            kinds.add("array")
-    return {"string", "number", "boolean", "null", "object", "array"} <= kinds
-
-
-def _members(rev: Revision, t: UnionT, seen: frozenset[str] = frozenset()) -> list[TypeExpr]:
-    out: list[TypeExpr] = []
-    for m in t.members:
-        r = m
-        s = seen
-        while isinstance(r, RefT) and isinstance(d := rev.definitions[r.name], AliasDef):
-            if r.name in s:
-                r = ANY
-                break
-            s = s | {r.name}
-            r = d.type
-        for x in _members(rev, r, s) if isinstance(r, UnionT) else [r]:
-            if x not in out:
-                out.append(x)
-    return out
-
-
-def pure(rev: Revision, t: TypeExpr, seen: frozenset[str] = frozenset()) -> bool:
+def pure(rev: Revision, t: TypeExpr) -> bool:
     """Plain JSON all the way down (no Struct or open object inside)."""
     t = resolve(rev, t)
     if isinstance(t, (AnyT, Prim, Lit)):
         return True
     if isinstance(t, ArrayT):
-        return pure(rev, t.item, seen)
+        return pure(rev, t.item)
     if isinstance(t, MapT):
-        return pure(rev, t.value, seen)
+        return pure(rev, t.value)
     if isinstance(t, UnionT):
-        return all(pure(rev, m, seen) for m in _members(rev, t))
+        return all(pure(rev, m) for m in _members(rev, t))
     return False
 
 
@@ -171,6 +133,18 @@ def _keys(rev: Revision, t: TypeExpr, r: _Renderer) -> list[str]:
     return []
 
 
+def _helpers(t: TypeExpr) -> set[str]:
+    """The names of ``typing`` and ``msgspec`` that the annotation of ``t`` uses (not following
+    references: those are names of the revision module)."""
+    out: set[str] = set()
+    for x in walk(t):
+        if isinstance(x, Lit) and x.values != (None,):
+            out.add("Literal")
+        if isinstance(x, (Prim, ArrayT)) and x.constraints.asserting():
+            out |= {"Annotated", "Meta"}
+    return out
+
+
 # -- the pair -------------------------------------------------------------------------------------
 
 
@@ -184,6 +158,7 @@ class Pair:
         self.functions: list[FunctionView] = []
         self.tables: list[tuple[str, list[tuple[str, str]]]] = []
         self.types: dict[str, str] = {}  # annotation -> constant name
+        self.helpers: set[str] = set()  # typing and msgspec names those annotations use
         self.counter = 0
 
     # -- names
@@ -193,8 +168,9 @@ class Pair:
         return f"{prefix}{self.counter}"
 
     def _type_const(self, t: TypeExpr) -> str:
-        annotation = self.rb.type(t)
+        annotation = self.rb.type(t, qualify="_b.")
         if annotation not in self.types:
+            self.helpers |= _helpers(t)
             self.types[annotation] = f"_T{len(self.types)}"
         return self.types[annotation]
 
@@ -653,6 +629,8 @@ def pair_view(a: Revision, b: Revision) -> PairView:
     view.functions = sorted(p.functions, key=lambda f: _sort_key(f.name))
     view.tables = p.tables
     view.types = [(const, annotation) for annotation, const in p.types.items()]
+    view.typing_imports = sorted(p.helpers & {"Annotated", "Literal"})
+    view.msgspec_imports = sorted(p.helpers & {"Meta"})
     view.names = [("_a." + p.ra.py[n], n) for n in a.definitions if isinstance(a.definitions[n], ObjectDef)]
     return view
 

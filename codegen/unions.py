@@ -14,7 +14,6 @@ from collections.abc import Iterator, Sequence
 from dataclasses import replace
 
 from .ir import (
-    AliasDef,
     AnyT,
     ArrayT,
     JsonKind,
@@ -29,6 +28,8 @@ from .ir import (
     UnionMember,
     UnionT,
 )
+from .resolve import members
+from .resolve import target as resolve
 
 TAG_PREFERENCE = ("method", "type")
 
@@ -58,26 +59,9 @@ def all_unions(rev: Revision) -> list[UnionT]:
     return [found[s] for s in sorted(found)]
 
 
-def resolve(rev: Revision, t: TypeExpr) -> TypeExpr:
-    """Follow references to aliases until reaching an object reference or a non-reference."""
-    seen = set()
-    while isinstance(t, RefT) and isinstance(d := rev.definitions[t.name], AliasDef):
-        if t.name in seen:
-            raise ValueError(f"{rev.revision}: alias cycle through {t.name}")
-        seen.add(t.name)
-        t = d.type
-    return t
-
-
 def flatten(rev: Revision, t: UnionT) -> list[TypeExpr]:
-    """The members of ``t`` with aliased unions expanded; each is resolved past aliases."""
-    out: list[TypeExpr] = []
-    for m in t.members:
-        r = resolve(rev, m)
-        for x in flatten(rev, r) if isinstance(r, UnionT) else [m]:
-            if x not in out:
-                out.append(x)
-    return out
+    """The members of ``t`` with aliased unions expanded, each as written (``codegen.resolve``)."""
+    return members(rev, t)
 
 
 def kind_of(rev: Revision, t: TypeExpr) -> JsonKind | None:

@@ -278,11 +278,6 @@ def put(m: Any, key: str, v: Any) -> dict[str, Any]:
     return out
 
 
-def type_in(module: ModuleType, annotation: str) -> Any:
-    """The runtime type an annotation of a generated types module stands for."""
-    return eval(annotation, vars(module))  # noqa: S307  # generated, trusted text
-
-
 def revision_of(obj: Any) -> str:
     """The revision whose generated package defines the type of ``obj``."""
     return revision_of_class(type(obj))
@@ -327,22 +322,68 @@ def _route(cls: type, to: str) -> tuple[Callable[[Any, Ctx], Any] | None, Ctx]:
 def project(obj: T, to: str) -> Any:
     """``obj`` (an instance of a generated type of any revision) as the same-named type of
     revision ``to``: fields ``to`` lacks stripped, moved fields migrated, required fields filled
-    with the values the spec defines. Raises ProjectionError where no faithful projection exists.
+    with the values the spec defines. Raises ProjectionError where no faithful projection exists,
+    and where ``obj`` is not a valid value of its own type (naming the first invalid value).
     """
     route = _ROUTES.get((type(obj), to))
     f, ctx = route if route is not None else _route(type(obj), to)
-    return obj if f is None else f(obj, ctx)
+    if f is None:
+        return obj
+    try:
+        return f(obj, ctx)
+    except ProjectionError as exc:
+        # A value no member of a union accepts fails where nothing tracks the path: if the
+        # object is malformed, that is the error to report, with the path msgspec finds.
+        raise _malformed(obj, ctx, exc) or exc from None
+    except _MALFORMED as exc:
+        raise _malformed(obj, ctx, exc) or exc from None
 
 
 def project_lossy(obj: T, to: str) -> tuple[Any, list[str]]:
     """Like ``project``, but drops what ``to`` cannot represent (a union member it lacks, a
     value that does not fit, an object missing a required field) and returns the JSON paths
-    dropped. The object itself must exist in ``to`` (else ProjectionError)."""
+    dropped. The object itself must exist in ``to`` and be a valid value of its type (else
+    ProjectionError)."""
     f, ctx = _route(type(obj), to)
     if f is None:
         return obj, []
     lossy = _LossyCtx(ctx.source, ctx.target)
-    return f(obj, lossy), lossy.dropped
+    try:
+        return f(obj, lossy), lossy.dropped
+    except (ProjectionError, *_MALFORMED) as exc:
+        raise _malformed(obj, ctx, exc) or exc from None
+
+
+# What generated code raises when an object does not hold what its class declares (a Struct
+# built by hand with an int where a list belongs): attribute reads, iteration, indexing.
+_MALFORMED = (AttributeError, TypeError, KeyError, IndexError, ValueError)
+
+
+def _malformed(obj: Any, ctx: Ctx, cause: Exception) -> ProjectionError | None:
+    """A ProjectionError naming the first value of ``obj`` that its own type does not accept
+    (msgspec finds it), or None when ``obj`` is valid, so the original failure stands."""
+    cls = type(obj)
+    name = _pair(ctx.source, ctx.target).NAMES.get(cls, cls.__name__)
+    try:
+        msgspec.convert(msgspec.to_builtins(obj, enc_hook=_not_json), cls, dec_hook=dec_hook)
+    except msgspec.ValidationError as exc:
+        message = join_path(str(exc))
+        head, _, at = message.partition(" - at `")
+        path = at.rstrip("`") or "$"
+        reason = f"not a valid {ctx.source} {name}: {head}"
+    except _NotJSON as exc:
+        path, reason = "$", f"not a valid {ctx.source} {name}: it holds {exc}, which is not JSON"
+    else:
+        return None
+    return ProjectionError(name, path, ctx.source, ctx.target, reason)
+
+
+class _NotJSON(Exception):
+    pass
+
+
+def _not_json(value: Any) -> Any:
+    raise _NotJSON(f"a {type(value).__name__}")
 
 
 assert REVISIONS  # the table is generated; an empty one means a broken checkout

@@ -89,3 +89,32 @@ def test_unions_over_hostile_names_decode_to_their_members(hostile):
     assert json.loads(msgspec.json.encode(tagged)) == {"kind": "print", "exec": "e"}
     quoted = mcpbind.decode(json.dumps({"kind": "lambda'\"", "value": 1}).encode(), getattr(module, "import"))
     assert type(quoted) is getattr(module, "lambda")
+
+
+def test_definitions_named_like_the_package_s_own_attributes_stay_reachable_by_schema_name(hostile):
+    """`types`, `methods`, `METHODS`, `DEFINITIONS`, `__init__` keep the package working, and
+    DEFINITIONS gives every definition under its schema name (docs/design.md, "Names")."""
+    module, _ = hostile
+    import types as pytypes
+
+    assert isinstance(module.types, pytypes.ModuleType) and isinstance(module.methods, pytypes.ModuleType)
+    assert dict(module.METHODS) == {}
+    definitions = module.DEFINITIONS
+    for name in ["types", "methods", "METHODS", "DEFINITIONS", "__init__", "Any", "register", "a/b~c", "class"]:
+        assert name in definitions
+    assert issubclass(definitions["types"], msgspec.Struct)
+    assert definitions["__init__"].__name__ == "T__init__"
+    assert module.Any is definitions["Any"] and module.register is definitions["register"]
+    assert getattr(module, "class") is definitions["class"]
+    assert set(module.__all__) >= {"Any", "register", "class", "a/b~c"}
+    assert not set(module.__all__) & {"types", "methods", "__init__"}
+    decoded = mcpbind.decode(b'[{"t": "x"}]', definitions["methods"])
+    assert type(decoded[0]) is definitions["types"]
+
+
+def test_a_json_pointer_with_escapes_reaches_its_definition(hostile):
+    module, _ = hostile
+    value = mcpbind.decode(b'{"slash": "s"}', module.escaped)
+    assert type(value) is module.DEFINITIONS["a/b~c"]
+    value = mcpbind.decode(b'{"init": "i"}', module.escaped)
+    assert type(value) is module.DEFINITIONS["__init__"]

@@ -80,15 +80,15 @@ def test_public_names_are_the_schema_definitions_and_inline_objects(revision):
     for name, schema in raw.items():
         expected |= _inline_names(schema, name, raw)
     module = mcpbind.bindings(revision)
-    exports = getattr(module, "_EXPORTS", {})
-    bound = {exports[n].__name__ if n in exports else n for n in expected}
+    assert set(module.DEFINITIONS) == expected
+    own = vars(module.types)
+    bound = {n if own.get(n) is module.DEFINITIONS[n] else module.DEFINITIONS[n].__name__ for n in expected}
     assert _defined_names(module.types) == {n for n in bound if not n.startswith("_")}
-    assert set(module.__all__) - {"FACTS", "METHODS", "REVISION", "SHA256"} == expected
+    assert set(module.__all__) - {"DEFINITIONS", "FACTS", "METHODS", "REVISION", "SHA256"} == expected
     for name in expected:
         # The schema's own type, never a helper the module uses under the same name.
         assert getattr(module, name) is not getattr(typing, name, None)
-    for name, value in exports.items():
-        assert getattr(module, name) is value
+        assert getattr(module, name) is module.DEFINITIONS[name]
 
 
 @pytest.mark.parametrize("revision", REVISIONS)

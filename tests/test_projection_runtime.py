@@ -57,3 +57,51 @@ def test_a_failure_deep_inside_names_its_full_json_path():
     assert dropped == ["$.tools[1].inputSchema.properties"]
     assert [t.name for t in kept.tools] == ["ok", "bad"]
     assert isinstance(kept, old.ListToolsResult)
+
+
+MALFORMED = [
+    # (what was built by hand, target, path, what msgspec says about it)
+    (lambda m: m.CallToolResult(content=[m.TextContent(text="a"), 5]), "2025-06-18", "$.content[1]", "Expected `object`, got `int`"),
+    (lambda m: m.CallToolResult(content=[m.TextContent(text="a"), 5]), "2024-11-05", "$.content[1]", "Expected `object`, got `int`"),
+    (lambda m: m.CallToolResult(content=5), "2024-11-05", "$.content", "Expected `array`, got `int`"),
+    (lambda m: m.ListToolsResult(tools=[m.Tool(name="x", input_schema="zzz")]), "2024-11-05", "$.tools[0].inputSchema", "got `str`"),
+]
+
+
+@pytest.mark.parametrize(("build", "to", "path", "reason"), MALFORMED)
+def test_projecting_a_malformed_object_names_the_first_invalid_value(build, to, path, reason):
+    """A Struct built by hand with a value its type does not allow is a ProjectionError with the
+    value's full path, never an AttributeError or TypeError from generated code; the lossy mode
+    raises it too, or drops the value where it may drop one."""
+    obj = build(mcpbind.v2025_11_25)
+    with pytest.raises(mcpbind.ProjectionError) as info:
+        mcpbind.project(obj, to)
+    assert info.value.path == path
+    assert reason in info.value.reason
+    assert (info.value.source, info.value.target) == ("2025-11-25", to)
+    assert info.value.type == type(obj).__name__
+    try:
+        _, dropped = mcpbind.project_lossy(obj, to)
+    except mcpbind.ProjectionError as exc:
+        assert exc.path == path
+    else:
+        assert dropped == [path]
+
+
+def test_a_valid_object_keeps_its_own_projection_error():
+    """The malformed-object check only replaces errors of objects their own type rejects."""
+    obj = new.ListToolsResult(result_type="input_required", cache_scope="public", ttl_ms=0, tools=[])
+    with pytest.raises(mcpbind.ProjectionError) as info:
+        mcpbind.project(obj, "2025-11-25")
+    assert info.value.path == "$.resultType"
+
+
+def test_the_projection_runtime_evaluates_no_source_text():
+    """Target types come from generated expressions over the target module, not from eval."""
+    import ast
+    import inspect
+
+    import mcpbind.projection as runtime
+
+    calls = {n.func.id for n in ast.walk(ast.parse(inspect.getsource(runtime))) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+    assert not calls & {"eval", "exec", "compile"}

@@ -7,7 +7,7 @@ same), so this module builds those functions over the classes of draft and 2025-
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from mcpbind.draft import types as _source  # type: ignore[import-untyped]
 from mcpbind.v2025_06_18 import types as _target  # type: ignore[import-untyped]

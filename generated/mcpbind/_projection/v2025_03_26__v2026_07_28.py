@@ -9,13 +9,13 @@ source class to its function. Called through ``mcpbind.project``; see docs/desig
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 from msgspec import UNSET
 
 from mcpbind.v2025_03_26 import types as _source  # type: ignore[import-untyped]
 from mcpbind.v2026_07_28 import types as _target  # type: ignore[import-untyped]
-from mcpbind.projection import Ctx, builtins, empty, ident, plain, put, type_in
+from mcpbind.projection import Ctx, builtins, empty, ident, plain, put
 
 SOURCE = "2025-03-26"
 TARGET = "2026-07-28"
@@ -24,15 +24,14 @@ TARGET = "2026-07-28"
 def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict[type, str]]:
     """The projection functions from the classes of module ``_a`` to those of module ``_b``."""
     # Target types of values the source leaves open (validated with mcpbind.convert).
-    _T0: Any = type_in(_b, "ClientCapabilities")
-    _T1: Any = type_in(_b, "Implementation")
-    _T2: Any = type_in(
-        _b,
-        "Literal[\u0027alert\u0027, \u0027critical\u0027, \u0027debug\u0027, \u0027emergency\u0027, \u0027error\u0027, \u0027info\u0027, \u0027notice\u0027, \u0027warning\u0027]",
-    )
-    _T3: Any = type_in(_b, "str")
-    _T4: Any = type_in(_b, "ResultMetaObject")
-    _T5: Any = type_in(_b, "NotificationMetaObject")
+    _T0: Any = _b.ClientCapabilities
+    _T1: Any = _b.Implementation
+    _T2: Any = Literal[
+        "alert", "critical", "debug", "emergency", "error", "info", "notice", "warning"
+    ]
+    _T3: Any = str
+    _T4: Any = _b.ResultMetaObject
+    _T5: Any = _b.NotificationMetaObject
 
     def _o_Annotations(x: Any, c: Ctx) -> Any:
         # _a.Annotations -> _b.Annotations

@@ -15,7 +15,7 @@ from msgspec import UNSET
 
 from mcpbind.v2025_06_18 import types as _source  # type: ignore[import-untyped]
 from mcpbind.v2025_03_26 import types as _target  # type: ignore[import-untyped]
-from mcpbind.projection import Ctx, builtins, empty, ident, plain, put, type_in
+from mcpbind.projection import Ctx, builtins, empty, ident, plain, put
 
 SOURCE = "2025-06-18"
 TARGET = "2025-03-26"

@@ -7,7 +7,7 @@ same), so this module builds those functions over the classes of 2025-11-25 and 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from mcpbind.v2025_11_25 import types as _source  # type: ignore[import-untyped]
 from mcpbind.draft import types as _target  # type: ignore[import-untyped]

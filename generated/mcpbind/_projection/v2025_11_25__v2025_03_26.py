@@ -15,7 +15,7 @@ from msgspec import UNSET
 
 from mcpbind.v2025_11_25 import types as _source  # type: ignore[import-untyped]
 from mcpbind.v2025_03_26 import types as _target  # type: ignore[import-untyped]
-from mcpbind.projection import Ctx, builtins, empty, ident, plain, put, type_in
+from mcpbind.projection import Ctx, builtins, empty, ident, plain, put
 
 SOURCE = "2025-11-25"
 TARGET = "2025-03-26"
@@ -24,10 +24,10 @@ TARGET = "2025-03-26"
 def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict[type, str]]:
     """The projection functions from the classes of module ``_a`` to those of module ``_b``."""
     # Target types of values the source leaves open (validated with mcpbind.convert).
-    _T0: Any = type_in(_b, "JSONRPCNotificationParams")
-    _T1: Any = type_in(_b, "JSONRPCRequestParams")
-    _T2: Any = type_in(_b, "NotificationParams")
-    _T3: Any = type_in(_b, "RequestParams")
+    _T0: Any = _b.JSONRPCNotificationParams
+    _T1: Any = _b.JSONRPCRequestParams
+    _T2: Any = _b.NotificationParams
+    _T3: Any = _b.RequestParams
 
     def _o_Annotations(x: Any, c: Ctx) -> Any:
         # _a.Annotations -> _b.Annotations

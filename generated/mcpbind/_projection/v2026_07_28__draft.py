@@ -15,7 +15,7 @@ from msgspec import UNSET
 
 from mcpbind.v2026_07_28 import types as _source  # type: ignore[import-untyped]
 from mcpbind.draft import types as _target  # type: ignore[import-untyped]
-from mcpbind.projection import Ctx, builtins, empty, ident, plain, put, type_in
+from mcpbind.projection import Ctx, builtins, empty, ident, plain, put
 
 SOURCE = "2026-07-28"
 TARGET = "draft"

@@ -15,7 +15,7 @@ from msgspec import UNSET
 
 from mcpbind.v2026_07_28 import types as _source  # type: ignore[import-untyped]
 from mcpbind.v2025_03_26 import types as _target  # type: ignore[import-untyped]
-from mcpbind.projection import Ctx, builtins, empty, ident, plain, put, type_in
+from mcpbind.projection import Ctx, builtins, empty, ident, plain, put
 
 SOURCE = "2026-07-28"
 TARGET = "2025-03-26"
@@ -24,13 +24,13 @@ TARGET = "2025-03-26"
 def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict[type, str]]:
     """The projection functions from the classes of module ``_a`` to those of module ``_b``."""
     # Target types of values the source leaves open (validated with mcpbind.convert).
-    _T0: Any = type_in(_b, "JSONRPCNotificationParams")
-    _T1: Any = type_in(_b, "JSONRPCRequestParams")
-    _T2: Any = type_in(_b, "ListRootsRequestParamsMeta")
-    _T3: Any = type_in(_b, "dict[str, dict[str, Any]]")
-    _T4: Any = type_in(_b, "list[str]")
-    _T5: Any = type_in(_b, "NotificationParams")
-    _T6: Any = type_in(_b, "RequestParams")
+    _T0: Any = _b.JSONRPCNotificationParams
+    _T1: Any = _b.JSONRPCRequestParams
+    _T2: Any = _b.ListRootsRequestParamsMeta
+    _T3: Any = dict[str, dict[str, Any]]
+    _T4: Any = list[str]
+    _T5: Any = _b.NotificationParams
+    _T6: Any = _b.RequestParams
 
     def _o_Annotations(x: Any, c: Ctx) -> Any:
         # _a.Annotations -> _b.Annotations

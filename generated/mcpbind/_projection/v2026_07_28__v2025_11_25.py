@@ -9,13 +9,13 @@ source class to its function. Called through ``mcpbind.project``; see docs/desig
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 from msgspec import UNSET
 
 from mcpbind.v2026_07_28 import types as _source  # type: ignore[import-untyped]
 from mcpbind.v2025_11_25 import types as _target  # type: ignore[import-untyped]
-from mcpbind.projection import Ctx, builtins, empty, ident, plain, put, type_in
+from mcpbind.projection import Ctx, builtins, empty, ident, plain, put
 
 SOURCE = "2026-07-28"
 TARGET = "2025-11-25"
@@ -24,12 +24,12 @@ TARGET = "2025-11-25"
 def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict[type, str]]:
     """The projection functions from the classes of module ``_a`` to those of module ``_b``."""
     # Target types of values the source leaves open (validated with mcpbind.convert).
-    _T0: Any = type_in(_b, "dict[str, Any]")
-    _T1: Any = type_in(_b, "ClientCapabilitiesTasks")
-    _T2: Any = type_in(_b, "dict[str, dict[str, Any]]")
-    _T3: Any = type_in(_b, "list[str]")
-    _T4: Any = type_in(_b, "Literal[\u0027object\u0027]")
-    _T5: Any = type_in(_b, "ServerCapabilitiesTasks")
+    _T0: Any = dict[str, Any]
+    _T1: Any = _b.ClientCapabilitiesTasks
+    _T2: Any = dict[str, dict[str, Any]]
+    _T3: Any = list[str]
+    _T4: Any = Literal["object"]
+    _T5: Any = _b.ServerCapabilitiesTasks
 
     def _o_Annotations(x: Any, c: Ctx) -> Any:
         # _a.Annotations -> _b.Annotations
