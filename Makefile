@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup generate test test-deep check lint types drift bench diff clean interop interop-setup
+.PHONY: setup generate test test-deep check lint format types drift bench diff clean interop interop-setup
 
 setup: $(STAMP)
 
@@ -36,7 +36,11 @@ test: $(STAMP) $(INTEROP_STAMP)
 test-deep: $(STAMP)
 	MCPBIND_DEEP=1 $(BIN)/pytest -q -m deep
 
-check: lint types drift
+check: lint format types drift
+
+# One formatter for the whole repository, generated code included (the generator runs black too).
+format: $(STAMP)
+	$(BIN)/black --check --quiet .
 
 lint: $(STAMP)
 	$(BIN)/ruff check codegen mcpbind tests

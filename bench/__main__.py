@@ -59,7 +59,9 @@ COLD_GENERATE = 15.0
 class Timer:
     def __init__(self, quick: bool) -> None:
         self.run_time = 0.005 if quick else 0.01  # seconds per repeat, at least
-        self.repeat = 3 if quick else 15  # many short rounds: a burst on the shared machine spoils few
+        self.repeat = (
+            3 if quick else 15
+        )  # many short rounds: a burst on the shared machine spoils few
 
     def __call__(self, fn: Any) -> float:
         """Seconds per call of ``fn`` (see ``many``)."""
@@ -82,7 +84,9 @@ class Timer:
         best = dict.fromkeys(fns, float("inf"))
         for _ in range(self.repeat):
             for name, fn in fns.items():
-                best[name] = min(best[name], timeit.timeit(fn, number=numbers[name]) / numbers[name])
+                best[name] = min(
+                    best[name], timeit.timeit(fn, number=numbers[name]) / numbers[name]
+                )
         return best
 
 
@@ -125,7 +129,11 @@ def measure_workloads(timer: Timer, anchors: list[Anchor], workloads: list[Workl
                 row.encode[anchor.name] = None
             if anchor.name == "mcpbind":
                 payloads = [_payload(v) for v in fn()]
-                fns["encode", "mcpbind payload"] = lambda payloads=payloads, encode=msgspec.json.encode: [encode(p) for p in payloads]
+                fns["encode", "mcpbind payload"] = (
+                    lambda payloads=payloads, encode=msgspec.json.encode: [
+                        encode(p) for p in payloads
+                    ]
+                )
         target = PROJECT_TO.get(w.revision)
         if target and w.group != "session":
             decode, _ = Mcpbind().decoder(w)
@@ -142,7 +150,11 @@ def measure_workloads(timer: Timer, anchors: list[Anchor], workloads: list[Workl
                 out = []
                 for v in decode():
                     t = type(v)
-                    out.append(project(v.result if t is response else v.message if t is request else v, target))
+                    out.append(
+                        project(
+                            v.result if t is response else v.message if t is request else v, target
+                        )
+                    )
                 return out
 
             try:
@@ -151,7 +163,7 @@ def measure_workloads(timer: Timer, anchors: list[Anchor], workloads: list[Workl
             except Exception as exc:  # noqa: BLE001 - reported, not raised
                 row.project_note = f"{type(exc).__name__}: {str(exc)[:100]}"
         times = timer.many({f"{what} {name}": fn for (what, name), fn in fns.items()})
-        for (what, name) in fns:
+        for what, name in fns:
             t = times[f"{what} {name}"]
             if what == "decode":
                 row.decode[name] = t
@@ -185,7 +197,9 @@ def _env(**extra: str) -> dict[str, str]:
     return env
 
 
-def _importtime(module: str, env: dict[str, str], extra: list[str] | None = None) -> tuple[float, float]:
+def _importtime(
+    module: str, env: dict[str, str], extra: list[str] | None = None
+) -> tuple[float, float]:
     """(cumulative import time of ``module`` by -X importtime, wall time of the process), s."""
     argv = [PY, "-X", "importtime", *(extra or []), "-c", f"import {module}"]
     start = time.perf_counter()
@@ -239,7 +253,9 @@ def measure_generation(quick: bool) -> dict[str, Any]:
         copy = Path(tmp)
         for name in ("codegen", "templates", "schema", "generated", "mcpbind", "docs"):
             if (ROOT / name).exists():
-                shutil.copytree(ROOT / name, copy / name, ignore=shutil.ignore_patterns("__pycache__", "*.png"))
+                shutil.copytree(
+                    ROOT / name, copy / name, ignore=shutil.ignore_patterns("__pycache__", "*.png")
+                )
         shutil.copy(ROOT / "pyproject.toml", copy)
         env = _env(PYTHONPATH=str(copy), MCPBIND_SCHEMA_DIR=str(schema_dir()))
         cold = _wall([exe, "generate", "--force"], env, cwd=copy)
@@ -248,7 +264,9 @@ def measure_generation(quick: bool) -> dict[str, Any]:
 
 
 def _git_status_generated() -> str:
-    proc = subprocess.run(["git", "status", "--porcelain", "generated"], cwd=ROOT, capture_output=True, text=True)
+    proc = subprocess.run(
+        ["git", "status", "--porcelain", "generated"], cwd=ROOT, capture_output=True, text=True
+    )
     return proc.stdout
 
 
@@ -256,7 +274,12 @@ def measure_memory(n: int) -> dict[str, Any]:
     out = {}
     for anchor in ("mcpbind", "mcp-types", "orjson"):
         proc = subprocess.run(
-            [PY, "-m", "bench.memory", anchor, str(n)], cwd=ROOT, capture_output=True, text=True, check=True, env=_env()
+            [PY, "-m", "bench.memory", anchor, str(n)],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+            env=_env(),
         )
         out[anchor] = json.loads(proc.stdout)
     return out
@@ -284,7 +307,16 @@ def verdict(ok: bool | None) -> str:
 
 def versions() -> dict[str, str]:
     out = {}
-    for dist in ("mcpbind", "msgspec", "mcp-types", "pydantic", "pydantic-core", "datamodel-code-generator", "orjson", "matplotlib"):
+    for dist in (
+        "mcpbind",
+        "msgspec",
+        "mcp-types",
+        "pydantic",
+        "pydantic-core",
+        "datamodel-code-generator",
+        "orjson",
+        "matplotlib",
+    ):
         try:
             out[dist] = metadata.version(dist)
         except metadata.PackageNotFoundError:
@@ -311,7 +343,9 @@ def decode_table(rows: list[Row]) -> list[str]:
     ]
     for r in rows:
         t = r.decode
-        vs_types, vs_orjson = r.ratio("decode", "mcp-types", "mcpbind"), r.ratio("decode", "mcpbind", "orjson")
+        vs_types, vs_orjson = r.ratio("decode", "mcp-types", "mcpbind"), r.ratio(
+            "decode", "mcpbind", "orjson"
+        )
         lines.append(
             f"| {r.workload.name} ({r.workload.revision}) | {r.workload.size:,} | {us(t.get('mcpbind'))} | {us(t.get('mcp-types'))} "
             f"| {us(t.get('dmcg')) if t.get('dmcg') else _short(r.notes.get('dmcg', '-'))} | {us(t.get('orjson'))} | {us(t.get('json'))} "
@@ -328,7 +362,9 @@ def encode_table(rows: list[Row]) -> list[str]:
     ]
     for r in rows:
         t = r.encode
-        vs_types, vs_orjson = r.ratio("encode", "mcp-types", "mcpbind payload"), r.ratio("encode", "mcpbind", "orjson")
+        vs_types, vs_orjson = r.ratio("encode", "mcp-types", "mcpbind payload"), r.ratio(
+            "encode", "mcpbind", "orjson"
+        )
         lines.append(
             f"| {r.workload.name} ({r.workload.revision}) | {us(t.get('mcpbind'))} | {us(t.get('mcpbind payload'))} | {us(t.get('mcp-types'))} | {us(t.get('dmcg'))} "
             f"| {us(t.get('orjson'))} | {us(t.get('json'))} "
@@ -351,7 +387,9 @@ def summary(rows: list[Row], extra: dict[str, Any]) -> list[tuple[str, str, str,
     """(target, measured, where, met) for the headline table."""
     out: list[tuple[str, str, str, bool | None]] = []
 
-    def ratio_target(target: str, ratios: list[tuple[float | None, str]], bound: float, at_least: bool) -> None:
+    def ratio_target(
+        target: str, ratios: list[tuple[float | None, str]], bound: float, at_least: bool
+    ) -> None:
         """One row for a per-workload ratio target: the worst ratio and every workload missing."""
         values = [(v, name) for v, name in ratios if v is not None]
         if not values:
@@ -368,32 +406,91 @@ def summary(rows: list[Row], extra: dict[str, Any]) -> list[tuple[str, str, str,
                 where += f" and {len(missed) - 4} more"
         out.append((target, f"worst {x(worst[0])}", where, not missed))
 
-    ratio_target("decode >= 5x faster than mcp-types", [(r.ratio("decode", "mcp-types", "mcpbind"), r.workload.name) for r in rows], DECODE_VS_MCP_TYPES, True)
-    ratio_target("decode <= 1.3x orjson.loads", [(r.ratio("decode", "mcpbind", "orjson"), r.workload.name) for r in rows], DECODE_VS_ORJSON, False)
-    ratio_target("encode >= 5x faster than mcp-types", [(r.ratio("encode", "mcp-types", "mcpbind payload"), r.workload.name) for r in rows], ENCODE_VS_MCP_TYPES, True)
-    ratio_target("encode <= 1.3x orjson.dumps", [(r.ratio("encode", "mcpbind", "orjson"), r.workload.name) for r in rows], ENCODE_VS_ORJSON, False)
+    ratio_target(
+        "decode >= 5x faster than mcp-types",
+        [(r.ratio("decode", "mcp-types", "mcpbind"), r.workload.name) for r in rows],
+        DECODE_VS_MCP_TYPES,
+        True,
+    )
+    ratio_target(
+        "decode <= 1.3x orjson.loads",
+        [(r.ratio("decode", "mcpbind", "orjson"), r.workload.name) for r in rows],
+        DECODE_VS_ORJSON,
+        False,
+    )
+    ratio_target(
+        "encode >= 5x faster than mcp-types",
+        [(r.ratio("encode", "mcp-types", "mcpbind payload"), r.workload.name) for r in rows],
+        ENCODE_VS_MCP_TYPES,
+        True,
+    )
+    ratio_target(
+        "encode <= 1.3x orjson.dumps",
+        [(r.ratio("encode", "mcpbind", "orjson"), r.workload.name) for r in rows],
+        ENCODE_VS_ORJSON,
+        False,
+    )
     ratio_target(
         "decode + project <= 2x decode",
-        [(r.project / r.decode["mcpbind"], r.workload.name) for r in rows if r.project and r.decode.get("mcpbind")],
+        [
+            (r.project / r.decode["mcpbind"], r.workload.name)
+            for r in rows
+            if r.project and r.decode.get("mcpbind")
+        ],
         PROJECT_VS_DECODE,
         False,
     )
     p100 = extra.get("projection100")
     if p100:
         r = p100["project"] / p100["decode"]
-        out.append(("project 100 tools 2026-07-28 -> 2024-11-05 < decode", x(r), f"{us(p100['project'])} vs {us(p100['decode'])}", r < 1.0))
+        out.append(
+            (
+                "project 100 tools 2026-07-28 -> 2024-11-05 < decode",
+                x(r),
+                f"{us(p100['project'])} vs {us(p100['decode'])}",
+                r < 1.0,
+            )
+        )
     imp = extra.get("imports")
     if imp:
         ours, theirs = imp["warm"]["mcpbind.v2025_11_25"][0], imp["warm"]["mcp_types"][0]
-        out.append(("import of one revision <= 1/5 of `import mcp_types`", f"{x(ours / theirs)} (warm)", f"{us(ours)} vs {us(theirs)}; cold from source {us(imp['cold']['mcpbind.v2025_11_25'][0])} vs {us(imp['cold']['mcp_types'][0])}", ours / theirs <= IMPORT_VS_MCP_TYPES))
+        out.append(
+            (
+                "import of one revision <= 1/5 of `import mcp_types`",
+                f"{x(ours / theirs)} (warm)",
+                f"{us(ours)} vs {us(theirs)}; cold from source {us(imp['cold']['mcpbind.v2025_11_25'][0])} vs {us(imp['cold']['mcp_types'][0])}",
+                ours / theirs <= IMPORT_VS_MCP_TYPES,
+            )
+        )
     gen = extra.get("generation")
     if gen:
-        out.append(("no-op regenerate < 1 s", f"{gen['noop']:.2f} s", "`mcpbind generate`", gen["noop"] < NOOP_GENERATE))
-        out.append(("cold generate, six revisions < 15 s", f"{gen['cold']:.2f} s", "`mcpbind generate --force`", gen["cold"] < COLD_GENERATE))
+        out.append(
+            (
+                "no-op regenerate < 1 s",
+                f"{gen['noop']:.2f} s",
+                "`mcpbind generate`",
+                gen["noop"] < NOOP_GENERATE,
+            )
+        )
+        out.append(
+            (
+                "cold generate, six revisions < 15 s",
+                f"{gen['cold']:.2f} s",
+                "`mcpbind generate --force`",
+                gen["cold"] < COLD_GENERATE,
+            )
+        )
     mem = extra.get("memory")
     if mem:
         a, b = mem["mcpbind"]["peak"], mem["mcp-types"]["peak"]
-        out.append(("memory, 100,000 tools/call requests < mcp-types", f"{a / 2**20:.0f} MiB", f"mcp-types {b / 2**20:.0f} MiB, orjson dicts {mem['orjson']['peak'] / 2**20:.0f} MiB", a < b))
+        out.append(
+            (
+                "memory, 100,000 tools/call requests < mcp-types",
+                f"{a / 2**20:.0f} MiB",
+                f"mcp-types {b / 2**20:.0f} MiB, orjson dicts {mem['orjson']['peak'] / 2**20:.0f} MiB",
+                a < b,
+            )
+        )
     return out
 
 
@@ -422,7 +519,9 @@ def write_headline(readme: Path, rows: list[Row], extra: dict[str, Any]) -> None
     readme.write_text(head + "\n".join(table) + tail)
 
 
-def write_report(path: Path, rows: list[Row], extra: dict[str, Any], chart: Path | None, seconds: float) -> str:
+def write_report(
+    path: Path, rows: list[Row], extra: dict[str, Any], chart: Path | None, seconds: float
+) -> str:
     now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     lines = [
         "# Benchmarks",
@@ -453,12 +552,24 @@ def write_report(path: Path, rows: list[Row], extra: dict[str, Any], chart: Path
     notes = [(r, a, n) for r in rows for a, n in r.notes.items()]
     if notes:
         lines += ["Notes:", ""]
-        lines += [f"- {r.workload.name}, {a}: {_short(n) if a == 'dmcg' else n}" for r, a, n in notes]
+        lines += [
+            f"- {r.workload.name}, {a}: {_short(n) if a == 'dmcg' else n}" for r, a, n in notes
+        ]
         skipped = [(r, s) for r in rows for s in r.workload.skipped]
-        lines += [f"- {r.workload.name}: left out (mcpbind rejects the peer's message): {s}" for r, s in skipped]
+        lines += [
+            f"- {r.workload.name}: left out (mcpbind rejects the peer's message): {s}"
+            for r, s in skipped
+        ]
         lines.append("")
     lines += ["## Encode", "", ENCODE_TEXT, "", *encode_table(rows), ""]
-    lines += ["## Projection", "", PROJECTION_TEXT, "", "| workload | to | decode | decode + project | ratio (<= 2x) |", "| --- | --- | ---: | ---: | ---: |"]
+    lines += [
+        "## Projection",
+        "",
+        PROJECTION_TEXT,
+        "",
+        "| workload | to | decode | decode + project | ratio (<= 2x) |",
+        "| --- | --- | ---: | ---: | ---: |",
+    ]
     for r in rows:
         if r.project or r.project_note:
             ratio = r.project / r.decode["mcpbind"] if r.project else None
@@ -486,14 +597,27 @@ def write_report(path: Path, rows: list[Row], extra: dict[str, Any], chart: Path
             "",
             "| value | bytes | mcpbind / msgspec | orjson | ratio |",
             "| --- | ---: | ---: | ---: | ---: |",
-            *(f"| {c['what']} | {c['bytes']} | {us(c['mcpbind'])} | {us(c['orjson'])} | {x(c['mcpbind'] / c['orjson'])} |" for c in costs),
+            *(
+                f"| {c['what']} | {c['bytes']} | {us(c['mcpbind'])} | {us(c['orjson'])} | {x(c['mcpbind'] / c['orjson'])} |"
+                for c in costs
+            ),
         ]
     imp = extra.get("imports")
     if imp:
-        lines += ["", "## Import", "", IMPORT_TEXT, "", "| module | warm bytecode cache | cold, from source |", "| --- | ---: | ---: |"]
+        lines += [
+            "",
+            "## Import",
+            "",
+            IMPORT_TEXT,
+            "",
+            "| module | warm bytecode cache | cold, from source |",
+            "| --- | ---: | ---: |",
+        ]
         for module, (t, wall) in imp["warm"].items():
             cold = imp["cold"][module]
-            lines.append(f"| `import {module}` | {us(t)} (process {us(wall)}) | {us(cold[0])} (process {us(cold[1])}) |")
+            lines.append(
+                f"| `import {module}` | {us(t)} (process {us(wall)}) | {us(cold[0])} (process {us(cold[1])}) |"
+            )
         lines.append(f"| `python -c pass` (the process alone) | (process {us(imp['startup'])}) | |")
     gen = extra.get("generation")
     if gen:
@@ -506,12 +630,24 @@ def write_report(path: Path, rows: list[Row], extra: dict[str, Any], chart: Path
             f"- datamodel-code-generator, plain msgspec output, the {extra.get('dmcg_revisions')} revisions in parallel: {extra.get('dmcg_seconds', 0):.2f} s",
         ]
         if gen["output_changed"]:
-            lines.append("- note: `generated/` differed from the committed output after the run (someone's generator work in progress)")
+            lines.append(
+                "- note: `generated/` differed from the committed output after the run (someone's generator work in progress)"
+            )
     mem = extra.get("memory")
     if mem:
-        lines += ["", "## Memory", "", MEMORY_TEXT, "", "| decoder | held | peak | time to decode all |", "| --- | ---: | ---: | ---: |"]
+        lines += [
+            "",
+            "## Memory",
+            "",
+            MEMORY_TEXT,
+            "",
+            "| decoder | held | peak | time to decode all |",
+            "| --- | ---: | ---: | ---: |",
+        ]
         for name, m in mem.items():
-            lines.append(f"| {name} | {m['held'] / 2**20:.1f} MiB | {m['peak'] / 2**20:.1f} MiB | {m['seconds']:.2f} s |")
+            lines.append(
+                f"| {name} | {m['held'] / 2**20:.1f} MiB | {m['peak'] / 2**20:.1f} MiB | {m['seconds']:.2f} s |"
+            )
     if extra.get("remarks"):
         lines += ["", "## Misses: causes and what remains", "", extra["remarks"].strip(), ""]
     text = "\n".join(lines) + "\n"
@@ -573,7 +709,12 @@ def chart(rows: list[Row], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    series = [("mcpbind", "#1f77b4"), ("dmcg", "#2ca02c"), ("json", "#7f7f7f"), ("mcp-types", "#d62728")]
+    series = [
+        ("mcpbind", "#1f77b4"),
+        ("dmcg", "#2ca02c"),
+        ("json", "#7f7f7f"),
+        ("mcp-types", "#d62728"),
+    ]
     fig, axes = plt.subplots(1, 2, figsize=(14, 0.42 * len(rows) + 2), sharey=True)
     names = [f"{r.workload.name} ({r.workload.revision})" for r in rows]
     height = 0.8 / len(series)
@@ -589,7 +730,9 @@ def chart(rows: list[Row], path: Path) -> None:
         ax.axvline(1.0, color="black", linewidth=0.8)
         ax.axvline(1.3, color="black", linewidth=0.8, linestyle="--")
         ax.set_xscale("log")
-        ax.set_title(f"{what}: time relative to orjson.{'loads' if what == 'decode' else 'dumps'} (log; dashed: 1.3x)")
+        ax.set_title(
+            f"{what}: time relative to orjson.{'loads' if what == 'decode' else 'dumps'} (log; dashed: 1.3x)"
+        )
         ax.set_yticks(range(len(rows)))
         ax.set_yticklabels(names, fontsize=8)
         ax.grid(axis="x", which="both", alpha=0.3)
@@ -615,14 +758,30 @@ def print_rows(rows: list[Row]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m bench",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--quick", action="store_true", help="fewer, shorter repeats (a smoke run)")
     parser.add_argument("--no-generate", action="store_true", help="skip timing `mcpbind generate`")
-    parser.add_argument("--record", action="store_true", help="record the interop sessions anew first (needs make interop-setup)")
+    parser.add_argument(
+        "--record",
+        action="store_true",
+        help="record the interop sessions anew first (needs make interop-setup)",
+    )
     parser.add_argument("--out", default=str(ROOT / "docs" / "benchmarks.md"))
     parser.add_argument("--chart", default=str(ROOT / "docs" / "benchmarks.png"))
-    parser.add_argument("--remarks", default=str(Path(__file__).with_name("remarks.md")), help="hand-written analysis appended to the report")
-    parser.add_argument("--readme", default=str(ROOT / "README.md"), help="whose headline table to rewrite ('' for none)")
+    parser.add_argument(
+        "--remarks",
+        default=str(Path(__file__).with_name("remarks.md")),
+        help="hand-written analysis appended to the report",
+    )
+    parser.add_argument(
+        "--readme",
+        default=str(ROOT / "README.md"),
+        help="whose headline table to rewrite ('' for none)",
+    )
     args = parser.parse_args(argv)
     start = time.perf_counter()
     if args.record:
@@ -667,7 +826,11 @@ def main(argv: list[str] | None = None) -> int:
     write_report(Path(args.out), rows, extra, chart_path, time.perf_counter() - start)
     if args.readme and not args.quick:
         write_headline(Path(args.readme), rows, extra)
-    print(f"\nwrote {args.out}" + (f" and {chart_path}" if chart_path else "") + f" in {time.perf_counter() - start:.0f} s")
+    print(
+        f"\nwrote {args.out}"
+        + (f" and {chart_path}" if chart_path else "")
+        + f" in {time.perf_counter() - start:.0f} s"
+    )
     return 0
 
 

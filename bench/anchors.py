@@ -56,7 +56,13 @@ class Mcpbind(Anchor):
 
         codecs = {r: Codec(w.revision, r) for r in ("client", "server")}
         items = [
-            (codecs[m.receiver], m.kind == "response" and m.method is not None, m.id, m.method, m.data)
+            (
+                codecs[m.receiver],
+                m.kind == "response" and m.method is not None,
+                m.id,
+                m.method,
+                m.data,
+            )
             for m in w.messages
         ]
 
@@ -74,7 +80,9 @@ class Mcpbind(Anchor):
         from mcpbind import Codec
 
         codecs = {r: Codec(w.revision, r) for r in ("client", "server")}
-        items = [(codecs[m.sender].encode, value) for m, value in zip(w.messages, decoded, strict=True)]
+        items = [
+            (codecs[m.sender].encode, value) for m, value in zip(w.messages, decoded, strict=True)
+        ]
 
         def run() -> list[bytes]:
             return [encode(value) for encode, value in items]
@@ -156,7 +164,11 @@ class McpTypes(Anchor):
                     out.append(None)
             return out
 
-        note = f"rejects {len(rejected)}/{len(steps)} ({', '.join(sorted(set(rejected)))})" if rejected else ""
+        note = (
+            f"rejects {len(rejected)}/{len(steps)} ({', '.join(sorted(set(rejected)))})"
+            if rejected
+            else ""
+        )
         return run, note
 
     def encoder(self, w: Workload, decoded: list[Any]) -> tuple[Fn | None, str]:
@@ -218,17 +230,27 @@ class Dmcg(Anchor):
         if m.kind == "response":
             result = spec.result
             name = getattr(result, "__name__", None) or get_args(result)[0].__name__
-            env = msgspec.defstruct("Env", [("jsonrpc", str), ("id", rid), ("result", getattr(D, name))])
+            env = msgspec.defstruct(
+                "Env", [("jsonrpc", str), ("id", rid), ("result", getattr(D, name))]
+            )
             return msgspec.json.Decoder(env)
         cls = getattr(D, spec.message.__name__)
         fields = {f.name: f for f in msgspec.structs.fields(cls)}
         if "jsonrpc" in fields:
             return msgspec.json.Decoder(cls)
-        head: list[Any] = [("jsonrpc", str)] + ([("id", rid)] if m.kind == "request" else []) + [("method", str)]
+        head: list[Any] = (
+            [("jsonrpc", str)] + ([("id", rid)] if m.kind == "request" else []) + [("method", str)]
+        )
         params = fields.get("params")
         if params is not None:
-            default = params.default if params.default is not msgspec.NODEFAULT else msgspec.NODEFAULT
-            head.append(("params", params.type) if default is msgspec.NODEFAULT else ("params", params.type, default))
+            default = (
+                params.default if params.default is not msgspec.NODEFAULT else msgspec.NODEFAULT
+            )
+            head.append(
+                ("params", params.type)
+                if default is msgspec.NODEFAULT
+                else ("params", params.type, default)
+            )
         return msgspec.json.Decoder(msgspec.defstruct("Env", head))
 
     def decoder(self, w: Workload) -> tuple[Fn | None, str]:
@@ -304,4 +326,13 @@ class Json(Anchor):
         return (lambda: [dumps(v) for v in decoded]), ""
 
 
-__all__ = ["Anchor", "Dmcg", "Json", "McpTypes", "Mcpbind", "Orjson", "SESSIONS", "accepted_by_mcpbind"]
+__all__ = [
+    "Anchor",
+    "Dmcg",
+    "Json",
+    "McpTypes",
+    "Mcpbind",
+    "Orjson",
+    "SESSIONS",
+    "accepted_by_mcpbind",
+]

@@ -26,7 +26,12 @@ META = {
     "io.modelcontextprotocol/clientCapabilities": {},
     "io.modelcontextprotocol/clientInfo": {"name": "client", "version": "1"},
 }
-CALL = {"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "echo", "arguments": {"message": "hi"}}}
+CALL = {
+    "jsonrpc": "2.0",
+    "id": 4,
+    "method": "tools/call",
+    "params": {"name": "echo", "arguments": {"message": "hi"}},
+}
 
 
 def _dump(obj: Any) -> bytes:
@@ -39,11 +44,18 @@ def cases() -> list[tuple[str, int, Callable[[], Any], Callable[[], Any]]]:
     new = mcpbind.bindings("2025-11-25")
     modern = mcpbind.bindings("2026-07-28")
 
-    def decode(what: str, data: bytes, f: Callable[[bytes], Any]) -> tuple[str, int, Callable[[], Any], Callable[[], Any]]:
+    def decode(
+        what: str, data: bytes, f: Callable[[bytes], Any]
+    ) -> tuple[str, int, Callable[[], Any], Callable[[], Any]]:
         return what, len(data), lambda: f(data), lambda: orjson.loads(data)
 
     def encode(what: str, obj: Any) -> tuple[str, int, Callable[[], Any], Callable[[], Any]]:
-        return what, len(orjson.dumps(obj)), lambda: msgspec.json.encode(obj), lambda: orjson.dumps(obj)
+        return (
+            what,
+            len(orjson.dumps(obj)),
+            lambda: msgspec.json.encode(obj),
+            lambda: orjson.dumps(obj),
+        )
 
     def server(capabilities: bool) -> Callable[[bytes], Any]:
         c = mcpbind.Codec("2025-11-25", "server")
@@ -60,18 +72,45 @@ def cases() -> list[tuple[str, int, Callable[[], Any], Callable[[], Any]]]:
 
     resource = {"uri": "file:///a.md", "mimeType": "text/markdown", "text": "# A\n"}
     # The biggest resources/read result the real peer sent (10 KB of markdown, some non-ASCII)
-    reads = [m for m in session("2025-11-25").messages if m.kind == "response" and m.method == "resources/read"]
+    reads = [
+        m
+        for m in session("2025-11-25").messages
+        if m.kind == "response" and m.method == "resources/read"
+    ]
     markdown = orjson.loads(max(reads, key=lambda m: len(m.data)).data)["result"]
     return [
-        decode("decode: a 2026-07-28 request `_meta` (open object)", _dump(META), lambda b: mcpbind.decode(b, modern.RequestMetaObject)),
+        decode(
+            "decode: a 2026-07-28 request `_meta` (open object)",
+            _dump(META),
+            lambda b: mcpbind.decode(b, modern.RequestMetaObject),
+        ),
         # EmbeddedResource.resource: the marker of its TextResourceContents | BlobResourceContents
-        decode("decode: text-or-blob resource contents (untagged union)", _dump(resource), lambda b: mcpbind.decode(b, new.types._EmbeddedResourceResource)),
-        decode("decode: an elicitation `StringSchema` (untagged union)", _dump({"type": "string", "title": "Name"}), lambda b: mcpbind.decode(b, new.PrimitiveSchemaDefinition)),
+        decode(
+            "decode: text-or-blob resource contents (untagged union)",
+            _dump(resource),
+            lambda b: mcpbind.decode(b, new.types._EmbeddedResourceResource),
+        ),
+        decode(
+            "decode: an elicitation `StringSchema` (untagged union)",
+            _dump({"type": "string", "title": "Name"}),
+            lambda b: mcpbind.decode(b, new.PrimitiveSchemaDefinition),
+        ),
         decode("decode: tools/call request, capabilities unknown", _dump(CALL), server(False)),
-        decode("decode: tools/call request, both sides' capabilities known", _dump(CALL), server(True)),
-        decode("decode: error response to a pending request", _dump({"jsonrpc": "2.0", "id": 4, "error": {"code": -32602, "message": "no"}}), error_response),
-        encode("encode, msgspec alone: a 100-tool tools/list result as plain dicts", list_tools_result(100)),
-        encode("encode, msgspec alone: the peer's biggest resources/read result (markdown)", markdown),
+        decode(
+            "decode: tools/call request, both sides' capabilities known", _dump(CALL), server(True)
+        ),
+        decode(
+            "decode: error response to a pending request",
+            _dump({"jsonrpc": "2.0", "id": 4, "error": {"code": -32602, "message": "no"}}),
+            error_response,
+        ),
+        encode(
+            "encode, msgspec alone: a 100-tool tools/list result as plain dicts",
+            list_tools_result(100),
+        ),
+        encode(
+            "encode, msgspec alone: the peer's biggest resources/read result (markdown)", markdown
+        ),
     ]
 
 
@@ -91,7 +130,9 @@ def main() -> None:
         return {k: min(timeit.repeat(f, number=20000, repeat=7)) / 20000 for k, f in fns.items()}
 
     for r in measure(timer):
-        print(f"{r['what']:70s} {r['mcpbind'] * 1e6:6.2f} µs  orjson {r['orjson'] * 1e6:5.2f} µs  {r['mcpbind'] / r['orjson']:4.1f}x")
+        print(
+            f"{r['what']:70s} {r['mcpbind'] * 1e6:6.2f} µs  orjson {r['orjson'] * 1e6:5.2f} µs  {r['mcpbind'] / r['orjson']:4.1f}x"
+        )
 
 
 if __name__ == "__main__":

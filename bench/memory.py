@@ -41,6 +41,7 @@ def main(anchor: str, n: int) -> dict[str, object]:
 
         def decode(data: bytes) -> object:
             return parse("tools/call", REVISION, validate(data).params)
+
     elif anchor == "orjson":
         import orjson
 

@@ -41,7 +41,9 @@ def measure(timer: Callable[[Callable[[], Any]], float] = _timer) -> dict[str, f
 def main() -> None:
     m = measure()
     dec, proj = m["decode"], m["project"]
-    print(f"decode  2026-07-28 ListToolsResult (100 tools, {m['bytes']:.0f} bytes): {dec * 1e6:8.1f} us")
+    print(
+        f"decode  2026-07-28 ListToolsResult (100 tools, {m['bytes']:.0f} bytes): {dec * 1e6:8.1f} us"
+    )
     print(f"project 2026-07-28 -> 2024-11-05:                          {proj * 1e6:8.1f} us")
     print(f"project / decode = {proj / dec:.2f}")
 

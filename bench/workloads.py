@@ -69,7 +69,9 @@ def notification(method: str, params: Any, sender: str = "server") -> Message:
 
 
 def response(method: str, result: Any, id: Any = 1, sender: str = "server") -> Message:
-    return Message(_dump({"jsonrpc": "2.0", "id": id, "result": result}), "response", method, sender, id)
+    return Message(
+        _dump({"jsonrpc": "2.0", "id": id, "result": result}), "response", method, sender, id
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -105,19 +107,37 @@ PNG = base64.b64encode(bytes(range(256)) * 16).decode()  # 4 KiB of "image"
 
 def call_tool_results() -> dict[str, dict[str, Any]]:
     return {
-        "text": {"content": [{"type": "text", "text": "Current weather in New York: 72F, partly cloudy."}], "isError": False},
+        "text": {
+            "content": [
+                {"type": "text", "text": "Current weather in New York: 72F, partly cloudy."}
+            ],
+            "isError": False,
+        },
         "image": {"content": [{"type": "image", "data": PNG, "mimeType": "image/png"}]},
         "embedded resource": {
             "content": [
                 {
                     "type": "resource",
-                    "resource": {"uri": "file:///project/README.md", "mimeType": "text/markdown", "text": "# Project\n" * 50},
+                    "resource": {
+                        "uri": "file:///project/README.md",
+                        "mimeType": "text/markdown",
+                        "text": "# Project\n" * 50,
+                    },
                 }
             ]
         },
         "structured": {
-            "content": [{"type": "text", "text": '{"temperature": 22.5, "conditions": "Partly cloudy", "humidity": 65}'}],
-            "structuredContent": {"temperature": 22.5, "conditions": "Partly cloudy", "humidity": 65},
+            "content": [
+                {
+                    "type": "text",
+                    "text": '{"temperature": 22.5, "conditions": "Partly cloudy", "humidity": 65}',
+                }
+            ],
+            "structuredContent": {
+                "temperature": 22.5,
+                "conditions": "Partly cloudy",
+                "humidity": 65,
+            },
         },
     }
 
@@ -152,9 +172,15 @@ def initialize_result(revision: str) -> dict[str, Any]:
 def synthetic() -> list[Workload]:
     rev = SYNTHETIC_REVISION
     out = [
-        Workload("tools/list result, 10 tools", rev, [response("tools/list", list_tools_result(10))]),
-        Workload("tools/list result, 100 tools", rev, [response("tools/list", list_tools_result(100))]),
-        Workload("tools/list result, 1,000 tools", rev, [response("tools/list", list_tools_result(1000))]),
+        Workload(
+            "tools/list result, 10 tools", rev, [response("tools/list", list_tools_result(10))]
+        ),
+        Workload(
+            "tools/list result, 100 tools", rev, [response("tools/list", list_tools_result(100))]
+        ),
+        Workload(
+            "tools/list result, 1,000 tools", rev, [response("tools/list", list_tools_result(1000))]
+        ),
         Workload("tools/call request", rev, [request("tools/call", call_tool_params())]),
     ]
     for what, result in call_tool_results().items():
@@ -164,12 +190,26 @@ def synthetic() -> list[Workload]:
         Workload(
             "resources/read result, 1 MB text",
             rev,
-            [response("resources/read", {"contents": [{"uri": "file:///big.txt", "mimeType": "text/plain", "text": text}]})],
+            [
+                response(
+                    "resources/read",
+                    {
+                        "contents": [
+                            {"uri": "file:///big.txt", "mimeType": "text/plain", "text": text}
+                        ]
+                    },
+                )
+            ],
         ),
         Workload(
             "progress notification",
             rev,
-            [notification("notifications/progress", {"progressToken": "tok-1", "progress": 50, "total": 100, "message": "Halfway"})],
+            [
+                notification(
+                    "notifications/progress",
+                    {"progressToken": "tok-1", "progress": 50, "total": 100, "message": "Halfway"},
+                )
+            ],
         ),
         Workload("initialize request", rev, [request("initialize", initialize_params(rev))]),
         Workload("initialize result", rev, [response("initialize", initialize_result(rev))]),
@@ -189,7 +229,10 @@ def modern() -> list[Workload]:
         "serverInfo": {"name": "bench-server", "version": "1.0.0"},
         "instructions": "Use the tools wisely.",
     }
-    meta = {"io.modelcontextprotocol/protocolVersion": rev, "io.modelcontextprotocol/clientCapabilities": {}}
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": rev,
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
     return [
         Workload("server/discover request", rev, [request("server/discover", {"_meta": meta})]),
         Workload("server/discover result", rev, [response("server/discover", discover)]),
@@ -205,10 +248,15 @@ def schema_dir() -> Path:
     import os
 
     env = os.environ.get("MCPBIND_SCHEMA_DIR")
-    for candidate in ([Path(env)] if env else []) + [ROOT.parent / "shared" / "schemas", ROOT / ".cache" / "schemas"]:
+    for candidate in ([Path(env)] if env else []) + [
+        ROOT.parent / "shared" / "schemas",
+        ROOT / ".cache" / "schemas",
+    ]:
         if candidate.is_dir():
             return candidate
-    raise FileNotFoundError("no schema folder with examples (../shared/schemas or MCPBIND_SCHEMA_DIR)")
+    raise FileNotFoundError(
+        "no schema folder with examples (../shared/schemas or MCPBIND_SCHEMA_DIR)"
+    )
 
 
 def examples(revision: str) -> Workload:
@@ -218,7 +266,9 @@ def examples(revision: str) -> Workload:
     M = mcpbind.bindings(revision)
     by_message = {spec.message.__name__: spec for spec in M.METHODS.values()}
     by_result = {
-        getattr(spec.result, "__name__", None): spec for spec in M.METHODS.values() if spec.kind == "request"
+        getattr(spec.result, "__name__", None): spec
+        for spec in M.METHODS.values()
+        if spec.kind == "request"
     }
     messages: list[Message] = []
     skipped: list[str] = []
@@ -236,7 +286,13 @@ def examples(revision: str) -> Workload:
             messages.append(Message(_dump(obj), "response", spec.method, sender, obj.get("id")))
         elif folder.endswith("Error") and "jsonrpc" in obj:
             messages.append(Message(_dump(obj), "error", None, "server", obj.get("id")))
-    return Workload(f"official examples ({len(messages)} messages)", revision, messages, group="examples", skipped=skipped)
+    return Workload(
+        f"official examples ({len(messages)} messages)",
+        revision,
+        messages,
+        group="examples",
+        skipped=skipped,
+    )
 
 
 def session(revision: str, path: Path | None = None) -> Workload:
@@ -258,11 +314,17 @@ def session(revision: str, path: Path | None = None) -> Workload:
             method = pending.pop((other, id_), None)
             kind = "response" if "result" in obj else "error"
             messages.append(Message(_dump(obj), kind, method, sender, id_))
-    return Workload(f"session {revision} ({len(messages)} messages)", revision, messages, group="session")
+    return Workload(
+        f"session {revision} ({len(messages)} messages)", revision, messages, group="session"
+    )
 
 
 def all_workloads() -> list[Workload]:
-    return synthetic() + modern() + [session(r) for r in SESSION_REVISIONS if (SESSIONS / f"{r}.jsonl").exists()]
+    return (
+        synthetic()
+        + modern()
+        + [session(r) for r in SESSION_REVISIONS if (SESSIONS / f"{r}.jsonl").exists()]
+    )
 
 
 def record(out: Path = SESSIONS) -> None:
@@ -270,4 +332,7 @@ def record(out: Path = SESSIONS) -> None:
     import subprocess
     import sys
 
-    subprocess.run([sys.executable, str(ROOT / "tests" / "interop" / "driver.py"), "--out", str(out)], check=True)
+    subprocess.run(
+        [sys.executable, str(ROOT / "tests" / "interop" / "driver.py"), "--out", str(out)],
+        check=True,
+    )

@@ -22,7 +22,12 @@ _TOOLS = ("black", "jinja2", "libcst", "msgspec")
 
 def fingerprint() -> str:
     h = hashlib.sha256()
-    inputs = [PINS_FILE, OVERLAY_FILE, *sorted(TEMPLATES_DIR.glob("*")), *sorted(Path(__file__).parent.glob("*.py"))]
+    inputs = [
+        PINS_FILE,
+        OVERLAY_FILE,
+        *sorted(TEMPLATES_DIR.glob("*")),
+        *sorted(Path(__file__).parent.glob("*.py")),
+    ]
     for path in inputs:
         h.update(str(path.relative_to(REPO_ROOT)).encode() + b"\0" + path.read_bytes() + b"\0")
     for tool in _TOOLS:
@@ -47,7 +52,9 @@ def up_to_date() -> bool:
     if stamp.get("fingerprint") != fingerprint():
         return False
     outputs: dict[str, str] = stamp.get("outputs", {})
-    return bool(outputs) and all(_digest(REPO_ROOT / rel) == digest for rel, digest in outputs.items())
+    return bool(outputs) and all(
+        _digest(REPO_ROOT / rel) == digest for rel, digest in outputs.items()
+    )
 
 
 def record(files: dict[Path, str]) -> None:
@@ -57,4 +64,6 @@ def record(files: dict[Path, str]) -> None:
         for path, text in files.items()
     }
     STAMP.parent.mkdir(parents=True, exist_ok=True)
-    STAMP.write_text(json.dumps({"fingerprint": fingerprint(), "outputs": outputs}, indent=1), encoding="utf-8")
+    STAMP.write_text(
+        json.dumps({"fingerprint": fingerprint(), "outputs": outputs}, indent=1), encoding="utf-8"
+    )

@@ -33,20 +33,32 @@ def main() -> None:
     metavar="R",
     help="Only this revision (repeatable). Default: every pinned revision.",
 )
-@click.option("--check", is_flag=True, help="Write nothing; exit 1 with a diff when committed output is stale.")
-@click.option("--force", is_flag=True, help="Regenerate even when no input changed since the last run.")
+@click.option(
+    "--check",
+    is_flag=True,
+    help="Write nothing; exit 1 with a diff when committed output is stale.",
+)
+@click.option(
+    "--force", is_flag=True, help="Regenerate even when no input changed since the last run."
+)
 def generate(revisions: tuple[str, ...], check: bool, force: bool) -> None:
     """Regenerate the bindings from the pinned schemas."""
     if paths.INSTALLED:
-        raise click.ClickException("`mcpbind generate` runs in a checkout of mcpbind (it writes generated/ there)")
+        raise click.ClickException(
+            "`mcpbind generate` runs in a checkout of mcpbind (it writes generated/ there)"
+        )
     started = time.perf_counter()
     known = [p.revision for p in pins()]
     for r in revisions:
         if r not in known:
-            raise click.BadParameter(f"{r!r} is not pinned; pinned: {', '.join(known)}", param_hint="--revision")
+            raise click.BadParameter(
+                f"{r!r} is not pinned; pinned: {', '.join(known)}", param_hint="--revision"
+            )
     if not revisions and not force and cache.up_to_date():
         elapsed = time.perf_counter() - started
-        click.echo(f"generated output is up to date: no input changed since the last run ({elapsed:.2f} s)")
+        click.echo(
+            f"generated output is up to date: no input changed since the last run ({elapsed:.2f} s)"
+        )
         return
     from . import write as writer  # the renderer (black, jinja2, libcst) loads only when needed
 
@@ -60,7 +72,9 @@ def generate(revisions: tuple[str, ...], check: bool, force: bool) -> None:
         diffs = writer.stale(files)
         if diffs:
             sys.stdout.write("".join(diffs))
-            click.echo(f"generated output is stale in {len(diffs)} file(s); run `make generate`", err=True)
+            click.echo(
+                f"generated output is stale in {len(diffs)} file(s); run `make generate`", err=True
+            )
             sys.exit(1)
         if not revisions:
             cache.record(files)
@@ -108,12 +122,16 @@ def diff(a: str, b: str, fmt: str) -> None:
     known = [p.revision for p in pins()]
     for name, value in (("A", a), ("B", b)):
         if value not in known:
-            raise click.BadParameter(f"{value!r} is not pinned; pinned: {', '.join(known)}", param_hint=name)
+            raise click.BadParameter(
+                f"{value!r} is not pinned; pinned: {', '.join(known)}", param_hint=name
+            )
     try:
         result = differ.diff(a, b)
     except PinError as exc:
         _fail("diff", exc)
-    click.echo(diff_render.markdown(result) if fmt == "markdown" else diff_render.to_json(result), nl=False)
+    click.echo(
+        diff_render.markdown(result) if fmt == "markdown" else diff_render.to_json(result), nl=False
+    )
 
 
 class _Unreadable(click.ClickException):
@@ -122,9 +140,15 @@ class _Unreadable(click.ClickException):
 
 @main.command()
 @click.argument("revision", metavar="R")
-@click.option("--url", metavar="URL", help="Download the schema from URL (recorded as the revision's source).")
 @click.option(
-    "--file", "file", type=click.Path(dir_okay=False, path_type=Path), metavar="PATH", help="Read the schema from PATH."
+    "--url", metavar="URL", help="Download the schema from URL (recorded as the revision's source)."
+)
+@click.option(
+    "--file",
+    "file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    metavar="PATH",
+    help="Read the schema from PATH.",
 )
 @click.option(
     "--examples",
@@ -138,8 +162,17 @@ class _Unreadable(click.ClickException):
     default=None,
     help="Whether R is a released revision (LATEST is the last released one). Default: released when R is a date.",
 )
-@click.option("--update", is_flag=True, help="Re-pin an already pinned revision (a moving one such as draft).")
-def pin(revision: str, url: str | None, file: Path | None, examples: Path | None, released: bool | None, update: bool) -> None:
+@click.option(
+    "--update", is_flag=True, help="Re-pin an already pinned revision (a moving one such as draft)."
+)
+def pin(
+    revision: str,
+    url: str | None,
+    file: Path | None,
+    examples: Path | None,
+    released: bool | None,
+    update: bool,
+) -> None:
     """Pin revision R: store its schema in the schema directory and record it in schema/revisions.toml.
 
     Then `make generate` emits its package, the projections to and from every other revision
@@ -149,21 +182,39 @@ def pin(revision: str, url: str | None, file: Path | None, examples: Path | None
     from .pin import pin_revision, schema_file
 
     if paths.INSTALLED:
-        raise click.ClickException("`mcpbind pin` runs in a checkout of mcpbind (it writes schema/revisions.toml there)")
+        raise click.ClickException(
+            "`mcpbind pin` runs in a checkout of mcpbind (it writes schema/revisions.toml there)"
+        )
     try:
-        p = pin_revision(revision, url=url, file=file, examples=examples, released=released, update=update)
+        p = pin_revision(
+            revision, url=url, file=file, examples=examples, released=released, update=update
+        )
     except PinError as exc:
         _fail("pin", exc)
     state = "released" if p.released else "not released"
-    click.echo(f"pinned {p.revision} ({state}) sha256 {p.sha256}, {p.size} bytes, from {p.source} -> {schema_file(p.revision)}")
+    click.echo(
+        f"pinned {p.revision} ({state}) sha256 {p.sha256}, {p.size} bytes, from {p.source} -> {schema_file(p.revision)}"
+    )
     click.echo("now run `make generate`")
 
 
 @main.command()
-@click.option("--from", "a", required=True, metavar="A", help="The revision the code is written for.")
+@click.option(
+    "--from", "a", required=True, metavar="A", help="The revision the code is written for."
+)
 @click.option("--to", "b", required=True, metavar="B", help="The revision to move it to.")
-@click.option("--check", is_flag=True, help="Write nothing; report in Markdown; exit 1 when something would change.")
-@click.argument("targets", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path), metavar="PATH...")
+@click.option(
+    "--check",
+    is_flag=True,
+    help="Write nothing; report in Markdown; exit 1 when something would change.",
+)
+@click.argument(
+    "targets",
+    nargs=-1,
+    required=True,
+    type=click.Path(exists=True, path_type=Path),
+    metavar="PATH...",
+)
 def migrate(a: str, b: str, check: bool, targets: tuple[Path, ...]) -> None:
     """Move Python code from revision A's bindings to B's (a libcst codemod driven by `mcpbind diff A B`).
 
@@ -175,12 +226,17 @@ def migrate(a: str, b: str, check: bool, targets: tuple[Path, ...]) -> None:
     except ImportError as exc:
         if exc.name not in ("libcst", "jinja2"):
             raise
-        click.echo("mcpbind migrate: needs libcst; install the codegen extra: pip install 'mcpbind[codegen]'", err=True)
+        click.echo(
+            "mcpbind migrate: needs libcst; install the codegen extra: pip install 'mcpbind[codegen]'",
+            err=True,
+        )
         sys.exit(2)
     known = [p.revision for p in pins()]
     for name, value in (("--from", a), ("--to", b)):
         if value not in known:
-            raise click.BadParameter(f"{value!r} is not pinned; pinned: {', '.join(known)}", param_hint=name)
+            raise click.BadParameter(
+                f"{value!r} is not pinned; pinned: {', '.join(known)}", param_hint=name
+            )
     try:
         report = migrator.migrate(a, b, list(targets), write=not check)
     except PinError as exc:
@@ -194,7 +250,14 @@ def migrate(a: str, b: str, check: bool, targets: tuple[Path, ...]) -> None:
 
 
 @main.command()
-@click.option("--revision", "-r", "revision", required=True, metavar="R", help="The revision the transcript speaks.")
+@click.option(
+    "--revision",
+    "-r",
+    "revision",
+    required=True,
+    metavar="R",
+    help="The revision the transcript speaks.",
+)
 @click.option("--strict", is_flag=True, help="Also report keys that R does not define.")
 @click.argument("file", type=click.File("rb"))
 def validate(revision: str, strict: bool, file: Any) -> None:
@@ -207,7 +270,9 @@ def validate(revision: str, strict: bool, file: Any) -> None:
     from mcpbind.validate import UnreadableTranscript, read_transcript, validate_lines
 
     if revision not in mcpbind.REVISIONS:
-        raise click.BadParameter(f"{revision!r} is not a known revision: {', '.join(mcpbind.REVISIONS)}")
+        raise click.BadParameter(
+            f"{revision!r} is not a known revision: {', '.join(mcpbind.REVISIONS)}"
+        )
     try:
         lines = read_transcript(file.read())
     except UnreadableTranscript as exc:

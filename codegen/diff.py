@@ -232,8 +232,6 @@ def _members(t: TypeExpr) -> list[TypeExpr]:
     return out
 
 
-
-
 def _covers(a: TypeExpr, b: TypeExpr) -> bool:
     """Whether ``a`` accepts every value ``b`` accepts (conservatively: False when unsure)."""
     if a == b or isinstance(a, AnyT):
@@ -644,6 +642,7 @@ def _moves(
             for f in d.fields:
                 if not isinstance(other, ObjectDef) or other.field(f.wire) is None:
                     removed_fields.append((name, f))
+
     def in_a(name: str, wire: str) -> bool:
         before = a.definitions.get(name)
         return isinstance(before, ObjectDef) and before.field(wire) is not None

@@ -37,7 +37,22 @@ from .paths import TEMPLATES_DIR
 # Names that appear inside annotations; an attribute with one of them would shadow it for
 # the annotation resolver (which also looks in the class body), so it gets a trailing ``_``.
 ANNOTATION_NAMES = frozenset(
-    {"str", "int", "float", "bool", "list", "dict", "None", "Any", "Annotated", "ClassVar", "Literal", "Meta", "UnsetType", "Union"}
+    {
+        "str",
+        "int",
+        "float",
+        "bool",
+        "list",
+        "dict",
+        "None",
+        "Any",
+        "Annotated",
+        "ClassVar",
+        "Literal",
+        "Meta",
+        "UnsetType",
+        "Union",
+    }
 )
 
 
@@ -231,7 +246,9 @@ class _Renderer:
         if isinstance(t, UnionT):
             info = self.rev.unions[t.site]
             if info.strategy == "untagged" and not checking:
-                return qualify + self.markers[t.site]  # markers are bound before any alias refers to them
+                return (
+                    qualify + self.markers[t.site]
+                )  # markers are bound before any alias refers to them
             parts = [self.type(m, checking=checking, qualify=qualify) for m in t.members]
             parts.sort(key=lambda p: p == "None")
             return " | ".join(dict.fromkeys(parts))
@@ -293,7 +310,9 @@ class _Renderer:
             py = _attribute(f.py, reserved)
             checking = self.type(f.type, checking=True)
             annotation = checking if f.required else f"{checking} | UnsetType"
-            props.append(PropertyView(py, literal(f.wire), annotation, f.required, docstring(f.description)))
+            props.append(
+                PropertyView(py, literal(f.wire), annotation, f.required, docstring(f.description))
+            )
             params.append(f"{py}: {annotation}" + ("" if f.required else " = UNSET"))
         return (
             OpenView(
@@ -419,7 +438,9 @@ def module_view(rev: Revision) -> ModuleView:
     _add_objects(view, r)
     _add_aliases(view, r)
     view.registrations = [
-        r.registration(site, info) for site, info in sorted(rev.unions.items()) if info.strategy == "untagged"
+        r.registration(site, info)
+        for site, info in sorted(rev.unions.items())
+        if info.strategy == "untagged"
     ]
     view.definitions = [(literal(n), r.py[n]) for n in sorted(rev.definitions)]
     view.public = [n for n in sorted(rev.definitions) if not is_package_attribute(n)]
@@ -544,7 +565,9 @@ def render(template: str, **context: Any) -> str:
 def _black(source: str) -> str:
     import black  # loaded by the renderer only, so that `mcpbind diff` starts fast
 
-    mode = black.Mode(line_length=BLACK_LINE_LENGTH, target_versions={black.mode.TargetVersion.PY311})
+    mode = black.Mode(
+        line_length=BLACK_LINE_LENGTH, target_versions={black.mode.TargetVersion.PY311}
+    )
     return black.format_str(source, mode=mode)
 
 

@@ -9,9 +9,11 @@ envelope and the lifecycle methods. The runtime reads only that.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
-from .ir import Lit, Method, ObjectDef, RefT, Revision, UnionT
+from .ir import Lit, Method, ObjectDef, RefT, Revision, TypeExpr, UnionT
 from .overlay import OverlayError, overlay
 
 
@@ -19,7 +21,9 @@ from .overlay import OverlayError, overlay
 class WireView:
     method: str  # literal
     name: str  # the wire Struct's class name, or the message class when it has the envelope
-    fields: list[tuple[str, str, str | None]] = field(default_factory=list)  # (py, annotation, default)
+    fields: list[tuple[str, str, str | None]] = field(
+        default_factory=list
+    )  # (py, annotation, default)
     response: str | None = None  # class name of the response envelope
     result: str | None = None  # the method's own result, as an annotation
 
@@ -37,16 +41,18 @@ class FactsView:
     record: list[tuple[str, str]]  # (field, Python expression) of the Facts record
 
 
-def facts_view(rev: Revision, py: dict[str, str], annotate: object) -> FactsView:
+def facts_view(rev: Revision, py: dict[str, str], annotate: Callable[[TypeExpr], str]) -> FactsView:
     """The facts of ``rev``; ``py`` maps definitions to their class names and ``annotate`` gives
     the annotation of an IR type expression (the renderer's)."""
     from .emit import literal
 
-    ann = annotate  # type: ignore[assignment]
+    ann = annotate
     ov = overlay(rev.revision)
     kinds = [k for k in ov.result_kinds if k.definition is not None]
     selected = {py[k.definition] for k in kinds if k.definition in py}
-    enveloped = all("jsonrpc" in {f.wire for f in _object(rev, m.message).fields} for m in rev.methods.values())
+    enveloped = all(
+        "jsonrpc" in {f.wire for f in _object(rev, m.message).fields} for m in rev.methods.values()
+    )
     wires: list[WireView] = []
     responses: list[ResponseView] = []
     for m in rev.methods.values():
@@ -60,7 +66,7 @@ def facts_view(rev: Revision, py: dict[str, str], annotate: object) -> FactsView
             for f in _object(rev, m.message).fields:
                 if f.wire == "method" and isinstance(f.type, Lit):
                     continue
-                annotation = ann(f.type)  # type: ignore[operator]
+                annotation = ann(f.type)
                 default = None if f.required else "UNSET"
                 if not f.required:
                     annotation += " | UnsetType"
@@ -74,7 +80,10 @@ def facts_view(rev: Revision, py: dict[str, str], annotate: object) -> FactsView
     record: list[tuple[str, str]] = [
         ("revision", literal(rev.revision)),
         ("versions", literal(ov.versions or (rev.revision,))),
-        ("handshake", literal("initialize" if ov.lifecycle.get("initialize") in rev.methods else "discover")),
+        (
+            "handshake",
+            literal("initialize" if ov.lifecycle.get("initialize") in rev.methods else "discover"),
+        ),
         ("lifecycle", _mapping({r: m for r, m in ov.lifecycle.items() if m in rev.methods})),
         ("batches", repr(any(n.startswith("JSONRPCBatch") for n in rev.definitions))),
         ("enveloped", repr(enveloped)),
@@ -100,9 +109,13 @@ def facts_view(rev: Revision, py: dict[str, str], annotate: object) -> FactsView
     if ov.result_kinds:
         own = [k for k in ov.result_kinds if k.definition is None]
         if len(own) != 1 or len({k.field for k in ov.result_kinds}) != 1:
-            raise OverlayError(f"{rev.revision}: result kinds need one field and one value for the method's own result")
+            raise OverlayError(
+                f"{rev.revision}: result kinds need one field and one value for the method's own result"
+            )
         for k in kinds:
-            responses.append(ResponseView(f"_{py[k.definition or '']}Response", py[k.definition or ""]))
+            responses.append(
+                ResponseView(f"_{py[k.definition or '']}Response", py[k.definition or ""])
+            )
         by_value = {literal(k.value): f"_{py[k.definition or '']}Response" for k in kinds}
         classes = {literal(k.value): py[k.definition or ""] for k in kinds}
         record.append(
@@ -141,14 +154,17 @@ def _object(rev: Revision, name: str) -> ObjectDef:
     return d
 
 
-def _own_result(m: Method, py: dict[str, str], ann: object, selected: set[str]) -> str:
+def _own_result(
+    m: Method, py: dict[str, str], ann: Callable[[TypeExpr], str], selected: set[str]
+) -> str:
     """The method's own result: its result type without the members a result kind selects."""
     result = m.result
     if isinstance(result, UnionT):
         rest = [t for t in result.members if not (isinstance(t, RefT) and py[t.name] in selected)]
         if len(rest) == 1:
             result = rest[0]
-    return ann(result)  # type: ignore[operator, no-any-return]
+    assert result is not None
+    return ann(result)
 
 
 def _error_id_optional(rev: Revision) -> bool:
@@ -190,7 +206,7 @@ def _py_key(key: str) -> str:
     return snake(key)
 
 
-def _entries(kind: str, revision: str) -> list[dict[str, object]]:
+def _entries(kind: str, revision: str) -> list[dict[str, Any]]:
     from .overlay import _applies, _raw
 
     return [e for e in _raw().get(kind, []) if _applies(e, revision)]

@@ -38,11 +38,7 @@ class Constraints:
 
     def asserting(self) -> dict[str, Any]:
         """The constraints a validator enforces (everything but ``format``), by name."""
-        return {
-            k: v
-            for k, v in self.__dict__.items()
-            if v is not None and k != "format"
-        }
+        return {k: v for k, v in self.__dict__.items() if v is not None and k != "format"}
 
 
 NO_CONSTRAINTS = Constraints()

@@ -125,7 +125,9 @@ def plan(a: str, b: str, build: dict[str, Revision] | None = None) -> Plan:
             continue
         if c.breaking is None:
             continue
-        mark = Mark(c.kind, c.path, _where(consecutive, c, fallback), c.after if c.kind == "moved" else None)
+        mark = Mark(
+            c.kind, c.path, _where(consecutive, c, fallback), c.after if c.kind == "moved" else None
+        )
         if c.section == "methods":
             p.methods.setdefault(c.path, []).append(mark)
             continue
@@ -133,7 +135,9 @@ def plan(a: str, b: str, build: dict[str, Revision] | None = None) -> Plan:
             p.types.setdefault(c.path, []).append(mark)
             continue
         # A capability or a move is named by its side; the field that carried it is its `before`.
-        split = _split(c.before if c.kind in ("capability_removed", "moved") and c.before else c.path)
+        split = _split(
+            c.before if c.kind in ("capability_removed", "moved") and c.before else c.path
+        )
         if split is None:
             continue  # the dialect: no code names it
         owner, wire = split
@@ -190,7 +194,9 @@ class _Codemod(cst.CSTTransformer):
         self.module_aliases: set[str] = set()  # local names bound to A's package (or a submodule)
         self.renamed_locals: dict[str, str] = {}  # local names that change with a type rename
         self.referenced: set[str] = set()  # A types the file names
-        self.stack: list[list[tuple[Mark, int]]] = []  # per open statement: its marks and their lines
+        self.stack: list[list[tuple[Mark, int]]] = (
+            []
+        )  # per open statement: its marks and their lines
         self.findings: list[Finding] = []
 
     # -- bookkeeping --
@@ -228,7 +234,9 @@ class _Codemod(cst.CSTTransformer):
                 for m, line in marks:
                     if m.comment() not in have:
                         new.append(cst.EmptyLine(comment=cst.Comment(m.comment())))
-                        self.findings.append(Finding(line, m.comment().removeprefix(MARK + " "), mark=True))
+                        self.findings.append(
+                            Finding(line, m.comment().removeprefix(MARK + " "), mark=True)
+                        )
                 if new:
                     result = result.with_changes(leading_lines=[*result.leading_lines, *new])
         return result
@@ -244,7 +252,9 @@ class _Codemod(cst.CSTTransformer):
     def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
         return False  # rewritten as a whole in leave_ImportFrom
 
-    def leave_ImportFrom(self, original_node: cst.ImportFrom, updated_node: cst.ImportFrom) -> cst.ImportFrom:
+    def leave_ImportFrom(
+        self, original_node: cst.ImportFrom, updated_node: cst.ImportFrom
+    ) -> cst.ImportFrom:
         if updated_node.module is None or updated_node.relative:
             return updated_node
         dotted = _dotted(updated_node.module)
@@ -259,7 +269,11 @@ class _Codemod(cst.CSTTransformer):
             names = []
             for alias in updated_node.names:
                 name = _dotted(alias.name) or ""
-                local = alias.asname.name.value if alias.asname and isinstance(alias.asname.name, cst.Name) else name
+                local = (
+                    alias.asname.name.value
+                    if alias.asname and isinstance(alias.asname.name, cst.Name)
+                    else name
+                )
                 new = self.p.renames.get(name)
                 if new is not None:
                     self._note(original_node, f"type_renamed `{name}` -> `{new}`")
@@ -325,7 +339,9 @@ class _Codemod(cst.CSTTransformer):
             return updated_node.with_changes(value=self.renamed_locals[name])
         return updated_node
 
-    def leave_Attribute(self, original_node: cst.Attribute, updated_node: cst.Attribute) -> cst.BaseExpression:
+    def leave_Attribute(
+        self, original_node: cst.Attribute, updated_node: cst.Attribute
+    ) -> cst.BaseExpression:
         head = _dotted(original_node.value)
         attr = original_node.attr.value
         if head is not None and self._module(head) is not None:
@@ -365,7 +381,9 @@ class _Codemod(cst.CSTTransformer):
         if not spread:
             self._mark(node, [m for py, m in self.p.required.get(owner, ()) if py not in given])
 
-    def leave_SimpleString(self, original_node: cst.SimpleString, updated_node: cst.SimpleString) -> cst.SimpleString:
+    def leave_SimpleString(
+        self, original_node: cst.SimpleString, updated_node: cst.SimpleString
+    ) -> cst.SimpleString:
         value = original_node.evaluated_value
         if not isinstance(value, str):
             return updated_node
@@ -411,7 +429,10 @@ class Report:
 
     def markdown(self) -> str:
         """What migrating would do, per file and line (``--check``)."""
-        out = [f"# mcpbind migrate {self.a} -> {self.b}\n\n", self.summary().replace("changed", "would change", 1) + "\n"]
+        out = [
+            f"# mcpbind migrate {self.a} -> {self.b}\n\n",
+            self.summary().replace("changed", "would change", 1) + "\n",
+        ]
         for f in self.files:
             if not f.changed:
                 continue
@@ -429,7 +450,10 @@ def python_files(targets: Sequence[Path]) -> list[Path]:
             found += sorted(
                 f
                 for f in t.rglob("*.py")
-                if not any(part.startswith(".") or part in ("__pycache__", "node_modules") for part in f.relative_to(t).parts[:-1])
+                if not any(
+                    part.startswith(".") or part in ("__pycache__", "node_modules")
+                    for part in f.relative_to(t).parts[:-1]
+                )
             )
         else:
             found.append(t)

@@ -128,7 +128,11 @@ class _Modeler:
         if not isinstance(s, dict):
             return
         for key in s:
-            if key not in IMPLEMENTED and key not in ANNOTATIONS and self.ov.keywords.get(key) != "ignore":
+            if (
+                key not in IMPLEMENTED
+                and key not in ANNOTATIONS
+                and self.ov.keywords.get(key) != "ignore"
+            ):
                 raise ModelError(
                     f"{self.revision}: {pointer}: schema keyword {key!r} is not implemented by the "
                     "generator; add a [[keyword]] entry to schema/overlay.toml to say how to treat it"
@@ -221,7 +225,9 @@ class _Modeler:
                 opening = [i for i, m in enumerate(s[key]) if _opens_site(m)]
                 return _union(
                     [
-                        self._type(m, hint, f"{site}|{i}" if len(opening) > 1 and i in opening else site)
+                        self._type(
+                            m, hint, f"{site}|{i}" if len(opening) > 1 and i in opening else site
+                        )
                         for i, m in enumerate(s[key])
                     ],
                     site,
@@ -242,7 +248,9 @@ class _Modeler:
                 return MapT(self._type(ap, hint + "Value", site + ".*"))
             return MapT(ANY)
         if t == "array":
-            return ArrayT(self._type(s.get("items", {}), hint + "Item", site + "[]"), _constraints(s))
+            return ArrayT(
+                self._type(s.get("items", {}), hint + "Item", site + "[]"), _constraints(s)
+            )
         if t in PRIMITIVES:
             return Prim(t, _constraints(s))
         if t is None:
@@ -265,7 +273,9 @@ class _Modeler:
         """``allOf`` of object schemas -> one object schema (the later part refines the earlier)."""
         if not isinstance(s, dict) or "allOf" not in s:
             return s
-        parts = [self._resolve(p) for p in s["allOf"]] + [{k: v for k, v in s.items() if k != "allOf"}]
+        parts = [self._resolve(p) for p in s["allOf"]] + [
+            {k: v for k, v in s.items() if k != "allOf"}
+        ]
         merged: dict[str, Any] = {"type": "object", "properties": {}, "required": []}
         explicit_open = True
         for part in parts:
@@ -273,7 +283,9 @@ class _Modeler:
                 raise ModelError(f"{self.revision}: allOf of a non-object schema is not supported")
             for key, value in part.get("properties", {}).items():
                 merged["properties"][key] = {**merged["properties"].get(key, {}), **value}
-            merged["required"] += [r for r in part.get("required", []) if r not in merged["required"]]
+            merged["required"] += [
+                r for r in part.get("required", []) if r not in merged["required"]
+            ]
             if _is_object(part) and part.get("additionalProperties") in (None, False):
                 explicit_open = False
         if explicit_open:
@@ -297,7 +309,13 @@ def _opens_site(s: Any) -> bool:
     if not isinstance(s, dict) or "$ref" in s:
         return False
     ap = s.get("additionalProperties")
-    return s.get("type") == "array" or "items" in s or "anyOf" in s or "oneOf" in s or (isinstance(ap, dict) and bool(ap))
+    return (
+        s.get("type") == "array"
+        or "items" in s
+        or "anyOf" in s
+        or "oneOf" in s
+        or (isinstance(ap, dict) and bool(ap))
+    )
 
 
 def _union(members: list[TypeExpr], site: str) -> TypeExpr:
@@ -355,7 +373,9 @@ def _methods(rev: Revision, ov: Overlay) -> dict[str, Method]:
                 # (2026-07-28 ClientNotification); the named definition is the message type.
                 better = found[method].message in SIDES and message not in SIDES
                 found[method] = replace(
-                    found[method], sender="both", message=message if better else found[method].message
+                    found[method],
+                    sender="both",
+                    message=message if better else found[method].message,
                 )
                 continue
             pf = obj.field("params")

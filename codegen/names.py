@@ -12,7 +12,9 @@ import re
 
 # What a revision package binds besides its definitions: its modules and tables. A definition
 # with one of these names could not be an attribute of the package under its schema name.
-PACKAGE_NAMES = frozenset({"types", "methods", "facts", "METHODS", "REVISION", "SHA256", "DEFINITIONS"})
+PACKAGE_NAMES = frozenset(
+    {"types", "methods", "facts", "METHODS", "REVISION", "SHA256", "DEFINITIONS"}
+)
 
 # Names the generated modules use themselves (imports, helpers, tables); a definition with one
 # of these names is bound under ``<name>_`` in the code and exported under its schema name.
@@ -102,7 +104,9 @@ def is_package_attribute(schema_name: str) -> bool:
     """Whether a schema name is taken by the package or by every module object (``types``,
     ``METHODS``, ``__init__``, ``__name__``): such a definition is reachable only through the
     package's ``DEFINITIONS``, never as an attribute under that name."""
-    return schema_name in PACKAGE_NAMES or (schema_name.startswith("__") and schema_name.endswith("__"))
+    return schema_name in PACKAGE_NAMES or (
+        schema_name.startswith("__") and schema_name.endswith("__")
+    )
 
 
 def unique_attributes(wires: list[str]) -> dict[str, str]:

@@ -111,23 +111,37 @@ def overlay(revision: str) -> Overlay:
         },
         conditions={
             method: tuple(
-                CapabilityCondition(when=e["when"], equals=e.get("equals"), side=e["side"], path=e["path"])
+                CapabilityCondition(
+                    when=e["when"], equals=e.get("equals"), side=e["side"], path=e["path"]
+                )
                 for e in entries("capability")
                 if e["method"] == method and "when" in e
             )
             for method in sorted({e["method"] for e in entries("capability") if "when" in e})
         },
         inherits=tuple(
-            Inherit(e["source"], tuple(e["members"]), e["property"], e["reason"]) for e in entries("inherit")
+            Inherit(e["source"], tuple(e["members"]), e["property"], e["reason"])
+            for e in entries("inherit")
         ),
         lifecycle={role: e["method"] for e in entries("lifecycle") for role in [e["role"]]},
-        versions=tuple(v for e in entries("versions") if e.get("revision", revision) == revision for v in e["carries"]),
+        versions=tuple(
+            v
+            for e in entries("versions")
+            if e.get("revision", revision) == revision
+            for v in e["carries"]
+        ),
         result_kinds=tuple(
-            ResultKind(e["field"], e.get("value"), e.get("definition"), e["reason"]) for e in entries("result_kind")
+            ResultKind(e["field"], e.get("value"), e.get("definition"), e["reason"])
+            for e in entries("result_kind")
         ),
         task_results=tuple(
             TaskResult(
-                e["when"], e["result"], tuple(e["task_id"]), e["payload_method"], e["payload_task_id"], e["reason"]
+                e["when"],
+                e["result"],
+                tuple(e["task_id"]),
+                e["payload_method"],
+                e["payload_task_id"],
+                e["reason"],
             )
             for e in entries("task_result")
         ),
@@ -139,7 +153,9 @@ def _treatment(entry: dict[str, Any]) -> str:
     """How a ``[[keyword]]`` entry treats its keyword: only ``ignore`` (the bindings accept
     what the keyword would reject), and only with a reason."""
     if entry.get("treat") != "ignore" or not entry.get("reason"):
-        raise OverlayError(f"[[keyword]] {entry.get('keyword')!r}: needs treat = \"ignore\" and a reason")
+        raise OverlayError(
+            f"[[keyword]] {entry.get('keyword')!r}: needs treat = \"ignore\" and a reason"
+        )
     return "ignore"
 
 
@@ -149,7 +165,9 @@ def _split(pointer: str) -> list[str]:
     return [p.replace("~1", "/").replace("~0", "~") for p in pointer[1:].split("/")]
 
 
-def apply_patches(schema: dict[str, Any], patches: tuple[Patch, ...], revision: str) -> dict[str, Any]:
+def apply_patches(
+    schema: dict[str, Any], patches: tuple[Patch, ...], revision: str
+) -> dict[str, Any]:
     """A copy of ``schema`` with every patch applied; each must find the value it expects."""
     patched = copy.deepcopy(schema)
     for patch in patches:
@@ -158,7 +176,9 @@ def apply_patches(schema: dict[str, Any], patches: tuple[Patch, ...], revision: 
         for part in parents:
             node = node[int(part)] if isinstance(node, list) else node.get(part)
             if node is None:
-                raise OverlayError(f"{revision}: overlay patch {patch.pointer}: path not found upstream")
+                raise OverlayError(
+                    f"{revision}: overlay patch {patch.pointer}: path not found upstream"
+                )
         key: Any = int(last) if isinstance(node, list) else last
         current = node[key] if isinstance(node, list) or key in node else "<absent>"
         if current != patch.expect:
@@ -186,7 +206,9 @@ def _at(schema: dict[str, Any], pointer: str) -> Any:
     return node
 
 
-def apply_inherits(schema: dict[str, Any], inherits: tuple[Inherit, ...], revision: str) -> dict[str, Any]:
+def apply_inherits(
+    schema: dict[str, Any], inherits: tuple[Inherit, ...], revision: str
+) -> dict[str, Any]:
     """``schema`` (changed in place) with each inherited property restored where it is missing."""
     defs = schema.get("$defs") or schema.get("definitions") or {}
     for inherit in inherits:
@@ -196,9 +218,13 @@ def apply_inherits(schema: dict[str, Any], inherits: tuple[Inherit, ...], revisi
             raise OverlayError(f"{revision}: overlay inherit: {exc}") from None
         for union in inherit.members:
             if union not in defs:
-                raise OverlayError(f"{revision}: overlay inherit names {union!r}, which the schema lacks")
+                raise OverlayError(
+                    f"{revision}: overlay inherit names {union!r}, which the schema lacks"
+                )
             for member in defs[union].get("anyOf", []):
-                params = _resolve(schema, _resolve(schema, member).get("properties", {}).get("params"))
+                params = _resolve(
+                    schema, _resolve(schema, member).get("properties", {}).get("params")
+                )
                 _inherit_into(schema, params, inherit.property, source)
     return schema
 
@@ -258,11 +284,19 @@ def migrations() -> list[Migration]:
     out = []
     for e in _raw().get("migration", []):
         m = Migration(
-            e["type"], tuple(e["path"]), e["since"], e["until"], tuple(e["moved_to"]), e["moved_since"], e["reason"]
+            e["type"],
+            tuple(e["path"]),
+            e["since"],
+            e["until"],
+            tuple(e["moved_to"]),
+            e["moved_since"],
+            e["reason"],
         )
         for loc in (m.path, m.moved_to):
             if not 1 <= len(loc) <= 2:
-                raise OverlayError(f"migration of {m.type}: a location is a field or a field and a map key")
+                raise OverlayError(
+                    f"migration of {m.type}: a location is a field or a field and a map key"
+                )
         out.append(m)
     return out
 

@@ -36,7 +36,13 @@ _RAW_GITHUB = re.compile(r"https://raw\.githubusercontent\.com/([^/]+/[^/]+)/([0
 # A revision name becomes a package name (``v2025_11_25``, ``draft``), so it must make an identifier.
 _REVISION_NAME = re.compile(r"\d{4}-\d{2}-\d{2}|[a-z][a-z0-9_]*")
 # Definitions every MCP schema revision has; a JSON file without them is some other schema.
-_MCP_DEFINITIONS = ("JSONRPCMessage", "ClientRequest", "ServerResult", "ClientCapabilities", "ServerCapabilities")
+_MCP_DEFINITIONS = (
+    "JSONRPCMessage",
+    "ClientRequest",
+    "ServerResult",
+    "ClientCapabilities",
+    "ServerCapabilities",
+)
 
 
 @dataclass(frozen=True)
@@ -63,7 +69,9 @@ class Pin:
     def browse(self) -> str:
         """Where a person reads the file: the GitHub page of a raw GitHub URL, else the source."""
         m = _RAW_GITHUB.fullmatch(self.source)
-        return f"https://github.com/{m.group(1)}/blob/{m.group(2)}/{m.group(3)}" if m else self.source
+        return (
+            f"https://github.com/{m.group(1)}/blob/{m.group(2)}/{m.group(3)}" if m else self.source
+        )
 
 
 def read_pins(path: Path | None = None) -> tuple[Pin, ...]:
@@ -229,7 +237,11 @@ def _insert(existing: list[Pin], new: Pin) -> list[Pin]:
     if not new.revision[:1].isdigit():
         return [*existing, new]
     at = next(
-        (i for i, p in enumerate(existing) if not p.revision[:1].isdigit() or p.revision > new.revision),
+        (
+            i
+            for i, p in enumerate(existing)
+            if not p.revision[:1].isdigit() or p.revision > new.revision
+        ),
         len(existing),
     )
     return [*existing[:at], new, *existing[at:]]
@@ -275,7 +287,9 @@ def pin_revision(
     if (url is None) == (file is None):
         raise PinError("give exactly one of --url or --file")
     if not _REVISION_NAME.fullmatch(revision):
-        raise PinError(f"{revision!r} is not a revision name (YYYY-MM-DD, or lower-case letters like draft)")
+        raise PinError(
+            f"{revision!r} is not a revision name (YYYY-MM-DD, or lower-case letters like draft)"
+        )
     pins_file = pins_file or PINS_FILE
     existing = list(read_pins(pins_file))
     pinned = any(p.revision == revision for p in existing)
@@ -295,7 +309,9 @@ def pin_revision(
     check_mcp_schema(data, source if url else str(file))
     target = schema_file(revision)
     if target.is_file() and target.read_bytes() != data and not update:
-        raise PinError(f"{target} already holds another file for {revision}; pass --update to replace it")
+        raise PinError(
+            f"{target} already holds another file for {revision}; pass --update to replace it"
+        )
     count = _copy_examples(examples, target.parent / "examples") if examples is not None else 0
     if examples is None and update:
         count = next(p.examples for p in existing if p.revision == revision)

@@ -74,8 +74,12 @@ class PairView:
     target_package: str
     doc: str
     functions: list[FunctionView] = field(default_factory=list)
-    tables: list[tuple[str, list[tuple[str, str]]]] = field(default_factory=list)  # (name, [(key, fn)])
-    types: list[tuple[str, str]] = field(default_factory=list)  # (name, type expression over ``_b``)
+    tables: list[tuple[str, list[tuple[str, str]]]] = field(
+        default_factory=list
+    )  # (name, [(key, fn)])
+    types: list[tuple[str, str]] = field(
+        default_factory=list
+    )  # (name, type expression over ``_b``)
     typing_imports: list[str] = field(default_factory=list)  # what those expressions need
     msgspec_imports: list[str] = field(default_factory=list)
     project: list[tuple[str, str]] = field(default_factory=list)  # (A class, function)
@@ -108,9 +112,13 @@ def pure(rev: Revision, t: TypeExpr) -> bool:
     return False
 
 
-
-
-_PY = {"string": ["str"], "integer": ["int"], "number": ["int", "float"], "boolean": ["bool"], "null": ["type(None)"]}
+_PY = {
+    "string": ["str"],
+    "integer": ["int"],
+    "number": ["int", "float"],
+    "boolean": ["bool"],
+    "null": ["type(None)"],
+}
 
 
 def _keys(rev: Revision, t: TypeExpr, r: _Renderer) -> list[str]:
@@ -204,7 +212,9 @@ class Pair:
             name = self._type_const(b)
             fn = self._fresh("_v")
             self.functions.append(
-                FunctionView(fn, "Any", "Any", [f"return c.check(v, {name}, {literal(self._describe(b))})"])
+                FunctionView(
+                    fn, "Any", "Any", [f"return c.check(v, {name}, {literal(self._describe(b))})"]
+                )
             )
             return Conv("fn", fn=fn, fails=True)
         if isinstance(a, UnionT) or isinstance(b, UnionT):
@@ -239,7 +249,11 @@ class Pair:
     def _via_builtins(self, b: TypeExpr) -> Conv:
         name = self._type_const(b)
         fn = self._fresh("_v")
-        self.functions.append(FunctionView(fn, "Any", "Any", [f"return c.convert(v, {name}, {literal(self._describe(b))})"]))
+        self.functions.append(
+            FunctionView(
+                fn, "Any", "Any", [f"return c.convert(v, {name}, {literal(self._describe(b))})"]
+            )
+        )
         return Conv("fn", fn=fn, fails=True)
 
     def _describe(self, t: TypeExpr, rev: Revision | None = None) -> str:
@@ -269,14 +283,18 @@ class Pair:
                 return Conv("fail", reason=f"{b.json} cannot hold a {a.json}")
             if all(value_kind(v) in kinds for v in a.values):
                 return ID
-            return self._check(f"v in {literal_tuple(v for v in a.values if value_kind(v) in kinds)}", b.json)
+            return self._check(
+                f"v in {literal_tuple(v for v in a.values if value_kind(v) in kinds)}", b.json
+            )
         allowed = b.values
         if isinstance(a, Lit):
             if set(a.values) <= set(allowed):
                 return ID
             if not set(a.values) & set(allowed):
                 return Conv("fail", reason=f"none of {list(a.values)!r} exists in the target")
-        return self._check(f"v in {literal_tuple(allowed)}", "one of " + ", ".join(repr(x) for x in allowed))
+        return self._check(
+            f"v in {literal_tuple(allowed)}", "one of " + ", ".join(repr(x) for x in allowed)
+        )
 
     def _check(self, condition: str, what: str) -> Conv:
         fn = self._fresh("_s")
@@ -304,13 +322,19 @@ class Pair:
         if kind == "list":
             body = [f"return c.items(v, {f})"] if fails else [f"return [{f}(i, c) for i in v]"]
         else:
-            body = [f"return c.values(v, {f})"] if fails else [f"return {{k: {f}(i, c) for k, i in v.items()}}"]
+            body = (
+                [f"return c.values(v, {f})"]
+                if fails
+                else [f"return {{k: {f}(i, c) for k, i in v.items()}}"]
+            )
         self.functions.append(FunctionView(fn, "Any", "Any", body))
         return Conv("fn", fn=fn, fails=fails)
 
     def _fail_fn(self, reason: str) -> str:
         fn = self._fresh("_x")
-        self.functions.append(FunctionView(fn, "Any", "Any", [f"return c.fail(type(v).__name__, {literal(reason)})"]))
+        self.functions.append(
+            FunctionView(fn, "Any", "Any", [f"return c.fail(type(v).__name__, {literal(reason)})"])
+        )
         return fn
 
     def _union(self, a: TypeExpr, b: TypeExpr) -> Conv:
@@ -335,7 +359,10 @@ class Pair:
         if not isinstance(a, UnionT):
             if convs:
                 return convs[0]
-            return Conv("fail", reason=f"{self._describe(a, self.a)} is not a member of {site} in the target")
+            return Conv(
+                "fail",
+                reason=f"{self._describe(a, self.a)} is not a member of {site} in the target",
+            )
         complete = len(convs) == len(ams)
         if complete and all(c.kind == "id" for c in convs):
             return ID
@@ -366,14 +393,21 @@ class Pair:
             for bm in bms:
                 if isinstance(bm, RefT):
                     ob = self.b.definitions[bm.name]
-                    if isinstance(oa, ObjectDef) and isinstance(ob, ObjectDef) and oa.tag and oa.tag == ob.tag:
+                    if (
+                        isinstance(oa, ObjectDef)
+                        and isinstance(ob, ObjectDef)
+                        and oa.tag
+                        and oa.tag == ob.tag
+                    ):
                         return bm
             return None
         if isinstance(m, (Prim, Lit)):
             kinds = {m.json} if isinstance(m, Prim) else {value_kind(v) for v in m.values}
             best: Prim | Lit | None = None
             for bm in bms:
-                if isinstance(bm, Prim) and (bm.json in kinds or (bm.json == "number" and kinds <= {"integer", "number"})):
+                if isinstance(bm, Prim) and (
+                    bm.json in kinds or (bm.json == "number" and kinds <= {"integer", "number"})
+                ):
                     best = best or bm
                 if isinstance(bm, Lit) and {value_kind(v) for v in bm.values} & kinds:
                     best = best or bm
@@ -386,7 +420,11 @@ class Pair:
     # -- objects
 
     def _object(self, a_name: str | None, b_name: str) -> Conv:
-        fn = f"_o_{self.rb.py[b_name]}" if a_name == b_name else self._fresh(f"_o_{self.rb.py[b_name]}_")
+        fn = (
+            f"_o_{self.rb.py[b_name]}"
+            if a_name == b_name
+            else self._fresh(f"_o_{self.rb.py[b_name]}_")
+        )
         if a_name is not None:  # a recursive reference sees the function before its body exists
             self.memo[(RefT(a_name), RefT(b_name))] = Conv("fn", fn=fn, fails=True)
         body, fails = self._object_body(a_name, b_name)
@@ -447,27 +485,37 @@ class Pair:
                     conv = self.conv(fa.type, fb.type)
                     if not a_kept:
                         body.append(f"if {read(fa)} is not UNSET:")
-                        body.append(f"    d[{literal(fb.wire)}] = {call(conv, read(fa), fb.wire, fb.required)}")
+                        body.append(
+                            f"    d[{literal(fb.wire)}] = {call(conv, read(fa), fb.wire, fb.required)}"
+                        )
                     elif conv.kind != "id":
                         body.append(f"if {literal(fb.wire)} in d:")
-                        body.append(f"    d[{literal(fb.wire)}] = {call(conv, f'd[{literal(fb.wire)}]', fb.wire, fb.required)}")
+                        body.append(
+                            f"    d[{literal(fb.wire)}] = {call(conv, f'd[{literal(fb.wire)}]', fb.wire, fb.required)}"
+                        )
                     if fb.required and not fa.required:
                         body.append(f"if {literal(fb.wire)} not in d:")
-                        body.append(f"    c.fail({literal(b_name)}, 'the target requires it', {literal(fb.wire)})")
+                        body.append(
+                            f"    c.fail({literal(b_name)}, 'the target requires it', {literal(fb.wire)})"
+                        )
                         fails = True
                     continue
                 if a_kept:  # an undeclared key of the source may hold it
                     conv = self.conv(ANY, fb.type)
                     if conv.kind != "id":
                         body.append(f"if {literal(fb.wire)} in d:")
-                        body.append(f"    d[{literal(fb.wire)}] = {call(conv, f'd[{literal(fb.wire)}]', fb.wire, fb.required)}")
+                        body.append(
+                            f"    d[{literal(fb.wire)}] = {call(conv, f'd[{literal(fb.wire)}]', fb.wire, fb.required)}"
+                        )
                 default = self._default(b_name, fb.wire)
                 if default is not None:
                     body.append(f"if {literal(fb.wire)} not in d:")
                     body.append(f"    d[{literal(fb.wire)}] = {_json_literal(default.value)}")
                 elif fb.required:
                     body.append(f"if {literal(fb.wire)} not in d:")
-                    body.append(f"    c.fail({literal(b_name)}, 'the target requires it and the source has no value', {literal(fb.wire)})")
+                    body.append(
+                        f"    c.fail({literal(b_name)}, 'the target requires it and the source has no value', {literal(fb.wire)})"
+                    )
                     fails = True
             # keys the source declares and the target does not: the open target keeps them as plain JSON
             for fa in oa.fields if oa is not None else ():
@@ -476,11 +524,15 @@ class Pair:
                 if a_kept:
                     if not pure(self.a, fa.type):
                         body.append(f"if {literal(fa.wire)} in d:")
-                        body.append(f"    d[{literal(fa.wire)}] = builtins(d[{literal(fa.wire)}], c)")
+                        body.append(
+                            f"    d[{literal(fa.wire)}] = builtins(d[{literal(fa.wire)}], c)"
+                        )
                 else:
                     conv = Conv("id") if pure(self.a, fa.type) else Conv("fn", fn="builtins")
                     body.append(f"if {read(fa)} is not UNSET:")
-                    body.append(f"    d[{literal(fa.wire)}] = {call(conv, read(fa), fa.wire, False)}")
+                    body.append(
+                        f"    d[{literal(fa.wire)}] = {call(conv, read(fa), fa.wire, False)}"
+                    )
             body.append(f"return {self._bname(b_name)}(d)")
             return body, fails
 
@@ -493,7 +545,11 @@ class Pair:
             if fa is None and a_kept:  # an undeclared key of the open source may hold it
                 fa = Field(wire=fb.wire, py=fb.py, type=ANY, required=False)
             move = next((mv for mv in moves if mv[2][0] == fb.wire), None)
-            if fa is not None and move is None or (fa is not None and move is not None and len(move[2]) == 2):
+            if (
+                fa is not None
+                and move is None
+                or (fa is not None and move is not None and len(move[2]) == 2)
+            ):
                 conv = self.conv(fa.type, fb.type)
                 value = read(fa)
                 if fa.required or (a_kept and fa.required):
@@ -511,7 +567,9 @@ class Pair:
                         if default is not None:
                             body.append(f"    {var} = {_json_literal(default.value)}")
                         else:
-                            body.append(f"    c.fail({literal(b_name)}, 'the target requires it and the source has no value', {literal(fb.wire)})")
+                            body.append(
+                                f"    c.fail({literal(b_name)}, 'the target requires it and the source has no value', {literal(fb.wire)})"
+                            )
                             fails = True
             elif move is None:
                 default = self._default(b_name, fb.wire)
@@ -544,7 +602,9 @@ class Pair:
                     bt = resolve(self.b, fb.type)
                     value_type = bt.value if isinstance(bt, MapT) else ANY
                     conv = self.moved(a_type, value_type)
-                    body.append(f"    {py} = put({py}, {literal(lb[1])}, {call(conv, 'moved', fb.wire, False)})")
+                    body.append(
+                        f"    {py} = put({py}, {literal(lb[1])}, {call(conv, 'moved', fb.wire, False)})"
+                    )
             kwargs.append((py, py))
         # A field B lacks that the spec gives a default: stripping it is faithful only at that value
         if oa is not None:
@@ -552,7 +612,13 @@ class Pair:
                 if ob.field(fa.wire) is not None:
                     continue
                 d = next(
-                    (d for d in defaults() if d.field == fa.wire and d.type in (None, b_name) and in_range(self.a.revision, d.since, d.until)),
+                    (
+                        d
+                        for d in defaults()
+                        if d.field == fa.wire
+                        and d.type in (None, b_name)
+                        and in_range(self.a.revision, d.since, d.until)
+                    ),
                     None,
                 )
                 if d is not None and not isinstance(d.value, (dict, list)):
@@ -565,7 +631,9 @@ class Pair:
         body.append(f"return {self._bname(b_name)}({args})")
         return body, fails
 
-    def _read_location(self, oa: ObjectDef | None, loc: tuple[str, ...]) -> tuple[str, TypeExpr] | None:
+    def _read_location(
+        self, oa: ObjectDef | None, loc: tuple[str, ...]
+    ) -> tuple[str, TypeExpr] | None:
         if oa is None:
             return None
         fa = oa.field(loc[0])
@@ -622,7 +690,11 @@ def pair_view(a: Revision, b: Revision) -> PairView:
         target_package=package_name(b.revision),
         doc=f"Projection of MCP {a.revision} values into {b.revision}.",
     )
-    common = [n for n, d in a.definitions.items() if isinstance(d, ObjectDef) and isinstance(b.definitions.get(n), ObjectDef)]
+    common = [
+        n
+        for n, d in a.definitions.items()
+        if isinstance(d, ObjectDef) and isinstance(b.definitions.get(n), ObjectDef)
+    ]
     for name in common:
         conv = p.object_function(name)
         view.project.append(("_a." + p.ra.py[name], conv.fn))
@@ -631,7 +703,9 @@ def pair_view(a: Revision, b: Revision) -> PairView:
     view.types = [(const, annotation) for annotation, const in p.types.items()]
     view.typing_imports = sorted(p.helpers & {"Annotated", "Literal"})
     view.msgspec_imports = sorted(p.helpers & {"Meta"})
-    view.names = [("_a." + p.ra.py[n], n) for n in a.definitions if isinstance(a.definitions[n], ObjectDef)]
+    view.names = [
+        ("_a." + p.ra.py[n], n) for n in a.definitions if isinstance(a.definitions[n], ObjectDef)
+    ]
     return view
 
 
@@ -646,7 +720,9 @@ def projection_files(irs: dict[str, Revision]) -> dict[str, str]:
     files = {
         "_projection/__init__.py": render(
             "projection_init.py.j2",
-            header="generated by mcpbind from " + ", ".join(f"{r} (sha256 {irs[r].sha256})" for r in irs) + "; do not edit.",
+            header="generated by mcpbind from "
+            + ", ".join(f"{r} (sha256 {irs[r].sha256})" for r in irs)
+            + "; do not edit.",
         )
     }
     built: dict[str, str] = {}  # code key -> module that defines that ``build``
@@ -679,7 +755,9 @@ def provenance_file(irs: dict[str, Revision]) -> str:
                     fields.setdefault(name, {}).setdefault(f.wire, []).append(r)
     return render(
         "provenance.py.j2",
-        header="generated by mcpbind from " + ", ".join(f"{r} (sha256 {irs[r].sha256})" for r in order) + "; do not edit.",
+        header="generated by mcpbind from "
+        + ", ".join(f"{r} (sha256 {irs[r].sha256})" for r in order)
+        + "; do not edit.",
         types=sorted(types.items()),
         fields=[(n, sorted(fs.items())) for n, fs in sorted(fields.items())],
     )

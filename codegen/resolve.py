@@ -24,7 +24,9 @@ def target(rev: Revision, t: TypeExpr) -> TypeExpr:
     chain: list[str] = []
     while isinstance(t, RefT) and isinstance(d := rev.definitions[t.name], AliasDef):
         if t.name in chain:
-            raise ResolveError(f"{rev.revision}: $ref cycle through aliases: {' -> '.join([*chain, t.name])}")
+            raise ResolveError(
+                f"{rev.revision}: $ref cycle through aliases: {' -> '.join([*chain, t.name])}"
+            )
         chain.append(t.name)
         t = d.type
     return t
@@ -42,13 +44,17 @@ def members(rev: Revision, u: UnionT, *, resolved: bool = False) -> list[TypeExp
     return out
 
 
-def _flatten(rev: Revision, u: UnionT, resolved: bool, out: list[TypeExpr], path: list[str]) -> None:
+def _flatten(
+    rev: Revision, u: UnionT, resolved: bool, out: list[TypeExpr], path: list[str]
+) -> None:
     for m in u.members:
         r = target(rev, m)
         if isinstance(r, UnionT):
             via = m.name if isinstance(m, RefT) else r.site
             if via in path or r.site in path:
-                raise ResolveError(f"{rev.revision}: $ref cycle through unions: {' -> '.join([*path, via])}")
+                raise ResolveError(
+                    f"{rev.revision}: $ref cycle through unions: {' -> '.join([*path, via])}"
+                )
             _flatten(rev, r, resolved, out, [*path, via])
             continue
         x = r if resolved else m

@@ -49,7 +49,9 @@ def walk(t: TypeExpr) -> Iterator[TypeExpr]:
 def all_unions(rev: Revision) -> list[UnionT]:
     found: dict[str, UnionT] = {}
     for d in rev.definitions.values():
-        roots = [f.type for f in d.fields] + [d.extra_value] if isinstance(d, ObjectDef) else [d.type]
+        roots = (
+            [f.type for f in d.fields] + [d.extra_value] if isinstance(d, ObjectDef) else [d.type]
+        )
         for root in roots:
             for t in walk(root):
                 if isinstance(t, UnionT):
@@ -116,7 +118,14 @@ def _tag_field(rev: Revision, objs: list[ObjectDef]) -> str | None:
         candidates = mine if candidates is None else candidates & mine
     if not candidates:
         return None
-    ordered = sorted(candidates, key=lambda w: (w not in TAG_PREFERENCE, TAG_PREFERENCE.index(w) if w in TAG_PREFERENCE else 0, w))
+    ordered = sorted(
+        candidates,
+        key=lambda w: (
+            w not in TAG_PREFERENCE,
+            TAG_PREFERENCE.index(w) if w in TAG_PREFERENCE else 0,
+            w,
+        ),
+    )
     for wire in ordered:
         values = [_tag_value(o, wire) for o in objs]
         if len(set(values)) == len(values):
@@ -156,8 +165,12 @@ def analyse(rev: Revision) -> None:
             rev.unions[u.site] = UnionInfo(u.site, "native", ())
             continue
         kinds = [kind_of(rev, m) for m in members]
-        lit_kinds = [k for m, k in zip(members, kinds, strict=True) if isinstance(resolve(rev, m), Lit) and k]
-        object_refs = [resolve(rev, m) for m, k in zip(members, kinds, strict=True) if k == "object"]
+        lit_kinds = [
+            k for m, k in zip(members, kinds, strict=True) if isinstance(resolve(rev, m), Lit) and k
+        ]
+        object_refs = [
+            resolve(rev, m) for m, k in zip(members, kinds, strict=True) if k == "object"
+        ]
         if _is_native(kinds, lit_kinds):
             rev.unions[u.site] = UnionInfo(u.site, "native", ())
             continue

@@ -49,7 +49,9 @@ def generate(revisions: Iterable[str] | None = None) -> dict[Path, str]:
         for name, text in revision_files(rev).items():
             files[package / name] = text
     files.update(change_files(irs))
-    files.update({GENERATED_DIR / path: text for path, text in projection.projection_files(irs).items()})
+    files.update(
+        {GENERATED_DIR / path: text for path, text in projection.projection_files(irs).items()}
+    )
     if set(irs) == {p.revision for p in pins()}:
         files[GENERATED_DIR / "_provenance.py"] = projection.provenance_file(irs)
     python = format_python({path: text for path, text in files.items() if path.suffix == ".py"})
@@ -97,7 +99,9 @@ def verify(files: dict[Path, str]) -> None:
             target = Path(scratch) / path.relative_to(GENERATED_DIR)
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(text, encoding="utf-8")
-        packages = sorted({p.relative_to(GENERATED_DIR).parts[0] for p in files if p.parent != GENERATED_DIR})
+        packages = sorted(
+            {p.relative_to(GENERATED_DIR).parts[0] for p in files if p.parent != GENERATED_DIR}
+        )
         env = {
             **os.environ,
             "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")]),

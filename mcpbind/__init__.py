@@ -57,6 +57,7 @@ def __getattr__(name: str) -> Any:
     globals()[name] = value
     return value
 
+
 __all__ = [
     "LATEST",
     "REVISIONS",
@@ -89,7 +90,9 @@ class UnknownRevisionError(ValueError):
 
     def __init__(self, revision: object) -> None:
         self.revision = revision
-        super().__init__(f"unknown MCP revision {revision!r}; known revisions: {', '.join(REVISIONS)}")
+        super().__init__(
+            f"unknown MCP revision {revision!r}; known revisions: {', '.join(REVISIONS)}"
+        )
 
 
 def bindings(revision: str) -> ModuleType:

@@ -239,12 +239,22 @@ def _compile_open(cls: type[OpenObject]) -> Callable[[Any], Any]:
     typed = tuple((a, w) for a, w in klass._attributes.items() if not _plain(types[a]))
     fields_hooked = _needs_hook(fields_type)
     convert_extra = _converter(extra_type) if extra_type is not None else None
-    new, update, setitem, unset, convert = dict.__new__, dict.update, dict.__setitem__, msgspec.UNSET, msgspec.convert
+    new, update, setitem, unset, convert = (
+        dict.__new__,
+        dict.update,
+        dict.__setitem__,
+        msgspec.UNSET,
+        msgspec.convert,
+    )
 
     def decode(obj: Any) -> Any:
         if type(obj) is not dict:
             raise ValueError(f"Expected `object`, got `{_kind(obj)}`")
-        values = convert(obj, fields_type, dec_hook=dec_hook) if fields_hooked else convert(obj, fields_type)
+        values = (
+            convert(obj, fields_type, dec_hook=dec_hook)
+            if fields_hooked
+            else convert(obj, fields_type)
+        )
         self = new(klass)
         update(self, obj)
         for attribute, wire in typed:
@@ -262,7 +272,9 @@ def _plain(t: Any) -> bool:
     """Whether values of this msgspec type decode to exactly the JSON value (no objects made)."""
     import msgspec.inspect as mi
 
-    if isinstance(t, (mi.StrType, mi.IntType, mi.BoolType, mi.NoneType, mi.AnyType, mi.LiteralType)):
+    if isinstance(
+        t, (mi.StrType, mi.IntType, mi.BoolType, mi.NoneType, mi.AnyType, mi.LiteralType)
+    ):
         return True
     if isinstance(t, mi.UnionType):
         return all(_plain(u) for u in t.types)
@@ -277,12 +289,24 @@ def _plain(t: Any) -> bool:
 def _kind(obj: Any) -> str:
     if obj is None:
         return "null"
-    return {dict: "object", list: "array", str: "str", bool: "bool", int: "int", float: "float"}.get(
-        type(obj), type(obj).__name__
-    )
+    return {
+        dict: "object",
+        list: "array",
+        str: "str",
+        bool: "bool",
+        int: "int",
+        float: "float",
+    }.get(type(obj), type(obj).__name__)
 
 
-_JSON_KIND = {dict: "object", list: "array", str: "string", bool: "boolean", int: "integer", float: "number"}
+_JSON_KIND = {
+    dict: "object",
+    list: "array",
+    str: "string",
+    bool: "boolean",
+    int: "integer",
+    float: "number",
+}
 
 
 _MISSING = object()
@@ -451,13 +475,17 @@ def _candidates(members: tuple[Member, ...]) -> Callable[[Any], list[int]]:
             fits = []
             for i in pool:
                 required, consts = checks[i]
-                if required <= keys and (not consts or all(obj.get(k, _MISSING) in v for k, v in consts)):
+                if required <= keys and (
+                    not consts or all(obj.get(k, _MISSING) in v for k, v in consts)
+                ):
                     fits.append(i)
             if len(fits) > 1:
                 fits.sort(key=lambda i: (-len(members[i].known & keys), -len(members[i].required)))
             return fits
         kind = "null" if obj is None else _JSON_KIND.get(type(obj))
-        return [i for i, k, number in kinds if k is None or k == kind or (number and kind == "integer")]
+        return [
+            i for i, k, number in kinds if k is None or k == kind or (number and kind == "integer")
+        ]
 
     return candidates
 
@@ -563,7 +591,9 @@ def _with_submodules(module: types_module.ModuleType) -> list[types_module.Modul
     """A package and the submodules it has imported (private classes live in ``types``)."""
     prefix = module.__name__ + "."
     return [module] + [
-        v for v in vars(module).values() if isinstance(v, types_module.ModuleType) and v.__name__.startswith(prefix)
+        v
+        for v in vars(module).values()
+        if isinstance(v, types_module.ModuleType) and v.__name__.startswith(prefix)
     ]
 
 

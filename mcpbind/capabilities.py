@@ -54,7 +54,12 @@ def supports(caps: Any, path: str | Sequence[str]) -> bool:
     for i, key in enumerate(keys):
         if not isinstance(node, dict):
             return False
-        if key in _MODES and i > 0 and keys[i - 1] == "elicitation" and not any(m in node for m in _MODES):
+        if (
+            key in _MODES
+            and i > 0
+            and keys[i - 1] == "elicitation"
+            and not any(m in node for m in _MODES)
+        ):
             # A bare `elicitation: {}` declares form mode only.
             return key == "form"
         if key not in node or not _present(node[key]):

@@ -114,14 +114,20 @@ def _builders(spec: MethodSpec, wire: type) -> tuple[Callable[[Any], Any], Calla
         return _same, _same
     if names == ("params",):
         if request:
-            return (lambda w: Request(id=w.id, message=cls(params=w.params)),
-                    lambda r: wire(id=r.id, jsonrpc="2.0", params=r.message.params))
+            return (
+                lambda w: Request(id=w.id, message=cls(params=w.params)),
+                lambda r: wire(id=r.id, jsonrpc="2.0", params=r.message.params),
+            )
         return (lambda w: cls(params=w.params), lambda n: wire(jsonrpc="2.0", params=n.params))
     if request:
-        return (lambda w: Request(id=w.id, message=cls(**{k: getattr(w, k) for k in names})),
-                lambda r: wire(id=r.id, jsonrpc="2.0", **{k: getattr(r.message, k) for k in names}))
-    return (lambda w: cls(**{k: getattr(w, k) for k in names}),
-            lambda n: wire(jsonrpc="2.0", **{k: getattr(n, k) for k in names}))
+        return (
+            lambda w: Request(id=w.id, message=cls(**{k: getattr(w, k) for k in names})),
+            lambda r: wire(id=r.id, jsonrpc="2.0", **{k: getattr(r.message, k) for k in names}),
+        )
+    return (
+        lambda w: cls(**{k: getattr(w, k) for k in names}),
+        lambda n: wire(jsonrpc="2.0", **{k: getattr(n, k) for k in names}),
+    )
 
 
 def _same(x: Any) -> Any:
@@ -176,7 +182,11 @@ def _build(revision: str, role: str) -> _Tables:
             _decoder(wire.response) if wire.response is not None else None,
             spec.kind == "request" and _carries_capabilities(spec.params),
             _carries_capabilities(result),
-            _attribute(result, kinds.key) if kinds is not None and isinstance(result, type) else None,
+            (
+                _attribute(result, kinds.key)
+                if kinds is not None and isinstance(result, type)
+                else None
+            ),
             *_builders(spec, wire.wire),
         )
     receive = {n: m for n, m in methods.items() if m.spec.sender in (peer, "both")}
@@ -274,7 +284,9 @@ class Codec:
         self._tasks: dict[Any, str] = {}  # task id -> the method that created it
         self._check_meta = self.facts.request_meta is not None and role == "server"
         if requires and not self._check_meta:
-            raise ValueError("requires= applies to a server codec of a revision with per-request _meta")
+            raise ValueError(
+                "requires= applies to a server codec of a revision with per-request _meta"
+            )
         self._requires: dict[str, Any] = {}
         if self._check_meta:
             for name, m in self._t.receive.items():
@@ -316,12 +328,16 @@ class Codec:
             elif isinstance(data, (bytearray, memoryview)):
                 data = bytes(data)
             else:
-                raise TypeError(f"Codec.decode takes the bytes or str of a message, not {type(data).__name__}")
+                raise TypeError(
+                    f"Codec.decode takes the bytes or str of a message, not {type(data).__name__}"
+                )
         if not data.isascii():
             try:  # msgspec skips the values it does not keep without checking them
                 data.decode("utf-8")
             except UnicodeDecodeError as exc:
-                raise ProtocolError(PARSE_ERROR, f"Parse error: invalid UTF-8 ({exc.reason})") from None
+                raise ProtocolError(
+                    PARSE_ERROR, f"Parse error: invalid UTF-8 ({exc.reason})"
+                ) from None
         return self._one(data, batch=True)
 
     def _one(self, data: bytes, batch: bool) -> Any:
@@ -349,9 +365,10 @@ class Codec:
             id_, method = next(iter(pending.items()))
         else:
             id_ = _peek_id(data)
-            method = pending.get(id_)  # type: ignore[arg-type]
-            if method is None:
+            found = pending.get(id_)
+            if found is None:
                 return None
+            method = found
         answers = self._answers.get(id_)
         m = self._t.methods.get(method if answers is None else answers[0] or "")
         decoder = (
@@ -397,9 +414,15 @@ class Codec:
             raise ProtocolError(PARSE_ERROR, f"Parse error: {exc}") from None
         if isinstance(env, list):
             if not self.facts.batches:
-                raise ProtocolError(INVALID_REQUEST, f"Invalid Request: JSON-RPC batches are not part of MCP {self.revision}")
+                raise ProtocolError(
+                    INVALID_REQUEST,
+                    f"Invalid Request: JSON-RPC batches are not part of MCP {self.revision}",
+                )
             if not env or not batch:
-                raise ProtocolError(INVALID_REQUEST, f"Invalid Request: {'empty batch' if batch else 'a batch inside a batch'}")
+                raise ProtocolError(
+                    INVALID_REQUEST,
+                    f"Invalid Request: {'empty batch' if batch else 'a batch inside a batch'}",
+                )
             return [self._one(bytes(item), batch=False) for item in env]
         id_, id_ok = _read_id(env.id)
         if _plain_value(env.jsonrpc) != "2.0":
@@ -407,30 +430,47 @@ class Codec:
         if env.method:
             method = _plain_value(env.method)
             if not isinstance(method, str):
-                raise ProtocolError(INVALID_REQUEST, 'Invalid Request: "method" must be a string', id=id_)
+                raise ProtocolError(
+                    INVALID_REQUEST, 'Invalid Request: "method" must be a string', id=id_
+                )
             if env.id and not id_ok:
-                raise ProtocolError(INVALID_REQUEST, 'Invalid Request: "id" must be a string or an integer')
+                raise ProtocolError(
+                    INVALID_REQUEST, 'Invalid Request: "id" must be a string or an integer'
+                )
             return self._bad_message(method, bool(env.id), id_, data)
         if env.result and env.error:
-            raise ProtocolError(INVALID_REQUEST, 'Invalid Request: a response has "result" or "error", not both', id=id_)
+            raise ProtocolError(
+                INVALID_REQUEST,
+                'Invalid Request: a response has "result" or "error", not both',
+                id=id_,
+            )
         if env.result:
             if not id_ok:
-                raise ProtocolError(INVALID_REQUEST, 'Invalid Request: a result response needs a string or integer "id"')
+                raise ProtocolError(
+                    INVALID_REQUEST,
+                    'Invalid Request: a result response needs a string or integer "id"',
+                )
             return self._result(id_, env.result)
         if env.error:
             if env.id and not id_ok and _plain_value(env.id) is not None:
-                raise ProtocolError(INVALID_REQUEST, 'Invalid Request: "id" must be a string, an integer or null')
+                raise ProtocolError(
+                    INVALID_REQUEST, 'Invalid Request: "id" must be a string, an integer or null'
+                )
             try:
                 err = _ERROR.decode(data)
             except _FAILED as exc:
-                raise ProtocolError(INVALID_REQUEST, f"Invalid Request: bad error response: {_at(exc, '$')}", id=id_) from None
+                raise ProtocolError(
+                    INVALID_REQUEST, f"Invalid Request: bad error response: {_at(exc, '$')}", id=id_
+                ) from None
             if self._pending.pop(err.id, None) is not None:
                 answers = self._answers.pop(err.id, None)
                 if answers is not None and answers[0] is not None:
                     self._tasks.pop(answers[1], None)
             return ErrorResponse(id=err.id, error=err.error)
         raise ProtocolError(
-            INVALID_REQUEST, 'Invalid Request: not a request, notification or response (no "method", "result" or "error")', id=id_
+            INVALID_REQUEST,
+            'Invalid Request: not a request, notification or response (no "method", "result" or "error")',
+            id=id_,
         )
 
     def _bad_message(self, method: str, has_id: bool, id_: Any, data: bytes) -> Any:
@@ -448,15 +488,29 @@ class Codec:
                 id_,
             )
         if (m.spec.kind == "request") != has_id:
-            need = 'a request needs an "id"' if m.spec.kind == "request" else 'a notification has no "id"'
-            raise ProtocolError(INVALID_REQUEST, f"Invalid Request: {method!r} is a {m.spec.kind}; {need}", id=id_)
+            need = (
+                'a request needs an "id"'
+                if m.spec.kind == "request"
+                else 'a notification has no "id"'
+            )
+            raise ProtocolError(
+                INVALID_REQUEST, f"Invalid Request: {method!r} is a {m.spec.kind}; {need}", id=id_
+            )
         try:
             msgspec.json.decode(data, type=m.wire.wire, dec_hook=dec_hook)
         except msgspec.ValidationError as exc:
             text = join_path(str(exc))
             if "`$.params" in text or "`params`" in text:
-                raise ProtocolError(INVALID_PARAMS, f"Invalid params for {method!r} (MCP {self.revision}): {text}", id=id_) from None
-            raise ProtocolError(INVALID_REQUEST, f"Invalid Request ({method!r}, MCP {self.revision}): {text}", id=id_) from None
+                raise ProtocolError(
+                    INVALID_PARAMS,
+                    f"Invalid params for {method!r} (MCP {self.revision}): {text}",
+                    id=id_,
+                ) from None
+            raise ProtocolError(
+                INVALID_REQUEST,
+                f"Invalid Request ({method!r}, MCP {self.revision}): {text}",
+                id=id_,
+            ) from None
         except RecursionError:
             raise ProtocolError(PARSE_ERROR, "Parse error: nesting too deep", id=id_) from None
         except _FAILED as exc:
@@ -488,7 +542,11 @@ class Codec:
             if kinds is not None and m is not None and answers is None and type(plain) is dict:
                 value = plain.setdefault(kinds.key, kinds.own)  # absent means the method's own
                 if value != kinds.own:
-                    target = kinds.classes.get(value, self.facts.result) if type(value) is str else target
+                    target = (
+                        kinds.classes.get(value, self.facts.result)
+                        if type(value) is str
+                        else target
+                    )
             result = msgspec.convert(plain, target, dec_hook=dec_hook)
         except msgspec.ValidationError as exc:
             text = f"Invalid result: {what} (MCP {self.revision}): {_at(exc, '$.result')}"
@@ -515,7 +573,11 @@ class Codec:
         """Remember the capabilities a message carries (its sender's)."""
         caps = getattr(carrier, "capabilities", None)
         t = type(caps)
-        side = "client" if t is self.facts.client_capabilities else "server" if t is self.facts.server_capabilities else None
+        side = (
+            "client"
+            if t is self.facts.client_capabilities
+            else "server" if t is self.facts.server_capabilities else None
+        )
         if side == self.role:
             self.capabilities = caps
         elif side == self.peer:
@@ -558,7 +620,9 @@ class Codec:
                 return None
             plain = self._plain.get(side)
             if plain is None:
-                plain = self._plain[side] = caps if isinstance(caps, dict) else msgspec.to_builtins(caps)
+                plain = self._plain[side] = (
+                    caps if isinstance(caps, dict) else msgspec.to_builtins(caps)
+                )
             verdict = self._verdicts[side, path] = supports(plain, path)
         return verdict
 
@@ -613,7 +677,9 @@ class Codec:
         """
         if type(msg) is list:
             if not self.facts.batches:
-                raise ProtocolError(INVALID_REQUEST, f"JSON-RPC batches are not part of MCP {self.revision}")
+                raise ProtocolError(
+                    INVALID_REQUEST, f"JSON-RPC batches are not part of MCP {self.revision}"
+                )
             if not msg:
                 raise ProtocolError(INVALID_REQUEST, "Invalid Request: empty batch")
             return b"[" + b",".join([self.encode(x) for x in msg]) + b"]"
@@ -632,7 +698,11 @@ class Codec:
         if isinstance(msg, ProtocolError):
             return msg.to_json()
         m = self._t.by_message.get(type(msg.message) if t is Request else t)
-        if m is None or (t is Request) == m.enveloped or (t is Request and m.spec.kind != "request"):
+        if (
+            m is None
+            or (t is Request) == m.enveloped
+            or (t is Request and m.spec.kind != "request")
+        ):
             raise TypeError(self._not_sendable(msg))
         if m.spec.sender not in (self.role, "both"):
             raise ProtocolError(
@@ -680,7 +750,11 @@ class Codec:
         if m is None or m.spec.kind != "request":
             raise TypeError(f"{type(message).__name__} is not a request of MCP {self.revision}")
         _check_id(id)
-        return msgspec.structs.replace(message, id=id) if m.enveloped else Request(id=id, message=message)
+        return (
+            msgspec.structs.replace(message, id=id)
+            if m.enveloped
+            else Request(id=id, message=message)
+        )
 
     def respond(self, id: RequestId, result: Any) -> bytes:
         """The response bytes for the request ``id``."""
@@ -688,7 +762,14 @@ class Codec:
 
     def error_response(self, err: ProtocolError) -> bytes:
         """The JSON-RPC error response bytes for ``err``."""
-        return self.encode(ErrorResponse(id=err.id, error=ErrorObject(code=err.code, message=err.message, data=UNSET if err.data is None else err.data)))
+        return self.encode(
+            ErrorResponse(
+                id=err.id,
+                error=ErrorObject(
+                    code=err.code, message=err.message, data=UNSET if err.data is None else err.data
+                ),
+            )
+        )
 
     def meta(self, capabilities: Any = None, **extra: Any) -> dict[str, Any]:
         """The reserved ``_meta`` keys a client puts in every request (where the revision has the
@@ -696,7 +777,10 @@ class Codec:
         facts = self.facts.request_meta
         if facts is None:
             raise ValueError(f"MCP {self.revision} has no per-request _meta envelope")
-        out = {facts.version_key: self.facts.versions[0], facts.capabilities_key: msgspec.to_builtins(capabilities or {})}
+        out = {
+            facts.version_key: self.facts.versions[0],
+            facts.capabilities_key: msgspec.to_builtins(capabilities or {}),
+        }
         out.update(extra)
         return out
 
@@ -795,4 +879,8 @@ def _path_object(path: str) -> dict[str, Any]:
 
 def _at(exc: Exception, prefix: str) -> str:
     text = join_path(str(exc))
-    return text.replace(" - at `$", f" - at `{prefix}", 1) if " - at `$" in text else f"{text} - at `{prefix}`"
+    return (
+        text.replace(" - at `$", f" - at `{prefix}", 1)
+        if " - at `$" in text
+        else f"{text} - at `{prefix}`"
+    )

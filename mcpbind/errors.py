@@ -36,7 +36,9 @@ class ProtocolError(Exception):
     error data, and ``id`` the id of the request when it could be read (else ``None``).
     """
 
-    def __init__(self, code: int, message: str, data: Any = None, id: str | int | None = None) -> None:
+    def __init__(
+        self, code: int, message: str, data: Any = None, id: str | int | None = None
+    ) -> None:
         super().__init__(message)
         self.code = code
         self.message = message

@@ -32,11 +32,17 @@ def negotiate(
     offered = [r for r in supported]
     unknown = [r for r in offered if r not in REVISIONS]
     if unknown:
-        raise ValueError(f"unknown MCP revision(s) {unknown}; known revisions: {', '.join(REVISIONS)}")
+        raise ValueError(
+            f"unknown MCP revision(s) {unknown}; known revisions: {', '.join(REVISIONS)}"
+        )
     ordered = sorted(set(offered), key=REVISIONS.index)
     if isinstance(requested, str) and requested in ordered:
         return requested
-    if isinstance(requested, str) and requested in REVISIONS and requested not in HANDSHAKE_REVISIONS:
+    if (
+        isinstance(requested, str)
+        and requested in REVISIONS
+        and requested not in HANDSHAKE_REVISIONS
+    ):
         raise UnsupportedRevision(requested, ordered, id)
     handshake = [r for r in ordered if r in HANDSHAKE_REVISIONS]
     if not handshake:

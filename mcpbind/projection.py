@@ -48,7 +48,11 @@ class ProjectionError(ValueError):
     def within(self, key: str | int) -> ProjectionError:
         """The same failure, one level further from the projected object (at ``key``)."""
         return ProjectionError(
-            self.type, "$" + _render([key])[1:] + self.path[1:], self.source, self.target, self.reason
+            self.type,
+            "$" + _render([key])[1:] + self.path[1:],
+            self.source,
+            self.target,
+            self.reason,
         )
 
 
@@ -227,7 +231,9 @@ def _plain_check(tp: Any) -> Callable[[Any], bool] | None:
     return None
 
 
-def _all_of(container: type, item: Any, items: Callable[[Any], Any]) -> Callable[[Any], bool] | None:
+def _all_of(
+    container: type, item: Any, items: Callable[[Any], Any]
+) -> Callable[[Any], bool] | None:
     """A test that ``v`` is a ``container`` whose ``items(v)`` all fit ``item``."""
     if item is Any:
         return lambda v: type(v) is container

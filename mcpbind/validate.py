@@ -75,7 +75,9 @@ def read_transcript(data: bytes) -> list[str]:
     UTF-8 text. Lines end at ``\\n`` only (a JSON string may hold U+2028 and friends)."""
     nul = data.find(b"\0")
     if nul >= 0:  # JSON text never holds a raw NUL: binary data, or UTF-16/32
-        raise UnreadableTranscript(f"not a UTF-8 text transcript: NUL byte at offset {nul} (binary data?)")
+        raise UnreadableTranscript(
+            f"not a UTF-8 text transcript: NUL byte at offset {nul} (binary data?)"
+        )
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -87,7 +89,9 @@ def read_transcript(data: bytes) -> list[str]:
     return [line.removesuffix("\r") for line in text.split("\n")]
 
 
-def validate_lines(lines: Iterable[str], revision: str, *, strict: bool = False) -> Iterator[Finding]:
+def validate_lines(
+    lines: Iterable[str], revision: str, *, strict: bool = False
+) -> Iterator[Finding]:
     """The findings for a transcript of one session, one message a line (blank lines are skipped);
     ``revision`` must be one of ``mcpbind.REVISIONS``."""
     session = _Session(revision, strict)
@@ -141,7 +145,9 @@ class _Session:
         findings: list[Finding] = []
         if isinstance(raw, dict):
             raw_id = raw.get("id")
-            id_ = raw_id if isinstance(raw_id, (str, int)) and not isinstance(raw_id, bool) else None
+            id_ = (
+                raw_id if isinstance(raw_id, (str, int)) and not isinstance(raw_id, bool) else None
+            )
             has_id = id_ is not None
             method = raw.get("method")
             if isinstance(method, str):
@@ -150,7 +156,9 @@ class _Session:
                 if sender == "both":
                     sender = self._both_sender(id_) if has_id else None
                 if has_id and (spec is None or spec.kind == "request"):
-                    findings = self._request(number, id_, method if spec is not None else None, sender, root)
+                    findings = self._request(
+                        number, id_, method if spec is not None else None, sender, root
+                    )
             elif ("result" in raw or "error" in raw) and id_ is not None:
                 request = self._answered(id_)
                 if request is None:
@@ -173,7 +181,9 @@ class _Session:
         used = [side for side in _SIDES if id_ in self.used[side]]
         return _OTHER[used[0]] if len(used) == 1 else None
 
-    def _request(self, number: int, id_: Any, method: str | None, sender: str | None, root: str) -> list[Finding]:
+    def _request(
+        self, number: int, id_: Any, method: str | None, sender: str | None, root: str
+    ) -> list[Finding]:
         findings = []
         if sender is not None:
             first = self.used[sender].get(id_)
@@ -202,7 +212,9 @@ class _Session:
             del self.pending[id_]
         return request
 
-    def _decode(self, number: int, codec: Codec, data: str | bytes, raw: Any, root: str) -> list[Finding]:
+    def _decode(
+        self, number: int, codec: Codec, data: str | bytes, raw: Any, root: str
+    ) -> list[Finding]:
         try:
             decoded = codec.decode(data)
         except ProtocolError as exc:
@@ -211,7 +223,10 @@ class _Session:
             self._share_capabilities()
         if not self.strict:
             return []
-        return [Finding(number, code, path, message) for code, path, message in _undefined_keys(raw, decoded, self.revision, root)]
+        return [
+            Finding(number, code, path, message)
+            for code, path, message in _undefined_keys(raw, decoded, self.revision, root)
+        ]
 
     def _share_capabilities(self) -> None:
         """Each codec learns the other side's capabilities from what it receives; the codec
@@ -241,7 +256,10 @@ class _Session:
         yield from found
         if len(senders) > 1:
             yield Finding(
-                number, INVALID_REQUEST, "$", "Invalid Request: a batch holds messages of both the client and the server"
+                number,
+                INVALID_REQUEST,
+                "$",
+                "Invalid Request: a batch holds messages of both the client and the server",
             )
             return
         # The codec's rules on the batch itself, on a codec of its own (the session's state plays
@@ -265,7 +283,9 @@ def _path(message: str, root: str) -> str:
 # strict: keys the revision does not define
 
 
-def _undefined_keys(raw: Any, decoded: Any, revision: str, root: str) -> Iterator[tuple[int, str, str]]:
+def _undefined_keys(
+    raw: Any, decoded: Any, revision: str, root: str
+) -> Iterator[tuple[int, str, str]]:
     """(code, path, message) for each key of ``raw`` that its decoded type in ``revision`` lacks:
     -32600 for a key of the message itself, -32602 for one inside its params or result."""
     if not isinstance(raw, dict):
@@ -273,14 +293,26 @@ def _undefined_keys(raw: Any, decoded: Any, revision: str, root: str) -> Iterato
     if isinstance(decoded, (Response, ErrorResponse)):
         for key in raw:
             if key not in _ENVELOPE_KEYS:
-                yield INVALID_REQUEST, _join(root, key), f"a JSON-RPC response does not define {key!r}"
+                yield INVALID_REQUEST, _join(
+                    root, key
+                ), f"a JSON-RPC response does not define {key!r}"
         if isinstance(decoded, Response):
-            yield from _walk(raw.get("result"), decoded.result, revision, _join(root, "result"), message=False)
+            yield from _walk(
+                raw.get("result"), decoded.result, revision, _join(root, "result"), message=False
+            )
         return
-    yield from _walk(raw, decoded.message if isinstance(decoded, Request) else decoded, revision, root, message=True)
+    yield from _walk(
+        raw,
+        decoded.message if isinstance(decoded, Request) else decoded,
+        revision,
+        root,
+        message=True,
+    )
 
 
-def _walk(raw: Any, obj: Any, revision: str, root: str, *, message: bool) -> Iterator[tuple[int, str, str]]:
+def _walk(
+    raw: Any, obj: Any, revision: str, root: str, *, message: bool
+) -> Iterator[tuple[int, str, str]]:
     """Raw JSON beside its decoded value, depth first without recursion (values can be deep);
     ``message``: ``root`` is a request or notification, whose envelope keys JSON-RPC defines."""
     fields = _provenance()
@@ -288,7 +320,10 @@ def _walk(raw: Any, obj: Any, revision: str, root: str, *, message: bool) -> Ite
     while stack:
         raw, obj, path = stack.pop()
         if isinstance(obj, list) and isinstance(raw, list):
-            stack.extend((r, o, f"{path}[{i}]") for i, (r, o) in reversed(list(enumerate(zip(raw, obj, strict=False)))))
+            stack.extend(
+                (r, o, f"{path}[{i}]")
+                for i, (r, o) in reversed(list(enumerate(zip(raw, obj, strict=False))))
+            )
             continue
         if isinstance(obj, dict) and isinstance(raw, dict):
             stack.extend((raw[k], obj[k], _join(path, k)) for k in reversed(raw) if k in obj)

@@ -245,7 +245,9 @@ def generation_schema(revision: str) -> dict[str, Any]:
         for part in parts:
             for k, v in part.get("properties", {}).items():
                 merged["properties"][k] = {**merged["properties"].get(k, {}), **v}
-            merged["required"] += [r for r in part.get("required", []) if r not in merged["required"]]
+            merged["required"] += [
+                r for r in part.get("required", []) if r not in merged["required"]
+            ]
             if _is_object_schema(part) and part.get("additionalProperties") in (None, False):
                 open_ = False
         if open_:
@@ -362,7 +364,18 @@ def replace_at(instance: Any, path: Path, value: Any) -> Any:
 #: disagreements.INTEGRAL_FLOAT)
 KIND_VALUES: tuple[Any, ...] = (None, True, False, 0, -7, 2.5, "", "mutated", [], {}, [1], {"a": 1})
 #: numbers outside every bound the schemas use, and fractional numbers for integers
-NUMBER_VALUES: tuple[Any, ...] = (-1, -(2**31), 2**53, -0.5, 0.5, 1.5, 100.5, 101, 2**63, -(2**63) - 1)
+NUMBER_VALUES: tuple[Any, ...] = (
+    -1,
+    -(2**31),
+    2**53,
+    -0.5,
+    0.5,
+    1.5,
+    100.5,
+    101,
+    2**63,
+    -(2**63) - 1,
+)
 #: strings that no enum or const in any revision holds
 STRING_VALUES: tuple[Any, ...] = ("not-a-member", "TEXT", "2000-01-01", "")
 

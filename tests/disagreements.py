@@ -79,8 +79,8 @@ TAG_OPTIONAL_DIRECT = Disagreement(
     ),
     reason=(
         "msgspec treats a Struct's tag as implied by the type when the type is known: decoding "
-        "`M.TextContent` from an object without `\"type\"` succeeds (and re-encoding adds "
-        "`\"type\": \"text\"`). The schema requires the key. Through a union (ContentBlock, "
+        '`M.TextContent` from an object without `"type"` succeeds (and re-encoding adds '
+        '`"type": "text"`). The schema requires the key. Through a union (ContentBlock, '
         "ClientRequest) the tag is required, as the schema says, and the tests still demand it "
         "there: only mutations whose mcpbind verdict is 'accepted' AND whose removed key/value "
         "pair is a tag of the revision are tolerated."
@@ -164,6 +164,7 @@ KNOWN_BUGS: tuple[Disagreement, ...] = tuple(d for d in ALL if d.kind == "known 
 def known_bug(revision: str, name: str) -> Disagreement | None:
     """The ``known bug`` entry covering a definition, if any."""
     return next((d for d in KNOWN_BUGS if d.applies(revision, name)), None)
+
 
 #: agreements worth stating because they are easy to get wrong (tested, not tolerated)
 AGREEMENTS = {

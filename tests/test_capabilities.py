@@ -29,7 +29,11 @@ from mcpbind import UnsupportedRevision, missing_capabilities, negotiate, suppor
         ({"tools": {"listChanged": True}}, "tools.listChanged", True),
         ({"experimental": {"x": {}}}, "experimental.x", True),
         ({"experimental": {"x": {}}}, "experimental.y", False),
-        ({"extensions": {"io.modelcontextprotocol/tasks": {}}}, "extensions.io.modelcontextprotocol/tasks", True),
+        (
+            {"extensions": {"io.modelcontextprotocol/tasks": {}}},
+            "extensions.io.modelcontextprotocol/tasks",
+            True,
+        ),
         ({"extensions": {}}, "extensions.io.modelcontextprotocol/tasks", False),
     ],
 )
@@ -56,8 +60,16 @@ def test_supports_structs() -> None:
         ({"roots": {}, "sampling": {}}, {"roots": {}}, {"sampling": {}}),
         ({"elicitation": {"form": {}}}, {"elicitation": {}}, None),
         ({"elicitation": {"url": {}}}, {"elicitation": {}}, {"elicitation": {"url": {}}}),
-        ({"elicitation": {"form": {}}}, {"elicitation": {"url": {}}}, {"elicitation": {"form": {}}}),
-        ({"experimental": {"a": {}, "b": {}}}, {"experimental": {"a": {"x": 1}}}, {"experimental": {"b": {}}}),
+        (
+            {"elicitation": {"form": {}}},
+            {"elicitation": {"url": {}}},
+            {"elicitation": {"form": {}}},
+        ),
+        (
+            {"experimental": {"a": {}, "b": {}}},
+            {"experimental": {"a": {"x": 1}}},
+            {"experimental": {"b": {}}},
+        ),
         ({"extensions": {"io.x/y": {"v": 2}}}, {"extensions": {"io.x/y": {}}}, None),
         ({}, {}, None),
     ],

@@ -13,7 +13,10 @@ from hypothesis import strategies as st
 import mcpbind
 from mcpbind import Codec, ErrorResponse, ProtocolError, Request, Response
 
-META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
+META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
 
 
 def raw(obj: object) -> bytes:
@@ -32,7 +35,9 @@ def test_old_revisions_wrap_requests(rev: str) -> None:
     msg = c.decode(call(rev))
     assert type(msg) is Request and msg.id == 1 and type(msg.message) is M.CallToolRequest
     assert json.loads(c.encode(Response(id=1, result=M.CallToolResult(content=[])))) == {
-        "jsonrpc": "2.0", "id": 1, "result": {"content": []},
+        "jsonrpc": "2.0",
+        "id": 1,
+        "result": {"content": []},
     }
 
 
@@ -48,22 +53,31 @@ def test_response_precise_from_encode_and_expect(rev: str) -> None:
     c = Codec(rev, "client")
     M = c.module
     params = mcpbind.convert({"name": "t"}, M.CallToolRequestParams)
-    msg = c.request(M.CallToolRequest(params=params, **({"id": 0, "jsonrpc": "2.0"} if rev >= "2025-11-25" else {})), 5)
+    msg = c.request(
+        M.CallToolRequest(
+            params=params, **({"id": 0, "jsonrpc": "2.0"} if rev >= "2025-11-25" else {})
+        ),
+        5,
+    )
     c.encode(msg)
-    resp = c.decode(raw({"jsonrpc": "2.0", "id": 5, "result": {"content": [{"type": "text", "text": "x"}]}}))
+    resp = c.decode(
+        raw({"jsonrpc": "2.0", "id": 5, "result": {"content": [{"type": "text", "text": "x"}]}})
+    )
     assert type(resp.result) is M.CallToolResult
     c.expect("a", "tools/list")
     resp = c.decode(raw({"jsonrpc": "2.0", "id": "a", "result": {"tools": []}}))
     assert type(resp.result) is M.ListToolsResult
     generic = c.decode(raw({"jsonrpc": "2.0", "id": 99, "result": {"x": 1}}))
     assert type(generic.result) is M.Result and generic.result["x"] == 1
-    err = c.decode(raw({"jsonrpc": "2.0", "id": 6, "error": {"code": -1, "message": "m", "data": [1]}}))
+    err = c.decode(
+        raw({"jsonrpc": "2.0", "id": 6, "error": {"code": -1, "message": "m", "data": [1]}})
+    )
     assert type(err) is ErrorResponse and err.error.code == -1 and err.error.data == [1]
 
 
 def test_batches_2025_03_26() -> None:
     c = Codec("2025-03-26", "server")
-    out = c.decode(b'[' + call("x") + b',{"jsonrpc":"2.0","method":"notifications/initialized"}]')
+    out = c.decode(b"[" + call("x") + b',{"jsonrpc":"2.0","method":"notifications/initialized"}]')
     assert [type(m).__name__ for m in out] == ["Request", "InitializedNotification"]
     with pytest.raises(ProtocolError) as e:
         c.decode(b"[]")
@@ -76,41 +90,89 @@ def test_batches_2025_03_26() -> None:
 
 def test_2026_meta_checks() -> None:
     c = Codec("2026-07-28", "server", requires={"tools/call": {"sampling": {"tools": {}}}})
-    ok = c.decode(raw({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": META}}))
+    ok = c.decode(
+        raw({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": META}})
+    )
     assert type(ok) is c.module.ListToolsRequest
     with pytest.raises(ProtocolError) as e:
-        c.decode(raw({"jsonrpc": "2.0", "id": 2, "method": "tools/list",
-                      "params": {"_meta": {**META, "io.modelcontextprotocol/protocolVersion": "2025-11-25"}}}))
-    assert e.value.code == -32022 and e.value.data == {"supported": ["2026-07-28"], "requested": "2025-11-25"}
+        c.decode(
+            raw(
+                {
+                    "jsonrpc": "2.0",
+                    "id": 2,
+                    "method": "tools/list",
+                    "params": {
+                        "_meta": {**META, "io.modelcontextprotocol/protocolVersion": "2025-11-25"}
+                    },
+                }
+            )
+        )
+    assert e.value.code == -32022 and e.value.data == {
+        "supported": ["2026-07-28"],
+        "requested": "2025-11-25",
+    }
     assert e.value.id == 2
     meta = {**META, "io.modelcontextprotocol/clientCapabilities": {"sampling": {}}}
     with pytest.raises(ProtocolError) as e:
-        c.decode(raw({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "x", "_meta": meta}}))
-    assert e.value.code == -32021 and e.value.data == {"requiredCapabilities": {"sampling": {"tools": {}}}}
+        c.decode(
+            raw(
+                {
+                    "jsonrpc": "2.0",
+                    "id": 3,
+                    "method": "tools/call",
+                    "params": {"name": "x", "_meta": meta},
+                }
+            )
+        )
+    assert e.value.code == -32021 and e.value.data == {
+        "requiredCapabilities": {"sampling": {"tools": {}}}
+    }
     body = json.loads(c.error_response(e.value))
-    assert body == {"jsonrpc": "2.0", "id": 3, "error": {"code": -32021, "message": "Missing required client capability",
-                                                         "data": {"requiredCapabilities": {"sampling": {"tools": {}}}}}}
+    assert body == {
+        "jsonrpc": "2.0",
+        "id": 3,
+        "error": {
+            "code": -32021,
+            "message": "Missing required client capability",
+            "data": {"requiredCapabilities": {"sampling": {"tools": {}}}},
+        },
+    }
 
 
 HOSTILE = [
     (b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t"', -32700),  # truncated
     (b"", -32700),
     (b"\xff\xfe", -32700),
-    (b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"\xff"}}', -32700),  # invalid UTF-8
+    (
+        b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"\xff"}}',
+        -32700,
+    ),  # invalid UTF-8
     (b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":5}}', -32602),  # wrong type
     (b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":[]}', -32602),
     (b'{"jsonrpc":"2.0","id":1,"method":"no/such"}', -32601),
-    (b'{"jsonrpc":"2.0","id":1,"method":"sampling/createMessage","params":{}}', -32601),  # wrong role
+    (
+        b'{"jsonrpc":"2.0","id":1,"method":"sampling/createMessage","params":{}}',
+        -32601,
+    ),  # wrong role
     (b'{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{}}', -32601),  # other revision
     (b'{"jsonrpc":"2.0","id":null,"method":"ping"}', -32600),
     (b'{"jsonrpc":"2.0","id":true,"method":"ping"}', -32600),
     (b'{"jsonrpc":"2.0","id":1.5,"method":"ping"}', -32600),
     (b'{"jsonrpc":"2.0","id":' + b"9" * 5000 + b',"method":"ping"}', -32600),  # huge number
-    (b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{"x":1e999}}}', -32602),
-    (b'{"jsonrpc":"2.0","method":"tools/call","params":{"name":"t"}}', -32600),  # request without id
+    (
+        b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{"x":1e999}}}',
+        -32602,
+    ),
+    (
+        b'{"jsonrpc":"2.0","method":"tools/call","params":{"name":"t"}}',
+        -32600,
+    ),  # request without id
     (b'{"jsonrpc":"1.0","id":1,"method":"ping"}', -32600),
     (b'{"id":1,"method":"ping"}', -32600),
-    (b'{"jsonrpc":"2.0","id":1,"method":"ping","method":"no/such"}', -32601),  # duplicate keys: last wins
+    (
+        b'{"jsonrpc":"2.0","id":1,"method":"ping","method":"no/such"}',
+        -32601,
+    ),  # duplicate keys: last wins
     (b'{"jsonrpc":"2.0","id":1,"method":5}', -32600),
     (b"42", -32600),
     (b'"str"', -32600),
@@ -119,9 +181,20 @@ HOSTILE = [
     (b'{"jsonrpc":"2.0","id":1,"result":{},"error":{"code":1,"message":"x"}}', -32600),
     (b'{"jsonrpc":"2.0","id":1,"error":{"code":"x","message":"x"}}', -32600),
     (b"[" * 10000 + b"]" * 10000, -32700),  # 10,000-deep nesting
-    (b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{"a":'
-     + b"[" * 10000 + b"]" * 10000 + b"}}}", -32700),
-    (b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":' + b'"' + b"a" * 50_000_000 + b"}}", -32700),
+    (
+        b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{"a":'
+        + b"[" * 10000
+        + b"]" * 10000
+        + b"}}}",
+        -32700,
+    ),
+    (
+        b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":'
+        + b'"'
+        + b"a" * 50_000_000
+        + b"}}",
+        -32700,
+    ),
 ]
 
 
@@ -140,12 +213,18 @@ def test_invalid_params_message_names_path_and_revision() -> None:
     c = Codec("2025-11-25", "server")
     with pytest.raises(ProtocolError) as e:
         c.decode(call("x", arguments=3))
-    assert "$.params.arguments" in e.value.message and "2025-11-25" in e.value.message and e.value.id == 1
+    assert (
+        "$.params.arguments" in e.value.message
+        and "2025-11-25" in e.value.message
+        and e.value.id == 1
+    )
 
 
 def test_method_not_found_says_where() -> None:
     with pytest.raises(ProtocolError) as e:
-        Codec("2026-07-28", "server").decode(b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}')
+        Codec("2026-07-28", "server").decode(
+            b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}'
+        )
     assert e.value.code == -32601 and "2025-11-25" in e.value.message
     with pytest.raises(ProtocolError) as e:
         Codec("2025-11-25", "client").decode(b'{"jsonrpc":"2.0","id":1,"method":"tools/list"}')
@@ -201,15 +280,31 @@ def test_fuzz_mutations(base: bytes, data: st.DataObject) -> None:
 
 SERVER_META = {"io.modelcontextprotocol/serverInfo": {"name": "s", "version": "1"}}
 RESPONSES = [
-    ("2025-11-25", "tools/call", raw({"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": "hi"}]}})),
-    ("2025-11-25", "resources/read", raw({"jsonrpc": "2.0", "id": 1, "result": {"contents": [{"uri": "u", "blob": "AA=="}]}})),
+    (
+        "2025-11-25",
+        "tools/call",
+        raw({"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": "hi"}]}}),
+    ),
+    (
+        "2025-11-25",
+        "resources/read",
+        raw({"jsonrpc": "2.0", "id": 1, "result": {"contents": [{"uri": "u", "blob": "AA=="}]}}),
+    ),
     ("2025-11-25", "ping", raw({"jsonrpc": "2.0", "id": 1, "result": {}})),
-    ("2025-11-25", "tools/call", raw({"jsonrpc": "2.0", "id": 1, "error": {"code": -32602, "message": "no"}})),
+    (
+        "2025-11-25",
+        "tools/call",
+        raw({"jsonrpc": "2.0", "id": 1, "error": {"code": -32602, "message": "no"}}),
+    ),
     ("2024-11-05", "prompts/get", raw({"jsonrpc": "2.0", "id": 1, "result": {"messages": []}})),
     *(
         ("2026-07-28", "tools/call", raw({"jsonrpc": "2.0", "id": 1, "result": result}))
         for result in (
-            {"resultType": "complete", "content": [{"type": "text", "text": "hi"}], "_meta": SERVER_META},
+            {
+                "resultType": "complete",
+                "content": [{"type": "text", "text": "hi"}],
+                "_meta": SERVER_META,
+            },
             {"resultType": "input_required", "requestState": "s", "inputRequests": {}},
         )
     ),
@@ -218,11 +313,20 @@ RESPONSES = [
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.sampled_from(RESPONSES), st.data())
-def test_the_fast_paths_agree_with_the_general_path(case: tuple[str, str, bytes], data: st.DataObject) -> None:
+def test_the_fast_paths_agree_with_the_general_path(
+    case: tuple[str, str, bytes], data: st.DataObject
+) -> None:
     """Responses to a pending request take shortcuts (one closed pass, a union's preferred
     member, an error envelope); whatever the bytes, the answer must be the general path's."""
     rev, method, base = case
-    pieces = [b'"requestState":"x",', b'"inputRequests":{},', b'"error":', b'"result":', b"\\u0041", b'"method":"x",']
+    pieces = [
+        b'"requestState":"x",',
+        b'"inputRequests":{},',
+        b'"error":',
+        b'"result":',
+        b"\\u0041",
+        b'"method":"x",',
+    ]
     ids = [b'"id": 1', b'"id": 2', b'"id": "1"', b'"id": null', b'"id": 1.0', b'"id": true']
     base = base.replace(b'"id": 1', data.draw(st.sampled_from(ids)), 1)
     buf = _mutate(base, data, pieces) if data.draw(st.booleans()) else base
@@ -260,8 +364,14 @@ RESULT_KIND_CASES = [
     # resultType "complete" or absent: the method's own result, or -32602 with the path
     ({"resultType": "complete", "content": [{"type": "text", "text": "x"}]}, "CallToolResult"),
     ({"content": [{"type": "text", "text": "x"}]}, "CallToolResult"),  # absent: complete
-    ({"resultType": "complete", "content": [], "requestState": "s", "inputRequests": {}}, "CallToolResult"),
-    ({"resultType": "complete", "content": [{"type": "text", "text": "x" * 5000}]}, "CallToolResult"),
+    (
+        {"resultType": "complete", "content": [], "requestState": "s", "inputRequests": {}},
+        "CallToolResult",
+    ),
+    (
+        {"resultType": "complete", "content": [{"type": "text", "text": "x" * 5000}]},
+        "CallToolResult",
+    ),
     ({"resultType": "complete", "content": [], "isError": "yes"}, -32602),
     ({"resultType": "complete"}, -32602),
     # "input_required": InputRequiredResult, whatever else is there
@@ -275,7 +385,9 @@ RESULT_KIND_CASES = [
 
 @pytest.mark.parametrize(("result", "expected"), RESULT_KIND_CASES)
 @pytest.mark.parametrize("escape", [False, True])
-def test_results_are_told_apart_by_their_result_type(result: dict[str, object], expected: object, escape: bool) -> None:
+def test_results_are_told_apart_by_their_result_type(
+    result: dict[str, object], expected: object, escape: bool
+) -> None:
     """2026-07-28 results carry ``resultType`` (FACTS.result_kinds): it alone picks the class."""
     body = raw(result)
     if escape:  # a key spelled with an escape is the same key for JSON
@@ -286,7 +398,11 @@ def test_results_are_told_apart_by_their_result_type(result: dict[str, object], 
     if isinstance(expected, int):
         with pytest.raises(ProtocolError) as info:
             c.decode(message)
-        assert info.value.code == expected and "$.result" in info.value.message and "2026-07-28" in info.value.message
+        assert (
+            info.value.code == expected
+            and "$.result" in info.value.message
+            and "2026-07-28" in info.value.message
+        )
         return
     got = c.decode(message)
     assert type(got) is Response and type(got.result).__name__ == expected
@@ -295,7 +411,9 @@ def test_results_are_told_apart_by_their_result_type(result: dict[str, object], 
     # declare (requestState on a complete result) are accepted and not kept.
     expected_back = {"resultType": "complete", **result}
     assert back.items() <= expected_back.items()
-    assert set(expected_back) - set(back) <= {"requestState", "inputRequests", "content"} - set(back)
+    assert set(expected_back) - set(back) <= {"requestState", "inputRequests", "content"} - set(
+        back
+    )
 
 
 @pytest.mark.parametrize("data", [123, None, ["{}"], {"jsonrpc": "2.0"}])

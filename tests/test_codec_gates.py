@@ -12,7 +12,9 @@ CALL_TOOL = b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ec
 
 def sampling(**params):
     body = {"messages": [], "maxTokens": 10, **params}
-    return msgspec.json.encode({"jsonrpc": "2.0", "id": 7, "method": "sampling/createMessage", "params": body})
+    return msgspec.json.encode(
+        {"jsonrpc": "2.0", "id": 7, "method": "sampling/createMessage", "params": body}
+    )
 
 
 def refused(call, capability):
@@ -32,7 +34,11 @@ def test_a_server_refuses_a_tool_call_when_it_did_not_advertise_tools():
     server = Codec("2025-11-25", "server", capabilities=v4.ServerCapabilities())
     error = refused(lambda: server.decode(CALL_TOOL), "tools")
     assert error.id == 1
-    ok = Codec("2025-11-25", "server", capabilities=v4.ServerCapabilities(tools=v4.ServerCapabilitiesTools()))
+    ok = Codec(
+        "2025-11-25",
+        "server",
+        capabilities=v4.ServerCapabilities(tools=v4.ServerCapabilitiesTools()),
+    )
     assert isinstance(ok.decode(CALL_TOOL), v4.CallToolRequest)
 
 
@@ -83,14 +89,19 @@ def test_url_elicitation_needs_url_mode_and_a_bare_elicitation_means_form_only()
         id=3,
         jsonrpc="2.0",
         params=v4.ElicitRequestFormParams(
-            message="name?", requested_schema=v4.ElicitRequestFormParamsRequestedSchema(properties={}, type="object")
+            message="name?",
+            requested_schema=v4.ElicitRequestFormParamsRequestedSchema(
+                properties={}, type="object"
+            ),
         ),
     )
     assert server.encode(form)
     url = v4.ElicitRequest(
         id=4,
         jsonrpc="2.0",
-        params=v4.ElicitRequestURLParams(elicitation_id="e", message="go", mode="url", url="https://example.com"),
+        params=v4.ElicitRequestURLParams(
+            elicitation_id="e", message="go", mode="url", url="https://example.com"
+        ),
     )
     refused(lambda: server.encode(url), "elicitation.url")
     assert Codec("2025-11-25", "server", peer_capabilities={"elicitation": {"url": {}}}).encode(url)
@@ -117,7 +128,11 @@ def test_gates_apply_to_revisions_whose_requests_need_an_envelope():
 
 def test_assigning_new_capabilities_replaces_what_the_gates_found():
     """Verdicts are worked out once per capabilities object; a new object is read afresh."""
-    server = Codec("2025-11-25", "server", capabilities=v4.ServerCapabilities(tools=v4.ServerCapabilitiesTools()))
+    server = Codec(
+        "2025-11-25",
+        "server",
+        capabilities=v4.ServerCapabilities(tools=v4.ServerCapabilitiesTools()),
+    )
     assert isinstance(server.decode(CALL_TOOL), v4.CallToolRequest)
     server.capabilities = v4.ServerCapabilities(prompts=v4.ServerCapabilitiesPrompts())
     refused(lambda: server.decode(CALL_TOOL), "tools")

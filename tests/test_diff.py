@@ -433,7 +433,9 @@ def test_any_pair_diffs_both_ways_as_mirror_images(a, b):
     adds the other removes."""
     forward, backward = diff(a, b), diff(b, a)
     for added, removed in (("method_added", "method_removed"), ("field_added", "field_removed")):
-        assert sorted(c.path for c in forward.of_kind(added)) == sorted(c.path for c in backward.of_kind(removed))
+        assert sorted(c.path for c in forward.of_kind(added)) == sorted(
+            c.path for c in backward.of_kind(removed)
+        )
 
 
 def test_a_revision_diffed_with_itself_is_empty():
@@ -512,14 +514,22 @@ def test_a_move_carries_the_same_value_the_same_way():
             "ServerResult": {"anyOf": [{"$ref": "#/definitions/DoResult"}]},
             **defs,
         }
-        return build_from_schema(name, schema(defs), Overlay((), frozenset(), (), {"do": "DoResult"}, {}))
+        return build_from_schema(
+            name, schema(defs), Overlay((), frozenset(), (), {"do": "DoResult"}, {})
+        )
 
-    params = {"type": "object", "properties": {"version": {"type": "string"}}, "required": ["version"]}
+    params = {
+        "type": "object",
+        "properties": {"version": {"type": "string"}},
+        "required": ["version"],
+    }
     meta = obj({"io.example/version": {"type": "string"}})
     a = rev(
         "A",
         {
-            "DoRequest": obj({**request("do")["properties"], "params": params}, ["method", "jsonrpc", "id"]),
+            "DoRequest": obj(
+                {**request("do")["properties"], "params": params}, ["method", "jsonrpc", "id"]
+            ),
             "DoResult": obj({"version": {"type": "string"}}, ["version"]),
         },
     )
@@ -527,7 +537,10 @@ def test_a_move_carries_the_same_value_the_same_way():
         "B",
         {
             "DoRequest": obj(
-                {**request("do")["properties"], "params": obj({"_meta": {"$ref": "#/definitions/DoMeta"}})},
+                {
+                    **request("do")["properties"],
+                    "params": obj({"_meta": {"$ref": "#/definitions/DoMeta"}}),
+                },
                 ["method", "jsonrpc", "id"],
             ),
             "DoMeta": meta,
@@ -549,9 +562,18 @@ def test_2026_07_28_adds_no_standard_json_rpc_code_and_moves_only_what_travels_t
         "UnsupportedProtocolVersionError": "-32022",
     }
     # The definitions for the JSON-RPC codes every revision used are new types, not new codes.
-    assert {"ParseError", "InvalidRequestError", "MethodNotFoundError", "InvalidParamsError", "InternalError"} <= d.paths("type_added")
+    assert {
+        "ParseError",
+        "InvalidRequestError",
+        "MethodNotFoundError",
+        "InvalidParamsError",
+        "InternalError",
+    } <= d.paths("type_added")
     assert d.find("moved", "InitializeResult.protocolVersion") is None
-    assert one(d, "moved", "InitializeResult.serverInfo").after == 'ResultMetaObject["io.modelcontextprotocol/serverInfo"]'
+    assert (
+        one(d, "moved", "InitializeResult.serverInfo").after
+        == 'ResultMetaObject["io.modelcontextprotocol/serverInfo"]'
+    )
 
 
 def test_cli_diff_lists_no_standard_json_rpc_code_as_added():
@@ -567,7 +589,8 @@ def test_the_figures_docs_diff_md_quotes_are_the_tools():
     text = (Path(__file__).resolve().parent.parent / "docs" / "diff.md").read_text()
     example = json.loads(
         re.sub(r',\s*"\.\.\.": 0', "", text.split("```json\n", 1)[1].split("```", 1)[0])
-        .replace('"268a..."', '""').replace('"ef70..."', '""')
+        .replace('"268a..."', '""')
+        .replace('"ef70..."', '""')
         .replace('"[...]"', '""')
     )
     d = diff(example["from"]["revision"], example["to"]["revision"])

@@ -238,7 +238,9 @@ def test_tag_optional_only_when_decoded_directly(revision: str) -> None:
     assert json.loads(msgspec.json.encode(decode(revision, "TextContent", untagged))) == text
     mutation = Mutation("drop_key", (), key="type")
     assert D.TAG_OPTIONAL_DIRECT.applies(_tags(revision), mutation, text)
-    assert not D.TAG_OPTIONAL_DIRECT.applies(_tags(revision), Mutation("drop_key", (), key="text"), text)
+    assert not D.TAG_OPTIONAL_DIRECT.applies(
+        _tags(revision), Mutation("drop_key", (), key="text"), text
+    )
     # through the union the tag is required, as the schema says
     union = "ContentBlock" if "ContentBlock" in definition_names(revision) else "PromptMessage"
     if union == "ContentBlock":

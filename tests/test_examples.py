@@ -50,7 +50,11 @@ def test_example_decodes_to_its_type_precisely_and_round_trips(path):
     if isinstance(obj, (msgspec.Struct, mcpbind.OpenObject)):
         # The decoded class is a definition of the revision, and the schema agrees it fits.
         assert getattr(module, concrete.__name__) is concrete
-        assert not list(_validator(revision, concrete.__name__).iter_errors(json.loads(msgspec.json.encode(obj))))
+        assert not list(
+            _validator(revision, concrete.__name__).iter_errors(
+                json.loads(msgspec.json.encode(obj))
+            )
+        )
 
     dropped = EXAMPLES_WITH_UNDECLARED_KEYS.get(_id(path))
     again = json.loads(msgspec.json.encode(obj))

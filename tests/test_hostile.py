@@ -75,7 +75,20 @@ def test_awkward_property_names_round_trip_with_exact_wire_keys(hostile):
     assert json.loads(msgspec.json.encode(obj)) == wire
     attributes = {f.name for f in msgspec.structs.fields(cls)}
     # Namespaced keys keep their last segment; names taken by Python or by a class get a `_`.
-    assert attributes == {"b", "x_y", "kebab_case", "f_1st", "na_uef_ve", "u540d_u524d", "class__", "str_", "self", "meta_", "meta", "nested"}
+    assert attributes == {
+        "b",
+        "x_y",
+        "kebab_case",
+        "f_1st",
+        "na_uef_ve",
+        "u540d_u524d",
+        "class__",
+        "str_",
+        "self",
+        "meta_",
+        "meta",
+        "nested",
+    }
     with pytest.raises(msgspec.ValidationError, match=r"\$\.x\.y|x\.y"):
         mcpbind.decode(json.dumps({**wire, "x.y": 11}).encode(), cls)
 
@@ -87,7 +100,9 @@ def test_unions_over_hostile_names_decode_to_their_members(hostile):
     tagged = mcpbind.decode(b'{"kind": "print", "exec": "e"}', getattr(module, "import"))
     assert type(tagged) is module.print
     assert json.loads(msgspec.json.encode(tagged)) == {"kind": "print", "exec": "e"}
-    quoted = mcpbind.decode(json.dumps({"kind": "lambda'\"", "value": 1}).encode(), getattr(module, "import"))
+    quoted = mcpbind.decode(
+        json.dumps({"kind": "lambda'\"", "value": 1}).encode(), getattr(module, "import")
+    )
     assert type(quoted) is getattr(module, "lambda")
 
 
@@ -97,10 +112,22 @@ def test_definitions_named_like_the_package_s_own_attributes_stay_reachable_by_s
     module, _ = hostile
     import types as pytypes
 
-    assert isinstance(module.types, pytypes.ModuleType) and isinstance(module.methods, pytypes.ModuleType)
+    assert isinstance(module.types, pytypes.ModuleType) and isinstance(
+        module.methods, pytypes.ModuleType
+    )
     assert dict(module.METHODS) == {}
     definitions = module.DEFINITIONS
-    for name in ["types", "methods", "METHODS", "DEFINITIONS", "__init__", "Any", "register", "a/b~c", "class"]:
+    for name in [
+        "types",
+        "methods",
+        "METHODS",
+        "DEFINITIONS",
+        "__init__",
+        "Any",
+        "register",
+        "a/b~c",
+        "class",
+    ]:
         assert name in definitions
     assert issubclass(definitions["types"], msgspec.Struct)
     assert definitions["__init__"].__name__ == "T__init__"

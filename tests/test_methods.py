@@ -34,11 +34,17 @@ def _members(defs: dict[str, Any], union: str) -> list[str]:
     const = node.get("properties", {}).get("method", {}).get("const")
     if const is not None:  # 2026-07-28: ClientNotification is an inline copy of its one member
         return [
-            k for k, v in defs.items()
-            if k != union and k.endswith(("Request", "Notification"))
+            k
+            for k, v in defs.items()
+            if k != union
+            and k.endswith(("Request", "Notification"))
             and v.get("properties", {}).get("method", {}).get("const") == const
         ]
-    return [m["$ref"].rsplit("/", 1)[1] for m in node.get("anyOf") or node.get("oneOf") or [] if "$ref" in m]
+    return [
+        m["$ref"].rsplit("/", 1)[1]
+        for m in node.get("anyOf") or node.get("oneOf") or []
+        if "$ref" in m
+    ]
 
 
 def _method(defs: dict[str, Any], name: str) -> str:
@@ -59,8 +65,12 @@ def _expected(revision: str) -> dict[str, dict[str, Any]]:
                 entry["params"] = params["$ref"].rsplit("/", 1)[1] if "$ref" in params else None
                 entry["params_required"] = "params" in defs[name].get("required", [])
                 base = name.removesuffix("Request")
-                entry["result"] = f"{base}Result" if kind == "request" and f"{base}Result" in results else None
-                response = defs.get(f"{base}ResultResponse")  # 2026-07-28+: the schema names the pair
+                entry["result"] = (
+                    f"{base}Result" if kind == "request" and f"{base}Result" in results else None
+                )
+                response = defs.get(
+                    f"{base}ResultResponse"
+                )  # 2026-07-28+: the schema names the pair
                 if kind == "request" and response is not None:
                     result = response["properties"]["result"]
                     refs = [m["$ref"] for m in result.get("anyOf", [result]) if "$ref" in m]
@@ -106,7 +116,9 @@ def test_capability_gates_name_real_capabilities(revision: str) -> None:
             fields = {f.encode_name: f.type for f in __import__("msgspec").structs.fields(node)}
             assert key in fields, (revision, spec.method, spec.capability)
             tp = fields[key]
-            node = next((a for a in getattr(tp, "__args__", (tp,)) if hasattr(a, "__struct_fields__")), None)
+            node = next(
+                (a for a in getattr(tp, "__args__", (tp,)) if hasattr(a, "__struct_fields__")), None
+            )
             if node is None:
                 break
 

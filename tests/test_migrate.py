@@ -53,11 +53,15 @@ def test_imports_move_to_the_new_package_and_code_and_comments_are_kept(to_2026)
     assert "is_error=False)\n" in after and "],   is_error" in after  # odd spacing left alone
     # Nothing but the imports, the revision string and added comment lines differ.
     kept = [line for line in after.splitlines() if not line.lstrip().startswith(MARK)]
-    expected = CLIENT_2025_11_25.replace("v2025_11_25", "v2026_07_28").replace('"2025-11-25"', '"2026-07-28"')
+    expected = CLIENT_2025_11_25.replace("v2025_11_25", "v2026_07_28").replace(
+        '"2025-11-25"', '"2026-07-28"'
+    )
     assert kept == expected.splitlines()
 
 
-def test_uses_of_what_2026_07_28_removed_or_broke_are_marked_with_kind_path_and_changes_file(to_2026):
+def test_uses_of_what_2026_07_28_removed_or_broke_are_marked_with_kind_path_and_changes_file(
+    to_2026,
+):
     after, _ = migrate_source(CLIENT_2025_11_25, to_2026)
     lines = after.splitlines()
 
@@ -71,7 +75,9 @@ def test_uses_of_what_2026_07_28_removed_or_broke_are_marked_with_kind_path_and_
 
     assert marks_above('codec.send("initialize"') == [f"method_removed initialize ({CHANGES})"]
     assert marks_above('codec.send("ping"') == [f"method_removed ping ({CHANGES})"]
-    assert marks_above("from mcpbind.v2026_07_28 import (") == [f"type_removed InitializeRequestParams ({CHANGES})"]
+    assert marks_above("from mcpbind.v2026_07_28 import (") == [
+        f"type_removed InitializeRequestParams ({CHANGES})"
+    ]
     assert marks_above("params = InitializeRequestParams(") == sorted(
         [
             f"type_removed InitializeRequestParams ({CHANGES})",
@@ -84,7 +90,9 @@ def test_uses_of_what_2026_07_28_removed_or_broke_are_marked_with_kind_path_and_
         f'moved InitializeRequestParams.protocolVersion -> RequestMetaObject["io.modelcontextprotocol/protocolVersion"] ({CHANGES})'
     ]
     # 2026-07-28 results carry a required resultType: a call that does not pass it is marked.
-    assert marks_above("return CallToolResult(") == [f"field_added CallToolResult.resultType ({CHANGES})"]
+    assert marks_above("return CallToolResult(") == [
+        f"field_added CallToolResult.resultType ({CHANGES})"
+    ]
     assert marks_above("def tool_result") == []
 
 
@@ -151,13 +159,19 @@ def test_a_change_over_several_revisions_names_the_pair_where_it_happened():
 
 
 def test_a_rename_the_diff_reports_is_applied_to_imports_and_uses(to_2026, monkeypatch):
-    monkeypatch.setitem(to_2026.renames, "Implementation", "Identity")  # no real rename here: the diff has none
+    monkeypatch.setitem(
+        to_2026.renames, "Implementation", "Identity"
+    )  # no real rename here: the diff has none
     source = "from mcpbind.v2025_11_25 import Implementation\nx = Implementation(name='a', version='1')\n"
     after, _ = migrate_source(source, to_2026)
-    assert after == "from mcpbind.v2026_07_28 import Identity\nx = Identity(name='a', version='1')\n"
+    assert (
+        after == "from mcpbind.v2026_07_28 import Identity\nx = Identity(name='a', version='1')\n"
+    )
 
 
-def test_check_writes_nothing_reports_markdown_and_exits_1_only_when_something_would_change(tmp_path):
+def test_check_writes_nothing_reports_markdown_and_exits_1_only_when_something_would_change(
+    tmp_path,
+):
     user = tmp_path / "app"
     user.mkdir()
     (user / "client.py").write_text(CLIENT_2025_11_25)
@@ -169,7 +183,10 @@ def test_check_writes_nothing_reports_markdown_and_exits_1_only_when_something_w
     assert (user / "client.py").read_text() == CLIENT_2025_11_25
     assert check.output.startswith("# mcpbind migrate 2025-11-25 -> 2026-07-28\n")
     assert f"## {user / 'client.py'}" in check.output and "other.py" not in check.output
-    assert "| 18 | method_removed initialize (docs/changes/2025-11-25__2026-07-28.md) |" in check.output
+    assert (
+        "| 18 | method_removed initialize (docs/changes/2025-11-25__2026-07-28.md) |"
+        in check.output
+    )
     done = runner.invoke(main, [*args, str(user)])
     assert done.exit_code == 0, done.output
     assert "1 of 2 file(s) changed" in done.output
@@ -183,7 +200,9 @@ def test_check_writes_nothing_reports_markdown_and_exits_1_only_when_something_w
 def test_a_file_that_does_not_parse_is_one_line_and_exit_2(tmp_path):
     bad = tmp_path / "bad.py"
     bad.write_text("def (:\n")
-    result = CliRunner().invoke(main, ["migrate", "--from", "2025-11-25", "--to", "2026-07-28", str(bad)])
+    result = CliRunner().invoke(
+        main, ["migrate", "--from", "2025-11-25", "--to", "2026-07-28", str(bad)]
+    )
     assert result.exit_code == 2
     assert result.output.count("\n") == 1 and f"{bad}:1: cannot parse" in result.output
 
@@ -194,6 +213,11 @@ def test_without_libcst_the_command_names_the_extra_to_install(monkeypatch, tmp_
     monkeypatch.delitem(sys.modules, "codegen.migrate", raising=False)
     monkeypatch.delattr(codegen, "migrate", raising=False)
     monkeypatch.setitem(sys.modules, "libcst", None)  # what a plain install looks like
-    result = CliRunner().invoke(main, ["migrate", "--from", "2025-11-25", "--to", "2026-07-28", str(tmp_path)])
+    result = CliRunner().invoke(
+        main, ["migrate", "--from", "2025-11-25", "--to", "2026-07-28", str(tmp_path)]
+    )
     assert result.exit_code == 2
-    assert result.output == "mcpbind migrate: needs libcst; install the codegen extra: pip install 'mcpbind[codegen]'\n"
+    assert (
+        result.output
+        == "mcpbind migrate: needs libcst; install the codegen extra: pip install 'mcpbind[codegen]'\n"
+    )

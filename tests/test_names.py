@@ -82,9 +82,14 @@ def test_public_names_are_the_schema_definitions_and_inline_objects(revision):
     module = mcpbind.bindings(revision)
     assert set(module.DEFINITIONS) == expected
     own = vars(module.types)
-    bound = {n if own.get(n) is module.DEFINITIONS[n] else module.DEFINITIONS[n].__name__ for n in expected}
+    bound = {
+        n if own.get(n) is module.DEFINITIONS[n] else module.DEFINITIONS[n].__name__
+        for n in expected
+    }
     assert _defined_names(module.types) == {n for n in bound if not n.startswith("_")}
-    assert set(module.__all__) - {"DEFINITIONS", "FACTS", "METHODS", "REVISION", "SHA256"} == expected
+    assert (
+        set(module.__all__) - {"DEFINITIONS", "FACTS", "METHODS", "REVISION", "SHA256"} == expected
+    )
     for name in expected:
         # The schema's own type, never a helper the module uses under the same name.
         assert getattr(module, name) is not getattr(typing, name, None)

@@ -32,7 +32,9 @@ def test_every_pin_matches_the_shared_manifest():
         assert p.path == r["upstream_path"]
 
 
-def test_a_schema_file_with_another_hash_stops_generation_naming_file_and_hashes(tmp_path, monkeypatch):
+def test_a_schema_file_with_another_hash_stops_generation_naming_file_and_hashes(
+    tmp_path, monkeypatch
+):
     p = pinning.pin("2025-06-18")
     (tmp_path / p.revision).mkdir()
     bad = tmp_path / p.revision / "schema.json"
@@ -46,7 +48,9 @@ def test_a_schema_file_with_another_hash_stops_generation_naming_file_and_hashes
     assert hashlib.sha256(b'{"definitions": {}}').hexdigest() in message
 
 
-def test_a_file_missing_from_the_schema_directory_is_downloaded_from_its_url_verified_and_kept(tmp_path, monkeypatch):
+def test_a_file_missing_from_the_schema_directory_is_downloaded_from_its_url_verified_and_kept(
+    tmp_path, monkeypatch
+):
     p = pinning.pin("2024-11-05")
     real = (SHARED / "2024-11-05/schema.json").read_bytes()
     monkeypatch.setenv("MCPBIND_SCHEMA_DIR", str(tmp_path))
@@ -58,9 +62,13 @@ def test_a_file_missing_from_the_schema_directory_is_downloaded_from_its_url_ver
 
     data, source = pinning.read_schema_bytes(p, fetch=fetch)
     assert data == real
-    assert asked == [f"https://raw.githubusercontent.com/modelcontextprotocol/modelcontextprotocol/{pinning.pin('draft').source.split('/')[5]}/schema/2024-11-05/schema.json"]
+    assert asked == [
+        f"https://raw.githubusercontent.com/modelcontextprotocol/modelcontextprotocol/{pinning.pin('draft').source.split('/')[5]}/schema/2024-11-05/schema.json"
+    ]
     assert source == str(tmp_path / "2024-11-05" / "schema.json")
-    data, _ = pinning.read_schema_bytes(p, fetch=lambda url: pytest.fail("schema directory not used"))
+    data, _ = pinning.read_schema_bytes(
+        p, fetch=lambda url: pytest.fail("schema directory not used")
+    )
     assert data == real
 
 
@@ -72,7 +80,9 @@ def test_a_download_with_another_hash_is_refused_and_not_kept(tmp_path, monkeypa
     assert not any(tmp_path.rglob("*.json"))
 
 
-def test_without_a_directory_setting_or_shared_schemas_files_go_to_a_per_user_cache(tmp_path, monkeypatch):
+def test_without_a_directory_setting_or_shared_schemas_files_go_to_a_per_user_cache(
+    tmp_path, monkeypatch
+):
     monkeypatch.delenv("MCPBIND_SCHEMA_DIR", raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     monkeypatch.setattr(pinning, "REPO_ROOT", tmp_path / "checkout")
@@ -81,7 +91,9 @@ def test_without_a_directory_setting_or_shared_schemas_files_go_to_a_per_user_ca
 
 def test_an_overlay_patch_whose_upstream_value_changed_fails_loudly():
     schema = {"$defs": {"N": {"properties": {"minimum": {"type": "number"}}}}}
-    patch = Patch("/$defs/N/properties/minimum/type", expect="integer", value="number", reason="test")
+    patch = Patch(
+        "/$defs/N/properties/minimum/type", expect="integer", value="number", reason="test"
+    )
     with pytest.raises(OverlayError, match="expects upstream value 'integer' but found 'number'"):
         apply_patches(schema, (patch,), "test")
     fixed = apply_patches(
@@ -157,11 +169,16 @@ def server():
 def synthetic_schema() -> bytes:
     """2026-07-28 with one more optional field on ``Implementation``: a revision that never existed."""
     schema = json.loads((SHARED / "2026-07-28" / "schema.json").read_bytes())
-    schema["$defs"]["Implementation"]["properties"]["synthetic"] = {"type": "string", "description": "test"}
+    schema["$defs"]["Implementation"]["properties"]["synthetic"] = {
+        "type": "string",
+        "description": "test",
+    }
     return json.dumps(schema, indent=4).encode()
 
 
-def test_pin_url_downloads_checks_stores_and_records_source_hash_size_and_release(workspace, server):
+def test_pin_url_downloads_checks_stores_and_records_source_hash_size_and_release(
+    workspace, server
+):
     pins_file, schemas = workspace
     data = synthetic_schema()
     server.routes["/v/schema.json"] = data
@@ -171,11 +188,24 @@ def test_pin_url_downloads_checks_stores_and_records_source_hash_size_and_releas
     assert (schemas / "2027-01-01" / "schema.json").read_bytes() == data
     ps = pinning.read_pins(pins_file)
     assert [p.revision for p in ps] == [
-        "2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28", "2027-01-01", "draft"
+        "2024-11-05",
+        "2025-03-26",
+        "2025-06-18",
+        "2025-11-25",
+        "2026-07-28",
+        "2027-01-01",
+        "draft",
     ]  # dated, so before draft
     new = ps[5]
-    assert (new.source, new.sha256, new.size, new.released) == (url, hashlib.sha256(data).hexdigest(), len(data), True)
-    assert [p for p in ps if p.revision != "2027-01-01"] == list(pinning.read_pins(pinning.REPO_ROOT / "schema" / "revisions.toml"))
+    assert (new.source, new.sha256, new.size, new.released) == (
+        url,
+        hashlib.sha256(data).hexdigest(),
+        len(data),
+        True,
+    )
+    assert [p for p in ps if p.revision != "2027-01-01"] == list(
+        pinning.read_pins(pinning.REPO_ROOT / "schema" / "revisions.toml")
+    )
 
 
 def test_pin_file_records_the_file_name_and_a_draft_goes_last(workspace, tmp_path):
@@ -185,23 +215,52 @@ def test_pin_file_records_the_file_name_and_a_draft_goes_last(workspace, tmp_pat
     examples = tmp_path / "ex" / "Implementation"
     examples.mkdir(parents=True)
     (examples / "one.json").write_text('{"name": "x", "version": "1"}')
-    result = CliRunner().invoke(main, ["pin", "next", "--file", str(f), "--draft", "--examples", str(tmp_path / "ex")])
+    result = CliRunner().invoke(
+        main, ["pin", "next", "--file", str(f), "--draft", "--examples", str(tmp_path / "ex")]
+    )
     assert result.exit_code == 0, result.output
     last = pinning.read_pins(pins_file)[-1]
-    assert (last.revision, last.source, last.released, last.examples) == ("next", "next.json", False, 1)
+    assert (last.revision, last.source, last.released, last.examples) == (
+        "next",
+        "next.json",
+        False,
+        1,
+    )
     assert (schemas / "next" / "examples" / "Implementation" / "one.json").is_file()
 
 
 @pytest.mark.parametrize(
     ("args", "route", "body", "expected"),
     [
-        (["--url", "{url}/missing.json"], None, None, "cannot download {url}/missing.json: HTTP 404"),
-        (["--url", "{url}/x.json"], "/x.json", b"<html>not json</html>", "{url}/x.json: not an MCP schema: not JSON"),
-        (["--url", "{url}/x.json"], "/x.json", b'{"$defs": {"Foo": {}}}', "{url}/x.json: not an MCP schema: no definition JSONRPCMessage"),
-        (["--url", "http://127.0.0.1:9/none.json"], None, None, "cannot download http://127.0.0.1:9/none.json"),
+        (
+            ["--url", "{url}/missing.json"],
+            None,
+            None,
+            "cannot download {url}/missing.json: HTTP 404",
+        ),
+        (
+            ["--url", "{url}/x.json"],
+            "/x.json",
+            b"<html>not json</html>",
+            "{url}/x.json: not an MCP schema: not JSON",
+        ),
+        (
+            ["--url", "{url}/x.json"],
+            "/x.json",
+            b'{"$defs": {"Foo": {}}}',
+            "{url}/x.json: not an MCP schema: no definition JSONRPCMessage",
+        ),
+        (
+            ["--url", "http://127.0.0.1:9/none.json"],
+            None,
+            None,
+            "cannot download http://127.0.0.1:9/none.json",
+        ),
     ],
 )
-def test_pin_failures_are_one_line_naming_the_input_and_exit_2(workspace, server, args, route, body, expected):
+def test_pin_failures_are_one_line_naming_the_input_and_exit_2(
+    workspace, server, args, route, body, expected
+):
     pins_file, schemas = workspace
     before = pins_file.read_text()
     if route:
@@ -220,14 +279,20 @@ def test_a_pinned_revision_is_re_pinned_only_with_update(workspace, server):
     refused = runner.invoke(main, ["pin", "draft", "--url", server.url + "/draft.json"])
     assert refused.exit_code == 2 and "draft is already pinned; pass --update" in refused.output
     (schemas / "draft" / "schema.json").unlink()  # the shared file stays untouched
-    moved = runner.invoke(main, ["pin", "draft", "--url", server.url + "/draft.json", "--draft", "--update"])
+    moved = runner.invoke(
+        main, ["pin", "draft", "--url", server.url + "/draft.json", "--draft", "--update"]
+    )
     assert moved.exit_code == 0, moved.output
     draft = pinning.read_pins(pins_file)[-1]
-    assert draft.revision == "draft" and draft.sha256 == hashlib.sha256(synthetic_schema()).hexdigest()
+    assert (
+        draft.revision == "draft" and draft.sha256 == hashlib.sha256(synthetic_schema()).hexdigest()
+    )
     assert draft.examples == 129  # the examples pinned before are kept
 
 
-def test_a_pinned_file_missing_from_the_schema_directory_is_one_line_and_exit_2(workspace, tmp_path):
+def test_a_pinned_file_missing_from_the_schema_directory_is_one_line_and_exit_2(
+    workspace, tmp_path
+):
     pins_file, schemas = workspace
     f = tmp_path / "local.json"
     f.write_bytes(synthetic_schema())
@@ -237,7 +302,10 @@ def test_a_pinned_file_missing_from_the_schema_directory_is_one_line_and_exit_2(
     result = CliRunner().invoke(main, ["diff", "2026-07-28", "2027-01-01"])
     assert result.exit_code == 2
     assert result.output.count("\n") == 1
-    assert f"{schemas / '2027-01-01' / 'schema.json'}: pinned file of revision 2027-01-01 is missing" in result.output
+    assert (
+        f"{schemas / '2027-01-01' / 'schema.json'}: pinned file of revision 2027-01-01 is missing"
+        in result.output
+    )
 
 
 def test_a_new_revision_needs_only_pin_and_generate(tmp_path):
@@ -263,7 +331,14 @@ def test_a_new_revision_needs_only_pin_and_generate(tmp_path):
     env.pop("MCPBIND_GENERATED_DIR", None)
 
     def run(*code: str) -> str:
-        done = subprocess.run([sys.executable, "-c", *code], cwd=copy, env=env, capture_output=True, text=True, timeout=300)
+        done = subprocess.run(
+            [sys.executable, "-c", *code],
+            cwd=copy,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert done.returncode == 0, done.stdout + done.stderr
         return done.stdout
 
@@ -274,11 +349,19 @@ def test_a_new_revision_needs_only_pin_and_generate(tmp_path):
         "import json, mcpbind, mcpbind.v2027_01_01 as m, msgspec\n"
         "from mcpbind._projection import v2026_07_28__v2027_01_01, v2027_01_01__v2026_07_28\n"
         "from tests._revisions import REVISIONS\n"
-        "impl = mcpbind.decode(b'{\"name\": \"x\", \"version\": \"1\", \"synthetic\": \"s\"}', m.Implementation)\n"
+        'impl = mcpbind.decode(b\'{"name": "x", "version": "1", "synthetic": "s"}\', m.Implementation)\n'
         "print(json.dumps([list(mcpbind.REVISIONS), mcpbind.LATEST, REVISIONS, impl.synthetic, m.REVISION]))"
     )
     revisions, latest, test_revisions, synthetic, revision = json.loads(out)
-    expected = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28", "2027-01-01", "draft"]
+    expected = [
+        "2024-11-05",
+        "2025-03-26",
+        "2025-06-18",
+        "2025-11-25",
+        "2026-07-28",
+        "2027-01-01",
+        "draft",
+    ]
     assert revisions == test_revisions == expected
     assert (latest, synthetic, revision) == ("2027-01-01", "s", "2027-01-01")
     changes = (copy / "docs" / "changes" / "2026-07-28__2027-01-01.md").read_text()

@@ -58,7 +58,9 @@ def contained(small: Any, big: Any) -> bool:
                 return False
         return True
     if isinstance(small, list) and isinstance(big, list):
-        return len(small) == len(big) and all(contained(x, y) for x, y in zip(small, big, strict=True))
+        return len(small) == len(big) and all(
+            contained(x, y) for x, y in zip(small, big, strict=True)
+        )
     return strategies.json_equal(small, big)
 
 
@@ -69,7 +71,12 @@ def kept(x: Any, z: Any, b: Any, where: str = "$") -> list[str]:
         bdef = b.definitions.get(type(x).__name__)
         for f in msgspec.structs.fields(x):
             v = getattr(x, f.name)
-            if v is msgspec.UNSET or bdef is None or not hasattr(bdef, "field") or bdef.field(f.encode_name) is None:
+            if (
+                v is msgspec.UNSET
+                or bdef is None
+                or not hasattr(bdef, "field")
+                or bdef.field(f.encode_name) is None
+            ):
                 continue
             w = getattr(z, f.name)
             if w is msgspec.UNSET:
@@ -165,10 +172,14 @@ def test_projection_is_valid_in_target_and_reversible(a: str, b: str) -> None:
             assert isinstance(y, strategies.binding(b, name))
             yj = to_json(y)
             errors = sorted(strategies.validator(b, name).iter_errors(yj), key=str)
-            assert not errors, f"{name} {a}->{b} invalid: {errors[0].message} at {list(errors[0].path)}\n{yj}"
+            assert (
+                not errors
+            ), f"{name} {a}->{b} invalid: {errors[0].message} at {list(errors[0].path)}\n{yj}"
             try:
                 z = mcpbind.project(y, a)
-            except mcpbind.ProjectionError as exc:  # B dropped a field A requires: loud, as it must be
+            except (
+                mcpbind.ProjectionError
+            ) as exc:  # B dropped a field A requires: loud, as it must be
                 assert "requires" in exc.reason, exc
                 outcomes["refused"] += 1
                 continue

@@ -14,10 +14,18 @@ from mcpbind.projection import _plain_check
 
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=3),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3),
+    lambda inner: st.lists(inner, max_size=3)
+    | st.dictionaries(st.text(max_size=3), inner, max_size=3),
     max_leaves=8,
 )
-PLAIN_TYPES = [list[str], dict[str, dict[str, Any]], dict[str, Any], list[int], dict[str, list[str]], list[bool]]
+PLAIN_TYPES = [
+    list[str],
+    dict[str, dict[str, Any]],
+    dict[str, Any],
+    list[int],
+    dict[str, list[str]],
+    list[bool],
+]
 
 
 @pytest.mark.parametrize("tp", PLAIN_TYPES, ids=str)
@@ -31,7 +39,9 @@ def test_the_plain_json_shortcut_accepts_only_what_msgspec_accepts_unchanged(tp,
     except msgspec.ValidationError:
         assert not check(value)
     else:
-        assert check(value) == (converted == value and msgspec.json.encode(converted) == msgspec.json.encode(value))
+        assert check(value) == (
+            converted == value and msgspec.json.encode(converted) == msgspec.json.encode(value)
+        )
 
 
 def test_types_with_constraints_or_structs_are_left_to_msgspec():
@@ -46,7 +56,10 @@ def test_a_failure_deep_inside_names_its_full_json_path():
         ttl_ms=0,
         tools=[
             new.Tool(name="ok", input_schema=new.ToolInputSchema(type="object")),
-            new.Tool(name="bad", input_schema=new.ToolInputSchema({"properties": {"p": 5}}, type="object")),
+            new.Tool(
+                name="bad",
+                input_schema=new.ToolInputSchema({"properties": {"p": 5}}, type="object"),
+            ),
         ],
     )
     with pytest.raises(mcpbind.ProjectionError) as info:
@@ -61,10 +74,30 @@ def test_a_failure_deep_inside_names_its_full_json_path():
 
 MALFORMED = [
     # (what was built by hand, target, path, what msgspec says about it)
-    (lambda m: m.CallToolResult(content=[m.TextContent(text="a"), 5]), "2025-06-18", "$.content[1]", "Expected `object`, got `int`"),
-    (lambda m: m.CallToolResult(content=[m.TextContent(text="a"), 5]), "2024-11-05", "$.content[1]", "Expected `object`, got `int`"),
-    (lambda m: m.CallToolResult(content=5), "2024-11-05", "$.content", "Expected `array`, got `int`"),
-    (lambda m: m.ListToolsResult(tools=[m.Tool(name="x", input_schema="zzz")]), "2024-11-05", "$.tools[0].inputSchema", "got `str`"),
+    (
+        lambda m: m.CallToolResult(content=[m.TextContent(text="a"), 5]),
+        "2025-06-18",
+        "$.content[1]",
+        "Expected `object`, got `int`",
+    ),
+    (
+        lambda m: m.CallToolResult(content=[m.TextContent(text="a"), 5]),
+        "2024-11-05",
+        "$.content[1]",
+        "Expected `object`, got `int`",
+    ),
+    (
+        lambda m: m.CallToolResult(content=5),
+        "2024-11-05",
+        "$.content",
+        "Expected `array`, got `int`",
+    ),
+    (
+        lambda m: m.ListToolsResult(tools=[m.Tool(name="x", input_schema="zzz")]),
+        "2024-11-05",
+        "$.tools[0].inputSchema",
+        "got `str`",
+    ),
 ]
 
 
@@ -90,7 +123,9 @@ def test_projecting_a_malformed_object_names_the_first_invalid_value(build, to, 
 
 def test_a_valid_object_keeps_its_own_projection_error():
     """The malformed-object check only replaces errors of objects their own type rejects."""
-    obj = new.ListToolsResult(result_type="input_required", cache_scope="public", ttl_ms=0, tools=[])
+    obj = new.ListToolsResult(
+        result_type="input_required", cache_scope="public", ttl_ms=0, tools=[]
+    )
     with pytest.raises(mcpbind.ProjectionError) as info:
         mcpbind.project(obj, "2025-11-25")
     assert info.value.path == "$.resultType"
@@ -103,5 +138,9 @@ def test_the_projection_runtime_evaluates_no_source_text():
 
     import mcpbind.projection as runtime
 
-    calls = {n.func.id for n in ast.walk(ast.parse(inspect.getsource(runtime))) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+    calls = {
+        n.func.id
+        for n in ast.walk(ast.parse(inspect.getsource(runtime)))
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+    }
     assert not calls & {"eval", "exec", "compile"}

@@ -12,15 +12,36 @@ def _object(key):
 
 UNSUPPORTED = [
     ("if", {"A": {**_object("a"), "if": {"required": ["a"]}, "then": {}}}, "#/$defs/A"),
-    ("not", {"A": {"type": "object", "properties": {"a": {"not": {"type": "string"}}}}}, "#/$defs/A/properties/a"),
+    (
+        "not",
+        {"A": {"type": "object", "properties": {"a": {"not": {"type": "string"}}}}},
+        "#/$defs/A/properties/a",
+    ),
     ("patternProperties", {"A": {"type": "object", "patternProperties": {"^x": {}}}}, "#/$defs/A"),
     ("dependentSchemas", {"A": {**_object("a"), "dependentSchemas": {"a": {}}}}, "#/$defs/A"),
-    ("uniqueItems", {"A": {"anyOf": [{"type": "array", "items": {"type": "string"}, "uniqueItems": True}, {"type": "null"}]}}, "#/$defs/A/anyOf/0"),
-    ("propertyNames", {"a/b": {"type": "object", "propertyNames": {"maxLength": 3}}}, "#/$defs/a~1b"),
+    (
+        "uniqueItems",
+        {
+            "A": {
+                "anyOf": [
+                    {"type": "array", "items": {"type": "string"}, "uniqueItems": True},
+                    {"type": "null"},
+                ]
+            }
+        },
+        "#/$defs/A/anyOf/0",
+    ),
+    (
+        "propertyNames",
+        {"a/b": {"type": "object", "propertyNames": {"maxLength": 3}}},
+        "#/$defs/a~1b",
+    ),
 ]
 
 
-@pytest.mark.parametrize(("keyword", "defs", "pointer"), UNSUPPORTED, ids=[u[0] for u in UNSUPPORTED])
+@pytest.mark.parametrize(
+    ("keyword", "defs", "pointer"), UNSUPPORTED, ids=[u[0] for u in UNSUPPORTED]
+)
 def test_a_keyword_the_generator_does_not_implement_stops_generation(keyword, defs, pointer):
     with pytest.raises(ModelError) as info:
         build_from_schema("hostile", {"$defs": defs})
@@ -30,7 +51,13 @@ def test_a_keyword_the_generator_does_not_implement_stops_generation(keyword, de
 
 
 def test_the_overlay_can_say_to_ignore_a_keyword():
-    defs = {"A": {"type": "object", "properties": {"a": {"type": "string"}}, "patternProperties": {"^x": {}}}}
+    defs = {
+        "A": {
+            "type": "object",
+            "properties": {"a": {"type": "string"}},
+            "patternProperties": {"^x": {}},
+        }
+    }
     ov = Overlay((), frozenset(), (), {}, {}, keywords={"patternProperties": "ignore"})
     rev = build_from_schema("hostile", {"$defs": defs}, ov)
     assert [f.wire for f in rev.get("A").fields] == ["a"]
@@ -47,7 +74,11 @@ def test_a_ref_cycle_through_unions_is_a_generation_error_naming_the_cycle():
 
 
 def test_a_ref_cycle_of_bare_aliases_is_a_generation_error():
-    defs = {"A": {"$ref": "#/$defs/B"}, "B": {"$ref": "#/$defs/A"}, "U": {"anyOf": [{"$ref": "#/$defs/A"}, {"type": "null"}]}}
+    defs = {
+        "A": {"$ref": "#/$defs/B"},
+        "B": {"$ref": "#/$defs/A"},
+        "U": {"anyOf": [{"$ref": "#/$defs/A"}, {"type": "null"}]},
+    }
     with pytest.raises(ModelError, match=r"\$ref cycle through aliases: A -> B -> A"):
         build_from_schema("hostile", {"$defs": defs})
 
@@ -58,7 +89,10 @@ def test_a_recursive_union_through_a_container_is_any_json_not_an_error():
     from codegen.resolve import is_any
 
     defs = {
-        "V": {"anyOf": [{"type": k} for k in ("string", "number", "boolean", "null")] + [{"$ref": "#/$defs/O"}, {"$ref": "#/$defs/L"}]},
+        "V": {
+            "anyOf": [{"type": k} for k in ("string", "number", "boolean", "null")]
+            + [{"$ref": "#/$defs/O"}, {"$ref": "#/$defs/L"}]
+        },
         "O": {"type": "object", "additionalProperties": {"$ref": "#/$defs/V"}},
         "L": {"type": "array", "items": {"$ref": "#/$defs/V"}},
     }

@@ -15,10 +15,16 @@ M = mcpbind.bindings("2025-03-26")
 def test_a_2025_03_26_batch_response_decodes_as_a_message():
     """JSONRPCMessage has two array members (batch request, batch response) whose items are
     different unions; the second once reused the first's marker and was refused."""
-    response = [{"jsonrpc": "2.0", "id": 0, "error": {"code": 0, "message": ""}}, {"jsonrpc": "2.0", "id": 1, "result": {}}]
+    response = [
+        {"jsonrpc": "2.0", "id": 0, "error": {"code": 0, "message": ""}},
+        {"jsonrpc": "2.0", "id": 1, "result": {}},
+    ]
     decoded = mcpbind.decode(json.dumps(response).encode(), M.JSONRPCMessage)
     assert [type(x) for x in decoded] == [M.JSONRPCError, M.JSONRPCResponse]
-    request = [{"jsonrpc": "2.0", "id": 2, "method": "ping"}, {"jsonrpc": "2.0", "method": "notifications/initialized"}]
+    request = [
+        {"jsonrpc": "2.0", "id": 2, "method": "ping"},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+    ]
     decoded = mcpbind.decode(json.dumps(request).encode(), M.JSONRPCMessage)
     assert [type(x) for x in decoded] == [M.JSONRPCRequest, M.JSONRPCNotification]
 
@@ -36,9 +42,19 @@ def test_unions_side_by_side_in_one_anyof_get_sites_of_their_own():
             "D": _object("d"),
             "U": {
                 "anyOf": [
-                    {"type": "array", "items": {"anyOf": [{"$ref": "#/definitions/A"}, {"$ref": "#/definitions/B"}]}},
+                    {
+                        "type": "array",
+                        "items": {
+                            "anyOf": [{"$ref": "#/definitions/A"}, {"$ref": "#/definitions/B"}]
+                        },
+                    },
                     {"type": "string"},
-                    {"type": "array", "items": {"anyOf": [{"$ref": "#/definitions/C"}, {"$ref": "#/definitions/D"}]}},
+                    {
+                        "type": "array",
+                        "items": {
+                            "anyOf": [{"$ref": "#/definitions/C"}, {"$ref": "#/definitions/D"}]
+                        },
+                    },
                 ]
             },
         }

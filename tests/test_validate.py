@@ -21,7 +21,9 @@ def msg(**fields: Any) -> str:
 
 
 def initialize(
-    revision: str, client_caps: dict[str, Any] | None = None, server_caps: dict[str, Any] | None = None
+    revision: str,
+    client_caps: dict[str, Any] | None = None,
+    server_caps: dict[str, Any] | None = None,
 ) -> list[str]:
     return [
         msg(
@@ -49,16 +51,22 @@ CLEAN = initialize("2024-11-05")
 CALL = msg(id=1, method="tools/call", params={"name": "echo", "arguments": {}})
 
 
-def run(tmp_path: Path, lines: list[str], *args: str, revision: str = "2024-11-05") -> tuple[int, str]:
+def run(
+    tmp_path: Path, lines: list[str], *args: str, revision: str = "2024-11-05"
+) -> tuple[int, str]:
     f = tmp_path / "t.jsonl"
     f.write_text("\n".join(lines) + "\n", encoding="utf-8")
     result = CliRunner().invoke(main, ["validate", "--revision", revision, *args, str(f)])
     assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
-    assert result.stderr == (f"{result.stdout.count(chr(10))} finding(s)\n" if result.stdout else "")
+    assert result.stderr == (
+        f"{result.stdout.count(chr(10))} finding(s)\n" if result.stdout else ""
+    )
     return result.exit_code, result.stdout
 
 
-def findings(lines: list[str], revision: str = "2024-11-05", strict: bool = False) -> list[tuple[int, int, str]]:
+def findings(
+    lines: list[str], revision: str = "2024-11-05", strict: bool = False
+) -> list[tuple[int, int, str]]:
     return [(f.line, f.code, f.path) for f in validate_lines(lines, revision, strict=strict)]
 
 
@@ -72,18 +80,25 @@ def test_clean_transcript_exits_0(tmp_path: Path) -> None:
 def test_findings_exit_1_with_line_code_and_path(tmp_path: Path) -> None:
     code, out = run(tmp_path, [*CLEAN, msg(id=2, method="tools/call", params={"name": 5})])
     assert code == 1
-    assert out.startswith("line 4: [-32602] $.params.name: Invalid params for 'tools/call' (MCP 2024-11-05)")
+    assert out.startswith(
+        "line 4: [-32602] $.params.name: Invalid params for 'tools/call' (MCP 2024-11-05)"
+    )
 
 
 @pytest.mark.parametrize(
     ("data", "why"),
     [
         (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", "NUL byte at offset 8"),
-        ('{"jsonrpc":"2.0","method":"ping","id":"caf\xe9"}\n'.encode("latin-1"), "byte 0xe9 at offset 42 (line 1)"),
+        (
+            '{"jsonrpc":"2.0","method":"ping","id":"caf\xe9"}\n'.encode("latin-1"),
+            "byte 0xe9 at offset 42 (line 1)",
+        ),
         ('{"jsonrpc":"2.0"}'.encode("utf-16"), "NUL byte"),
     ],
 )
-def test_binary_or_non_utf8_input_is_one_line_and_exit_2(tmp_path: Path, data: bytes, why: str) -> None:
+def test_binary_or_non_utf8_input_is_one_line_and_exit_2(
+    tmp_path: Path, data: bytes, why: str
+) -> None:
     f = tmp_path / "t.bin"
     f.write_bytes(data)
     result = CliRunner().invoke(main, ["validate", "--revision", "2024-11-05", str(f)])
@@ -98,7 +113,12 @@ def test_usage_errors_exit_2(tmp_path: Path) -> None:
     f = tmp_path / "t.jsonl"
     f.write_text("\n".join(CLEAN))
     assert CliRunner().invoke(main, ["validate", "--revision", "1999-01-01", str(f)]).exit_code == 2
-    assert CliRunner().invoke(main, ["validate", "--revision", "2024-11-05", str(tmp_path / "none")]).exit_code == 2
+    assert (
+        CliRunner()
+        .invoke(main, ["validate", "--revision", "2024-11-05", str(tmp_path / "none")])
+        .exit_code
+        == 2
+    )
     assert CliRunner().invoke(main, ["validate", str(f)]).exit_code == 2
 
 
@@ -108,7 +128,9 @@ def test_usage_errors_exit_2(tmp_path: Path) -> None:
 def test_a_result_of_the_wrong_shape_is_a_finding(tmp_path: Path) -> None:
     code, out = run(tmp_path, [*CLEAN, CALL, msg(id=1, result={"content": 5})])
     assert code == 1
-    assert out.startswith("line 5: [-32602] $.result.content: Invalid result: the result of 'tools/call'")
+    assert out.startswith(
+        "line 5: [-32602] $.result.content: Invalid result: the result of 'tools/call'"
+    )
 
 
 def test_ids_are_per_direction() -> None:
@@ -121,21 +143,29 @@ def test_ids_are_per_direction() -> None:
     assert findings([*lines, good_roots, good_call]) == []
     bad_roots = msg(id=1, result={"roots": [{"uri": 5}]})
     assert findings([*lines, bad_roots, good_call]) == [(6, -32602, "$.result.roots[0].uri")]
-    assert findings([*lines, good_roots, msg(id=1, result={"content": 5})]) == [(7, -32602, "$.result.content")]
+    assert findings([*lines, good_roots, msg(id=1, result={"content": 5})]) == [
+        (7, -32602, "$.result.content")
+    ]
 
 
 def test_a_response_nobody_asked_for_is_a_finding() -> None:
     assert findings([*CLEAN, msg(id=7, result={})]) == [(4, -32600, "$.id")]
-    assert findings([*CLEAN, CALL, msg(id=1, result={"content": []}), msg(id=1, result={"content": []})]) == [
-        (6, -32600, "$.id")
-    ]
+    assert findings(
+        [*CLEAN, CALL, msg(id=1, result={"content": []}), msg(id=1, result={"content": []})]
+    ) == [(6, -32600, "$.id")]
     # An error response whose request id the peer could not read has id null: nothing to match.
     assert findings([*CLEAN, msg(id=None, error={"code": -32700, "message": "Parse error"})]) == []
 
 
 def test_a_sender_reusing_an_id_is_a_finding() -> None:
     again = msg(id=1, method="tools/list")
-    lines = [*CLEAN, CALL, msg(id=1, result={"content": []}), again, msg(id=1, result={"tools": []})]
+    lines = [
+        *CLEAN,
+        CALL,
+        msg(id=1, result={"content": []}),
+        again,
+        msg(id=1, result={"tools": []}),
+    ]
     assert findings(lines) == [(6, -32600, "$.id")]
 
 
@@ -163,7 +193,9 @@ def test_capability_gates_hold_in_both_directions() -> None:
 def test_a_line_separator_inside_a_string_does_not_split_the_line(tmp_path: Path) -> None:
     call = msg(id=1, method="tools/call", params={"name": "a\u2028b"})
     f = tmp_path / "t.jsonl"
-    f.write_bytes(("\n".join([*CLEAN, json.dumps(json.loads(call), ensure_ascii=False)]) + "\n").encode())
+    f.write_bytes(
+        ("\n".join([*CLEAN, json.dumps(json.loads(call), ensure_ascii=False)]) + "\n").encode()
+    )
     assert "\u2028".encode() in f.read_bytes()
     result = CliRunner().invoke(main, ["validate", "--revision", "2024-11-05", str(f)])
     assert (result.exit_code, result.stdout, result.stderr) == (0, "", "")
@@ -176,14 +208,20 @@ def test_wrong_revision_field_is_reported_with_strict_only(tmp_path: Path) -> No
     lines = [CLEAN[0].replace('"version": "1"}', '"version": "1", "icons": []}'), *CLEAN[1:]]
     code, out = run(tmp_path, lines, "--strict")
     assert code == 1
-    assert "line 1: [-32602] $.params.clientInfo.icons: Implementation in 2024-11-05 does not define 'icons'" in out
+    assert (
+        "line 1: [-32602] $.params.clientInfo.icons: Implementation in 2024-11-05 does not define 'icons'"
+        in out
+    )
     assert "2025-11-25" in out  # where it comes from
     assert run(tmp_path, lines)[0] == 0
 
 
 def test_strict_reports_unknown_keys_of_results_and_envelopes() -> None:
     result = msg(id=1, result={"content": [], "extra": 1}, other=2)
-    assert findings([*CLEAN, CALL, result], strict=True) == [(5, -32600, "$.other"), (5, -32602, "$.result.extra")]
+    assert findings([*CLEAN, CALL, result], strict=True) == [
+        (5, -32600, "$.other"),
+        (5, -32602, "$.result.extra"),
+    ]
 
 
 # -- batches (2025-03-26) ------------------------------------------------------------------------
@@ -195,7 +233,12 @@ BATCH_REQUEST = json.dumps(
         {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "echo"}},
     ]
 )
-BATCH_RESPONSE = json.dumps([{"jsonrpc": "2.0", "id": 2, "result": {"content": []}}, {"jsonrpc": "2.0", "id": 1, "result": {"tools": []}}])
+BATCH_RESPONSE = json.dumps(
+    [
+        {"jsonrpc": "2.0", "id": 2, "result": {"content": []}},
+        {"jsonrpc": "2.0", "id": 1, "result": {"tools": []}},
+    ]
+)
 
 
 def test_a_valid_batch_is_clean_with_strict(tmp_path: Path) -> None:
@@ -217,19 +260,29 @@ def test_a_batch_where_the_revision_has_none_is_a_finding() -> None:
     lines = [*initialize("2025-06-18"), BATCH_REQUEST, BATCH_RESPONSE]
     assert findings(lines, "2025-06-18") == [(4, -32600, "$"), (5, -32600, "$")]
     bad = BATCH_REQUEST.replace('"name": "echo"', '"name": 5')
-    assert findings([*initialize("2025-06-18"), bad], "2025-06-18") == [(4, -32602, "$[1].params.name"), (4, -32600, "$")]
+    assert findings([*initialize("2025-06-18"), bad], "2025-06-18") == [
+        (4, -32602, "$[1].params.name"),
+        (4, -32600, "$"),
+    ]
 
 
 @pytest.mark.parametrize("batch", ["[]", "[[]]", f"[{BATCH_REQUEST}]"])
 def test_an_empty_or_nested_batch_is_a_finding(batch: str) -> None:
     (finding,) = validate_lines([*initialize(BATCH_REVISION), batch], BATCH_REVISION)
     assert (finding.line, finding.code, finding.path) == (4, -32600, "$")
-    assert "empty batch" in finding.message if batch == "[]" else "a batch inside a batch" in finding.message
+    assert (
+        "empty batch" in finding.message
+        if batch == "[]"
+        else "a batch inside a batch" in finding.message
+    )
 
 
 def test_a_batch_from_both_sides_is_a_finding() -> None:
     mixed = json.dumps(
-        [{"jsonrpc": "2.0", "method": "notifications/initialized"}, {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}]
+        [
+            {"jsonrpc": "2.0", "method": "notifications/initialized"},
+            {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"},
+        ]
     )
     assert findings([*initialize(BATCH_REVISION)[:2], mixed], BATCH_REVISION) == [(3, -32600, "$")]
 
@@ -240,8 +293,14 @@ def test_a_batch_from_both_sides_is_a_finding() -> None:
 # resource_link content sent to clients of revisions without it, an 'array' elicitation property
 # before 2025-11-25, and the driver's deliberate request with an unsupported _meta revision.
 DEVIATIONS = {
-    "2024-11-05": [(18, -32602, "$.result.content[1].type"), (29, -32602, "$.result.content[0].type")],
-    "2025-03-26": [(18, -32602, "$.result.content[1].type"), (29, -32602, "$.result.content[0].type")],
+    "2024-11-05": [
+        (18, -32602, "$.result.content[1].type"),
+        (29, -32602, "$.result.content[0].type"),
+    ],
+    "2025-03-26": [
+        (18, -32602, "$.result.content[1].type"),
+        (29, -32602, "$.result.content[0].type"),
+    ],
     "2025-06-18": [(44, -32602, "$.params.requestedSchema.properties[...].type")],
     "2025-11-25": [],
     "2026-07-28": [(21, -32022, "$")],
@@ -250,7 +309,9 @@ DEVIATIONS = {
 
 @pytest.mark.parametrize("revision", sorted(DEVIATIONS))
 def test_a_real_session_gives_exactly_its_deviations(revision: str) -> None:
-    entries = [json.loads(line) for line in (SESSIONS / f"{revision}.jsonl").read_text().splitlines()]
+    entries = [
+        json.loads(line) for line in (SESSIONS / f"{revision}.jsonl").read_text().splitlines()
+    ]
     lines = [json.dumps(e["message"]) for e in entries]  # the direction marks dropped
     got = findings(lines, revision)
     assert got == DEVIATIONS[revision]
@@ -260,10 +321,14 @@ def test_a_real_session_gives_exactly_its_deviations(revision: str) -> None:
 
 
 def test_a_real_session_through_the_command(tmp_path: Path) -> None:
-    entries = [json.loads(line) for line in (SESSIONS / "2024-11-05.jsonl").read_text().splitlines()]
+    entries = [
+        json.loads(line) for line in (SESSIONS / "2024-11-05.jsonl").read_text().splitlines()
+    ]
     code, out = run(tmp_path, [json.dumps(e["message"]) for e in entries])
     assert code == 1
-    assert out.splitlines() == [str(f) for f in validate_lines([json.dumps(e["message"]) for e in entries], "2024-11-05")]
+    assert out.splitlines() == [
+        str(f) for f in validate_lines([json.dumps(e["message"]) for e in entries], "2024-11-05")
+    ]
     assert [line.split(":")[0] for line in out.splitlines()] == ["line 18", "line 29"]
 
 

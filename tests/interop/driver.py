@@ -33,7 +33,9 @@ import mcpbind
 from mcpbind import Codec, ErrorResponse, Request, Response
 
 HERE = Path(__file__).resolve().parent
-EVERYTHING = HERE / "node_modules" / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"
+EVERYTHING = (
+    HERE / "node_modules" / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"
+)
 SERVER_2026 = HERE / "server_2026.py"
 EVERYTHING_REVISIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 MODERN_REVISIONS = ("2026-07-28",)
@@ -125,13 +127,21 @@ class Session:
         """Request params; 2026-07-28 and later carry the revision and capabilities in _meta."""
         if self.codec.facts.request_meta is not None:
             out = dict(params or {})
-            out["_meta"] = self.codec.meta(self.client_capabilities(), **{
-                "io.modelcontextprotocol/clientInfo": {"name": "mcpbind-interop", "version": "0"}
-            })
+            out["_meta"] = self.codec.meta(
+                self.client_capabilities(),
+                **{
+                    "io.modelcontextprotocol/clientInfo": {
+                        "name": "mcpbind-interop",
+                        "version": "0",
+                    }
+                },
+            )
             return out
         return params
 
-    def request(self, method: str, params: dict[str, Any] | None = None) -> Response[Any] | ErrorResponse:
+    def request(
+        self, method: str, params: dict[str, Any] | None = None
+    ) -> Response[Any] | ErrorResponse:
         id = next(self.ids)
         self.send(self.message(method, self.params(params), id))
         deadline = time.monotonic() + self.timeout
@@ -188,7 +198,11 @@ class Session:
             assert answered is not None, f"response to unknown id {msg.id}"
             spec = M.METHODS[answered]
             expected = mcpbind._support._runtime_classes([spec.result])
-            assert isinstance(msg.result, tuple(expected)), (answered, type(msg.result), spec.result)
+            assert isinstance(msg.result, tuple(expected)), (
+                answered,
+                type(msg.result),
+                spec.result,
+            )
             last["method"] = answered
             return
         if isinstance(msg, ErrorResponse):
@@ -356,7 +370,10 @@ def modern_session(revision: str) -> Session:
         s.capabilities = msgspec.to_builtins(found.capabilities)
         tools = ok(s.request("tools/list"), "tools/list").tools
         for tool in tools:
-            ok(s.request("tools/call", {"name": tool.name, "arguments": arguments(tool)}), tool.name)
+            ok(
+                s.request("tools/call", {"name": tool.name, "arguments": arguments(tool)}),
+                tool.name,
+            )
         prompts = ok(s.request("prompts/list"), "prompts/list").prompts
         for prompt in prompts:
             args = {a.name: "mcpbind" for a in (prompt.arguments or []) if a.required}
@@ -377,7 +394,16 @@ def modern_session(revision: str) -> Session:
                 },
             )
         # A request for a revision the server does not speak gets its own error back.
-        bad = s.message("tools/list", {"_meta": {**s.codec.meta({}), "io.modelcontextprotocol/protocolVersion": "2099-01-01"}}, 9999)
+        bad = s.message(
+            "tools/list",
+            {
+                "_meta": {
+                    **s.codec.meta({}),
+                    "io.modelcontextprotocol/protocolVersion": "2099-01-01",
+                }
+            },
+            9999,
+        )
         s.send(bad)
         deadline = time.monotonic() + s.timeout
         while True:

@@ -30,7 +30,9 @@ KNOWN_DEVIATIONS = {
 def test_session(revision: str, tmp_path: Path) -> None:
     if revision in driver.EVERYTHING_REVISIONS:
         if shutil.which("node") is None or not driver.EVERYTHING.exists():
-            pytest.fail("server-everything is not installed: run `make interop` (npm ci in tests/interop)")
+            pytest.fail(
+                "server-everything is not installed: run `make interop` (npm ci in tests/interop)"
+            )
     else:
         pytest.importorskip("mcp.server", reason="the pinned `mcp` package (dev extras) is needed")
     s = driver.run(revision)
