@@ -63,17 +63,17 @@ def facts_view(rev: Revision, py: dict[str, str], annotate: Callable[[TypeExpr],
             if m.kind == "request":
                 w.fields.append(("id", "RequestId", None))
             w.fields.append(("jsonrpc", 'Literal["2.0"]', None))
-            own = [
+            fields = [
                 f
                 for f in _object(rev, m.message).fields
                 if not (f.wire == "method" and isinstance(f.type, Lit))
             ]
-            if [f.wire for f in own] != ["params"]:
+            if [f.wire for f in fields] != ["params"]:
                 # The runtime wraps a message without the JSON-RPC envelope as {method, params}.
                 raise OverlayError(
                     f"{rev.revision}: {m.message} has no envelope and more than params"
                 )
-            for f in own:
+            for f in fields:
                 annotation = ann(f.type)
                 default = None if f.required else "UNSET"
                 if not f.required:
@@ -101,6 +101,11 @@ def facts_view(rev: Revision, py: dict[str, str], annotate: Callable[[TypeExpr],
         ("client_capabilities", py["ClientCapabilities"]),
         ("server_capabilities", py["ServerCapabilities"]),
         ("wires", "WIRES"),
+        (
+            "capability_names",
+            literal(tuple(e["path"] for e in _entries("capability_names", rev.revision))),
+        ),
+        ("capability_implied", _implied(rev, py)),
     ]
     meta = [e for e in _entries("request_meta", rev.revision)]
     if meta:
@@ -153,6 +158,40 @@ def facts_view(rev: Revision, py: dict[str, str], annotate: Callable[[TypeExpr],
             )
         )
     return FactsView(wires=wires, responses=responses, record=record)
+
+
+def _implied(rev: Revision, py: dict[str, str]) -> str:
+    """What a bare capability object declares: the overlay's ``[[default]]`` of a field of an
+    object that a capabilities definition holds (``ClientCapabilitiesElicitation.form``)."""
+    from .emit import literal
+    from .overlay import defaults, in_range
+
+    out: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {}
+    for holder in ("ClientCapabilities", "ServerCapabilities"):
+        for f in _object(rev, holder).fields:
+            if not isinstance(f.type, RefT) or not isinstance(
+                rev.definitions[f.type.name], ObjectDef
+            ):
+                continue
+            keys = tuple(sorted(g.wire for g in _object(rev, f.type.name).fields))
+            for d in defaults():
+                if d.type == f.type.name and in_range(rev.revision, d.since, d.until):
+                    out.setdefault(f.wire, (keys, {}))[1][d.field] = d.value
+    items = ", ".join(
+        f"{literal(k)}: ({literal(keys)}, {_json(v)})" for k, (keys, v) in sorted(out.items())
+    )
+    return "{" + items + "}"
+
+
+def _json(value: Any) -> str:
+    """A Python literal of a JSON value (dicts and lists included)."""
+    from .emit import literal
+
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{literal(k)}: {_json(v)}" for k, v in sorted(value.items())) + "}"
+    if isinstance(value, list):
+        return "[" + ", ".join(_json(v) for v in value) + "]"
+    return literal(value)
 
 
 def _object(rev: Revision, name: str) -> ObjectDef:

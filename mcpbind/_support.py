@@ -119,6 +119,10 @@ class Facts(msgspec.Struct, frozen=True, kw_only=True):
     client_capabilities: Any
     server_capabilities: Any
     wires: Mapping[str, Wire]
+    capability_names: tuple[str, ...] = ()  # capabilities whose keys are names, not paths
+    # capability -> (its sub-capabilities, what an object with none of them declares):
+    # ``elicitation: {}`` is form mode
+    capability_implied: Mapping[str, tuple[tuple[str, ...], Mapping[str, Any]]] = {}
     request_meta: RequestMeta | None = None
     result_kinds: ResultKinds | None = None
     tasks: TaskResults | None = None

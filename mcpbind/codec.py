@@ -358,9 +358,9 @@ class Codec:
         if type(env.id) is not type(id_) or env.id != id_:
             return None
         kinds = self.facts.result_kinds
-        if kinds is not None and m is not None and m.kind_attr is not None:
-            if getattr(env.result, m.kind_attr) != kinds.own:
-                return None  # it says it is another kind of result: the classifier decides
+        attr = m.kind_attr if m is not None else None
+        if kinds is not None and attr is not None and getattr(env.result, attr) != kinds.own:
+            return None  # it says it is another kind of result: the classifier decides
         return self._answered(id_, method, env.result)
 
     def _answered(self, id_: Any, method: str, result: Any) -> Response[Any]:
@@ -550,7 +550,9 @@ class Codec:
             verdict = self._verdicts.get((side, gate.path))
             if verdict is None and side in self._caps:
                 plain = msgspec.to_builtins(self._caps[side])
-                verdict = self._verdicts[side, gate.path] = supports(plain, gate.path)
+                verdict = self._verdicts[side, gate.path] = supports(
+                    plain, gate.path, self.revision
+                )
             if verdict is not False or not _applies(gate, _params(msg)):
                 continue
             whom = f"this {side}" if side == self.role else f"the {side}"
@@ -618,11 +620,8 @@ class Codec:
         if isinstance(msg, ProtocolError):
             return self.error_response(msg)
         m = self._t.by_message.get(type(msg.message) if t is Request else t)
-        if (
-            m is None
-            or (t is Request) == m.enveloped
-            or (t is Request and m.spec.kind != "request")
-        ):
+        wrapped = m is not None and m.spec.kind == "request" and not m.enveloped  # in a Request
+        if m is None or (t is Request) != wrapped:
             raise TypeError(self._not_sendable(msg))
         if m.spec.sender not in (self.role, "both"):
             who = _senders(m.spec.sender)

@@ -164,6 +164,19 @@ FACTS = Facts(
     client_capabilities=ClientCapabilities,
     server_capabilities=ServerCapabilities,
     wires=WIRES,
+    capability_names=(
+        "experimental",
+        "extensions",
+    ),
+    capability_implied={
+        "elicitation": (
+            (
+                "form",
+                "url",
+            ),
+            {"form": {}},
+        )
+    },
     request_meta=RequestMeta(
         type=RequestMetaObject,
         version_key="io.modelcontextprotocol/protocolVersion",

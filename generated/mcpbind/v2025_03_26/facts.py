@@ -375,4 +375,6 @@ FACTS = Facts(
     client_capabilities=ClientCapabilities,
     server_capabilities=ServerCapabilities,
     wires=WIRES,
+    capability_names=("experimental",),
+    capability_implied={},
 )

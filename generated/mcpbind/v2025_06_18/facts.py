@@ -392,4 +392,6 @@ FACTS = Facts(
     client_capabilities=ClientCapabilities,
     server_capabilities=ServerCapabilities,
     wires=WIRES,
+    capability_names=("experimental",),
+    capability_implied={},
 )

@@ -260,6 +260,16 @@ FACTS = Facts(
     client_capabilities=ClientCapabilities,
     server_capabilities=ServerCapabilities,
     wires=WIRES,
+    capability_names=("experimental",),
+    capability_implied={
+        "elicitation": (
+            (
+                "form",
+                "url",
+            ),
+            {"form": {}},
+        )
+    },
     tasks=TaskResults(
         when="task",
         result=CreateTaskResult,
