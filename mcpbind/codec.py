@@ -700,8 +700,8 @@ class Codec:
         m = self._t.by_message.get(type(msg.message) if t is Request else t)
         if (
             m is None
-            or (t is Request) == m.enveloped
             or (t is Request and m.spec.kind != "request")
+            or (m.spec.kind == "request" and (t is Request) == m.enveloped)
         ):
             raise TypeError(self._not_sendable(msg))
         if m.spec.sender not in (self.role, "both"):
