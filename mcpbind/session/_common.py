@@ -160,8 +160,7 @@ def speech(revision: str) -> _Speech:
     return found
 
 
-@dataclass
-class _Outgoing:
+class _Outgoing(msgspec.Struct, gc=False):  # a Struct: built on every request, cheaply
     method: str
     speech: _Speech
     params: Any
@@ -169,8 +168,7 @@ class _Outgoing:
     augmented: bool  # sent as a task
 
 
-@dataclass
-class _Incoming:
+class _Incoming(msgspec.Struct, gc=False):
     method: str
     codec: Codec
     speech: _Speech
