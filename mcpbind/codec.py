@@ -715,12 +715,18 @@ def _params(msg: Any) -> Any:
 
 def _applies(gate: Gate, params: Any) -> bool:
     """Whether a conditional gate's params value is there (and has the value it names)."""
-    node = msgspec.to_builtins(params) if gate.when else None
-    for key in gate.when:  # wire keys
-        node = node.get(key, UNSET) if isinstance(node, dict) else UNSET
+    node = params
+    for key in gate.when:  # wire keys, through Structs and dicts alike
+        if isinstance(node, dict):
+            node = node.get(key, UNSET)
+        elif isinstance(node, msgspec.Struct):
+            keys = node.__struct_encode_fields__
+            node = getattr(node, node.__struct_fields__[keys.index(key)]) if key in keys else UNSET
+        else:
+            return False
         if node is UNSET:
             return False
-    return gate.equals is None or node == gate.equals
+    return gate.equals is None or msgspec.to_builtins(node) == gate.equals
 
 
 def _get(obj: Any, path: tuple[str, ...]) -> Any:
