@@ -39,6 +39,7 @@ class FactsView:
     wires: list[WireView]
     responses: list[ResponseView]
     record: list[tuple[str, str]]  # (field, Python expression) of the Facts record
+    peek_key: str | None = None  # literal: the version key a server peeks at first
 
 
 def facts_view(rev: Revision, py: dict[str, str], annotate: Callable[[TypeExpr], str]) -> FactsView:
@@ -116,7 +117,7 @@ def facts_view(rev: Revision, py: dict[str, str], annotate: Callable[[TypeExpr],
                 f"RequestMeta(type={py[e['definition']]}, version_key={literal(e['version_key'])}, "
                 f"capabilities_key={literal(e['capabilities_key'])}, info_key={literal(e['info_key'])}, "
                 f"unsupported_version_code={_error_code(rev, e['unsupported_version'])}, "
-                f"missing_capability_code={_error_code(rev, e['missing_capability'])})",
+                f"missing_capability_code={_error_code(rev, e['missing_capability'])}, peek=_Peek)",
             )
         )
     if ov.result_kinds:
@@ -157,7 +158,8 @@ def facts_view(rev: Revision, py: dict[str, str], annotate: Callable[[TypeExpr],
                 f"input_responses={literal(e['input_responses'])}, request_state={literal(e['request_state'])})",
             )
         )
-    return FactsView(wires=wires, responses=responses, record=record)
+    peek = literal(meta[0]["version_key"]) if meta else None
+    return FactsView(wires=wires, responses=responses, record=record, peek_key=peek)
 
 
 def _implied(rev: Revision, py: dict[str, str]) -> str:

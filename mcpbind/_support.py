@@ -72,6 +72,7 @@ class RequestMeta(msgspec.Struct, frozen=True, kw_only=True):
     info_key: str
     unsupported_version_code: int
     missing_capability_code: int
+    peek: Any  # a Struct reading only a request's id, method and params._meta version
 
 
 class ResultKinds(msgspec.Struct, frozen=True, kw_only=True):

@@ -202,7 +202,7 @@ class ClientSession(Session):
         if older is not None and older not in self._tried:
             self._initialize(older)
             return
-        what = "discover" if discover else "initialize"
+        what = "the discovery probe" if discover else "the handshake"
         reason = f"the server refused {what} ({error.code}: {error.message})"
         if offered is not None:
             reason += f" and offers {offered}"

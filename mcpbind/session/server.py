@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable
-from typing import Any, Union
+from typing import Any
 
 import msgspec
 
@@ -247,31 +248,16 @@ class ServerSession(Session):
 
 
 def _peek_decoder(revisions: list[str]) -> msgspec.json.Decoder[Any] | None:
-    """A decoder reading only a message's method, id and ``_meta`` protocol version (the keys
-    come from the facts of the newest revision with the per-request envelope)."""
-    if not revisions:
-        return None
-    sp = speech(revisions[0])
-    envelope = sp.facts.request_meta
-    discover = sp.facts.lifecycle.get("discover")
-    if envelope is None or discover is None:
-        return None
-    meta_key = sp.send(discover).meta_key
-    if meta_key is None:
-        return None
-    meta = msgspec.defstruct(
-        "_PeekMeta", [("version", Any, msgspec.field(name=envelope.version_key, default=None))]
-    )
-    params = msgspec.defstruct(
-        "_PeekParams",
-        [("meta", Union[meta, None], msgspec.field(name=meta_key, default=None))],  # noqa: UP007
-    )
-    peek = msgspec.defstruct(
-        "_Peek",
-        [
-            ("id", Any, None),
-            ("method", Any, None),
-            ("params", Union[params, None], None),  # noqa: UP007
-        ],
-    )
-    return msgspec.json.Decoder(peek)
+    """A decoder reading only a message's method, id and ``_meta`` protocol version (the
+    generated ``RequestMeta.peek`` of the newest revision with the per-request envelope)."""
+    envelope = speech(revisions[0]).facts.request_meta if revisions else None
+    return None if envelope is None else _DECODERS.get(envelope.peek) or _decoder(envelope.peek)
+
+
+_DECODERS: dict[Any, msgspec.json.Decoder[Any]] = {}  # one per generated peek Struct
+_LOCK = threading.Lock()
+
+
+def _decoder(peek: Any) -> msgspec.json.Decoder[Any]:
+    with _LOCK:
+        return _DECODERS.setdefault(peek, msgspec.json.Decoder(peek))

@@ -5,13 +5,29 @@ handshake, the version strings, how results are told apart."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Literal
+from typing import Any, Literal
 
 from msgspec import UNSET, Struct, UnsetType, field
 
 from mcpbind._support import Facts, RequestMeta, ResultKinds, RoundTrip, TaskResults, Wire
 
 from .types import *  # noqa: F403
+
+
+class _PeekMeta(Struct, gc=False):
+    version: Any = field(name="io.modelcontextprotocol/protocolVersion", default=None)
+
+
+class _PeekParams(Struct, gc=False):
+    meta: _PeekMeta | None = field(name="_meta", default=None)
+
+
+class _Peek(Struct, gc=False):
+    """What a server reads first of a request: its id, method and protocol version."""
+
+    id: Any = None
+    method: Any = None
+    params: _PeekParams | None = None
 
 
 class _CompleteRequestResponse(Struct, gc=False, forbid_unknown_fields=True):
@@ -184,6 +200,7 @@ FACTS = Facts(
         info_key="io.modelcontextprotocol/clientInfo",
         unsupported_version_code=-32022,
         missing_capability_code=-32021,
+        peek=_Peek,
     ),
     result_kinds=ResultKinds(
         key="resultType",
