@@ -698,11 +698,8 @@ class Codec:
         if isinstance(msg, ProtocolError):
             return msg.to_json()
         m = self._t.by_message.get(type(msg.message) if t is Request else t)
-        if (
-            m is None
-            or (t is Request) == m.enveloped
-            or (t is Request and m.spec.kind != "request")
-        ):
+        # Only a request of a revision whose request classes carry no id comes in a Request.
+        if m is None or (t is Request) != (m.spec.kind == "request" and not m.enveloped):
             raise TypeError(self._not_sendable(msg))
         if m.spec.sender not in (self.role, "both"):
             raise ProtocolError(
@@ -738,6 +735,8 @@ class Codec:
         t = type(msg.message) if type(msg) is Request else type(msg)
         if t in self._t.by_message:
             m = self._t.by_message[t]
+            if m.spec.kind != "request":
+                return f"in MCP {self.revision} {t.__name__} is a notification: encode it as it is, without an id"
             if m.enveloped:
                 return f"in MCP {self.revision} {t.__name__} carries its id: encode it as it is, not in a Request"
             return f"in MCP {self.revision} a request needs an id: encode Request(id=..., message={t.__name__}(...))"
