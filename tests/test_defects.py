@@ -316,6 +316,12 @@ def test_notification_with_an_id_is_an_invalid_request(revision: str, method: st
     assert refusal(receiver_of(revision, method), raw(message)).code == INVALID_REQUEST
 
 
+@pytest.mark.parametrize("revision, method", _notifications())
+def test_notification_is_sent_as_it_is_without_an_id(revision: str, method: str) -> None:
+    message = message_of(revision, method)
+    assert through(receiver_of(revision, method), sender_of(revision, method), message) == message
+
+
 # -- e. the official draft examples --------------------------------------------------------------
 
 
