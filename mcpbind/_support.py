@@ -255,19 +255,28 @@ def _compile_open(cls: type[OpenObject]) -> Callable[[Any], Any]:
     def decode(obj: Any) -> Any:
         if type(obj) is not dict:
             raise ValueError(f"Expected `object`, got `{_kind(obj)}`")
-        values = (
-            convert(obj, fields_type, dec_hook=dec_hook)
-            if fields_hooked
-            else convert(obj, fields_type)
-        )
+        try:
+            values = (
+                convert(obj, fields_type, dec_hook=dec_hook)
+                if fields_hooked
+                else convert(obj, fields_type)
+            )
+            extra = (
+                convert_extra({k: v for k, v in obj.items() if k not in declared})
+                if convert_extra is not None
+                else None
+            )
+        except msgspec.ValidationError as exc:
+            # msgspec adds the object's own location only to a ValueError from a hook.
+            raise ValueError(str(exc)) from None
         self = new(klass)
         update(self, obj)
         for attribute, wire in typed:
             value = getattr(values, attribute)
             if value is not unset:
                 setitem(self, wire, value)
-        if convert_extra is not None:
-            update(self, convert_extra({k: v for k, v in obj.items() if k not in declared}))
+        if extra is not None:
+            update(self, extra)
         return self
 
     return decode
@@ -542,11 +551,23 @@ def decoder(tp: Any) -> msgspec.json.Decoder[Any]:
 
 
 def decode(data: bytes | str, tp: type[T]) -> T:
-    """Decode JSON into ``tp`` (any generated type); errors name the full JSON path."""
+    """Decode JSON into ``tp`` (any generated type).
+
+    Whatever ``data`` holds, the only error is ``msgspec.DecodeError``: its subclass
+    ``msgspec.ValidationError`` (naming the full JSON path) when the JSON does not fit ``tp``,
+    ``msgspec.DecodeError`` itself when it is not JSON, is not UTF-8 (a lone surrogate, in a
+    ``str`` or encoded in bytes) or nests too deeply to decode.
+    """
     try:
         return decoder(tp).decode(data)  # type: ignore[arg-type, no-any-return]
     except msgspec.ValidationError as exc:
         raise msgspec.ValidationError(join_path(str(exc))) from None
+    except RecursionError:
+        raise msgspec.DecodeError("JSON is nested too deeply") from None
+    except UnicodeError as exc:  # a str is encoded to UTF-8 first; bytes' strings are decoded
+        raise msgspec.DecodeError(
+            f"Invalid JSON: not UTF-8 ({getattr(exc, 'reason', exc)})"
+        ) from None
 
 
 def convert(obj: Any, tp: type[T]) -> T:

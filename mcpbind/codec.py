@@ -654,12 +654,15 @@ class Codec:
 
     def _not_sendable(self, msg: Any) -> str:
         t = type(msg.message) if type(msg) is Request else type(msg)
-        m = self._t.by_message.get(t)
-        if m is None:
-            return f"cannot encode {t.__name__} (from {t.__module__}) as a message of MCP {self.revision}"
-        if m.enveloped:
-            return f"in MCP {self.revision} {t.__name__} carries its id: encode it as it is, not in a Request"
-        return f"in MCP {self.revision} a {m.spec.kind} is encoded as {'Request(id=..., message=...)' if m.spec.kind == 'request' else 'itself'}"
+        if t in self._t.by_message:
+            m = self._t.by_message[t]
+            if m.spec.kind != "request":
+                return f"in MCP {self.revision} {t.__name__} is a notification: encode it as it is, without an id"
+            if m.enveloped:
+                return f"in MCP {self.revision} {t.__name__} carries its id: encode it as it is, not in a Request"
+            return f"in MCP {self.revision} a request needs an id: encode Request(id=..., message={t.__name__}(...))"
+        where = getattr(t, "__module__", "")
+        return f"cannot encode {t.__name__} (from {where}) as a message of MCP {self.revision}"
 
     def request(self, message: Any, id: RequestId) -> Any:
         """``message`` (a generated request of this revision) as a request with ``id``."""

@@ -24,6 +24,7 @@ TARGET = "2025-11-25"
 def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict[type, str]]:
     """The projection functions from the classes of module ``_a`` to those of module ``_b``."""
     # Target types of values the source leaves open (validated with mcpbind.convert).
+    _T0: Any = str
 
     def _o_Annotations_1(x: Any, c: Ctx) -> Any:
         # _a.TextContentAnnotations -> _b.Annotations
@@ -395,7 +396,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.ListToolsResult -> _b.ListToolsResult
         meta = x.meta
         next_cursor = x.next_cursor
-        tools = _l29(x.tools, c)
+        tools = c.req(x.tools, _l30, "tools")
         return _b.ListToolsResult(meta=meta, next_cursor=next_cursor, tools=tools)
 
     def _o_LoggingMessageNotification(x: Any, c: Ctx) -> Any:
@@ -545,7 +546,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
     def _o_ReadResourceResult(x: Any, c: Ctx) -> Any:
         # _a.ReadResourceResult -> _b.ReadResourceResult
         meta = x.meta
-        contents = _l32(x.contents, c)
+        contents = _l33(x.contents, c)
         return _b.ReadResourceResult(meta=meta, contents=contents)
 
     def _o_Request(x: Any, c: Ctx) -> Any:
@@ -755,16 +756,16 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
     def _o_Tool(x: Any, c: Ctx) -> Any:
         # _a.Tool -> _b.Tool
         description = x.description
-        input_schema = _o_ToolInputSchema(x.input_schema, c)
+        input_schema = c.req(x.input_schema, _o_ToolInputSchema, "inputSchema")
         name = x.name
         return _b.Tool(description=description, input_schema=input_schema, name=name)
 
     def _o_ToolInputSchema(x: Any, c: Ctx) -> Any:
         # _a.ToolInputSchema -> _b.ToolInputSchema
-        properties = x.properties
-        required = x.required
-        type = x.type
-        return _b.ToolInputSchema(properties=properties, required=required, type=type)
+        d = dict(x)
+        if "$schema" in d:
+            d["$schema"] = c.opt(d["$schema"], _v29, "$schema")
+        return _b.ToolInputSchema(d)
 
     def _o_ToolListChangedNotification(x: Any, c: Ctx) -> Any:
         # _a.ToolListChangedNotification -> _b.ToolListChangedNotification
@@ -825,13 +826,13 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # Any -> Any
         return [_o_Root(i, c) for i in v]
 
-    def _l29(v: Any, c: Ctx) -> Any:
+    def _l30(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        return [_o_Tool(i, c) for i in v]
+        return c.items(v, _o_Tool)
 
-    def _l32(v: Any, c: Ctx) -> Any:
+    def _l33(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        return [_u31(i, c) for i in v]
+        return [_u32(i, c) for i in v]
 
     def _l8(v: Any, c: Ctx) -> Any:
         # Any -> Any
@@ -865,9 +866,9 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
             return c.member(v, "ContentBlock")
         return f(v, c)
 
-    def _u31(v: Any, c: Ctx) -> Any:
+    def _u32(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        f = _D30.get(type(v))
+        f = _D31.get(type(v))
         if f is None:
             return c.member(v, "ReadResourceResult.contents[]")
         return f(v, c)
@@ -885,6 +886,10 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         if f is None:
             return c.member(v, "ContentBlock")
         return f(v, c)
+
+    def _v29(v: Any, c: Ctx) -> Any:
+        # Any -> Any
+        return c.check(v, _T0, "string")
 
     _D4: dict[type, Callable[[Any, Ctx], Any]] = {
         _a.TextResourceContents: _o_TextResourceContents,
@@ -918,7 +923,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.EmbeddedResource: _o_EmbeddedResource,
     }
 
-    _D30: dict[type, Callable[[Any, Ctx], Any]] = {
+    _D31: dict[type, Callable[[Any, Ctx], Any]] = {
         _a.TextResourceContents: _o_TextResourceContents,
         _a.BlobResourceContents: _o_BlobResourceContents,
     }

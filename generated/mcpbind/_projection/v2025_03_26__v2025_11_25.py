@@ -24,6 +24,7 @@ TARGET = "2025-11-25"
 def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict[type, str]]:
     """The projection functions from the classes of module ``_a`` to those of module ``_b``."""
     # Target types of values the source leaves open (validated with mcpbind.convert).
+    _T0: Any = str
 
     def _o_Annotations(x: Any, c: Ctx) -> Any:
         # _a.Annotations -> _b.Annotations
@@ -380,7 +381,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.ListToolsResult -> _b.ListToolsResult
         meta = x.meta
         next_cursor = x.next_cursor
-        tools = _l24(x.tools, c)
+        tools = c.req(x.tools, _l25, "tools")
         return _b.ListToolsResult(meta=meta, next_cursor=next_cursor, tools=tools)
 
     def _o_LoggingMessageNotification(x: Any, c: Ctx) -> Any:
@@ -535,7 +536,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
     def _o_ReadResourceResult(x: Any, c: Ctx) -> Any:
         # _a.ReadResourceResult -> _b.ReadResourceResult
         meta = x.meta
-        contents = _l27(x.contents, c)
+        contents = _l28(x.contents, c)
         return _b.ReadResourceResult(meta=meta, contents=contents)
 
     def _o_Request(x: Any, c: Ctx) -> Any:
@@ -750,7 +751,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         if annotations is not UNSET:
             annotations = _o_ToolAnnotations(annotations, c)
         description = x.description
-        input_schema = _o_ToolInputSchema(x.input_schema, c)
+        input_schema = c.req(x.input_schema, _o_ToolInputSchema, "inputSchema")
         name = x.name
         return _b.Tool(
             annotations=annotations, description=description, input_schema=input_schema, name=name
@@ -773,10 +774,10 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_ToolInputSchema(x: Any, c: Ctx) -> Any:
         # _a.ToolInputSchema -> _b.ToolInputSchema
-        properties = x.properties
-        required = x.required
-        type = x.type
-        return _b.ToolInputSchema(properties=properties, required=required, type=type)
+        d = dict(x)
+        if "$schema" in d:
+            d["$schema"] = c.opt(d["$schema"], _v24, "$schema")
+        return _b.ToolInputSchema(d)
 
     def _o_ToolListChangedNotification(x: Any, c: Ctx) -> Any:
         # _a.ToolListChangedNotification -> _b.ToolListChangedNotification
@@ -837,13 +838,13 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # Any -> Any
         return [_o_Root(i, c) for i in v]
 
-    def _l24(v: Any, c: Ctx) -> Any:
+    def _l25(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        return [_o_Tool(i, c) for i in v]
+        return c.items(v, _o_Tool)
 
-    def _l27(v: Any, c: Ctx) -> Any:
+    def _l28(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        return [_u26(i, c) for i in v]
+        return [_u27(i, c) for i in v]
 
     def _l5(v: Any, c: Ctx) -> Any:
         # Any -> Any
@@ -877,9 +878,9 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
             return c.member(v, "EmbeddedResource.resource")
         return f(v, c)
 
-    def _u26(v: Any, c: Ctx) -> Any:
+    def _u27(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        f = _D25.get(type(v))
+        f = _D26.get(type(v))
         if f is None:
             return c.member(v, "ReadResourceResult.contents[]")
         return f(v, c)
@@ -897,6 +898,10 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         if f is None:
             return c.member(v, "CompleteRequestParams.ref")
         return f(v, c)
+
+    def _v24(v: Any, c: Ctx) -> Any:
+        # Any -> Any
+        return c.check(v, _T0, "string")
 
     _D1: dict[type, Callable[[Any, Ctx], Any]] = {
         _a.TextResourceContents: _o_TextResourceContents,
@@ -934,7 +939,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.EmbeddedResource: _o_EmbeddedResource,
     }
 
-    _D25: dict[type, Callable[[Any, Ctx], Any]] = {
+    _D26: dict[type, Callable[[Any, Ctx], Any]] = {
         _a.TextResourceContents: _o_TextResourceContents,
         _a.BlobResourceContents: _o_BlobResourceContents,
     }

@@ -889,7 +889,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         if annotations is not UNSET:
             annotations = _o_ToolAnnotations(annotations, c)
         description = x.description
-        input_schema = _o_ToolInputSchema(x.input_schema, c)
+        input_schema = c.req(x.input_schema, _o_ToolInputSchema, "inputSchema")
         name = x.name
         return _b.Tool(
             annotations=annotations, description=description, input_schema=input_schema, name=name
@@ -912,13 +912,9 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_ToolInputSchema(x: Any, c: Ctx) -> Any:
         # _a.ToolInputSchema -> _b.ToolInputSchema
-        d: dict[str, Any] = {}
-        if x.type is not UNSET:
-            d["type"] = x.type
-        if x.properties is not UNSET:
-            d["properties"] = x.properties
-        if x.required is not UNSET:
-            d["required"] = x.required
+        d = dict(x)
+        if "$schema" in d:
+            d["$schema"] = c.opt(d["$schema"], _v5, "$schema")
         return _b.ToolInputSchema(d)
 
     def _o_ToolListChangedNotification(x: Any, c: Ctx) -> Any:

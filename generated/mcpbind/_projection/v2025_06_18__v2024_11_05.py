@@ -871,10 +871,8 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_ToolInputSchema(x: Any, c: Ctx) -> Any:
         # _a.ToolInputSchema -> _b.ToolInputSchema
-        properties = x.properties
-        required = x.required
-        type = x.type
-        return _b.ToolInputSchema(properties=properties, required=required, type=type)
+        d = dict(x)
+        return _b.ToolInputSchema(d)
 
     def _o_ToolListChangedNotification(x: Any, c: Ctx) -> Any:
         # _a.ToolListChangedNotification -> _b.ToolListChangedNotification

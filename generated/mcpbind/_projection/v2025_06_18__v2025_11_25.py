@@ -24,6 +24,7 @@ TARGET = "2025-11-25"
 def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict[type, str]]:
     """The projection functions from the classes of module ``_a`` to those of module ``_b``."""
     # Target types of values the source leaves open (validated with mcpbind.convert).
+    _T0: Any = str
 
     def _o_Annotations(x: Any, c: Ctx) -> Any:
         # _a.Annotations -> _b.Annotations
@@ -434,7 +435,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.ListToolsResult -> _b.ListToolsResult
         meta = x.meta
         next_cursor = x.next_cursor
-        tools = _l22(x.tools, c)
+        tools = c.req(x.tools, _l23, "tools")
         return _b.ListToolsResult(meta=meta, next_cursor=next_cursor, tools=tools)
 
     def _o_LoggingMessageNotification(x: Any, c: Ctx) -> Any:
@@ -606,7 +607,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
     def _o_ReadResourceResult(x: Any, c: Ctx) -> Any:
         # _a.ReadResourceResult -> _b.ReadResourceResult
         meta = x.meta
-        contents = _l25(x.contents, c)
+        contents = _l26(x.contents, c)
         return _b.ReadResourceResult(meta=meta, contents=contents)
 
     def _o_Request(x: Any, c: Ctx) -> Any:
@@ -874,11 +875,11 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         if annotations is not UNSET:
             annotations = _o_ToolAnnotations(annotations, c)
         description = x.description
-        input_schema = _o_ToolInputSchema(x.input_schema, c)
+        input_schema = c.req(x.input_schema, _o_ToolInputSchema, "inputSchema")
         name = x.name
         output_schema = x.output_schema
         if output_schema is not UNSET:
-            output_schema = _o_ToolOutputSchema(output_schema, c)
+            output_schema = c.opt(output_schema, _o_ToolOutputSchema, "outputSchema")
         title = x.title
         return _b.Tool(
             meta=meta,
@@ -907,10 +908,10 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_ToolInputSchema(x: Any, c: Ctx) -> Any:
         # _a.ToolInputSchema -> _b.ToolInputSchema
-        properties = x.properties
-        required = x.required
-        type = x.type
-        return _b.ToolInputSchema(properties=properties, required=required, type=type)
+        d = dict(x)
+        if "$schema" in d:
+            d["$schema"] = c.opt(d["$schema"], _v22, "$schema")
+        return _b.ToolInputSchema(d)
 
     def _o_ToolListChangedNotification(x: Any, c: Ctx) -> Any:
         # _a.ToolListChangedNotification -> _b.ToolListChangedNotification
@@ -922,10 +923,10 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_ToolOutputSchema(x: Any, c: Ctx) -> Any:
         # _a.ToolOutputSchema -> _b.ToolOutputSchema
-        properties = x.properties
-        required = x.required
-        type = x.type
-        return _b.ToolOutputSchema(properties=properties, required=required, type=type)
+        d = dict(x)
+        if "$schema" in d:
+            d["$schema"] = c.opt(d["$schema"], _v22, "$schema")
+        return _b.ToolOutputSchema(d)
 
     def _o_UnsubscribeRequest(x: Any, c: Ctx) -> Any:
         # _a.UnsubscribeRequest -> _b.UnsubscribeRequest
@@ -978,13 +979,13 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # Any -> Any
         return [_o_Root(i, c) for i in v]
 
-    def _l22(v: Any, c: Ctx) -> Any:
+    def _l23(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        return [_o_Tool(i, c) for i in v]
+        return c.items(v, _o_Tool)
 
-    def _l25(v: Any, c: Ctx) -> Any:
+    def _l26(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        return [_u24(i, c) for i in v]
+        return [_u25(i, c) for i in v]
 
     def _l5(v: Any, c: Ctx) -> Any:
         # Any -> Any
@@ -1011,9 +1012,9 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
             return c.member(v, "EmbeddedResource.resource")
         return f(v, c)
 
-    def _u24(v: Any, c: Ctx) -> Any:
+    def _u25(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        f = _D23.get(type(v))
+        f = _D24.get(type(v))
         if f is None:
             return c.member(v, "ReadResourceResult.contents[]")
         return f(v, c)
@@ -1031,6 +1032,10 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         if f is None:
             return c.member(v, "CompleteRequestParams.ref")
         return f(v, c)
+
+    def _v22(v: Any, c: Ctx) -> Any:
+        # Any -> Any
+        return c.check(v, _T0, "string")
 
     _D1: dict[type, Callable[[Any, Ctx], Any]] = {
         _a.TextResourceContents: _o_TextResourceContents,
@@ -1062,7 +1067,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.AudioContent: _o_AudioContent,
     }
 
-    _D23: dict[type, Callable[[Any, Ctx], Any]] = {
+    _D24: dict[type, Callable[[Any, Ctx], Any]] = {
         _a.TextResourceContents: _o_TextResourceContents,
         _a.BlobResourceContents: _o_BlobResourceContents,
     }

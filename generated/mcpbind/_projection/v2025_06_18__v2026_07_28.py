@@ -1017,11 +1017,11 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         if annotations is not UNSET:
             annotations = _o_ToolAnnotations(annotations, c)
         description = x.description
-        input_schema = _o_ToolInputSchema(x.input_schema, c)
+        input_schema = c.req(x.input_schema, _o_ToolInputSchema, "inputSchema")
         name = x.name
         output_schema = x.output_schema
         if output_schema is not UNSET:
-            output_schema = _o_ToolOutputSchema(output_schema, c)
+            output_schema = c.opt(output_schema, _o_ToolOutputSchema, "outputSchema")
         title = x.title
         return _b.Tool(
             meta=meta,
@@ -1050,13 +1050,9 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_ToolInputSchema(x: Any, c: Ctx) -> Any:
         # _a.ToolInputSchema -> _b.ToolInputSchema
-        d: dict[str, Any] = {}
-        if x.type is not UNSET:
-            d["type"] = x.type
-        if x.properties is not UNSET:
-            d["properties"] = x.properties
-        if x.required is not UNSET:
-            d["required"] = x.required
+        d = dict(x)
+        if "$schema" in d:
+            d["$schema"] = c.opt(d["$schema"], _v5, "$schema")
         return _b.ToolInputSchema(d)
 
     def _o_ToolListChangedNotification(x: Any, c: Ctx) -> Any:
@@ -1069,13 +1065,9 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_ToolOutputSchema(x: Any, c: Ctx) -> Any:
         # _a.ToolOutputSchema -> _b.ToolOutputSchema
-        d: dict[str, Any] = {}
-        if x.properties is not UNSET:
-            d["properties"] = x.properties
-        if x.required is not UNSET:
-            d["required"] = x.required
-        if x.type is not UNSET:
-            d["type"] = x.type
+        d = dict(x)
+        if "$schema" in d:
+            d["$schema"] = c.opt(d["$schema"], _v5, "$schema")
         return _b.ToolOutputSchema(d)
 
     def _l11(v: Any, c: Ctx) -> Any:

@@ -997,10 +997,8 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_ToolInputSchema(x: Any, c: Ctx) -> Any:
         # _a.ToolInputSchema -> _b.ToolInputSchema
-        properties = x.properties
-        required = x.required
-        type = x.type
-        return _b.ToolInputSchema(properties=properties, required=required, type=type)
+        d = dict(x)
+        return _b.ToolInputSchema(d)
 
     def _o_ToolListChangedNotification(x: Any, c: Ctx) -> Any:
         # _a.ToolListChangedNotification -> _b.ToolListChangedNotification
@@ -1018,10 +1016,8 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_ToolOutputSchema(x: Any, c: Ctx) -> Any:
         # _a.ToolOutputSchema -> _b.ToolOutputSchema
-        properties = x.properties
-        required = x.required
-        type = x.type
-        return _b.ToolOutputSchema(properties=properties, required=required, type=type)
+        d = dict(x)
+        return _b.ToolOutputSchema(d)
 
     def _o_UnsubscribeRequest(x: Any, c: Ctx) -> Any:
         # _a.UnsubscribeRequest -> _b.UnsubscribeRequest

@@ -1372,15 +1372,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_ToolInputSchema(x: Any, c: Ctx) -> Any:
         # _a.ToolInputSchema -> _b.ToolInputSchema
-        d: dict[str, Any] = {}
-        if x.schema is not UNSET:
-            d["$schema"] = x.schema
-        if x.type is not UNSET:
-            d["type"] = x.type
-        if x.properties is not UNSET:
-            d["properties"] = x.properties
-        if x.required is not UNSET:
-            d["required"] = x.required
+        d = dict(x)
         return _b.ToolInputSchema(d)
 
     def _o_ToolListChangedNotification(x: Any, c: Ctx) -> Any:
@@ -1393,15 +1385,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_ToolOutputSchema(x: Any, c: Ctx) -> Any:
         # _a.ToolOutputSchema -> _b.ToolOutputSchema
-        d: dict[str, Any] = {}
-        if x.schema is not UNSET:
-            d["$schema"] = x.schema
-        if x.properties is not UNSET:
-            d["properties"] = x.properties
-        if x.required is not UNSET:
-            d["required"] = x.required
-        if x.type is not UNSET:
-            d["type"] = x.type
+        d = dict(x)
         return _b.ToolOutputSchema(d)
 
     def _o_ToolResultContent(x: Any, c: Ctx) -> Any:

@@ -841,14 +841,12 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_ToolInputSchema(x: Any, c: Ctx) -> Any:
         # _a.ToolInputSchema -> _b.ToolInputSchema
-        properties = x.get("properties", UNSET)
-        if properties is not UNSET:
-            properties = c.opt(properties, _v43, "properties")
-        required = x.get("required", UNSET)
-        if required is not UNSET:
-            required = c.opt(required, _v44, "required")
-        type = x["type"]
-        return _b.ToolInputSchema(properties=properties, required=required, type=type)
+        d = dict(x)
+        if "properties" in d:
+            d["properties"] = c.opt(d["properties"], _v43, "properties")
+        if "required" in d:
+            d["required"] = c.opt(d["required"], _v44, "required")
+        return _b.ToolInputSchema(d)
 
     def _o_ToolListChangedNotification(x: Any, c: Ctx) -> Any:
         # _a.ToolListChangedNotification -> _b.ToolListChangedNotification

@@ -1150,17 +1150,12 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_ToolInputSchema(x: Any, c: Ctx) -> Any:
         # _a.ToolInputSchema -> _b.ToolInputSchema
-        schema = x.get("$schema", UNSET)
-        properties = x.get("properties", UNSET)
-        if properties is not UNSET:
-            properties = c.opt(properties, _v21, "properties")
-        required = x.get("required", UNSET)
-        if required is not UNSET:
-            required = c.opt(required, _v22, "required")
-        type = x["type"]
-        return _b.ToolInputSchema(
-            schema=schema, properties=properties, required=required, type=type
-        )
+        d = dict(x)
+        if "properties" in d:
+            d["properties"] = c.opt(d["properties"], _v21, "properties")
+        if "required" in d:
+            d["required"] = c.opt(d["required"], _v22, "required")
+        return _b.ToolInputSchema(d)
 
     def _o_ToolListChangedNotification(x: Any, c: Ctx) -> Any:
         # _a.ToolListChangedNotification -> _b.ToolListChangedNotification
@@ -1172,21 +1167,16 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_ToolOutputSchema(x: Any, c: Ctx) -> Any:
         # _a.ToolOutputSchema -> _b.ToolOutputSchema
-        schema = x.get("$schema", UNSET)
-        properties = x.get("properties", UNSET)
-        if properties is not UNSET:
-            properties = c.opt(properties, _v21, "properties")
-        required = x.get("required", UNSET)
-        if required is not UNSET:
-            required = c.opt(required, _v22, "required")
-        type = x.get("type", UNSET)
-        if type is not UNSET:
-            type = c.req(type, _v23, "type")
-        if type is UNSET:
+        d = dict(x)
+        if "properties" in d:
+            d["properties"] = c.opt(d["properties"], _v21, "properties")
+        if "required" in d:
+            d["required"] = c.opt(d["required"], _v22, "required")
+        if "type" in d:
+            d["type"] = c.req(d["type"], _v23, "type")
+        if "type" not in d:
             c.fail("ToolOutputSchema", "the target requires it and the source has no value", "type")
-        return _b.ToolOutputSchema(
-            schema=schema, properties=properties, required=required, type=type
-        )
+        return _b.ToolOutputSchema(d)
 
     def _o_ToolResultContent(x: Any, c: Ctx) -> Any:
         # _a.ToolResultContent -> _b.ToolResultContent

@@ -1289,9 +1289,7 @@ class Tool(Struct, kw_only=True, gc=False):
     """The name of the tool."""
 
 
-class ToolInputSchema(Struct, kw_only=True, gc=False):
-    """A JSON Schema object defining the expected parameters for the tool."""
-
+class _ToolInputSchemaFields(Struct, kw_only=True, gc=False):
     properties: dict[str, dict[str, Any]] | UnsetType = UNSET
     required: list[str] | UnsetType = UNSET
     type: Literal["object"]
@@ -1948,6 +1946,42 @@ class SubscribeRequestParamsMeta(OpenObject):
     def progress_token(self) -> ProgressToken | UnsetType:
         """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
         return self.get("progressToken", UNSET)  # type: ignore[no-any-return]
+
+
+class ToolInputSchema(OpenObject):
+    """A JSON Schema object defining the expected parameters for the tool."""
+
+    __slots__ = ()
+    _attributes = {
+        "properties": "properties",
+        "required": "required",
+        "type": "type",
+    }
+    _fields_type = _ToolInputSchemaFields
+
+    if TYPE_CHECKING:
+
+        def __init__(
+            self,
+            _extra: Mapping[str, Any] | None = None,
+            /,
+            *,
+            properties: dict[str, dict[str, Any]] | UnsetType = UNSET,
+            required: list[str] | UnsetType = UNSET,
+            type: Literal["object"],
+        ) -> None: ...
+
+    @property
+    def properties(self) -> dict[str, dict[str, Any]] | UnsetType:
+        return self.get("properties", UNSET)  # type: ignore[no-any-return]
+
+    @property
+    def required(self) -> list[str] | UnsetType:
+        return self.get("required", UNSET)  # type: ignore[no-any-return]
+
+    @property
+    def type(self) -> Literal["object"]:
+        return self["type"]  # type: ignore[no-any-return]
 
 
 class ToolListChangedNotificationParams(OpenObject):

@@ -5,7 +5,7 @@ handshake, the version strings, how results are told apart."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Literal
+from typing import Any, Literal
 
 from msgspec import UNSET, Struct, UnsetType, field
 

@@ -1542,9 +1542,7 @@ class ToolAnnotations(Struct, kw_only=True, gc=False):
     """A human-readable title for the tool."""
 
 
-class ToolInputSchema(Struct, kw_only=True, gc=False):
-    """A JSON Schema object defining the expected parameters for the tool."""
-
+class _ToolInputSchemaFields(Struct, kw_only=True, gc=False):
     properties: dict[str, dict[str, Any]] | UnsetType = UNSET
     required: list[str] | UnsetType = UNSET
     type: Literal["object"]
@@ -1566,10 +1564,7 @@ class _ToolListChangedNotificationParamsFields(Struct, kw_only=True, gc=False):
     """See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage."""
 
 
-class ToolOutputSchema(Struct, kw_only=True, gc=False):
-    """An optional JSON Schema object defining the structure of the tool's output returned in
-    the structuredContent field of a CallToolResult."""
-
+class _ToolOutputSchemaFields(Struct, kw_only=True, gc=False):
     properties: dict[str, dict[str, Any]] | UnsetType = UNSET
     required: list[str] | UnsetType = UNSET
     type: Literal["object"]
@@ -2274,6 +2269,42 @@ class SubscribeRequestParamsMeta(OpenObject):
         return self.get("progressToken", UNSET)  # type: ignore[no-any-return]
 
 
+class ToolInputSchema(OpenObject):
+    """A JSON Schema object defining the expected parameters for the tool."""
+
+    __slots__ = ()
+    _attributes = {
+        "properties": "properties",
+        "required": "required",
+        "type": "type",
+    }
+    _fields_type = _ToolInputSchemaFields
+
+    if TYPE_CHECKING:
+
+        def __init__(
+            self,
+            _extra: Mapping[str, Any] | None = None,
+            /,
+            *,
+            properties: dict[str, dict[str, Any]] | UnsetType = UNSET,
+            required: list[str] | UnsetType = UNSET,
+            type: Literal["object"],
+        ) -> None: ...
+
+    @property
+    def properties(self) -> dict[str, dict[str, Any]] | UnsetType:
+        return self.get("properties", UNSET)  # type: ignore[no-any-return]
+
+    @property
+    def required(self) -> list[str] | UnsetType:
+        return self.get("required", UNSET)  # type: ignore[no-any-return]
+
+    @property
+    def type(self) -> Literal["object"]:
+        return self["type"]  # type: ignore[no-any-return]
+
+
 class ToolListChangedNotificationParams(OpenObject):
     __slots__ = ()
     _attributes = {
@@ -2295,6 +2326,43 @@ class ToolListChangedNotificationParams(OpenObject):
     def meta(self) -> dict[str, Any] | UnsetType:
         """See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage."""
         return self.get("_meta", UNSET)  # type: ignore[no-any-return]
+
+
+class ToolOutputSchema(OpenObject):
+    """An optional JSON Schema object defining the structure of the tool's output returned in
+    the structuredContent field of a CallToolResult."""
+
+    __slots__ = ()
+    _attributes = {
+        "properties": "properties",
+        "required": "required",
+        "type": "type",
+    }
+    _fields_type = _ToolOutputSchemaFields
+
+    if TYPE_CHECKING:
+
+        def __init__(
+            self,
+            _extra: Mapping[str, Any] | None = None,
+            /,
+            *,
+            properties: dict[str, dict[str, Any]] | UnsetType = UNSET,
+            required: list[str] | UnsetType = UNSET,
+            type: Literal["object"],
+        ) -> None: ...
+
+    @property
+    def properties(self) -> dict[str, dict[str, Any]] | UnsetType:
+        return self.get("properties", UNSET)  # type: ignore[no-any-return]
+
+    @property
+    def required(self) -> list[str] | UnsetType:
+        return self.get("required", UNSET)  # type: ignore[no-any-return]
+
+    @property
+    def type(self) -> Literal["object"]:
+        return self["type"]  # type: ignore[no-any-return]
 
 
 class UnsubscribeRequestParamsMeta(OpenObject):

@@ -2256,9 +2256,7 @@ class ToolExecution(Struct, kw_only=True, gc=False):
     Default: "forbidden\""""
 
 
-class ToolInputSchema(Struct, kw_only=True, gc=False):
-    """A JSON Schema object defining the expected parameters for the tool."""
-
+class _ToolInputSchemaFields(Struct, kw_only=True, gc=False):
     schema: str | UnsetType = field(name="$schema", default=UNSET)
     properties: dict[str, dict[str, Any]] | UnsetType = UNSET
     required: list[str] | UnsetType = UNSET
@@ -2277,13 +2275,7 @@ class ToolListChangedNotification(
     params: NotificationParams | UnsetType = UNSET
 
 
-class ToolOutputSchema(Struct, kw_only=True, gc=False):
-    """An optional JSON Schema object defining the structure of the tool's output returned in
-    the structuredContent field of a CallToolResult.
-
-    Defaults to JSON Schema 2020-12 when no explicit $schema is provided.
-    Currently restricted to type: "object" at the root level."""
-
+class _ToolOutputSchemaFields(Struct, kw_only=True, gc=False):
     schema: str | UnsetType = field(name="$schema", default=UNSET)
     properties: dict[str, dict[str, Any]] | UnsetType = UNSET
     required: list[str] | UnsetType = UNSET
@@ -2897,6 +2889,94 @@ class TaskAugmentedRequestParamsMeta(OpenObject):
     def progress_token(self) -> ProgressToken | UnsetType:
         """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
         return self.get("progressToken", UNSET)  # type: ignore[no-any-return]
+
+
+class ToolInputSchema(OpenObject):
+    """A JSON Schema object defining the expected parameters for the tool."""
+
+    __slots__ = ()
+    _attributes = {
+        "schema": "$schema",
+        "properties": "properties",
+        "required": "required",
+        "type": "type",
+    }
+    _fields_type = _ToolInputSchemaFields
+
+    if TYPE_CHECKING:
+
+        def __init__(
+            self,
+            _extra: Mapping[str, Any] | None = None,
+            /,
+            *,
+            schema: str | UnsetType = UNSET,
+            properties: dict[str, dict[str, Any]] | UnsetType = UNSET,
+            required: list[str] | UnsetType = UNSET,
+            type: Literal["object"],
+        ) -> None: ...
+
+    @property
+    def schema(self) -> str | UnsetType:
+        return self.get("$schema", UNSET)  # type: ignore[no-any-return]
+
+    @property
+    def properties(self) -> dict[str, dict[str, Any]] | UnsetType:
+        return self.get("properties", UNSET)  # type: ignore[no-any-return]
+
+    @property
+    def required(self) -> list[str] | UnsetType:
+        return self.get("required", UNSET)  # type: ignore[no-any-return]
+
+    @property
+    def type(self) -> Literal["object"]:
+        return self["type"]  # type: ignore[no-any-return]
+
+
+class ToolOutputSchema(OpenObject):
+    """An optional JSON Schema object defining the structure of the tool's output returned in
+    the structuredContent field of a CallToolResult.
+
+    Defaults to JSON Schema 2020-12 when no explicit $schema is provided.
+    Currently restricted to type: "object" at the root level."""
+
+    __slots__ = ()
+    _attributes = {
+        "schema": "$schema",
+        "properties": "properties",
+        "required": "required",
+        "type": "type",
+    }
+    _fields_type = _ToolOutputSchemaFields
+
+    if TYPE_CHECKING:
+
+        def __init__(
+            self,
+            _extra: Mapping[str, Any] | None = None,
+            /,
+            *,
+            schema: str | UnsetType = UNSET,
+            properties: dict[str, dict[str, Any]] | UnsetType = UNSET,
+            required: list[str] | UnsetType = UNSET,
+            type: Literal["object"],
+        ) -> None: ...
+
+    @property
+    def schema(self) -> str | UnsetType:
+        return self.get("$schema", UNSET)  # type: ignore[no-any-return]
+
+    @property
+    def properties(self) -> dict[str, dict[str, Any]] | UnsetType:
+        return self.get("properties", UNSET)  # type: ignore[no-any-return]
+
+    @property
+    def required(self) -> list[str] | UnsetType:
+        return self.get("required", UNSET)  # type: ignore[no-any-return]
+
+    @property
+    def type(self) -> Literal["object"]:
+        return self["type"]  # type: ignore[no-any-return]
 
 
 class URLElicitationRequiredErrorErrorData(OpenObject):
