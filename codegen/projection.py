@@ -269,7 +269,7 @@ class Pair:
         if isinstance(t, MapT):
             return "object"
         if isinstance(t, UnionT):
-            return t.site
+            return str(t.site)
         return "value"
 
     def _scalar(self, a: Prim | Lit, b: Prim | Lit) -> Conv:
@@ -340,7 +340,7 @@ class Pair:
     def _union(self, a: TypeExpr, b: TypeExpr) -> Conv:
         ams: list[TypeExpr] = _members(self.a, a) if isinstance(a, UnionT) else [a]
         bms: list[TypeExpr] = _members(self.b, b) if isinstance(b, UnionT) else [b]
-        site = b.site if isinstance(b, UnionT) else self._describe(b)
+        site = str(b.site) if isinstance(b, UnionT) else self._describe(b)
         if isinstance(b, UnionT) and any(isinstance(m, AnyT) for m in bms):
             return ID if pure(self.a, a) else Conv("fn", fn="builtins")
         table: list[tuple[str, str]] = []
