@@ -7,7 +7,6 @@ built and escaped here); the templates only lay them out. ``black`` formats the 
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any, TypeVar
@@ -27,6 +26,7 @@ from .ir import (
     Prim,
     RefT,
     Revision,
+    Site,
     TypeExpr,
     UnionInfo,
     UnionT,
@@ -209,21 +209,29 @@ class _Renderer:
         for name in rev.definitions:
             self.py[name] = class_name(name, taken)
             taken.add(self.py[name])
-        self.markers: dict[str, str] = {}  # untagged union site -> marker class name
+        self.markers: dict[Site, str] = {}  # untagged union site -> marker class name
         for site, info in rev.unions.items():
             if info.strategy == "untagged":
-                if site in rev.definitions:
-                    self.markers[site] = self.py[site]
+                if not site.steps:  # the union is the definition itself
+                    self.markers[site] = self.py[site.owner]
                 else:
-                    self.markers[site] = "_" + class_name(_site_name(site), taken)
+                    self.markers[site] = "_" + class_name(site_name(site), taken)
                     taken.add(self.markers[site])
         self.emitted_aliases: set[str] | None = None  # while rendering aliases: those already bound
 
     # -- type expressions
 
-    def type(self, t: TypeExpr, *, checking: bool = False, qualify: str = "") -> str:
+    def type(
+        self,
+        t: TypeExpr,
+        *,
+        checking: bool = False,
+        qualify: str = "",
+        names: set[str] | None = None,
+    ) -> str:
         """The annotation for ``t`` (``checking``: as the type checker sees untagged unions;
-        ``qualify``: prefix of the generated names, ``"_b."`` where a module holds the classes)."""
+        ``qualify``: prefix of the generated names, ``"_b."`` where a module holds the classes;
+        ``names``: collects the generated names the annotation refers to)."""
         if isinstance(t, AnyT):
             return "Any"
         if isinstance(t, Prim):
@@ -235,21 +243,26 @@ class _Renderer:
             lit = f"Literal[{', '.join(literal(v) for v in values)}]"
             return lit + (" | None" if None in t.values else "")
         if isinstance(t, ArrayT):
-            inner = f"list[{self.type(t.item, checking=checking, qualify=qualify)}]"
+            inner = f"list[{self.type(t.item, checking=checking, qualify=qualify, names=names)}]"
             return _annotated(inner, t.constraints, length=True)
         if isinstance(t, MapT):
-            return f"dict[str, {self.type(t.value, checking=checking, qualify=qualify)}]"
+            value = self.type(t.value, checking=checking, qualify=qualify, names=names)
+            return f"dict[str, {value}]"
         if isinstance(t, RefT):
             if self.emitted_aliases is not None and self._alias_pending(t.name):
                 return "Any"  # a back edge of an alias cycle (see docs/design.md)
+            if names is not None:
+                names.add(self.py[t.name])
             return qualify + self.py[t.name]
         if isinstance(t, UnionT):
             info = self.rev.unions[t.site]
             if info.strategy == "untagged" and not checking:
-                return (
-                    qualify + self.markers[t.site]
-                )  # markers are bound before any alias refers to them
-            parts = [self.type(m, checking=checking, qualify=qualify) for m in t.members]
+                if names is not None:
+                    names.add(self.markers[t.site])
+                return qualify + self.markers[t.site]  # bound before any alias refers to it
+            parts = [
+                self.type(m, checking=checking, qualify=qualify, names=names) for m in t.members
+            ]
             parts.sort(key=lambda p: p == "None")
             return " | ".join(dict.fromkeys(parts))
         raise EmitError(f"unknown type expression {t!r}")
@@ -260,7 +273,7 @@ class _Renderer:
             isinstance(d, AliasDef)
             and self.emitted_aliases is not None
             and name not in self.emitted_aliases
-            and name not in self.markers
+            and Site(name) not in self.markers
         )
 
     # -- definitions
@@ -325,7 +338,7 @@ class _Renderer:
             fields_struct,
         )
 
-    def registration(self, site: str, info: UnionInfo) -> RegistrationView:
+    def registration(self, site: Site, info: UnionInfo) -> RegistrationView:
         members = []
         for m in info.members:
             members.append(
@@ -340,20 +353,19 @@ class _Renderer:
         return RegistrationView(self.markers[site], members)
 
 
-def _site_name(site: str) -> str:
-    """``ReadResourceResult.contents[]`` -> ``ReadResourceResultContentsItem``;
+def site_name(site: Site) -> str:
+    """The name of what stands at ``site``, as inline objects are named:
+    ``ReadResourceResult.contents[]`` -> ``ReadResourceResultContentsItem``;
     ``JSONRPCMessage|5[]`` (member 5 of a union) -> ``JSONRPCMessageMember5Item``."""
-    head = re.split(r"[.|\[*]", site, maxsplit=1)[0]
-    out = head
-    for part in re.findall(r"\|\d+|\[\]|\*|\.[^.|\[*]+", site[len(head) :]):
-        if part == "[]":
-            out += "Item"
-        elif part == "*":
-            out += "Value"
-        elif part.startswith("|"):
-            out += f"Member{part[1:]}"
+    words = {"item": "Item", "value": "Value"}
+    out = site.owner
+    for step in site.steps:
+        if step.kind == "field":
+            out += pascal(snake(str(step.key)))
+        elif step.kind == "member":
+            out += f"Member{step.key}"
         else:
-            out += pascal(snake(part[1:]))
+            out += words[step.kind]
     return out
 
 
@@ -455,7 +467,7 @@ def module_view(rev: Revision) -> ModuleView:
 
 def _add_markers(view: ModuleView, r: _Renderer) -> None:
     for site, marker in sorted(r.markers.items(), key=lambda kv: kv[1]):
-        d = r.rev.definitions.get(site)
+        d = None if site.steps else r.rev.definitions[site.owner]
         view.markers.append(
             MarkerView(
                 name=marker,
@@ -482,33 +494,31 @@ def _add_aliases(view: ModuleView, r: _Renderer) -> None:
     for name in _alias_order(r.rev):
         d = r.rev.definitions[name]
         assert isinstance(d, AliasDef)
-        if name not in r.markers:
+        if Site(name) not in r.markers:  # its marker class is the binding
             view.aliases.append(AliasView(r.py[name], docstring(d.description), r.type(d.type)))
         r.emitted_aliases.add(name)
     r.emitted_aliases = None
 
 
 def _add_methods(view: ModuleView, r: _Renderer) -> None:
+    used: set[str] = set()  # the generated names the table refers to: what it imports
     for m in r.rev.methods.values():
+        used.add(r.py[m.message])
         view.methods.append(
             MethodView(
                 method=literal(m.method),
                 kind=literal(m.kind),
                 sender=literal(m.sender),
                 message=r.py[m.message],
-                params=r.type(m.params) if m.params is not None else "None",
+                params=r.type(m.params, names=used) if m.params is not None else "None",
                 params_required=m.params_required,
-                result=r.type(m.result) if m.result is not None else "None",
+                result=r.type(m.result, names=used) if m.result is not None else "None",
                 capability=literal(m.capability),
                 capability_side=literal(m.capability_side),
                 gates=_gates(m),
             )
         )
-    known = set(r.py.values()) | set(r.markers.values())
-    used: set[str] = set()
-    for x in view.methods:
-        used |= set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", f"{x.message} {x.params} {x.result}"))
-    view.method_imports = sorted(used & known)
+    view.method_imports = sorted(used)
 
 
 def _gates(m: Method) -> list[str]:
@@ -524,8 +534,8 @@ def _gates(m: Method) -> list[str]:
     return out
 
 
-def _union_at(rev: Revision, site: str) -> UnionT:
-    d = rev.definitions.get(site)
+def _union_at(rev: Revision, site: Site) -> UnionT:
+    d = None if site.steps else rev.definitions[site.owner]
     if isinstance(d, AliasDef) and isinstance(d.type, UnionT):
         return d.type
     from .unions import all_unions

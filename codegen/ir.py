@@ -77,9 +77,49 @@ class RefT:
 
 
 @dataclass(frozen=True)
+class Step:
+    """One step from a definition into the type expression it holds."""
+
+    kind: Literal["field", "item", "value", "member"]  # a property, array items, map values,
+    # or one member of an ``anyOf`` (numbered only where two members would share a site)
+    key: str | int = ""  # the property's wire name, or the member's index
+
+
+@dataclass(frozen=True)
+class Site:
+    """Where a type expression stands: a definition and the steps from it (none for the
+    definition's own type). Names the decoder of a union there and the inline objects hoisted
+    from there; ``str`` gives the reading form, ``ReadResourceResult.contents[]``."""
+
+    owner: str
+    steps: tuple[Step, ...] = ()
+
+    def field(self, wire: str) -> Site:
+        return Site(self.owner, (*self.steps, Step("field", wire)))
+
+    def item(self) -> Site:
+        return Site(self.owner, (*self.steps, Step("item")))
+
+    def value(self) -> Site:
+        return Site(self.owner, (*self.steps, Step("value")))
+
+    def member(self, index: int) -> Site:
+        return Site(self.owner, (*self.steps, Step("member", index)))
+
+    def __str__(self) -> str:
+        marks = {"item": "[]", "value": ".*", "member": "|{}", "field": ".{}"}
+        return self.owner + "".join(marks[s.kind].format(s.key) for s in self.steps)
+
+    def __lt__(self, other: Site) -> bool:
+        # Report order is the order of the reading form (the steps break a tie between sites
+        # that read alike, a property named ``a[]`` and the items of ``a``).
+        return (str(self), repr(self.steps)) < (str(other), repr(other.steps))
+
+
+@dataclass(frozen=True)
 class UnionT:
     members: tuple[TypeExpr, ...]
-    site: str  # where it stands (``Type.field``, ``Type``): names its decoder when it needs one
+    site: Site  # where it stands: names its decoder when it needs one
 
 
 TypeExpr = AnyT | Prim | Lit | ArrayT | MapT | RefT | UnionT
@@ -117,6 +157,7 @@ class ObjectDef:
     extra: Extra = "ignored"
     extra_value: TypeExpr = ANY  # the type of undeclared keys when ``extra == "kept"``
     inline: bool = False  # defined inside another definition
+    site: Site | None = None  # where an inline object was defined (``CallToolRequestParams._meta``)
     tag: tuple[str, str] | None = None  # (wire field, value) when decoded as a tagged union member
 
     def field(self, wire: str) -> Field | None:
@@ -153,7 +194,7 @@ class UnionMember:
 
 @dataclass(frozen=True)
 class UnionInfo:
-    site: str
+    site: Site
     strategy: UnionStrategy
     members: tuple[UnionMember, ...]
     tag_field: str | None = None  # wire name of the tag when ``strategy == "tagged"``
@@ -203,7 +244,7 @@ class Revision:
     source: str
     dialect: Literal["draft-07", "2020-12"]
     definitions: dict[str, Definition] = field(default_factory=dict)  # sorted by name
-    unions: dict[str, UnionInfo] = field(default_factory=dict)  # by site
+    unions: dict[Site, UnionInfo] = field(default_factory=dict)  # by site
     methods: dict[str, Method] = field(default_factory=dict)  # sorted by method name
     patches: tuple[Patch, ...] = ()
 

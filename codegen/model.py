@@ -26,6 +26,7 @@ from .ir import (
     Prim,
     RefT,
     Revision,
+    Site,
     TypeExpr,
     UnionT,
 )
@@ -152,7 +153,7 @@ class _Modeler:
         if _is_object(s) and s.get("properties"):
             self._object(name, s, inline=False, via_field=None)
         else:
-            self._add(AliasDef(name, s.get("description"), self._type(s, name, name)))
+            self._add(AliasDef(name, s.get("description"), self._type(s, name, Site(name))))
 
     def _add(self, d: Definition) -> None:
         if d.name in self.defs or (d.name in self.raw and getattr(d, "inline", False)):
@@ -162,7 +163,15 @@ class _Modeler:
             )
         self.defs[d.name] = d
 
-    def _object(self, name: str, s: dict[str, Any], *, inline: bool, via_field: str | None) -> None:
+    def _object(
+        self,
+        name: str,
+        s: dict[str, Any],
+        *,
+        inline: bool,
+        via_field: str | None,
+        site: Site | None = None,
+    ) -> None:
         props: dict[str, Any] = s["properties"]
         required = set(s.get("required", []))
         unknown = required - set(props)
@@ -175,7 +184,7 @@ class _Modeler:
                 Field(
                     wire=wire,
                     py=py,
-                    type=self._type(ps, name + pascal(py), f"{name}.{wire}", via_field=wire),
+                    type=self._type(ps, name + pascal(py), Site(name).field(wire), via_field=wire),
                     required=wire in required,
                     description=ps.get("description"),
                     default=ps.get("default"),
@@ -195,7 +204,7 @@ class _Modeler:
         else:
             extra = "kept"
             if isinstance(ap, dict) and ap:
-                extra_value = self._type(ap, name + "Value", f"{name}.*")
+                extra_value = self._type(ap, name + "Value", Site(name).value())
         self._add(
             ObjectDef(
                 name=name,
@@ -204,12 +213,13 @@ class _Modeler:
                 extra=extra,  # type: ignore[arg-type]
                 extra_value=extra_value,
                 inline=inline,
+                site=site,
             )
         )
 
     # -- type expressions --------------------------------------------------------------------
 
-    def _type(self, s: Any, hint: str, site: str, via_field: str | None = None) -> TypeExpr:
+    def _type(self, s: Any, hint: str, site: Site, via_field: str | None = None) -> TypeExpr:
         if s is True or s == {}:
             return ANY
         if not isinstance(s, dict):
@@ -226,7 +236,7 @@ class _Modeler:
                 return _union(
                     [
                         self._type(
-                            m, hint, f"{site}|{i}" if len(opening) > 1 and i in opening else site
+                            m, hint, site.member(i) if len(opening) > 1 and i in opening else site
                         )
                         for i, m in enumerate(s[key])
                     ],
@@ -241,15 +251,15 @@ class _Modeler:
             return _union([self._type({**s, "type": x}, hint, site) for x in t], site)
         if t == "object" or (t is None and "properties" in s):
             if s.get("properties"):
-                self._object(hint, s, inline=True, via_field=via_field)
+                self._object(hint, s, inline=True, via_field=via_field, site=site)
                 return RefT(hint)
             ap = s.get("additionalProperties")
             if isinstance(ap, dict) and ap:
-                return MapT(self._type(ap, hint + "Value", site + ".*"))
+                return MapT(self._type(ap, hint + "Value", site.value()))
             return MapT(ANY)
         if t == "array":
             return ArrayT(
-                self._type(s.get("items", {}), hint + "Item", site + "[]"), _constraints(s)
+                self._type(s.get("items", {}), hint + "Item", site.item()), _constraints(s)
             )
         if t in PRIMITIVES:
             return Prim(t, _constraints(s))
@@ -257,7 +267,7 @@ class _Modeler:
             return ANY
         raise ModelError(f"{self.revision}: {site}: unsupported type {t!r}")
 
-    def _ref_name(self, ref: str, site: str) -> str:
+    def _ref_name(self, ref: str, site: Site | str) -> str:
         # A JSON pointer escapes "/" as "~1" and "~" as "~0" (RFC 6901), undone in that order.
         name = ref[len(self.prefix) :].replace("~1", "/").replace("~0", "~")
         if not ref.startswith(self.prefix) or name not in self.raw:
@@ -318,7 +328,7 @@ def _opens_site(s: Any) -> bool:
     )
 
 
-def _union(members: list[TypeExpr], site: str) -> TypeExpr:
+def _union(members: list[TypeExpr], site: Site) -> TypeExpr:
     flat: list[TypeExpr] = []
     for m in members:
         for x in m.members if isinstance(m, UnionT) else (m,):

@@ -56,13 +56,62 @@ class Conv:
 ID = Conv("id")
 
 
+# The statement kinds ``templates/projection_object.py.j2`` lays out.
+STATEMENT_KINDS = frozenset(
+    {
+        "keys_new", "keys_copy", "key_from", "key_convert", "key_default", "key_required", "set",
+        "declare", "convert_set", "default_unset", "required_unset", "move", "only_default",
+        "return",
+    }
+)  # fmt: skip
+
+
+@dataclass
+class StatementView:
+    """One statement of an object function; ``templates/projection_object.py.j2`` lays out each
+    kind (``x`` is the source object, ``d`` the dict an open target is built in, ``c`` the context).
+
+    ``keys_new`` / ``keys_copy``  start ``d`` empty / as a copy of the open source
+    ``key_from``      ``d[target] = value`` when ``read`` (a source attribute) is set
+    ``key_convert``   ``d[target] = value`` when ``d`` has the key
+    ``key_default``   ``d[target] = value`` when ``d`` lacks the key
+    ``key_required``  ``value`` (a failure) when ``d`` lacks the key
+    ``set``           ``target = value``
+    ``declare``       ``target: Any = value``
+    ``convert_set``   ``target = value`` when ``target`` is set
+    ``default_unset`` ``target = value`` when ``target`` is unset
+    ``required_unset``  ``value`` (a failure) when ``target`` is unset
+    ``move``          ``target = value`` when ``read`` (a migrated location) is set, as ``moved``
+    ``only_default``  ``value`` (a failure) when ``read`` is set to anything but ``target``
+    ``return``        ``return value`` (a failure: the rest of the body is never reached)
+    """
+
+    kind: str
+    target: str = ""  # the local variable, or the key of ``d`` as a literal
+    value: str = ""  # the expression written, or the failure raised
+    read: str = ""  # the source expression tested first
+
+
+@dataclass
+class ObjectBodyView:
+    """The body of an object function: its statements, then the target built from them."""
+
+    target: str  # the target class, ``_b.Tool``
+    open: bool  # an open target is built from the dict ``d``, a Struct from keyword arguments
+    statements: list[StatementView] = field(default_factory=list)
+    arguments: list[str] = field(default_factory=list)  # keyword arguments, each a local variable
+    fails: bool = False  # whether a statement can raise a ProjectionError
+    returned: bool = False  # the statements end in a ``return``: nothing is built
+
+
 @dataclass
 class FunctionView:
     name: str
     source: str  # annotation of the parameter
     target: str  # return annotation
-    body: list[str]
+    body: list[str]  # the lines of a small function
     param: str = "v"
+    object: ObjectBodyView | None = None  # an object function's body, instead of ``body``
 
 
 @dataclass
@@ -269,7 +318,7 @@ class Pair:
         if isinstance(t, MapT):
             return "object"
         if isinstance(t, UnionT):
-            return t.site
+            return str(t.site)
         return "value"
 
     def _scalar(self, a: Prim | Lit, b: Prim | Lit) -> Conv:
@@ -340,7 +389,7 @@ class Pair:
     def _union(self, a: TypeExpr, b: TypeExpr) -> Conv:
         ams: list[TypeExpr] = _members(self.a, a) if isinstance(a, UnionT) else [a]
         bms: list[TypeExpr] = _members(self.b, b) if isinstance(b, UnionT) else [b]
-        site = b.site if isinstance(b, UnionT) else self._describe(b)
+        site = str(b.site) if isinstance(b, UnionT) else self._describe(b)
         if isinstance(b, UnionT) and any(isinstance(m, AnyT) for m in bms):
             return ID if pure(self.a, a) else Conv("fn", fn="builtins")
         table: list[tuple[str, str]] = []
@@ -427,10 +476,10 @@ class Pair:
         )
         if a_name is not None:  # a recursive reference sees the function before its body exists
             self.memo[(RefT(a_name), RefT(b_name))] = Conv("fn", fn=fn, fails=True)
-        body, fails = self._object_body(a_name, b_name)
+        body = self._object_body(a_name, b_name)
         source = "_a." + self.ra.py[a_name] if a_name is not None else "Any"
-        self.functions.append(FunctionView(fn, source, self._bname(b_name), body, "x"))
-        return Conv("fn", fn=fn, fails=fails)
+        self.functions.append(FunctionView(fn, source, body.target, [], "x", body))
+        return Conv("fn", fn=fn, fails=body.fails)
 
     def object_function(self, name: str) -> Conv:
         return self.conv(RefT(name), RefT(name))
@@ -441,13 +490,12 @@ class Pair:
                 return d
         return None
 
-    def _object_body(self, a_name: str | None, b_name: str) -> tuple[list[str], bool]:
+    def _object_body(self, a_name: str | None, b_name: str) -> ObjectBodyView:
         ob = self.b.definitions[b_name]
         oa = self.a.definitions[a_name] if a_name is not None else None
         assert isinstance(ob, ObjectDef) and (oa is None or isinstance(oa, ObjectDef))
         a_kept = oa is not None and oa.extra == "kept"
-        body: list[str] = []
-        fails = False
+        out = ObjectBodyView(target=self._bname(b_name), open=ob.extra == "kept")
         # migrations: the A location read, the B location written
         moves: list[tuple[Migration, tuple[str, ...], tuple[str, ...]]] = []
         for m in self.migrations:
@@ -463,78 +511,63 @@ class Pair:
             return f"x.{self.ra_attr(oa, f)}"
 
         def call(conv: Conv, value: str, wire: str, required: bool) -> str:
-            nonlocal fails
             if conv.kind == "id":
                 return value
             if conv.kind == "fail":
-                fails = True
+                out.fails = True
                 return f"c.fail({literal(b_name)}, {literal(conv.reason)}, {literal(wire)})"
             if conv.fails:
-                fails = True
+                out.fails = True
                 return f"c.{'req' if required else 'opt'}({value}, {conv.fn}, {literal(wire)})"
             return f"{conv.fn}({value}, c)"
 
-        kwargs: list[tuple[str, str]] = []
+        def fail(reason: str, wire: str) -> str:
+            out.fails = True
+            return f"c.fail({literal(b_name)}, {literal(reason)}, {literal(wire)})"
+
+        def add(kind: str, target: str = "", value: str = "", read: str = "") -> None:
+            if kind not in STATEMENT_KINDS:
+                raise ProjectionGenError(f"no layout for statement kind {kind!r}")
+            out.statements.append(StatementView(kind, target, value, read))
+
         if ob.extra == "kept":
             # An open target keeps every key; declared keys are converted where the types differ.
-            body.append("d: dict[str, Any] = {}" if oa is None or not a_kept else "d = dict(x)")
+            add("keys_copy" if a_kept else "keys_new")
             declared_a = {f.wire: f for f in oa.fields} if oa is not None else {}
             for fb in ob.fields:
+                key = literal(fb.wire)
                 fa = declared_a.get(fb.wire)
                 if fa is not None:
                     conv = self.conv(fa.type, fb.type)
                     if not a_kept:
-                        body.append(f"if {read(fa)} is not UNSET:")
-                        body.append(
-                            f"    d[{literal(fb.wire)}] = {call(conv, read(fa), fb.wire, fb.required)}"
-                        )
+                        add("key_from", key, call(conv, read(fa), fb.wire, fb.required), read(fa))
                     elif conv.kind != "id":
-                        body.append(f"if {literal(fb.wire)} in d:")
-                        body.append(
-                            f"    d[{literal(fb.wire)}] = {call(conv, f'd[{literal(fb.wire)}]', fb.wire, fb.required)}"
-                        )
+                        add("key_convert", key, call(conv, f"d[{key}]", fb.wire, fb.required))
                     if fb.required and not fa.required:
-                        body.append(f"if {literal(fb.wire)} not in d:")
-                        body.append(
-                            f"    c.fail({literal(b_name)}, 'the target requires it', {literal(fb.wire)})"
-                        )
-                        fails = True
+                        add("key_required", key, fail("the target requires it", fb.wire))
                     continue
                 if a_kept:  # an undeclared key of the source may hold it
                     conv = self.conv(ANY, fb.type)
                     if conv.kind != "id":
-                        body.append(f"if {literal(fb.wire)} in d:")
-                        body.append(
-                            f"    d[{literal(fb.wire)}] = {call(conv, f'd[{literal(fb.wire)}]', fb.wire, fb.required)}"
-                        )
+                        add("key_convert", key, call(conv, f"d[{key}]", fb.wire, fb.required))
                 default = self._default(b_name, fb.wire)
                 if default is not None:
-                    body.append(f"if {literal(fb.wire)} not in d:")
-                    body.append(f"    d[{literal(fb.wire)}] = {_json_literal(default.value)}")
+                    add("key_default", key, _json_literal(default.value))
                 elif fb.required:
-                    body.append(f"if {literal(fb.wire)} not in d:")
-                    body.append(
-                        f"    c.fail({literal(b_name)}, 'the target requires it and the source has no value', {literal(fb.wire)})"
-                    )
-                    fails = True
+                    reason = "the target requires it and the source has no value"
+                    add("key_required", key, fail(reason, fb.wire))
             # keys the source declares and the target does not: the open target keeps them as plain JSON
             for fa in oa.fields if oa is not None else ():
                 if ob.field(fa.wire) is not None:
                     continue
+                key = literal(fa.wire)
                 if a_kept:
                     if not pure(self.a, fa.type):
-                        body.append(f"if {literal(fa.wire)} in d:")
-                        body.append(
-                            f"    d[{literal(fa.wire)}] = builtins(d[{literal(fa.wire)}], c)"
-                        )
+                        add("key_convert", key, f"builtins(d[{key}], c)")
                 else:
                     conv = Conv("id") if pure(self.a, fa.type) else Conv("fn", fn="builtins")
-                    body.append(f"if {read(fa)} is not UNSET:")
-                    body.append(
-                        f"    d[{literal(fa.wire)}] = {call(conv, read(fa), fa.wire, False)}"
-                    )
-            body.append(f"return {self._bname(b_name)}(d)")
-            return body, fails
+                    add("key_from", key, call(conv, read(fa), fa.wire, False), read(fa))
+            return out
 
         reserved = self._reserved_b()
         for fb in ob.fields:
@@ -545,46 +578,34 @@ class Pair:
             if fa is None and a_kept:  # an undeclared key of the open source may hold it
                 fa = Field(wire=fb.wire, py=fb.py, type=ANY, required=False)
             move = next((mv for mv in moves if mv[2][0] == fb.wire), None)
-            if (
-                fa is not None
-                and move is None
-                or (fa is not None and move is not None and len(move[2]) == 2)
-            ):
+            if fa is not None and (move is None or len(move[2]) == 2):
                 conv = self.conv(fa.type, fb.type)
-                value = read(fa)
-                if fa.required or (a_kept and fa.required):
-                    expr = call(conv, value, fb.wire, fb.required)
-                    body.append(f"{py} = {expr}")
+                if fa.required:
+                    add("set", py, call(conv, read(fa), fb.wire, fb.required))
                 else:
-                    var = f"{py}"
-                    body.append(f"{var} = {value}")
+                    add("set", py, read(fa))
                     if conv.kind != "id":
-                        body.append(f"if {var} is not UNSET:")
-                        body.append(f"    {var} = {call(conv, var, fb.wire, fb.required)}")
+                        add("convert_set", py, call(conv, py, fb.wire, fb.required))
                     if fb.required:
                         default = self._default(b_name, fb.wire)
-                        body.append(f"if {var} is UNSET:")
                         if default is not None:
-                            body.append(f"    {var} = {_json_literal(default.value)}")
+                            add("default_unset", py, _json_literal(default.value))
                         else:
-                            body.append(
-                                f"    c.fail({literal(b_name)}, 'the target requires it and the source has no value', {literal(fb.wire)})"
-                            )
-                            fails = True
+                            reason = "the target requires it and the source has no value"
+                            add("required_unset", py, fail(reason, fb.wire))
             elif move is None:
                 default = self._default(b_name, fb.wire)
                 if default is not None:
-                    body.append(f"{py}: Any = {_json_literal(default.value)}")
+                    add("declare", py, _json_literal(default.value))
                 elif fb.required:
-                    body.append(
-                        f"return c.fail({literal(b_name)}, 'the target requires it and the source has no such field', {literal(fb.wire)})"  # noqa: E501
-                    )
-                    fails = True
-                    return body, fails
+                    reason = "the target requires it and the source has no such field"
+                    add("return", value=fail(reason, fb.wire))
+                    out.returned = True
+                    return out
                 else:
                     continue
             else:
-                body.append(f"{py}: Any = UNSET")
+                add("declare", py, "UNSET")
             for _m, la, lb in moves:
                 if lb[0] != fb.wire:
                     continue
@@ -593,19 +614,16 @@ class Pair:
                 if src is None:
                     continue
                 get, a_type = src
-                body.append(f"moved = {get}")
-                body.append("if moved is not UNSET:")
                 if len(lb) == 1:
                     conv = self.moved(a_type, fb.type)
-                    body.append(f"    {py} = {call(conv, 'moved', fb.wire, fb.required)}")
+                    value = call(conv, "moved", fb.wire, fb.required)
                 else:
                     bt = resolve(self.b, fb.type)
                     value_type = bt.value if isinstance(bt, MapT) else ANY
                     conv = self.moved(a_type, value_type)
-                    body.append(
-                        f"    {py} = put({py}, {literal(lb[1])}, {call(conv, 'moved', fb.wire, False)})"
-                    )
-            kwargs.append((py, py))
+                    value = f"put({py}, {literal(lb[1])}, {call(conv, 'moved', fb.wire, False)})"
+                add("move", py, value, get)
+            out.arguments.append(py)
         # A field B lacks that the spec gives a default: stripping it is faithful only at that value
         if oa is not None:
             for fa in oa.fields:
@@ -622,14 +640,9 @@ class Pair:
                     None,
                 )
                 if d is not None and not isinstance(d.value, (dict, list)):
-                    body.append(f"if {read(fa)} not in (UNSET, {literal(d.value)}):")
-                    body.append(
-                        f"    c.fail({literal(b_name)}, {literal(f'the target has no such field and the value is not {d.value!r}')}, {literal(fa.wire)})"
-                    )
-                    fails = True
-        args = ", ".join(f"{k}={v}" for k, v in kwargs)
-        body.append(f"return {self._bname(b_name)}({args})")
-        return body, fails
+                    reason = f"the target has no such field and the value is not {d.value!r}"
+                    add("only_default", literal(d.value), fail(reason, fa.wire), read(fa))
+        return out
 
     def _read_location(
         self, oa: ObjectDef | None, loc: tuple[str, ...]

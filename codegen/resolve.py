@@ -40,7 +40,7 @@ def members(rev: Revision, u: UnionT, *, resolved: bool = False) -> list[TypeExp
     refused with the cycle: ResolveError, never a RecursionError.
     """
     out: list[TypeExpr] = []
-    _flatten(rev, u, resolved, out, [u.site])
+    _flatten(rev, u, resolved, out, [str(u.site)])
     return out
 
 
@@ -50,8 +50,8 @@ def _flatten(
     for m in u.members:
         r = target(rev, m)
         if isinstance(r, UnionT):
-            via = m.name if isinstance(m, RefT) else r.site
-            if via in path or r.site in path:
+            via = m.name if isinstance(m, RefT) else str(r.site)
+            if via in path or str(r.site) in path:
                 raise ResolveError(
                     f"{rev.revision}: $ref cycle through unions: {' -> '.join([*path, via])}"
                 )

@@ -23,6 +23,7 @@ from .ir import (
     Prim,
     RefT,
     Revision,
+    Site,
     TypeExpr,
     UnionInfo,
     UnionMember,
@@ -47,7 +48,8 @@ def walk(t: TypeExpr) -> Iterator[TypeExpr]:
 
 
 def all_unions(rev: Revision) -> list[UnionT]:
-    found: dict[str, UnionT] = {}
+    """Every union of the revision, one per site, in site order."""
+    found: dict[Site, UnionT] = {}
     for d in rev.definitions.values():
         roots = (
             [f.type for f in d.fields] + [d.extra_value] if isinstance(d, ObjectDef) else [d.type]

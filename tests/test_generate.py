@@ -2,11 +2,14 @@
 
 import subprocess
 import sys
+import textwrap
 
 import pytest
 
 from codegen import write as writer
+from codegen.emit import environment
 from codegen.paths import REPO_ROOT
+from codegen.projection import STATEMENT_KINDS, ObjectBodyView, StatementView
 
 
 @pytest.fixture(scope="module")
@@ -79,3 +82,16 @@ def test_regeneration_is_skipped_only_while_inputs_and_outputs_are_unchanged(
     cache.record(generated)
     monkeypatch.setattr(cache, "fingerprint", lambda: "another input")
     assert not cache.up_to_date()
+
+
+@pytest.mark.parametrize("kind", sorted(STATEMENT_KINDS))
+def test_every_statement_kind_of_an_object_function_has_a_layout(kind):
+    """An object function is data (codegen/projection.py) laid out by a template: every kind of
+    statement the generator may choose prints as Python that uses what the data says."""
+    macro = environment().get_template("projection_object.py.j2").module.object_body  # type: ignore[attr-defined]
+    statement = StatementView(kind, target="t", value="f(v)", read="x.r")
+    body = ObjectBodyView("T", open=False, statements=[statement], arguments=["t"])
+    body.returned = kind == "return"
+    text = str(macro(body))
+    assert kind in ("keys_new", "keys_copy") or "f(v)" in text
+    compile("def g(x, c, v, d, t):\n" + textwrap.indent(text, "    "), kind, "exec")

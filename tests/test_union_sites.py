@@ -1,11 +1,14 @@
 """Every union of a schema gets its own marker, even where two sit side by side in one anyOf."""
 
+import importlib
 import json
+import sys
 
 import pytest
 
 import mcpbind
-from codegen.ir import AliasDef, ArrayT, RefT, UnionT
+from codegen.emit import module_view, revision_files
+from codegen.ir import AliasDef, ArrayT, RefT, Site, Step, UnionT
 from codegen.model import build_from_schema
 from codegen.unions import all_unions
 
@@ -60,7 +63,9 @@ def test_unions_side_by_side_in_one_anyof_get_sites_of_their_own():
         }
     }
     rev = build_from_schema("sites", schema)
-    sites = {u.site: {m.name for m in u.members if hasattr(m, "name")} for u in all_unions(rev)}
+    sites = {
+        str(u.site): {m.name for m in u.members if hasattr(m, "name")} for u in all_unions(rev)
+    }
     assert sites == {"U": set(), "U|0[]": {"A", "B"}, "U|2[]": {"C", "D"}}
 
 
@@ -70,16 +75,51 @@ def test_one_array_member_keeps_its_site_unchanged():
         {"type": "array", "items": {"anyOf": [{"$ref": "#/definitions/A"}, {"$ref": "#/definitions/B"}]}},
         {"type": "string"},
     ]}}}  # fmt: skip
-    assert sorted(u.site for u in all_unions(build_from_schema("sites", schema))) == ["U", "U[]"]
+    assert sorted(str(u.site) for u in all_unions(build_from_schema("sites", schema))) == [
+        "U",
+        "U[]",
+    ]
 
 
 def test_two_different_unions_at_one_site_stop_generation():
     """The generator refuses what it cannot tell apart, instead of decoding one as the other."""
     schema = {"definitions": {"A": _object("a"), "B": _object("b"), "C": _object("c")}}
     rev = build_from_schema("sites", schema)
-    ab = UnionT((RefT("A"), RefT("B")), "X")
-    ac = UnionT((RefT("A"), RefT("C")), "X")
+    ab = UnionT((RefT("A"), RefT("B")), Site("X"))
+    ac = UnionT((RefT("A"), RefT("C")), Site("X"))
     rev.definitions["X"] = AliasDef("X", None, ArrayT(ab))
     rev.definitions["Y"] = AliasDef("Y", None, ArrayT(ac))
     with pytest.raises(ValueError, match="two different unions at X"):
         all_unions(rev)
+
+
+def test_a_property_whose_name_reads_like_a_site_gets_a_site_and_a_marker_of_its_own(tmp_path):
+    """Sites are structured: a property named ``a[]`` is not the items of ``a``. When sites were
+    strings re-read by a regex, both were ``U.a[]`` and generation stopped."""
+
+    def union(*names):
+        return {"anyOf": [{"$ref": f"#/definitions/{n}"} for n in names]}
+
+    schema = {"definitions": {"A": _object("a"), "B": _object("b"), "C": _object("c"), "U": {
+        "type": "object",
+        "properties": {"a": {"type": "array", "items": union("A", "B")}, "a[]": union("A", "C")},
+    }}}  # fmt: skip
+    rev = build_from_schema("sites", schema)
+    assert {u.site for u in all_unions(rev)} == {
+        Site("U", (Step("field", "a"), Step("item"))),
+        Site("U", (Step("field", "a[]"),)),
+    }
+    assert [m.name for m in module_view(rev).markers] == ["_UA", "_UAItem"]
+    package = tmp_path / "sites_bindings"
+    package.mkdir()
+    for name, text in revision_files(rev).items():
+        (package / name).write_text(text, encoding="utf-8")
+    sys.path.insert(0, str(tmp_path))
+    try:
+        module = importlib.import_module("sites_bindings")
+        value = mcpbind.decode(b'{"a": [{"b": "x"}], "a[]": {"c": "y"}}', module.U)
+    finally:
+        sys.path.remove(str(tmp_path))
+        for name in [m for m in sys.modules if m.startswith("sites_bindings")]:
+            del sys.modules[name]
+    assert type(value.a[0]) is module.B and type(value.a_) is module.C
