@@ -1,16 +1,25 @@
-"""The ``mcpbind`` command line."""
+"""The generator's commands of ``mcpbind``: ``generate``, ``pin`` and ``migrate``.
+
+``mcpbind.cli`` (the console script) loads this module only when one of them is named. It
+imports click and the standard library only, so that each command can say in one line which
+extra to install when the generator is missing.
+"""
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 import time
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import NoReturn
 
 import click
 
 from . import cache, paths
-from .pin import PinError, pins, read_schema_bytes
+from .pin import PinError, pins
+
+# The import names of pyproject.toml's ``codegen`` extra (tests/test_packaging.py keeps them in step).
+GENERATOR_MODULES = ("jinja2", "libcst", "black")
 
 
 def _fail(command: str, exc: Exception) -> NoReturn:
@@ -19,12 +28,19 @@ def _fail(command: str, exc: Exception) -> NoReturn:
     sys.exit(2)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
-def main() -> None:
-    """Generate and inspect exact msgspec bindings for every MCP revision."""
+def _require_generator(command: str) -> None:
+    """Exit 2 with one line naming the extra to install when a module of the generator is missing."""
+    missing = [m for m in GENERATOR_MODULES if importlib.util.find_spec(m) is None]
+    if missing:
+        click.echo(
+            f'mcpbind {command} needs the generator ({", ".join(missing)} missing): '
+            'pip install "mcpbind[codegen]"',
+            err=True,
+        )
+        sys.exit(2)
 
 
-@main.command()
+@click.command()
 @click.option(
     "--revision",
     "-r",
@@ -43,6 +59,7 @@ def main() -> None:
 )
 def generate(revisions: tuple[str, ...], check: bool, force: bool) -> None:
     """Regenerate the bindings from the pinned schemas."""
+    _require_generator("generate")
     if paths.INSTALLED:
         raise click.ClickException(
             "`mcpbind generate` runs in a checkout of mcpbind (it writes generated/ there)"
@@ -91,54 +108,7 @@ def generate(revisions: tuple[str, ...], check: bool, force: bool) -> None:
     click.echo(f"{len(written)} of {len(files)} files changed ({elapsed:.1f} s)")
 
 
-@main.command()
-def revisions() -> None:
-    """List the pinned revisions with their sha256 and source."""
-    for p in pins():
-        try:
-            _, source = read_schema_bytes(p)
-            status = "ok"
-        except PinError as exc:
-            source, status = p.source, f"unavailable: {exc}"
-        click.echo(f"{p.revision:<12} {p.sha256}  {source}  [{status}]")
-
-
-@main.command()
-@click.argument("a", metavar="A")
-@click.argument("b", metavar="B")
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["markdown", "json"]),
-    default="markdown",
-    show_default=True,
-    help="markdown for review, json for tools (shape in docs/diff.md).",
-)
-def diff(a: str, b: str, fmt: str) -> None:
-    """The protocol changes from revision A to revision B, each with a kind and whom it breaks."""
-    from . import diff as differ
-    from . import diff_render
-
-    known = [p.revision for p in pins()]
-    for name, value in (("A", a), ("B", b)):
-        if value not in known:
-            raise click.BadParameter(
-                f"{value!r} is not pinned; pinned: {', '.join(known)}", param_hint=name
-            )
-    try:
-        result = differ.diff(a, b)
-    except PinError as exc:
-        _fail("diff", exc)
-    click.echo(
-        diff_render.markdown(result) if fmt == "markdown" else diff_render.to_json(result), nl=False
-    )
-
-
-class _Unreadable(click.ClickException):
-    exit_code = 2  # like a usage error: nothing was validated
-
-
-@main.command()
+@click.command()
 @click.argument("revision", metavar="R")
 @click.option(
     "--url", metavar="URL", help="Download the schema from URL (recorded as the revision's source)."
@@ -179,6 +149,7 @@ def pin(
     and docs/changes/. Exit 2 with one line when the download fails, the file is not an MCP
     schema, or R is already pinned (without --update).
     """
+    _require_generator("pin")
     from .pin import pin_revision, schema_file
 
     if paths.INSTALLED:
@@ -198,7 +169,7 @@ def pin(
     click.echo("now run `make generate`")
 
 
-@main.command()
+@click.command()
 @click.option(
     "--from", "a", required=True, metavar="A", help="The revision the code is written for."
 )
@@ -221,16 +192,9 @@ def migrate(a: str, b: str, check: bool, targets: tuple[Path, ...]) -> None:
     Rewrites imports of A's package to B's, renames what B renamed, and marks each use of what
     B removed or changed in a breaking way with a comment naming the change and docs/changes/.
     """
-    try:
-        from . import migrate as migrator
-    except ImportError as exc:
-        if exc.name not in ("libcst", "jinja2"):
-            raise
-        click.echo(
-            "mcpbind migrate: needs libcst; install the codegen extra: pip install 'mcpbind[codegen]'",
-            err=True,
-        )
-        sys.exit(2)
+    _require_generator("migrate")
+    from . import migrate as migrator
+
     known = [p.revision for p in pins()]
     for name, value in (("--from", a), ("--to", b)):
         if value not in known:
@@ -247,40 +211,3 @@ def migrate(a: str, b: str, check: bool, targets: tuple[Path, ...]) -> None:
         click.echo(report.markdown(), nl=False)
         sys.exit(1 if report.changed else 0)
     click.echo(report.summary())
-
-
-@main.command()
-@click.option(
-    "--revision",
-    "-r",
-    "revision",
-    required=True,
-    metavar="R",
-    help="The revision the transcript speaks.",
-)
-@click.option("--strict", is_flag=True, help="Also report keys that R does not define.")
-@click.argument("file", type=click.File("rb"))
-def validate(revision: str, strict: bool, file: Any) -> None:
-    """Check a JSON-RPC transcript (JSON Lines, both directions of one session) against revision R.
-
-    Each finding is a line: its line number, JSON-RPC error code and JSON path. Exit 0 when
-    there is none, 1 when there are findings, 2 when FILE is not a UTF-8 text transcript.
-    """
-    import mcpbind
-    from mcpbind.validate import UnreadableTranscript, read_transcript, validate_lines
-
-    if revision not in mcpbind.REVISIONS:
-        raise click.BadParameter(
-            f"{revision!r} is not a known revision: {', '.join(mcpbind.REVISIONS)}"
-        )
-    try:
-        lines = read_transcript(file.read())
-    except UnreadableTranscript as exc:
-        raise _Unreadable(f"{file.name}: {exc}") from None
-    findings = 0
-    for finding in validate_lines(lines, revision, strict=strict):
-        click.echo(str(finding))
-        findings += 1
-    if findings:
-        click.echo(f"{findings} finding(s)", err=True)
-        sys.exit(1)

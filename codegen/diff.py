@@ -761,9 +761,8 @@ def _notes(a: Revision, b: Revision) -> tuple[Note, ...]:
 
 
 def diff(a: str, b: str) -> Diff:
-    """The diff of two pinned revisions by name (raises ``PinError`` for an unknown one)."""
-    from .model import build
-    from .pin import pin
+    """The diff of two pinned revisions by name, read from their committed digests
+    (``codegen.digest``: no schema needed); raises ``DigestError`` for an unknown revision."""
+    from .digest import read
 
-    pin(a), pin(b)
-    return compare(build(a), build(b))
+    return compare(read(a), read(b))

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import libcst
 
-from . import diff_render, projection
+from . import diff_render, digest, projection
 from .diff import compare
 from .emit import format_python, render, revision_files
 from .ir import Revision
@@ -48,6 +48,7 @@ def generate(revisions: Iterable[str] | None = None) -> dict[Path, str]:
         package = GENERATED_DIR / package_name(revision)
         for name, text in revision_files(rev).items():
             files[package / name] = text
+        files[digest_file(revision)] = digest.dump(rev)
     files.update(change_files(irs))
     files.update(
         {GENERATED_DIR / path: text for path, text in projection.projection_files(irs).items()}
@@ -58,11 +59,21 @@ def generate(revisions: Iterable[str] | None = None) -> dict[Path, str]:
     return {**files, **python}
 
 
+def digest_file(revision: str) -> Path:
+    """Where the digest of ``revision`` is committed (``codegen.digest``)."""
+    return GENERATED_DIR / digest.DIGEST_DIR / f"{package_name(revision)}.json"
+
+
 def change_files(irs: dict[str, Revision]) -> dict[Path, str]:
-    """``docs/changes/<A>__<B>.md`` for each consecutive pair of pinned revisions in ``irs``."""
+    """``docs/changes/<A>__<B>.md`` for each consecutive pair of pinned revisions in ``irs``.
+
+    Each compares the two digests read back, as ``mcpbind diff`` does, so the documents are
+    exactly what the command prints.
+    """
     order = [p.revision for p in pins()]
+    digests = {r: digest.load(digest.dump(rev)) for r, rev in irs.items()}
     return {
-        CHANGES_DIR / f"{a}__{b}.md": diff_render.markdown(compare(irs[a], irs[b]))
+        CHANGES_DIR / f"{a}__{b}.md": diff_render.markdown(compare(digests[a], digests[b]))
         for a, b in zip(order, order[1:], strict=False)
         if a in irs and b in irs
     }
@@ -89,6 +100,12 @@ def verify(files: dict[Path, str]) -> None:
     files = {p: t for p, t in files.items() if p.is_relative_to(GENERATED_DIR)}  # not docs/changes
     for path, text in files.items():
         rel = path.relative_to(REPO_ROOT)
+        if path.suffix == ".json":
+            try:
+                digest.load(text)
+            except digest.DigestError as exc:
+                raise VerifyError(f"{rel}: generated digest does not load: {exc}") from exc
+            continue
         try:
             compile(text, str(rel), "exec")
             libcst.parse_module(text)
@@ -100,7 +117,9 @@ def verify(files: dict[Path, str]) -> None:
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(text, encoding="utf-8")
         packages = sorted(
-            {p.relative_to(GENERATED_DIR).parts[0] for p in files if p.parent != GENERATED_DIR}
+            p.relative_to(GENERATED_DIR).parts[0]
+            for p in files
+            if p.parent != GENERATED_DIR and p.suffix == ".py"  # packages, not the digests
         )
         env = {
             **os.environ,

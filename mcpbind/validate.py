@@ -1,6 +1,6 @@
 """Check a JSON-RPC transcript (JSON Lines) against one revision: ``mcpbind validate``.
 
-Plain runtime code (msgspec only); the click command in ``codegen/cli.py`` is a thin wrapper.
+Plain runtime code (msgspec only); the click command in ``mcpbind/cli.py`` is a thin wrapper.
 
 A transcript holds both directions of one session, one JSON-RPC message (or batch) a line, with
 no direction marks, so the direction of each line is worked out from what it is:

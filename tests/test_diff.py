@@ -5,11 +5,11 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from codegen.cli import main
 from codegen.diff import KINDS, compare, diff
 from codegen.diff_render import markdown, to_json
 from codegen.model import build_from_schema
 from codegen.pin import pins
+from mcpbind.cli import main
 
 REVISIONS = [p.revision for p in pins()]
 PAIRS = list(zip(REVISIONS, REVISIONS[1:], strict=False))
@@ -490,8 +490,8 @@ def test_cli_diff_prints_markdown_or_json_and_exits_0():
 
 def test_cli_diff_rejects_an_unknown_revision_naming_the_pinned_ones():
     result = CliRunner().invoke(main, ["diff", "1999-01-01", "draft"])
-    assert result.exit_code == 2
-    assert "'1999-01-01' is not pinned" in result.output and "2026-07-28" in result.output
+    assert result.exit_code == 2 and result.output.count("\n") == 1
+    assert "'1999-01-01' is not a known revision" in result.output and "2026-07-28" in result.output
 
 
 def test_generate_writes_one_change_document_per_consecutive_pair():

@@ -5,8 +5,8 @@ import sys
 import pytest
 from click.testing import CliRunner
 
-from codegen.cli import main
 from codegen.migrate import MARK, migrate_source, plan
+from mcpbind.cli import main
 
 CHANGES = "docs/changes/2025-11-25__2026-07-28.md"
 
@@ -219,5 +219,5 @@ def test_without_libcst_the_command_names_the_extra_to_install(monkeypatch, tmp_
     assert result.exit_code == 2
     assert (
         result.output
-        == "mcpbind migrate: needs libcst; install the codegen extra: pip install 'mcpbind[codegen]'\n"
+        == 'mcpbind migrate needs the generator (libcst missing): pip install "mcpbind[codegen]"\n'
     )

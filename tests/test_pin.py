@@ -11,9 +11,9 @@ import pytest
 from click.testing import CliRunner
 
 from codegen import pin as pinning
-from codegen.cli import main
 from codegen.ir import Patch
 from codegen.overlay import OverlayError, apply_patches
+from mcpbind.cli import main
 
 SHARED = Path(pinning.REPO_ROOT).parent / "shared" / "schemas"
 
@@ -299,7 +299,7 @@ def test_a_pinned_file_missing_from_the_schema_directory_is_one_line_and_exit_2(
     assert CliRunner().invoke(main, ["pin", "2027-01-01", "--file", str(f)]).exit_code == 0
     (schemas / "2027-01-01" / "schema.json").unlink()
     pinning.pins.cache_clear()
-    result = CliRunner().invoke(main, ["diff", "2026-07-28", "2027-01-01"])
+    result = CliRunner().invoke(main, ["generate", "--check", "-r", "2027-01-01"])
     assert result.exit_code == 2
     assert result.output.count("\n") == 1
     assert (
@@ -342,7 +342,7 @@ def test_a_new_revision_needs_only_pin_and_generate(tmp_path):
         assert done.returncode == 0, done.stdout + done.stderr
         return done.stdout
 
-    cli = "import sys; from codegen.cli import main; main(sys.argv[1:])"
+    cli = "import sys; from mcpbind.cli import main; main(sys.argv[1:])"
     run(cli, "pin", "2027-01-01", "--file", str(new_file), "--released")
     run(cli, "generate", "-r", "2026-07-28", "-r", "2027-01-01")
     out = run(

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from codegen.cli import main
+from mcpbind.cli import main
 from mcpbind.validate import Finding, validate_lines
 
 SESSIONS = Path(__file__).resolve().parent.parent / "bench" / "sessions"

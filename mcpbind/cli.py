@@ -1,0 +1,169 @@
+"""The ``mcpbind`` command line.
+
+A tool room beside the runtime: the runtime never imports this module, and it imports only
+click and the runtime at start-up, so a plain ``pip install mcpbind`` runs every command that
+needs no generator (``revisions``, ``validate``, ``diff``, which reads the committed digests).
+The generator's commands (``generate``, ``pin``, ``migrate``) live in ``codegen/cli.py`` and load
+when named; each says in one line which extra to install when the generator is missing.
+
+Every user error is one line on stderr and exit 2, never a usage block or a traceback.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import IO, Any
+
+import click
+
+from ._revisions import LATEST, REVISIONS, SHA256, SOURCES
+
+# The generator's commands: name -> the ``codegen.cli`` attribute that defines it.
+GENERATOR_COMMANDS = {"generate": "generate", "pin": "pin", "migrate": "migrate"}
+
+
+class UserError(click.ClickException):
+    """What the user gave is at fault (a revision, a file, a download): one line, exit 2."""
+
+    exit_code = 2
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        ctx = click.get_current_context(silent=True)
+        self.where = ctx.command_path if ctx is not None else "mcpbind"
+
+    def show(self, file: IO[Any] | None = None) -> None:
+        _echo_line(f"{self.where}: {self.format_message()}")
+
+
+class _Main(click.Group):
+    """The command group: the runtime's commands, plus the generator's loaded when named."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted([*super().list_commands(ctx), *GENERATOR_COMMANDS])
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name in GENERATOR_COMMANDS:
+            from codegen import cli as generator  # click and the standard library only
+
+            command: click.Command = getattr(generator, GENERATOR_COMMANDS[name])
+            return command
+        return super().get_command(ctx, name)
+
+    def main(  # type: ignore[override]
+        self, args: Any = None, prog_name: str | None = None, **extra: Any
+    ) -> Any:
+        """Run as click does, but report a usage error in one line (with where to find help)."""
+        standalone = extra.pop("standalone_mode", True)
+        if not standalone:
+            return super().main(args, prog_name, standalone_mode=False, **extra)
+        try:
+            code = super().main(args, prog_name, standalone_mode=False, **extra)
+        except click.exceptions.NoArgsIsHelpError as exc:
+            exc.show()  # the help text itself
+            sys.exit(exc.exit_code)
+        except click.UsageError as exc:
+            where = exc.ctx.command_path if exc.ctx is not None else "mcpbind"
+            _echo_line(f"{where}: {exc.format_message()} (see `{where} --help`)")
+            sys.exit(exc.exit_code)
+        except click.ClickException as exc:
+            exc.show()
+            sys.exit(exc.exit_code)
+        except click.Abort:
+            _echo_line("mcpbind: aborted")
+            sys.exit(1)
+        sys.exit(code if isinstance(code, int) else 0)
+
+
+def _echo_line(message: str) -> None:
+    """An error on stderr as one line, whatever line breaks its message holds."""
+    click.echo(" ".join(message.split()), err=True)
+
+
+@click.group("mcpbind", cls=_Main, context_settings={"help_option_names": ["-h", "--help"]})
+def main() -> None:
+    """Exact msgspec bindings for every MCP revision: inspect, validate and compare revisions.
+
+    generate, pin and migrate need the generator: pip install "mcpbind[codegen]".
+    """
+
+
+# The runtime's commands (a future `bridge`, a stdio proxy between revisions, belongs here too):
+# each imports what it needs inside, so that `mcpbind --help` loads only click and the runtime.
+
+
+@main.command()
+def revisions() -> None:
+    """List the pinned revisions, oldest first, with their sha256 and source."""
+    for r in REVISIONS:
+        mark = "  (latest)" if r == LATEST else ""
+        click.echo(f"{r:<12} {SHA256[r]}  {SOURCES[r]}{mark}")
+
+
+def _known(value: str, what: str) -> str:
+    if value not in REVISIONS:
+        raise UserError(f"{what}: {value!r} is not a known revision; known: {', '.join(REVISIONS)}")
+    return value
+
+
+@main.command()
+@click.argument("a", metavar="A")
+@click.argument("b", metavar="B")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["markdown", "json"]),
+    default="markdown",
+    show_default=True,
+    help="markdown for review, json for tools (shape in docs/diff.md).",
+)
+def diff(a: str, b: str, fmt: str) -> None:
+    """The protocol changes from revision A to revision B, each with a kind and whom it breaks.
+
+    Computed from the digests of the two revisions that ship with mcpbind (no schema needed).
+    """
+    from codegen import diff_render  # the standard library only: no generator needed
+    from codegen.diff import diff as compute
+    from codegen.digest import DigestError
+
+    _known(a, "A"), _known(b, "B")
+    try:
+        result = compute(a, b)
+    except DigestError as exc:
+        raise UserError(str(exc)) from None
+    click.echo(
+        diff_render.markdown(result) if fmt == "markdown" else diff_render.to_json(result), nl=False
+    )
+
+
+@main.command()
+@click.option(
+    "--revision",
+    "-r",
+    "revision",
+    required=True,
+    metavar="R",
+    help="The revision the transcript speaks.",
+)
+@click.option("--strict", is_flag=True, help="Also report keys that R does not define.")
+@click.argument("file", type=click.File("rb"))
+def validate(revision: str, strict: bool, file: Any) -> None:
+    """Check a JSON-RPC transcript (JSON Lines, both directions of one session) against revision R.
+
+    Each finding is a line: its line number, JSON-RPC error code and JSON path. Exit 0 when
+    there is none, 1 when there are findings, 2 when FILE is not a UTF-8 text transcript.
+    """
+    from .validate import UnreadableTranscript, read_transcript, validate_lines
+
+    _known(revision, "--revision")
+    try:
+        lines = read_transcript(file.read())
+    except UnreadableTranscript as exc:
+        raise UserError(f"{file.name}: {exc}") from None
+    findings = 0
+    for finding in validate_lines(lines, revision, strict=strict):
+        click.echo(str(finding))
+        findings += 1
+    if findings:
+        click.echo(f"{findings} finding(s)", err=True)
+        sys.exit(1)
