@@ -16,6 +16,7 @@ from typing import NoReturn
 import click
 
 from . import cache, paths
+from .digest import DigestError
 from .pin import PinError, pins
 
 # The import names of pyproject.toml's ``codegen`` extra (tests/test_packaging.py keeps them in step).
@@ -203,9 +204,7 @@ def migrate(a: str, b: str, check: bool, targets: tuple[Path, ...]) -> None:
             )
     try:
         report = migrator.migrate(a, b, list(targets), write=not check)
-    except PinError as exc:
-        _fail("migrate", exc)
-    except migrator.MigrateError as exc:
+    except (PinError, DigestError, migrator.MigrateError) as exc:
         _fail("migrate", exc)
     if check:
         click.echo(report.markdown(), nl=False)

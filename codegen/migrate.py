@@ -99,8 +99,9 @@ def _where(changes: list[tuple[str, Diff]], c: Change, fallback: str) -> str:
 
 
 def plan(a: str, b: str, build: dict[str, Revision] | None = None) -> Plan:
-    """The codemod's plan for moving code from revision ``a`` to ``b``, read off ``compare(a, b)``."""
-    from .model import build as build_ir
+    """The codemod's plan for moving code from revision ``a`` to ``b``, read off ``compare(a, b)``
+    on the committed digests (as ``mcpbind diff`` does: no schema needed)."""
+    from .digest import read as build_ir
 
     order = [p.revision for p in pins()]
     irs = dict(build or {})

@@ -46,25 +46,35 @@ def test_diff_from_the_digests_equals_diff_from_the_schemas(irs):
         )  # a pair with nothing to compare proves nothing
 
 
-def test_diff_needs_no_schema(monkeypatch, tmp_path):
-    """The schema directory empty and downloads impossible: diff reads the committed digests."""
+@pytest.fixture
+def no_schemas(monkeypatch, tmp_path):
+    """The schema directory empty and every download refused."""
     import urllib.request
 
     import codegen.pin as pinning
 
     def no_network(url, *args, **kwargs):
-        raise AssertionError(f"diff fetched {url}")
+        raise AssertionError(f"fetched {url}")
 
     monkeypatch.setenv("MCPBIND_SCHEMA_DIR", str(tmp_path))
     monkeypatch.setattr(urllib.request, "urlopen", no_network)
     pinning.load_schema.cache_clear()
-    try:
-        result = CliRunner().invoke(main, ["diff", "2025-06-18", "2025-11-25", "--format", "json"])
-    finally:
-        pinning.load_schema.cache_clear()
+    yield tmp_path
+    pinning.load_schema.cache_clear()
+    assert not list(tmp_path.iterdir())
+
+
+def test_diff_needs_no_schema(no_schemas):
+    result = CliRunner().invoke(main, ["diff", "2025-06-18", "2025-11-25", "--format", "json"])
     assert result.exit_code == 0, result.output
     assert json.loads(result.output)["summary"]["total"] > 0
-    assert not list(tmp_path.iterdir())
+
+
+def test_migrate_plans_from_the_digests_too(no_schemas):
+    from codegen.migrate import plan
+
+    p = plan("2025-11-25", "2026-07-28")
+    assert "ping" in p.methods  # removed in 2026-07-28: each use gets a mark
 
 
 def test_the_digests_are_small():
