@@ -63,8 +63,16 @@ def _type(t: TypeExpr) -> dict[str, Any]:
         return {"map": _type(t.value)}
     if isinstance(t, RefT):
         return {"ref": t.name}
-    site = [t.site.owner, *([s.kind, s.key] for s in t.site.steps)]
-    return {"union": [_type(m) for m in t.members], "site": site}
+    return {"union": [_type(m) for m in t.members], "site": _site(t.site)}
+
+
+def _site(site: Site) -> list[Any]:
+    return [site.owner, *([s.kind, s.key] for s in site.steps)]
+
+
+def _read_site(x: list[Any]) -> Site:
+    owner, *steps = x
+    return Site(owner, tuple(Step(k, v) for k, v in steps))
 
 
 def _constraints(c: Constraints) -> dict[str, Any]:
@@ -94,6 +102,8 @@ def _definition(d: Definition) -> dict[str, Any]:
         out["extra_value"] = _type(d.extra_value)
     if d.inline:
         out["inline"] = True
+    if d.site is not None:
+        out["site"] = _site(d.site)
     if d.tag is not None:
         out["tag"] = list(d.tag)
     return out
@@ -184,8 +194,16 @@ def _read_definition(name: str, x: dict[str, Any]) -> Definition:
     )
     extra_value = _read_type(x["extra_value"]) if "extra_value" in x else ANY
     tag = cast("tuple[str, str]", tuple(x["tag"])) if "tag" in x else None
+    site = _read_site(x["site"]) if "site" in x else None
     return ObjectDef(
-        name, x["description"], fields, x["extra"], extra_value, x.get("inline", False), tag
+        name,
+        x["description"],
+        fields,
+        x["extra"],
+        extra_value,
+        x.get("inline", False),
+        tag=tag,
+        site=site,
     )
 
 
