@@ -157,7 +157,39 @@ def facts_view(rev: Revision, py: dict[str, str], annotate: Callable[[TypeExpr],
                 f"input_responses={literal(e['input_responses'])}, request_state={literal(e['request_state'])})",
             )
         )
+    losses = _losses(rev)
+    if losses:
+        record.append(("losses", losses))
     return FactsView(wires=wires, responses=responses, record=record)
+
+
+_LOSS_RULES = ("drop", "replace")
+
+
+def _losses(rev: Revision) -> str:
+    """The ``[[loss]]`` entries whose target range includes ``rev``, as a ``Loss`` table; an
+    entry that could never apply to ``rev`` (its type or field exists there) stops generation."""
+    from .emit import literal
+
+    items = []
+    for e in _entries("loss", rev.revision):
+        rule, type_, key = e.get("rule"), e.get("type", "*"), e.get("field", "")
+        where = f"{rev.revision}: [[loss]] {type_}{'.' + key if key else ''}"
+        if rule not in _LOSS_RULES or not e.get("reason"):
+            raise OverlayError(f"{where}: rule must be one of {_LOSS_RULES}, with a reason")
+        if (rule == "replace") != ("into" in e and not key):
+            raise OverlayError(f"{where}: 'replace' (and only it) needs `into` and no `field`")
+        d = rev.definitions.get(type_)
+        if not key and d is not None:
+            raise OverlayError(f"{where}: {type_} exists in {rev.revision}, nothing is lost")
+        if key not in ("", "*") and isinstance(d, ObjectDef) and d.field(key) is not None:
+            raise OverlayError(f"{where}: {type_} has {key} in {rev.revision}, nothing is lost")
+        items.append(
+            f"({literal(type_)}, {literal(key)}): Loss(rule={literal(rule)}, "
+            f"reason={literal(e['reason'])}, into={literal(e.get('into'))}, "
+            f"template={_json(e.get('with', {}))})"
+        )
+    return "{" + ", ".join(items) + "}" if items else ""
 
 
 def _implied(rev: Revision, py: dict[str, str]) -> str:

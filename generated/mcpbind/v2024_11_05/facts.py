@@ -9,7 +9,7 @@ from typing import Literal
 
 from msgspec import UNSET, Struct, UnsetType, field
 
-from mcpbind._support import Facts, RequestMeta, ResultKinds, RoundTrip, TaskResults, Wire
+from mcpbind._support import Facts, Loss, RequestMeta, ResultKinds, RoundTrip, TaskResults, Wire
 
 from .types import *  # noqa: F403
 
@@ -377,4 +377,45 @@ FACTS = Facts(
     wires=WIRES,
     capability_names=("experimental",),
     capability_implied={},
+    losses={
+        ("ResourceLink", ""): Loss(
+            rule="replace",
+            reason="resource links arrived in 2025-06-18; a text block holding the URI keeps the link readable by the model and its position among the other blocks",
+            into="TextContent",
+            template={"text": "{uri}", "type": "text"},
+        ),
+        ("AudioContent", ""): Loss(
+            rule="replace",
+            reason="audio content arrived in 2025-03-26; a text block saying what was there keeps the block count and tells the model something was left out",
+            into="TextContent",
+            template={
+                "text": "[audio content ({mimeType}) cannot be carried by MCP {target}]",
+                "type": "text",
+            },
+        ),
+        ("CallToolResult", "structuredContent"): Loss(
+            rule="drop",
+            reason="structured tool output arrived in 2025-06-18; the spec asks a tool returning it to serialize it into a text block as well, so the content still carries it",
+            into=None,
+            template={},
+        ),
+        ("ServerCapabilities", "*"): Loss(
+            rule="drop",
+            reason="a server capability the client's revision has no key for is not advertised to it: that client could not use it",
+            into=None,
+            template={},
+        ),
+        ("ClientCapabilities", "*"): Loss(
+            rule="drop",
+            reason="a client capability the server's revision has no key for is not advertised to it: that server could not use it",
+            into=None,
+            template={},
+        ),
+        ("*", "task"): Loss(
+            rule="drop",
+            reason="task-augmented requests exist in 2025-11-25 only (2026-07-28 moved tasks to an extension); a server of another revision runs the request and answers with its result, which the requester of a task must accept (a receiver without task support ignores `task`)",
+            into=None,
+            template={},
+        ),
+    },
 )

@@ -9,7 +9,7 @@ from typing import Literal
 
 from msgspec import UNSET, Struct, UnsetType, field
 
-from mcpbind._support import Facts, RequestMeta, ResultKinds, RoundTrip, TaskResults, Wire
+from mcpbind._support import Facts, Loss, RequestMeta, ResultKinds, RoundTrip, TaskResults, Wire
 
 from .types import *  # noqa: F403
 
@@ -394,4 +394,24 @@ FACTS = Facts(
     wires=WIRES,
     capability_names=("experimental",),
     capability_implied={},
+    losses={
+        ("ServerCapabilities", "*"): Loss(
+            rule="drop",
+            reason="a server capability the client's revision has no key for is not advertised to it: that client could not use it",
+            into=None,
+            template={},
+        ),
+        ("ClientCapabilities", "*"): Loss(
+            rule="drop",
+            reason="a client capability the server's revision has no key for is not advertised to it: that server could not use it",
+            into=None,
+            template={},
+        ),
+        ("*", "task"): Loss(
+            rule="drop",
+            reason="task-augmented requests exist in 2025-11-25 only (2026-07-28 moved tasks to an extension); a server of another revision runs the request and answers with its result, which the requester of a task must accept (a receiver without task support ignores `task`)",
+            into=None,
+            template={},
+        ),
+    },
 )
