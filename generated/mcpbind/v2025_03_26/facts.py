@@ -408,5 +408,17 @@ FACTS = Facts(
             into=None,
             template={},
         ),
+        ("*", "cacheScope"): Loss(
+            rule="drop",
+            reason="2026-07-28 results say how they may be cached; a client of a revision without the key caches nothing by the protocol's word, which is the safe reading",
+            into=None,
+            template={},
+        ),
+        ("*", "ttlMs"): Loss(
+            rule="drop",
+            reason="2026-07-28 results say how long they may be cached; a client of a revision without the key caches nothing by the protocol's word, which is the safe reading",
+            into=None,
+            template={},
+        ),
     },
 )
