@@ -163,7 +163,7 @@ def facts_view(rev: Revision, py: dict[str, str], annotate: Callable[[TypeExpr],
     return FactsView(wires=wires, responses=responses, record=record)
 
 
-_LOSS_RULES = ("drop", "replace")
+_LOSS_RULES = ("drop", "replace", "refuse")
 
 
 def _losses(rev: Revision) -> str:

@@ -107,7 +107,7 @@ class RoundTrip(msgspec.Struct, frozen=True, kw_only=True):
 class Loss(msgspec.Struct, frozen=True, kw_only=True):
     """What a bridge does with a value the revision cannot carry (an overlay ``[[loss]]``)."""
 
-    rule: str  # "drop", or "replace": the object becomes ``into`` built from ``template``
+    rule: str  # "drop"; "replace": the object becomes ``into`` built from ``template``; "refuse"
     reason: str
     into: str | None = None  # schema name of the replacement type, in the source revision
     template: Mapping[str, Any] = {}  # the replacement as JSON; strings are format templates

@@ -195,16 +195,27 @@ class Bridge:
         try:
             value, lost = convey(obj, target)
         except ProjectionError as exc:
-            raise ProtocolError(INVALID_PARAMS, f"{what} cannot cross: {exc}") from None
+            if exc.path != "$":
+                raise ProtocolError(INVALID_PARAMS, f"{what} cannot cross: {exc}") from None
+            # The type has another name there (2026-07-28's ElicitRequestFormParams is
+            # 2025-06-18's ElicitRequestParams): the session checks the plain value into the
+            # method's own class of the target revision.
+            return msgspec.to_builtins(obj), []
+        refused = [one for one in lost if one.rule == "refuse"]
+        if refused:
+            raise self._lossy_error(what, target, refused, "")
         for one in lost:
             self.log.append(f"loss: {what} into MCP {target}: {one.describe()}")
         return value, lost
 
-    def _lossy_error(self, what: str, target: str, lost: list[Lost]) -> ProtocolError:
+    def _lossy_error(
+        self, what: str, target: str, lost: list[Lost], why: str = "--strict: "
+    ) -> ProtocolError:
         return ProtocolError(
             LOSSY,
-            f"--strict: {what} cannot be carried to MCP {target} without loss at "
-            + ", ".join(one.path for one in lost),
+            f"{why}{what} cannot be carried to MCP {target} without loss at "
+            + ", ".join(one.path for one in lost)
+            + "".join(f" ({one.reason})" for one in lost if one.rule == "refuse"),
             {"lost": [{"path": one.path, "rule": one.rule, "reason": one.reason} for one in lost]},
         )
 

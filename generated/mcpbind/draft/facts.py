@@ -211,8 +211,8 @@ FACTS = Facts(
             template={},
         ),
         ("*", "task"): Loss(
-            rule="drop",
-            reason="task-augmented requests exist in 2025-11-25 only (2026-07-28 moved tasks to an extension); a server of another revision runs the request and answers with its result, which the requester of a task must accept (a receiver without task support ignores `task`)",
+            rule="refuse",
+            reason="task-augmented requests exist in 2025-11-25 only (2026-07-28 moved tasks to an extension); the requester of a task expects a CreateTaskResult, which a server without the field never sends, so the request is refused rather than run without its task",
             into=None,
             template={},
         ),
