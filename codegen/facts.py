@@ -163,13 +163,15 @@ def facts_view(rev: Revision, py: dict[str, str], annotate: Callable[[TypeExpr],
     return FactsView(wires=wires, responses=responses, record=record)
 
 
-_LOSS_RULES = ("drop", "replace", "refuse")
+_LOSS_RULES = ("drop", "replace", "refuse", "fill")
 
 
 def _losses(rev: Revision) -> str:
-    """The ``[[loss]]`` entries whose target range includes ``rev``, as a ``Loss`` table; an
-    entry that could never apply to ``rev`` (its type or field exists there) stops generation."""
+    """The ``[[loss]]`` entries whose target range includes ``rev``, as a ``Loss`` table (and a
+    "moved" entry per ``[[migration]]`` into ``rev``: projection carries that value); an entry
+    that could never apply to ``rev`` (its type or field exists there) stops generation."""
     from .emit import literal
+    from .overlay import in_range
 
     items = []
     for e in _entries("loss", rev.revision):
@@ -179,17 +181,37 @@ def _losses(rev: Revision) -> str:
             raise OverlayError(f"{where}: rule must be one of {_LOSS_RULES}, with a reason")
         if (rule == "replace") != ("into" in e and not key):
             raise OverlayError(f"{where}: 'replace' (and only it) needs `into` and no `field`")
+        if (rule == "fill") != ("with" in e and bool(key)):
+            raise OverlayError(f"{where}: 'fill' needs `field` and the value `with`")
         d = rev.definitions.get(type_)
         if not key and d is not None:
             raise OverlayError(f"{where}: {type_} exists in {rev.revision}, nothing is lost")
-        if key not in ("", "*") and isinstance(d, ObjectDef) and d.field(key) is not None:
+        if (
+            rule != "fill"
+            and key not in ("", "*")
+            and isinstance(d, ObjectDef)
+            and d.field(key) is not None
+        ):
             raise OverlayError(f"{where}: {type_} has {key} in {rev.revision}, nothing is lost")
+        template = {"value": e["with"]} if rule == "fill" else e.get("with", {})
         items.append(
             f"({literal(type_)}, {literal(key)}): Loss(rule={literal(rule)}, "
             f"reason={literal(e['reason'])}, into={literal(e.get('into'))}, "
-            f"template={_json(e.get('with', {}))})"
+            f"template={_json(template)})"
         )
+    for e in _entries_all("migration"):
+        if in_range(rev.revision, e["moved_since"], None):
+            items.append(
+                f"({literal(e['type'])}, {literal(e['path'][0])}): Loss(rule='moved', "
+                f"reason={literal(e['reason'])})"
+            )
     return "{" + ", ".join(items) + "}" if items else ""
+
+
+def _entries_all(kind: str) -> list[dict[str, Any]]:
+    from .overlay import _raw
+
+    return list(_raw().get(kind, []))
 
 
 def _implied(rev: Revision, py: dict[str, str]) -> str:

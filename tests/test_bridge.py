@@ -236,6 +236,23 @@ def test_cache_hints_are_dropped_and_logged() -> None:
     assert any("$.ttlMs: ListToolsResult.ttlMs dropped" in x for x in lines), t.log
 
 
+def test_cache_hints_a_2026_client_needs_are_filled() -> None:
+    t = Trio("2026-07-28", "2025-11-25")
+    request, rid = t.call("tools/list")
+    result = t.answer(request, {"tools": [{"name": "a", "inputSchema": {"type": "object"}}]})
+    assert isinstance(result, ev.ResultReceived) and result.id == rid, result
+    assert (result.result.cache_scope, result.result.ttl_ms) == ("private", 0)
+    assert result.result.tools[0].name == "a"
+
+
+def test_a_moved_capability_is_not_a_loss() -> None:
+    caps = {"tools": {}, "tasks": {"requests": {"tools": {"call": {}}}}}
+    t = Trio("2026-07-28", "2025-11-25", server_caps=caps)
+    got = msgspec.to_builtins(t.last(t.at_client, ev.Negotiated).capabilities)
+    assert got["extensions"]["io.modelcontextprotocol/tasks"] == caps["tasks"]
+    assert not any("$.tasks" in line for line in losses(t)), t.log
+
+
 def test_strict_answers_the_client_with_the_lost_paths() -> None:
     t = Trio("2024-11-05", "2026-07-28", strict=True)
     request, rid = t.call("tools/call", {"name": "x"})

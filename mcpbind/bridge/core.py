@@ -12,6 +12,7 @@ revision is named here.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterable
 from typing import Any
 
@@ -308,10 +309,8 @@ class Bridge:
                 )
 
     def _answer_error(self, id: Any, error: ProtocolError) -> None:
-        try:
+        with contextlib.suppress(ProtocolError):  # the client cancelled it meanwhile
             self.front.respond_error(id, error.code, error.message, error.data)
-        except ProtocolError:
-            pass  # the client cancelled it meanwhile
 
     def _client_request(self, e: RequestReceived) -> None:
         target = self.back.revision

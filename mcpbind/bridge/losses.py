@@ -122,6 +122,7 @@ class Carrier:
                 self._names.setdefault(cls, name)
         self._target_defs = tgt.DEFINITIONS
         self._rules: Any = tgt.FACTS.losses
+        self._target_kinds = tgt.FACTS.result_kinds
         kinds = src.FACTS.result_kinds
         # A result discriminator at the value meaning "the method's own result" says nothing a
         # revision without it does not already mean.
@@ -148,9 +149,10 @@ class Carrier:
             return name, None, ()  # a bare map keeps the object's presence (docs/bridge.md)
         keys = {f.encode_name for f in msgspec.structs.fields(target)}
         lacking = tuple(
-            (f.name, f.encode_name, self._rule(name, f.encode_name))
+            (f.name, f.encode_name, rule)
             for f in msgspec.structs.fields(cls)
             if f.encode_name not in keys
+            and (rule := self._rule(name, f.encode_name)).rule != "moved"  # projection moves it
         )
         return name, None, lacking
 
@@ -199,10 +201,40 @@ class Carrier:
         obj, lost = self.carry(obj)
         try:
             return project(obj, self.target), lost
-        except ProjectionError:
+        except ProjectionError as exc:
+            filled = self._filled(obj, exc)
+            if filled is not None:
+                return filled, lost
             value, dropped = project_lossy(obj, self.target)
             lost += [Lost(path, "", "", "drop", _DEFAULT.reason) for path in dropped]
             return value, lost
+
+    def _filled(self, obj: Any, exc: ProjectionError) -> Any:
+        """``obj`` in the target with the ``fill`` values of the fields the target requires and
+        its revision lacks (2026-07-28's cache hints), or None when no rule fills the field
+        projection failed at."""
+        name = self._names.get(type(obj), "")
+        target = self._target_defs.get(name)
+        if not (isinstance(target, type) and issubclass(target, msgspec.Struct)):
+            return None
+        data = msgspec.to_builtins(obj)
+        fills = {}
+        for f in msgspec.structs.fields(target):
+            rule = self._rule(name, f.encode_name)
+            if f.required and f.encode_name not in data and rule.rule == "fill":
+                fills[f.encode_name] = rule.template["value"]
+        if not fills or exc.path.lstrip("$.") not in fills:
+            return None
+        data.update(fills)
+        kinds = self._target_kinds
+        if kinds is not None and kinds.key in {
+            f.encode_name for f in msgspec.structs.fields(target)
+        }:
+            data.setdefault(kinds.key, kinds.own)  # what an absent discriminator means
+        try:
+            return convert(data, target)
+        except msgspec.ValidationError:
+            return None
 
     def _walk(self, v: Any, at: str, lost: list[Lost]) -> Any:
         t = type(v)

@@ -214,16 +214,24 @@ FACTS = Facts(
             template={},
         ),
         ("*", "cacheScope"): Loss(
-            rule="drop",
-            reason="2026-07-28 results say how they may be cached; a client of a revision without the key caches nothing by the protocol's word, which is the safe reading",
+            rule="fill",
+            reason='a result of an earlier revision says nothing about caching; "private" with ttlMs 0 is the reading that never lets a cache serve it to someone else or later',
             into=None,
-            template={},
+            template={"value": "private"},
         ),
         ("*", "ttlMs"): Loss(
-            rule="drop",
-            reason="2026-07-28 results say how long they may be cached; a client of a revision without the key caches nothing by the protocol's word, which is the safe reading",
+            rule="fill",
+            reason="a result of an earlier revision says nothing about caching; 0 means it must not be served from a cache",
             into=None,
-            template={},
+            template={"value": 0},
+        ),
+        ("ClientCapabilities", "tasks"): Loss(
+            rule="moved",
+            reason="tasks are a first-class client capability in 2025-11-25 and the io.modelcontextprotocol/tasks extension from 2026-07-28 on (extension negotiation)",
+        ),
+        ("ServerCapabilities", "tasks"): Loss(
+            rule="moved",
+            reason="tasks are a first-class server capability in 2025-11-25 and the io.modelcontextprotocol/tasks extension from 2026-07-28 on (extension negotiation)",
         ),
     },
 )
