@@ -231,6 +231,7 @@ class Bridge:
         else:
             meta = message.params.meta if message.params is not UNSET else None
             envelope = sp.facts.request_meta
+            assert envelope is not None  # a revision without initialize has the envelope
             caps = meta.get(envelope.capabilities_key) if meta else None
             info = meta.get(envelope.info_key) if meta else None
             if isinstance(caps, dict):
@@ -275,38 +276,34 @@ class Bridge:
     # -- what the client did ----------------------------------------------------------------
 
     def _client_event(self, e: Event) -> None:
-        t = type(e)
-        if t is MessageRejected:
-            self.log.append(f"client: {e.error.message}")  # type: ignore[union-attr]
+        if isinstance(e, MessageRejected):
+            self.log.append(f"client: {e.error.message}")
             return
-        if t is Negotiated or t is Initialized:
+        if isinstance(e, (Negotiated, Initialized)):
             self._flush_server()
             return
         if self.back.state != "ready":
-            if self._failed is not None and t is RequestReceived:
-                self._answer_error(e.id, self._failed)  # type: ignore[union-attr]
-            elif t is RequestReceived and self.back.state == "idle":
+            if isinstance(e, RequestReceived) and self._failed is not None:
+                self._answer_error(e.id, self._failed)
+                return
+            if isinstance(e, RequestReceived) and self.back.state == "idle":
                 self._connect(e)
-                self._client_waiting.append(e)
-            else:
-                self._client_waiting.append(e)
+            self._client_waiting.append(e)
             return
-        if t is RequestReceived:
-            self._client_request(e)  # type: ignore[arg-type]
-        elif t is NotificationReceived:
-            self._client_notification(e)  # type: ignore[arg-type]
-        elif t is RequestCancelled:
-            self._client_cancelled(e)  # type: ignore[arg-type]
-        elif t is ResultReceived:
-            self._client_result(e)  # type: ignore[arg-type]
-        elif t is ErrorReceived:
-            self._client_error(e)  # type: ignore[arg-type]
-        elif t is ProgressReceived:
-            served = self._served.get(e.id)  # type: ignore[union-attr]
+        if isinstance(e, RequestReceived):
+            self._client_request(e)
+        elif isinstance(e, NotificationReceived):
+            self._client_notification(e)
+        elif isinstance(e, RequestCancelled):
+            self._client_cancelled(e)
+        elif isinstance(e, ResultReceived):
+            self._client_result(e)
+        elif isinstance(e, ErrorReceived):
+            self._client_error(e)
+        elif isinstance(e, ProgressReceived):
+            served = self._served.get(e.id)
             if served is not None:
-                self._quietly(
-                    self.back.progress, served.id, e.progress, e.total, e.message  # type: ignore[union-attr]
-                )
+                self._quietly(self.back.progress, served.id, e.progress, e.total, e.message)
 
     def _answer_error(self, id: Any, error: ProtocolError) -> None:
         with contextlib.suppress(ProtocolError):  # the client cancelled it meanwhile
@@ -416,61 +413,61 @@ class Bridge:
     # -- what the server did ----------------------------------------------------------------
 
     def _server_event(self, e: Event) -> None:
-        t = type(e)
-        if t is Negotiated:
-            self._server_ready(e)  # type: ignore[arg-type]
-            return
-        if t is NegotiationFailed:
-            self._failed = e.error  # type: ignore[union-attr]
-            self.log.append(f"server: {e.error.message}")  # type: ignore[union-attr]
-            self.front.refuse(e.error)  # type: ignore[union-attr]
-            waiting, self._client_waiting = self._client_waiting, []
-            for one in waiting:
-                if type(one) is RequestReceived:
-                    self._answer_error(one.id, e.error)  # type: ignore[union-attr]
-            return
-        if t is MessageRejected:
-            self.log.append(f"server: {e.error.message}")  # type: ignore[union-attr]
-            return
-        if t is ResultReceived or t is TaskCreated:
-            self._server_result(e.id, e.result)  # type: ignore[union-attr]
-            return
-        if t is ErrorReceived:
-            up = self._down.pop(e.id, None)  # type: ignore[union-attr]
-            if up is None:
-                self.log.append(f"server: error {e.code}: {e.message}")  # type: ignore[union-attr]
-                return
-            self._up.pop(up.id, None)
-            self._answer_error(up.id, ProtocolError(e.code, e.message, e.data))  # type: ignore[union-attr]
-            return
-        if t is InputRequired:
-            self._input_required(e)  # type: ignore[arg-type]
-            return
-        if t is ProgressReceived:
-            up = self._down.get(e.id)  # type: ignore[union-attr]
+        if isinstance(e, Negotiated):
+            self._server_ready(e)
+        elif isinstance(e, NegotiationFailed):
+            self._server_failed(e)
+        elif isinstance(e, MessageRejected):
+            self.log.append(f"server: {e.error.message}")
+        elif isinstance(e, (ResultReceived, TaskCreated)):
+            self._server_result(e.id, e.result)
+        elif isinstance(e, ErrorReceived):
+            self._server_error(e)
+        elif isinstance(e, InputRequired):
+            self._input_required(e)
+        elif isinstance(e, ProgressReceived):
+            up = self._down.get(e.id)
             if up is not None:
-                self._progress(up, e)  # type: ignore[arg-type]
-            return
-        if self.front.state != "ready":
-            self._server_waiting.append(e)
-            return
-        if t is RequestReceived:
-            self._server_request(e)  # type: ignore[arg-type]
-        elif t is NotificationReceived:
-            target = self.front.revision
-            assert target is not None
-            if e.method not in speech(target).methods:  # type: ignore[union-attr]
-                self.log.append(
-                    f"loss: the server's {e.method!r} notification does not exist in "  # type: ignore[union-attr]
-                    f"MCP {target}: not forwarded"
-                )
-                return
-            self._quietly(self._notify, self.front, e.method, e.params, target, "the server's")  # type: ignore[union-attr]
-        elif t is RequestCancelled:
+                self._progress(up, e)
+        elif self.front.state != "ready":
+            self._server_waiting.append(e)  # the client's handshake is not done yet
+        elif isinstance(e, RequestReceived):
+            self._server_request(e)
+        elif isinstance(e, NotificationReceived):
+            self._server_notification(e)
+        elif isinstance(e, RequestCancelled):
             for fid, served in list(self._served.items()):
-                if served.id == e.id:  # type: ignore[union-attr]
+                if served.id == e.id:
                     del self._served[fid]
-                    self._quietly(self.front.cancel, fid, e.reason)  # type: ignore[union-attr]
+                    self._quietly(self.front.cancel, fid, e.reason)
+
+    def _server_failed(self, e: NegotiationFailed) -> None:
+        self._failed = e.error
+        self.log.append(f"server: {e.error.message}")
+        self.front.refuse(e.error)
+        waiting, self._client_waiting = self._client_waiting, []
+        for one in waiting:
+            if isinstance(one, RequestReceived):
+                self._answer_error(one.id, e.error)
+
+    def _server_error(self, e: ErrorReceived) -> None:
+        up = self._down.pop(e.id, None)
+        if up is None:
+            self.log.append(f"server: error {e.code}: {e.message}")
+            return
+        self._up.pop(up.id, None)
+        self._answer_error(up.id, ProtocolError(e.code, e.message, e.data))
+
+    def _server_notification(self, e: NotificationReceived) -> None:
+        target = self.front.revision
+        assert target is not None
+        if e.method not in speech(target).methods:
+            self.log.append(
+                f"loss: the server's {e.method!r} notification does not exist in MCP {target}: "
+                "not forwarded"
+            )
+            return
+        self._quietly(self._notify, self.front, e.method, e.params, target, "the server's")
 
     def _progress(self, up: _Forwarded, e: ProgressReceived) -> None:
         message = e.message
