@@ -52,7 +52,9 @@ CASES: list[tuple[str, str, str, str, dict[str, Any] | None, dict[str, Any]]] = 
 
 def _connected(client_rev: str, server_rev: str) -> tuple[Any, Bridge, Any]:
     client = mcpbind.ClientSession(client_rev, info={"name": "bench", "version": "1"})
-    server = mcpbind.ServerSession(server_rev, capabilities={"tools": {}}, info={"name": "s", "version": "1"})
+    server = mcpbind.ServerSession(
+        server_rev, capabilities={"tools": {}}, info={"name": "s", "version": "1"}
+    )
     bridge = Bridge()
     client.connect()
     for _ in range(10):

@@ -50,6 +50,9 @@ CONNECTION_CLOSED = -32000
 LOSSY = INVALID_PARAMS
 
 
+_SHOWN = 3  # JSON paths shown per kind of loss in one log line
+
+
 class _Held(msgspec.Struct, frozen=True, gc=False):
     """A handshake from the client, held until the server's handshake is done."""
 
@@ -155,6 +158,7 @@ class Bridge:
         self._server_waiting: list[Event] = []  # server events until the client side is ready
         self._client_caps: Any = None
         self._failed: ProtocolError | None = None
+        self._envelope_cache: tuple[Any, dict[str, Any]] | None = None
 
     # -- the two transports -----------------------------------------------------------------
 
@@ -205,9 +209,23 @@ class Bridge:
         refused = [one for one in lost if one.rule == "refuse"]
         if refused:
             raise self._lossy_error(what, target, refused, "")
-        for one in lost:
-            self.log.append(f"loss: {what} into MCP {target}: {one.describe()}")
+        if lost:
+            self._log_losses(what, target, lost)
         return value, lost
+
+    def _log_losses(self, what: str, target: str, lost: list[Lost]) -> None:
+        """One line per kind of loss: its first paths and how many there were (a list of 100
+        tools loses the same field 100 times)."""
+        kinds: dict[tuple[str, str, str], list[Lost]] = {}
+        for one in lost:
+            kinds.setdefault((one.type, one.field, one.rule), []).append(one)
+        for same in kinds.values():
+            first = same[0].describe()
+            if len(same) > 1:
+                more = ", ".join(x.path for x in same[1:_SHOWN])
+                rest = f", ... ({len(same)} in all)" if len(same) > _SHOWN else ""
+                first = first.replace(": ", f", {more}{rest}: ", 1)
+            self.log.append(f"loss: {what} into MCP {target}: {first}")
 
     def _lossy_error(
         self, what: str, target: str, lost: list[Lost], why: str = "--strict: "
@@ -340,7 +358,16 @@ class Bridge:
         self._up[e.id] = down
 
     def _envelope(self, target: str) -> dict[str, Any]:
-        """The per-request ``_meta`` envelope of the server's revision (empty if it has none)."""
+        """The per-request ``_meta`` envelope of the server's revision (empty if it has none),
+        built once per agreed revision and capabilities."""
+        key = (target, id(self.back.capabilities))
+        if self._envelope_cache is not None and self._envelope_cache[0] == key:
+            return self._envelope_cache[1]
+        out = self._build_envelope(target)
+        self._envelope_cache = (key, out)
+        return out
+
+    def _build_envelope(self, target: str) -> dict[str, Any]:
         envelope = speech(target).facts.request_meta
         if envelope is None:
             return {}

@@ -324,7 +324,14 @@ def carrier(source: str, target: str) -> Carrier:
 
 def convey(obj: Any, target: str) -> tuple[Any, list[Lost]]:
     """``obj`` (a generated value of any revision) into ``target``, with what was lost."""
-    source = revision_of(obj)
+    cls = type(obj)
+    source = _REVISION.get(cls)
+    if source is None:
+        source = _REVISION.setdefault(cls, revision_of(obj))
     if source == target:
         return obj, []
-    return carrier(source, target).convey(obj)
+    found = _CARRIERS.get((source, target))
+    return (found or carrier(source, target)).convey(obj)
+
+
+_REVISION: dict[type, str] = {}  # generated class -> its revision (bounded by the classes)
