@@ -80,3 +80,41 @@ def test_client_closing_its_input_ends_the_bridge() -> None:
     status, seen, log = run([], close_input=True)
     assert status == 0
     assert "the client closed its input" in log
+
+
+def test_command_line_refuses_an_unknown_revision_in_one_line() -> None:
+    from click.testing import CliRunner
+
+    from codegen.cli import main
+
+    result = CliRunner().invoke(main, ["bridge", "--client-revision", "1999-01-01", "--", "x"])
+    assert result.exit_code == 2
+    assert "--client-revision '1999-01-01'" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_command_line_names_a_server_that_cannot_start() -> None:
+    import subprocess
+    from pathlib import Path
+
+    mcpbind_cmd = str(Path(sys.executable).with_name("mcpbind"))
+    done = subprocess.run(
+        [mcpbind_cmd, "bridge", "--", "/nonexistent/mcp-server"],
+        input=b"",
+        capture_output=True,
+        timeout=30,
+    )
+    assert done.returncode == 127
+    assert b"cannot start the server '/nonexistent/mcp-server'" in done.stderr
+    assert b"Traceback" not in done.stderr
+
+
+def test_help_explains_the_flags_with_an_example() -> None:
+    from click.testing import CliRunner
+
+    from codegen.cli import main
+
+    result = CliRunner().invoke(main, ["bridge", "--help"])
+    assert result.exit_code == 0
+    for flag in ("--client-revision", "--server-revision", "--strict", "Example:"):
+        assert flag in result.output

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import IO
 
 from .core import Bridge
@@ -62,7 +62,7 @@ async def serve(
             if not line:
                 return "the client closed its input"
             if line.strip():
-                bridge.from_client(line.rstrip(b"\r\n"))
+                _safely(bridge.from_client, line.rstrip(b"\r\n"), log)
                 flush()
                 with contextlib.suppress(ConnectionError):
                     await server_in.drain()
@@ -75,7 +75,7 @@ async def serve(
                 status = await server.wait()
                 return f"the server exited (status {status})"
             if line.strip():
-                bridge.from_server(line.rstrip(b"\r\n"))
+                _safely(bridge.from_server, line.rstrip(b"\r\n"), log)
                 flush()
 
     tasks = [asyncio.ensure_future(from_client()), asyncio.ensure_future(from_server())]
@@ -100,6 +100,18 @@ async def serve(
             server.kill()
             status = await server.wait()
     return 0 if why.startswith("the client") else (status or 0)
+
+
+def _safely(step: Callable[[bytes], None], line: bytes, log: IO[str]) -> None:
+    """One message through the core; a fault of the bridge's own is one line on stderr and
+    that message is lost, rather than the whole connection."""
+    try:
+        step(line)
+    except Exception as exc:  # noqa: BLE001 - the process must outlive one bad message
+        log.write(
+            f"mcpbind bridge: internal error on a message ({type(exc).__name__}: {exc}); "
+            "the message was not passed on\n"
+        )
 
 
 def run(
