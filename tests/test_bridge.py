@@ -438,3 +438,13 @@ def test_client_garbage_is_answered_and_logged_not_raised(bad: bytes) -> None:
     out = t.bridge.to_client()
     assert out and b'"error"' in out[0]
     assert any(line.startswith("client: ") for line in t.bridge.take_log())
+
+
+def test_negotiate_stays_a_function_after_the_sessions_load() -> None:
+    # Importing the sessions imports mcpbind/negotiate.py, which used to rebind the package's
+    # `negotiate` to the module (the interop driver then failed after the bridge tests ran).
+    import mcpbind.negotiate  # noqa: F401
+    import mcpbind.session  # noqa: F401
+
+    assert callable(mcpbind.negotiate)
+    assert mcpbind.negotiate("2025-06-18", supported=["2025-06-18"]) == "2025-06-18"
