@@ -804,6 +804,7 @@ def main(argv: list[str] | None = None) -> int:
 
     print("projection (bench/projection.py) ...", file=sys.stderr)
     extra["projection100"] = projection_script.measure(timer)
+    extra["bridge"] = __import__("bench.bridge").bridge.measure(timer)  # bench/bridge.py
 
     print("memory ...", file=sys.stderr)
     extra["memory"] = measure_memory(100_000)

@@ -158,8 +158,62 @@ def facts_view(rev: Revision, py: dict[str, str], annotate: Callable[[TypeExpr],
                 f"input_responses={literal(e['input_responses'])}, request_state={literal(e['request_state'])})",
             )
         )
+    losses = _losses(rev)
+    if losses:
+        record.append(("losses", losses))
     peek = literal(meta[0]["version_key"]) if meta else None
     return FactsView(wires=wires, responses=responses, record=record, peek_key=peek)
+
+
+_LOSS_RULES = ("drop", "replace", "refuse", "fill")
+
+
+def _losses(rev: Revision) -> str:
+    """The ``[[loss]]`` entries whose target range includes ``rev``, as a ``Loss`` table (and a
+    "moved" entry per ``[[migration]]`` into ``rev``: projection carries that value); an entry
+    that could never apply to ``rev`` (its type or field exists there) stops generation."""
+    from .emit import literal
+    from .overlay import in_range
+
+    items = []
+    for e in _entries("loss", rev.revision):
+        rule, type_, key = e.get("rule"), e.get("type", "*"), e.get("field", "")
+        where = f"{rev.revision}: [[loss]] {type_}{'.' + key if key else ''}"
+        if rule not in _LOSS_RULES or not e.get("reason"):
+            raise OverlayError(f"{where}: rule must be one of {_LOSS_RULES}, with a reason")
+        if (rule == "replace") != ("into" in e and not key):
+            raise OverlayError(f"{where}: 'replace' (and only it) needs `into` and no `field`")
+        if (rule == "fill") != ("with" in e and bool(key)):
+            raise OverlayError(f"{where}: 'fill' needs `field` and the value `with`")
+        d = rev.definitions.get(type_)
+        if not key and d is not None:
+            raise OverlayError(f"{where}: {type_} exists in {rev.revision}, nothing is lost")
+        if (
+            rule != "fill"
+            and key not in ("", "*")
+            and isinstance(d, ObjectDef)
+            and d.field(key) is not None
+        ):
+            raise OverlayError(f"{where}: {type_} has {key} in {rev.revision}, nothing is lost")
+        template = {"value": e["with"]} if rule == "fill" else e.get("with", {})
+        items.append(
+            f"({literal(type_)}, {literal(key)}): Loss(rule={literal(rule)}, "
+            f"reason={literal(e['reason'])}, into={literal(e.get('into'))}, "
+            f"template={_json(template)})"
+        )
+    for e in _entries_all("migration"):
+        if in_range(rev.revision, e["moved_since"], None):
+            items.append(
+                f"({literal(e['type'])}, {literal(e['path'][0])}): Loss(rule='moved', "
+                f"reason={literal(e['reason'])})"
+            )
+    return "{" + ", ".join(items) + "}" if items else ""
+
+
+def _entries_all(kind: str) -> list[dict[str, Any]]:
+    from .overlay import _raw
+
+    return list(_raw().get(kind, []))
 
 
 def _implied(rev: Revision, py: dict[str, str]) -> str:

@@ -105,6 +105,15 @@ class RoundTrip(msgspec.Struct, frozen=True, kw_only=True):
     request_state: str
 
 
+class Loss(msgspec.Struct, frozen=True, kw_only=True):
+    """What a bridge does with a value the revision cannot carry (an overlay ``[[loss]]``)."""
+
+    rule: str  # "drop"; "replace": the object becomes ``into`` built from ``template``; "refuse"
+    reason: str
+    into: str | None = None  # schema name of the replacement type, in the source revision
+    template: Mapping[str, Any] = {}  # the replacement as JSON; strings are format templates
+
+
 class Facts(msgspec.Struct, frozen=True, kw_only=True):
     """Everything the runtime needs to know about one revision, emitted by the generator."""
 
@@ -128,6 +137,9 @@ class Facts(msgspec.Struct, frozen=True, kw_only=True):
     result_kinds: ResultKinds | None = None
     tasks: TaskResults | None = None
     round_trip: RoundTrip | None = None
+    # (schema type name or "*", wire field or "" for the object itself) -> what a bridge does
+    # with it when this revision, the target, cannot carry it
+    losses: Mapping[tuple[str, str], Loss] = {}
 
 
 class Member(NamedTuple):

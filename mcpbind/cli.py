@@ -84,11 +84,12 @@ def _echo_line(message: str) -> None:
 def main() -> None:
     """Exact msgspec bindings for every MCP revision: inspect, validate and compare revisions.
 
+    validate checks a transcript, diff compares two revisions, bridge proxies between two.
     generate, pin and migrate need the generator: pip install "mcpbind[codegen]".
     """
 
 
-# The runtime's commands (a future `bridge`, a stdio proxy between revisions, belongs here too):
+# The runtime's commands:
 # each imports what it needs inside, so that `mcpbind --help` loads only click and the runtime.
 
 
@@ -167,3 +168,58 @@ def validate(revision: str, strict: bool, file: Any) -> None:
     if findings:
         click.echo(f"{findings} finding(s)", err=True)
         sys.exit(1)
+
+
+@main.command(
+    context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False},
+    epilog="""\b
+Example: an MCP client that speaks 2025-11-25 in front of a server held to 2026-07-28:
+  mcpbind bridge --server-revision 2026-07-28 -- python server.py
+The client runs `mcpbind bridge ... -- CMD ARGS` as its server command.""",
+)
+@click.option(
+    "--client-revision",
+    default="auto",
+    metavar="R|auto",
+    show_default=True,
+    help="The revision to speak with the client (on stdin/stdout); auto: the newest released "
+    "revision the client asks for.",
+)
+@click.option(
+    "--server-revision",
+    default="auto",
+    metavar="R|auto",
+    show_default=True,
+    help="The revision to speak with the server (CMD, started by the bridge); auto: the newest "
+    "released revision the server accepts.",
+)
+@click.option(
+    "--strict",
+    is_flag=True,
+    help="Answer a message the other side's revision cannot carry whole with a JSON-RPC error "
+    "(the lost JSON paths in its data) instead of passing it on with the loss logged on stderr.",
+)
+@click.argument(
+    "command", nargs=-1, required=True, type=click.UNPROCESSED, metavar="-- CMD ARGS..."
+)
+def bridge(
+    client_revision: str, server_revision: str, strict: bool, command: tuple[str, ...]
+) -> None:
+    """A stdio proxy between an MCP client and an MCP server of different revisions.
+
+    Each side negotiates its own revision; every message crossing is projected into the other
+    side's revision. What the target revision cannot carry follows the overlay's [[loss]] rules
+    (e.g. resource_link content becomes a text block holding its URI for 2024-11-05) and is
+    logged on stderr with its JSON path. Handshakes are translated (initialize <->
+    server/discover), as are ids, progress and cancellation. When either side goes away, every
+    pending request gets an error and the bridge exits.
+    """
+    from ._revisions import RELEASED
+    from .bridge.stdio import run
+
+    sides = {}
+    for name, value in (("client", client_revision), ("server", server_revision)):
+        if value != "auto" and value not in REVISIONS:
+            raise UserError(f"--{name}-revision {value!r}: one of auto, {', '.join(REVISIONS)}")
+        sides[name] = RELEASED if value == "auto" else (value,)
+    sys.exit(run(list(command), sides["client"], sides["server"], strict=strict))

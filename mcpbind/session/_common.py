@@ -519,13 +519,17 @@ class Session:
             )
         sp = incoming.speech
         method = sp.facts.lifecycle["progress"]
-        params = sp.send(method).params(
-            progress_token=incoming.token,
-            progress=progress,
-            total=UNSET if total is None else total,
-            message=UNSET if message is None else message,
-        )
-        self._notify(incoming.codec, sp, method, params)
+        cls = sp.send(method).params
+        values: dict[str, Any] = {"progress_token": incoming.token, "progress": progress}
+        if total is not None:
+            values["total"] = total
+        if message is not None:
+            if "message" not in _fields(cls):  # 2024-11-05's progress has no message
+                raise ProtocolError(
+                    INVALID_PARAMS, f"a progress notification of MCP {sp.revision} has no message"
+                )
+            values["message"] = message
+        self._notify(incoming.codec, sp, method, cls(**values))
 
     # -- receiving ------------------------------------------------------------------------------
 
@@ -603,7 +607,7 @@ class Session:
                     token=token,
                     progress=params.progress,
                     total=None if params.total is UNSET else params.total,
-                    message=None if params.message is UNSET else params.message,
+                    message=None if getattr(params, "message", UNSET) is UNSET else params.message,
                 )
             )
             return

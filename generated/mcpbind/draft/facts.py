@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from msgspec import UNSET, Struct, UnsetType, field
 
-from mcpbind._support import Facts, RequestMeta, ResultKinds, RoundTrip, TaskResults, Wire
+from mcpbind._support import Facts, Loss, RequestMeta, ResultKinds, RoundTrip, TaskResults, Wire
 
 from .types import *  # noqa: F403
 
@@ -214,4 +214,44 @@ FACTS = Facts(
         input_responses="inputResponses",
         request_state="requestState",
     ),
+    losses={
+        ("ServerCapabilities", "*"): Loss(
+            rule="drop",
+            reason="a server capability the client's revision has no key for is not advertised to it: that client could not use it",
+            into=None,
+            template={},
+        ),
+        ("ClientCapabilities", "*"): Loss(
+            rule="drop",
+            reason="a client capability the server's revision has no key for is not advertised to it: that server could not use it",
+            into=None,
+            template={},
+        ),
+        ("*", "task"): Loss(
+            rule="refuse",
+            reason="task-augmented requests exist in 2025-11-25 only (2026-07-28 moved tasks to an extension); the requester of a task expects a CreateTaskResult, which a server without the field never sends, so the request is refused rather than run without its task",
+            into=None,
+            template={},
+        ),
+        ("*", "cacheScope"): Loss(
+            rule="fill",
+            reason='a result of an earlier revision says nothing about caching; "private" with ttlMs 0 is the reading that never lets a cache serve it to someone else or later',
+            into=None,
+            template={"value": "private"},
+        ),
+        ("*", "ttlMs"): Loss(
+            rule="fill",
+            reason="a result of an earlier revision says nothing about caching; 0 means it must not be served from a cache",
+            into=None,
+            template={"value": 0},
+        ),
+        ("ClientCapabilities", "tasks"): Loss(
+            rule="moved",
+            reason="tasks are a first-class client capability in 2025-11-25 and the io.modelcontextprotocol/tasks extension from 2026-07-28 on (extension negotiation)",
+        ),
+        ("ServerCapabilities", "tasks"): Loss(
+            rule="moved",
+            reason="tasks are a first-class server capability in 2025-11-25 and the io.modelcontextprotocol/tasks extension from 2026-07-28 on (extension negotiation)",
+        ),
+    },
 )

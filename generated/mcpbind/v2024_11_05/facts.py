@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from msgspec import UNSET, Struct, UnsetType, field
 
-from mcpbind._support import Facts, RequestMeta, ResultKinds, RoundTrip, TaskResults, Wire
+from mcpbind._support import Facts, Loss, RequestMeta, ResultKinds, RoundTrip, TaskResults, Wire
 
 from .types import *  # noqa: F403
 
@@ -377,4 +377,57 @@ FACTS = Facts(
     wires=WIRES,
     capability_names=("experimental",),
     capability_implied={},
+    losses={
+        ("ResourceLink", ""): Loss(
+            rule="replace",
+            reason="resource links arrived in 2025-06-18; a text block holding the URI keeps the link readable by the model and its position among the other blocks",
+            into="TextContent",
+            template={"text": "{uri}", "type": "text"},
+        ),
+        ("AudioContent", ""): Loss(
+            rule="replace",
+            reason="audio content arrived in 2025-03-26; a text block saying what was there keeps the block count and tells the model something was left out",
+            into="TextContent",
+            template={
+                "text": "[audio content ({mimeType}) cannot be carried by MCP {target}]",
+                "type": "text",
+            },
+        ),
+        ("CallToolResult", "structuredContent"): Loss(
+            rule="drop",
+            reason="structured tool output arrived in 2025-06-18; the spec asks a tool returning it to serialize it into a text block as well, so the content still carries it",
+            into=None,
+            template={},
+        ),
+        ("ServerCapabilities", "*"): Loss(
+            rule="drop",
+            reason="a server capability the client's revision has no key for is not advertised to it: that client could not use it",
+            into=None,
+            template={},
+        ),
+        ("ClientCapabilities", "*"): Loss(
+            rule="drop",
+            reason="a client capability the server's revision has no key for is not advertised to it: that server could not use it",
+            into=None,
+            template={},
+        ),
+        ("*", "task"): Loss(
+            rule="refuse",
+            reason="task-augmented requests exist in 2025-11-25 only (2026-07-28 moved tasks to an extension); the requester of a task expects a CreateTaskResult, which a server without the field never sends, so the request is refused rather than run without its task",
+            into=None,
+            template={},
+        ),
+        ("*", "cacheScope"): Loss(
+            rule="drop",
+            reason="2026-07-28 results say how they may be cached; a client of a revision without the key caches nothing by the protocol's word, which is the safe reading",
+            into=None,
+            template={},
+        ),
+        ("*", "ttlMs"): Loss(
+            rule="drop",
+            reason="2026-07-28 results say how long they may be cached; a client of a revision without the key caches nothing by the protocol's word, which is the safe reading",
+            into=None,
+            template={},
+        ),
+    },
 )

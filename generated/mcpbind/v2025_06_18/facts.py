@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from msgspec import UNSET, Struct, UnsetType, field
 
-from mcpbind._support import Facts, RequestMeta, ResultKinds, RoundTrip, TaskResults, Wire
+from mcpbind._support import Facts, Loss, RequestMeta, ResultKinds, RoundTrip, TaskResults, Wire
 
 from .types import *  # noqa: F403
 
@@ -394,4 +394,36 @@ FACTS = Facts(
     wires=WIRES,
     capability_names=("experimental",),
     capability_implied={},
+    losses={
+        ("ServerCapabilities", "*"): Loss(
+            rule="drop",
+            reason="a server capability the client's revision has no key for is not advertised to it: that client could not use it",
+            into=None,
+            template={},
+        ),
+        ("ClientCapabilities", "*"): Loss(
+            rule="drop",
+            reason="a client capability the server's revision has no key for is not advertised to it: that server could not use it",
+            into=None,
+            template={},
+        ),
+        ("*", "task"): Loss(
+            rule="refuse",
+            reason="task-augmented requests exist in 2025-11-25 only (2026-07-28 moved tasks to an extension); the requester of a task expects a CreateTaskResult, which a server without the field never sends, so the request is refused rather than run without its task",
+            into=None,
+            template={},
+        ),
+        ("*", "cacheScope"): Loss(
+            rule="drop",
+            reason="2026-07-28 results say how they may be cached; a client of a revision without the key caches nothing by the protocol's word, which is the safe reading",
+            into=None,
+            template={},
+        ),
+        ("*", "ttlMs"): Loss(
+            rule="drop",
+            reason="2026-07-28 results say how long they may be cached; a client of a revision without the key caches nothing by the protocol's word, which is the safe reading",
+            into=None,
+            template={},
+        ),
+    },
 )

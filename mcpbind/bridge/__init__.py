@@ -1,0 +1,12 @@
+"""``mcpbind bridge``: one MCP client and one MCP server of different revisions, each speaking
+its own, every message projected between them (docs/bridge.md).
+
+``Bridge`` is the sans-IO core (``core.py``); ``run`` (``stdio.py``) is the process around it.
+"""
+
+from __future__ import annotations
+
+from .core import CONNECTION_CLOSED, LOSSY, Bridge
+from .losses import Carrier, Lost, carrier, convey
+
+__all__ = ["CONNECTION_CLOSED", "LOSSY", "Bridge", "Carrier", "Lost", "carrier", "convey"]

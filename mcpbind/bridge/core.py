@@ -1,0 +1,679 @@
+"""The bridge's protocol core, sans-IO: a ``ServerSession`` facing the client, a
+``ClientSession`` facing the server, and projection (with ``[[loss]]`` rules) between them.
+
+Bytes from either peer go in (``from_client``, ``from_server``); bytes for each come out
+(``to_client``, ``to_server``); what the bridge has to say (losses, peers' mistakes) accumulates
+in ``log``. Each side negotiates its own revision; the server side is opened when the client's
+first message arrives, with that client's capabilities and info, and the client's handshake is
+answered once the server's is done, from what the server said. Every fact about a revision comes
+from the generated ``FACTS``/``METHODS`` (through the sessions' ``speech``); no method or
+revision is named here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterable
+from typing import Any
+
+import msgspec
+from msgspec import UNSET
+
+from .._revisions import RELEASED
+from ..errors import INVALID_PARAMS, METHOD_NOT_FOUND, ProtocolError
+from ..events import (
+    ErrorReceived,
+    Event,
+    Initialized,
+    InputRequired,
+    MessageRejected,
+    Negotiated,
+    NegotiationFailed,
+    NotificationReceived,
+    ProgressReceived,
+    RequestCancelled,
+    RequestReceived,
+    ResultReceived,
+    TaskCreated,
+)
+from ..negotiate import negotiate
+from ..projection import ProjectionError
+from ..session import ClientSession, ServerSession
+from ..session._common import _fields, _open_class, checked, speech
+from .losses import Lost, convey
+
+__all__ = ["CONNECTION_CLOSED", "LOSSY", "Bridge"]
+
+# JSON-RPC's implementation-defined server error range: the peer the request was for is gone.
+CONNECTION_CLOSED = -32000
+# What --strict answers a message with when it cannot cross without a loss.
+LOSSY = INVALID_PARAMS
+
+
+_SHOWN = 3  # JSON paths shown per kind of loss in one log line
+
+
+class _Held(msgspec.Struct, frozen=True, gc=False):
+    """A handshake from the client, held until the server's handshake is done."""
+
+    initialize: bool
+    codec: Any
+    speech: Any
+    id: Any
+    message: Any
+
+
+class _Front(ServerSession):
+    """The session facing the client: it holds the client's handshake until ``open``."""
+
+    def __init__(self, revisions: Iterable[str]) -> None:
+        super().__init__(revisions)
+        self.held: list[_Held] = []
+        self.opened = False
+
+    def _on_initialize(self, codec: Any, sp: Any, id: Any, message: Any, events: Any) -> None:
+        if self.opened or self._bound:
+            super()._on_initialize(codec, sp, id, message, events)
+        else:
+            self.held.append(_Held(True, codec, sp, id, message))
+
+    def _on_discover(self, codec: Any, sp: Any, id: Any, message: Any, events: Any) -> None:
+        if self.opened:
+            super()._on_discover(codec, sp, id, message, events)
+        else:
+            self.held.append(_Held(False, codec, sp, id, message))
+
+    def open(self, capabilities: Any, info: Any, instructions: Any) -> list[Event]:
+        """Answer the held handshakes with the server's capabilities, info and instructions."""
+        self.capabilities, self.info, self.instructions = capabilities, info, instructions
+        self.opened = True
+        events: list[Event] = []
+        for h in self.held:
+            answer = self._on_initialize if h.initialize else self._on_discover
+            answer(h.codec, h.speech, h.id, h.message, events)
+        self.held.clear()
+        return events
+
+    def refuse(self, error: ProtocolError) -> None:
+        """Answer the held handshakes with ``error``."""
+        for h in self.held:
+            self._out.append(
+                h.codec.error_response(ProtocolError(error.code, error.message, error.data, h.id))
+            )
+        self.held.clear()
+
+    def revision_of(self, held: _Held) -> str | None:
+        """The revision the client's held handshake will be answered in (None: none fits)."""
+        if not held.initialize:
+            return str(held.speech.revision)
+        try:
+            return negotiate(held.message.params.protocol_version, self._initialize_revisions)
+        except ProtocolError:
+            return None
+
+
+class _Forwarded(msgspec.Struct, gc=False):
+    """A request that crossed the bridge: its id on the side it came from, and its revision."""
+
+    id: Any
+    method: str
+    revision: str
+
+
+class _Round(msgspec.Struct, gc=False):
+    """A server's request for input, turned into the older client's own requests."""
+
+    front: _Forwarded  # the client's request awaiting the answer
+    event: Any  # the InputRequired event
+    pending: dict[Any, str]  # id of a request to the client -> its input request name
+    responses: dict[str, Any]
+
+
+class Bridge:
+    """One client connected through one bridge to one server, sans-IO.
+
+    ``client_revisions`` are what the client side may agree on, ``server_revisions`` what the
+    server side may (newest first wins; ``RELEASED`` by default). ``strict``: a message that
+    cannot cross without a loss is answered with a JSON-RPC error (``LOSSY``, the paths in
+    ``data``) instead of crossing with the loss logged.
+    """
+
+    def __init__(
+        self,
+        client_revisions: Iterable[str] | str = RELEASED,
+        server_revisions: Iterable[str] | str = RELEASED,
+        *,
+        strict: bool = False,
+    ) -> None:
+        self.front = _Front(client_revisions)
+        self.back = ClientSession(server_revisions)
+        self.strict = strict
+        self.log: list[str] = []
+        self.closed = False
+        self._down: dict[Any, _Forwarded] = {}  # id to the server -> the client's request
+        self._up: dict[Any, Any] = {}  # the client's request id -> id to the server
+        self._served: dict[Any, _Forwarded] = {}  # id to the client -> the server's request
+        self._rounds: dict[Any, _Round] = {}  # id to the client -> the input round it serves
+        self._client_waiting: list[Event] = []  # client events until the server side is ready
+        self._server_waiting: list[Event] = []  # server events until the client side is ready
+        self._client_caps: Any = None
+        self._failed: ProtocolError | None = None
+        self._envelope_cache: tuple[Any, dict[str, Any]] | None = None
+
+    # -- the two transports -----------------------------------------------------------------
+
+    def from_client(self, data: bytes) -> None:
+        """One message (a line) from the client."""
+        if self.closed:
+            return
+        events = self.front.receive(data)
+        if self.front.held and self.back.state == "idle":
+            self._connect(self.front.held[0])
+        for e in events:
+            self._client_event(e)
+        if self.front.held and self._failed is not None:
+            self.front.refuse(self._failed)
+
+    def from_server(self, data: bytes) -> None:
+        """One message (a line) from the server."""
+        if self.closed or self.back.state == "idle":
+            return
+        for e in self.back.receive(data):
+            self._server_event(e)
+
+    def to_client(self) -> list[bytes]:
+        return self.front.data_to_send()
+
+    def to_server(self) -> list[bytes]:
+        return self.back.data_to_send()
+
+    def take_log(self) -> list[str]:
+        out, self.log = self.log, []
+        return out
+
+    # -- crossing ---------------------------------------------------------------------------
+
+    def _cross(self, obj: Any, target: str, what: str) -> tuple[Any, list[Lost]]:
+        """``obj`` into ``target``; every loss is logged (and returned, for --strict)."""
+        if obj is UNSET or obj is None:
+            return obj, []
+        try:
+            value, lost = convey(obj, target)
+        except ProjectionError as exc:
+            if exc.path != "$":
+                raise ProtocolError(INVALID_PARAMS, f"{what} cannot cross: {exc}") from None
+            # The type has another name there (2026-07-28's ElicitRequestFormParams is
+            # 2025-06-18's ElicitRequestParams): the session checks the plain value into the
+            # method's own class of the target revision.
+            return msgspec.to_builtins(obj), []
+        refused = [one for one in lost if one.rule == "refuse"]
+        if refused:
+            raise self._lossy_error(what, target, refused, "")
+        if lost:
+            self._log_losses(what, target, lost)
+        return value, lost
+
+    def _log_losses(self, what: str, target: str, lost: list[Lost]) -> None:
+        """One line per kind of loss: its first paths and how many there were (a list of 100
+        tools loses the same field 100 times)."""
+        kinds: dict[tuple[str, str, str], list[Lost]] = {}
+        for one in lost:
+            kinds.setdefault((one.type, one.field, one.rule), []).append(one)
+        for same in kinds.values():
+            first = same[0].describe()
+            if len(same) > 1:
+                more = ", ".join(x.path for x in same[1:_SHOWN])
+                rest = f", ... ({len(same)} in all)" if len(same) > _SHOWN else ""
+                first = first.replace(": ", f", {more}{rest}: ", 1)
+            self.log.append(f"loss: {what} into MCP {target}: {first}")
+
+    def _lossy_error(
+        self, what: str, target: str, lost: list[Lost], why: str = "--strict: "
+    ) -> ProtocolError:
+        return ProtocolError(
+            LOSSY,
+            f"{why}{what} cannot be carried to MCP {target} without loss at "
+            + ", ".join(one.path for one in lost)
+            + "".join(f" ({one.reason})" for one in lost if one.rule == "refuse"),
+            {"lost": [{"path": one.path, "rule": one.rule, "reason": one.reason} for one in lost]},
+        )
+
+    # -- opening ----------------------------------------------------------------------------
+
+    def _connect(self, held: Any) -> None:
+        """Open the server side with what the client's first message says about it."""
+        sp = held.speech if isinstance(held, _Held) else speech(held.revision)
+        message = held.message
+        if sp.handshake == "initialize":
+            caps, info = message.params.capabilities, message.params.client_info
+        else:
+            meta = message.params.meta if message.params is not UNSET else None
+            envelope = sp.facts.request_meta
+            assert envelope is not None  # a revision without initialize has the envelope
+            caps = meta.get(envelope.capabilities_key) if meta else None
+            info = meta.get(envelope.info_key) if meta else None
+            if isinstance(caps, dict):
+                caps = checked(caps, sp.facts.client_capabilities, sp.revision, "$.capabilities")
+        self._client_caps = caps
+        target = self.back.revisions[0]
+        if caps is not None:
+            projected, lost = self._cross(caps, target, "the client's capabilities")
+            if lost and self.strict:
+                self._failed = self._lossy_error("the client's capabilities", target, lost)
+                self.back.state = "failed"
+                return
+            self.back.capabilities = msgspec.to_builtins(projected)
+        self.back.info = msgspec.to_builtins(info) if info is not None else None
+        self.back.connect()
+
+    def _server_ready(self, e: Negotiated) -> None:
+        if self._client_caps is not None and e.revision != self.back.revisions[0]:
+            caps, _ = self._cross(self._client_caps, e.revision, "the client's capabilities")
+            self.back.capabilities = msgspec.to_builtins(caps)
+        revision = next((r for h in self.front.held if (r := self.front.revision_of(h))), None)
+        caps = e.capabilities
+        if revision is not None:
+            caps, lost = self._cross(caps, revision, "the server's capabilities")
+            if lost and self.strict:
+                self.front.refuse(self._lossy_error("the server's capabilities", revision, lost))
+                return
+        info = e.info
+        if revision is not None and isinstance(info, msgspec.Struct):
+            info, _ = self._cross(info, revision, "the server's info")
+        instructions = getattr(e.result, "instructions", UNSET)
+        for one in self.front.open(
+            msgspec.to_builtins(caps),
+            msgspec.to_builtins(info) if info is not None else None,
+            None if instructions is UNSET else instructions,
+        ):
+            self._client_event(one)
+        waiting, self._client_waiting = self._client_waiting, []
+        for one in waiting:
+            self._client_event(one)
+
+    # -- what the client did ----------------------------------------------------------------
+
+    def _client_event(self, e: Event) -> None:
+        if isinstance(e, MessageRejected):
+            self.log.append(f"client: {e.error.message}")
+            return
+        if isinstance(e, (Negotiated, Initialized)):
+            self._flush_server()
+            return
+        if self.back.state != "ready":
+            if isinstance(e, RequestReceived) and self._failed is not None:
+                self._answer_error(e.id, self._failed)
+                return
+            if isinstance(e, RequestReceived) and self.back.state == "idle":
+                self._connect(e)
+            self._client_waiting.append(e)
+            return
+        if isinstance(e, RequestReceived):
+            self._client_request(e)
+        elif isinstance(e, NotificationReceived):
+            self._client_notification(e)
+        elif isinstance(e, RequestCancelled):
+            self._client_cancelled(e)
+        elif isinstance(e, ResultReceived):
+            self._client_result(e)
+        elif isinstance(e, ErrorReceived):
+            self._client_error(e)
+        elif isinstance(e, ProgressReceived):
+            served = self._served.get(e.id)
+            if served is not None:
+                self._quietly(self.back.progress, served.id, e.progress, e.total, e.message)
+
+    def _answer_error(self, id: Any, error: ProtocolError) -> None:
+        with contextlib.suppress(ProtocolError):  # the client cancelled it meanwhile
+            self.front.respond_error(id, error.code, error.message, error.data)
+
+    def _client_request(self, e: RequestReceived) -> None:
+        target = self.back.revision
+        assert target is not None
+        front_sp = speech(e.revision)
+        if e.method not in speech(target).methods:
+            self._answer_error(
+                e.id,
+                ProtocolError(
+                    METHOD_NOT_FOUND,
+                    f"Method not found: {e.method!r} is not part of MCP {target}, "
+                    "the revision the server speaks",
+                    {"method": e.method},
+                ),
+            )
+            return
+        params, token = _rewrite_meta(e.params, front_sp, speech(target), self._envelope(target))
+        what = f"the params of {e.method!r}"
+        try:
+            params, lost = self._cross(params, target, what)
+            if lost and self.strict:
+                raise self._lossy_error(what, target, lost)
+            down = self.back.request(
+                e.method, None if params is UNSET else params, progress=token is not None
+            )
+        except ProtocolError as err:
+            self._answer_error(e.id, err)
+            return
+        self._down[down] = _Forwarded(e.id, e.method, e.revision)
+        self._up[e.id] = down
+
+    def _envelope(self, target: str) -> dict[str, Any]:
+        """The per-request ``_meta`` envelope of the server's revision (empty if it has none),
+        built once per agreed revision and capabilities."""
+        key = (target, id(self.back.capabilities))
+        if self._envelope_cache is not None and self._envelope_cache[0] == key:
+            return self._envelope_cache[1]
+        out = self._build_envelope(target)
+        self._envelope_cache = (key, out)
+        return out
+
+    def _build_envelope(self, target: str) -> dict[str, Any]:
+        envelope = speech(target).facts.request_meta
+        if envelope is None:
+            return {}
+        out = {
+            envelope.version_key: speech(target).version,
+            envelope.capabilities_key: self.back.capabilities,
+        }
+        if self.back.info is not None:
+            out[envelope.info_key] = self.back.info
+        return out
+
+    def _client_notification(self, e: NotificationReceived) -> None:
+        target = self.back.revision
+        assert target is not None
+        if e.method not in speech(target).methods:
+            self.log.append(
+                f"loss: the client's {e.method!r} notification does not exist in MCP {target}: "
+                "not forwarded"
+            )
+            return
+        self._quietly(self._notify, self.back, e.method, e.params, target, "the client's")
+
+    def _notify(self, session: Any, method: str, params: Any, target: str, whose: str) -> None:
+        what = f"{whose} {method!r} notification"
+        params, lost = self._cross(params, target, what)
+        if lost and self.strict:
+            self.log.append(f"--strict: {what} not forwarded (it would lose data)")
+            return
+        session.notify(method, None if params is UNSET else params)
+
+    def _client_cancelled(self, e: RequestCancelled) -> None:
+        down = self._up.pop(e.id, None)
+        if down is not None:
+            del self._down[down]
+            self._quietly(self.back.cancel, down, e.reason)
+
+    def _client_result(self, e: ResultReceived) -> None:
+        round = self._rounds.pop(e.id, None)
+        if round is not None:
+            self._round_answer(e.id, round, e.result)
+            return
+        served = self._served.pop(e.id, None)
+        if served is None:
+            return
+        what = f"the client's result of {served.method!r}"
+        try:
+            result, lost = self._cross(e.result, served.revision, what)
+            if lost and self.strict:
+                raise self._lossy_error(what, served.revision, lost)
+            self.back.respond(served.id, result)
+        except ProtocolError as err:
+            self._quietly(self.back.respond_error, served.id, err.code, err.message, err.data)
+
+    def _client_error(self, e: ErrorReceived) -> None:
+        round = self._rounds.pop(e.id, None)
+        if round is not None:
+            for other in round.pending:
+                self._rounds.pop(other, None)
+            self._answer_error(
+                round.front.id,
+                ProtocolError(
+                    e.code, f"the client refused input the server asked for: {e.message}", e.data
+                ),
+            )
+            return
+        served = self._served.pop(e.id, None)
+        if served is not None:
+            self._quietly(self.back.respond_error, served.id, e.code, e.message, e.data)
+
+    # -- what the server did ----------------------------------------------------------------
+
+    def _server_event(self, e: Event) -> None:
+        if isinstance(e, Negotiated):
+            self._server_ready(e)
+        elif isinstance(e, NegotiationFailed):
+            self._server_failed(e)
+        elif isinstance(e, MessageRejected):
+            self.log.append(f"server: {e.error.message}")
+        elif isinstance(e, (ResultReceived, TaskCreated)):
+            self._server_result(e.id, e.result)
+        elif isinstance(e, ErrorReceived):
+            self._server_error(e)
+        elif isinstance(e, InputRequired):
+            self._input_required(e)
+        elif isinstance(e, ProgressReceived):
+            up = self._down.get(e.id)
+            if up is not None:
+                self._progress(up, e)
+        elif self.front.state != "ready":
+            self._server_waiting.append(e)  # the client's handshake is not done yet
+        elif isinstance(e, RequestReceived):
+            self._server_request(e)
+        elif isinstance(e, NotificationReceived):
+            self._server_notification(e)
+        elif isinstance(e, RequestCancelled):
+            for fid, served in list(self._served.items()):
+                if served.id == e.id:
+                    del self._served[fid]
+                    self._quietly(self.front.cancel, fid, e.reason)
+
+    def _server_failed(self, e: NegotiationFailed) -> None:
+        self._failed = e.error
+        self.log.append(f"server: {e.error.message}")
+        self.front.refuse(e.error)
+        waiting, self._client_waiting = self._client_waiting, []
+        for one in waiting:
+            if isinstance(one, RequestReceived):
+                self._answer_error(one.id, e.error)
+
+    def _server_error(self, e: ErrorReceived) -> None:
+        up = self._down.pop(e.id, None)
+        if up is None:
+            self.log.append(f"server: error {e.code}: {e.message}")
+            return
+        self._up.pop(up.id, None)
+        self._answer_error(up.id, ProtocolError(e.code, e.message, e.data))
+
+    def _server_notification(self, e: NotificationReceived) -> None:
+        target = self.front.revision
+        assert target is not None
+        if e.method not in speech(target).methods:
+            self.log.append(
+                f"loss: the server's {e.method!r} notification does not exist in MCP {target}: "
+                "not forwarded"
+            )
+            return
+        self._quietly(self._notify, self.front, e.method, e.params, target, "the server's")
+
+    def _progress(self, up: _Forwarded, e: ProgressReceived) -> None:
+        message = e.message
+        progress = speech(up.revision).facts.lifecycle.get("progress")
+        spec = speech(up.revision).methods.get(progress or "")
+        if message is not None and spec is not None and "message" not in _fields(spec.params):
+            self.log.append(
+                f"loss: the server's progress message {message!r} into MCP {up.revision}: "
+                "its progress notification has no message; dropped"
+            )
+            message = None
+        self._quietly(self.front.progress, up.id, e.progress, e.total, message)
+
+    def _flush_server(self) -> None:
+        if self.front.state != "ready":
+            return
+        waiting, self._server_waiting = self._server_waiting, []
+        for one in waiting:
+            self._server_event(one)
+
+    def _server_result(self, id: Any, result: Any) -> None:
+        up = self._down.pop(id, None)
+        if up is None:
+            return
+        self._up.pop(up.id, None)
+        what = f"the result of {up.method!r}"
+        try:
+            result, lost = self._cross(result, up.revision, what)
+            if lost and self.strict:
+                raise self._lossy_error(what, up.revision, lost)
+            self.front.respond(up.id, result)
+        except ProtocolError as err:
+            self._answer_error(up.id, err)
+
+    def _server_request(self, e: RequestReceived) -> None:
+        target = self.front.revision
+        assert target is not None
+        what = f"the params of the server's {e.method!r}"
+        try:
+            if e.method not in speech(target).methods:
+                raise ProtocolError(
+                    METHOD_NOT_FOUND,
+                    f"Method not found: {e.method!r} is not part of MCP {target}, "
+                    "the revision the client speaks",
+                    {"method": e.method},
+                )
+            params, lost = self._cross(e.params, target, what)
+            if lost and self.strict:
+                raise self._lossy_error(what, target, lost)
+            up = self.front.request(e.method, None if params is UNSET else params)
+        except ProtocolError as err:
+            self._quietly(self.back.respond_error, e.id, err.code, err.message, err.data)
+            return
+        self._served[up] = _Forwarded(e.id, e.method, e.revision)
+
+    def _input_required(self, e: InputRequired) -> None:
+        up = self._down.pop(e.id, None)
+        if up is None:
+            return
+        self._up.pop(up.id, None)
+        if speech(up.revision).facts.round_trip is not None:
+            self._down[e.id] = up  # the client's revision asks for input itself
+            self._up[up.id] = e.id
+            self._server_result(e.id, e.result)
+            return
+        # An older client: ask it with its own requests, then retry with its answers.
+        round = _Round(up, e, {}, {})
+        try:
+            for name, request in (e.input_requests or {}).items():
+                method = request.method
+                if method not in speech(up.revision).methods:
+                    raise ProtocolError(
+                        METHOD_NOT_FOUND,
+                        f"the server needs {method!r} input to answer {up.method!r}, which MCP "
+                        f"{up.revision} (the client's revision) cannot ask for",
+                    )
+                params, _ = self._cross(request.params, up.revision, f"the server's {method!r}")
+                try:
+                    asked = self.front.request(method, None if params is UNSET else params)
+                except ProtocolError as err:
+                    raise ProtocolError(
+                        err.code,
+                        f"the server needs {method!r} input to answer {up.method!r}, and the "
+                        f"client cannot take it: {err.message}",
+                        err.data,
+                    ) from None
+                round.pending[asked] = name
+                self._rounds[asked] = round
+        except ProtocolError as err:
+            for asked in round.pending:
+                self._rounds.pop(asked, None)
+            self._answer_error(up.id, err)
+            return
+        if not round.pending:
+            self._retry(round)
+
+    def _round_answer(self, id: Any, round: _Round, result: Any) -> None:
+        name = round.pending.pop(id)
+        target = self.back.revision
+        assert target is not None
+        value, _ = self._cross(result, target, "the client's input")
+        round.responses[name] = value
+        if not round.pending:
+            self._retry(round)
+
+    def _retry(self, round: _Round) -> None:
+        try:
+            down = self.back.answer(round.event, round.responses)
+        except ProtocolError as err:
+            self._answer_error(round.front.id, err)
+            return
+        self._down[down] = round.front
+        self._up[round.front.id] = down
+
+    # -- the end ----------------------------------------------------------------------------
+
+    def close(self, why: str) -> None:
+        """One side is gone: every request still waiting for it gets an error, on both sides."""
+        if self.closed:
+            return
+        self.closed = True
+        error = ProtocolError(CONNECTION_CLOSED, f"Connection closed: {why}")
+        self.front.refuse(error)
+        for up in list(self._down.values()):
+            self._answer_error(up.id, error)
+        for round in list(self._rounds.values()):
+            self._answer_error(round.front.id, error)
+        for e in self._client_waiting:
+            if type(e) is RequestReceived:
+                self._answer_error(e.id, error)
+        for served in list(self._served.values()):
+            self._quietly(self.back.respond_error, served.id, error.code, error.message)
+        for e in self._server_waiting:
+            if type(e) is RequestReceived:
+                self._quietly(self.back.respond_error, e.id, error.code, error.message)
+        self._down.clear()
+        self._up.clear()
+        self._rounds.clear()
+        self._served.clear()
+        self._client_waiting.clear()
+        self._server_waiting.clear()
+
+    def pending(self) -> int:
+        """How many requests await an answer across the bridge (either way)."""
+        return len(self._down) + len(self._served) + len({id(r) for r in self._rounds.values()})
+
+    def _quietly(self, call: Any, *args: Any) -> None:
+        """Do ``call``; a refusal (the peer's state moved on) is logged, never raised."""
+        try:
+            call(*args)
+        except ProtocolError as err:
+            self.log.append(f"bridge: {err.message}")
+
+
+def _rewrite_meta(params: Any, sp: Any, to: Any, envelope: dict[str, Any]) -> tuple[Any, Any]:
+    """``params`` with the client side's per-request ``_meta`` envelope and progress token
+    taken out and the server side's ``envelope`` put in (so that it projects into a revision
+    that requires one); and the token (the server side sets its own)."""
+    if params is UNSET:
+        return params, None
+    meta = getattr(params, "meta", UNSET)
+    token = None
+    if isinstance(meta, dict) and meta:
+        drop = set()
+        own = sp.facts.request_meta
+        if own is not None:
+            drop |= {own.version_key, own.capabilities_key, own.info_key}
+        token = meta.get(sp.progress_key) if sp.progress_key is not None else None
+        if token is not None:
+            drop.add(sp.progress_key)
+        if not envelope and not drop.intersection(meta):
+            return params, token
+        kept = {k: v for k, v in meta.items() if k not in drop}
+    elif envelope:
+        kept = {}
+    else:
+        return params, None
+    kept.update(envelope)
+    cls = type(meta) if isinstance(meta, dict) else _open_class(type(params), "meta")
+    if cls is None:
+        return params, token
+    return msgspec.structs.replace(params, meta=cls(kept)), token

@@ -1,0 +1,260 @@
+"""`mcpbind bridge` between real peers (`make interop`): each pair runs the bridge as a process
+(`mcpbind bridge ... -- CMD`) with a real server behind it and a real client in front.
+
+The client in front of server-everything is a ``ClientSession`` over the bridge's stdio
+(``session_client``); the example client of the sessions issue can replace it there: it only
+has to take the revision and the bridge command line and report what it saw.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+
+import mcpbind
+from mcpbind import events as ev
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import driver  # noqa: E402
+
+pytestmark = [pytest.mark.interop, pytest.mark.timeout(120)]
+
+MCPBIND = str(Path(sys.executable).with_name("mcpbind"))
+EVERYTHING_NEWEST = "2025-11-25"  # the newest revision server-everything speaks
+
+
+def bridge_argv(*options: str, server: list[str]) -> list[str]:
+    return [MCPBIND, "bridge", *options, "--", *server]
+
+
+def need_everything() -> None:
+    if shutil.which("node") is None or not driver.EVERYTHING.exists():
+        pytest.fail(
+            "server-everything is not installed: run `make interop` (npm ci in tests/interop)"
+        )
+
+
+class Seen(msgspec.Struct):
+    """What a client in front of the bridge saw."""
+
+    revision: str | None = None
+    server_revision_hint: str | None = None
+    results: dict[str, Any] = {}
+    errors: dict[str, Any] = {}
+    rejected: list[str] = []
+    server_requests: list[str] = []
+    stderr: str = ""
+    returncode: int | None = None
+
+
+class _Pipe:
+    """The bridge process and a thread reading its stdout lines."""
+
+    def __init__(self, argv: list[str]) -> None:
+        self.proc = subprocess.Popen(
+            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+        self.lines: queue.Queue[bytes] = queue.Queue()
+        self.stderr: list[bytes] = []
+        threading.Thread(target=self._read, daemon=True).start()
+        threading.Thread(target=self._read_err, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.put(line)
+        self.lines.put(b"")
+
+    def _read_err(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            self.stderr.append(line)
+
+    def send(self, data: list[bytes]) -> None:
+        assert self.proc.stdin is not None
+        for one in data:
+            self.proc.stdin.write(one + b"\n")
+        self.proc.stdin.flush()
+
+    def close(self) -> tuple[int, str]:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        try:
+            code = self.proc.wait(20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            raise AssertionError("the bridge did not exit after its input closed") from None
+        time.sleep(0.1)
+        return code, b"".join(self.stderr).decode(errors="replace")
+
+
+ANSWERS = {
+    "roots/list": {"roots": [{"uri": "file:///tmp/mcpbind", "name": "tmp"}]},
+    "sampling/createMessage": {
+        "role": "assistant",
+        "content": {"type": "text", "text": "sampled through the bridge"},
+        "model": "mcpbind-test",
+    },
+    "elicitation/create": {"action": "decline"},
+}
+
+
+def session_client(revision: str, argv: list[str]) -> Seen:
+    """A ClientSession at ``revision`` talking to the bridge ``argv`` over stdio: handshake,
+    tools (each called), prompts, resources; answers the server's requests."""
+    seen = Seen()
+    caps: dict[str, Any] = {"roots": {"listChanged": True}, "sampling": {}}
+    if "elicitation/create" in mcpbind.bindings(revision).METHODS:
+        caps["elicitation"] = {}
+    client = mcpbind.ClientSession(
+        revision, capabilities=caps, info={"name": "bridge-test", "version": "1"}
+    )
+    pipe = _Pipe(argv)
+    waiting: dict[Any, str] = {}
+
+    def pump(until: Any, seconds: float = 20.0) -> None:
+        deadline = time.monotonic() + seconds
+        pipe.send(client.data_to_send())
+        while not until():
+            left = deadline - time.monotonic()
+            assert left > 0, f"timed out; stderr: {b''.join(pipe.stderr).decode()}"
+            try:
+                line = pipe.lines.get(timeout=left)
+            except queue.Empty:
+                continue
+            assert line, f"the bridge closed its output; stderr: {b''.join(pipe.stderr).decode()}"
+            for e in client.receive(line):
+                if isinstance(e, ev.Negotiated):
+                    seen.revision = e.revision
+                elif isinstance(e, ev.NegotiationFailed):
+                    raise AssertionError(e.error.message)
+                elif isinstance(e, ev.ResultReceived):
+                    seen.results[waiting.pop(e.id)] = e.result
+                elif isinstance(e, ev.ErrorReceived) and e.id in waiting:
+                    seen.errors[waiting.pop(e.id)] = (e.code, e.message)
+                elif isinstance(e, ev.MessageRejected):
+                    seen.rejected.append(e.error.message)
+                elif isinstance(e, ev.RequestReceived):
+                    seen.server_requests.append(e.method)
+                    client.respond(e.id, ANSWERS[e.method])
+            pipe.send(client.data_to_send())
+
+    def call(name: str, method: str, params: Any = None) -> None:
+        waiting[client.request(method, params)] = name
+        pump(lambda: name in seen.results or name in seen.errors)
+
+    try:
+        client.connect()
+        pump(lambda: client.state != "negotiating")
+        assert client.state == "ready"
+        call("tools/list", "tools/list")
+        for tool in seen.results["tools/list"].tools:
+            call(
+                f"tool {tool.name}",
+                "tools/call",
+                {"name": tool.name, "arguments": driver.arguments(tool)},
+            )
+        call("prompts/list", "prompts/list")
+        for prompt in seen.results["prompts/list"].prompts:
+            args = {a.name: "mcpbind" for a in (prompt.arguments or []) if a.required}
+            call(f"prompt {prompt.name}", "prompts/get", {"name": prompt.name, "arguments": args})
+        call("resources/list", "resources/list")
+        for resource in seen.results["resources/list"].resources[:3]:
+            call(f"read {resource.uri}", "resources/read", {"uri": resource.uri})
+    finally:
+        seen.returncode, seen.stderr = pipe.close()
+    return seen
+
+
+# The client in front of server-everything; the example client can take its place.
+CLIENTS = {"session": session_client}
+
+
+@pytest.mark.parametrize("revision", ["2024-11-05", "2025-06-18"])
+def test_older_client_in_front_of_server_everything(revision: str) -> None:
+    need_everything()
+    seen = CLIENTS["session"](
+        revision,
+        bridge_argv(
+            "--client-revision", revision, server=["node", str(driver.EVERYTHING), "stdio"]
+        ),
+    )
+    assert seen.revision == revision
+    assert seen.returncode == 0, seen.stderr
+    assert not seen.rejected, seen.rejected  # every message reached the client in its revision
+    assert len(seen.results) >= 10, sorted(seen.errors)
+    assert "roots/list" in seen.server_requests
+    links = [line for line in seen.stderr.splitlines() if "ResourceLink replaced" in line]
+    blocks = [
+        c
+        for name, r in seen.results.items()
+        if name.startswith("tool ")
+        for c in getattr(r, "content", [])
+    ]
+    if "ResourceLink" in mcpbind.bindings(revision).DEFINITIONS:
+        assert not links, links
+        assert any(type(c).__name__ == "ResourceLink" for c in blocks)
+    else:  # the resource_link case: a text block holding the URI, logged with its JSON path
+        assert links and all("$.content[" in line for line in links), seen.stderr
+        uris = [c.text for c in blocks if type(c).__name__ == "TextContent" and "://" in c.text]
+        assert uris, "no resource link arrived as a text block holding its URI"
+
+
+def test_2026_client_in_front_of_server_everything() -> None:
+    need_everything()
+    seen = CLIENTS["session"](
+        "2026-07-28",
+        bridge_argv(
+            "--client-revision", "2026-07-28", server=["node", str(driver.EVERYTHING), "stdio"]
+        ),
+    )
+    assert seen.revision == "2026-07-28"
+    assert seen.returncode == 0, seen.stderr
+    assert not seen.rejected, seen.rejected
+    assert len(seen.results) >= 10, sorted(seen.errors)
+
+
+def test_official_client_in_front_of_a_2026_server() -> None:
+    pytest.importorskip(
+        "mcp.client.stdio", reason="the pinned `mcp` package (dev extras) is needed"
+    )
+    import anyio
+    from mcp.client.session import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    argv = bridge_argv(
+        "--server-revision", "2026-07-28", server=[sys.executable, str(driver.SERVER_2026)]
+    )
+    log = Path(os.environ.get("TMPDIR", "/tmp")) / f"mcpbind-bridge-{os.getpid()}.log"
+
+    async def main() -> dict[str, Any]:
+        params = StdioServerParameters(command=argv[0], args=argv[1:])
+        with log.open("w") as errlog:
+            async with stdio_client(params, errlog=errlog) as (r, w), ClientSession(r, w) as s:
+                init = await s.initialize()
+                tools = await s.list_tools()
+                added = await s.call_tool("add", {"a": 2, "b": 3})
+                prompt = await s.get_prompt("greet", {"name": "bridge"})
+                read = await s.read_resource("mcpbind://static/readme")
+                return {"init": init, "tools": tools, "add": added, "prompt": prompt, "read": read}
+
+    got = anyio.run(main)
+    assert got["init"].protocol_version == "2025-11-25"  # the client's own revision
+    assert got["init"].server_info.name == "mcpbind-interop-2026"
+    assert {t.name for t in got["tools"].tools} >= {"add", "echo"}
+    assert got["add"].content[0].text == "5" and not got["add"].is_error
+    assert got["prompt"].messages[0].content.text == "Hello, bridge!"
+    assert got["read"].contents[0].text == "mcpbind interop resource"
+    stderr = log.read_text()
+    assert "cacheScope" in stderr and "$.cacheScope" in stderr  # 2026-07-28's hints, logged
+    log.unlink()
