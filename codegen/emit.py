@@ -192,6 +192,7 @@ class ModuleView:
     aliases: list[AliasView] = field(default_factory=list)
     registrations: list[RegistrationView] = field(default_factory=list)
     extras: list[ExtraView] = field(default_factory=list)
+    same: list[tuple[str, str]] = field(default_factory=list)  # (name, the class it is bound to)
     exports: list[tuple[str, str]] = field(default_factory=list)  # (schema name, py name) differing
     definitions: list[tuple[str, str]] = field(default_factory=list)  # (schema name, py name), all
     public: list[str] = field(default_factory=list)  # schema names that are package attributes
@@ -251,9 +252,10 @@ class _Renderer:
         if isinstance(t, RefT):
             if self.emitted_aliases is not None and self._alias_pending(t.name):
                 return "Any"  # a back edge of an alias cycle (see docs/design.md)
+            bound = self.py[self.rev.canonical(t.name)]  # a family's members name its one class
             if names is not None:
-                names.add(self.py[t.name])
-            return qualify + self.py[t.name]
+                names.add(bound)
+            return qualify + bound
         if isinstance(t, UnionT):
             info = self.rev.unions[t.site]
             if info.strategy == "untagged" and not checking:
@@ -479,6 +481,9 @@ def _add_markers(view: ModuleView, r: _Renderer) -> None:
 
 def _add_objects(view: ModuleView, r: _Renderer) -> None:
     for o in r.rev.objects():
+        if o.name in r.rev.same:  # bound to its family's class (codegen/families.py)
+            view.same.append((r.py[o.name], r.py[r.rev.same[o.name]]))
+            continue
         if o.extra != "kept":
             view.structs.append(r.struct(o))
             continue

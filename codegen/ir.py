@@ -247,6 +247,13 @@ class Revision:
     unions: dict[Site, UnionInfo] = field(default_factory=dict)  # by site
     methods: dict[str, Method] = field(default_factory=dict)  # sorted by method name
     patches: tuple[Patch, ...] = ()
+    same: dict[str, str] = field(default_factory=dict)
+    # an inline object identical to another -> the canonical member of its family, whose class it
+    # shares (``codegen.families``); every definition stays in ``definitions`` under its own name
+
+    def canonical(self, name: str) -> str:
+        """The definition whose class ``name`` is bound to: itself, or its family's canonical."""
+        return self.same.get(name, name)
 
     def objects(self) -> list[ObjectDef]:
         return [d for d in self.definitions.values() if isinstance(d, ObjectDef)]

@@ -11,6 +11,7 @@ from dataclasses import replace
 from typing import Any
 
 from . import unions
+from .families import families
 from .ir import (
     ANY,
     AliasDef,
@@ -121,6 +122,7 @@ class _Modeler:
             unions.analyse(rev)
         except ResolveError as exc:
             raise ModelError(str(exc)) from None
+        rev.same = families(rev)
         rev.methods = _methods(rev, self.ov)
         return rev
 

@@ -173,7 +173,7 @@ _PY = {
 def _keys(rev: Revision, t: TypeExpr, r: _Renderer) -> list[str]:
     """The Python types a decoded value of ``t`` (resolved) can have, as source text."""
     if isinstance(t, RefT):
-        return ["_a." + r.py[t.name]]
+        return ["_a." + r.py[rev.canonical(t.name)]]  # a family's members share one class
     if isinstance(t, Prim):
         return _PY[t.json]
     if isinstance(t, Lit):
@@ -211,6 +211,8 @@ class Pair:
         self.ra, self.rb = _Renderer(a), _Renderer(b)
         self.migrations = [m for m in migrations()]
         self.defaults = [d for d in defaults() if in_range(b.revision, d.since, d.until)]
+        # Types the overlay names keep their own functions, so that its rules stay per name.
+        self.ruled = {m.type for m in self.migrations} | {d.type for d in defaults() if d.type}
         self.memo: dict[tuple[Any, ...], Conv] = {}
         self.functions: list[FunctionView] = []
         self.tables: list[tuple[str, list[tuple[str, str]]]] = []
@@ -236,8 +238,16 @@ class Pair:
 
     # -- conversions
 
+    def _resolve(self, rev: Revision, t: TypeExpr) -> TypeExpr:
+        """``resolve``, and a member of a family of identical objects as its canonical member
+        (one class, so one function: ``codegen/families.py``)."""
+        r = resolve(rev, t)
+        if isinstance(r, RefT) and r.name not in self.ruled:
+            return RefT(rev.canonical(r.name))
+        return r
+
     def conv(self, ta: TypeExpr, tb: TypeExpr) -> Conv:
-        a, b = resolve(self.a, ta), resolve(self.b, tb)
+        a, b = self._resolve(self.a, ta), self._resolve(self.b, tb)
         key = (a, b)
         if key in self.memo:
             return self.memo[key]
@@ -247,7 +257,7 @@ class Pair:
 
     def moved(self, ta: TypeExpr, tb: TypeExpr) -> Conv:
         """A migrated value: typed in one revision, plain JSON (an extension's settings) in the other."""
-        a, b = resolve(self.a, ta), resolve(self.b, tb)
+        a, b = self._resolve(self.a, ta), self._resolve(self.b, tb)
         if isinstance(a, RefT) and isinstance(b, (MapT, AnyT)):
             return Conv("fn", fn="builtins")
         if isinstance(a, (MapT, AnyT)) and isinstance(b, RefT):
@@ -703,21 +713,26 @@ def pair_view(a: Revision, b: Revision) -> PairView:
         target_package=package_name(b.revision),
         doc=f"Projection of MCP {a.revision} values into {b.revision}.",
     )
-    common = [
-        n
-        for n, d in a.definitions.items()
-        if isinstance(d, ObjectDef) and isinstance(b.definitions.get(n), ObjectDef)
-    ]
-    for name in common:
+    # One entry per class of A: a family of identical objects (codegen/families.py) is one class,
+    # projected as its first member (the canonical one, then in name order) that B has too.
+    common: dict[str, str] = {}  # canonical name in A -> the name it is projected as
+    for n, d in a.definitions.items():
+        if isinstance(d, ObjectDef) and isinstance(b.definitions.get(n), ObjectDef):
+            c = a.canonical(n)
+            if common.get(c) != c:
+                common[c] = n if n == c else common.get(c, n)
+    for c, name in sorted(common.items(), key=lambda kv: list(a.definitions).index(kv[0])):
         conv = p.object_function(name)
-        view.project.append(("_a." + p.ra.py[name], conv.fn))
+        view.project.append(("_a." + p.ra.py[c], conv.fn))
     view.functions = sorted(p.functions, key=lambda f: _sort_key(f.name))
     view.tables = p.tables
     view.types = [(const, annotation) for annotation, const in p.types.items()]
     view.typing_imports = sorted(p.helpers & {"Annotated", "Literal"})
     view.msgspec_imports = sorted(p.helpers & {"Meta"})
     view.names = [
-        ("_a." + p.ra.py[n], n) for n in a.definitions if isinstance(a.definitions[n], ObjectDef)
+        ("_a." + p.ra.py[n], n)
+        for n, d in a.definitions.items()
+        if isinstance(d, ObjectDef) and n not in a.same
     ]
     return view
 

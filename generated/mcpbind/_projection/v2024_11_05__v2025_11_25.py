@@ -27,31 +27,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
     _T0: Any = str
 
     def _o_Annotations_1(x: Any, c: Ctx) -> Any:
-        # _a.TextContentAnnotations -> _b.Annotations
-        audience = x.audience
-        priority = x.priority
-        return _b.Annotations(audience=audience, priority=priority)
-
-    def _o_Annotations_2(x: Any, c: Ctx) -> Any:
-        # _a.ImageContentAnnotations -> _b.Annotations
-        audience = x.audience
-        priority = x.priority
-        return _b.Annotations(audience=audience, priority=priority)
-
-    def _o_Annotations_24(x: Any, c: Ctx) -> Any:
-        # _a.ResourceTemplateAnnotations -> _b.Annotations
-        audience = x.audience
-        priority = x.priority
-        return _b.Annotations(audience=audience, priority=priority)
-
-    def _o_Annotations_26(x: Any, c: Ctx) -> Any:
-        # _a.ResourceAnnotations -> _b.Annotations
-        audience = x.audience
-        priority = x.priority
-        return _b.Annotations(audience=audience, priority=priority)
-
-    def _o_Annotations_3(x: Any, c: Ctx) -> Any:
-        # _a.EmbeddedResourceAnnotations -> _b.Annotations
+        # _a.AnnotatedAnnotations -> _b.Annotations
         audience = x.audience
         priority = x.priority
         return _b.Annotations(audience=audience, priority=priority)
@@ -73,20 +49,15 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.CallToolRequestParams -> _b.CallToolRequestParams
         meta = x.meta
         if meta is not UNSET:
-            meta = _o_CallToolRequestParamsMeta(meta, c)
+            meta = _o_RequestParamsMeta(meta, c)
         arguments = x.arguments
         name = x.name
         return _b.CallToolRequestParams(meta=meta, arguments=arguments, name=name)
 
-    def _o_CallToolRequestParamsMeta(x: Any, c: Ctx) -> Any:
-        # _a.CallToolRequestParamsMeta -> _b.CallToolRequestParamsMeta
-        d = dict(x)
-        return _b.CallToolRequestParamsMeta(d)
-
     def _o_CallToolResult(x: Any, c: Ctx) -> Any:
         # _a.CallToolResult -> _b.CallToolResult
         meta = x.meta
-        content = _l8(x.content, c)
+        content = _l6(x.content, c)
         is_error = x.is_error
         return _b.CallToolResult(meta=meta, content=content, is_error=is_error)
 
@@ -113,7 +84,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
             roots = _o_ClientCapabilitiesRoots(roots, c)
         sampling = x.sampling
         if sampling is not UNSET:
-            sampling = _o_ClientCapabilitiesSampling_9(sampling, c)
+            sampling = _o_ClientCapabilitiesSampling_7(sampling, c)
         return _b.ClientCapabilities(experimental=experimental, roots=roots, sampling=sampling)
 
     def _o_ClientCapabilitiesRoots(x: Any, c: Ctx) -> Any:
@@ -121,7 +92,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         list_changed = x.list_changed
         return _b.ClientCapabilitiesRoots(list_changed=list_changed)
 
-    def _o_ClientCapabilitiesSampling_9(x: Any, c: Ctx) -> Any:
+    def _o_ClientCapabilitiesSampling_7(x: Any, c: Ctx) -> Any:
         # Any -> _b.ClientCapabilitiesSampling
         return _b.ClientCapabilitiesSampling()
 
@@ -135,9 +106,9 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.CompleteRequestParams -> _b.CompleteRequestParams
         meta = x.meta
         if meta is not UNSET:
-            meta = _o_CompleteRequestParamsMeta(meta, c)
+            meta = _o_RequestParamsMeta(meta, c)
         argument = _o_CompleteRequestParamsArgument(x.argument, c)
-        ref = _u12(x.ref, c)
+        ref = _u10(x.ref, c)
         return _b.CompleteRequestParams(meta=meta, argument=argument, ref=ref)
 
     def _o_CompleteRequestParamsArgument(x: Any, c: Ctx) -> Any:
@@ -145,11 +116,6 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         name = x.name
         value = x.value
         return _b.CompleteRequestParamsArgument(name=name, value=value)
-
-    def _o_CompleteRequestParamsMeta(x: Any, c: Ctx) -> Any:
-        # _a.CompleteRequestParamsMeta -> _b.CompleteRequestParamsMeta
-        d = dict(x)
-        return _b.CompleteRequestParamsMeta(d)
 
     def _o_CompleteResult(x: Any, c: Ctx) -> Any:
         # _a.CompleteResult -> _b.CompleteResult
@@ -174,10 +140,10 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.CreateMessageRequestParams -> _b.CreateMessageRequestParams
         meta = x.meta
         if meta is not UNSET:
-            meta = _o_CreateMessageRequestParamsMeta(meta, c)
+            meta = _o_RequestParamsMeta(meta, c)
         include_context = x.include_context
         max_tokens = x.max_tokens
-        messages = _l15(x.messages, c)
+        messages = _l13(x.messages, c)
         metadata = x.metadata
         model_preferences = x.model_preferences
         if model_preferences is not UNSET:
@@ -197,15 +163,10 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
             temperature=temperature,
         )
 
-    def _o_CreateMessageRequestParamsMeta(x: Any, c: Ctx) -> Any:
-        # _a.CreateMessageRequestParamsMeta -> _b.CreateMessageRequestParamsMeta
-        d = dict(x)
-        return _b.CreateMessageRequestParamsMeta(d)
-
     def _o_CreateMessageResult(x: Any, c: Ctx) -> Any:
         # _a.CreateMessageResult -> _b.CreateMessageResult
         meta = x.meta
-        content = _u18(x.content, c)
+        content = _u16(x.content, c)
         model = x.model
         role = x.role
         stop_reason = x.stop_reason
@@ -217,8 +178,8 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.EmbeddedResource -> _b.EmbeddedResource
         annotations = x.annotations
         if annotations is not UNSET:
-            annotations = _o_Annotations_3(annotations, c)
-        resource = _u5(x.resource, c)
+            annotations = _o_Annotations_1(annotations, c)
+        resource = _u3(x.resource, c)
         return _b.EmbeddedResource(annotations=annotations, resource=resource)
 
     def _o_GetPromptRequest(x: Any, c: Ctx) -> Any:
@@ -231,28 +192,23 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.GetPromptRequestParams -> _b.GetPromptRequestParams
         meta = x.meta
         if meta is not UNSET:
-            meta = _o_GetPromptRequestParamsMeta(meta, c)
+            meta = _o_RequestParamsMeta(meta, c)
         arguments = x.arguments
         name = x.name
         return _b.GetPromptRequestParams(meta=meta, arguments=arguments, name=name)
-
-    def _o_GetPromptRequestParamsMeta(x: Any, c: Ctx) -> Any:
-        # _a.GetPromptRequestParamsMeta -> _b.GetPromptRequestParamsMeta
-        d = dict(x)
-        return _b.GetPromptRequestParamsMeta(d)
 
     def _o_GetPromptResult(x: Any, c: Ctx) -> Any:
         # _a.GetPromptResult -> _b.GetPromptResult
         meta = x.meta
         description = x.description
-        messages = _l21(x.messages, c)
+        messages = _l19(x.messages, c)
         return _b.GetPromptResult(meta=meta, description=description, messages=messages)
 
     def _o_ImageContent(x: Any, c: Ctx) -> Any:
         # _a.ImageContent -> _b.ImageContent
         annotations = x.annotations
         if annotations is not UNSET:
-            annotations = _o_Annotations_2(annotations, c)
+            annotations = _o_Annotations_1(annotations, c)
         data = x.data
         mime_type = x.mime_type
         return _b.ImageContent(annotations=annotations, data=data, mime_type=mime_type)
@@ -273,7 +229,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.InitializeRequestParams -> _b.InitializeRequestParams
         meta = x.meta
         if meta is not UNSET:
-            meta = _o_InitializeRequestParamsMeta(meta, c)
+            meta = _o_RequestParamsMeta(meta, c)
         capabilities = _o_ClientCapabilities(x.capabilities, c)
         client_info = _o_Implementation(x.client_info, c)
         protocol_version = x.protocol_version
@@ -283,11 +239,6 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
             client_info=client_info,
             protocol_version=protocol_version,
         )
-
-    def _o_InitializeRequestParamsMeta(x: Any, c: Ctx) -> Any:
-        # _a.InitializeRequestParamsMeta -> _b.InitializeRequestParamsMeta
-        d = dict(x)
-        return _b.InitializeRequestParamsMeta(d)
 
     def _o_InitializeResult(x: Any, c: Ctx) -> Any:
         # _a.InitializeResult -> _b.InitializeResult
@@ -341,7 +292,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.ListPromptsResult -> _b.ListPromptsResult
         meta = x.meta
         next_cursor = x.next_cursor
-        prompts = _l23(x.prompts, c)
+        prompts = _l21(x.prompts, c)
         return _b.ListPromptsResult(meta=meta, next_cursor=next_cursor, prompts=prompts)
 
     def _o_ListResourceTemplatesRequest(x: Any, c: Ctx) -> Any:
@@ -356,7 +307,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.ListResourceTemplatesResult -> _b.ListResourceTemplatesResult
         meta = x.meta
         next_cursor = x.next_cursor
-        resource_templates = _l25(x.resource_templates, c)
+        resource_templates = _l22(x.resource_templates, c)
         return _b.ListResourceTemplatesResult(
             meta=meta, next_cursor=next_cursor, resource_templates=resource_templates
         )
@@ -371,7 +322,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.ListResourcesResult -> _b.ListResourcesResult
         meta = x.meta
         next_cursor = x.next_cursor
-        resources = _l27(x.resources, c)
+        resources = _l23(x.resources, c)
         return _b.ListResourcesResult(meta=meta, next_cursor=next_cursor, resources=resources)
 
     def _o_ListRootsRequest(x: Any, c: Ctx) -> Any:
@@ -383,7 +334,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
     def _o_ListRootsResult(x: Any, c: Ctx) -> Any:
         # _a.ListRootsResult -> _b.ListRootsResult
         meta = x.meta
-        roots = _l28(x.roots, c)
+        roots = _l24(x.roots, c)
         return _b.ListRootsResult(meta=meta, roots=roots)
 
     def _o_ListToolsRequest(x: Any, c: Ctx) -> Any:
@@ -396,7 +347,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.ListToolsResult -> _b.ListToolsResult
         meta = x.meta
         next_cursor = x.next_cursor
-        tools = c.req(x.tools, _l30, "tools")
+        tools = c.req(x.tools, _l26, "tools")
         return _b.ListToolsResult(meta=meta, next_cursor=next_cursor, tools=tools)
 
     def _o_LoggingMessageNotification(x: Any, c: Ctx) -> Any:
@@ -425,7 +376,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         cost_priority = x.cost_priority
         hints = x.hints
         if hints is not UNSET:
-            hints = _l16(hints, c)
+            hints = _l14(hints, c)
         intelligence_priority = x.intelligence_priority
         speed_priority = x.speed_priority
         return _b.ModelPreferences(
@@ -493,7 +444,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.Prompt -> _b.Prompt
         arguments = x.arguments
         if arguments is not UNSET:
-            arguments = _l22(arguments, c)
+            arguments = _l20(arguments, c)
         description = x.description
         name = x.name
         return _b.Prompt(arguments=arguments, description=description, name=name)
@@ -515,7 +466,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_PromptMessage(x: Any, c: Ctx) -> Any:
         # _a.PromptMessage -> _b.PromptMessage
-        content = _u20(x.content, c)
+        content = _u18(x.content, c)
         role = x.role
         return _b.PromptMessage(content=content, role=role)
 
@@ -534,19 +485,14 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.ReadResourceRequestParams -> _b.ReadResourceRequestParams
         meta = x.meta
         if meta is not UNSET:
-            meta = _o_ReadResourceRequestParamsMeta(meta, c)
+            meta = _o_RequestParamsMeta(meta, c)
         uri = x.uri
         return _b.ReadResourceRequestParams(meta=meta, uri=uri)
-
-    def _o_ReadResourceRequestParamsMeta(x: Any, c: Ctx) -> Any:
-        # _a.ReadResourceRequestParamsMeta -> _b.ReadResourceRequestParamsMeta
-        d = dict(x)
-        return _b.ReadResourceRequestParamsMeta(d)
 
     def _o_ReadResourceResult(x: Any, c: Ctx) -> Any:
         # _a.ReadResourceResult -> _b.ReadResourceResult
         meta = x.meta
-        contents = _l33(x.contents, c)
+        contents = _l29(x.contents, c)
         return _b.ReadResourceResult(meta=meta, contents=contents)
 
     def _o_Request(x: Any, c: Ctx) -> Any:
@@ -573,7 +519,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.Resource -> _b.Resource
         annotations = x.annotations
         if annotations is not UNSET:
-            annotations = _o_Annotations_26(annotations, c)
+            annotations = _o_Annotations_1(annotations, c)
         description = x.description
         mime_type = x.mime_type
         name = x.name
@@ -606,7 +552,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.ResourceTemplate -> _b.ResourceTemplate
         annotations = x.annotations
         if annotations is not UNSET:
-            annotations = _o_Annotations_24(annotations, c)
+            annotations = _o_Annotations_1(annotations, c)
         description = x.description
         mime_type = x.mime_type
         name = x.name
@@ -619,7 +565,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
             uri_template=uri_template,
         )
 
-    def _o_ResourceTemplateReference_10(x: Any, c: Ctx) -> Any:
+    def _o_ResourceTemplateReference_8(x: Any, c: Ctx) -> Any:
         # _a.ResourceReference -> _b.ResourceTemplateReference
         uri = x.uri
         return _b.ResourceTemplateReference(uri=uri)
@@ -659,7 +605,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_SamplingMessage(x: Any, c: Ctx) -> Any:
         # _a.SamplingMessage -> _b.SamplingMessage
-        content = _u14(x.content, c)
+        content = _u12(x.content, c)
         role = x.role
         return _b.SamplingMessage(content=content, role=role)
 
@@ -710,14 +656,9 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.SetLevelRequestParams -> _b.SetLevelRequestParams
         meta = x.meta
         if meta is not UNSET:
-            meta = _o_SetLevelRequestParamsMeta(meta, c)
+            meta = _o_RequestParamsMeta(meta, c)
         level = x.level
         return _b.SetLevelRequestParams(meta=meta, level=level)
-
-    def _o_SetLevelRequestParamsMeta(x: Any, c: Ctx) -> Any:
-        # _a.SetLevelRequestParamsMeta -> _b.SetLevelRequestParamsMeta
-        d = dict(x)
-        return _b.SetLevelRequestParamsMeta(d)
 
     def _o_SubscribeRequest(x: Any, c: Ctx) -> Any:
         # _a.SubscribeRequest -> _b.SubscribeRequest
@@ -729,14 +670,9 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.SubscribeRequestParams -> _b.SubscribeRequestParams
         meta = x.meta
         if meta is not UNSET:
-            meta = _o_SubscribeRequestParamsMeta(meta, c)
+            meta = _o_RequestParamsMeta(meta, c)
         uri = x.uri
         return _b.SubscribeRequestParams(meta=meta, uri=uri)
-
-    def _o_SubscribeRequestParamsMeta(x: Any, c: Ctx) -> Any:
-        # _a.SubscribeRequestParamsMeta -> _b.SubscribeRequestParamsMeta
-        d = dict(x)
-        return _b.SubscribeRequestParamsMeta(d)
 
     def _o_TextContent(x: Any, c: Ctx) -> Any:
         # _a.TextContent -> _b.TextContent
@@ -764,7 +700,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.ToolInputSchema -> _b.ToolInputSchema
         d = dict(x)
         if "$schema" in d:
-            d["$schema"] = c.opt(d["$schema"], _v29, "$schema")
+            d["$schema"] = c.opt(d["$schema"], _v25, "$schema")
         return _b.ToolInputSchema(d)
 
     def _o_ToolListChangedNotification(x: Any, c: Ctx) -> Any:
@@ -785,129 +721,129 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.UnsubscribeRequestParams -> _b.UnsubscribeRequestParams
         meta = x.meta
         if meta is not UNSET:
-            meta = _o_UnsubscribeRequestParamsMeta(meta, c)
+            meta = _o_RequestParamsMeta(meta, c)
         uri = x.uri
         return _b.UnsubscribeRequestParams(meta=meta, uri=uri)
 
-    def _o_UnsubscribeRequestParamsMeta(x: Any, c: Ctx) -> Any:
-        # _a.UnsubscribeRequestParamsMeta -> _b.UnsubscribeRequestParamsMeta
-        d = dict(x)
-        return _b.UnsubscribeRequestParamsMeta(d)
-
-    def _l15(v: Any, c: Ctx) -> Any:
+    def _l13(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_SamplingMessage(i, c) for i in v]
 
-    def _l16(v: Any, c: Ctx) -> Any:
+    def _l14(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_ModelHint(i, c) for i in v]
 
-    def _l21(v: Any, c: Ctx) -> Any:
+    def _l19(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_PromptMessage(i, c) for i in v]
 
-    def _l22(v: Any, c: Ctx) -> Any:
+    def _l20(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_PromptArgument(i, c) for i in v]
 
-    def _l23(v: Any, c: Ctx) -> Any:
+    def _l21(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_Prompt(i, c) for i in v]
 
-    def _l25(v: Any, c: Ctx) -> Any:
+    def _l22(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_ResourceTemplate(i, c) for i in v]
 
-    def _l27(v: Any, c: Ctx) -> Any:
+    def _l23(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_Resource(i, c) for i in v]
 
-    def _l28(v: Any, c: Ctx) -> Any:
+    def _l24(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_Root(i, c) for i in v]
 
-    def _l30(v: Any, c: Ctx) -> Any:
+    def _l26(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return c.items(v, _o_Tool)
 
-    def _l33(v: Any, c: Ctx) -> Any:
+    def _l29(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        return [_u32(i, c) for i in v]
+        return [_u28(i, c) for i in v]
 
-    def _l8(v: Any, c: Ctx) -> Any:
+    def _l6(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        return [_u7(i, c) for i in v]
+        return [_u5(i, c) for i in v]
+
+    def _u10(v: Any, c: Ctx) -> Any:
+        # Any -> Any
+        f = _D9.get(type(v))
+        if f is None:
+            return c.member(v, "CompleteRequestParams.ref")
+        return f(v, c)
 
     def _u12(v: Any, c: Ctx) -> Any:
         # Any -> Any
         f = _D11.get(type(v))
         if f is None:
-            return c.member(v, "CompleteRequestParams.ref")
+            return c.member(v, "SamplingMessage.content")
         return f(v, c)
 
-    def _u14(v: Any, c: Ctx) -> Any:
+    def _u16(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        f = _D13.get(type(v))
+        f = _D15.get(type(v))
         if f is None:
-            return c.member(v, "SamplingMessage.content")
+            return c.member(v, "CreateMessageResult.content")
         return f(v, c)
 
     def _u18(v: Any, c: Ctx) -> Any:
         # Any -> Any
         f = _D17.get(type(v))
         if f is None:
-            return c.member(v, "CreateMessageResult.content")
-        return f(v, c)
-
-    def _u20(v: Any, c: Ctx) -> Any:
-        # Any -> Any
-        f = _D19.get(type(v))
-        if f is None:
             return c.member(v, "ContentBlock")
         return f(v, c)
 
-    def _u32(v: Any, c: Ctx) -> Any:
+    def _u28(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        f = _D31.get(type(v))
+        f = _D27.get(type(v))
         if f is None:
             return c.member(v, "ReadResourceResult.contents[]")
+        return f(v, c)
+
+    def _u3(v: Any, c: Ctx) -> Any:
+        # Any -> Any
+        f = _D2.get(type(v))
+        if f is None:
+            return c.member(v, "EmbeddedResource.resource")
         return f(v, c)
 
     def _u5(v: Any, c: Ctx) -> Any:
         # Any -> Any
         f = _D4.get(type(v))
         if f is None:
-            return c.member(v, "EmbeddedResource.resource")
-        return f(v, c)
-
-    def _u7(v: Any, c: Ctx) -> Any:
-        # Any -> Any
-        f = _D6.get(type(v))
-        if f is None:
             return c.member(v, "ContentBlock")
         return f(v, c)
 
-    def _v29(v: Any, c: Ctx) -> Any:
+    def _v25(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return c.check(v, _T0, "string")
 
-    _D4: dict[type, Callable[[Any, Ctx], Any]] = {
+    _D2: dict[type, Callable[[Any, Ctx], Any]] = {
         _a.TextResourceContents: _o_TextResourceContents,
         _a.BlobResourceContents: _o_BlobResourceContents,
     }
 
-    _D6: dict[type, Callable[[Any, Ctx], Any]] = {
+    _D4: dict[type, Callable[[Any, Ctx], Any]] = {
         _a.TextContent: _o_TextContent,
         _a.ImageContent: _o_ImageContent,
         _a.EmbeddedResource: _o_EmbeddedResource,
     }
 
-    _D11: dict[type, Callable[[Any, Ctx], Any]] = {
+    _D9: dict[type, Callable[[Any, Ctx], Any]] = {
         _a.PromptReference: _o_PromptReference,
-        _a.ResourceReference: _o_ResourceTemplateReference_10,
+        _a.ResourceReference: _o_ResourceTemplateReference_8,
     }
 
-    _D13: dict[type, Callable[[Any, Ctx], Any]] = {
+    _D11: dict[type, Callable[[Any, Ctx], Any]] = {
+        _a.TextContent: _o_TextContent,
+        _a.ImageContent: _o_ImageContent,
+    }
+
+    _D15: dict[type, Callable[[Any, Ctx], Any]] = {
         _a.TextContent: _o_TextContent,
         _a.ImageContent: _o_ImageContent,
     }
@@ -915,15 +851,10 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
     _D17: dict[type, Callable[[Any, Ctx], Any]] = {
         _a.TextContent: _o_TextContent,
         _a.ImageContent: _o_ImageContent,
-    }
-
-    _D19: dict[type, Callable[[Any, Ctx], Any]] = {
-        _a.TextContent: _o_TextContent,
-        _a.ImageContent: _o_ImageContent,
         _a.EmbeddedResource: _o_EmbeddedResource,
     }
 
-    _D31: dict[type, Callable[[Any, Ctx], Any]] = {
+    _D27: dict[type, Callable[[Any, Ctx], Any]] = {
         _a.TextResourceContents: _o_TextResourceContents,
         _a.BlobResourceContents: _o_BlobResourceContents,
     }
@@ -932,7 +863,6 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.BlobResourceContents: _o_BlobResourceContents,
         _a.CallToolRequest: _o_CallToolRequest,
         _a.CallToolRequestParams: _o_CallToolRequestParams,
-        _a.CallToolRequestParamsMeta: _o_CallToolRequestParamsMeta,
         _a.CallToolResult: _o_CallToolResult,
         _a.CancelledNotification: _o_CancelledNotification,
         _a.CancelledNotificationParams: _o_CancelledNotificationParams,
@@ -941,23 +871,19 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.CompleteRequest: _o_CompleteRequest,
         _a.CompleteRequestParams: _o_CompleteRequestParams,
         _a.CompleteRequestParamsArgument: _o_CompleteRequestParamsArgument,
-        _a.CompleteRequestParamsMeta: _o_CompleteRequestParamsMeta,
         _a.CompleteResult: _o_CompleteResult,
         _a.CompleteResultCompletion: _o_CompleteResultCompletion,
         _a.CreateMessageRequest: _o_CreateMessageRequest,
         _a.CreateMessageRequestParams: _o_CreateMessageRequestParams,
-        _a.CreateMessageRequestParamsMeta: _o_CreateMessageRequestParamsMeta,
         _a.CreateMessageResult: _o_CreateMessageResult,
         _a.EmbeddedResource: _o_EmbeddedResource,
         _a.GetPromptRequest: _o_GetPromptRequest,
         _a.GetPromptRequestParams: _o_GetPromptRequestParams,
-        _a.GetPromptRequestParamsMeta: _o_GetPromptRequestParamsMeta,
         _a.GetPromptResult: _o_GetPromptResult,
         _a.ImageContent: _o_ImageContent,
         _a.Implementation: _o_Implementation,
         _a.InitializeRequest: _o_InitializeRequest,
         _a.InitializeRequestParams: _o_InitializeRequestParams,
-        _a.InitializeRequestParamsMeta: _o_InitializeRequestParamsMeta,
         _a.InitializeResult: _o_InitializeResult,
         _a.InitializedNotification: _o_InitializedNotification,
         _a.JSONRPCNotification: _o_JSONRPCNotification,
@@ -991,7 +917,6 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.PromptReference: _o_PromptReference,
         _a.ReadResourceRequest: _o_ReadResourceRequest,
         _a.ReadResourceRequestParams: _o_ReadResourceRequestParams,
-        _a.ReadResourceRequestParamsMeta: _o_ReadResourceRequestParamsMeta,
         _a.ReadResourceResult: _o_ReadResourceResult,
         _a.Request: _o_Request,
         _a.RequestParams: _o_RequestParams,
@@ -1012,10 +937,8 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.ServerCapabilitiesTools: _o_ServerCapabilitiesTools,
         _a.SetLevelRequest: _o_SetLevelRequest,
         _a.SetLevelRequestParams: _o_SetLevelRequestParams,
-        _a.SetLevelRequestParamsMeta: _o_SetLevelRequestParamsMeta,
         _a.SubscribeRequest: _o_SubscribeRequest,
         _a.SubscribeRequestParams: _o_SubscribeRequestParams,
-        _a.SubscribeRequestParamsMeta: _o_SubscribeRequestParamsMeta,
         _a.TextContent: _o_TextContent,
         _a.TextResourceContents: _o_TextResourceContents,
         _a.Tool: _o_Tool,
@@ -1023,7 +946,6 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.ToolListChangedNotification: _o_ToolListChangedNotification,
         _a.UnsubscribeRequest: _o_UnsubscribeRequest,
         _a.UnsubscribeRequestParams: _o_UnsubscribeRequestParams,
-        _a.UnsubscribeRequestParamsMeta: _o_UnsubscribeRequestParamsMeta,
     }
     names: dict[type, str] = {
         _a.Annotated_: "Annotated",
@@ -1031,7 +953,6 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.BlobResourceContents: "BlobResourceContents",
         _a.CallToolRequest: "CallToolRequest",
         _a.CallToolRequestParams: "CallToolRequestParams",
-        _a.CallToolRequestParamsMeta: "CallToolRequestParamsMeta",
         _a.CallToolResult: "CallToolResult",
         _a.CancelledNotification: "CancelledNotification",
         _a.CancelledNotificationParams: "CancelledNotificationParams",
@@ -1040,55 +961,39 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.CompleteRequest: "CompleteRequest",
         _a.CompleteRequestParams: "CompleteRequestParams",
         _a.CompleteRequestParamsArgument: "CompleteRequestParamsArgument",
-        _a.CompleteRequestParamsMeta: "CompleteRequestParamsMeta",
         _a.CompleteResult: "CompleteResult",
         _a.CompleteResultCompletion: "CompleteResultCompletion",
         _a.CreateMessageRequest: "CreateMessageRequest",
         _a.CreateMessageRequestParams: "CreateMessageRequestParams",
-        _a.CreateMessageRequestParamsMeta: "CreateMessageRequestParamsMeta",
         _a.CreateMessageResult: "CreateMessageResult",
         _a.EmbeddedResource: "EmbeddedResource",
-        _a.EmbeddedResourceAnnotations: "EmbeddedResourceAnnotations",
         _a.GetPromptRequest: "GetPromptRequest",
         _a.GetPromptRequestParams: "GetPromptRequestParams",
-        _a.GetPromptRequestParamsMeta: "GetPromptRequestParamsMeta",
         _a.GetPromptResult: "GetPromptResult",
         _a.ImageContent: "ImageContent",
-        _a.ImageContentAnnotations: "ImageContentAnnotations",
         _a.Implementation: "Implementation",
         _a.InitializeRequest: "InitializeRequest",
         _a.InitializeRequestParams: "InitializeRequestParams",
-        _a.InitializeRequestParamsMeta: "InitializeRequestParamsMeta",
         _a.InitializeResult: "InitializeResult",
         _a.InitializedNotification: "InitializedNotification",
-        _a.InitializedNotificationParams: "InitializedNotificationParams",
         _a.JSONRPCError: "JSONRPCError",
         _a.JSONRPCErrorError: "JSONRPCErrorError",
         _a.JSONRPCNotification: "JSONRPCNotification",
-        _a.JSONRPCNotificationParams: "JSONRPCNotificationParams",
         _a.JSONRPCRequest: "JSONRPCRequest",
-        _a.JSONRPCRequestParams: "JSONRPCRequestParams",
-        _a.JSONRPCRequestParamsMeta: "JSONRPCRequestParamsMeta",
         _a.JSONRPCResponse: "JSONRPCResponse",
         _a.ListPromptsRequest: "ListPromptsRequest",
         _a.ListPromptsRequestParams: "ListPromptsRequestParams",
-        _a.ListPromptsRequestParamsMeta: "ListPromptsRequestParamsMeta",
         _a.ListPromptsResult: "ListPromptsResult",
         _a.ListResourceTemplatesRequest: "ListResourceTemplatesRequest",
         _a.ListResourceTemplatesRequestParams: "ListResourceTemplatesRequestParams",
-        _a.ListResourceTemplatesRequestParamsMeta: "ListResourceTemplatesRequestParamsMeta",
         _a.ListResourceTemplatesResult: "ListResourceTemplatesResult",
         _a.ListResourcesRequest: "ListResourcesRequest",
         _a.ListResourcesRequestParams: "ListResourcesRequestParams",
-        _a.ListResourcesRequestParamsMeta: "ListResourcesRequestParamsMeta",
         _a.ListResourcesResult: "ListResourcesResult",
         _a.ListRootsRequest: "ListRootsRequest",
-        _a.ListRootsRequestParams: "ListRootsRequestParams",
-        _a.ListRootsRequestParamsMeta: "ListRootsRequestParamsMeta",
         _a.ListRootsResult: "ListRootsResult",
         _a.ListToolsRequest: "ListToolsRequest",
         _a.ListToolsRequestParams: "ListToolsRequestParams",
-        _a.ListToolsRequestParamsMeta: "ListToolsRequestParamsMeta",
         _a.ListToolsResult: "ListToolsResult",
         _a.LoggingMessageNotification: "LoggingMessageNotification",
         _a.LoggingMessageNotificationParams: "LoggingMessageNotificationParams",
@@ -1100,37 +1005,29 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.PaginatedRequestParams: "PaginatedRequestParams",
         _a.PaginatedResult: "PaginatedResult",
         _a.PingRequest: "PingRequest",
-        _a.PingRequestParams: "PingRequestParams",
-        _a.PingRequestParamsMeta: "PingRequestParamsMeta",
         _a.ProgressNotification: "ProgressNotification",
         _a.ProgressNotificationParams: "ProgressNotificationParams",
         _a.Prompt: "Prompt",
         _a.PromptArgument: "PromptArgument",
         _a.PromptListChangedNotification: "PromptListChangedNotification",
-        _a.PromptListChangedNotificationParams: "PromptListChangedNotificationParams",
         _a.PromptMessage: "PromptMessage",
         _a.PromptReference: "PromptReference",
         _a.ReadResourceRequest: "ReadResourceRequest",
         _a.ReadResourceRequestParams: "ReadResourceRequestParams",
-        _a.ReadResourceRequestParamsMeta: "ReadResourceRequestParamsMeta",
         _a.ReadResourceResult: "ReadResourceResult",
         _a.Request: "Request",
         _a.RequestParams: "RequestParams",
         _a.RequestParamsMeta: "RequestParamsMeta",
         _a.Resource: "Resource",
-        _a.ResourceAnnotations: "ResourceAnnotations",
         _a.ResourceContents: "ResourceContents",
         _a.ResourceListChangedNotification: "ResourceListChangedNotification",
-        _a.ResourceListChangedNotificationParams: "ResourceListChangedNotificationParams",
         _a.ResourceReference: "ResourceReference",
         _a.ResourceTemplate: "ResourceTemplate",
-        _a.ResourceTemplateAnnotations: "ResourceTemplateAnnotations",
         _a.ResourceUpdatedNotification: "ResourceUpdatedNotification",
         _a.ResourceUpdatedNotificationParams: "ResourceUpdatedNotificationParams",
         _a.Result: "Result",
         _a.Root: "Root",
         _a.RootsListChangedNotification: "RootsListChangedNotification",
-        _a.RootsListChangedNotificationParams: "RootsListChangedNotificationParams",
         _a.SamplingMessage: "SamplingMessage",
         _a.ServerCapabilities: "ServerCapabilities",
         _a.ServerCapabilitiesPrompts: "ServerCapabilitiesPrompts",
@@ -1138,20 +1035,15 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.ServerCapabilitiesTools: "ServerCapabilitiesTools",
         _a.SetLevelRequest: "SetLevelRequest",
         _a.SetLevelRequestParams: "SetLevelRequestParams",
-        _a.SetLevelRequestParamsMeta: "SetLevelRequestParamsMeta",
         _a.SubscribeRequest: "SubscribeRequest",
         _a.SubscribeRequestParams: "SubscribeRequestParams",
-        _a.SubscribeRequestParamsMeta: "SubscribeRequestParamsMeta",
         _a.TextContent: "TextContent",
-        _a.TextContentAnnotations: "TextContentAnnotations",
         _a.TextResourceContents: "TextResourceContents",
         _a.Tool: "Tool",
         _a.ToolInputSchema: "ToolInputSchema",
         _a.ToolListChangedNotification: "ToolListChangedNotification",
-        _a.ToolListChangedNotificationParams: "ToolListChangedNotificationParams",
         _a.UnsubscribeRequest: "UnsubscribeRequest",
         _a.UnsubscribeRequestParams: "UnsubscribeRequestParams",
-        _a.UnsubscribeRequestParamsMeta: "UnsubscribeRequestParamsMeta",
     }
     return project, names
 

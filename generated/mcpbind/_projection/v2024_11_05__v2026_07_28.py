@@ -33,32 +33,8 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
     _T4: Any = _b.ResultMetaObject
     _T5: Any = _b.NotificationMetaObject
 
-    def _o_Annotations_35(x: Any, c: Ctx) -> Any:
-        # _a.ResourceAnnotations -> _b.Annotations
-        audience = x.audience
-        priority = x.priority
-        return _b.Annotations(audience=audience, priority=priority)
-
-    def _o_Annotations_36(x: Any, c: Ctx) -> Any:
-        # _a.ResourceTemplateAnnotations -> _b.Annotations
-        audience = x.audience
-        priority = x.priority
-        return _b.Annotations(audience=audience, priority=priority)
-
     def _o_Annotations_7(x: Any, c: Ctx) -> Any:
-        # _a.TextContentAnnotations -> _b.Annotations
-        audience = x.audience
-        priority = x.priority
-        return _b.Annotations(audience=audience, priority=priority)
-
-    def _o_Annotations_8(x: Any, c: Ctx) -> Any:
-        # _a.ImageContentAnnotations -> _b.Annotations
-        audience = x.audience
-        priority = x.priority
-        return _b.Annotations(audience=audience, priority=priority)
-
-    def _o_Annotations_9(x: Any, c: Ctx) -> Any:
-        # _a.EmbeddedResourceAnnotations -> _b.Annotations
+        # _a.AnnotatedAnnotations -> _b.Annotations
         audience = x.audience
         priority = x.priority
         return _b.Annotations(audience=audience, priority=priority)
@@ -96,7 +72,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         meta = x.meta
         if meta is not UNSET:
             meta = c.opt(meta, _v6, "_meta")
-        content = _l14(x.content, c)
+        content = _l12(x.content, c)
         is_error = x.is_error
         result_type: Any = "complete"
         return _b.CallToolResult(
@@ -115,7 +91,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.CancelledNotificationParams -> _b.CancelledNotificationParams
         meta = x.meta
         if meta is not UNSET:
-            meta = c.opt(meta, _v15, "_meta")
+            meta = c.opt(meta, _v13, "_meta")
         reason = x.reason
         request_id = x.request_id
         return _b.CancelledNotificationParams(meta=meta, reason=reason, request_id=request_id)
@@ -128,10 +104,10 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
             roots = empty(roots, c)
         sampling = x.sampling
         if sampling is not UNSET:
-            sampling = _o_ClientCapabilitiesSampling_16(sampling, c)
+            sampling = _o_ClientCapabilitiesSampling_14(sampling, c)
         return _b.ClientCapabilities(experimental=experimental, roots=roots, sampling=sampling)
 
-    def _o_ClientCapabilitiesSampling_16(x: Any, c: Ctx) -> Any:
+    def _o_ClientCapabilitiesSampling_14(x: Any, c: Ctx) -> Any:
         # Any -> _b.ClientCapabilitiesSampling
         return _b.ClientCapabilitiesSampling()
 
@@ -145,7 +121,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.CompleteRequestParams -> _b.CompleteRequestParams
         meta = x.meta
         if meta is not UNSET:
-            meta = c.req(meta, _o_RequestMetaObject_17, "_meta")
+            meta = c.req(meta, _o_RequestMetaObject_1, "_meta")
         if meta is UNSET:
             c.fail(
                 "CompleteRequestParams",
@@ -153,7 +129,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
                 "_meta",
             )
         argument = _o_CompleteRequestParamsArgument(x.argument, c)
-        ref = _u20(x.ref, c)
+        ref = _u17(x.ref, c)
         return _b.CompleteRequestParams(meta=meta, argument=argument, ref=ref)
 
     def _o_CompleteRequestParamsArgument(x: Any, c: Ctx) -> Any:
@@ -187,7 +163,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.CreateMessageRequestParams -> _b.CreateMessageRequestParams
         include_context = x.include_context
         max_tokens = x.max_tokens
-        messages = _l23(x.messages, c)
+        messages = _l20(x.messages, c)
         metadata = x.metadata
         model_preferences = x.model_preferences
         if model_preferences is not UNSET:
@@ -209,7 +185,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
     def _o_CreateMessageResult(x: Any, c: Ctx) -> Any:
         # _a.CreateMessageResult -> _b.CreateMessageResult
         meta = x.meta
-        content = _u26(x.content, c)
+        content = _u23(x.content, c)
         model = x.model
         role = x.role
         stop_reason = x.stop_reason
@@ -221,8 +197,8 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.EmbeddedResource -> _b.EmbeddedResource
         annotations = x.annotations
         if annotations is not UNSET:
-            annotations = _o_Annotations_9(annotations, c)
-        resource = _u11(x.resource, c)
+            annotations = _o_Annotations_7(annotations, c)
+        resource = _u9(x.resource, c)
         return _b.EmbeddedResource(annotations=annotations, resource=resource)
 
     def _o_GetPromptRequest(x: Any, c: Ctx) -> Any:
@@ -235,7 +211,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.GetPromptRequestParams -> _b.GetPromptRequestParams
         meta = x.meta
         if meta is not UNSET:
-            meta = c.req(meta, _o_RequestMetaObject_27, "_meta")
+            meta = c.req(meta, _o_RequestMetaObject_1, "_meta")
         if meta is UNSET:
             c.fail(
                 "GetPromptRequestParams",
@@ -252,7 +228,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         if meta is not UNSET:
             meta = c.opt(meta, _v6, "_meta")
         description = x.description
-        messages = _l30(x.messages, c)
+        messages = _l26(x.messages, c)
         result_type: Any = "complete"
         return _b.GetPromptResult(
             meta=meta, description=description, messages=messages, result_type=result_type
@@ -262,7 +238,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.ImageContent -> _b.ImageContent
         annotations = x.annotations
         if annotations is not UNSET:
-            annotations = _o_Annotations_8(annotations, c)
+            annotations = _o_Annotations_7(annotations, c)
         data = x.data
         mime_type = x.mime_type
         return _b.ImageContent(annotations=annotations, data=data, mime_type=mime_type)
@@ -349,11 +325,11 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.ListRootsRequest -> _b.ListRootsRequest
         params = x.params
         if params is not UNSET:
-            params = _o_ListRootsRequestParams(params, c)
+            params = _o_ListRootsRequestParams_27(params, c)
         return _b.ListRootsRequest(params=params)
 
-    def _o_ListRootsRequestParams(x: Any, c: Ctx) -> Any:
-        # _a.ListRootsRequestParams -> _b.ListRootsRequestParams
+    def _o_ListRootsRequestParams_27(x: Any, c: Ctx) -> Any:
+        # _a.RequestParams -> _b.ListRootsRequestParams
         meta = x.get("_meta", UNSET)
         if meta is not UNSET:
             meta = plain(meta, c)
@@ -361,7 +337,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_ListRootsResult(x: Any, c: Ctx) -> Any:
         # _a.ListRootsResult -> _b.ListRootsResult
-        roots = _l31(x.roots, c)
+        roots = _l28(x.roots, c)
         return _b.ListRootsResult(roots=roots)
 
     def _o_ListToolsRequest(x: Any, c: Ctx) -> Any:
@@ -393,7 +369,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.LoggingMessageNotificationParams -> _b.LoggingMessageNotificationParams
         meta = x.meta
         if meta is not UNSET:
-            meta = c.opt(meta, _v15, "_meta")
+            meta = c.opt(meta, _v13, "_meta")
         data = x.data
         level = x.level
         logger = x.logger
@@ -409,7 +385,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         cost_priority = x.cost_priority
         hints = x.hints
         if hints is not UNSET:
-            hints = _l24(hints, c)
+            hints = _l21(hints, c)
         intelligence_priority = x.intelligence_priority
         speed_priority = x.speed_priority
         return _b.ModelPreferences(
@@ -431,7 +407,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.NotificationParams -> _b.NotificationParams
         meta = x.get("_meta", UNSET)
         if meta is not UNSET:
-            meta = c.opt(meta, _v15, "_meta")
+            meta = c.opt(meta, _v13, "_meta")
         return _b.NotificationParams(meta=meta)
 
     def _o_PaginatedRequest(x: Any, c: Ctx) -> Any:
@@ -469,7 +445,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.ProgressNotificationParams -> _b.ProgressNotificationParams
         meta = x.meta
         if meta is not UNSET:
-            meta = c.opt(meta, _v15, "_meta")
+            meta = c.opt(meta, _v13, "_meta")
         progress = x.progress
         progress_token = x.progress_token
         total = x.total
@@ -481,7 +457,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.Prompt -> _b.Prompt
         arguments = x.arguments
         if arguments is not UNSET:
-            arguments = _l32(arguments, c)
+            arguments = _l29(arguments, c)
         description = x.description
         name = x.name
         return _b.Prompt(arguments=arguments, description=description, name=name)
@@ -503,7 +479,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_PromptMessage(x: Any, c: Ctx) -> Any:
         # _a.PromptMessage -> _b.PromptMessage
-        content = _u29(x.content, c)
+        content = _u25(x.content, c)
         role = x.role
         return _b.PromptMessage(content=content, role=role)
 
@@ -522,7 +498,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.ReadResourceRequestParams -> _b.ReadResourceRequestParams
         meta = x.meta
         if meta is not UNSET:
-            meta = c.req(meta, _o_RequestMetaObject_33, "_meta")
+            meta = c.req(meta, _o_RequestMetaObject_1, "_meta")
         if meta is UNSET:
             c.fail(
                 "ReadResourceRequestParams",
@@ -552,154 +528,6 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         return _b.Request(method=method, params=params)
 
     def _o_RequestMetaObject_1(x: Any, c: Ctx) -> Any:
-        # _a.CallToolRequestParamsMeta -> _b.RequestMetaObject
-        d = dict(x)
-        if "io.modelcontextprotocol/clientCapabilities" in d:
-            d["io.modelcontextprotocol/clientCapabilities"] = c.req(
-                d["io.modelcontextprotocol/clientCapabilities"],
-                _v2,
-                "io.modelcontextprotocol/clientCapabilities",
-            )
-        if "io.modelcontextprotocol/clientCapabilities" not in d:
-            c.fail(
-                "RequestMetaObject",
-                "the target requires it and the source has no value",
-                "io.modelcontextprotocol/clientCapabilities",
-            )
-        if "io.modelcontextprotocol/clientInfo" in d:
-            d["io.modelcontextprotocol/clientInfo"] = c.opt(
-                d["io.modelcontextprotocol/clientInfo"], _v3, "io.modelcontextprotocol/clientInfo"
-            )
-        if "io.modelcontextprotocol/logLevel" in d:
-            d["io.modelcontextprotocol/logLevel"] = c.opt(
-                d["io.modelcontextprotocol/logLevel"], _v4, "io.modelcontextprotocol/logLevel"
-            )
-        if "io.modelcontextprotocol/protocolVersion" in d:
-            d["io.modelcontextprotocol/protocolVersion"] = c.req(
-                d["io.modelcontextprotocol/protocolVersion"],
-                _v5,
-                "io.modelcontextprotocol/protocolVersion",
-            )
-        if "io.modelcontextprotocol/protocolVersion" not in d:
-            c.fail(
-                "RequestMetaObject",
-                "the target requires it and the source has no value",
-                "io.modelcontextprotocol/protocolVersion",
-            )
-        return _b.RequestMetaObject(d)
-
-    def _o_RequestMetaObject_17(x: Any, c: Ctx) -> Any:
-        # _a.CompleteRequestParamsMeta -> _b.RequestMetaObject
-        d = dict(x)
-        if "io.modelcontextprotocol/clientCapabilities" in d:
-            d["io.modelcontextprotocol/clientCapabilities"] = c.req(
-                d["io.modelcontextprotocol/clientCapabilities"],
-                _v2,
-                "io.modelcontextprotocol/clientCapabilities",
-            )
-        if "io.modelcontextprotocol/clientCapabilities" not in d:
-            c.fail(
-                "RequestMetaObject",
-                "the target requires it and the source has no value",
-                "io.modelcontextprotocol/clientCapabilities",
-            )
-        if "io.modelcontextprotocol/clientInfo" in d:
-            d["io.modelcontextprotocol/clientInfo"] = c.opt(
-                d["io.modelcontextprotocol/clientInfo"], _v3, "io.modelcontextprotocol/clientInfo"
-            )
-        if "io.modelcontextprotocol/logLevel" in d:
-            d["io.modelcontextprotocol/logLevel"] = c.opt(
-                d["io.modelcontextprotocol/logLevel"], _v4, "io.modelcontextprotocol/logLevel"
-            )
-        if "io.modelcontextprotocol/protocolVersion" in d:
-            d["io.modelcontextprotocol/protocolVersion"] = c.req(
-                d["io.modelcontextprotocol/protocolVersion"],
-                _v5,
-                "io.modelcontextprotocol/protocolVersion",
-            )
-        if "io.modelcontextprotocol/protocolVersion" not in d:
-            c.fail(
-                "RequestMetaObject",
-                "the target requires it and the source has no value",
-                "io.modelcontextprotocol/protocolVersion",
-            )
-        return _b.RequestMetaObject(d)
-
-    def _o_RequestMetaObject_27(x: Any, c: Ctx) -> Any:
-        # _a.GetPromptRequestParamsMeta -> _b.RequestMetaObject
-        d = dict(x)
-        if "io.modelcontextprotocol/clientCapabilities" in d:
-            d["io.modelcontextprotocol/clientCapabilities"] = c.req(
-                d["io.modelcontextprotocol/clientCapabilities"],
-                _v2,
-                "io.modelcontextprotocol/clientCapabilities",
-            )
-        if "io.modelcontextprotocol/clientCapabilities" not in d:
-            c.fail(
-                "RequestMetaObject",
-                "the target requires it and the source has no value",
-                "io.modelcontextprotocol/clientCapabilities",
-            )
-        if "io.modelcontextprotocol/clientInfo" in d:
-            d["io.modelcontextprotocol/clientInfo"] = c.opt(
-                d["io.modelcontextprotocol/clientInfo"], _v3, "io.modelcontextprotocol/clientInfo"
-            )
-        if "io.modelcontextprotocol/logLevel" in d:
-            d["io.modelcontextprotocol/logLevel"] = c.opt(
-                d["io.modelcontextprotocol/logLevel"], _v4, "io.modelcontextprotocol/logLevel"
-            )
-        if "io.modelcontextprotocol/protocolVersion" in d:
-            d["io.modelcontextprotocol/protocolVersion"] = c.req(
-                d["io.modelcontextprotocol/protocolVersion"],
-                _v5,
-                "io.modelcontextprotocol/protocolVersion",
-            )
-        if "io.modelcontextprotocol/protocolVersion" not in d:
-            c.fail(
-                "RequestMetaObject",
-                "the target requires it and the source has no value",
-                "io.modelcontextprotocol/protocolVersion",
-            )
-        return _b.RequestMetaObject(d)
-
-    def _o_RequestMetaObject_33(x: Any, c: Ctx) -> Any:
-        # _a.ReadResourceRequestParamsMeta -> _b.RequestMetaObject
-        d = dict(x)
-        if "io.modelcontextprotocol/clientCapabilities" in d:
-            d["io.modelcontextprotocol/clientCapabilities"] = c.req(
-                d["io.modelcontextprotocol/clientCapabilities"],
-                _v2,
-                "io.modelcontextprotocol/clientCapabilities",
-            )
-        if "io.modelcontextprotocol/clientCapabilities" not in d:
-            c.fail(
-                "RequestMetaObject",
-                "the target requires it and the source has no value",
-                "io.modelcontextprotocol/clientCapabilities",
-            )
-        if "io.modelcontextprotocol/clientInfo" in d:
-            d["io.modelcontextprotocol/clientInfo"] = c.opt(
-                d["io.modelcontextprotocol/clientInfo"], _v3, "io.modelcontextprotocol/clientInfo"
-            )
-        if "io.modelcontextprotocol/logLevel" in d:
-            d["io.modelcontextprotocol/logLevel"] = c.opt(
-                d["io.modelcontextprotocol/logLevel"], _v4, "io.modelcontextprotocol/logLevel"
-            )
-        if "io.modelcontextprotocol/protocolVersion" in d:
-            d["io.modelcontextprotocol/protocolVersion"] = c.req(
-                d["io.modelcontextprotocol/protocolVersion"],
-                _v5,
-                "io.modelcontextprotocol/protocolVersion",
-            )
-        if "io.modelcontextprotocol/protocolVersion" not in d:
-            c.fail(
-                "RequestMetaObject",
-                "the target requires it and the source has no value",
-                "io.modelcontextprotocol/protocolVersion",
-            )
-        return _b.RequestMetaObject(d)
-
-    def _o_RequestMetaObject_34(x: Any, c: Ctx) -> Any:
         # _a.RequestParamsMeta -> _b.RequestMetaObject
         d = dict(x)
         if "io.modelcontextprotocol/clientCapabilities" in d:
@@ -740,7 +568,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.RequestParams -> _b.RequestParams
         meta = x.get("_meta", UNSET)
         if meta is not UNSET:
-            meta = c.req(meta, _o_RequestMetaObject_34, "_meta")
+            meta = c.req(meta, _o_RequestMetaObject_1, "_meta")
         if meta is UNSET:
             c.fail("RequestParams", "the target requires it and the source has no value", "_meta")
         return _b.RequestParams(meta=meta)
@@ -749,7 +577,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.Resource -> _b.Resource
         annotations = x.annotations
         if annotations is not UNSET:
-            annotations = _o_Annotations_35(annotations, c)
+            annotations = _o_Annotations_7(annotations, c)
         description = x.description
         mime_type = x.mime_type
         name = x.name
@@ -782,7 +610,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.ResourceTemplate -> _b.ResourceTemplate
         annotations = x.annotations
         if annotations is not UNSET:
-            annotations = _o_Annotations_36(annotations, c)
+            annotations = _o_Annotations_7(annotations, c)
         description = x.description
         mime_type = x.mime_type
         name = x.name
@@ -795,7 +623,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
             uri_template=uri_template,
         )
 
-    def _o_ResourceTemplateReference_18(x: Any, c: Ctx) -> Any:
+    def _o_ResourceTemplateReference_15(x: Any, c: Ctx) -> Any:
         # _a.ResourceReference -> _b.ResourceTemplateReference
         uri = x.uri
         return _b.ResourceTemplateReference(uri=uri)
@@ -812,7 +640,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.ResourceUpdatedNotificationParams -> _b.ResourceUpdatedNotificationParams
         meta = x.meta
         if meta is not UNSET:
-            meta = c.opt(meta, _v15, "_meta")
+            meta = c.opt(meta, _v13, "_meta")
         uri = x.uri
         return _b.ResourceUpdatedNotificationParams(meta=meta, uri=uri)
 
@@ -835,7 +663,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_SamplingMessage(x: Any, c: Ctx) -> Any:
         # _a.SamplingMessage -> _b.SamplingMessage
-        content = _u22(x.content, c)
+        content = _u19(x.content, c)
         role = x.role
         return _b.SamplingMessage(content=content, role=role)
 
@@ -913,27 +741,27 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
             "jsonrpc",
         )
 
-    def _l14(v: Any, c: Ctx) -> Any:
+    def _l12(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        return [_u13(i, c) for i in v]
+        return [_u11(i, c) for i in v]
 
-    def _l23(v: Any, c: Ctx) -> Any:
+    def _l20(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_SamplingMessage(i, c) for i in v]
 
-    def _l24(v: Any, c: Ctx) -> Any:
+    def _l21(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_ModelHint(i, c) for i in v]
 
-    def _l30(v: Any, c: Ctx) -> Any:
+    def _l26(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_PromptMessage(i, c) for i in v]
 
-    def _l31(v: Any, c: Ctx) -> Any:
+    def _l28(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_Root(i, c) for i in v]
 
-    def _l32(v: Any, c: Ctx) -> Any:
+    def _l29(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_PromptArgument(i, c) for i in v]
 
@@ -941,45 +769,45 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # Any -> Any
         f = _D10.get(type(v))
         if f is None:
-            return c.member(v, "EmbeddedResource.resource")
-        return f(v, c)
-
-    def _u13(v: Any, c: Ctx) -> Any:
-        # Any -> Any
-        f = _D12.get(type(v))
-        if f is None:
             return c.member(v, "ContentBlock")
         return f(v, c)
 
-    def _u20(v: Any, c: Ctx) -> Any:
+    def _u17(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        f = _D19.get(type(v))
+        f = _D16.get(type(v))
         if f is None:
             return c.member(v, "CompleteRequestParams.ref")
         return f(v, c)
 
-    def _u22(v: Any, c: Ctx) -> Any:
+    def _u19(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        f = _D21.get(type(v))
+        f = _D18.get(type(v))
         if f is None:
             return c.member(v, "SamplingMessage.content")
         return f(v, c)
 
-    def _u26(v: Any, c: Ctx) -> Any:
+    def _u23(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        f = _D25.get(type(v))
+        f = _D22.get(type(v))
         if f is None:
             return c.member(v, "CreateMessageResult.content")
         return f(v, c)
 
-    def _u29(v: Any, c: Ctx) -> Any:
+    def _u25(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        f = _D28.get(type(v))
+        f = _D24.get(type(v))
         if f is None:
             return c.member(v, "ContentBlock")
         return f(v, c)
 
-    def _v15(v: Any, c: Ctx) -> Any:
+    def _u9(v: Any, c: Ctx) -> Any:
+        # Any -> Any
+        f = _D8.get(type(v))
+        if f is None:
+            return c.member(v, "EmbeddedResource.resource")
+        return f(v, c)
+
+    def _v13(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return c.convert(v, _T5, "NotificationMetaObject")
 
@@ -1007,33 +835,33 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # Any -> Any
         return c.convert(v, _T4, "ResultMetaObject")
 
-    _D10: dict[type, Callable[[Any, Ctx], Any]] = {
+    _D8: dict[type, Callable[[Any, Ctx], Any]] = {
         _a.TextResourceContents: _o_TextResourceContents,
         _a.BlobResourceContents: _o_BlobResourceContents,
     }
 
-    _D12: dict[type, Callable[[Any, Ctx], Any]] = {
+    _D10: dict[type, Callable[[Any, Ctx], Any]] = {
         _a.TextContent: _o_TextContent,
         _a.ImageContent: _o_ImageContent,
         _a.EmbeddedResource: _o_EmbeddedResource,
     }
 
-    _D19: dict[type, Callable[[Any, Ctx], Any]] = {
+    _D16: dict[type, Callable[[Any, Ctx], Any]] = {
         _a.PromptReference: _o_PromptReference,
-        _a.ResourceReference: _o_ResourceTemplateReference_18,
+        _a.ResourceReference: _o_ResourceTemplateReference_15,
     }
 
-    _D21: dict[type, Callable[[Any, Ctx], Any]] = {
+    _D18: dict[type, Callable[[Any, Ctx], Any]] = {
         _a.TextContent: _o_TextContent,
         _a.ImageContent: _o_ImageContent,
     }
 
-    _D25: dict[type, Callable[[Any, Ctx], Any]] = {
+    _D22: dict[type, Callable[[Any, Ctx], Any]] = {
         _a.TextContent: _o_TextContent,
         _a.ImageContent: _o_ImageContent,
     }
 
-    _D28: dict[type, Callable[[Any, Ctx], Any]] = {
+    _D24: dict[type, Callable[[Any, Ctx], Any]] = {
         _a.TextContent: _o_TextContent,
         _a.ImageContent: _o_ImageContent,
         _a.EmbeddedResource: _o_EmbeddedResource,
@@ -1070,7 +898,6 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.ListResourcesRequest: _o_ListResourcesRequest,
         _a.ListResourcesResult: _o_ListResourcesResult,
         _a.ListRootsRequest: _o_ListRootsRequest,
-        _a.ListRootsRequestParams: _o_ListRootsRequestParams,
         _a.ListRootsResult: _o_ListRootsResult,
         _a.ListToolsRequest: _o_ListToolsRequest,
         _a.ListToolsResult: _o_ListToolsResult,
@@ -1120,7 +947,6 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.BlobResourceContents: "BlobResourceContents",
         _a.CallToolRequest: "CallToolRequest",
         _a.CallToolRequestParams: "CallToolRequestParams",
-        _a.CallToolRequestParamsMeta: "CallToolRequestParamsMeta",
         _a.CallToolResult: "CallToolResult",
         _a.CancelledNotification: "CancelledNotification",
         _a.CancelledNotificationParams: "CancelledNotificationParams",
@@ -1129,55 +955,39 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.CompleteRequest: "CompleteRequest",
         _a.CompleteRequestParams: "CompleteRequestParams",
         _a.CompleteRequestParamsArgument: "CompleteRequestParamsArgument",
-        _a.CompleteRequestParamsMeta: "CompleteRequestParamsMeta",
         _a.CompleteResult: "CompleteResult",
         _a.CompleteResultCompletion: "CompleteResultCompletion",
         _a.CreateMessageRequest: "CreateMessageRequest",
         _a.CreateMessageRequestParams: "CreateMessageRequestParams",
-        _a.CreateMessageRequestParamsMeta: "CreateMessageRequestParamsMeta",
         _a.CreateMessageResult: "CreateMessageResult",
         _a.EmbeddedResource: "EmbeddedResource",
-        _a.EmbeddedResourceAnnotations: "EmbeddedResourceAnnotations",
         _a.GetPromptRequest: "GetPromptRequest",
         _a.GetPromptRequestParams: "GetPromptRequestParams",
-        _a.GetPromptRequestParamsMeta: "GetPromptRequestParamsMeta",
         _a.GetPromptResult: "GetPromptResult",
         _a.ImageContent: "ImageContent",
-        _a.ImageContentAnnotations: "ImageContentAnnotations",
         _a.Implementation: "Implementation",
         _a.InitializeRequest: "InitializeRequest",
         _a.InitializeRequestParams: "InitializeRequestParams",
-        _a.InitializeRequestParamsMeta: "InitializeRequestParamsMeta",
         _a.InitializeResult: "InitializeResult",
         _a.InitializedNotification: "InitializedNotification",
-        _a.InitializedNotificationParams: "InitializedNotificationParams",
         _a.JSONRPCError: "JSONRPCError",
         _a.JSONRPCErrorError: "JSONRPCErrorError",
         _a.JSONRPCNotification: "JSONRPCNotification",
-        _a.JSONRPCNotificationParams: "JSONRPCNotificationParams",
         _a.JSONRPCRequest: "JSONRPCRequest",
-        _a.JSONRPCRequestParams: "JSONRPCRequestParams",
-        _a.JSONRPCRequestParamsMeta: "JSONRPCRequestParamsMeta",
         _a.JSONRPCResponse: "JSONRPCResponse",
         _a.ListPromptsRequest: "ListPromptsRequest",
         _a.ListPromptsRequestParams: "ListPromptsRequestParams",
-        _a.ListPromptsRequestParamsMeta: "ListPromptsRequestParamsMeta",
         _a.ListPromptsResult: "ListPromptsResult",
         _a.ListResourceTemplatesRequest: "ListResourceTemplatesRequest",
         _a.ListResourceTemplatesRequestParams: "ListResourceTemplatesRequestParams",
-        _a.ListResourceTemplatesRequestParamsMeta: "ListResourceTemplatesRequestParamsMeta",
         _a.ListResourceTemplatesResult: "ListResourceTemplatesResult",
         _a.ListResourcesRequest: "ListResourcesRequest",
         _a.ListResourcesRequestParams: "ListResourcesRequestParams",
-        _a.ListResourcesRequestParamsMeta: "ListResourcesRequestParamsMeta",
         _a.ListResourcesResult: "ListResourcesResult",
         _a.ListRootsRequest: "ListRootsRequest",
-        _a.ListRootsRequestParams: "ListRootsRequestParams",
-        _a.ListRootsRequestParamsMeta: "ListRootsRequestParamsMeta",
         _a.ListRootsResult: "ListRootsResult",
         _a.ListToolsRequest: "ListToolsRequest",
         _a.ListToolsRequestParams: "ListToolsRequestParams",
-        _a.ListToolsRequestParamsMeta: "ListToolsRequestParamsMeta",
         _a.ListToolsResult: "ListToolsResult",
         _a.LoggingMessageNotification: "LoggingMessageNotification",
         _a.LoggingMessageNotificationParams: "LoggingMessageNotificationParams",
@@ -1189,37 +999,29 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.PaginatedRequestParams: "PaginatedRequestParams",
         _a.PaginatedResult: "PaginatedResult",
         _a.PingRequest: "PingRequest",
-        _a.PingRequestParams: "PingRequestParams",
-        _a.PingRequestParamsMeta: "PingRequestParamsMeta",
         _a.ProgressNotification: "ProgressNotification",
         _a.ProgressNotificationParams: "ProgressNotificationParams",
         _a.Prompt: "Prompt",
         _a.PromptArgument: "PromptArgument",
         _a.PromptListChangedNotification: "PromptListChangedNotification",
-        _a.PromptListChangedNotificationParams: "PromptListChangedNotificationParams",
         _a.PromptMessage: "PromptMessage",
         _a.PromptReference: "PromptReference",
         _a.ReadResourceRequest: "ReadResourceRequest",
         _a.ReadResourceRequestParams: "ReadResourceRequestParams",
-        _a.ReadResourceRequestParamsMeta: "ReadResourceRequestParamsMeta",
         _a.ReadResourceResult: "ReadResourceResult",
         _a.Request: "Request",
         _a.RequestParams: "RequestParams",
         _a.RequestParamsMeta: "RequestParamsMeta",
         _a.Resource: "Resource",
-        _a.ResourceAnnotations: "ResourceAnnotations",
         _a.ResourceContents: "ResourceContents",
         _a.ResourceListChangedNotification: "ResourceListChangedNotification",
-        _a.ResourceListChangedNotificationParams: "ResourceListChangedNotificationParams",
         _a.ResourceReference: "ResourceReference",
         _a.ResourceTemplate: "ResourceTemplate",
-        _a.ResourceTemplateAnnotations: "ResourceTemplateAnnotations",
         _a.ResourceUpdatedNotification: "ResourceUpdatedNotification",
         _a.ResourceUpdatedNotificationParams: "ResourceUpdatedNotificationParams",
         _a.Result: "Result",
         _a.Root: "Root",
         _a.RootsListChangedNotification: "RootsListChangedNotification",
-        _a.RootsListChangedNotificationParams: "RootsListChangedNotificationParams",
         _a.SamplingMessage: "SamplingMessage",
         _a.ServerCapabilities: "ServerCapabilities",
         _a.ServerCapabilitiesPrompts: "ServerCapabilitiesPrompts",
@@ -1227,20 +1029,15 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.ServerCapabilitiesTools: "ServerCapabilitiesTools",
         _a.SetLevelRequest: "SetLevelRequest",
         _a.SetLevelRequestParams: "SetLevelRequestParams",
-        _a.SetLevelRequestParamsMeta: "SetLevelRequestParamsMeta",
         _a.SubscribeRequest: "SubscribeRequest",
         _a.SubscribeRequestParams: "SubscribeRequestParams",
-        _a.SubscribeRequestParamsMeta: "SubscribeRequestParamsMeta",
         _a.TextContent: "TextContent",
-        _a.TextContentAnnotations: "TextContentAnnotations",
         _a.TextResourceContents: "TextResourceContents",
         _a.Tool: "Tool",
         _a.ToolInputSchema: "ToolInputSchema",
         _a.ToolListChangedNotification: "ToolListChangedNotification",
-        _a.ToolListChangedNotificationParams: "ToolListChangedNotificationParams",
         _a.UnsubscribeRequest: "UnsubscribeRequest",
         _a.UnsubscribeRequestParams: "UnsubscribeRequestParams",
-        _a.UnsubscribeRequestParamsMeta: "UnsubscribeRequestParamsMeta",
     }
     return project, names
 

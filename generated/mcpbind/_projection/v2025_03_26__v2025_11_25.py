@@ -58,15 +58,10 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.CallToolRequestParams -> _b.CallToolRequestParams
         meta = x.meta
         if meta is not UNSET:
-            meta = _o_CallToolRequestParamsMeta(meta, c)
+            meta = _o_RequestParamsMeta(meta, c)
         arguments = x.arguments
         name = x.name
         return _b.CallToolRequestParams(meta=meta, arguments=arguments, name=name)
-
-    def _o_CallToolRequestParamsMeta(x: Any, c: Ctx) -> Any:
-        # _a.CallToolRequestParamsMeta -> _b.CallToolRequestParamsMeta
-        d = dict(x)
-        return _b.CallToolRequestParamsMeta(d)
 
     def _o_CallToolResult(x: Any, c: Ctx) -> Any:
         # _a.CallToolResult -> _b.CallToolResult
@@ -120,7 +115,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.CompleteRequestParams -> _b.CompleteRequestParams
         meta = x.meta
         if meta is not UNSET:
-            meta = _o_CompleteRequestParamsMeta(meta, c)
+            meta = _o_RequestParamsMeta(meta, c)
         argument = _o_CompleteRequestParamsArgument(x.argument, c)
         ref = _u9(x.ref, c)
         return _b.CompleteRequestParams(meta=meta, argument=argument, ref=ref)
@@ -130,11 +125,6 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         name = x.name
         value = x.value
         return _b.CompleteRequestParamsArgument(name=name, value=value)
-
-    def _o_CompleteRequestParamsMeta(x: Any, c: Ctx) -> Any:
-        # _a.CompleteRequestParamsMeta -> _b.CompleteRequestParamsMeta
-        d = dict(x)
-        return _b.CompleteRequestParamsMeta(d)
 
     def _o_CompleteResult(x: Any, c: Ctx) -> Any:
         # _a.CompleteResult -> _b.CompleteResult
@@ -159,7 +149,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.CreateMessageRequestParams -> _b.CreateMessageRequestParams
         meta = x.meta
         if meta is not UNSET:
-            meta = _o_CreateMessageRequestParamsMeta(meta, c)
+            meta = _o_RequestParamsMeta(meta, c)
         include_context = x.include_context
         max_tokens = x.max_tokens
         messages = _l12(x.messages, c)
@@ -181,11 +171,6 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
             system_prompt=system_prompt,
             temperature=temperature,
         )
-
-    def _o_CreateMessageRequestParamsMeta(x: Any, c: Ctx) -> Any:
-        # _a.CreateMessageRequestParamsMeta -> _b.CreateMessageRequestParamsMeta
-        d = dict(x)
-        return _b.CreateMessageRequestParamsMeta(d)
 
     def _o_CreateMessageResult(x: Any, c: Ctx) -> Any:
         # _a.CreateMessageResult -> _b.CreateMessageResult
@@ -216,15 +201,10 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.GetPromptRequestParams -> _b.GetPromptRequestParams
         meta = x.meta
         if meta is not UNSET:
-            meta = _o_GetPromptRequestParamsMeta(meta, c)
+            meta = _o_RequestParamsMeta(meta, c)
         arguments = x.arguments
         name = x.name
         return _b.GetPromptRequestParams(meta=meta, arguments=arguments, name=name)
-
-    def _o_GetPromptRequestParamsMeta(x: Any, c: Ctx) -> Any:
-        # _a.GetPromptRequestParamsMeta -> _b.GetPromptRequestParamsMeta
-        d = dict(x)
-        return _b.GetPromptRequestParamsMeta(d)
 
     def _o_GetPromptResult(x: Any, c: Ctx) -> Any:
         # _a.GetPromptResult -> _b.GetPromptResult
@@ -258,7 +238,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.InitializeRequestParams -> _b.InitializeRequestParams
         meta = x.meta
         if meta is not UNSET:
-            meta = _o_InitializeRequestParamsMeta(meta, c)
+            meta = _o_RequestParamsMeta(meta, c)
         capabilities = _o_ClientCapabilities(x.capabilities, c)
         client_info = _o_Implementation(x.client_info, c)
         protocol_version = x.protocol_version
@@ -268,11 +248,6 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
             client_info=client_info,
             protocol_version=protocol_version,
         )
-
-    def _o_InitializeRequestParamsMeta(x: Any, c: Ctx) -> Any:
-        # _a.InitializeRequestParamsMeta -> _b.InitializeRequestParamsMeta
-        d = dict(x)
-        return _b.InitializeRequestParamsMeta(d)
 
     def _o_InitializeResult(x: Any, c: Ctx) -> Any:
         # _a.InitializeResult -> _b.InitializeResult
@@ -524,14 +499,9 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.ReadResourceRequestParams -> _b.ReadResourceRequestParams
         meta = x.meta
         if meta is not UNSET:
-            meta = _o_ReadResourceRequestParamsMeta(meta, c)
+            meta = _o_RequestParamsMeta(meta, c)
         uri = x.uri
         return _b.ReadResourceRequestParams(meta=meta, uri=uri)
-
-    def _o_ReadResourceRequestParamsMeta(x: Any, c: Ctx) -> Any:
-        # _a.ReadResourceRequestParamsMeta -> _b.ReadResourceRequestParamsMeta
-        d = dict(x)
-        return _b.ReadResourceRequestParamsMeta(d)
 
     def _o_ReadResourceResult(x: Any, c: Ctx) -> Any:
         # _a.ReadResourceResult -> _b.ReadResourceResult
@@ -702,14 +672,9 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.SetLevelRequestParams -> _b.SetLevelRequestParams
         meta = x.meta
         if meta is not UNSET:
-            meta = _o_SetLevelRequestParamsMeta(meta, c)
+            meta = _o_RequestParamsMeta(meta, c)
         level = x.level
         return _b.SetLevelRequestParams(meta=meta, level=level)
-
-    def _o_SetLevelRequestParamsMeta(x: Any, c: Ctx) -> Any:
-        # _a.SetLevelRequestParamsMeta -> _b.SetLevelRequestParamsMeta
-        d = dict(x)
-        return _b.SetLevelRequestParamsMeta(d)
 
     def _o_SubscribeRequest(x: Any, c: Ctx) -> Any:
         # _a.SubscribeRequest -> _b.SubscribeRequest
@@ -721,14 +686,9 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.SubscribeRequestParams -> _b.SubscribeRequestParams
         meta = x.meta
         if meta is not UNSET:
-            meta = _o_SubscribeRequestParamsMeta(meta, c)
+            meta = _o_RequestParamsMeta(meta, c)
         uri = x.uri
         return _b.SubscribeRequestParams(meta=meta, uri=uri)
-
-    def _o_SubscribeRequestParamsMeta(x: Any, c: Ctx) -> Any:
-        # _a.SubscribeRequestParamsMeta -> _b.SubscribeRequestParamsMeta
-        d = dict(x)
-        return _b.SubscribeRequestParamsMeta(d)
 
     def _o_TextContent(x: Any, c: Ctx) -> Any:
         # _a.TextContent -> _b.TextContent
@@ -797,14 +757,9 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.UnsubscribeRequestParams -> _b.UnsubscribeRequestParams
         meta = x.meta
         if meta is not UNSET:
-            meta = _o_UnsubscribeRequestParamsMeta(meta, c)
+            meta = _o_RequestParamsMeta(meta, c)
         uri = x.uri
         return _b.UnsubscribeRequestParams(meta=meta, uri=uri)
-
-    def _o_UnsubscribeRequestParamsMeta(x: Any, c: Ctx) -> Any:
-        # _a.UnsubscribeRequestParamsMeta -> _b.UnsubscribeRequestParamsMeta
-        d = dict(x)
-        return _b.UnsubscribeRequestParamsMeta(d)
 
     def _l12(v: Any, c: Ctx) -> Any:
         # Any -> Any
@@ -950,7 +905,6 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.BlobResourceContents: _o_BlobResourceContents,
         _a.CallToolRequest: _o_CallToolRequest,
         _a.CallToolRequestParams: _o_CallToolRequestParams,
-        _a.CallToolRequestParamsMeta: _o_CallToolRequestParamsMeta,
         _a.CallToolResult: _o_CallToolResult,
         _a.CancelledNotification: _o_CancelledNotification,
         _a.CancelledNotificationParams: _o_CancelledNotificationParams,
@@ -959,23 +913,19 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.CompleteRequest: _o_CompleteRequest,
         _a.CompleteRequestParams: _o_CompleteRequestParams,
         _a.CompleteRequestParamsArgument: _o_CompleteRequestParamsArgument,
-        _a.CompleteRequestParamsMeta: _o_CompleteRequestParamsMeta,
         _a.CompleteResult: _o_CompleteResult,
         _a.CompleteResultCompletion: _o_CompleteResultCompletion,
         _a.CreateMessageRequest: _o_CreateMessageRequest,
         _a.CreateMessageRequestParams: _o_CreateMessageRequestParams,
-        _a.CreateMessageRequestParamsMeta: _o_CreateMessageRequestParamsMeta,
         _a.CreateMessageResult: _o_CreateMessageResult,
         _a.EmbeddedResource: _o_EmbeddedResource,
         _a.GetPromptRequest: _o_GetPromptRequest,
         _a.GetPromptRequestParams: _o_GetPromptRequestParams,
-        _a.GetPromptRequestParamsMeta: _o_GetPromptRequestParamsMeta,
         _a.GetPromptResult: _o_GetPromptResult,
         _a.ImageContent: _o_ImageContent,
         _a.Implementation: _o_Implementation,
         _a.InitializeRequest: _o_InitializeRequest,
         _a.InitializeRequestParams: _o_InitializeRequestParams,
-        _a.InitializeRequestParamsMeta: _o_InitializeRequestParamsMeta,
         _a.InitializeResult: _o_InitializeResult,
         _a.InitializedNotification: _o_InitializedNotification,
         _a.JSONRPCNotification: _o_JSONRPCNotification,
@@ -1009,7 +959,6 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.PromptReference: _o_PromptReference,
         _a.ReadResourceRequest: _o_ReadResourceRequest,
         _a.ReadResourceRequestParams: _o_ReadResourceRequestParams,
-        _a.ReadResourceRequestParamsMeta: _o_ReadResourceRequestParamsMeta,
         _a.ReadResourceResult: _o_ReadResourceResult,
         _a.Request: _o_Request,
         _a.RequestParams: _o_RequestParams,
@@ -1030,10 +979,8 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.ServerCapabilitiesTools: _o_ServerCapabilitiesTools,
         _a.SetLevelRequest: _o_SetLevelRequest,
         _a.SetLevelRequestParams: _o_SetLevelRequestParams,
-        _a.SetLevelRequestParamsMeta: _o_SetLevelRequestParamsMeta,
         _a.SubscribeRequest: _o_SubscribeRequest,
         _a.SubscribeRequestParams: _o_SubscribeRequestParams,
-        _a.SubscribeRequestParamsMeta: _o_SubscribeRequestParamsMeta,
         _a.TextContent: _o_TextContent,
         _a.TextResourceContents: _o_TextResourceContents,
         _a.Tool: _o_Tool,
@@ -1042,7 +989,6 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.ToolListChangedNotification: _o_ToolListChangedNotification,
         _a.UnsubscribeRequest: _o_UnsubscribeRequest,
         _a.UnsubscribeRequestParams: _o_UnsubscribeRequestParams,
-        _a.UnsubscribeRequestParamsMeta: _o_UnsubscribeRequestParamsMeta,
     }
     names: dict[type, str] = {
         _a.Annotations: "Annotations",
@@ -1050,7 +996,6 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.BlobResourceContents: "BlobResourceContents",
         _a.CallToolRequest: "CallToolRequest",
         _a.CallToolRequestParams: "CallToolRequestParams",
-        _a.CallToolRequestParamsMeta: "CallToolRequestParamsMeta",
         _a.CallToolResult: "CallToolResult",
         _a.CancelledNotification: "CancelledNotification",
         _a.CancelledNotificationParams: "CancelledNotificationParams",
@@ -1059,53 +1004,39 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.CompleteRequest: "CompleteRequest",
         _a.CompleteRequestParams: "CompleteRequestParams",
         _a.CompleteRequestParamsArgument: "CompleteRequestParamsArgument",
-        _a.CompleteRequestParamsMeta: "CompleteRequestParamsMeta",
         _a.CompleteResult: "CompleteResult",
         _a.CompleteResultCompletion: "CompleteResultCompletion",
         _a.CreateMessageRequest: "CreateMessageRequest",
         _a.CreateMessageRequestParams: "CreateMessageRequestParams",
-        _a.CreateMessageRequestParamsMeta: "CreateMessageRequestParamsMeta",
         _a.CreateMessageResult: "CreateMessageResult",
         _a.EmbeddedResource: "EmbeddedResource",
         _a.GetPromptRequest: "GetPromptRequest",
         _a.GetPromptRequestParams: "GetPromptRequestParams",
-        _a.GetPromptRequestParamsMeta: "GetPromptRequestParamsMeta",
         _a.GetPromptResult: "GetPromptResult",
         _a.ImageContent: "ImageContent",
         _a.Implementation: "Implementation",
         _a.InitializeRequest: "InitializeRequest",
         _a.InitializeRequestParams: "InitializeRequestParams",
-        _a.InitializeRequestParamsMeta: "InitializeRequestParamsMeta",
         _a.InitializeResult: "InitializeResult",
         _a.InitializedNotification: "InitializedNotification",
-        _a.InitializedNotificationParams: "InitializedNotificationParams",
         _a.JSONRPCError: "JSONRPCError",
         _a.JSONRPCErrorError: "JSONRPCErrorError",
         _a.JSONRPCNotification: "JSONRPCNotification",
-        _a.JSONRPCNotificationParams: "JSONRPCNotificationParams",
         _a.JSONRPCRequest: "JSONRPCRequest",
-        _a.JSONRPCRequestParams: "JSONRPCRequestParams",
-        _a.JSONRPCRequestParamsMeta: "JSONRPCRequestParamsMeta",
         _a.JSONRPCResponse: "JSONRPCResponse",
         _a.ListPromptsRequest: "ListPromptsRequest",
         _a.ListPromptsRequestParams: "ListPromptsRequestParams",
-        _a.ListPromptsRequestParamsMeta: "ListPromptsRequestParamsMeta",
         _a.ListPromptsResult: "ListPromptsResult",
         _a.ListResourceTemplatesRequest: "ListResourceTemplatesRequest",
         _a.ListResourceTemplatesRequestParams: "ListResourceTemplatesRequestParams",
-        _a.ListResourceTemplatesRequestParamsMeta: "ListResourceTemplatesRequestParamsMeta",
         _a.ListResourceTemplatesResult: "ListResourceTemplatesResult",
         _a.ListResourcesRequest: "ListResourcesRequest",
         _a.ListResourcesRequestParams: "ListResourcesRequestParams",
-        _a.ListResourcesRequestParamsMeta: "ListResourcesRequestParamsMeta",
         _a.ListResourcesResult: "ListResourcesResult",
         _a.ListRootsRequest: "ListRootsRequest",
-        _a.ListRootsRequestParams: "ListRootsRequestParams",
-        _a.ListRootsRequestParamsMeta: "ListRootsRequestParamsMeta",
         _a.ListRootsResult: "ListRootsResult",
         _a.ListToolsRequest: "ListToolsRequest",
         _a.ListToolsRequestParams: "ListToolsRequestParams",
-        _a.ListToolsRequestParamsMeta: "ListToolsRequestParamsMeta",
         _a.ListToolsResult: "ListToolsResult",
         _a.LoggingMessageNotification: "LoggingMessageNotification",
         _a.LoggingMessageNotificationParams: "LoggingMessageNotificationParams",
@@ -1117,19 +1048,15 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.PaginatedRequestParams: "PaginatedRequestParams",
         _a.PaginatedResult: "PaginatedResult",
         _a.PingRequest: "PingRequest",
-        _a.PingRequestParams: "PingRequestParams",
-        _a.PingRequestParamsMeta: "PingRequestParamsMeta",
         _a.ProgressNotification: "ProgressNotification",
         _a.ProgressNotificationParams: "ProgressNotificationParams",
         _a.Prompt: "Prompt",
         _a.PromptArgument: "PromptArgument",
         _a.PromptListChangedNotification: "PromptListChangedNotification",
-        _a.PromptListChangedNotificationParams: "PromptListChangedNotificationParams",
         _a.PromptMessage: "PromptMessage",
         _a.PromptReference: "PromptReference",
         _a.ReadResourceRequest: "ReadResourceRequest",
         _a.ReadResourceRequestParams: "ReadResourceRequestParams",
-        _a.ReadResourceRequestParamsMeta: "ReadResourceRequestParamsMeta",
         _a.ReadResourceResult: "ReadResourceResult",
         _a.Request: "Request",
         _a.RequestParams: "RequestParams",
@@ -1137,7 +1064,6 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.Resource: "Resource",
         _a.ResourceContents: "ResourceContents",
         _a.ResourceListChangedNotification: "ResourceListChangedNotification",
-        _a.ResourceListChangedNotificationParams: "ResourceListChangedNotificationParams",
         _a.ResourceReference: "ResourceReference",
         _a.ResourceTemplate: "ResourceTemplate",
         _a.ResourceUpdatedNotification: "ResourceUpdatedNotification",
@@ -1145,7 +1071,6 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.Result: "Result",
         _a.Root: "Root",
         _a.RootsListChangedNotification: "RootsListChangedNotification",
-        _a.RootsListChangedNotificationParams: "RootsListChangedNotificationParams",
         _a.SamplingMessage: "SamplingMessage",
         _a.ServerCapabilities: "ServerCapabilities",
         _a.ServerCapabilitiesPrompts: "ServerCapabilitiesPrompts",
@@ -1153,20 +1078,16 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.ServerCapabilitiesTools: "ServerCapabilitiesTools",
         _a.SetLevelRequest: "SetLevelRequest",
         _a.SetLevelRequestParams: "SetLevelRequestParams",
-        _a.SetLevelRequestParamsMeta: "SetLevelRequestParamsMeta",
         _a.SubscribeRequest: "SubscribeRequest",
         _a.SubscribeRequestParams: "SubscribeRequestParams",
-        _a.SubscribeRequestParamsMeta: "SubscribeRequestParamsMeta",
         _a.TextContent: "TextContent",
         _a.TextResourceContents: "TextResourceContents",
         _a.Tool: "Tool",
         _a.ToolAnnotations: "ToolAnnotations",
         _a.ToolInputSchema: "ToolInputSchema",
         _a.ToolListChangedNotification: "ToolListChangedNotification",
-        _a.ToolListChangedNotificationParams: "ToolListChangedNotificationParams",
         _a.UnsubscribeRequest: "UnsubscribeRequest",
         _a.UnsubscribeRequestParams: "UnsubscribeRequestParams",
-        _a.UnsubscribeRequestParamsMeta: "UnsubscribeRequestParamsMeta",
     }
     return project, names
 

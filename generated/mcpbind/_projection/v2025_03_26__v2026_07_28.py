@@ -130,7 +130,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.CompleteRequestParams -> _b.CompleteRequestParams
         meta = x.meta
         if meta is not UNSET:
-            meta = c.req(meta, _o_RequestMetaObject_14, "_meta")
+            meta = c.req(meta, _o_RequestMetaObject_1, "_meta")
         if meta is UNSET:
             c.fail(
                 "CompleteRequestParams",
@@ -138,7 +138,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
                 "_meta",
             )
         argument = _o_CompleteRequestParamsArgument(x.argument, c)
-        ref = _u17(x.ref, c)
+        ref = _u16(x.ref, c)
         return _b.CompleteRequestParams(meta=meta, argument=argument, ref=ref)
 
     def _o_CompleteRequestParamsArgument(x: Any, c: Ctx) -> Any:
@@ -172,7 +172,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.CreateMessageRequestParams -> _b.CreateMessageRequestParams
         include_context = x.include_context
         max_tokens = x.max_tokens
-        messages = _l20(x.messages, c)
+        messages = _l19(x.messages, c)
         metadata = x.metadata
         model_preferences = x.model_preferences
         if model_preferences is not UNSET:
@@ -194,7 +194,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
     def _o_CreateMessageResult(x: Any, c: Ctx) -> Any:
         # _a.CreateMessageResult -> _b.CreateMessageResult
         meta = x.meta
-        content = _u23(x.content, c)
+        content = _u22(x.content, c)
         model = x.model
         role = x.role
         stop_reason = x.stop_reason
@@ -220,7 +220,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.GetPromptRequestParams -> _b.GetPromptRequestParams
         meta = x.meta
         if meta is not UNSET:
-            meta = c.req(meta, _o_RequestMetaObject_24, "_meta")
+            meta = c.req(meta, _o_RequestMetaObject_1, "_meta")
         if meta is UNSET:
             c.fail(
                 "GetPromptRequestParams",
@@ -237,7 +237,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         if meta is not UNSET:
             meta = c.opt(meta, _v6, "_meta")
         description = x.description
-        messages = _l27(x.messages, c)
+        messages = _l25(x.messages, c)
         result_type: Any = "complete"
         return _b.GetPromptResult(
             meta=meta, description=description, messages=messages, result_type=result_type
@@ -334,11 +334,11 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.ListRootsRequest -> _b.ListRootsRequest
         params = x.params
         if params is not UNSET:
-            params = _o_ListRootsRequestParams(params, c)
+            params = _o_ListRootsRequestParams_26(params, c)
         return _b.ListRootsRequest(params=params)
 
-    def _o_ListRootsRequestParams(x: Any, c: Ctx) -> Any:
-        # _a.ListRootsRequestParams -> _b.ListRootsRequestParams
+    def _o_ListRootsRequestParams_26(x: Any, c: Ctx) -> Any:
+        # _a.RequestParams -> _b.ListRootsRequestParams
         meta = x.get("_meta", UNSET)
         if meta is not UNSET:
             meta = plain(meta, c)
@@ -346,7 +346,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_ListRootsResult(x: Any, c: Ctx) -> Any:
         # _a.ListRootsResult -> _b.ListRootsResult
-        roots = _l28(x.roots, c)
+        roots = _l27(x.roots, c)
         return _b.ListRootsResult(roots=roots)
 
     def _o_ListToolsRequest(x: Any, c: Ctx) -> Any:
@@ -394,7 +394,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         cost_priority = x.cost_priority
         hints = x.hints
         if hints is not UNSET:
-            hints = _l21(hints, c)
+            hints = _l20(hints, c)
         intelligence_priority = x.intelligence_priority
         speed_priority = x.speed_priority
         return _b.ModelPreferences(
@@ -471,7 +471,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.Prompt -> _b.Prompt
         arguments = x.arguments
         if arguments is not UNSET:
-            arguments = _l29(arguments, c)
+            arguments = _l28(arguments, c)
         description = x.description
         name = x.name
         return _b.Prompt(arguments=arguments, description=description, name=name)
@@ -493,7 +493,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_PromptMessage(x: Any, c: Ctx) -> Any:
         # _a.PromptMessage -> _b.PromptMessage
-        content = _u26(x.content, c)
+        content = _u24(x.content, c)
         role = x.role
         return _b.PromptMessage(content=content, role=role)
 
@@ -512,7 +512,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.ReadResourceRequestParams -> _b.ReadResourceRequestParams
         meta = x.meta
         if meta is not UNSET:
-            meta = c.req(meta, _o_RequestMetaObject_30, "_meta")
+            meta = c.req(meta, _o_RequestMetaObject_1, "_meta")
         if meta is UNSET:
             c.fail(
                 "ReadResourceRequestParams",
@@ -542,154 +542,6 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         return _b.Request(method=method, params=params)
 
     def _o_RequestMetaObject_1(x: Any, c: Ctx) -> Any:
-        # _a.CallToolRequestParamsMeta -> _b.RequestMetaObject
-        d = dict(x)
-        if "io.modelcontextprotocol/clientCapabilities" in d:
-            d["io.modelcontextprotocol/clientCapabilities"] = c.req(
-                d["io.modelcontextprotocol/clientCapabilities"],
-                _v2,
-                "io.modelcontextprotocol/clientCapabilities",
-            )
-        if "io.modelcontextprotocol/clientCapabilities" not in d:
-            c.fail(
-                "RequestMetaObject",
-                "the target requires it and the source has no value",
-                "io.modelcontextprotocol/clientCapabilities",
-            )
-        if "io.modelcontextprotocol/clientInfo" in d:
-            d["io.modelcontextprotocol/clientInfo"] = c.opt(
-                d["io.modelcontextprotocol/clientInfo"], _v3, "io.modelcontextprotocol/clientInfo"
-            )
-        if "io.modelcontextprotocol/logLevel" in d:
-            d["io.modelcontextprotocol/logLevel"] = c.opt(
-                d["io.modelcontextprotocol/logLevel"], _v4, "io.modelcontextprotocol/logLevel"
-            )
-        if "io.modelcontextprotocol/protocolVersion" in d:
-            d["io.modelcontextprotocol/protocolVersion"] = c.req(
-                d["io.modelcontextprotocol/protocolVersion"],
-                _v5,
-                "io.modelcontextprotocol/protocolVersion",
-            )
-        if "io.modelcontextprotocol/protocolVersion" not in d:
-            c.fail(
-                "RequestMetaObject",
-                "the target requires it and the source has no value",
-                "io.modelcontextprotocol/protocolVersion",
-            )
-        return _b.RequestMetaObject(d)
-
-    def _o_RequestMetaObject_14(x: Any, c: Ctx) -> Any:
-        # _a.CompleteRequestParamsMeta -> _b.RequestMetaObject
-        d = dict(x)
-        if "io.modelcontextprotocol/clientCapabilities" in d:
-            d["io.modelcontextprotocol/clientCapabilities"] = c.req(
-                d["io.modelcontextprotocol/clientCapabilities"],
-                _v2,
-                "io.modelcontextprotocol/clientCapabilities",
-            )
-        if "io.modelcontextprotocol/clientCapabilities" not in d:
-            c.fail(
-                "RequestMetaObject",
-                "the target requires it and the source has no value",
-                "io.modelcontextprotocol/clientCapabilities",
-            )
-        if "io.modelcontextprotocol/clientInfo" in d:
-            d["io.modelcontextprotocol/clientInfo"] = c.opt(
-                d["io.modelcontextprotocol/clientInfo"], _v3, "io.modelcontextprotocol/clientInfo"
-            )
-        if "io.modelcontextprotocol/logLevel" in d:
-            d["io.modelcontextprotocol/logLevel"] = c.opt(
-                d["io.modelcontextprotocol/logLevel"], _v4, "io.modelcontextprotocol/logLevel"
-            )
-        if "io.modelcontextprotocol/protocolVersion" in d:
-            d["io.modelcontextprotocol/protocolVersion"] = c.req(
-                d["io.modelcontextprotocol/protocolVersion"],
-                _v5,
-                "io.modelcontextprotocol/protocolVersion",
-            )
-        if "io.modelcontextprotocol/protocolVersion" not in d:
-            c.fail(
-                "RequestMetaObject",
-                "the target requires it and the source has no value",
-                "io.modelcontextprotocol/protocolVersion",
-            )
-        return _b.RequestMetaObject(d)
-
-    def _o_RequestMetaObject_24(x: Any, c: Ctx) -> Any:
-        # _a.GetPromptRequestParamsMeta -> _b.RequestMetaObject
-        d = dict(x)
-        if "io.modelcontextprotocol/clientCapabilities" in d:
-            d["io.modelcontextprotocol/clientCapabilities"] = c.req(
-                d["io.modelcontextprotocol/clientCapabilities"],
-                _v2,
-                "io.modelcontextprotocol/clientCapabilities",
-            )
-        if "io.modelcontextprotocol/clientCapabilities" not in d:
-            c.fail(
-                "RequestMetaObject",
-                "the target requires it and the source has no value",
-                "io.modelcontextprotocol/clientCapabilities",
-            )
-        if "io.modelcontextprotocol/clientInfo" in d:
-            d["io.modelcontextprotocol/clientInfo"] = c.opt(
-                d["io.modelcontextprotocol/clientInfo"], _v3, "io.modelcontextprotocol/clientInfo"
-            )
-        if "io.modelcontextprotocol/logLevel" in d:
-            d["io.modelcontextprotocol/logLevel"] = c.opt(
-                d["io.modelcontextprotocol/logLevel"], _v4, "io.modelcontextprotocol/logLevel"
-            )
-        if "io.modelcontextprotocol/protocolVersion" in d:
-            d["io.modelcontextprotocol/protocolVersion"] = c.req(
-                d["io.modelcontextprotocol/protocolVersion"],
-                _v5,
-                "io.modelcontextprotocol/protocolVersion",
-            )
-        if "io.modelcontextprotocol/protocolVersion" not in d:
-            c.fail(
-                "RequestMetaObject",
-                "the target requires it and the source has no value",
-                "io.modelcontextprotocol/protocolVersion",
-            )
-        return _b.RequestMetaObject(d)
-
-    def _o_RequestMetaObject_30(x: Any, c: Ctx) -> Any:
-        # _a.ReadResourceRequestParamsMeta -> _b.RequestMetaObject
-        d = dict(x)
-        if "io.modelcontextprotocol/clientCapabilities" in d:
-            d["io.modelcontextprotocol/clientCapabilities"] = c.req(
-                d["io.modelcontextprotocol/clientCapabilities"],
-                _v2,
-                "io.modelcontextprotocol/clientCapabilities",
-            )
-        if "io.modelcontextprotocol/clientCapabilities" not in d:
-            c.fail(
-                "RequestMetaObject",
-                "the target requires it and the source has no value",
-                "io.modelcontextprotocol/clientCapabilities",
-            )
-        if "io.modelcontextprotocol/clientInfo" in d:
-            d["io.modelcontextprotocol/clientInfo"] = c.opt(
-                d["io.modelcontextprotocol/clientInfo"], _v3, "io.modelcontextprotocol/clientInfo"
-            )
-        if "io.modelcontextprotocol/logLevel" in d:
-            d["io.modelcontextprotocol/logLevel"] = c.opt(
-                d["io.modelcontextprotocol/logLevel"], _v4, "io.modelcontextprotocol/logLevel"
-            )
-        if "io.modelcontextprotocol/protocolVersion" in d:
-            d["io.modelcontextprotocol/protocolVersion"] = c.req(
-                d["io.modelcontextprotocol/protocolVersion"],
-                _v5,
-                "io.modelcontextprotocol/protocolVersion",
-            )
-        if "io.modelcontextprotocol/protocolVersion" not in d:
-            c.fail(
-                "RequestMetaObject",
-                "the target requires it and the source has no value",
-                "io.modelcontextprotocol/protocolVersion",
-            )
-        return _b.RequestMetaObject(d)
-
-    def _o_RequestMetaObject_31(x: Any, c: Ctx) -> Any:
         # _a.RequestParamsMeta -> _b.RequestMetaObject
         d = dict(x)
         if "io.modelcontextprotocol/clientCapabilities" in d:
@@ -730,7 +582,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.RequestParams -> _b.RequestParams
         meta = x.get("_meta", UNSET)
         if meta is not UNSET:
-            meta = c.req(meta, _o_RequestMetaObject_31, "_meta")
+            meta = c.req(meta, _o_RequestMetaObject_1, "_meta")
         if meta is UNSET:
             c.fail("RequestParams", "the target requires it and the source has no value", "_meta")
         return _b.RequestParams(meta=meta)
@@ -785,7 +637,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
             uri_template=uri_template,
         )
 
-    def _o_ResourceTemplateReference_15(x: Any, c: Ctx) -> Any:
+    def _o_ResourceTemplateReference_14(x: Any, c: Ctx) -> Any:
         # _a.ResourceReference -> _b.ResourceTemplateReference
         uri = x.uri
         return _b.ResourceTemplateReference(uri=uri)
@@ -825,7 +677,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_SamplingMessage(x: Any, c: Ctx) -> Any:
         # _a.SamplingMessage -> _b.SamplingMessage
-        content = _u19(x.content, c)
+        content = _u18(x.content, c)
         role = x.role
         return _b.SamplingMessage(content=content, role=role)
 
@@ -929,23 +781,23 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # Any -> Any
         return [_u10(i, c) for i in v]
 
-    def _l20(v: Any, c: Ctx) -> Any:
+    def _l19(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_SamplingMessage(i, c) for i in v]
 
-    def _l21(v: Any, c: Ctx) -> Any:
+    def _l20(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_ModelHint(i, c) for i in v]
 
-    def _l27(v: Any, c: Ctx) -> Any:
+    def _l25(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_PromptMessage(i, c) for i in v]
 
-    def _l28(v: Any, c: Ctx) -> Any:
+    def _l27(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_Root(i, c) for i in v]
 
-    def _l29(v: Any, c: Ctx) -> Any:
+    def _l28(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_PromptArgument(i, c) for i in v]
 
@@ -956,30 +808,30 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
             return c.member(v, "ContentBlock")
         return f(v, c)
 
-    def _u17(v: Any, c: Ctx) -> Any:
+    def _u16(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        f = _D16.get(type(v))
+        f = _D15.get(type(v))
         if f is None:
             return c.member(v, "CompleteRequestParams.ref")
         return f(v, c)
 
-    def _u19(v: Any, c: Ctx) -> Any:
+    def _u18(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        f = _D18.get(type(v))
+        f = _D17.get(type(v))
         if f is None:
             return c.member(v, "SamplingMessage.content")
         return f(v, c)
 
-    def _u23(v: Any, c: Ctx) -> Any:
+    def _u22(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        f = _D22.get(type(v))
+        f = _D21.get(type(v))
         if f is None:
             return c.member(v, "CreateMessageResult.content")
         return f(v, c)
 
-    def _u26(v: Any, c: Ctx) -> Any:
+    def _u24(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        f = _D25.get(type(v))
+        f = _D23.get(type(v))
         if f is None:
             return c.member(v, "ContentBlock")
         return f(v, c)
@@ -1031,24 +883,24 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.EmbeddedResource: _o_EmbeddedResource,
     }
 
-    _D16: dict[type, Callable[[Any, Ctx], Any]] = {
+    _D15: dict[type, Callable[[Any, Ctx], Any]] = {
         _a.PromptReference: _o_PromptReference,
-        _a.ResourceReference: _o_ResourceTemplateReference_15,
+        _a.ResourceReference: _o_ResourceTemplateReference_14,
     }
 
-    _D18: dict[type, Callable[[Any, Ctx], Any]] = {
+    _D17: dict[type, Callable[[Any, Ctx], Any]] = {
         _a.TextContent: _o_TextContent,
         _a.ImageContent: _o_ImageContent,
         _a.AudioContent: _o_AudioContent,
     }
 
-    _D22: dict[type, Callable[[Any, Ctx], Any]] = {
+    _D21: dict[type, Callable[[Any, Ctx], Any]] = {
         _a.TextContent: _o_TextContent,
         _a.ImageContent: _o_ImageContent,
         _a.AudioContent: _o_AudioContent,
     }
 
-    _D25: dict[type, Callable[[Any, Ctx], Any]] = {
+    _D23: dict[type, Callable[[Any, Ctx], Any]] = {
         _a.TextContent: _o_TextContent,
         _a.ImageContent: _o_ImageContent,
         _a.AudioContent: _o_AudioContent,
@@ -1088,7 +940,6 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.ListResourcesRequest: _o_ListResourcesRequest,
         _a.ListResourcesResult: _o_ListResourcesResult,
         _a.ListRootsRequest: _o_ListRootsRequest,
-        _a.ListRootsRequestParams: _o_ListRootsRequestParams,
         _a.ListRootsResult: _o_ListRootsResult,
         _a.ListToolsRequest: _o_ListToolsRequest,
         _a.ListToolsResult: _o_ListToolsResult,
@@ -1139,7 +990,6 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.BlobResourceContents: "BlobResourceContents",
         _a.CallToolRequest: "CallToolRequest",
         _a.CallToolRequestParams: "CallToolRequestParams",
-        _a.CallToolRequestParamsMeta: "CallToolRequestParamsMeta",
         _a.CallToolResult: "CallToolResult",
         _a.CancelledNotification: "CancelledNotification",
         _a.CancelledNotificationParams: "CancelledNotificationParams",
@@ -1148,53 +998,39 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.CompleteRequest: "CompleteRequest",
         _a.CompleteRequestParams: "CompleteRequestParams",
         _a.CompleteRequestParamsArgument: "CompleteRequestParamsArgument",
-        _a.CompleteRequestParamsMeta: "CompleteRequestParamsMeta",
         _a.CompleteResult: "CompleteResult",
         _a.CompleteResultCompletion: "CompleteResultCompletion",
         _a.CreateMessageRequest: "CreateMessageRequest",
         _a.CreateMessageRequestParams: "CreateMessageRequestParams",
-        _a.CreateMessageRequestParamsMeta: "CreateMessageRequestParamsMeta",
         _a.CreateMessageResult: "CreateMessageResult",
         _a.EmbeddedResource: "EmbeddedResource",
         _a.GetPromptRequest: "GetPromptRequest",
         _a.GetPromptRequestParams: "GetPromptRequestParams",
-        _a.GetPromptRequestParamsMeta: "GetPromptRequestParamsMeta",
         _a.GetPromptResult: "GetPromptResult",
         _a.ImageContent: "ImageContent",
         _a.Implementation: "Implementation",
         _a.InitializeRequest: "InitializeRequest",
         _a.InitializeRequestParams: "InitializeRequestParams",
-        _a.InitializeRequestParamsMeta: "InitializeRequestParamsMeta",
         _a.InitializeResult: "InitializeResult",
         _a.InitializedNotification: "InitializedNotification",
-        _a.InitializedNotificationParams: "InitializedNotificationParams",
         _a.JSONRPCError: "JSONRPCError",
         _a.JSONRPCErrorError: "JSONRPCErrorError",
         _a.JSONRPCNotification: "JSONRPCNotification",
-        _a.JSONRPCNotificationParams: "JSONRPCNotificationParams",
         _a.JSONRPCRequest: "JSONRPCRequest",
-        _a.JSONRPCRequestParams: "JSONRPCRequestParams",
-        _a.JSONRPCRequestParamsMeta: "JSONRPCRequestParamsMeta",
         _a.JSONRPCResponse: "JSONRPCResponse",
         _a.ListPromptsRequest: "ListPromptsRequest",
         _a.ListPromptsRequestParams: "ListPromptsRequestParams",
-        _a.ListPromptsRequestParamsMeta: "ListPromptsRequestParamsMeta",
         _a.ListPromptsResult: "ListPromptsResult",
         _a.ListResourceTemplatesRequest: "ListResourceTemplatesRequest",
         _a.ListResourceTemplatesRequestParams: "ListResourceTemplatesRequestParams",
-        _a.ListResourceTemplatesRequestParamsMeta: "ListResourceTemplatesRequestParamsMeta",
         _a.ListResourceTemplatesResult: "ListResourceTemplatesResult",
         _a.ListResourcesRequest: "ListResourcesRequest",
         _a.ListResourcesRequestParams: "ListResourcesRequestParams",
-        _a.ListResourcesRequestParamsMeta: "ListResourcesRequestParamsMeta",
         _a.ListResourcesResult: "ListResourcesResult",
         _a.ListRootsRequest: "ListRootsRequest",
-        _a.ListRootsRequestParams: "ListRootsRequestParams",
-        _a.ListRootsRequestParamsMeta: "ListRootsRequestParamsMeta",
         _a.ListRootsResult: "ListRootsResult",
         _a.ListToolsRequest: "ListToolsRequest",
         _a.ListToolsRequestParams: "ListToolsRequestParams",
-        _a.ListToolsRequestParamsMeta: "ListToolsRequestParamsMeta",
         _a.ListToolsResult: "ListToolsResult",
         _a.LoggingMessageNotification: "LoggingMessageNotification",
         _a.LoggingMessageNotificationParams: "LoggingMessageNotificationParams",
@@ -1206,19 +1042,15 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.PaginatedRequestParams: "PaginatedRequestParams",
         _a.PaginatedResult: "PaginatedResult",
         _a.PingRequest: "PingRequest",
-        _a.PingRequestParams: "PingRequestParams",
-        _a.PingRequestParamsMeta: "PingRequestParamsMeta",
         _a.ProgressNotification: "ProgressNotification",
         _a.ProgressNotificationParams: "ProgressNotificationParams",
         _a.Prompt: "Prompt",
         _a.PromptArgument: "PromptArgument",
         _a.PromptListChangedNotification: "PromptListChangedNotification",
-        _a.PromptListChangedNotificationParams: "PromptListChangedNotificationParams",
         _a.PromptMessage: "PromptMessage",
         _a.PromptReference: "PromptReference",
         _a.ReadResourceRequest: "ReadResourceRequest",
         _a.ReadResourceRequestParams: "ReadResourceRequestParams",
-        _a.ReadResourceRequestParamsMeta: "ReadResourceRequestParamsMeta",
         _a.ReadResourceResult: "ReadResourceResult",
         _a.Request: "Request",
         _a.RequestParams: "RequestParams",
@@ -1226,7 +1058,6 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.Resource: "Resource",
         _a.ResourceContents: "ResourceContents",
         _a.ResourceListChangedNotification: "ResourceListChangedNotification",
-        _a.ResourceListChangedNotificationParams: "ResourceListChangedNotificationParams",
         _a.ResourceReference: "ResourceReference",
         _a.ResourceTemplate: "ResourceTemplate",
         _a.ResourceUpdatedNotification: "ResourceUpdatedNotification",
@@ -1234,7 +1065,6 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.Result: "Result",
         _a.Root: "Root",
         _a.RootsListChangedNotification: "RootsListChangedNotification",
-        _a.RootsListChangedNotificationParams: "RootsListChangedNotificationParams",
         _a.SamplingMessage: "SamplingMessage",
         _a.ServerCapabilities: "ServerCapabilities",
         _a.ServerCapabilitiesPrompts: "ServerCapabilitiesPrompts",
@@ -1242,20 +1072,16 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.ServerCapabilitiesTools: "ServerCapabilitiesTools",
         _a.SetLevelRequest: "SetLevelRequest",
         _a.SetLevelRequestParams: "SetLevelRequestParams",
-        _a.SetLevelRequestParamsMeta: "SetLevelRequestParamsMeta",
         _a.SubscribeRequest: "SubscribeRequest",
         _a.SubscribeRequestParams: "SubscribeRequestParams",
-        _a.SubscribeRequestParamsMeta: "SubscribeRequestParamsMeta",
         _a.TextContent: "TextContent",
         _a.TextResourceContents: "TextResourceContents",
         _a.Tool: "Tool",
         _a.ToolAnnotations: "ToolAnnotations",
         _a.ToolInputSchema: "ToolInputSchema",
         _a.ToolListChangedNotification: "ToolListChangedNotification",
-        _a.ToolListChangedNotificationParams: "ToolListChangedNotificationParams",
         _a.UnsubscribeRequest: "UnsubscribeRequest",
         _a.UnsubscribeRequestParams: "UnsubscribeRequestParams",
-        _a.UnsubscribeRequestParamsMeta: "UnsubscribeRequestParamsMeta",
     }
     return project, names
 

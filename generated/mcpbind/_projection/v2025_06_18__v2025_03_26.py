@@ -58,13 +58,8 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         name = x.name
         meta = x.meta
         if meta is not UNSET:
-            meta = _o_CallToolRequestParamsMeta(meta, c)
+            meta = _o_RequestParamsMeta(meta, c)
         return _b.CallToolRequestParams(arguments=arguments, name=name, meta=meta)
-
-    def _o_CallToolRequestParamsMeta(x: Any, c: Ctx) -> Any:
-        # _a.CallToolRequestParamsMeta -> _b.CallToolRequestParamsMeta
-        d = dict(x)
-        return _b.CallToolRequestParamsMeta(d)
 
     def _o_CallToolResult(x: Any, c: Ctx) -> Any:
         # _a.CallToolResult -> _b.CallToolResult
@@ -110,7 +105,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         ref = _u8(x.ref, c)
         meta = x.meta
         if meta is not UNSET:
-            meta = _o_CompleteRequestParamsMeta(meta, c)
+            meta = _o_RequestParamsMeta(meta, c)
         return _b.CompleteRequestParams(argument=argument, ref=ref, meta=meta)
 
     def _o_CompleteRequestParamsArgument(x: Any, c: Ctx) -> Any:
@@ -118,11 +113,6 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         name = x.name
         value = x.value
         return _b.CompleteRequestParamsArgument(name=name, value=value)
-
-    def _o_CompleteRequestParamsMeta(x: Any, c: Ctx) -> Any:
-        # _a.CompleteRequestParamsMeta -> _b.CompleteRequestParamsMeta
-        d = dict(x)
-        return _b.CompleteRequestParamsMeta(d)
 
     def _o_CompleteResult(x: Any, c: Ctx) -> Any:
         # _a.CompleteResult -> _b.CompleteResult
@@ -156,7 +146,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         temperature = x.temperature
         meta = x.meta
         if meta is not UNSET:
-            meta = _o_CreateMessageRequestParamsMeta(meta, c)
+            meta = _o_RequestParamsMeta(meta, c)
         return _b.CreateMessageRequestParams(
             include_context=include_context,
             max_tokens=max_tokens,
@@ -168,11 +158,6 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
             temperature=temperature,
             meta=meta,
         )
-
-    def _o_CreateMessageRequestParamsMeta(x: Any, c: Ctx) -> Any:
-        # _a.CreateMessageRequestParamsMeta -> _b.CreateMessageRequestParamsMeta
-        d = dict(x)
-        return _b.CreateMessageRequestParamsMeta(d)
 
     def _o_CreateMessageResult(x: Any, c: Ctx) -> Any:
         # _a.CreateMessageResult -> _b.CreateMessageResult
@@ -204,13 +189,8 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         name = x.name
         meta = x.meta
         if meta is not UNSET:
-            meta = _o_GetPromptRequestParamsMeta(meta, c)
+            meta = _o_RequestParamsMeta(meta, c)
         return _b.GetPromptRequestParams(arguments=arguments, name=name, meta=meta)
-
-    def _o_GetPromptRequestParamsMeta(x: Any, c: Ctx) -> Any:
-        # _a.GetPromptRequestParamsMeta -> _b.GetPromptRequestParamsMeta
-        d = dict(x)
-        return _b.GetPromptRequestParamsMeta(d)
 
     def _o_GetPromptResult(x: Any, c: Ctx) -> Any:
         # _a.GetPromptResult -> _b.GetPromptResult
@@ -246,18 +226,13 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         protocol_version = x.protocol_version
         meta = x.meta
         if meta is not UNSET:
-            meta = _o_InitializeRequestParamsMeta(meta, c)
+            meta = _o_RequestParamsMeta(meta, c)
         return _b.InitializeRequestParams(
             capabilities=capabilities,
             client_info=client_info,
             protocol_version=protocol_version,
             meta=meta,
         )
-
-    def _o_InitializeRequestParamsMeta(x: Any, c: Ctx) -> Any:
-        # _a.InitializeRequestParamsMeta -> _b.InitializeRequestParamsMeta
-        d = dict(x)
-        return _b.InitializeRequestParamsMeta(d)
 
     def _o_InitializeResult(x: Any, c: Ctx) -> Any:
         # _a.InitializeResult -> _b.InitializeResult
@@ -278,13 +253,8 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.InitializedNotification -> _b.InitializedNotification
         params = x.params
         if params is not UNSET:
-            params = _o_InitializedNotificationParams(params, c)
+            params = _o_NotificationParams(params, c)
         return _b.InitializedNotification(params=params)
-
-    def _o_InitializedNotificationParams(x: Any, c: Ctx) -> Any:
-        # _a.InitializedNotificationParams -> _b.InitializedNotificationParams
-        d = dict(x)
-        return _b.InitializedNotificationParams(d)
 
     def _o_JSONRPCError(x: Any, c: Ctx) -> Any:
         # _a.JSONRPCError -> _b.JSONRPCError
@@ -306,13 +276,8 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         method = x.method
         params = x.params
         if params is not UNSET:
-            params = _o_JSONRPCNotificationParams(params, c)
+            params = _o_NotificationParams(params, c)
         return _b.JSONRPCNotification(jsonrpc=jsonrpc, method=method, params=params)
-
-    def _o_JSONRPCNotificationParams(x: Any, c: Ctx) -> Any:
-        # _a.JSONRPCNotificationParams -> _b.JSONRPCNotificationParams
-        d = dict(x)
-        return _b.JSONRPCNotificationParams(d)
 
     def _o_JSONRPCRequest(x: Any, c: Ctx) -> Any:
         # _a.JSONRPCRequest -> _b.JSONRPCRequest
@@ -321,20 +286,8 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         method = x.method
         params = x.params
         if params is not UNSET:
-            params = _o_JSONRPCRequestParams(params, c)
+            params = _o_RequestParams(params, c)
         return _b.JSONRPCRequest(id=id, jsonrpc=jsonrpc, method=method, params=params)
-
-    def _o_JSONRPCRequestParams(x: Any, c: Ctx) -> Any:
-        # _a.JSONRPCRequestParams -> _b.JSONRPCRequestParams
-        d = dict(x)
-        if "_meta" in d:
-            d["_meta"] = _o_JSONRPCRequestParamsMeta(d["_meta"], c)
-        return _b.JSONRPCRequestParams(d)
-
-    def _o_JSONRPCRequestParamsMeta(x: Any, c: Ctx) -> Any:
-        # _a.JSONRPCRequestParamsMeta -> _b.JSONRPCRequestParamsMeta
-        d = dict(x)
-        return _b.JSONRPCRequestParamsMeta(d)
 
     def _o_JSONRPCResponse(x: Any, c: Ctx) -> Any:
         # _a.JSONRPCResponse -> _b.JSONRPCResponse
@@ -355,13 +308,8 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         cursor = x.cursor
         meta = x.meta
         if meta is not UNSET:
-            meta = _o_ListPromptsRequestParamsMeta(meta, c)
+            meta = _o_RequestParamsMeta(meta, c)
         return _b.ListPromptsRequestParams(cursor=cursor, meta=meta)
-
-    def _o_ListPromptsRequestParamsMeta(x: Any, c: Ctx) -> Any:
-        # _a.ListPromptsRequestParamsMeta -> _b.ListPromptsRequestParamsMeta
-        d = dict(x)
-        return _b.ListPromptsRequestParamsMeta(d)
 
     def _o_ListPromptsResult(x: Any, c: Ctx) -> Any:
         # _a.ListPromptsResult -> _b.ListPromptsResult
@@ -382,13 +330,8 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         cursor = x.cursor
         meta = x.meta
         if meta is not UNSET:
-            meta = _o_ListResourceTemplatesRequestParamsMeta(meta, c)
+            meta = _o_RequestParamsMeta(meta, c)
         return _b.ListResourceTemplatesRequestParams(cursor=cursor, meta=meta)
-
-    def _o_ListResourceTemplatesRequestParamsMeta(x: Any, c: Ctx) -> Any:
-        # _a.ListResourceTemplatesRequestParamsMeta -> _b.ListResourceTemplatesRequestParamsMeta
-        d = dict(x)
-        return _b.ListResourceTemplatesRequestParamsMeta(d)
 
     def _o_ListResourceTemplatesResult(x: Any, c: Ctx) -> Any:
         # _a.ListResourceTemplatesResult -> _b.ListResourceTemplatesResult
@@ -411,13 +354,8 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         cursor = x.cursor
         meta = x.meta
         if meta is not UNSET:
-            meta = _o_ListResourcesRequestParamsMeta(meta, c)
+            meta = _o_RequestParamsMeta(meta, c)
         return _b.ListResourcesRequestParams(cursor=cursor, meta=meta)
-
-    def _o_ListResourcesRequestParamsMeta(x: Any, c: Ctx) -> Any:
-        # _a.ListResourcesRequestParamsMeta -> _b.ListResourcesRequestParamsMeta
-        d = dict(x)
-        return _b.ListResourcesRequestParamsMeta(d)
 
     def _o_ListResourcesResult(x: Any, c: Ctx) -> Any:
         # _a.ListResourcesResult -> _b.ListResourcesResult
@@ -430,20 +368,8 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.ListRootsRequest -> _b.ListRootsRequest
         params = x.params
         if params is not UNSET:
-            params = _o_ListRootsRequestParams(params, c)
+            params = _o_RequestParams(params, c)
         return _b.ListRootsRequest(params=params)
-
-    def _o_ListRootsRequestParams(x: Any, c: Ctx) -> Any:
-        # _a.ListRootsRequestParams -> _b.ListRootsRequestParams
-        d = dict(x)
-        if "_meta" in d:
-            d["_meta"] = _o_ListRootsRequestParamsMeta(d["_meta"], c)
-        return _b.ListRootsRequestParams(d)
-
-    def _o_ListRootsRequestParamsMeta(x: Any, c: Ctx) -> Any:
-        # _a.ListRootsRequestParamsMeta -> _b.ListRootsRequestParamsMeta
-        d = dict(x)
-        return _b.ListRootsRequestParamsMeta(d)
 
     def _o_ListRootsResult(x: Any, c: Ctx) -> Any:
         # _a.ListRootsResult -> _b.ListRootsResult
@@ -463,13 +389,8 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         cursor = x.cursor
         meta = x.meta
         if meta is not UNSET:
-            meta = _o_ListToolsRequestParamsMeta(meta, c)
+            meta = _o_RequestParamsMeta(meta, c)
         return _b.ListToolsRequestParams(cursor=cursor, meta=meta)
-
-    def _o_ListToolsRequestParamsMeta(x: Any, c: Ctx) -> Any:
-        # _a.ListToolsRequestParamsMeta -> _b.ListToolsRequestParamsMeta
-        d = dict(x)
-        return _b.ListToolsRequestParamsMeta(d)
 
     def _o_ListToolsResult(x: Any, c: Ctx) -> Any:
         # _a.ListToolsResult -> _b.ListToolsResult
@@ -547,20 +468,8 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.PingRequest -> _b.PingRequest
         params = x.params
         if params is not UNSET:
-            params = _o_PingRequestParams(params, c)
+            params = _o_RequestParams(params, c)
         return _b.PingRequest(params=params)
-
-    def _o_PingRequestParams(x: Any, c: Ctx) -> Any:
-        # _a.PingRequestParams -> _b.PingRequestParams
-        d = dict(x)
-        if "_meta" in d:
-            d["_meta"] = _o_PingRequestParamsMeta(d["_meta"], c)
-        return _b.PingRequestParams(d)
-
-    def _o_PingRequestParamsMeta(x: Any, c: Ctx) -> Any:
-        # _a.PingRequestParamsMeta -> _b.PingRequestParamsMeta
-        d = dict(x)
-        return _b.PingRequestParamsMeta(d)
 
     def _o_ProgressNotification(x: Any, c: Ctx) -> Any:
         # _a.ProgressNotification -> _b.ProgressNotification
@@ -602,13 +511,8 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.PromptListChangedNotification -> _b.PromptListChangedNotification
         params = x.params
         if params is not UNSET:
-            params = _o_PromptListChangedNotificationParams(params, c)
+            params = _o_NotificationParams(params, c)
         return _b.PromptListChangedNotification(params=params)
-
-    def _o_PromptListChangedNotificationParams(x: Any, c: Ctx) -> Any:
-        # _a.PromptListChangedNotificationParams -> _b.PromptListChangedNotificationParams
-        d = dict(x)
-        return _b.PromptListChangedNotificationParams(d)
 
     def _o_PromptMessage(x: Any, c: Ctx) -> Any:
         # _a.PromptMessage -> _b.PromptMessage
@@ -631,13 +535,8 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         uri = x.uri
         meta = x.meta
         if meta is not UNSET:
-            meta = _o_ReadResourceRequestParamsMeta(meta, c)
+            meta = _o_RequestParamsMeta(meta, c)
         return _b.ReadResourceRequestParams(uri=uri, meta=meta)
-
-    def _o_ReadResourceRequestParamsMeta(x: Any, c: Ctx) -> Any:
-        # _a.ReadResourceRequestParamsMeta -> _b.ReadResourceRequestParamsMeta
-        d = dict(x)
-        return _b.ReadResourceRequestParamsMeta(d)
 
     def _o_ReadResourceResult(x: Any, c: Ctx) -> Any:
         # _a.ReadResourceResult -> _b.ReadResourceResult
@@ -694,13 +593,8 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.ResourceListChangedNotification -> _b.ResourceListChangedNotification
         params = x.params
         if params is not UNSET:
-            params = _o_ResourceListChangedNotificationParams(params, c)
+            params = _o_NotificationParams(params, c)
         return _b.ResourceListChangedNotification(params=params)
-
-    def _o_ResourceListChangedNotificationParams(x: Any, c: Ctx) -> Any:
-        # _a.ResourceListChangedNotificationParams -> _b.ResourceListChangedNotificationParams
-        d = dict(x)
-        return _b.ResourceListChangedNotificationParams(d)
 
     def _o_ResourceReference_6(x: Any, c: Ctx) -> Any:
         # _a.ResourceTemplateReference -> _b.ResourceReference
@@ -750,13 +644,8 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.RootsListChangedNotification -> _b.RootsListChangedNotification
         params = x.params
         if params is not UNSET:
-            params = _o_RootsListChangedNotificationParams(params, c)
+            params = _o_NotificationParams(params, c)
         return _b.RootsListChangedNotification(params=params)
-
-    def _o_RootsListChangedNotificationParams(x: Any, c: Ctx) -> Any:
-        # _a.RootsListChangedNotificationParams -> _b.RootsListChangedNotificationParams
-        d = dict(x)
-        return _b.RootsListChangedNotificationParams(d)
 
     def _o_SamplingMessage(x: Any, c: Ctx) -> Any:
         # _a.SamplingMessage -> _b.SamplingMessage
@@ -813,13 +702,8 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         level = x.level
         meta = x.meta
         if meta is not UNSET:
-            meta = _o_SetLevelRequestParamsMeta(meta, c)
+            meta = _o_RequestParamsMeta(meta, c)
         return _b.SetLevelRequestParams(level=level, meta=meta)
-
-    def _o_SetLevelRequestParamsMeta(x: Any, c: Ctx) -> Any:
-        # _a.SetLevelRequestParamsMeta -> _b.SetLevelRequestParamsMeta
-        d = dict(x)
-        return _b.SetLevelRequestParamsMeta(d)
 
     def _o_SubscribeRequest(x: Any, c: Ctx) -> Any:
         # _a.SubscribeRequest -> _b.SubscribeRequest
@@ -831,13 +715,8 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         uri = x.uri
         meta = x.meta
         if meta is not UNSET:
-            meta = _o_SubscribeRequestParamsMeta(meta, c)
+            meta = _o_RequestParamsMeta(meta, c)
         return _b.SubscribeRequestParams(uri=uri, meta=meta)
-
-    def _o_SubscribeRequestParamsMeta(x: Any, c: Ctx) -> Any:
-        # _a.SubscribeRequestParamsMeta -> _b.SubscribeRequestParamsMeta
-        d = dict(x)
-        return _b.SubscribeRequestParamsMeta(d)
 
     def _o_TextContent(x: Any, c: Ctx) -> Any:
         # _a.TextContent -> _b.TextContent
@@ -890,13 +769,8 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.ToolListChangedNotification -> _b.ToolListChangedNotification
         params = x.params
         if params is not UNSET:
-            params = _o_ToolListChangedNotificationParams(params, c)
+            params = _o_NotificationParams(params, c)
         return _b.ToolListChangedNotification(params=params)
-
-    def _o_ToolListChangedNotificationParams(x: Any, c: Ctx) -> Any:
-        # _a.ToolListChangedNotificationParams -> _b.ToolListChangedNotificationParams
-        d = dict(x)
-        return _b.ToolListChangedNotificationParams(d)
 
     def _o_UnsubscribeRequest(x: Any, c: Ctx) -> Any:
         # _a.UnsubscribeRequest -> _b.UnsubscribeRequest
@@ -908,13 +782,8 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         uri = x.uri
         meta = x.meta
         if meta is not UNSET:
-            meta = _o_UnsubscribeRequestParamsMeta(meta, c)
+            meta = _o_RequestParamsMeta(meta, c)
         return _b.UnsubscribeRequestParams(uri=uri, meta=meta)
-
-    def _o_UnsubscribeRequestParamsMeta(x: Any, c: Ctx) -> Any:
-        # _a.UnsubscribeRequestParamsMeta -> _b.UnsubscribeRequestParamsMeta
-        d = dict(x)
-        return _b.UnsubscribeRequestParamsMeta(d)
 
     def _l11(v: Any, c: Ctx) -> Any:
         # Any -> Any
@@ -1056,7 +925,6 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.BlobResourceContents: _o_BlobResourceContents,
         _a.CallToolRequest: _o_CallToolRequest,
         _a.CallToolRequestParams: _o_CallToolRequestParams,
-        _a.CallToolRequestParamsMeta: _o_CallToolRequestParamsMeta,
         _a.CallToolResult: _o_CallToolResult,
         _a.CancelledNotification: _o_CancelledNotification,
         _a.CancelledNotificationParams: _o_CancelledNotificationParams,
@@ -1065,53 +933,39 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.CompleteRequest: _o_CompleteRequest,
         _a.CompleteRequestParams: _o_CompleteRequestParams,
         _a.CompleteRequestParamsArgument: _o_CompleteRequestParamsArgument,
-        _a.CompleteRequestParamsMeta: _o_CompleteRequestParamsMeta,
         _a.CompleteResult: _o_CompleteResult,
         _a.CompleteResultCompletion: _o_CompleteResultCompletion,
         _a.CreateMessageRequest: _o_CreateMessageRequest,
         _a.CreateMessageRequestParams: _o_CreateMessageRequestParams,
-        _a.CreateMessageRequestParamsMeta: _o_CreateMessageRequestParamsMeta,
         _a.CreateMessageResult: _o_CreateMessageResult,
         _a.EmbeddedResource: _o_EmbeddedResource,
         _a.GetPromptRequest: _o_GetPromptRequest,
         _a.GetPromptRequestParams: _o_GetPromptRequestParams,
-        _a.GetPromptRequestParamsMeta: _o_GetPromptRequestParamsMeta,
         _a.GetPromptResult: _o_GetPromptResult,
         _a.ImageContent: _o_ImageContent,
         _a.Implementation: _o_Implementation,
         _a.InitializeRequest: _o_InitializeRequest,
         _a.InitializeRequestParams: _o_InitializeRequestParams,
-        _a.InitializeRequestParamsMeta: _o_InitializeRequestParamsMeta,
         _a.InitializeResult: _o_InitializeResult,
         _a.InitializedNotification: _o_InitializedNotification,
-        _a.InitializedNotificationParams: _o_InitializedNotificationParams,
         _a.JSONRPCError: _o_JSONRPCError,
         _a.JSONRPCErrorError: _o_JSONRPCErrorError,
         _a.JSONRPCNotification: _o_JSONRPCNotification,
-        _a.JSONRPCNotificationParams: _o_JSONRPCNotificationParams,
         _a.JSONRPCRequest: _o_JSONRPCRequest,
-        _a.JSONRPCRequestParams: _o_JSONRPCRequestParams,
-        _a.JSONRPCRequestParamsMeta: _o_JSONRPCRequestParamsMeta,
         _a.JSONRPCResponse: _o_JSONRPCResponse,
         _a.ListPromptsRequest: _o_ListPromptsRequest,
         _a.ListPromptsRequestParams: _o_ListPromptsRequestParams,
-        _a.ListPromptsRequestParamsMeta: _o_ListPromptsRequestParamsMeta,
         _a.ListPromptsResult: _o_ListPromptsResult,
         _a.ListResourceTemplatesRequest: _o_ListResourceTemplatesRequest,
         _a.ListResourceTemplatesRequestParams: _o_ListResourceTemplatesRequestParams,
-        _a.ListResourceTemplatesRequestParamsMeta: _o_ListResourceTemplatesRequestParamsMeta,
         _a.ListResourceTemplatesResult: _o_ListResourceTemplatesResult,
         _a.ListResourcesRequest: _o_ListResourcesRequest,
         _a.ListResourcesRequestParams: _o_ListResourcesRequestParams,
-        _a.ListResourcesRequestParamsMeta: _o_ListResourcesRequestParamsMeta,
         _a.ListResourcesResult: _o_ListResourcesResult,
         _a.ListRootsRequest: _o_ListRootsRequest,
-        _a.ListRootsRequestParams: _o_ListRootsRequestParams,
-        _a.ListRootsRequestParamsMeta: _o_ListRootsRequestParamsMeta,
         _a.ListRootsResult: _o_ListRootsResult,
         _a.ListToolsRequest: _o_ListToolsRequest,
         _a.ListToolsRequestParams: _o_ListToolsRequestParams,
-        _a.ListToolsRequestParamsMeta: _o_ListToolsRequestParamsMeta,
         _a.ListToolsResult: _o_ListToolsResult,
         _a.LoggingMessageNotification: _o_LoggingMessageNotification,
         _a.LoggingMessageNotificationParams: _o_LoggingMessageNotificationParams,
@@ -1123,19 +977,15 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.PaginatedRequestParams: _o_PaginatedRequestParams,
         _a.PaginatedResult: _o_PaginatedResult,
         _a.PingRequest: _o_PingRequest,
-        _a.PingRequestParams: _o_PingRequestParams,
-        _a.PingRequestParamsMeta: _o_PingRequestParamsMeta,
         _a.ProgressNotification: _o_ProgressNotification,
         _a.ProgressNotificationParams: _o_ProgressNotificationParams,
         _a.Prompt: _o_Prompt,
         _a.PromptArgument: _o_PromptArgument,
         _a.PromptListChangedNotification: _o_PromptListChangedNotification,
-        _a.PromptListChangedNotificationParams: _o_PromptListChangedNotificationParams,
         _a.PromptMessage: _o_PromptMessage,
         _a.PromptReference: _o_PromptReference,
         _a.ReadResourceRequest: _o_ReadResourceRequest,
         _a.ReadResourceRequestParams: _o_ReadResourceRequestParams,
-        _a.ReadResourceRequestParamsMeta: _o_ReadResourceRequestParamsMeta,
         _a.ReadResourceResult: _o_ReadResourceResult,
         _a.Request: _o_Request,
         _a.RequestParams: _o_RequestParams,
@@ -1143,14 +993,12 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.Resource: _o_Resource,
         _a.ResourceContents: _o_ResourceContents,
         _a.ResourceListChangedNotification: _o_ResourceListChangedNotification,
-        _a.ResourceListChangedNotificationParams: _o_ResourceListChangedNotificationParams,
         _a.ResourceTemplate: _o_ResourceTemplate,
         _a.ResourceUpdatedNotification: _o_ResourceUpdatedNotification,
         _a.ResourceUpdatedNotificationParams: _o_ResourceUpdatedNotificationParams,
         _a.Result: _o_Result,
         _a.Root: _o_Root,
         _a.RootsListChangedNotification: _o_RootsListChangedNotification,
-        _a.RootsListChangedNotificationParams: _o_RootsListChangedNotificationParams,
         _a.SamplingMessage: _o_SamplingMessage,
         _a.ServerCapabilities: _o_ServerCapabilities,
         _a.ServerCapabilitiesPrompts: _o_ServerCapabilitiesPrompts,
@@ -1158,20 +1006,16 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.ServerCapabilitiesTools: _o_ServerCapabilitiesTools,
         _a.SetLevelRequest: _o_SetLevelRequest,
         _a.SetLevelRequestParams: _o_SetLevelRequestParams,
-        _a.SetLevelRequestParamsMeta: _o_SetLevelRequestParamsMeta,
         _a.SubscribeRequest: _o_SubscribeRequest,
         _a.SubscribeRequestParams: _o_SubscribeRequestParams,
-        _a.SubscribeRequestParamsMeta: _o_SubscribeRequestParamsMeta,
         _a.TextContent: _o_TextContent,
         _a.TextResourceContents: _o_TextResourceContents,
         _a.Tool: _o_Tool,
         _a.ToolAnnotations: _o_ToolAnnotations,
         _a.ToolInputSchema: _o_ToolInputSchema,
         _a.ToolListChangedNotification: _o_ToolListChangedNotification,
-        _a.ToolListChangedNotificationParams: _o_ToolListChangedNotificationParams,
         _a.UnsubscribeRequest: _o_UnsubscribeRequest,
         _a.UnsubscribeRequestParams: _o_UnsubscribeRequestParams,
-        _a.UnsubscribeRequestParamsMeta: _o_UnsubscribeRequestParamsMeta,
     }
     names: dict[type, str] = {
         _a.Annotations: "Annotations",
@@ -1181,7 +1025,6 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.BooleanSchema: "BooleanSchema",
         _a.CallToolRequest: "CallToolRequest",
         _a.CallToolRequestParams: "CallToolRequestParams",
-        _a.CallToolRequestParamsMeta: "CallToolRequestParamsMeta",
         _a.CallToolResult: "CallToolResult",
         _a.CancelledNotification: "CancelledNotification",
         _a.CancelledNotificationParams: "CancelledNotificationParams",
@@ -1191,59 +1034,44 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.CompleteRequestParams: "CompleteRequestParams",
         _a.CompleteRequestParamsArgument: "CompleteRequestParamsArgument",
         _a.CompleteRequestParamsContext: "CompleteRequestParamsContext",
-        _a.CompleteRequestParamsMeta: "CompleteRequestParamsMeta",
         _a.CompleteResult: "CompleteResult",
         _a.CompleteResultCompletion: "CompleteResultCompletion",
         _a.CreateMessageRequest: "CreateMessageRequest",
         _a.CreateMessageRequestParams: "CreateMessageRequestParams",
-        _a.CreateMessageRequestParamsMeta: "CreateMessageRequestParamsMeta",
         _a.CreateMessageResult: "CreateMessageResult",
         _a.ElicitRequest: "ElicitRequest",
         _a.ElicitRequestParams: "ElicitRequestParams",
-        _a.ElicitRequestParamsMeta: "ElicitRequestParamsMeta",
         _a.ElicitRequestParamsRequestedSchema: "ElicitRequestParamsRequestedSchema",
         _a.ElicitResult: "ElicitResult",
         _a.EmbeddedResource: "EmbeddedResource",
         _a.EnumSchema: "EnumSchema",
         _a.GetPromptRequest: "GetPromptRequest",
         _a.GetPromptRequestParams: "GetPromptRequestParams",
-        _a.GetPromptRequestParamsMeta: "GetPromptRequestParamsMeta",
         _a.GetPromptResult: "GetPromptResult",
         _a.ImageContent: "ImageContent",
         _a.Implementation: "Implementation",
         _a.InitializeRequest: "InitializeRequest",
         _a.InitializeRequestParams: "InitializeRequestParams",
-        _a.InitializeRequestParamsMeta: "InitializeRequestParamsMeta",
         _a.InitializeResult: "InitializeResult",
         _a.InitializedNotification: "InitializedNotification",
-        _a.InitializedNotificationParams: "InitializedNotificationParams",
         _a.JSONRPCError: "JSONRPCError",
         _a.JSONRPCErrorError: "JSONRPCErrorError",
         _a.JSONRPCNotification: "JSONRPCNotification",
-        _a.JSONRPCNotificationParams: "JSONRPCNotificationParams",
         _a.JSONRPCRequest: "JSONRPCRequest",
-        _a.JSONRPCRequestParams: "JSONRPCRequestParams",
-        _a.JSONRPCRequestParamsMeta: "JSONRPCRequestParamsMeta",
         _a.JSONRPCResponse: "JSONRPCResponse",
         _a.ListPromptsRequest: "ListPromptsRequest",
         _a.ListPromptsRequestParams: "ListPromptsRequestParams",
-        _a.ListPromptsRequestParamsMeta: "ListPromptsRequestParamsMeta",
         _a.ListPromptsResult: "ListPromptsResult",
         _a.ListResourceTemplatesRequest: "ListResourceTemplatesRequest",
         _a.ListResourceTemplatesRequestParams: "ListResourceTemplatesRequestParams",
-        _a.ListResourceTemplatesRequestParamsMeta: "ListResourceTemplatesRequestParamsMeta",
         _a.ListResourceTemplatesResult: "ListResourceTemplatesResult",
         _a.ListResourcesRequest: "ListResourcesRequest",
         _a.ListResourcesRequestParams: "ListResourcesRequestParams",
-        _a.ListResourcesRequestParamsMeta: "ListResourcesRequestParamsMeta",
         _a.ListResourcesResult: "ListResourcesResult",
         _a.ListRootsRequest: "ListRootsRequest",
-        _a.ListRootsRequestParams: "ListRootsRequestParams",
-        _a.ListRootsRequestParamsMeta: "ListRootsRequestParamsMeta",
         _a.ListRootsResult: "ListRootsResult",
         _a.ListToolsRequest: "ListToolsRequest",
         _a.ListToolsRequestParams: "ListToolsRequestParams",
-        _a.ListToolsRequestParamsMeta: "ListToolsRequestParamsMeta",
         _a.ListToolsResult: "ListToolsResult",
         _a.LoggingMessageNotification: "LoggingMessageNotification",
         _a.LoggingMessageNotificationParams: "LoggingMessageNotificationParams",
@@ -1256,19 +1084,15 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.PaginatedRequestParams: "PaginatedRequestParams",
         _a.PaginatedResult: "PaginatedResult",
         _a.PingRequest: "PingRequest",
-        _a.PingRequestParams: "PingRequestParams",
-        _a.PingRequestParamsMeta: "PingRequestParamsMeta",
         _a.ProgressNotification: "ProgressNotification",
         _a.ProgressNotificationParams: "ProgressNotificationParams",
         _a.Prompt: "Prompt",
         _a.PromptArgument: "PromptArgument",
         _a.PromptListChangedNotification: "PromptListChangedNotification",
-        _a.PromptListChangedNotificationParams: "PromptListChangedNotificationParams",
         _a.PromptMessage: "PromptMessage",
         _a.PromptReference: "PromptReference",
         _a.ReadResourceRequest: "ReadResourceRequest",
         _a.ReadResourceRequestParams: "ReadResourceRequestParams",
-        _a.ReadResourceRequestParamsMeta: "ReadResourceRequestParamsMeta",
         _a.ReadResourceResult: "ReadResourceResult",
         _a.Request: "Request",
         _a.RequestParams: "RequestParams",
@@ -1277,7 +1101,6 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.ResourceContents: "ResourceContents",
         _a.ResourceLink: "ResourceLink",
         _a.ResourceListChangedNotification: "ResourceListChangedNotification",
-        _a.ResourceListChangedNotificationParams: "ResourceListChangedNotificationParams",
         _a.ResourceTemplate: "ResourceTemplate",
         _a.ResourceTemplateReference: "ResourceTemplateReference",
         _a.ResourceUpdatedNotification: "ResourceUpdatedNotification",
@@ -1285,7 +1108,6 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.Result: "Result",
         _a.Root: "Root",
         _a.RootsListChangedNotification: "RootsListChangedNotification",
-        _a.RootsListChangedNotificationParams: "RootsListChangedNotificationParams",
         _a.SamplingMessage: "SamplingMessage",
         _a.ServerCapabilities: "ServerCapabilities",
         _a.ServerCapabilitiesPrompts: "ServerCapabilitiesPrompts",
@@ -1293,22 +1115,18 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.ServerCapabilitiesTools: "ServerCapabilitiesTools",
         _a.SetLevelRequest: "SetLevelRequest",
         _a.SetLevelRequestParams: "SetLevelRequestParams",
-        _a.SetLevelRequestParamsMeta: "SetLevelRequestParamsMeta",
         _a.StringSchema: "StringSchema",
         _a.SubscribeRequest: "SubscribeRequest",
         _a.SubscribeRequestParams: "SubscribeRequestParams",
-        _a.SubscribeRequestParamsMeta: "SubscribeRequestParamsMeta",
         _a.TextContent: "TextContent",
         _a.TextResourceContents: "TextResourceContents",
         _a.Tool: "Tool",
         _a.ToolAnnotations: "ToolAnnotations",
         _a.ToolInputSchema: "ToolInputSchema",
         _a.ToolListChangedNotification: "ToolListChangedNotification",
-        _a.ToolListChangedNotificationParams: "ToolListChangedNotificationParams",
         _a.ToolOutputSchema: "ToolOutputSchema",
         _a.UnsubscribeRequest: "UnsubscribeRequest",
         _a.UnsubscribeRequestParams: "UnsubscribeRequestParams",
-        _a.UnsubscribeRequestParamsMeta: "UnsubscribeRequestParamsMeta",
     }
     return project, names
 

@@ -162,7 +162,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.CompleteRequestParams -> _b.CompleteRequestParams
         meta = x.meta
         if meta is not UNSET:
-            meta = c.req(meta, _o_RequestMetaObject_15, "_meta")
+            meta = c.req(meta, _o_RequestMetaObject_1, "_meta")
         if meta is UNSET:
             c.fail(
                 "CompleteRequestParams",
@@ -173,7 +173,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         context = x.context
         if context is not UNSET:
             context = _o_CompleteRequestParamsContext(context, c)
-        ref = _u17(x.ref, c)
+        ref = _u16(x.ref, c)
         return _b.CompleteRequestParams(meta=meta, argument=argument, context=context, ref=ref)
 
     def _o_CompleteRequestParamsArgument(x: Any, c: Ctx) -> Any:
@@ -212,7 +212,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.CreateMessageRequestParams -> _b.CreateMessageRequestParams
         include_context = x.include_context
         max_tokens = x.max_tokens
-        messages = _l20(x.messages, c)
+        messages = _l19(x.messages, c)
         metadata = x.metadata
         model_preferences = x.model_preferences
         if model_preferences is not UNSET:
@@ -234,7 +234,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
     def _o_CreateMessageResult(x: Any, c: Ctx) -> Any:
         # _a.CreateMessageResult -> _b.CreateMessageResult
         meta = x.meta
-        content = _u23(x.content, c)
+        content = _u22(x.content, c)
         model = x.model
         role = x.role
         stop_reason = x.stop_reason
@@ -276,7 +276,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.GetPromptRequestParams -> _b.GetPromptRequestParams
         meta = x.meta
         if meta is not UNSET:
-            meta = c.req(meta, _o_RequestMetaObject_24, "_meta")
+            meta = c.req(meta, _o_RequestMetaObject_1, "_meta")
         if meta is UNSET:
             c.fail(
                 "GetPromptRequestParams",
@@ -293,7 +293,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         if meta is not UNSET:
             meta = c.opt(meta, _v6, "_meta")
         description = x.description
-        messages = _l25(x.messages, c)
+        messages = _l23(x.messages, c)
         result_type: Any = "complete"
         return _b.GetPromptResult(
             meta=meta, description=description, messages=messages, result_type=result_type
@@ -392,11 +392,11 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.ListRootsRequest -> _b.ListRootsRequest
         params = x.params
         if params is not UNSET:
-            params = _o_ListRootsRequestParams(params, c)
+            params = _o_ListRootsRequestParams_24(params, c)
         return _b.ListRootsRequest(params=params)
 
-    def _o_ListRootsRequestParams(x: Any, c: Ctx) -> Any:
-        # _a.ListRootsRequestParams -> _b.ListRootsRequestParams
+    def _o_ListRootsRequestParams_24(x: Any, c: Ctx) -> Any:
+        # _a.RequestParams -> _b.ListRootsRequestParams
         meta = x.get("_meta", UNSET)
         if meta is not UNSET:
             meta = plain(meta, c)
@@ -404,7 +404,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_ListRootsResult(x: Any, c: Ctx) -> Any:
         # _a.ListRootsResult -> _b.ListRootsResult
-        roots = _l26(x.roots, c)
+        roots = _l25(x.roots, c)
         return _b.ListRootsResult(roots=roots)
 
     def _o_ListToolsRequest(x: Any, c: Ctx) -> Any:
@@ -452,7 +452,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         cost_priority = x.cost_priority
         hints = x.hints
         if hints is not UNSET:
-            hints = _l21(hints, c)
+            hints = _l20(hints, c)
         intelligence_priority = x.intelligence_priority
         speed_priority = x.speed_priority
         return _b.ModelPreferences(
@@ -541,7 +541,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         meta = x.meta
         arguments = x.arguments
         if arguments is not UNSET:
-            arguments = _l27(arguments, c)
+            arguments = _l26(arguments, c)
         description = x.description
         name = x.name
         title = x.title
@@ -587,7 +587,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.ReadResourceRequestParams -> _b.ReadResourceRequestParams
         meta = x.meta
         if meta is not UNSET:
-            meta = c.req(meta, _o_RequestMetaObject_28, "_meta")
+            meta = c.req(meta, _o_RequestMetaObject_1, "_meta")
         if meta is UNSET:
             c.fail(
                 "ReadResourceRequestParams",
@@ -617,154 +617,6 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         return _b.Request(method=method, params=params)
 
     def _o_RequestMetaObject_1(x: Any, c: Ctx) -> Any:
-        # _a.CallToolRequestParamsMeta -> _b.RequestMetaObject
-        d = dict(x)
-        if "io.modelcontextprotocol/clientCapabilities" in d:
-            d["io.modelcontextprotocol/clientCapabilities"] = c.req(
-                d["io.modelcontextprotocol/clientCapabilities"],
-                _v2,
-                "io.modelcontextprotocol/clientCapabilities",
-            )
-        if "io.modelcontextprotocol/clientCapabilities" not in d:
-            c.fail(
-                "RequestMetaObject",
-                "the target requires it and the source has no value",
-                "io.modelcontextprotocol/clientCapabilities",
-            )
-        if "io.modelcontextprotocol/clientInfo" in d:
-            d["io.modelcontextprotocol/clientInfo"] = c.opt(
-                d["io.modelcontextprotocol/clientInfo"], _v3, "io.modelcontextprotocol/clientInfo"
-            )
-        if "io.modelcontextprotocol/logLevel" in d:
-            d["io.modelcontextprotocol/logLevel"] = c.opt(
-                d["io.modelcontextprotocol/logLevel"], _v4, "io.modelcontextprotocol/logLevel"
-            )
-        if "io.modelcontextprotocol/protocolVersion" in d:
-            d["io.modelcontextprotocol/protocolVersion"] = c.req(
-                d["io.modelcontextprotocol/protocolVersion"],
-                _v5,
-                "io.modelcontextprotocol/protocolVersion",
-            )
-        if "io.modelcontextprotocol/protocolVersion" not in d:
-            c.fail(
-                "RequestMetaObject",
-                "the target requires it and the source has no value",
-                "io.modelcontextprotocol/protocolVersion",
-            )
-        return _b.RequestMetaObject(d)
-
-    def _o_RequestMetaObject_15(x: Any, c: Ctx) -> Any:
-        # _a.CompleteRequestParamsMeta -> _b.RequestMetaObject
-        d = dict(x)
-        if "io.modelcontextprotocol/clientCapabilities" in d:
-            d["io.modelcontextprotocol/clientCapabilities"] = c.req(
-                d["io.modelcontextprotocol/clientCapabilities"],
-                _v2,
-                "io.modelcontextprotocol/clientCapabilities",
-            )
-        if "io.modelcontextprotocol/clientCapabilities" not in d:
-            c.fail(
-                "RequestMetaObject",
-                "the target requires it and the source has no value",
-                "io.modelcontextprotocol/clientCapabilities",
-            )
-        if "io.modelcontextprotocol/clientInfo" in d:
-            d["io.modelcontextprotocol/clientInfo"] = c.opt(
-                d["io.modelcontextprotocol/clientInfo"], _v3, "io.modelcontextprotocol/clientInfo"
-            )
-        if "io.modelcontextprotocol/logLevel" in d:
-            d["io.modelcontextprotocol/logLevel"] = c.opt(
-                d["io.modelcontextprotocol/logLevel"], _v4, "io.modelcontextprotocol/logLevel"
-            )
-        if "io.modelcontextprotocol/protocolVersion" in d:
-            d["io.modelcontextprotocol/protocolVersion"] = c.req(
-                d["io.modelcontextprotocol/protocolVersion"],
-                _v5,
-                "io.modelcontextprotocol/protocolVersion",
-            )
-        if "io.modelcontextprotocol/protocolVersion" not in d:
-            c.fail(
-                "RequestMetaObject",
-                "the target requires it and the source has no value",
-                "io.modelcontextprotocol/protocolVersion",
-            )
-        return _b.RequestMetaObject(d)
-
-    def _o_RequestMetaObject_24(x: Any, c: Ctx) -> Any:
-        # _a.GetPromptRequestParamsMeta -> _b.RequestMetaObject
-        d = dict(x)
-        if "io.modelcontextprotocol/clientCapabilities" in d:
-            d["io.modelcontextprotocol/clientCapabilities"] = c.req(
-                d["io.modelcontextprotocol/clientCapabilities"],
-                _v2,
-                "io.modelcontextprotocol/clientCapabilities",
-            )
-        if "io.modelcontextprotocol/clientCapabilities" not in d:
-            c.fail(
-                "RequestMetaObject",
-                "the target requires it and the source has no value",
-                "io.modelcontextprotocol/clientCapabilities",
-            )
-        if "io.modelcontextprotocol/clientInfo" in d:
-            d["io.modelcontextprotocol/clientInfo"] = c.opt(
-                d["io.modelcontextprotocol/clientInfo"], _v3, "io.modelcontextprotocol/clientInfo"
-            )
-        if "io.modelcontextprotocol/logLevel" in d:
-            d["io.modelcontextprotocol/logLevel"] = c.opt(
-                d["io.modelcontextprotocol/logLevel"], _v4, "io.modelcontextprotocol/logLevel"
-            )
-        if "io.modelcontextprotocol/protocolVersion" in d:
-            d["io.modelcontextprotocol/protocolVersion"] = c.req(
-                d["io.modelcontextprotocol/protocolVersion"],
-                _v5,
-                "io.modelcontextprotocol/protocolVersion",
-            )
-        if "io.modelcontextprotocol/protocolVersion" not in d:
-            c.fail(
-                "RequestMetaObject",
-                "the target requires it and the source has no value",
-                "io.modelcontextprotocol/protocolVersion",
-            )
-        return _b.RequestMetaObject(d)
-
-    def _o_RequestMetaObject_28(x: Any, c: Ctx) -> Any:
-        # _a.ReadResourceRequestParamsMeta -> _b.RequestMetaObject
-        d = dict(x)
-        if "io.modelcontextprotocol/clientCapabilities" in d:
-            d["io.modelcontextprotocol/clientCapabilities"] = c.req(
-                d["io.modelcontextprotocol/clientCapabilities"],
-                _v2,
-                "io.modelcontextprotocol/clientCapabilities",
-            )
-        if "io.modelcontextprotocol/clientCapabilities" not in d:
-            c.fail(
-                "RequestMetaObject",
-                "the target requires it and the source has no value",
-                "io.modelcontextprotocol/clientCapabilities",
-            )
-        if "io.modelcontextprotocol/clientInfo" in d:
-            d["io.modelcontextprotocol/clientInfo"] = c.opt(
-                d["io.modelcontextprotocol/clientInfo"], _v3, "io.modelcontextprotocol/clientInfo"
-            )
-        if "io.modelcontextprotocol/logLevel" in d:
-            d["io.modelcontextprotocol/logLevel"] = c.opt(
-                d["io.modelcontextprotocol/logLevel"], _v4, "io.modelcontextprotocol/logLevel"
-            )
-        if "io.modelcontextprotocol/protocolVersion" in d:
-            d["io.modelcontextprotocol/protocolVersion"] = c.req(
-                d["io.modelcontextprotocol/protocolVersion"],
-                _v5,
-                "io.modelcontextprotocol/protocolVersion",
-            )
-        if "io.modelcontextprotocol/protocolVersion" not in d:
-            c.fail(
-                "RequestMetaObject",
-                "the target requires it and the source has no value",
-                "io.modelcontextprotocol/protocolVersion",
-            )
-        return _b.RequestMetaObject(d)
-
-    def _o_RequestMetaObject_29(x: Any, c: Ctx) -> Any:
         # _a.RequestParamsMeta -> _b.RequestMetaObject
         d = dict(x)
         if "io.modelcontextprotocol/clientCapabilities" in d:
@@ -805,7 +657,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.RequestParams -> _b.RequestParams
         meta = x.get("_meta", UNSET)
         if meta is not UNSET:
-            meta = c.req(meta, _o_RequestMetaObject_29, "_meta")
+            meta = c.req(meta, _o_RequestMetaObject_1, "_meta")
         if meta is UNSET:
             c.fail("RequestParams", "the target requires it and the source has no value", "_meta")
         return _b.RequestParams(meta=meta)
@@ -933,7 +785,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_SamplingMessage(x: Any, c: Ctx) -> Any:
         # _a.SamplingMessage -> _b.SamplingMessage
-        content = _u19(x.content, c)
+        content = _u18(x.content, c)
         role = x.role
         return _b.SamplingMessage(content=content, role=role)
 
@@ -1074,23 +926,23 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # Any -> Any
         return [_u10(i, c) for i in v]
 
-    def _l20(v: Any, c: Ctx) -> Any:
+    def _l19(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_SamplingMessage(i, c) for i in v]
 
-    def _l21(v: Any, c: Ctx) -> Any:
+    def _l20(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_ModelHint(i, c) for i in v]
 
-    def _l25(v: Any, c: Ctx) -> Any:
+    def _l23(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_PromptMessage(i, c) for i in v]
 
-    def _l26(v: Any, c: Ctx) -> Any:
+    def _l25(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_Root(i, c) for i in v]
 
-    def _l27(v: Any, c: Ctx) -> Any:
+    def _l26(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_PromptArgument(i, c) for i in v]
 
@@ -1101,23 +953,23 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
             return c.member(v, "ContentBlock")
         return f(v, c)
 
-    def _u17(v: Any, c: Ctx) -> Any:
+    def _u16(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        f = _D16.get(type(v))
+        f = _D15.get(type(v))
         if f is None:
             return c.member(v, "CompleteRequestParams.ref")
         return f(v, c)
 
-    def _u19(v: Any, c: Ctx) -> Any:
+    def _u18(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        f = _D18.get(type(v))
+        f = _D17.get(type(v))
         if f is None:
             return c.member(v, "SamplingMessage.content")
         return f(v, c)
 
-    def _u23(v: Any, c: Ctx) -> Any:
+    def _u22(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        f = _D22.get(type(v))
+        f = _D21.get(type(v))
         if f is None:
             return c.member(v, "CreateMessageResult.content")
         return f(v, c)
@@ -1170,18 +1022,18 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.EmbeddedResource: _o_EmbeddedResource,
     }
 
-    _D16: dict[type, Callable[[Any, Ctx], Any]] = {
+    _D15: dict[type, Callable[[Any, Ctx], Any]] = {
         _a.PromptReference: _o_PromptReference,
         _a.ResourceTemplateReference: _o_ResourceTemplateReference,
     }
 
-    _D18: dict[type, Callable[[Any, Ctx], Any]] = {
+    _D17: dict[type, Callable[[Any, Ctx], Any]] = {
         _a.TextContent: _o_TextContent,
         _a.ImageContent: _o_ImageContent,
         _a.AudioContent: _o_AudioContent,
     }
 
-    _D22: dict[type, Callable[[Any, Ctx], Any]] = {
+    _D21: dict[type, Callable[[Any, Ctx], Any]] = {
         _a.TextContent: _o_TextContent,
         _a.ImageContent: _o_ImageContent,
         _a.AudioContent: _o_AudioContent,
@@ -1225,7 +1077,6 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.ListResourcesRequest: _o_ListResourcesRequest,
         _a.ListResourcesResult: _o_ListResourcesResult,
         _a.ListRootsRequest: _o_ListRootsRequest,
-        _a.ListRootsRequestParams: _o_ListRootsRequestParams,
         _a.ListRootsResult: _o_ListRootsResult,
         _a.ListToolsRequest: _o_ListToolsRequest,
         _a.ListToolsResult: _o_ListToolsResult,
@@ -1283,7 +1134,6 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.BooleanSchema: "BooleanSchema",
         _a.CallToolRequest: "CallToolRequest",
         _a.CallToolRequestParams: "CallToolRequestParams",
-        _a.CallToolRequestParamsMeta: "CallToolRequestParamsMeta",
         _a.CallToolResult: "CallToolResult",
         _a.CancelledNotification: "CancelledNotification",
         _a.CancelledNotificationParams: "CancelledNotificationParams",
@@ -1293,59 +1143,44 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.CompleteRequestParams: "CompleteRequestParams",
         _a.CompleteRequestParamsArgument: "CompleteRequestParamsArgument",
         _a.CompleteRequestParamsContext: "CompleteRequestParamsContext",
-        _a.CompleteRequestParamsMeta: "CompleteRequestParamsMeta",
         _a.CompleteResult: "CompleteResult",
         _a.CompleteResultCompletion: "CompleteResultCompletion",
         _a.CreateMessageRequest: "CreateMessageRequest",
         _a.CreateMessageRequestParams: "CreateMessageRequestParams",
-        _a.CreateMessageRequestParamsMeta: "CreateMessageRequestParamsMeta",
         _a.CreateMessageResult: "CreateMessageResult",
         _a.ElicitRequest: "ElicitRequest",
         _a.ElicitRequestParams: "ElicitRequestParams",
-        _a.ElicitRequestParamsMeta: "ElicitRequestParamsMeta",
         _a.ElicitRequestParamsRequestedSchema: "ElicitRequestParamsRequestedSchema",
         _a.ElicitResult: "ElicitResult",
         _a.EmbeddedResource: "EmbeddedResource",
         _a.EnumSchema: "EnumSchema",
         _a.GetPromptRequest: "GetPromptRequest",
         _a.GetPromptRequestParams: "GetPromptRequestParams",
-        _a.GetPromptRequestParamsMeta: "GetPromptRequestParamsMeta",
         _a.GetPromptResult: "GetPromptResult",
         _a.ImageContent: "ImageContent",
         _a.Implementation: "Implementation",
         _a.InitializeRequest: "InitializeRequest",
         _a.InitializeRequestParams: "InitializeRequestParams",
-        _a.InitializeRequestParamsMeta: "InitializeRequestParamsMeta",
         _a.InitializeResult: "InitializeResult",
         _a.InitializedNotification: "InitializedNotification",
-        _a.InitializedNotificationParams: "InitializedNotificationParams",
         _a.JSONRPCError: "JSONRPCError",
         _a.JSONRPCErrorError: "JSONRPCErrorError",
         _a.JSONRPCNotification: "JSONRPCNotification",
-        _a.JSONRPCNotificationParams: "JSONRPCNotificationParams",
         _a.JSONRPCRequest: "JSONRPCRequest",
-        _a.JSONRPCRequestParams: "JSONRPCRequestParams",
-        _a.JSONRPCRequestParamsMeta: "JSONRPCRequestParamsMeta",
         _a.JSONRPCResponse: "JSONRPCResponse",
         _a.ListPromptsRequest: "ListPromptsRequest",
         _a.ListPromptsRequestParams: "ListPromptsRequestParams",
-        _a.ListPromptsRequestParamsMeta: "ListPromptsRequestParamsMeta",
         _a.ListPromptsResult: "ListPromptsResult",
         _a.ListResourceTemplatesRequest: "ListResourceTemplatesRequest",
         _a.ListResourceTemplatesRequestParams: "ListResourceTemplatesRequestParams",
-        _a.ListResourceTemplatesRequestParamsMeta: "ListResourceTemplatesRequestParamsMeta",
         _a.ListResourceTemplatesResult: "ListResourceTemplatesResult",
         _a.ListResourcesRequest: "ListResourcesRequest",
         _a.ListResourcesRequestParams: "ListResourcesRequestParams",
-        _a.ListResourcesRequestParamsMeta: "ListResourcesRequestParamsMeta",
         _a.ListResourcesResult: "ListResourcesResult",
         _a.ListRootsRequest: "ListRootsRequest",
-        _a.ListRootsRequestParams: "ListRootsRequestParams",
-        _a.ListRootsRequestParamsMeta: "ListRootsRequestParamsMeta",
         _a.ListRootsResult: "ListRootsResult",
         _a.ListToolsRequest: "ListToolsRequest",
         _a.ListToolsRequestParams: "ListToolsRequestParams",
-        _a.ListToolsRequestParamsMeta: "ListToolsRequestParamsMeta",
         _a.ListToolsResult: "ListToolsResult",
         _a.LoggingMessageNotification: "LoggingMessageNotification",
         _a.LoggingMessageNotificationParams: "LoggingMessageNotificationParams",
@@ -1358,19 +1193,15 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.PaginatedRequestParams: "PaginatedRequestParams",
         _a.PaginatedResult: "PaginatedResult",
         _a.PingRequest: "PingRequest",
-        _a.PingRequestParams: "PingRequestParams",
-        _a.PingRequestParamsMeta: "PingRequestParamsMeta",
         _a.ProgressNotification: "ProgressNotification",
         _a.ProgressNotificationParams: "ProgressNotificationParams",
         _a.Prompt: "Prompt",
         _a.PromptArgument: "PromptArgument",
         _a.PromptListChangedNotification: "PromptListChangedNotification",
-        _a.PromptListChangedNotificationParams: "PromptListChangedNotificationParams",
         _a.PromptMessage: "PromptMessage",
         _a.PromptReference: "PromptReference",
         _a.ReadResourceRequest: "ReadResourceRequest",
         _a.ReadResourceRequestParams: "ReadResourceRequestParams",
-        _a.ReadResourceRequestParamsMeta: "ReadResourceRequestParamsMeta",
         _a.ReadResourceResult: "ReadResourceResult",
         _a.Request: "Request",
         _a.RequestParams: "RequestParams",
@@ -1379,7 +1210,6 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.ResourceContents: "ResourceContents",
         _a.ResourceLink: "ResourceLink",
         _a.ResourceListChangedNotification: "ResourceListChangedNotification",
-        _a.ResourceListChangedNotificationParams: "ResourceListChangedNotificationParams",
         _a.ResourceTemplate: "ResourceTemplate",
         _a.ResourceTemplateReference: "ResourceTemplateReference",
         _a.ResourceUpdatedNotification: "ResourceUpdatedNotification",
@@ -1387,7 +1217,6 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.Result: "Result",
         _a.Root: "Root",
         _a.RootsListChangedNotification: "RootsListChangedNotification",
-        _a.RootsListChangedNotificationParams: "RootsListChangedNotificationParams",
         _a.SamplingMessage: "SamplingMessage",
         _a.ServerCapabilities: "ServerCapabilities",
         _a.ServerCapabilitiesPrompts: "ServerCapabilitiesPrompts",
@@ -1395,22 +1224,18 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.ServerCapabilitiesTools: "ServerCapabilitiesTools",
         _a.SetLevelRequest: "SetLevelRequest",
         _a.SetLevelRequestParams: "SetLevelRequestParams",
-        _a.SetLevelRequestParamsMeta: "SetLevelRequestParamsMeta",
         _a.StringSchema: "StringSchema",
         _a.SubscribeRequest: "SubscribeRequest",
         _a.SubscribeRequestParams: "SubscribeRequestParams",
-        _a.SubscribeRequestParamsMeta: "SubscribeRequestParamsMeta",
         _a.TextContent: "TextContent",
         _a.TextResourceContents: "TextResourceContents",
         _a.Tool: "Tool",
         _a.ToolAnnotations: "ToolAnnotations",
         _a.ToolInputSchema: "ToolInputSchema",
         _a.ToolListChangedNotification: "ToolListChangedNotification",
-        _a.ToolListChangedNotificationParams: "ToolListChangedNotificationParams",
         _a.ToolOutputSchema: "ToolOutputSchema",
         _a.UnsubscribeRequest: "UnsubscribeRequest",
         _a.UnsubscribeRequestParams: "UnsubscribeRequestParams",
-        _a.UnsubscribeRequestParamsMeta: "UnsubscribeRequestParamsMeta",
     }
     return project, names
 

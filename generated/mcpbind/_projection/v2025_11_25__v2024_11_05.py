@@ -24,10 +24,14 @@ TARGET = "2024-11-05"
 def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict[type, str]]:
     """The projection functions from the classes of module ``_a`` to those of module ``_b``."""
     # Target types of values the source leaves open (validated with mcpbind.convert).
-    _T0: Any = _b.JSONRPCNotificationParams
-    _T1: Any = _b.JSONRPCRequestParams
-    _T2: Any = _b.NotificationParams
-    _T3: Any = _b.RequestParams
+    _T0: Any = _b.NotificationParams
+    _T1: Any = _b.RequestParams
+
+    def _o_AnnotatedAnnotations_1(x: Any, c: Ctx) -> Any:
+        # _a.Annotations -> _b.AnnotatedAnnotations
+        audience = x.audience
+        priority = x.priority
+        return _b.AnnotatedAnnotations(audience=audience, priority=priority)
 
     def _o_BlobResourceContents(x: Any, c: Ctx) -> Any:
         # _a.BlobResourceContents -> _b.BlobResourceContents
@@ -47,18 +51,13 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         name = x.name
         meta = x.meta
         if meta is not UNSET:
-            meta = _o_CallToolRequestParamsMeta(meta, c)
+            meta = _o_RequestParamsMeta(meta, c)
         return _b.CallToolRequestParams(arguments=arguments, name=name, meta=meta)
-
-    def _o_CallToolRequestParamsMeta(x: Any, c: Ctx) -> Any:
-        # _a.CallToolRequestParamsMeta -> _b.CallToolRequestParamsMeta
-        d = dict(x)
-        return _b.CallToolRequestParamsMeta(d)
 
     def _o_CallToolResult(x: Any, c: Ctx) -> Any:
         # _a.CallToolResult -> _b.CallToolResult
         meta = x.meta
-        content = c.req(x.content, _l8, "content")
+        content = c.req(x.content, _l6, "content")
         is_error = x.is_error
         return _b.CallToolResult(meta=meta, content=content, is_error=is_error)
 
@@ -104,10 +103,10 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
     def _o_CompleteRequestParams(x: Any, c: Ctx) -> Any:
         # _a.CompleteRequestParams -> _b.CompleteRequestParams
         argument = _o_CompleteRequestParamsArgument(x.argument, c)
-        ref = _u11(x.ref, c)
+        ref = _u9(x.ref, c)
         meta = x.meta
         if meta is not UNSET:
-            meta = _o_CompleteRequestParamsMeta(meta, c)
+            meta = _o_RequestParamsMeta(meta, c)
         return _b.CompleteRequestParams(argument=argument, ref=ref, meta=meta)
 
     def _o_CompleteRequestParamsArgument(x: Any, c: Ctx) -> Any:
@@ -115,11 +114,6 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         name = x.name
         value = x.value
         return _b.CompleteRequestParamsArgument(name=name, value=value)
-
-    def _o_CompleteRequestParamsMeta(x: Any, c: Ctx) -> Any:
-        # _a.CompleteRequestParamsMeta -> _b.CompleteRequestParamsMeta
-        d = dict(x)
-        return _b.CompleteRequestParamsMeta(d)
 
     def _o_CompleteResult(x: Any, c: Ctx) -> Any:
         # _a.CompleteResult -> _b.CompleteResult
@@ -143,7 +137,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.CreateMessageRequestParams -> _b.CreateMessageRequestParams
         include_context = x.include_context
         max_tokens = x.max_tokens
-        messages = c.req(x.messages, _l14, "messages")
+        messages = c.req(x.messages, _l12, "messages")
         metadata = x.metadata
         model_preferences = x.model_preferences
         if model_preferences is not UNSET:
@@ -153,7 +147,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         temperature = x.temperature
         meta = x.meta
         if meta is not UNSET:
-            meta = _o_CreateMessageRequestParamsMeta(meta, c)
+            meta = _o_RequestParamsMeta(meta, c)
         return _b.CreateMessageRequestParams(
             include_context=include_context,
             max_tokens=max_tokens,
@@ -166,15 +160,10 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
             meta=meta,
         )
 
-    def _o_CreateMessageRequestParamsMeta(x: Any, c: Ctx) -> Any:
-        # _a.CreateMessageRequestParamsMeta -> _b.CreateMessageRequestParamsMeta
-        d = dict(x)
-        return _b.CreateMessageRequestParamsMeta(d)
-
     def _o_CreateMessageResult(x: Any, c: Ctx) -> Any:
         # _a.CreateMessageResult -> _b.CreateMessageResult
         meta = x.meta
-        content = c.req(x.content, _u17, "content")
+        content = c.req(x.content, _u15, "content")
         model = x.model
         role = x.role
         stop_reason = x.stop_reason
@@ -186,15 +175,9 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.EmbeddedResource -> _b.EmbeddedResource
         annotations = x.annotations
         if annotations is not UNSET:
-            annotations = _o_EmbeddedResourceAnnotations_3(annotations, c)
-        resource = _u5(x.resource, c)
+            annotations = _o_AnnotatedAnnotations_1(annotations, c)
+        resource = _u3(x.resource, c)
         return _b.EmbeddedResource(annotations=annotations, resource=resource)
-
-    def _o_EmbeddedResourceAnnotations_3(x: Any, c: Ctx) -> Any:
-        # _a.Annotations -> _b.EmbeddedResourceAnnotations
-        audience = x.audience
-        priority = x.priority
-        return _b.EmbeddedResourceAnnotations(audience=audience, priority=priority)
 
     def _o_GetPromptRequest(x: Any, c: Ctx) -> Any:
         # _a.GetPromptRequest -> _b.GetPromptRequest
@@ -207,35 +190,24 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         name = x.name
         meta = x.meta
         if meta is not UNSET:
-            meta = _o_GetPromptRequestParamsMeta(meta, c)
+            meta = _o_RequestParamsMeta(meta, c)
         return _b.GetPromptRequestParams(arguments=arguments, name=name, meta=meta)
-
-    def _o_GetPromptRequestParamsMeta(x: Any, c: Ctx) -> Any:
-        # _a.GetPromptRequestParamsMeta -> _b.GetPromptRequestParamsMeta
-        d = dict(x)
-        return _b.GetPromptRequestParamsMeta(d)
 
     def _o_GetPromptResult(x: Any, c: Ctx) -> Any:
         # _a.GetPromptResult -> _b.GetPromptResult
         meta = x.meta
         description = x.description
-        messages = c.req(x.messages, _l20, "messages")
+        messages = c.req(x.messages, _l18, "messages")
         return _b.GetPromptResult(meta=meta, description=description, messages=messages)
 
     def _o_ImageContent(x: Any, c: Ctx) -> Any:
         # _a.ImageContent -> _b.ImageContent
         annotations = x.annotations
         if annotations is not UNSET:
-            annotations = _o_ImageContentAnnotations_2(annotations, c)
+            annotations = _o_AnnotatedAnnotations_1(annotations, c)
         data = x.data
         mime_type = x.mime_type
         return _b.ImageContent(annotations=annotations, data=data, mime_type=mime_type)
-
-    def _o_ImageContentAnnotations_2(x: Any, c: Ctx) -> Any:
-        # _a.Annotations -> _b.ImageContentAnnotations
-        audience = x.audience
-        priority = x.priority
-        return _b.ImageContentAnnotations(audience=audience, priority=priority)
 
     def _o_Implementation(x: Any, c: Ctx) -> Any:
         # _a.Implementation -> _b.Implementation
@@ -255,18 +227,13 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         protocol_version = x.protocol_version
         meta = x.meta
         if meta is not UNSET:
-            meta = _o_InitializeRequestParamsMeta(meta, c)
+            meta = _o_RequestParamsMeta(meta, c)
         return _b.InitializeRequestParams(
             capabilities=capabilities,
             client_info=client_info,
             protocol_version=protocol_version,
             meta=meta,
         )
-
-    def _o_InitializeRequestParamsMeta(x: Any, c: Ctx) -> Any:
-        # _a.InitializeRequestParamsMeta -> _b.InitializeRequestParamsMeta
-        d = dict(x)
-        return _b.InitializeRequestParamsMeta(d)
 
     def _o_InitializeResult(x: Any, c: Ctx) -> Any:
         # _a.InitializeResult -> _b.InitializeResult
@@ -287,15 +254,8 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.InitializedNotification -> _b.InitializedNotification
         params = x.params
         if params is not UNSET:
-            params = _o_InitializedNotificationParams_21(params, c)
+            params = _o_NotificationParams(params, c)
         return _b.InitializedNotification(params=params)
-
-    def _o_InitializedNotificationParams_21(x: Any, c: Ctx) -> Any:
-        # _a.NotificationParams -> _b.InitializedNotificationParams
-        d: dict[str, Any] = {}
-        if x.meta is not UNSET:
-            d["_meta"] = x.meta
-        return _b.InitializedNotificationParams(d)
 
     def _o_JSONRPCNotification(x: Any, c: Ctx) -> Any:
         # _a.JSONRPCNotification -> _b.JSONRPCNotification
@@ -303,7 +263,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         method = x.method
         params = x.params
         if params is not UNSET:
-            params = c.opt(params, _v22, "params")
+            params = c.opt(params, _v19, "params")
         return _b.JSONRPCNotification(jsonrpc=jsonrpc, method=method, params=params)
 
     def _o_JSONRPCRequest(x: Any, c: Ctx) -> Any:
@@ -313,61 +273,51 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         method = x.method
         params = x.params
         if params is not UNSET:
-            params = c.opt(params, _v23, "params")
+            params = c.opt(params, _v20, "params")
         return _b.JSONRPCRequest(id=id, jsonrpc=jsonrpc, method=method, params=params)
 
     def _o_ListPromptsRequest(x: Any, c: Ctx) -> Any:
         # _a.ListPromptsRequest -> _b.ListPromptsRequest
         params = x.params
         if params is not UNSET:
-            params = _o_ListPromptsRequestParams_24(params, c)
+            params = _o_ListPromptsRequestParams_21(params, c)
         return _b.ListPromptsRequest(params=params)
 
-    def _o_ListPromptsRequestParamsMeta_25(x: Any, c: Ctx) -> Any:
-        # _a.PaginatedRequestParamsMeta -> _b.ListPromptsRequestParamsMeta
-        d = dict(x)
-        return _b.ListPromptsRequestParamsMeta(d)
-
-    def _o_ListPromptsRequestParams_24(x: Any, c: Ctx) -> Any:
+    def _o_ListPromptsRequestParams_21(x: Any, c: Ctx) -> Any:
         # _a.PaginatedRequestParams -> _b.ListPromptsRequestParams
         cursor = x.cursor
         meta = x.meta
         if meta is not UNSET:
-            meta = _o_ListPromptsRequestParamsMeta_25(meta, c)
+            meta = _o_RequestParamsMeta(meta, c)
         return _b.ListPromptsRequestParams(cursor=cursor, meta=meta)
 
     def _o_ListPromptsResult(x: Any, c: Ctx) -> Any:
         # _a.ListPromptsResult -> _b.ListPromptsResult
         meta = x.meta
         next_cursor = x.next_cursor
-        prompts = _l27(x.prompts, c)
+        prompts = _l23(x.prompts, c)
         return _b.ListPromptsResult(meta=meta, next_cursor=next_cursor, prompts=prompts)
 
     def _o_ListResourceTemplatesRequest(x: Any, c: Ctx) -> Any:
         # _a.ListResourceTemplatesRequest -> _b.ListResourceTemplatesRequest
         params = x.params
         if params is not UNSET:
-            params = _o_ListResourceTemplatesRequestParams_28(params, c)
+            params = _o_ListResourceTemplatesRequestParams_24(params, c)
         return _b.ListResourceTemplatesRequest(params=params)
 
-    def _o_ListResourceTemplatesRequestParamsMeta_29(x: Any, c: Ctx) -> Any:
-        # _a.PaginatedRequestParamsMeta -> _b.ListResourceTemplatesRequestParamsMeta
-        d = dict(x)
-        return _b.ListResourceTemplatesRequestParamsMeta(d)
-
-    def _o_ListResourceTemplatesRequestParams_28(x: Any, c: Ctx) -> Any:
+    def _o_ListResourceTemplatesRequestParams_24(x: Any, c: Ctx) -> Any:
         # _a.PaginatedRequestParams -> _b.ListResourceTemplatesRequestParams
         cursor = x.cursor
         meta = x.meta
         if meta is not UNSET:
-            meta = _o_ListResourceTemplatesRequestParamsMeta_29(meta, c)
+            meta = _o_RequestParamsMeta(meta, c)
         return _b.ListResourceTemplatesRequestParams(cursor=cursor, meta=meta)
 
     def _o_ListResourceTemplatesResult(x: Any, c: Ctx) -> Any:
         # _a.ListResourceTemplatesResult -> _b.ListResourceTemplatesResult
         meta = x.meta
         next_cursor = x.next_cursor
-        resource_templates = _l31(x.resource_templates, c)
+        resource_templates = _l25(x.resource_templates, c)
         return _b.ListResourceTemplatesResult(
             meta=meta, next_cursor=next_cursor, resource_templates=resource_templates
         )
@@ -376,79 +326,57 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.ListResourcesRequest -> _b.ListResourcesRequest
         params = x.params
         if params is not UNSET:
-            params = _o_ListResourcesRequestParams_32(params, c)
+            params = _o_ListResourcesRequestParams_26(params, c)
         return _b.ListResourcesRequest(params=params)
 
-    def _o_ListResourcesRequestParamsMeta_33(x: Any, c: Ctx) -> Any:
-        # _a.PaginatedRequestParamsMeta -> _b.ListResourcesRequestParamsMeta
-        d = dict(x)
-        return _b.ListResourcesRequestParamsMeta(d)
-
-    def _o_ListResourcesRequestParams_32(x: Any, c: Ctx) -> Any:
+    def _o_ListResourcesRequestParams_26(x: Any, c: Ctx) -> Any:
         # _a.PaginatedRequestParams -> _b.ListResourcesRequestParams
         cursor = x.cursor
         meta = x.meta
         if meta is not UNSET:
-            meta = _o_ListResourcesRequestParamsMeta_33(meta, c)
+            meta = _o_RequestParamsMeta(meta, c)
         return _b.ListResourcesRequestParams(cursor=cursor, meta=meta)
 
     def _o_ListResourcesResult(x: Any, c: Ctx) -> Any:
         # _a.ListResourcesResult -> _b.ListResourcesResult
         meta = x.meta
         next_cursor = x.next_cursor
-        resources = _l35(x.resources, c)
+        resources = _l27(x.resources, c)
         return _b.ListResourcesResult(meta=meta, next_cursor=next_cursor, resources=resources)
 
     def _o_ListRootsRequest(x: Any, c: Ctx) -> Any:
         # _a.ListRootsRequest -> _b.ListRootsRequest
         params = x.params
         if params is not UNSET:
-            params = _o_ListRootsRequestParams_36(params, c)
+            params = _o_RequestParams(params, c)
         return _b.ListRootsRequest(params=params)
-
-    def _o_ListRootsRequestParamsMeta_37(x: Any, c: Ctx) -> Any:
-        # _a.RequestParamsMeta -> _b.ListRootsRequestParamsMeta
-        d = dict(x)
-        return _b.ListRootsRequestParamsMeta(d)
-
-    def _o_ListRootsRequestParams_36(x: Any, c: Ctx) -> Any:
-        # _a.RequestParams -> _b.ListRootsRequestParams
-        d: dict[str, Any] = {}
-        if x.meta is not UNSET:
-            d["_meta"] = _o_ListRootsRequestParamsMeta_37(x.meta, c)
-        return _b.ListRootsRequestParams(d)
 
     def _o_ListRootsResult(x: Any, c: Ctx) -> Any:
         # _a.ListRootsResult -> _b.ListRootsResult
         meta = x.meta
-        roots = _l38(x.roots, c)
+        roots = _l28(x.roots, c)
         return _b.ListRootsResult(meta=meta, roots=roots)
 
     def _o_ListToolsRequest(x: Any, c: Ctx) -> Any:
         # _a.ListToolsRequest -> _b.ListToolsRequest
         params = x.params
         if params is not UNSET:
-            params = _o_ListToolsRequestParams_39(params, c)
+            params = _o_ListToolsRequestParams_29(params, c)
         return _b.ListToolsRequest(params=params)
 
-    def _o_ListToolsRequestParamsMeta_40(x: Any, c: Ctx) -> Any:
-        # _a.PaginatedRequestParamsMeta -> _b.ListToolsRequestParamsMeta
-        d = dict(x)
-        return _b.ListToolsRequestParamsMeta(d)
-
-    def _o_ListToolsRequestParams_39(x: Any, c: Ctx) -> Any:
+    def _o_ListToolsRequestParams_29(x: Any, c: Ctx) -> Any:
         # _a.PaginatedRequestParams -> _b.ListToolsRequestParams
         cursor = x.cursor
         meta = x.meta
         if meta is not UNSET:
-            meta = _o_ListToolsRequestParamsMeta_40(meta, c)
+            meta = _o_RequestParamsMeta(meta, c)
         return _b.ListToolsRequestParams(cursor=cursor, meta=meta)
 
     def _o_ListToolsResult(x: Any, c: Ctx) -> Any:
         # _a.ListToolsResult -> _b.ListToolsResult
         meta = x.meta
         next_cursor = x.next_cursor
-        tools = _l41(x.tools, c)
+        tools = _l30(x.tools, c)
         return _b.ListToolsResult(meta=meta, next_cursor=next_cursor, tools=tools)
 
     def _o_LoggingMessageNotification(x: Any, c: Ctx) -> Any:
@@ -474,7 +402,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         cost_priority = x.cost_priority
         hints = x.hints
         if hints is not UNSET:
-            hints = _l15(hints, c)
+            hints = _l13(hints, c)
         intelligence_priority = x.intelligence_priority
         speed_priority = x.speed_priority
         return _b.ModelPreferences(
@@ -489,7 +417,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         method = x.method
         params = x.params
         if params is not UNSET:
-            params = c.opt(params, _v42, "params")
+            params = c.opt(params, _v19, "params")
         return _b.Notification(method=method, params=params)
 
     def _o_NotificationParams(x: Any, c: Ctx) -> Any:
@@ -522,20 +450,8 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.PingRequest -> _b.PingRequest
         params = x.params
         if params is not UNSET:
-            params = _o_PingRequestParams_43(params, c)
+            params = _o_RequestParams(params, c)
         return _b.PingRequest(params=params)
-
-    def _o_PingRequestParamsMeta_44(x: Any, c: Ctx) -> Any:
-        # _a.RequestParamsMeta -> _b.PingRequestParamsMeta
-        d = dict(x)
-        return _b.PingRequestParamsMeta(d)
-
-    def _o_PingRequestParams_43(x: Any, c: Ctx) -> Any:
-        # _a.RequestParams -> _b.PingRequestParams
-        d: dict[str, Any] = {}
-        if x.meta is not UNSET:
-            d["_meta"] = _o_PingRequestParamsMeta_44(x.meta, c)
-        return _b.PingRequestParams(d)
 
     def _o_ProgressNotification(x: Any, c: Ctx) -> Any:
         # _a.ProgressNotification -> _b.ProgressNotification
@@ -556,7 +472,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.Prompt -> _b.Prompt
         arguments = x.arguments
         if arguments is not UNSET:
-            arguments = _l26(arguments, c)
+            arguments = _l22(arguments, c)
         description = x.description
         name = x.name
         return _b.Prompt(arguments=arguments, description=description, name=name)
@@ -572,19 +488,12 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.PromptListChangedNotification -> _b.PromptListChangedNotification
         params = x.params
         if params is not UNSET:
-            params = _o_PromptListChangedNotificationParams_45(params, c)
+            params = _o_NotificationParams(params, c)
         return _b.PromptListChangedNotification(params=params)
-
-    def _o_PromptListChangedNotificationParams_45(x: Any, c: Ctx) -> Any:
-        # _a.NotificationParams -> _b.PromptListChangedNotificationParams
-        d: dict[str, Any] = {}
-        if x.meta is not UNSET:
-            d["_meta"] = x.meta
-        return _b.PromptListChangedNotificationParams(d)
 
     def _o_PromptMessage(x: Any, c: Ctx) -> Any:
         # _a.PromptMessage -> _b.PromptMessage
-        content = c.req(x.content, _u19, "content")
+        content = c.req(x.content, _u17, "content")
         role = x.role
         return _b.PromptMessage(content=content, role=role)
 
@@ -603,18 +512,13 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         uri = x.uri
         meta = x.meta
         if meta is not UNSET:
-            meta = _o_ReadResourceRequestParamsMeta(meta, c)
+            meta = _o_RequestParamsMeta(meta, c)
         return _b.ReadResourceRequestParams(uri=uri, meta=meta)
-
-    def _o_ReadResourceRequestParamsMeta(x: Any, c: Ctx) -> Any:
-        # _a.ReadResourceRequestParamsMeta -> _b.ReadResourceRequestParamsMeta
-        d = dict(x)
-        return _b.ReadResourceRequestParamsMeta(d)
 
     def _o_ReadResourceResult(x: Any, c: Ctx) -> Any:
         # _a.ReadResourceResult -> _b.ReadResourceResult
         meta = x.meta
-        contents = _l48(x.contents, c)
+        contents = _l33(x.contents, c)
         return _b.ReadResourceResult(meta=meta, contents=contents)
 
     def _o_Request(x: Any, c: Ctx) -> Any:
@@ -622,7 +526,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         method = x.method
         params = x.params
         if params is not UNSET:
-            params = c.opt(params, _v49, "params")
+            params = c.opt(params, _v20, "params")
         return _b.Request(method=method, params=params)
 
     def _o_RequestParams(x: Any, c: Ctx) -> Any:
@@ -641,7 +545,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.Resource -> _b.Resource
         annotations = x.annotations
         if annotations is not UNSET:
-            annotations = _o_ResourceAnnotations_34(annotations, c)
+            annotations = _o_AnnotatedAnnotations_1(annotations, c)
         description = x.description
         mime_type = x.mime_type
         name = x.name
@@ -656,12 +560,6 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
             uri=uri,
         )
 
-    def _o_ResourceAnnotations_34(x: Any, c: Ctx) -> Any:
-        # _a.Annotations -> _b.ResourceAnnotations
-        audience = x.audience
-        priority = x.priority
-        return _b.ResourceAnnotations(audience=audience, priority=priority)
-
     def _o_ResourceContents(x: Any, c: Ctx) -> Any:
         # _a.ResourceContents -> _b.ResourceContents
         mime_type = x.mime_type
@@ -672,17 +570,10 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.ResourceListChangedNotification -> _b.ResourceListChangedNotification
         params = x.params
         if params is not UNSET:
-            params = _o_ResourceListChangedNotificationParams_50(params, c)
+            params = _o_NotificationParams(params, c)
         return _b.ResourceListChangedNotification(params=params)
 
-    def _o_ResourceListChangedNotificationParams_50(x: Any, c: Ctx) -> Any:
-        # _a.NotificationParams -> _b.ResourceListChangedNotificationParams
-        d: dict[str, Any] = {}
-        if x.meta is not UNSET:
-            d["_meta"] = x.meta
-        return _b.ResourceListChangedNotificationParams(d)
-
-    def _o_ResourceReference_9(x: Any, c: Ctx) -> Any:
+    def _o_ResourceReference_7(x: Any, c: Ctx) -> Any:
         # _a.ResourceTemplateReference -> _b.ResourceReference
         uri = x.uri
         return _b.ResourceReference(uri=uri)
@@ -691,7 +582,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.ResourceTemplate -> _b.ResourceTemplate
         annotations = x.annotations
         if annotations is not UNSET:
-            annotations = _o_ResourceTemplateAnnotations_30(annotations, c)
+            annotations = _o_AnnotatedAnnotations_1(annotations, c)
         description = x.description
         mime_type = x.mime_type
         name = x.name
@@ -703,12 +594,6 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
             name=name,
             uri_template=uri_template,
         )
-
-    def _o_ResourceTemplateAnnotations_30(x: Any, c: Ctx) -> Any:
-        # _a.Annotations -> _b.ResourceTemplateAnnotations
-        audience = x.audience
-        priority = x.priority
-        return _b.ResourceTemplateAnnotations(audience=audience, priority=priority)
 
     def _o_ResourceUpdatedNotification(x: Any, c: Ctx) -> Any:
         # _a.ResourceUpdatedNotification -> _b.ResourceUpdatedNotification
@@ -736,19 +621,12 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.RootsListChangedNotification -> _b.RootsListChangedNotification
         params = x.params
         if params is not UNSET:
-            params = _o_RootsListChangedNotificationParams_51(params, c)
+            params = _o_NotificationParams(params, c)
         return _b.RootsListChangedNotification(params=params)
-
-    def _o_RootsListChangedNotificationParams_51(x: Any, c: Ctx) -> Any:
-        # _a.NotificationParams -> _b.RootsListChangedNotificationParams
-        d: dict[str, Any] = {}
-        if x.meta is not UNSET:
-            d["_meta"] = x.meta
-        return _b.RootsListChangedNotificationParams(d)
 
     def _o_SamplingMessage(x: Any, c: Ctx) -> Any:
         # _a.SamplingMessage -> _b.SamplingMessage
-        content = c.req(x.content, _u13, "content")
+        content = c.req(x.content, _u11, "content")
         role = x.role
         return _b.SamplingMessage(content=content, role=role)
 
@@ -799,13 +677,8 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         level = x.level
         meta = x.meta
         if meta is not UNSET:
-            meta = _o_SetLevelRequestParamsMeta(meta, c)
+            meta = _o_RequestParamsMeta(meta, c)
         return _b.SetLevelRequestParams(level=level, meta=meta)
-
-    def _o_SetLevelRequestParamsMeta(x: Any, c: Ctx) -> Any:
-        # _a.SetLevelRequestParamsMeta -> _b.SetLevelRequestParamsMeta
-        d = dict(x)
-        return _b.SetLevelRequestParamsMeta(d)
 
     def _o_SubscribeRequest(x: Any, c: Ctx) -> Any:
         # _a.SubscribeRequest -> _b.SubscribeRequest
@@ -817,27 +690,16 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         uri = x.uri
         meta = x.meta
         if meta is not UNSET:
-            meta = _o_SubscribeRequestParamsMeta(meta, c)
+            meta = _o_RequestParamsMeta(meta, c)
         return _b.SubscribeRequestParams(uri=uri, meta=meta)
-
-    def _o_SubscribeRequestParamsMeta(x: Any, c: Ctx) -> Any:
-        # _a.SubscribeRequestParamsMeta -> _b.SubscribeRequestParamsMeta
-        d = dict(x)
-        return _b.SubscribeRequestParamsMeta(d)
 
     def _o_TextContent(x: Any, c: Ctx) -> Any:
         # _a.TextContent -> _b.TextContent
         annotations = x.annotations
         if annotations is not UNSET:
-            annotations = _o_TextContentAnnotations_1(annotations, c)
+            annotations = _o_AnnotatedAnnotations_1(annotations, c)
         text = x.text
         return _b.TextContent(annotations=annotations, text=text)
-
-    def _o_TextContentAnnotations_1(x: Any, c: Ctx) -> Any:
-        # _a.Annotations -> _b.TextContentAnnotations
-        audience = x.audience
-        priority = x.priority
-        return _b.TextContentAnnotations(audience=audience, priority=priority)
 
     def _o_TextResourceContents(x: Any, c: Ctx) -> Any:
         # _a.TextResourceContents -> _b.TextResourceContents
@@ -862,15 +724,8 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.ToolListChangedNotification -> _b.ToolListChangedNotification
         params = x.params
         if params is not UNSET:
-            params = _o_ToolListChangedNotificationParams_52(params, c)
+            params = _o_NotificationParams(params, c)
         return _b.ToolListChangedNotification(params=params)
-
-    def _o_ToolListChangedNotificationParams_52(x: Any, c: Ctx) -> Any:
-        # _a.NotificationParams -> _b.ToolListChangedNotificationParams
-        d: dict[str, Any] = {}
-        if x.meta is not UNSET:
-            d["_meta"] = x.meta
-        return _b.ToolListChangedNotificationParams(d)
 
     def _o_UnsubscribeRequest(x: Any, c: Ctx) -> Any:
         # _a.UnsubscribeRequest -> _b.UnsubscribeRequest
@@ -882,89 +737,84 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         uri = x.uri
         meta = x.meta
         if meta is not UNSET:
-            meta = _o_UnsubscribeRequestParamsMeta(meta, c)
+            meta = _o_RequestParamsMeta(meta, c)
         return _b.UnsubscribeRequestParams(uri=uri, meta=meta)
 
-    def _o_UnsubscribeRequestParamsMeta(x: Any, c: Ctx) -> Any:
-        # _a.UnsubscribeRequestParamsMeta -> _b.UnsubscribeRequestParamsMeta
-        d = dict(x)
-        return _b.UnsubscribeRequestParamsMeta(d)
-
-    def _l14(v: Any, c: Ctx) -> Any:
+    def _l12(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return c.items(v, _o_SamplingMessage)
 
-    def _l15(v: Any, c: Ctx) -> Any:
+    def _l13(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_ModelHint(i, c) for i in v]
 
-    def _l20(v: Any, c: Ctx) -> Any:
+    def _l18(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return c.items(v, _o_PromptMessage)
 
-    def _l26(v: Any, c: Ctx) -> Any:
+    def _l22(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_PromptArgument(i, c) for i in v]
 
-    def _l27(v: Any, c: Ctx) -> Any:
+    def _l23(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_Prompt(i, c) for i in v]
 
-    def _l31(v: Any, c: Ctx) -> Any:
+    def _l25(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_ResourceTemplate(i, c) for i in v]
 
-    def _l35(v: Any, c: Ctx) -> Any:
+    def _l27(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_Resource(i, c) for i in v]
 
-    def _l38(v: Any, c: Ctx) -> Any:
+    def _l28(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_Root(i, c) for i in v]
 
-    def _l41(v: Any, c: Ctx) -> Any:
+    def _l30(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_Tool(i, c) for i in v]
 
-    def _l48(v: Any, c: Ctx) -> Any:
+    def _l33(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        return [_u47(i, c) for i in v]
+        return [_u32(i, c) for i in v]
 
-    def _l8(v: Any, c: Ctx) -> Any:
+    def _l6(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        return c.items(v, _u7)
+        return c.items(v, _u5)
 
     def _u11(v: Any, c: Ctx) -> Any:
         # Any -> Any
         f = _D10.get(type(v))
         if f is None:
-            return c.member(v, "CompleteRequestParams.ref")
+            return c.member(v, "SamplingMessage.content")
         return f(v, c)
 
-    def _u13(v: Any, c: Ctx) -> Any:
+    def _u15(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        f = _D12.get(type(v))
+        f = _D14.get(type(v))
         if f is None:
-            return c.member(v, "SamplingMessage.content")
+            return c.member(v, "CreateMessageResult.content")
         return f(v, c)
 
     def _u17(v: Any, c: Ctx) -> Any:
         # Any -> Any
         f = _D16.get(type(v))
         if f is None:
-            return c.member(v, "CreateMessageResult.content")
-        return f(v, c)
-
-    def _u19(v: Any, c: Ctx) -> Any:
-        # Any -> Any
-        f = _D18.get(type(v))
-        if f is None:
             return c.member(v, "PromptMessage.content")
         return f(v, c)
 
-    def _u47(v: Any, c: Ctx) -> Any:
+    def _u3(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        f = _D46.get(type(v))
+        f = _D2.get(type(v))
+        if f is None:
+            return c.member(v, "EmbeddedResource.resource")
+        return f(v, c)
+
+    def _u32(v: Any, c: Ctx) -> Any:
+        # Any -> Any
+        f = _D31.get(type(v))
         if f is None:
             return c.member(v, "ReadResourceResult.contents[]")
         return f(v, c)
@@ -973,49 +823,46 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # Any -> Any
         f = _D4.get(type(v))
         if f is None:
-            return c.member(v, "EmbeddedResource.resource")
-        return f(v, c)
-
-    def _u7(v: Any, c: Ctx) -> Any:
-        # Any -> Any
-        f = _D6.get(type(v))
-        if f is None:
             return c.member(v, "CallToolResult.content[]")
         return f(v, c)
 
-    def _v22(v: Any, c: Ctx) -> Any:
+    def _u9(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        return c.convert(v, _T0, "JSONRPCNotificationParams")
+        f = _D8.get(type(v))
+        if f is None:
+            return c.member(v, "CompleteRequestParams.ref")
+        return f(v, c)
 
-    def _v23(v: Any, c: Ctx) -> Any:
+    def _v19(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        return c.convert(v, _T1, "JSONRPCRequestParams")
+        return c.convert(v, _T0, "NotificationParams")
 
-    def _v42(v: Any, c: Ctx) -> Any:
+    def _v20(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        return c.convert(v, _T2, "NotificationParams")
+        return c.convert(v, _T1, "RequestParams")
 
-    def _v49(v: Any, c: Ctx) -> Any:
-        # Any -> Any
-        return c.convert(v, _T3, "RequestParams")
-
-    _D4: dict[type, Callable[[Any, Ctx], Any]] = {
+    _D2: dict[type, Callable[[Any, Ctx], Any]] = {
         _a.TextResourceContents: _o_TextResourceContents,
         _a.BlobResourceContents: _o_BlobResourceContents,
     }
 
-    _D6: dict[type, Callable[[Any, Ctx], Any]] = {
+    _D4: dict[type, Callable[[Any, Ctx], Any]] = {
         _a.TextContent: _o_TextContent,
         _a.ImageContent: _o_ImageContent,
         _a.EmbeddedResource: _o_EmbeddedResource,
     }
 
-    _D10: dict[type, Callable[[Any, Ctx], Any]] = {
+    _D8: dict[type, Callable[[Any, Ctx], Any]] = {
         _a.PromptReference: _o_PromptReference,
-        _a.ResourceTemplateReference: _o_ResourceReference_9,
+        _a.ResourceTemplateReference: _o_ResourceReference_7,
     }
 
-    _D12: dict[type, Callable[[Any, Ctx], Any]] = {
+    _D10: dict[type, Callable[[Any, Ctx], Any]] = {
+        _a.TextContent: _o_TextContent,
+        _a.ImageContent: _o_ImageContent,
+    }
+
+    _D14: dict[type, Callable[[Any, Ctx], Any]] = {
         _a.TextContent: _o_TextContent,
         _a.ImageContent: _o_ImageContent,
     }
@@ -1023,15 +870,10 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
     _D16: dict[type, Callable[[Any, Ctx], Any]] = {
         _a.TextContent: _o_TextContent,
         _a.ImageContent: _o_ImageContent,
-    }
-
-    _D18: dict[type, Callable[[Any, Ctx], Any]] = {
-        _a.TextContent: _o_TextContent,
-        _a.ImageContent: _o_ImageContent,
         _a.EmbeddedResource: _o_EmbeddedResource,
     }
 
-    _D46: dict[type, Callable[[Any, Ctx], Any]] = {
+    _D31: dict[type, Callable[[Any, Ctx], Any]] = {
         _a.TextResourceContents: _o_TextResourceContents,
         _a.BlobResourceContents: _o_BlobResourceContents,
     }
@@ -1040,7 +882,6 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.BlobResourceContents: _o_BlobResourceContents,
         _a.CallToolRequest: _o_CallToolRequest,
         _a.CallToolRequestParams: _o_CallToolRequestParams,
-        _a.CallToolRequestParamsMeta: _o_CallToolRequestParamsMeta,
         _a.CallToolResult: _o_CallToolResult,
         _a.CancelledNotification: _o_CancelledNotification,
         _a.CancelledNotificationParams: _o_CancelledNotificationParams,
@@ -1049,23 +890,19 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.CompleteRequest: _o_CompleteRequest,
         _a.CompleteRequestParams: _o_CompleteRequestParams,
         _a.CompleteRequestParamsArgument: _o_CompleteRequestParamsArgument,
-        _a.CompleteRequestParamsMeta: _o_CompleteRequestParamsMeta,
         _a.CompleteResult: _o_CompleteResult,
         _a.CompleteResultCompletion: _o_CompleteResultCompletion,
         _a.CreateMessageRequest: _o_CreateMessageRequest,
         _a.CreateMessageRequestParams: _o_CreateMessageRequestParams,
-        _a.CreateMessageRequestParamsMeta: _o_CreateMessageRequestParamsMeta,
         _a.CreateMessageResult: _o_CreateMessageResult,
         _a.EmbeddedResource: _o_EmbeddedResource,
         _a.GetPromptRequest: _o_GetPromptRequest,
         _a.GetPromptRequestParams: _o_GetPromptRequestParams,
-        _a.GetPromptRequestParamsMeta: _o_GetPromptRequestParamsMeta,
         _a.GetPromptResult: _o_GetPromptResult,
         _a.ImageContent: _o_ImageContent,
         _a.Implementation: _o_Implementation,
         _a.InitializeRequest: _o_InitializeRequest,
         _a.InitializeRequestParams: _o_InitializeRequestParams,
-        _a.InitializeRequestParamsMeta: _o_InitializeRequestParamsMeta,
         _a.InitializeResult: _o_InitializeResult,
         _a.InitializedNotification: _o_InitializedNotification,
         _a.JSONRPCNotification: _o_JSONRPCNotification,
@@ -1099,7 +936,6 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.PromptReference: _o_PromptReference,
         _a.ReadResourceRequest: _o_ReadResourceRequest,
         _a.ReadResourceRequestParams: _o_ReadResourceRequestParams,
-        _a.ReadResourceRequestParamsMeta: _o_ReadResourceRequestParamsMeta,
         _a.ReadResourceResult: _o_ReadResourceResult,
         _a.Request: _o_Request,
         _a.RequestParams: _o_RequestParams,
@@ -1120,10 +956,8 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.ServerCapabilitiesTools: _o_ServerCapabilitiesTools,
         _a.SetLevelRequest: _o_SetLevelRequest,
         _a.SetLevelRequestParams: _o_SetLevelRequestParams,
-        _a.SetLevelRequestParamsMeta: _o_SetLevelRequestParamsMeta,
         _a.SubscribeRequest: _o_SubscribeRequest,
         _a.SubscribeRequestParams: _o_SubscribeRequestParams,
-        _a.SubscribeRequestParamsMeta: _o_SubscribeRequestParamsMeta,
         _a.TextContent: _o_TextContent,
         _a.TextResourceContents: _o_TextResourceContents,
         _a.Tool: _o_Tool,
@@ -1131,7 +965,6 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.ToolListChangedNotification: _o_ToolListChangedNotification,
         _a.UnsubscribeRequest: _o_UnsubscribeRequest,
         _a.UnsubscribeRequestParams: _o_UnsubscribeRequestParams,
-        _a.UnsubscribeRequestParamsMeta: _o_UnsubscribeRequestParamsMeta,
     }
     names: dict[type, str] = {
         _a.Annotations: "Annotations",
@@ -1141,11 +974,9 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.BooleanSchema: "BooleanSchema",
         _a.CallToolRequest: "CallToolRequest",
         _a.CallToolRequestParams: "CallToolRequestParams",
-        _a.CallToolRequestParamsMeta: "CallToolRequestParamsMeta",
         _a.CallToolResult: "CallToolResult",
         _a.CancelTaskRequest: "CancelTaskRequest",
         _a.CancelTaskRequestParams: "CancelTaskRequestParams",
-        _a.CancelTaskRequestParamsMeta: "CancelTaskRequestParamsMeta",
         _a.CancelTaskResult: "CancelTaskResult",
         _a.CancelledNotification: "CancelledNotification",
         _a.CancelledNotificationParams: "CancelledNotificationParams",
@@ -1161,20 +992,16 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.CompleteRequestParams: "CompleteRequestParams",
         _a.CompleteRequestParamsArgument: "CompleteRequestParamsArgument",
         _a.CompleteRequestParamsContext: "CompleteRequestParamsContext",
-        _a.CompleteRequestParamsMeta: "CompleteRequestParamsMeta",
         _a.CompleteResult: "CompleteResult",
         _a.CompleteResultCompletion: "CompleteResultCompletion",
         _a.CreateMessageRequest: "CreateMessageRequest",
         _a.CreateMessageRequestParams: "CreateMessageRequestParams",
-        _a.CreateMessageRequestParamsMeta: "CreateMessageRequestParamsMeta",
         _a.CreateMessageResult: "CreateMessageResult",
         _a.CreateTaskResult: "CreateTaskResult",
         _a.ElicitRequest: "ElicitRequest",
         _a.ElicitRequestFormParams: "ElicitRequestFormParams",
-        _a.ElicitRequestFormParamsMeta: "ElicitRequestFormParamsMeta",
         _a.ElicitRequestFormParamsRequestedSchema: "ElicitRequestFormParamsRequestedSchema",
         _a.ElicitRequestURLParams: "ElicitRequestURLParams",
-        _a.ElicitRequestURLParamsMeta: "ElicitRequestURLParamsMeta",
         _a.ElicitResult: "ElicitResult",
         _a.ElicitationCompleteNotification: "ElicitationCompleteNotification",
         _a.ElicitationCompleteNotificationParams: "ElicitationCompleteNotificationParams",
@@ -1182,15 +1009,12 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.Error: "Error",
         _a.GetPromptRequest: "GetPromptRequest",
         _a.GetPromptRequestParams: "GetPromptRequestParams",
-        _a.GetPromptRequestParamsMeta: "GetPromptRequestParamsMeta",
         _a.GetPromptResult: "GetPromptResult",
         _a.GetTaskPayloadRequest: "GetTaskPayloadRequest",
         _a.GetTaskPayloadRequestParams: "GetTaskPayloadRequestParams",
-        _a.GetTaskPayloadRequestParamsMeta: "GetTaskPayloadRequestParamsMeta",
         _a.GetTaskPayloadResult: "GetTaskPayloadResult",
         _a.GetTaskRequest: "GetTaskRequest",
         _a.GetTaskRequestParams: "GetTaskRequestParams",
-        _a.GetTaskRequestParamsMeta: "GetTaskRequestParamsMeta",
         _a.GetTaskResult: "GetTaskResult",
         _a.Icon: "Icon",
         _a.Icons: "Icons",
@@ -1198,7 +1022,6 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.Implementation: "Implementation",
         _a.InitializeRequest: "InitializeRequest",
         _a.InitializeRequestParams: "InitializeRequestParams",
-        _a.InitializeRequestParamsMeta: "InitializeRequestParamsMeta",
         _a.InitializeResult: "InitializeResult",
         _a.InitializedNotification: "InitializedNotification",
         _a.JSONRPCErrorResponse: "JSONRPCErrorResponse",
@@ -1227,7 +1050,6 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.NumberSchema: "NumberSchema",
         _a.PaginatedRequest: "PaginatedRequest",
         _a.PaginatedRequestParams: "PaginatedRequestParams",
-        _a.PaginatedRequestParamsMeta: "PaginatedRequestParamsMeta",
         _a.PaginatedResult: "PaginatedResult",
         _a.PingRequest: "PingRequest",
         _a.ProgressNotification: "ProgressNotification",
@@ -1239,7 +1061,6 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.PromptReference: "PromptReference",
         _a.ReadResourceRequest: "ReadResourceRequest",
         _a.ReadResourceRequestParams: "ReadResourceRequestParams",
-        _a.ReadResourceRequestParamsMeta: "ReadResourceRequestParamsMeta",
         _a.ReadResourceResult: "ReadResourceResult",
         _a.RelatedTaskMetadata: "RelatedTaskMetadata",
         _a.Request: "Request",
@@ -1250,7 +1071,6 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.ResourceLink: "ResourceLink",
         _a.ResourceListChangedNotification: "ResourceListChangedNotification",
         _a.ResourceRequestParams: "ResourceRequestParams",
-        _a.ResourceRequestParamsMeta: "ResourceRequestParamsMeta",
         _a.ResourceTemplate: "ResourceTemplate",
         _a.ResourceTemplateReference: "ResourceTemplateReference",
         _a.ResourceUpdatedNotification: "ResourceUpdatedNotification",
@@ -1268,14 +1088,11 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.ServerCapabilitiesTools: "ServerCapabilitiesTools",
         _a.SetLevelRequest: "SetLevelRequest",
         _a.SetLevelRequestParams: "SetLevelRequestParams",
-        _a.SetLevelRequestParamsMeta: "SetLevelRequestParamsMeta",
         _a.StringSchema: "StringSchema",
         _a.SubscribeRequest: "SubscribeRequest",
         _a.SubscribeRequestParams: "SubscribeRequestParams",
-        _a.SubscribeRequestParamsMeta: "SubscribeRequestParamsMeta",
         _a.Task: "Task",
         _a.TaskAugmentedRequestParams: "TaskAugmentedRequestParams",
-        _a.TaskAugmentedRequestParamsMeta: "TaskAugmentedRequestParamsMeta",
         _a.TaskMetadata: "TaskMetadata",
         _a.TaskStatusNotification: "TaskStatusNotification",
         _a.TaskStatusNotificationParams: "TaskStatusNotificationParams",
@@ -1300,7 +1117,6 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.URLElicitationRequiredErrorErrorData: "URLElicitationRequiredErrorErrorData",
         _a.UnsubscribeRequest: "UnsubscribeRequest",
         _a.UnsubscribeRequestParams: "UnsubscribeRequestParams",
-        _a.UnsubscribeRequestParamsMeta: "UnsubscribeRequestParamsMeta",
         _a.UntitledMultiSelectEnumSchema: "UntitledMultiSelectEnumSchema",
         _a.UntitledMultiSelectEnumSchemaItems: "UntitledMultiSelectEnumSchemaItems",
         _a.UntitledSingleSelectEnumSchema: "UntitledSingleSelectEnumSchema",

@@ -24,10 +24,8 @@ TARGET = "2025-03-26"
 def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict[type, str]]:
     """The projection functions from the classes of module ``_a`` to those of module ``_b``."""
     # Target types of values the source leaves open (validated with mcpbind.convert).
-    _T0: Any = _b.JSONRPCNotificationParams
-    _T1: Any = _b.JSONRPCRequestParams
-    _T2: Any = _b.NotificationParams
-    _T3: Any = _b.RequestParams
+    _T0: Any = _b.NotificationParams
+    _T1: Any = _b.RequestParams
 
     def _o_Annotations(x: Any, c: Ctx) -> Any:
         # _a.Annotations -> _b.Annotations
@@ -62,13 +60,8 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         name = x.name
         meta = x.meta
         if meta is not UNSET:
-            meta = _o_CallToolRequestParamsMeta(meta, c)
+            meta = _o_RequestParamsMeta(meta, c)
         return _b.CallToolRequestParams(arguments=arguments, name=name, meta=meta)
-
-    def _o_CallToolRequestParamsMeta(x: Any, c: Ctx) -> Any:
-        # _a.CallToolRequestParamsMeta -> _b.CallToolRequestParamsMeta
-        d = dict(x)
-        return _b.CallToolRequestParamsMeta(d)
 
     def _o_CallToolResult(x: Any, c: Ctx) -> Any:
         # _a.CallToolResult -> _b.CallToolResult
@@ -122,7 +115,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         ref = _u8(x.ref, c)
         meta = x.meta
         if meta is not UNSET:
-            meta = _o_CompleteRequestParamsMeta(meta, c)
+            meta = _o_RequestParamsMeta(meta, c)
         return _b.CompleteRequestParams(argument=argument, ref=ref, meta=meta)
 
     def _o_CompleteRequestParamsArgument(x: Any, c: Ctx) -> Any:
@@ -130,11 +123,6 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         name = x.name
         value = x.value
         return _b.CompleteRequestParamsArgument(name=name, value=value)
-
-    def _o_CompleteRequestParamsMeta(x: Any, c: Ctx) -> Any:
-        # _a.CompleteRequestParamsMeta -> _b.CompleteRequestParamsMeta
-        d = dict(x)
-        return _b.CompleteRequestParamsMeta(d)
 
     def _o_CompleteResult(x: Any, c: Ctx) -> Any:
         # _a.CompleteResult -> _b.CompleteResult
@@ -168,7 +156,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         temperature = x.temperature
         meta = x.meta
         if meta is not UNSET:
-            meta = _o_CreateMessageRequestParamsMeta(meta, c)
+            meta = _o_RequestParamsMeta(meta, c)
         return _b.CreateMessageRequestParams(
             include_context=include_context,
             max_tokens=max_tokens,
@@ -180,11 +168,6 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
             temperature=temperature,
             meta=meta,
         )
-
-    def _o_CreateMessageRequestParamsMeta(x: Any, c: Ctx) -> Any:
-        # _a.CreateMessageRequestParamsMeta -> _b.CreateMessageRequestParamsMeta
-        d = dict(x)
-        return _b.CreateMessageRequestParamsMeta(d)
 
     def _o_CreateMessageResult(x: Any, c: Ctx) -> Any:
         # _a.CreateMessageResult -> _b.CreateMessageResult
@@ -216,13 +199,8 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         name = x.name
         meta = x.meta
         if meta is not UNSET:
-            meta = _o_GetPromptRequestParamsMeta(meta, c)
+            meta = _o_RequestParamsMeta(meta, c)
         return _b.GetPromptRequestParams(arguments=arguments, name=name, meta=meta)
-
-    def _o_GetPromptRequestParamsMeta(x: Any, c: Ctx) -> Any:
-        # _a.GetPromptRequestParamsMeta -> _b.GetPromptRequestParamsMeta
-        d = dict(x)
-        return _b.GetPromptRequestParamsMeta(d)
 
     def _o_GetPromptResult(x: Any, c: Ctx) -> Any:
         # _a.GetPromptResult -> _b.GetPromptResult
@@ -258,18 +236,13 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         protocol_version = x.protocol_version
         meta = x.meta
         if meta is not UNSET:
-            meta = _o_InitializeRequestParamsMeta(meta, c)
+            meta = _o_RequestParamsMeta(meta, c)
         return _b.InitializeRequestParams(
             capabilities=capabilities,
             client_info=client_info,
             protocol_version=protocol_version,
             meta=meta,
         )
-
-    def _o_InitializeRequestParamsMeta(x: Any, c: Ctx) -> Any:
-        # _a.InitializeRequestParamsMeta -> _b.InitializeRequestParamsMeta
-        d = dict(x)
-        return _b.InitializeRequestParamsMeta(d)
 
     def _o_InitializeResult(x: Any, c: Ctx) -> Any:
         # _a.InitializeResult -> _b.InitializeResult
@@ -290,15 +263,8 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.InitializedNotification -> _b.InitializedNotification
         params = x.params
         if params is not UNSET:
-            params = _o_InitializedNotificationParams_18(params, c)
+            params = _o_NotificationParams(params, c)
         return _b.InitializedNotification(params=params)
-
-    def _o_InitializedNotificationParams_18(x: Any, c: Ctx) -> Any:
-        # _a.NotificationParams -> _b.InitializedNotificationParams
-        d: dict[str, Any] = {}
-        if x.meta is not UNSET:
-            d["_meta"] = x.meta
-        return _b.InitializedNotificationParams(d)
 
     def _o_JSONRPCNotification(x: Any, c: Ctx) -> Any:
         # _a.JSONRPCNotification -> _b.JSONRPCNotification
@@ -306,7 +272,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         method = x.method
         params = x.params
         if params is not UNSET:
-            params = c.opt(params, _v19, "params")
+            params = c.opt(params, _v18, "params")
         return _b.JSONRPCNotification(jsonrpc=jsonrpc, method=method, params=params)
 
     def _o_JSONRPCRequest(x: Any, c: Ctx) -> Any:
@@ -316,61 +282,51 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         method = x.method
         params = x.params
         if params is not UNSET:
-            params = c.opt(params, _v20, "params")
+            params = c.opt(params, _v19, "params")
         return _b.JSONRPCRequest(id=id, jsonrpc=jsonrpc, method=method, params=params)
 
     def _o_ListPromptsRequest(x: Any, c: Ctx) -> Any:
         # _a.ListPromptsRequest -> _b.ListPromptsRequest
         params = x.params
         if params is not UNSET:
-            params = _o_ListPromptsRequestParams_21(params, c)
+            params = _o_ListPromptsRequestParams_20(params, c)
         return _b.ListPromptsRequest(params=params)
 
-    def _o_ListPromptsRequestParamsMeta_22(x: Any, c: Ctx) -> Any:
-        # _a.PaginatedRequestParamsMeta -> _b.ListPromptsRequestParamsMeta
-        d = dict(x)
-        return _b.ListPromptsRequestParamsMeta(d)
-
-    def _o_ListPromptsRequestParams_21(x: Any, c: Ctx) -> Any:
+    def _o_ListPromptsRequestParams_20(x: Any, c: Ctx) -> Any:
         # _a.PaginatedRequestParams -> _b.ListPromptsRequestParams
         cursor = x.cursor
         meta = x.meta
         if meta is not UNSET:
-            meta = _o_ListPromptsRequestParamsMeta_22(meta, c)
+            meta = _o_RequestParamsMeta(meta, c)
         return _b.ListPromptsRequestParams(cursor=cursor, meta=meta)
 
     def _o_ListPromptsResult(x: Any, c: Ctx) -> Any:
         # _a.ListPromptsResult -> _b.ListPromptsResult
         meta = x.meta
         next_cursor = x.next_cursor
-        prompts = _l24(x.prompts, c)
+        prompts = _l22(x.prompts, c)
         return _b.ListPromptsResult(meta=meta, next_cursor=next_cursor, prompts=prompts)
 
     def _o_ListResourceTemplatesRequest(x: Any, c: Ctx) -> Any:
         # _a.ListResourceTemplatesRequest -> _b.ListResourceTemplatesRequest
         params = x.params
         if params is not UNSET:
-            params = _o_ListResourceTemplatesRequestParams_25(params, c)
+            params = _o_ListResourceTemplatesRequestParams_23(params, c)
         return _b.ListResourceTemplatesRequest(params=params)
 
-    def _o_ListResourceTemplatesRequestParamsMeta_26(x: Any, c: Ctx) -> Any:
-        # _a.PaginatedRequestParamsMeta -> _b.ListResourceTemplatesRequestParamsMeta
-        d = dict(x)
-        return _b.ListResourceTemplatesRequestParamsMeta(d)
-
-    def _o_ListResourceTemplatesRequestParams_25(x: Any, c: Ctx) -> Any:
+    def _o_ListResourceTemplatesRequestParams_23(x: Any, c: Ctx) -> Any:
         # _a.PaginatedRequestParams -> _b.ListResourceTemplatesRequestParams
         cursor = x.cursor
         meta = x.meta
         if meta is not UNSET:
-            meta = _o_ListResourceTemplatesRequestParamsMeta_26(meta, c)
+            meta = _o_RequestParamsMeta(meta, c)
         return _b.ListResourceTemplatesRequestParams(cursor=cursor, meta=meta)
 
     def _o_ListResourceTemplatesResult(x: Any, c: Ctx) -> Any:
         # _a.ListResourceTemplatesResult -> _b.ListResourceTemplatesResult
         meta = x.meta
         next_cursor = x.next_cursor
-        resource_templates = _l27(x.resource_templates, c)
+        resource_templates = _l24(x.resource_templates, c)
         return _b.ListResourceTemplatesResult(
             meta=meta, next_cursor=next_cursor, resource_templates=resource_templates
         )
@@ -379,79 +335,57 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.ListResourcesRequest -> _b.ListResourcesRequest
         params = x.params
         if params is not UNSET:
-            params = _o_ListResourcesRequestParams_28(params, c)
+            params = _o_ListResourcesRequestParams_25(params, c)
         return _b.ListResourcesRequest(params=params)
 
-    def _o_ListResourcesRequestParamsMeta_29(x: Any, c: Ctx) -> Any:
-        # _a.PaginatedRequestParamsMeta -> _b.ListResourcesRequestParamsMeta
-        d = dict(x)
-        return _b.ListResourcesRequestParamsMeta(d)
-
-    def _o_ListResourcesRequestParams_28(x: Any, c: Ctx) -> Any:
+    def _o_ListResourcesRequestParams_25(x: Any, c: Ctx) -> Any:
         # _a.PaginatedRequestParams -> _b.ListResourcesRequestParams
         cursor = x.cursor
         meta = x.meta
         if meta is not UNSET:
-            meta = _o_ListResourcesRequestParamsMeta_29(meta, c)
+            meta = _o_RequestParamsMeta(meta, c)
         return _b.ListResourcesRequestParams(cursor=cursor, meta=meta)
 
     def _o_ListResourcesResult(x: Any, c: Ctx) -> Any:
         # _a.ListResourcesResult -> _b.ListResourcesResult
         meta = x.meta
         next_cursor = x.next_cursor
-        resources = _l30(x.resources, c)
+        resources = _l26(x.resources, c)
         return _b.ListResourcesResult(meta=meta, next_cursor=next_cursor, resources=resources)
 
     def _o_ListRootsRequest(x: Any, c: Ctx) -> Any:
         # _a.ListRootsRequest -> _b.ListRootsRequest
         params = x.params
         if params is not UNSET:
-            params = _o_ListRootsRequestParams_31(params, c)
+            params = _o_RequestParams(params, c)
         return _b.ListRootsRequest(params=params)
-
-    def _o_ListRootsRequestParamsMeta_32(x: Any, c: Ctx) -> Any:
-        # _a.RequestParamsMeta -> _b.ListRootsRequestParamsMeta
-        d = dict(x)
-        return _b.ListRootsRequestParamsMeta(d)
-
-    def _o_ListRootsRequestParams_31(x: Any, c: Ctx) -> Any:
-        # _a.RequestParams -> _b.ListRootsRequestParams
-        d: dict[str, Any] = {}
-        if x.meta is not UNSET:
-            d["_meta"] = _o_ListRootsRequestParamsMeta_32(x.meta, c)
-        return _b.ListRootsRequestParams(d)
 
     def _o_ListRootsResult(x: Any, c: Ctx) -> Any:
         # _a.ListRootsResult -> _b.ListRootsResult
         meta = x.meta
-        roots = _l33(x.roots, c)
+        roots = _l27(x.roots, c)
         return _b.ListRootsResult(meta=meta, roots=roots)
 
     def _o_ListToolsRequest(x: Any, c: Ctx) -> Any:
         # _a.ListToolsRequest -> _b.ListToolsRequest
         params = x.params
         if params is not UNSET:
-            params = _o_ListToolsRequestParams_34(params, c)
+            params = _o_ListToolsRequestParams_28(params, c)
         return _b.ListToolsRequest(params=params)
 
-    def _o_ListToolsRequestParamsMeta_35(x: Any, c: Ctx) -> Any:
-        # _a.PaginatedRequestParamsMeta -> _b.ListToolsRequestParamsMeta
-        d = dict(x)
-        return _b.ListToolsRequestParamsMeta(d)
-
-    def _o_ListToolsRequestParams_34(x: Any, c: Ctx) -> Any:
+    def _o_ListToolsRequestParams_28(x: Any, c: Ctx) -> Any:
         # _a.PaginatedRequestParams -> _b.ListToolsRequestParams
         cursor = x.cursor
         meta = x.meta
         if meta is not UNSET:
-            meta = _o_ListToolsRequestParamsMeta_35(meta, c)
+            meta = _o_RequestParamsMeta(meta, c)
         return _b.ListToolsRequestParams(cursor=cursor, meta=meta)
 
     def _o_ListToolsResult(x: Any, c: Ctx) -> Any:
         # _a.ListToolsResult -> _b.ListToolsResult
         meta = x.meta
         next_cursor = x.next_cursor
-        tools = _l36(x.tools, c)
+        tools = _l29(x.tools, c)
         return _b.ListToolsResult(meta=meta, next_cursor=next_cursor, tools=tools)
 
     def _o_LoggingMessageNotification(x: Any, c: Ctx) -> Any:
@@ -492,7 +426,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         method = x.method
         params = x.params
         if params is not UNSET:
-            params = c.opt(params, _v37, "params")
+            params = c.opt(params, _v18, "params")
         return _b.Notification(method=method, params=params)
 
     def _o_NotificationParams(x: Any, c: Ctx) -> Any:
@@ -525,20 +459,8 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.PingRequest -> _b.PingRequest
         params = x.params
         if params is not UNSET:
-            params = _o_PingRequestParams_38(params, c)
+            params = _o_RequestParams(params, c)
         return _b.PingRequest(params=params)
-
-    def _o_PingRequestParamsMeta_39(x: Any, c: Ctx) -> Any:
-        # _a.RequestParamsMeta -> _b.PingRequestParamsMeta
-        d = dict(x)
-        return _b.PingRequestParamsMeta(d)
-
-    def _o_PingRequestParams_38(x: Any, c: Ctx) -> Any:
-        # _a.RequestParams -> _b.PingRequestParams
-        d: dict[str, Any] = {}
-        if x.meta is not UNSET:
-            d["_meta"] = _o_PingRequestParamsMeta_39(x.meta, c)
-        return _b.PingRequestParams(d)
 
     def _o_ProgressNotification(x: Any, c: Ctx) -> Any:
         # _a.ProgressNotification -> _b.ProgressNotification
@@ -564,7 +486,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.Prompt -> _b.Prompt
         arguments = x.arguments
         if arguments is not UNSET:
-            arguments = _l23(arguments, c)
+            arguments = _l21(arguments, c)
         description = x.description
         name = x.name
         return _b.Prompt(arguments=arguments, description=description, name=name)
@@ -580,15 +502,8 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.PromptListChangedNotification -> _b.PromptListChangedNotification
         params = x.params
         if params is not UNSET:
-            params = _o_PromptListChangedNotificationParams_40(params, c)
+            params = _o_NotificationParams(params, c)
         return _b.PromptListChangedNotification(params=params)
-
-    def _o_PromptListChangedNotificationParams_40(x: Any, c: Ctx) -> Any:
-        # _a.NotificationParams -> _b.PromptListChangedNotificationParams
-        d: dict[str, Any] = {}
-        if x.meta is not UNSET:
-            d["_meta"] = x.meta
-        return _b.PromptListChangedNotificationParams(d)
 
     def _o_PromptMessage(x: Any, c: Ctx) -> Any:
         # _a.PromptMessage -> _b.PromptMessage
@@ -611,18 +526,13 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         uri = x.uri
         meta = x.meta
         if meta is not UNSET:
-            meta = _o_ReadResourceRequestParamsMeta(meta, c)
+            meta = _o_RequestParamsMeta(meta, c)
         return _b.ReadResourceRequestParams(uri=uri, meta=meta)
-
-    def _o_ReadResourceRequestParamsMeta(x: Any, c: Ctx) -> Any:
-        # _a.ReadResourceRequestParamsMeta -> _b.ReadResourceRequestParamsMeta
-        d = dict(x)
-        return _b.ReadResourceRequestParamsMeta(d)
 
     def _o_ReadResourceResult(x: Any, c: Ctx) -> Any:
         # _a.ReadResourceResult -> _b.ReadResourceResult
         meta = x.meta
-        contents = _l43(x.contents, c)
+        contents = _l32(x.contents, c)
         return _b.ReadResourceResult(meta=meta, contents=contents)
 
     def _o_Request(x: Any, c: Ctx) -> Any:
@@ -630,7 +540,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         method = x.method
         params = x.params
         if params is not UNSET:
-            params = c.opt(params, _v44, "params")
+            params = c.opt(params, _v19, "params")
         return _b.Request(method=method, params=params)
 
     def _o_RequestParams(x: Any, c: Ctx) -> Any:
@@ -674,15 +584,8 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.ResourceListChangedNotification -> _b.ResourceListChangedNotification
         params = x.params
         if params is not UNSET:
-            params = _o_ResourceListChangedNotificationParams_45(params, c)
+            params = _o_NotificationParams(params, c)
         return _b.ResourceListChangedNotification(params=params)
-
-    def _o_ResourceListChangedNotificationParams_45(x: Any, c: Ctx) -> Any:
-        # _a.NotificationParams -> _b.ResourceListChangedNotificationParams
-        d: dict[str, Any] = {}
-        if x.meta is not UNSET:
-            d["_meta"] = x.meta
-        return _b.ResourceListChangedNotificationParams(d)
 
     def _o_ResourceReference_6(x: Any, c: Ctx) -> Any:
         # _a.ResourceTemplateReference -> _b.ResourceReference
@@ -732,15 +635,8 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.RootsListChangedNotification -> _b.RootsListChangedNotification
         params = x.params
         if params is not UNSET:
-            params = _o_RootsListChangedNotificationParams_46(params, c)
+            params = _o_NotificationParams(params, c)
         return _b.RootsListChangedNotification(params=params)
-
-    def _o_RootsListChangedNotificationParams_46(x: Any, c: Ctx) -> Any:
-        # _a.NotificationParams -> _b.RootsListChangedNotificationParams
-        d: dict[str, Any] = {}
-        if x.meta is not UNSET:
-            d["_meta"] = x.meta
-        return _b.RootsListChangedNotificationParams(d)
 
     def _o_SamplingMessage(x: Any, c: Ctx) -> Any:
         # _a.SamplingMessage -> _b.SamplingMessage
@@ -797,13 +693,8 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         level = x.level
         meta = x.meta
         if meta is not UNSET:
-            meta = _o_SetLevelRequestParamsMeta(meta, c)
+            meta = _o_RequestParamsMeta(meta, c)
         return _b.SetLevelRequestParams(level=level, meta=meta)
-
-    def _o_SetLevelRequestParamsMeta(x: Any, c: Ctx) -> Any:
-        # _a.SetLevelRequestParamsMeta -> _b.SetLevelRequestParamsMeta
-        d = dict(x)
-        return _b.SetLevelRequestParamsMeta(d)
 
     def _o_SubscribeRequest(x: Any, c: Ctx) -> Any:
         # _a.SubscribeRequest -> _b.SubscribeRequest
@@ -815,13 +706,8 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         uri = x.uri
         meta = x.meta
         if meta is not UNSET:
-            meta = _o_SubscribeRequestParamsMeta(meta, c)
+            meta = _o_RequestParamsMeta(meta, c)
         return _b.SubscribeRequestParams(uri=uri, meta=meta)
-
-    def _o_SubscribeRequestParamsMeta(x: Any, c: Ctx) -> Any:
-        # _a.SubscribeRequestParamsMeta -> _b.SubscribeRequestParamsMeta
-        d = dict(x)
-        return _b.SubscribeRequestParamsMeta(d)
 
     def _o_TextContent(x: Any, c: Ctx) -> Any:
         # _a.TextContent -> _b.TextContent
@@ -874,15 +760,8 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.ToolListChangedNotification -> _b.ToolListChangedNotification
         params = x.params
         if params is not UNSET:
-            params = _o_ToolListChangedNotificationParams_47(params, c)
+            params = _o_NotificationParams(params, c)
         return _b.ToolListChangedNotification(params=params)
-
-    def _o_ToolListChangedNotificationParams_47(x: Any, c: Ctx) -> Any:
-        # _a.NotificationParams -> _b.ToolListChangedNotificationParams
-        d: dict[str, Any] = {}
-        if x.meta is not UNSET:
-            d["_meta"] = x.meta
-        return _b.ToolListChangedNotificationParams(d)
 
     def _o_UnsubscribeRequest(x: Any, c: Ctx) -> Any:
         # _a.UnsubscribeRequest -> _b.UnsubscribeRequest
@@ -894,13 +773,8 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         uri = x.uri
         meta = x.meta
         if meta is not UNSET:
-            meta = _o_UnsubscribeRequestParamsMeta(meta, c)
+            meta = _o_RequestParamsMeta(meta, c)
         return _b.UnsubscribeRequestParams(uri=uri, meta=meta)
-
-    def _o_UnsubscribeRequestParamsMeta(x: Any, c: Ctx) -> Any:
-        # _a.UnsubscribeRequestParamsMeta -> _b.UnsubscribeRequestParamsMeta
-        d = dict(x)
-        return _b.UnsubscribeRequestParamsMeta(d)
 
     def _l11(v: Any, c: Ctx) -> Any:
         # Any -> Any
@@ -914,33 +788,33 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # Any -> Any
         return c.items(v, _o_PromptMessage)
 
-    def _l23(v: Any, c: Ctx) -> Any:
+    def _l21(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_PromptArgument(i, c) for i in v]
 
-    def _l24(v: Any, c: Ctx) -> Any:
+    def _l22(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_Prompt(i, c) for i in v]
 
-    def _l27(v: Any, c: Ctx) -> Any:
+    def _l24(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_ResourceTemplate(i, c) for i in v]
 
-    def _l30(v: Any, c: Ctx) -> Any:
+    def _l26(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_Resource(i, c) for i in v]
 
-    def _l33(v: Any, c: Ctx) -> Any:
+    def _l27(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_Root(i, c) for i in v]
 
-    def _l36(v: Any, c: Ctx) -> Any:
+    def _l29(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_Tool(i, c) for i in v]
 
-    def _l43(v: Any, c: Ctx) -> Any:
+    def _l32(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        return [_u42(i, c) for i in v]
+        return [_u31(i, c) for i in v]
 
     def _l5(v: Any, c: Ctx) -> Any:
         # Any -> Any
@@ -974,18 +848,18 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
             return c.member(v, "EmbeddedResource.resource")
         return f(v, c)
 
+    def _u31(v: Any, c: Ctx) -> Any:
+        # Any -> Any
+        f = _D30.get(type(v))
+        if f is None:
+            return c.member(v, "ReadResourceResult.contents[]")
+        return f(v, c)
+
     def _u4(v: Any, c: Ctx) -> Any:
         # Any -> Any
         f = _D3.get(type(v))
         if f is None:
             return c.member(v, "CallToolResult.content[]")
-        return f(v, c)
-
-    def _u42(v: Any, c: Ctx) -> Any:
-        # Any -> Any
-        f = _D41.get(type(v))
-        if f is None:
-            return c.member(v, "ReadResourceResult.contents[]")
         return f(v, c)
 
     def _u8(v: Any, c: Ctx) -> Any:
@@ -995,21 +869,13 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
             return c.member(v, "CompleteRequestParams.ref")
         return f(v, c)
 
+    def _v18(v: Any, c: Ctx) -> Any:
+        # Any -> Any
+        return c.convert(v, _T0, "NotificationParams")
+
     def _v19(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        return c.convert(v, _T0, "JSONRPCNotificationParams")
-
-    def _v20(v: Any, c: Ctx) -> Any:
-        # Any -> Any
-        return c.convert(v, _T1, "JSONRPCRequestParams")
-
-    def _v37(v: Any, c: Ctx) -> Any:
-        # Any -> Any
-        return c.convert(v, _T2, "NotificationParams")
-
-    def _v44(v: Any, c: Ctx) -> Any:
-        # Any -> Any
-        return c.convert(v, _T3, "RequestParams")
+        return c.convert(v, _T1, "RequestParams")
 
     _D1: dict[type, Callable[[Any, Ctx], Any]] = {
         _a.TextResourceContents: _o_TextResourceContents,
@@ -1047,7 +913,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.EmbeddedResource: _o_EmbeddedResource,
     }
 
-    _D41: dict[type, Callable[[Any, Ctx], Any]] = {
+    _D30: dict[type, Callable[[Any, Ctx], Any]] = {
         _a.TextResourceContents: _o_TextResourceContents,
         _a.BlobResourceContents: _o_BlobResourceContents,
     }
@@ -1058,7 +924,6 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.BlobResourceContents: _o_BlobResourceContents,
         _a.CallToolRequest: _o_CallToolRequest,
         _a.CallToolRequestParams: _o_CallToolRequestParams,
-        _a.CallToolRequestParamsMeta: _o_CallToolRequestParamsMeta,
         _a.CallToolResult: _o_CallToolResult,
         _a.CancelledNotification: _o_CancelledNotification,
         _a.CancelledNotificationParams: _o_CancelledNotificationParams,
@@ -1067,23 +932,19 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.CompleteRequest: _o_CompleteRequest,
         _a.CompleteRequestParams: _o_CompleteRequestParams,
         _a.CompleteRequestParamsArgument: _o_CompleteRequestParamsArgument,
-        _a.CompleteRequestParamsMeta: _o_CompleteRequestParamsMeta,
         _a.CompleteResult: _o_CompleteResult,
         _a.CompleteResultCompletion: _o_CompleteResultCompletion,
         _a.CreateMessageRequest: _o_CreateMessageRequest,
         _a.CreateMessageRequestParams: _o_CreateMessageRequestParams,
-        _a.CreateMessageRequestParamsMeta: _o_CreateMessageRequestParamsMeta,
         _a.CreateMessageResult: _o_CreateMessageResult,
         _a.EmbeddedResource: _o_EmbeddedResource,
         _a.GetPromptRequest: _o_GetPromptRequest,
         _a.GetPromptRequestParams: _o_GetPromptRequestParams,
-        _a.GetPromptRequestParamsMeta: _o_GetPromptRequestParamsMeta,
         _a.GetPromptResult: _o_GetPromptResult,
         _a.ImageContent: _o_ImageContent,
         _a.Implementation: _o_Implementation,
         _a.InitializeRequest: _o_InitializeRequest,
         _a.InitializeRequestParams: _o_InitializeRequestParams,
-        _a.InitializeRequestParamsMeta: _o_InitializeRequestParamsMeta,
         _a.InitializeResult: _o_InitializeResult,
         _a.InitializedNotification: _o_InitializedNotification,
         _a.JSONRPCNotification: _o_JSONRPCNotification,
@@ -1117,7 +978,6 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.PromptReference: _o_PromptReference,
         _a.ReadResourceRequest: _o_ReadResourceRequest,
         _a.ReadResourceRequestParams: _o_ReadResourceRequestParams,
-        _a.ReadResourceRequestParamsMeta: _o_ReadResourceRequestParamsMeta,
         _a.ReadResourceResult: _o_ReadResourceResult,
         _a.Request: _o_Request,
         _a.RequestParams: _o_RequestParams,
@@ -1138,10 +998,8 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.ServerCapabilitiesTools: _o_ServerCapabilitiesTools,
         _a.SetLevelRequest: _o_SetLevelRequest,
         _a.SetLevelRequestParams: _o_SetLevelRequestParams,
-        _a.SetLevelRequestParamsMeta: _o_SetLevelRequestParamsMeta,
         _a.SubscribeRequest: _o_SubscribeRequest,
         _a.SubscribeRequestParams: _o_SubscribeRequestParams,
-        _a.SubscribeRequestParamsMeta: _o_SubscribeRequestParamsMeta,
         _a.TextContent: _o_TextContent,
         _a.TextResourceContents: _o_TextResourceContents,
         _a.Tool: _o_Tool,
@@ -1150,7 +1008,6 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.ToolListChangedNotification: _o_ToolListChangedNotification,
         _a.UnsubscribeRequest: _o_UnsubscribeRequest,
         _a.UnsubscribeRequestParams: _o_UnsubscribeRequestParams,
-        _a.UnsubscribeRequestParamsMeta: _o_UnsubscribeRequestParamsMeta,
     }
     names: dict[type, str] = {
         _a.Annotations: "Annotations",
@@ -1160,11 +1017,9 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.BooleanSchema: "BooleanSchema",
         _a.CallToolRequest: "CallToolRequest",
         _a.CallToolRequestParams: "CallToolRequestParams",
-        _a.CallToolRequestParamsMeta: "CallToolRequestParamsMeta",
         _a.CallToolResult: "CallToolResult",
         _a.CancelTaskRequest: "CancelTaskRequest",
         _a.CancelTaskRequestParams: "CancelTaskRequestParams",
-        _a.CancelTaskRequestParamsMeta: "CancelTaskRequestParamsMeta",
         _a.CancelTaskResult: "CancelTaskResult",
         _a.CancelledNotification: "CancelledNotification",
         _a.CancelledNotificationParams: "CancelledNotificationParams",
@@ -1180,20 +1035,16 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.CompleteRequestParams: "CompleteRequestParams",
         _a.CompleteRequestParamsArgument: "CompleteRequestParamsArgument",
         _a.CompleteRequestParamsContext: "CompleteRequestParamsContext",
-        _a.CompleteRequestParamsMeta: "CompleteRequestParamsMeta",
         _a.CompleteResult: "CompleteResult",
         _a.CompleteResultCompletion: "CompleteResultCompletion",
         _a.CreateMessageRequest: "CreateMessageRequest",
         _a.CreateMessageRequestParams: "CreateMessageRequestParams",
-        _a.CreateMessageRequestParamsMeta: "CreateMessageRequestParamsMeta",
         _a.CreateMessageResult: "CreateMessageResult",
         _a.CreateTaskResult: "CreateTaskResult",
         _a.ElicitRequest: "ElicitRequest",
         _a.ElicitRequestFormParams: "ElicitRequestFormParams",
-        _a.ElicitRequestFormParamsMeta: "ElicitRequestFormParamsMeta",
         _a.ElicitRequestFormParamsRequestedSchema: "ElicitRequestFormParamsRequestedSchema",
         _a.ElicitRequestURLParams: "ElicitRequestURLParams",
-        _a.ElicitRequestURLParamsMeta: "ElicitRequestURLParamsMeta",
         _a.ElicitResult: "ElicitResult",
         _a.ElicitationCompleteNotification: "ElicitationCompleteNotification",
         _a.ElicitationCompleteNotificationParams: "ElicitationCompleteNotificationParams",
@@ -1201,15 +1052,12 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.Error: "Error",
         _a.GetPromptRequest: "GetPromptRequest",
         _a.GetPromptRequestParams: "GetPromptRequestParams",
-        _a.GetPromptRequestParamsMeta: "GetPromptRequestParamsMeta",
         _a.GetPromptResult: "GetPromptResult",
         _a.GetTaskPayloadRequest: "GetTaskPayloadRequest",
         _a.GetTaskPayloadRequestParams: "GetTaskPayloadRequestParams",
-        _a.GetTaskPayloadRequestParamsMeta: "GetTaskPayloadRequestParamsMeta",
         _a.GetTaskPayloadResult: "GetTaskPayloadResult",
         _a.GetTaskRequest: "GetTaskRequest",
         _a.GetTaskRequestParams: "GetTaskRequestParams",
-        _a.GetTaskRequestParamsMeta: "GetTaskRequestParamsMeta",
         _a.GetTaskResult: "GetTaskResult",
         _a.Icon: "Icon",
         _a.Icons: "Icons",
@@ -1217,7 +1065,6 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.Implementation: "Implementation",
         _a.InitializeRequest: "InitializeRequest",
         _a.InitializeRequestParams: "InitializeRequestParams",
-        _a.InitializeRequestParamsMeta: "InitializeRequestParamsMeta",
         _a.InitializeResult: "InitializeResult",
         _a.InitializedNotification: "InitializedNotification",
         _a.JSONRPCErrorResponse: "JSONRPCErrorResponse",
@@ -1246,7 +1093,6 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.NumberSchema: "NumberSchema",
         _a.PaginatedRequest: "PaginatedRequest",
         _a.PaginatedRequestParams: "PaginatedRequestParams",
-        _a.PaginatedRequestParamsMeta: "PaginatedRequestParamsMeta",
         _a.PaginatedResult: "PaginatedResult",
         _a.PingRequest: "PingRequest",
         _a.ProgressNotification: "ProgressNotification",
@@ -1258,7 +1104,6 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.PromptReference: "PromptReference",
         _a.ReadResourceRequest: "ReadResourceRequest",
         _a.ReadResourceRequestParams: "ReadResourceRequestParams",
-        _a.ReadResourceRequestParamsMeta: "ReadResourceRequestParamsMeta",
         _a.ReadResourceResult: "ReadResourceResult",
         _a.RelatedTaskMetadata: "RelatedTaskMetadata",
         _a.Request: "Request",
@@ -1269,7 +1114,6 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.ResourceLink: "ResourceLink",
         _a.ResourceListChangedNotification: "ResourceListChangedNotification",
         _a.ResourceRequestParams: "ResourceRequestParams",
-        _a.ResourceRequestParamsMeta: "ResourceRequestParamsMeta",
         _a.ResourceTemplate: "ResourceTemplate",
         _a.ResourceTemplateReference: "ResourceTemplateReference",
         _a.ResourceUpdatedNotification: "ResourceUpdatedNotification",
@@ -1287,14 +1131,11 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.ServerCapabilitiesTools: "ServerCapabilitiesTools",
         _a.SetLevelRequest: "SetLevelRequest",
         _a.SetLevelRequestParams: "SetLevelRequestParams",
-        _a.SetLevelRequestParamsMeta: "SetLevelRequestParamsMeta",
         _a.StringSchema: "StringSchema",
         _a.SubscribeRequest: "SubscribeRequest",
         _a.SubscribeRequestParams: "SubscribeRequestParams",
-        _a.SubscribeRequestParamsMeta: "SubscribeRequestParamsMeta",
         _a.Task: "Task",
         _a.TaskAugmentedRequestParams: "TaskAugmentedRequestParams",
-        _a.TaskAugmentedRequestParamsMeta: "TaskAugmentedRequestParamsMeta",
         _a.TaskMetadata: "TaskMetadata",
         _a.TaskStatusNotification: "TaskStatusNotification",
         _a.TaskStatusNotificationParams: "TaskStatusNotificationParams",
@@ -1319,7 +1160,6 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.URLElicitationRequiredErrorErrorData: "URLElicitationRequiredErrorErrorData",
         _a.UnsubscribeRequest: "UnsubscribeRequest",
         _a.UnsubscribeRequestParams: "UnsubscribeRequestParams",
-        _a.UnsubscribeRequestParamsMeta: "UnsubscribeRequestParamsMeta",
         _a.UntitledMultiSelectEnumSchema: "UntitledMultiSelectEnumSchema",
         _a.UntitledMultiSelectEnumSchemaItems: "UntitledMultiSelectEnumSchemaItems",
         _a.UntitledSingleSelectEnumSchema: "UntitledSingleSelectEnumSchema",

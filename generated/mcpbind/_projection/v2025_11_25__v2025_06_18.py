@@ -24,10 +24,8 @@ TARGET = "2025-06-18"
 def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict[type, str]]:
     """The projection functions from the classes of module ``_a`` to those of module ``_b``."""
     # Target types of values the source leaves open (validated with mcpbind.convert).
-    _T0: Any = _b.JSONRPCNotificationParams
-    _T1: Any = _b.JSONRPCRequestParams
-    _T2: Any = _b.NotificationParams
-    _T3: Any = _b.RequestParams
+    _T0: Any = _b.NotificationParams
+    _T1: Any = _b.RequestParams
 
     def _o_Annotations(x: Any, c: Ctx) -> Any:
         # _a.Annotations -> _b.Annotations
@@ -79,13 +77,8 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         name = x.name
         meta = x.meta
         if meta is not UNSET:
-            meta = _o_CallToolRequestParamsMeta(meta, c)
+            meta = _o_RequestParamsMeta(meta, c)
         return _b.CallToolRequestParams(arguments=arguments, name=name, meta=meta)
-
-    def _o_CallToolRequestParamsMeta(x: Any, c: Ctx) -> Any:
-        # _a.CallToolRequestParamsMeta -> _b.CallToolRequestParamsMeta
-        d = dict(x)
-        return _b.CallToolRequestParamsMeta(d)
 
     def _o_CallToolResult(x: Any, c: Ctx) -> Any:
         # _a.CallToolResult -> _b.CallToolResult
@@ -150,7 +143,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         ref = _u7(x.ref, c)
         meta = x.meta
         if meta is not UNSET:
-            meta = _o_CompleteRequestParamsMeta(meta, c)
+            meta = _o_RequestParamsMeta(meta, c)
         return _b.CompleteRequestParams(argument=argument, context=context, ref=ref, meta=meta)
 
     def _o_CompleteRequestParamsArgument(x: Any, c: Ctx) -> Any:
@@ -163,11 +156,6 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.CompleteRequestParamsContext -> _b.CompleteRequestParamsContext
         arguments = x.arguments
         return _b.CompleteRequestParamsContext(arguments=arguments)
-
-    def _o_CompleteRequestParamsMeta(x: Any, c: Ctx) -> Any:
-        # _a.CompleteRequestParamsMeta -> _b.CompleteRequestParamsMeta
-        d = dict(x)
-        return _b.CompleteRequestParamsMeta(d)
 
     def _o_CompleteResult(x: Any, c: Ctx) -> Any:
         # _a.CompleteResult -> _b.CompleteResult
@@ -201,7 +189,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         temperature = x.temperature
         meta = x.meta
         if meta is not UNSET:
-            meta = _o_CreateMessageRequestParamsMeta(meta, c)
+            meta = _o_RequestParamsMeta(meta, c)
         return _b.CreateMessageRequestParams(
             include_context=include_context,
             max_tokens=max_tokens,
@@ -213,11 +201,6 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
             temperature=temperature,
             meta=meta,
         )
-
-    def _o_CreateMessageRequestParamsMeta(x: Any, c: Ctx) -> Any:
-        # _a.CreateMessageRequestParamsMeta -> _b.CreateMessageRequestParamsMeta
-        d = dict(x)
-        return _b.CreateMessageRequestParamsMeta(d)
 
     def _o_CreateMessageResult(x: Any, c: Ctx) -> Any:
         # _a.CreateMessageResult -> _b.CreateMessageResult
@@ -264,13 +247,8 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         name = x.name
         meta = x.meta
         if meta is not UNSET:
-            meta = _o_GetPromptRequestParamsMeta(meta, c)
+            meta = _o_RequestParamsMeta(meta, c)
         return _b.GetPromptRequestParams(arguments=arguments, name=name, meta=meta)
-
-    def _o_GetPromptRequestParamsMeta(x: Any, c: Ctx) -> Any:
-        # _a.GetPromptRequestParamsMeta -> _b.GetPromptRequestParamsMeta
-        d = dict(x)
-        return _b.GetPromptRequestParamsMeta(d)
 
     def _o_GetPromptResult(x: Any, c: Ctx) -> Any:
         # _a.GetPromptResult -> _b.GetPromptResult
@@ -308,18 +286,13 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         protocol_version = x.protocol_version
         meta = x.meta
         if meta is not UNSET:
-            meta = _o_InitializeRequestParamsMeta(meta, c)
+            meta = _o_RequestParamsMeta(meta, c)
         return _b.InitializeRequestParams(
             capabilities=capabilities,
             client_info=client_info,
             protocol_version=protocol_version,
             meta=meta,
         )
-
-    def _o_InitializeRequestParamsMeta(x: Any, c: Ctx) -> Any:
-        # _a.InitializeRequestParamsMeta -> _b.InitializeRequestParamsMeta
-        d = dict(x)
-        return _b.InitializeRequestParamsMeta(d)
 
     def _o_InitializeResult(x: Any, c: Ctx) -> Any:
         # _a.InitializeResult -> _b.InitializeResult
@@ -340,15 +313,8 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.InitializedNotification -> _b.InitializedNotification
         params = x.params
         if params is not UNSET:
-            params = _o_InitializedNotificationParams_20(params, c)
+            params = _o_NotificationParams(params, c)
         return _b.InitializedNotification(params=params)
-
-    def _o_InitializedNotificationParams_20(x: Any, c: Ctx) -> Any:
-        # _a.NotificationParams -> _b.InitializedNotificationParams
-        d: dict[str, Any] = {}
-        if x.meta is not UNSET:
-            d["_meta"] = x.meta
-        return _b.InitializedNotificationParams(d)
 
     def _o_JSONRPCNotification(x: Any, c: Ctx) -> Any:
         # _a.JSONRPCNotification -> _b.JSONRPCNotification
@@ -356,7 +322,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         method = x.method
         params = x.params
         if params is not UNSET:
-            params = c.opt(params, _v21, "params")
+            params = c.opt(params, _v20, "params")
         return _b.JSONRPCNotification(jsonrpc=jsonrpc, method=method, params=params)
 
     def _o_JSONRPCRequest(x: Any, c: Ctx) -> Any:
@@ -366,61 +332,51 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         method = x.method
         params = x.params
         if params is not UNSET:
-            params = c.opt(params, _v22, "params")
+            params = c.opt(params, _v21, "params")
         return _b.JSONRPCRequest(id=id, jsonrpc=jsonrpc, method=method, params=params)
 
     def _o_ListPromptsRequest(x: Any, c: Ctx) -> Any:
         # _a.ListPromptsRequest -> _b.ListPromptsRequest
         params = x.params
         if params is not UNSET:
-            params = _o_ListPromptsRequestParams_23(params, c)
+            params = _o_ListPromptsRequestParams_22(params, c)
         return _b.ListPromptsRequest(params=params)
 
-    def _o_ListPromptsRequestParamsMeta_24(x: Any, c: Ctx) -> Any:
-        # _a.PaginatedRequestParamsMeta -> _b.ListPromptsRequestParamsMeta
-        d = dict(x)
-        return _b.ListPromptsRequestParamsMeta(d)
-
-    def _o_ListPromptsRequestParams_23(x: Any, c: Ctx) -> Any:
+    def _o_ListPromptsRequestParams_22(x: Any, c: Ctx) -> Any:
         # _a.PaginatedRequestParams -> _b.ListPromptsRequestParams
         cursor = x.cursor
         meta = x.meta
         if meta is not UNSET:
-            meta = _o_ListPromptsRequestParamsMeta_24(meta, c)
+            meta = _o_RequestParamsMeta(meta, c)
         return _b.ListPromptsRequestParams(cursor=cursor, meta=meta)
 
     def _o_ListPromptsResult(x: Any, c: Ctx) -> Any:
         # _a.ListPromptsResult -> _b.ListPromptsResult
         meta = x.meta
         next_cursor = x.next_cursor
-        prompts = _l26(x.prompts, c)
+        prompts = _l24(x.prompts, c)
         return _b.ListPromptsResult(meta=meta, next_cursor=next_cursor, prompts=prompts)
 
     def _o_ListResourceTemplatesRequest(x: Any, c: Ctx) -> Any:
         # _a.ListResourceTemplatesRequest -> _b.ListResourceTemplatesRequest
         params = x.params
         if params is not UNSET:
-            params = _o_ListResourceTemplatesRequestParams_27(params, c)
+            params = _o_ListResourceTemplatesRequestParams_25(params, c)
         return _b.ListResourceTemplatesRequest(params=params)
 
-    def _o_ListResourceTemplatesRequestParamsMeta_28(x: Any, c: Ctx) -> Any:
-        # _a.PaginatedRequestParamsMeta -> _b.ListResourceTemplatesRequestParamsMeta
-        d = dict(x)
-        return _b.ListResourceTemplatesRequestParamsMeta(d)
-
-    def _o_ListResourceTemplatesRequestParams_27(x: Any, c: Ctx) -> Any:
+    def _o_ListResourceTemplatesRequestParams_25(x: Any, c: Ctx) -> Any:
         # _a.PaginatedRequestParams -> _b.ListResourceTemplatesRequestParams
         cursor = x.cursor
         meta = x.meta
         if meta is not UNSET:
-            meta = _o_ListResourceTemplatesRequestParamsMeta_28(meta, c)
+            meta = _o_RequestParamsMeta(meta, c)
         return _b.ListResourceTemplatesRequestParams(cursor=cursor, meta=meta)
 
     def _o_ListResourceTemplatesResult(x: Any, c: Ctx) -> Any:
         # _a.ListResourceTemplatesResult -> _b.ListResourceTemplatesResult
         meta = x.meta
         next_cursor = x.next_cursor
-        resource_templates = _l29(x.resource_templates, c)
+        resource_templates = _l26(x.resource_templates, c)
         return _b.ListResourceTemplatesResult(
             meta=meta, next_cursor=next_cursor, resource_templates=resource_templates
         )
@@ -429,79 +385,57 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.ListResourcesRequest -> _b.ListResourcesRequest
         params = x.params
         if params is not UNSET:
-            params = _o_ListResourcesRequestParams_30(params, c)
+            params = _o_ListResourcesRequestParams_27(params, c)
         return _b.ListResourcesRequest(params=params)
 
-    def _o_ListResourcesRequestParamsMeta_31(x: Any, c: Ctx) -> Any:
-        # _a.PaginatedRequestParamsMeta -> _b.ListResourcesRequestParamsMeta
-        d = dict(x)
-        return _b.ListResourcesRequestParamsMeta(d)
-
-    def _o_ListResourcesRequestParams_30(x: Any, c: Ctx) -> Any:
+    def _o_ListResourcesRequestParams_27(x: Any, c: Ctx) -> Any:
         # _a.PaginatedRequestParams -> _b.ListResourcesRequestParams
         cursor = x.cursor
         meta = x.meta
         if meta is not UNSET:
-            meta = _o_ListResourcesRequestParamsMeta_31(meta, c)
+            meta = _o_RequestParamsMeta(meta, c)
         return _b.ListResourcesRequestParams(cursor=cursor, meta=meta)
 
     def _o_ListResourcesResult(x: Any, c: Ctx) -> Any:
         # _a.ListResourcesResult -> _b.ListResourcesResult
         meta = x.meta
         next_cursor = x.next_cursor
-        resources = _l32(x.resources, c)
+        resources = _l28(x.resources, c)
         return _b.ListResourcesResult(meta=meta, next_cursor=next_cursor, resources=resources)
 
     def _o_ListRootsRequest(x: Any, c: Ctx) -> Any:
         # _a.ListRootsRequest -> _b.ListRootsRequest
         params = x.params
         if params is not UNSET:
-            params = _o_ListRootsRequestParams_33(params, c)
+            params = _o_RequestParams(params, c)
         return _b.ListRootsRequest(params=params)
-
-    def _o_ListRootsRequestParamsMeta_34(x: Any, c: Ctx) -> Any:
-        # _a.RequestParamsMeta -> _b.ListRootsRequestParamsMeta
-        d = dict(x)
-        return _b.ListRootsRequestParamsMeta(d)
-
-    def _o_ListRootsRequestParams_33(x: Any, c: Ctx) -> Any:
-        # _a.RequestParams -> _b.ListRootsRequestParams
-        d: dict[str, Any] = {}
-        if x.meta is not UNSET:
-            d["_meta"] = _o_ListRootsRequestParamsMeta_34(x.meta, c)
-        return _b.ListRootsRequestParams(d)
 
     def _o_ListRootsResult(x: Any, c: Ctx) -> Any:
         # _a.ListRootsResult -> _b.ListRootsResult
         meta = x.meta
-        roots = _l35(x.roots, c)
+        roots = _l29(x.roots, c)
         return _b.ListRootsResult(meta=meta, roots=roots)
 
     def _o_ListToolsRequest(x: Any, c: Ctx) -> Any:
         # _a.ListToolsRequest -> _b.ListToolsRequest
         params = x.params
         if params is not UNSET:
-            params = _o_ListToolsRequestParams_36(params, c)
+            params = _o_ListToolsRequestParams_30(params, c)
         return _b.ListToolsRequest(params=params)
 
-    def _o_ListToolsRequestParamsMeta_37(x: Any, c: Ctx) -> Any:
-        # _a.PaginatedRequestParamsMeta -> _b.ListToolsRequestParamsMeta
-        d = dict(x)
-        return _b.ListToolsRequestParamsMeta(d)
-
-    def _o_ListToolsRequestParams_36(x: Any, c: Ctx) -> Any:
+    def _o_ListToolsRequestParams_30(x: Any, c: Ctx) -> Any:
         # _a.PaginatedRequestParams -> _b.ListToolsRequestParams
         cursor = x.cursor
         meta = x.meta
         if meta is not UNSET:
-            meta = _o_ListToolsRequestParamsMeta_37(meta, c)
+            meta = _o_RequestParamsMeta(meta, c)
         return _b.ListToolsRequestParams(cursor=cursor, meta=meta)
 
     def _o_ListToolsResult(x: Any, c: Ctx) -> Any:
         # _a.ListToolsResult -> _b.ListToolsResult
         meta = x.meta
         next_cursor = x.next_cursor
-        tools = _l38(x.tools, c)
+        tools = _l31(x.tools, c)
         return _b.ListToolsResult(meta=meta, next_cursor=next_cursor, tools=tools)
 
     def _o_LoggingMessageNotification(x: Any, c: Ctx) -> Any:
@@ -542,7 +476,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         method = x.method
         params = x.params
         if params is not UNSET:
-            params = c.opt(params, _v39, "params")
+            params = c.opt(params, _v20, "params")
         return _b.Notification(method=method, params=params)
 
     def _o_NotificationParams(x: Any, c: Ctx) -> Any:
@@ -586,20 +520,8 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.PingRequest -> _b.PingRequest
         params = x.params
         if params is not UNSET:
-            params = _o_PingRequestParams_40(params, c)
+            params = _o_RequestParams(params, c)
         return _b.PingRequest(params=params)
-
-    def _o_PingRequestParamsMeta_41(x: Any, c: Ctx) -> Any:
-        # _a.RequestParamsMeta -> _b.PingRequestParamsMeta
-        d = dict(x)
-        return _b.PingRequestParamsMeta(d)
-
-    def _o_PingRequestParams_40(x: Any, c: Ctx) -> Any:
-        # _a.RequestParams -> _b.PingRequestParams
-        d: dict[str, Any] = {}
-        if x.meta is not UNSET:
-            d["_meta"] = _o_PingRequestParamsMeta_41(x.meta, c)
-        return _b.PingRequestParams(d)
 
     def _o_ProgressNotification(x: Any, c: Ctx) -> Any:
         # _a.ProgressNotification -> _b.ProgressNotification
@@ -626,7 +548,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         meta = x.meta
         arguments = x.arguments
         if arguments is not UNSET:
-            arguments = _l25(arguments, c)
+            arguments = _l23(arguments, c)
         description = x.description
         name = x.name
         title = x.title
@@ -646,15 +568,8 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.PromptListChangedNotification -> _b.PromptListChangedNotification
         params = x.params
         if params is not UNSET:
-            params = _o_PromptListChangedNotificationParams_42(params, c)
+            params = _o_NotificationParams(params, c)
         return _b.PromptListChangedNotification(params=params)
-
-    def _o_PromptListChangedNotificationParams_42(x: Any, c: Ctx) -> Any:
-        # _a.NotificationParams -> _b.PromptListChangedNotificationParams
-        d: dict[str, Any] = {}
-        if x.meta is not UNSET:
-            d["_meta"] = x.meta
-        return _b.PromptListChangedNotificationParams(d)
 
     def _o_PromptMessage(x: Any, c: Ctx) -> Any:
         # _a.PromptMessage -> _b.PromptMessage
@@ -678,18 +593,13 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         uri = x.uri
         meta = x.meta
         if meta is not UNSET:
-            meta = _o_ReadResourceRequestParamsMeta(meta, c)
+            meta = _o_RequestParamsMeta(meta, c)
         return _b.ReadResourceRequestParams(uri=uri, meta=meta)
-
-    def _o_ReadResourceRequestParamsMeta(x: Any, c: Ctx) -> Any:
-        # _a.ReadResourceRequestParamsMeta -> _b.ReadResourceRequestParamsMeta
-        d = dict(x)
-        return _b.ReadResourceRequestParamsMeta(d)
 
     def _o_ReadResourceResult(x: Any, c: Ctx) -> Any:
         # _a.ReadResourceResult -> _b.ReadResourceResult
         meta = x.meta
-        contents = _l45(x.contents, c)
+        contents = _l34(x.contents, c)
         return _b.ReadResourceResult(meta=meta, contents=contents)
 
     def _o_Request(x: Any, c: Ctx) -> Any:
@@ -697,7 +607,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         method = x.method
         params = x.params
         if params is not UNSET:
-            params = c.opt(params, _v46, "params")
+            params = c.opt(params, _v21, "params")
         return _b.Request(method=method, params=params)
 
     def _o_RequestParams(x: Any, c: Ctx) -> Any:
@@ -769,15 +679,8 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.ResourceListChangedNotification -> _b.ResourceListChangedNotification
         params = x.params
         if params is not UNSET:
-            params = _o_ResourceListChangedNotificationParams_47(params, c)
+            params = _o_NotificationParams(params, c)
         return _b.ResourceListChangedNotification(params=params)
-
-    def _o_ResourceListChangedNotificationParams_47(x: Any, c: Ctx) -> Any:
-        # _a.NotificationParams -> _b.ResourceListChangedNotificationParams
-        d: dict[str, Any] = {}
-        if x.meta is not UNSET:
-            d["_meta"] = x.meta
-        return _b.ResourceListChangedNotificationParams(d)
 
     def _o_ResourceTemplate(x: Any, c: Ctx) -> Any:
         # _a.ResourceTemplate -> _b.ResourceTemplate
@@ -832,15 +735,8 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.RootsListChangedNotification -> _b.RootsListChangedNotification
         params = x.params
         if params is not UNSET:
-            params = _o_RootsListChangedNotificationParams_48(params, c)
+            params = _o_NotificationParams(params, c)
         return _b.RootsListChangedNotification(params=params)
-
-    def _o_RootsListChangedNotificationParams_48(x: Any, c: Ctx) -> Any:
-        # _a.NotificationParams -> _b.RootsListChangedNotificationParams
-        d: dict[str, Any] = {}
-        if x.meta is not UNSET:
-            d["_meta"] = x.meta
-        return _b.RootsListChangedNotificationParams(d)
 
     def _o_SamplingMessage(x: Any, c: Ctx) -> Any:
         # _a.SamplingMessage -> _b.SamplingMessage
@@ -897,13 +793,8 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         level = x.level
         meta = x.meta
         if meta is not UNSET:
-            meta = _o_SetLevelRequestParamsMeta(meta, c)
+            meta = _o_RequestParamsMeta(meta, c)
         return _b.SetLevelRequestParams(level=level, meta=meta)
-
-    def _o_SetLevelRequestParamsMeta(x: Any, c: Ctx) -> Any:
-        # _a.SetLevelRequestParamsMeta -> _b.SetLevelRequestParamsMeta
-        d = dict(x)
-        return _b.SetLevelRequestParamsMeta(d)
 
     def _o_StringSchema(x: Any, c: Ctx) -> Any:
         # _a.StringSchema -> _b.StringSchema
@@ -932,13 +823,8 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         uri = x.uri
         meta = x.meta
         if meta is not UNSET:
-            meta = _o_SubscribeRequestParamsMeta(meta, c)
+            meta = _o_RequestParamsMeta(meta, c)
         return _b.SubscribeRequestParams(uri=uri, meta=meta)
-
-    def _o_SubscribeRequestParamsMeta(x: Any, c: Ctx) -> Any:
-        # _a.SubscribeRequestParamsMeta -> _b.SubscribeRequestParamsMeta
-        d = dict(x)
-        return _b.SubscribeRequestParamsMeta(d)
 
     def _o_TextContent(x: Any, c: Ctx) -> Any:
         # _a.TextContent -> _b.TextContent
@@ -1004,15 +890,8 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.ToolListChangedNotification -> _b.ToolListChangedNotification
         params = x.params
         if params is not UNSET:
-            params = _o_ToolListChangedNotificationParams_49(params, c)
+            params = _o_NotificationParams(params, c)
         return _b.ToolListChangedNotification(params=params)
-
-    def _o_ToolListChangedNotificationParams_49(x: Any, c: Ctx) -> Any:
-        # _a.NotificationParams -> _b.ToolListChangedNotificationParams
-        d: dict[str, Any] = {}
-        if x.meta is not UNSET:
-            d["_meta"] = x.meta
-        return _b.ToolListChangedNotificationParams(d)
 
     def _o_ToolOutputSchema(x: Any, c: Ctx) -> Any:
         # _a.ToolOutputSchema -> _b.ToolOutputSchema
@@ -1029,13 +908,8 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         uri = x.uri
         meta = x.meta
         if meta is not UNSET:
-            meta = _o_UnsubscribeRequestParamsMeta(meta, c)
+            meta = _o_RequestParamsMeta(meta, c)
         return _b.UnsubscribeRequestParams(uri=uri, meta=meta)
-
-    def _o_UnsubscribeRequestParamsMeta(x: Any, c: Ctx) -> Any:
-        # _a.UnsubscribeRequestParamsMeta -> _b.UnsubscribeRequestParamsMeta
-        d = dict(x)
-        return _b.UnsubscribeRequestParamsMeta(d)
 
     def _l10(v: Any, c: Ctx) -> Any:
         # Any -> Any
@@ -1049,33 +923,33 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # Any -> Any
         return [_o_PromptMessage(i, c) for i in v]
 
-    def _l25(v: Any, c: Ctx) -> Any:
+    def _l23(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_PromptArgument(i, c) for i in v]
 
-    def _l26(v: Any, c: Ctx) -> Any:
+    def _l24(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_Prompt(i, c) for i in v]
 
-    def _l29(v: Any, c: Ctx) -> Any:
+    def _l26(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_ResourceTemplate(i, c) for i in v]
 
-    def _l32(v: Any, c: Ctx) -> Any:
+    def _l28(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_Resource(i, c) for i in v]
 
-    def _l35(v: Any, c: Ctx) -> Any:
+    def _l29(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_Root(i, c) for i in v]
 
-    def _l38(v: Any, c: Ctx) -> Any:
+    def _l31(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_Tool(i, c) for i in v]
 
-    def _l45(v: Any, c: Ctx) -> Any:
+    def _l34(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        return [_u44(i, c) for i in v]
+        return [_u33(i, c) for i in v]
 
     def _l5(v: Any, c: Ctx) -> Any:
         # Any -> Any
@@ -1113,18 +987,18 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
             return c.member(v, "EmbeddedResource.resource")
         return f(v, c)
 
+    def _u33(v: Any, c: Ctx) -> Any:
+        # Any -> Any
+        f = _D32.get(type(v))
+        if f is None:
+            return c.member(v, "ReadResourceResult.contents[]")
+        return f(v, c)
+
     def _u4(v: Any, c: Ctx) -> Any:
         # Any -> Any
         f = _D3.get(type(v))
         if f is None:
             return c.member(v, "ContentBlock")
-        return f(v, c)
-
-    def _u44(v: Any, c: Ctx) -> Any:
-        # Any -> Any
-        f = _D43.get(type(v))
-        if f is None:
-            return c.member(v, "ReadResourceResult.contents[]")
         return f(v, c)
 
     def _u7(v: Any, c: Ctx) -> Any:
@@ -1141,21 +1015,13 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
             return c.member(v, "SamplingMessage.content")
         return f(v, c)
 
+    def _v20(v: Any, c: Ctx) -> Any:
+        # Any -> Any
+        return c.convert(v, _T0, "NotificationParams")
+
     def _v21(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        return c.convert(v, _T0, "JSONRPCNotificationParams")
-
-    def _v22(v: Any, c: Ctx) -> Any:
-        # Any -> Any
-        return c.convert(v, _T1, "JSONRPCRequestParams")
-
-    def _v39(v: Any, c: Ctx) -> Any:
-        # Any -> Any
-        return c.convert(v, _T2, "NotificationParams")
-
-    def _v46(v: Any, c: Ctx) -> Any:
-        # Any -> Any
-        return c.convert(v, _T3, "RequestParams")
+        return c.convert(v, _T1, "RequestParams")
 
     _D1: dict[type, Callable[[Any, Ctx], Any]] = {
         _a.TextResourceContents: _o_TextResourceContents,
@@ -1195,7 +1061,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         bool: ident,
     }
 
-    _D43: dict[type, Callable[[Any, Ctx], Any]] = {
+    _D32: dict[type, Callable[[Any, Ctx], Any]] = {
         _a.TextResourceContents: _o_TextResourceContents,
         _a.BlobResourceContents: _o_BlobResourceContents,
     }
@@ -1208,7 +1074,6 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.BooleanSchema: _o_BooleanSchema,
         _a.CallToolRequest: _o_CallToolRequest,
         _a.CallToolRequestParams: _o_CallToolRequestParams,
-        _a.CallToolRequestParamsMeta: _o_CallToolRequestParamsMeta,
         _a.CallToolResult: _o_CallToolResult,
         _a.CancelledNotification: _o_CancelledNotification,
         _a.CancelledNotificationParams: _o_CancelledNotificationParams,
@@ -1218,25 +1083,21 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.CompleteRequestParams: _o_CompleteRequestParams,
         _a.CompleteRequestParamsArgument: _o_CompleteRequestParamsArgument,
         _a.CompleteRequestParamsContext: _o_CompleteRequestParamsContext,
-        _a.CompleteRequestParamsMeta: _o_CompleteRequestParamsMeta,
         _a.CompleteResult: _o_CompleteResult,
         _a.CompleteResultCompletion: _o_CompleteResultCompletion,
         _a.CreateMessageRequest: _o_CreateMessageRequest,
         _a.CreateMessageRequestParams: _o_CreateMessageRequestParams,
-        _a.CreateMessageRequestParamsMeta: _o_CreateMessageRequestParamsMeta,
         _a.CreateMessageResult: _o_CreateMessageResult,
         _a.ElicitRequest: _o_ElicitRequest,
         _a.ElicitResult: _o_ElicitResult,
         _a.EmbeddedResource: _o_EmbeddedResource,
         _a.GetPromptRequest: _o_GetPromptRequest,
         _a.GetPromptRequestParams: _o_GetPromptRequestParams,
-        _a.GetPromptRequestParamsMeta: _o_GetPromptRequestParamsMeta,
         _a.GetPromptResult: _o_GetPromptResult,
         _a.ImageContent: _o_ImageContent,
         _a.Implementation: _o_Implementation,
         _a.InitializeRequest: _o_InitializeRequest,
         _a.InitializeRequestParams: _o_InitializeRequestParams,
-        _a.InitializeRequestParamsMeta: _o_InitializeRequestParamsMeta,
         _a.InitializeResult: _o_InitializeResult,
         _a.InitializedNotification: _o_InitializedNotification,
         _a.JSONRPCNotification: _o_JSONRPCNotification,
@@ -1271,7 +1132,6 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.PromptReference: _o_PromptReference,
         _a.ReadResourceRequest: _o_ReadResourceRequest,
         _a.ReadResourceRequestParams: _o_ReadResourceRequestParams,
-        _a.ReadResourceRequestParamsMeta: _o_ReadResourceRequestParamsMeta,
         _a.ReadResourceResult: _o_ReadResourceResult,
         _a.Request: _o_Request,
         _a.RequestParams: _o_RequestParams,
@@ -1294,11 +1154,9 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.ServerCapabilitiesTools: _o_ServerCapabilitiesTools,
         _a.SetLevelRequest: _o_SetLevelRequest,
         _a.SetLevelRequestParams: _o_SetLevelRequestParams,
-        _a.SetLevelRequestParamsMeta: _o_SetLevelRequestParamsMeta,
         _a.StringSchema: _o_StringSchema,
         _a.SubscribeRequest: _o_SubscribeRequest,
         _a.SubscribeRequestParams: _o_SubscribeRequestParams,
-        _a.SubscribeRequestParamsMeta: _o_SubscribeRequestParamsMeta,
         _a.TextContent: _o_TextContent,
         _a.TextResourceContents: _o_TextResourceContents,
         _a.Tool: _o_Tool,
@@ -1308,7 +1166,6 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.ToolOutputSchema: _o_ToolOutputSchema,
         _a.UnsubscribeRequest: _o_UnsubscribeRequest,
         _a.UnsubscribeRequestParams: _o_UnsubscribeRequestParams,
-        _a.UnsubscribeRequestParamsMeta: _o_UnsubscribeRequestParamsMeta,
     }
     names: dict[type, str] = {
         _a.Annotations: "Annotations",
@@ -1318,11 +1175,9 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.BooleanSchema: "BooleanSchema",
         _a.CallToolRequest: "CallToolRequest",
         _a.CallToolRequestParams: "CallToolRequestParams",
-        _a.CallToolRequestParamsMeta: "CallToolRequestParamsMeta",
         _a.CallToolResult: "CallToolResult",
         _a.CancelTaskRequest: "CancelTaskRequest",
         _a.CancelTaskRequestParams: "CancelTaskRequestParams",
-        _a.CancelTaskRequestParamsMeta: "CancelTaskRequestParamsMeta",
         _a.CancelTaskResult: "CancelTaskResult",
         _a.CancelledNotification: "CancelledNotification",
         _a.CancelledNotificationParams: "CancelledNotificationParams",
@@ -1338,20 +1193,16 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.CompleteRequestParams: "CompleteRequestParams",
         _a.CompleteRequestParamsArgument: "CompleteRequestParamsArgument",
         _a.CompleteRequestParamsContext: "CompleteRequestParamsContext",
-        _a.CompleteRequestParamsMeta: "CompleteRequestParamsMeta",
         _a.CompleteResult: "CompleteResult",
         _a.CompleteResultCompletion: "CompleteResultCompletion",
         _a.CreateMessageRequest: "CreateMessageRequest",
         _a.CreateMessageRequestParams: "CreateMessageRequestParams",
-        _a.CreateMessageRequestParamsMeta: "CreateMessageRequestParamsMeta",
         _a.CreateMessageResult: "CreateMessageResult",
         _a.CreateTaskResult: "CreateTaskResult",
         _a.ElicitRequest: "ElicitRequest",
         _a.ElicitRequestFormParams: "ElicitRequestFormParams",
-        _a.ElicitRequestFormParamsMeta: "ElicitRequestFormParamsMeta",
         _a.ElicitRequestFormParamsRequestedSchema: "ElicitRequestFormParamsRequestedSchema",
         _a.ElicitRequestURLParams: "ElicitRequestURLParams",
-        _a.ElicitRequestURLParamsMeta: "ElicitRequestURLParamsMeta",
         _a.ElicitResult: "ElicitResult",
         _a.ElicitationCompleteNotification: "ElicitationCompleteNotification",
         _a.ElicitationCompleteNotificationParams: "ElicitationCompleteNotificationParams",
@@ -1359,15 +1210,12 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.Error: "Error",
         _a.GetPromptRequest: "GetPromptRequest",
         _a.GetPromptRequestParams: "GetPromptRequestParams",
-        _a.GetPromptRequestParamsMeta: "GetPromptRequestParamsMeta",
         _a.GetPromptResult: "GetPromptResult",
         _a.GetTaskPayloadRequest: "GetTaskPayloadRequest",
         _a.GetTaskPayloadRequestParams: "GetTaskPayloadRequestParams",
-        _a.GetTaskPayloadRequestParamsMeta: "GetTaskPayloadRequestParamsMeta",
         _a.GetTaskPayloadResult: "GetTaskPayloadResult",
         _a.GetTaskRequest: "GetTaskRequest",
         _a.GetTaskRequestParams: "GetTaskRequestParams",
-        _a.GetTaskRequestParamsMeta: "GetTaskRequestParamsMeta",
         _a.GetTaskResult: "GetTaskResult",
         _a.Icon: "Icon",
         _a.Icons: "Icons",
@@ -1375,7 +1223,6 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.Implementation: "Implementation",
         _a.InitializeRequest: "InitializeRequest",
         _a.InitializeRequestParams: "InitializeRequestParams",
-        _a.InitializeRequestParamsMeta: "InitializeRequestParamsMeta",
         _a.InitializeResult: "InitializeResult",
         _a.InitializedNotification: "InitializedNotification",
         _a.JSONRPCErrorResponse: "JSONRPCErrorResponse",
@@ -1404,7 +1251,6 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.NumberSchema: "NumberSchema",
         _a.PaginatedRequest: "PaginatedRequest",
         _a.PaginatedRequestParams: "PaginatedRequestParams",
-        _a.PaginatedRequestParamsMeta: "PaginatedRequestParamsMeta",
         _a.PaginatedResult: "PaginatedResult",
         _a.PingRequest: "PingRequest",
         _a.ProgressNotification: "ProgressNotification",
@@ -1416,7 +1262,6 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.PromptReference: "PromptReference",
         _a.ReadResourceRequest: "ReadResourceRequest",
         _a.ReadResourceRequestParams: "ReadResourceRequestParams",
-        _a.ReadResourceRequestParamsMeta: "ReadResourceRequestParamsMeta",
         _a.ReadResourceResult: "ReadResourceResult",
         _a.RelatedTaskMetadata: "RelatedTaskMetadata",
         _a.Request: "Request",
@@ -1427,7 +1272,6 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.ResourceLink: "ResourceLink",
         _a.ResourceListChangedNotification: "ResourceListChangedNotification",
         _a.ResourceRequestParams: "ResourceRequestParams",
-        _a.ResourceRequestParamsMeta: "ResourceRequestParamsMeta",
         _a.ResourceTemplate: "ResourceTemplate",
         _a.ResourceTemplateReference: "ResourceTemplateReference",
         _a.ResourceUpdatedNotification: "ResourceUpdatedNotification",
@@ -1445,14 +1289,11 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.ServerCapabilitiesTools: "ServerCapabilitiesTools",
         _a.SetLevelRequest: "SetLevelRequest",
         _a.SetLevelRequestParams: "SetLevelRequestParams",
-        _a.SetLevelRequestParamsMeta: "SetLevelRequestParamsMeta",
         _a.StringSchema: "StringSchema",
         _a.SubscribeRequest: "SubscribeRequest",
         _a.SubscribeRequestParams: "SubscribeRequestParams",
-        _a.SubscribeRequestParamsMeta: "SubscribeRequestParamsMeta",
         _a.Task: "Task",
         _a.TaskAugmentedRequestParams: "TaskAugmentedRequestParams",
-        _a.TaskAugmentedRequestParamsMeta: "TaskAugmentedRequestParamsMeta",
         _a.TaskMetadata: "TaskMetadata",
         _a.TaskStatusNotification: "TaskStatusNotification",
         _a.TaskStatusNotificationParams: "TaskStatusNotificationParams",
@@ -1477,7 +1318,6 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.URLElicitationRequiredErrorErrorData: "URLElicitationRequiredErrorErrorData",
         _a.UnsubscribeRequest: "UnsubscribeRequest",
         _a.UnsubscribeRequestParams: "UnsubscribeRequestParams",
-        _a.UnsubscribeRequestParamsMeta: "UnsubscribeRequestParamsMeta",
         _a.UntitledMultiSelectEnumSchema: "UntitledMultiSelectEnumSchema",
         _a.UntitledMultiSelectEnumSchemaItems: "UntitledMultiSelectEnumSchemaItems",
         _a.UntitledSingleSelectEnumSchema: "UntitledSingleSelectEnumSchema",

@@ -179,7 +179,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.CompleteRequestParams -> _b.CompleteRequestParams
         meta = x.meta
         if meta is not UNSET:
-            meta = c.req(meta, _o_RequestMetaObject_14, "_meta")
+            meta = c.req(meta, _o_RequestMetaObject_1, "_meta")
         if meta is UNSET:
             c.fail(
                 "CompleteRequestParams",
@@ -190,7 +190,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         context = x.context
         if context is not UNSET:
             context = _o_CompleteRequestParamsContext(context, c)
-        ref = _u16(x.ref, c)
+        ref = _u15(x.ref, c)
         return _b.CompleteRequestParams(meta=meta, argument=argument, context=context, ref=ref)
 
     def _o_CompleteRequestParamsArgument(x: Any, c: Ctx) -> Any:
@@ -229,7 +229,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.CreateMessageRequestParams -> _b.CreateMessageRequestParams
         include_context = x.include_context
         max_tokens = x.max_tokens
-        messages = _l22(x.messages, c)
+        messages = _l21(x.messages, c)
         metadata = x.metadata
         model_preferences = x.model_preferences
         if model_preferences is not UNSET:
@@ -242,7 +242,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
             tool_choice = _o_ToolChoice(tool_choice, c)
         tools = x.tools
         if tools is not UNSET:
-            tools = _l24(tools, c)
+            tools = _l23(tools, c)
         return _b.CreateMessageRequestParams(
             include_context=include_context,
             max_tokens=max_tokens,
@@ -259,7 +259,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
     def _o_CreateMessageResult(x: Any, c: Ctx) -> Any:
         # _a.CreateMessageResult -> _b.CreateMessageResult
         meta = x.meta
-        content = _u26(x.content, c)
+        content = _u25(x.content, c)
         model = x.model
         role = x.role
         stop_reason = x.stop_reason
@@ -269,7 +269,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_ElicitRequest(x: Any, c: Ctx) -> Any:
         # _a.ElicitRequest -> _b.ElicitRequest
-        params = _u33(x.params, c)
+        params = _u32(x.params, c)
         return _b.ElicitRequest(params=params)
 
     def _o_ElicitRequestFormParams(x: Any, c: Ctx) -> Any:
@@ -284,7 +284,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
     def _o_ElicitRequestFormParamsRequestedSchema(x: Any, c: Ctx) -> Any:
         # _a.ElicitRequestFormParamsRequestedSchema -> _b.ElicitRequestFormParamsRequestedSchema
         schema = x.schema
-        properties = _m31(x.properties, c)
+        properties = _m30(x.properties, c)
         required = x.required
         type = x.type
         return _b.ElicitRequestFormParamsRequestedSchema(
@@ -331,7 +331,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.GetPromptRequestParams -> _b.GetPromptRequestParams
         meta = x.meta
         if meta is not UNSET:
-            meta = c.req(meta, _o_RequestMetaObject_34, "_meta")
+            meta = c.req(meta, _o_RequestMetaObject_1, "_meta")
         if meta is UNSET:
             c.fail(
                 "GetPromptRequestParams",
@@ -348,7 +348,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         if meta is not UNSET:
             meta = c.opt(meta, _v6, "_meta")
         description = x.description
-        messages = _l35(x.messages, c)
+        messages = _l33(x.messages, c)
         result_type: Any = "complete"
         return _b.GetPromptResult(
             meta=meta, description=description, messages=messages, result_type=result_type
@@ -524,10 +524,10 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.ListRootsRequest -> _b.ListRootsRequest
         params = x.params
         if params is not UNSET:
-            params = _o_ListRootsRequestParams_37(params, c)
+            params = _o_ListRootsRequestParams_34(params, c)
         return _b.ListRootsRequest(params=params)
 
-    def _o_ListRootsRequestParams_37(x: Any, c: Ctx) -> Any:
+    def _o_ListRootsRequestParams_34(x: Any, c: Ctx) -> Any:
         # _a.RequestParams -> _b.ListRootsRequestParams
         meta = x.meta
         if meta is not UNSET:
@@ -536,7 +536,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_ListRootsResult(x: Any, c: Ctx) -> Any:
         # _a.ListRootsResult -> _b.ListRootsResult
-        roots = _l38(x.roots, c)
+        roots = _l35(x.roots, c)
         return _b.ListRootsResult(roots=roots)
 
     def _o_ListToolsRequest(x: Any, c: Ctx) -> Any:
@@ -589,7 +589,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         cost_priority = x.cost_priority
         hints = x.hints
         if hints is not UNSET:
-            hints = _l23(hints, c)
+            hints = _l22(hints, c)
         intelligence_priority = x.intelligence_priority
         speed_priority = x.speed_priority
         return _b.ModelPreferences(
@@ -647,7 +647,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.PaginatedRequestParams -> _b.PaginatedRequestParams
         meta = x.meta
         if meta is not UNSET:
-            meta = c.req(meta, _o_RequestMetaObject_36, "_meta")
+            meta = c.req(meta, _o_RequestMetaObject_1, "_meta")
         if meta is UNSET:
             c.fail(
                 "PaginatedRequestParams",
@@ -694,7 +694,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         meta = x.meta
         arguments = x.arguments
         if arguments is not UNSET:
-            arguments = _l39(arguments, c)
+            arguments = _l36(arguments, c)
         description = x.description
         icons = x.icons
         if icons is not UNSET:
@@ -749,7 +749,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.ReadResourceRequestParams -> _b.ReadResourceRequestParams
         meta = x.meta
         if meta is not UNSET:
-            meta = c.req(meta, _o_RequestMetaObject_40, "_meta")
+            meta = c.req(meta, _o_RequestMetaObject_1, "_meta")
         if meta is UNSET:
             c.fail(
                 "ReadResourceRequestParams",
@@ -777,229 +777,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         return _b.Request(method=method, params=params)
 
     def _o_RequestMetaObject_1(x: Any, c: Ctx) -> Any:
-        # _a.CallToolRequestParamsMeta -> _b.RequestMetaObject
-        d = dict(x)
-        if "io.modelcontextprotocol/clientCapabilities" in d:
-            d["io.modelcontextprotocol/clientCapabilities"] = c.req(
-                d["io.modelcontextprotocol/clientCapabilities"],
-                _v2,
-                "io.modelcontextprotocol/clientCapabilities",
-            )
-        if "io.modelcontextprotocol/clientCapabilities" not in d:
-            c.fail(
-                "RequestMetaObject",
-                "the target requires it and the source has no value",
-                "io.modelcontextprotocol/clientCapabilities",
-            )
-        if "io.modelcontextprotocol/clientInfo" in d:
-            d["io.modelcontextprotocol/clientInfo"] = c.opt(
-                d["io.modelcontextprotocol/clientInfo"], _v3, "io.modelcontextprotocol/clientInfo"
-            )
-        if "io.modelcontextprotocol/logLevel" in d:
-            d["io.modelcontextprotocol/logLevel"] = c.opt(
-                d["io.modelcontextprotocol/logLevel"], _v4, "io.modelcontextprotocol/logLevel"
-            )
-        if "io.modelcontextprotocol/protocolVersion" in d:
-            d["io.modelcontextprotocol/protocolVersion"] = c.req(
-                d["io.modelcontextprotocol/protocolVersion"],
-                _v5,
-                "io.modelcontextprotocol/protocolVersion",
-            )
-        if "io.modelcontextprotocol/protocolVersion" not in d:
-            c.fail(
-                "RequestMetaObject",
-                "the target requires it and the source has no value",
-                "io.modelcontextprotocol/protocolVersion",
-            )
-        return _b.RequestMetaObject(d)
-
-    def _o_RequestMetaObject_14(x: Any, c: Ctx) -> Any:
-        # _a.CompleteRequestParamsMeta -> _b.RequestMetaObject
-        d = dict(x)
-        if "io.modelcontextprotocol/clientCapabilities" in d:
-            d["io.modelcontextprotocol/clientCapabilities"] = c.req(
-                d["io.modelcontextprotocol/clientCapabilities"],
-                _v2,
-                "io.modelcontextprotocol/clientCapabilities",
-            )
-        if "io.modelcontextprotocol/clientCapabilities" not in d:
-            c.fail(
-                "RequestMetaObject",
-                "the target requires it and the source has no value",
-                "io.modelcontextprotocol/clientCapabilities",
-            )
-        if "io.modelcontextprotocol/clientInfo" in d:
-            d["io.modelcontextprotocol/clientInfo"] = c.opt(
-                d["io.modelcontextprotocol/clientInfo"], _v3, "io.modelcontextprotocol/clientInfo"
-            )
-        if "io.modelcontextprotocol/logLevel" in d:
-            d["io.modelcontextprotocol/logLevel"] = c.opt(
-                d["io.modelcontextprotocol/logLevel"], _v4, "io.modelcontextprotocol/logLevel"
-            )
-        if "io.modelcontextprotocol/protocolVersion" in d:
-            d["io.modelcontextprotocol/protocolVersion"] = c.req(
-                d["io.modelcontextprotocol/protocolVersion"],
-                _v5,
-                "io.modelcontextprotocol/protocolVersion",
-            )
-        if "io.modelcontextprotocol/protocolVersion" not in d:
-            c.fail(
-                "RequestMetaObject",
-                "the target requires it and the source has no value",
-                "io.modelcontextprotocol/protocolVersion",
-            )
-        return _b.RequestMetaObject(d)
-
-    def _o_RequestMetaObject_34(x: Any, c: Ctx) -> Any:
-        # _a.GetPromptRequestParamsMeta -> _b.RequestMetaObject
-        d = dict(x)
-        if "io.modelcontextprotocol/clientCapabilities" in d:
-            d["io.modelcontextprotocol/clientCapabilities"] = c.req(
-                d["io.modelcontextprotocol/clientCapabilities"],
-                _v2,
-                "io.modelcontextprotocol/clientCapabilities",
-            )
-        if "io.modelcontextprotocol/clientCapabilities" not in d:
-            c.fail(
-                "RequestMetaObject",
-                "the target requires it and the source has no value",
-                "io.modelcontextprotocol/clientCapabilities",
-            )
-        if "io.modelcontextprotocol/clientInfo" in d:
-            d["io.modelcontextprotocol/clientInfo"] = c.opt(
-                d["io.modelcontextprotocol/clientInfo"], _v3, "io.modelcontextprotocol/clientInfo"
-            )
-        if "io.modelcontextprotocol/logLevel" in d:
-            d["io.modelcontextprotocol/logLevel"] = c.opt(
-                d["io.modelcontextprotocol/logLevel"], _v4, "io.modelcontextprotocol/logLevel"
-            )
-        if "io.modelcontextprotocol/protocolVersion" in d:
-            d["io.modelcontextprotocol/protocolVersion"] = c.req(
-                d["io.modelcontextprotocol/protocolVersion"],
-                _v5,
-                "io.modelcontextprotocol/protocolVersion",
-            )
-        if "io.modelcontextprotocol/protocolVersion" not in d:
-            c.fail(
-                "RequestMetaObject",
-                "the target requires it and the source has no value",
-                "io.modelcontextprotocol/protocolVersion",
-            )
-        return _b.RequestMetaObject(d)
-
-    def _o_RequestMetaObject_36(x: Any, c: Ctx) -> Any:
-        # _a.PaginatedRequestParamsMeta -> _b.RequestMetaObject
-        d = dict(x)
-        if "io.modelcontextprotocol/clientCapabilities" in d:
-            d["io.modelcontextprotocol/clientCapabilities"] = c.req(
-                d["io.modelcontextprotocol/clientCapabilities"],
-                _v2,
-                "io.modelcontextprotocol/clientCapabilities",
-            )
-        if "io.modelcontextprotocol/clientCapabilities" not in d:
-            c.fail(
-                "RequestMetaObject",
-                "the target requires it and the source has no value",
-                "io.modelcontextprotocol/clientCapabilities",
-            )
-        if "io.modelcontextprotocol/clientInfo" in d:
-            d["io.modelcontextprotocol/clientInfo"] = c.opt(
-                d["io.modelcontextprotocol/clientInfo"], _v3, "io.modelcontextprotocol/clientInfo"
-            )
-        if "io.modelcontextprotocol/logLevel" in d:
-            d["io.modelcontextprotocol/logLevel"] = c.opt(
-                d["io.modelcontextprotocol/logLevel"], _v4, "io.modelcontextprotocol/logLevel"
-            )
-        if "io.modelcontextprotocol/protocolVersion" in d:
-            d["io.modelcontextprotocol/protocolVersion"] = c.req(
-                d["io.modelcontextprotocol/protocolVersion"],
-                _v5,
-                "io.modelcontextprotocol/protocolVersion",
-            )
-        if "io.modelcontextprotocol/protocolVersion" not in d:
-            c.fail(
-                "RequestMetaObject",
-                "the target requires it and the source has no value",
-                "io.modelcontextprotocol/protocolVersion",
-            )
-        return _b.RequestMetaObject(d)
-
-    def _o_RequestMetaObject_40(x: Any, c: Ctx) -> Any:
-        # _a.ReadResourceRequestParamsMeta -> _b.RequestMetaObject
-        d = dict(x)
-        if "io.modelcontextprotocol/clientCapabilities" in d:
-            d["io.modelcontextprotocol/clientCapabilities"] = c.req(
-                d["io.modelcontextprotocol/clientCapabilities"],
-                _v2,
-                "io.modelcontextprotocol/clientCapabilities",
-            )
-        if "io.modelcontextprotocol/clientCapabilities" not in d:
-            c.fail(
-                "RequestMetaObject",
-                "the target requires it and the source has no value",
-                "io.modelcontextprotocol/clientCapabilities",
-            )
-        if "io.modelcontextprotocol/clientInfo" in d:
-            d["io.modelcontextprotocol/clientInfo"] = c.opt(
-                d["io.modelcontextprotocol/clientInfo"], _v3, "io.modelcontextprotocol/clientInfo"
-            )
-        if "io.modelcontextprotocol/logLevel" in d:
-            d["io.modelcontextprotocol/logLevel"] = c.opt(
-                d["io.modelcontextprotocol/logLevel"], _v4, "io.modelcontextprotocol/logLevel"
-            )
-        if "io.modelcontextprotocol/protocolVersion" in d:
-            d["io.modelcontextprotocol/protocolVersion"] = c.req(
-                d["io.modelcontextprotocol/protocolVersion"],
-                _v5,
-                "io.modelcontextprotocol/protocolVersion",
-            )
-        if "io.modelcontextprotocol/protocolVersion" not in d:
-            c.fail(
-                "RequestMetaObject",
-                "the target requires it and the source has no value",
-                "io.modelcontextprotocol/protocolVersion",
-            )
-        return _b.RequestMetaObject(d)
-
-    def _o_RequestMetaObject_41(x: Any, c: Ctx) -> Any:
         # _a.RequestParamsMeta -> _b.RequestMetaObject
-        d = dict(x)
-        if "io.modelcontextprotocol/clientCapabilities" in d:
-            d["io.modelcontextprotocol/clientCapabilities"] = c.req(
-                d["io.modelcontextprotocol/clientCapabilities"],
-                _v2,
-                "io.modelcontextprotocol/clientCapabilities",
-            )
-        if "io.modelcontextprotocol/clientCapabilities" not in d:
-            c.fail(
-                "RequestMetaObject",
-                "the target requires it and the source has no value",
-                "io.modelcontextprotocol/clientCapabilities",
-            )
-        if "io.modelcontextprotocol/clientInfo" in d:
-            d["io.modelcontextprotocol/clientInfo"] = c.opt(
-                d["io.modelcontextprotocol/clientInfo"], _v3, "io.modelcontextprotocol/clientInfo"
-            )
-        if "io.modelcontextprotocol/logLevel" in d:
-            d["io.modelcontextprotocol/logLevel"] = c.opt(
-                d["io.modelcontextprotocol/logLevel"], _v4, "io.modelcontextprotocol/logLevel"
-            )
-        if "io.modelcontextprotocol/protocolVersion" in d:
-            d["io.modelcontextprotocol/protocolVersion"] = c.req(
-                d["io.modelcontextprotocol/protocolVersion"],
-                _v5,
-                "io.modelcontextprotocol/protocolVersion",
-            )
-        if "io.modelcontextprotocol/protocolVersion" not in d:
-            c.fail(
-                "RequestMetaObject",
-                "the target requires it and the source has no value",
-                "io.modelcontextprotocol/protocolVersion",
-            )
-        return _b.RequestMetaObject(d)
-
-    def _o_RequestMetaObject_42(x: Any, c: Ctx) -> Any:
-        # _a.ResourceRequestParamsMeta -> _b.RequestMetaObject
         d = dict(x)
         if "io.modelcontextprotocol/clientCapabilities" in d:
             d["io.modelcontextprotocol/clientCapabilities"] = c.req(
@@ -1039,7 +817,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.RequestParams -> _b.RequestParams
         meta = x.meta
         if meta is not UNSET:
-            meta = c.req(meta, _o_RequestMetaObject_41, "_meta")
+            meta = c.req(meta, _o_RequestMetaObject_1, "_meta")
         if meta is UNSET:
             c.fail("RequestParams", "the target requires it and the source has no value", "_meta")
         return _b.RequestParams(meta=meta)
@@ -1117,7 +895,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.ResourceRequestParams -> _b.ResourceRequestParams
         meta = x.meta
         if meta is not UNSET:
-            meta = c.req(meta, _o_RequestMetaObject_42, "_meta")
+            meta = c.req(meta, _o_RequestMetaObject_1, "_meta")
         if meta is UNSET:
             c.fail(
                 "ResourceRequestParams",
@@ -1192,7 +970,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
     def _o_SamplingMessage(x: Any, c: Ctx) -> Any:
         # _a.SamplingMessage -> _b.SamplingMessage
         meta = x.meta
-        content = _u21(x.content, c)
+        content = _u20(x.content, c)
         role = x.role
         return _b.SamplingMessage(meta=meta, content=content, role=role)
 
@@ -1297,7 +1075,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_TitledMultiSelectEnumSchemaItems(x: Any, c: Ctx) -> Any:
         # _a.TitledMultiSelectEnumSchemaItems -> _b.TitledMultiSelectEnumSchemaItems
-        any_of = _l28(x.any_of, c)
+        any_of = _l27(x.any_of, c)
         return _b.TitledMultiSelectEnumSchemaItems(any_of=any_of)
 
     def _o_TitledMultiSelectEnumSchemaItemsAnyOfItem(x: Any, c: Ctx) -> Any:
@@ -1310,7 +1088,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.TitledSingleSelectEnumSchema -> _b.TitledSingleSelectEnumSchema
         default = x.default
         description = x.description
-        one_of = _l27(x.one_of, c)
+        one_of = _l26(x.one_of, c)
         title = x.title
         type = x.type
         return _b.TitledSingleSelectEnumSchema(
@@ -1451,39 +1229,39 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # Any -> Any
         return [_u11(i, c) for i in v]
 
-    def _l19(v: Any, c: Ctx) -> Any:
+    def _l18(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        return [_u18(i, c) for i in v]
+        return [_u17(i, c) for i in v]
 
-    def _l22(v: Any, c: Ctx) -> Any:
+    def _l21(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_SamplingMessage(i, c) for i in v]
 
-    def _l23(v: Any, c: Ctx) -> Any:
+    def _l22(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_ModelHint(i, c) for i in v]
 
-    def _l24(v: Any, c: Ctx) -> Any:
+    def _l23(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_Tool(i, c) for i in v]
 
-    def _l27(v: Any, c: Ctx) -> Any:
+    def _l26(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_TitledSingleSelectEnumSchemaOneOfItem(i, c) for i in v]
 
-    def _l28(v: Any, c: Ctx) -> Any:
+    def _l27(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_TitledMultiSelectEnumSchemaItemsAnyOfItem(i, c) for i in v]
 
-    def _l35(v: Any, c: Ctx) -> Any:
+    def _l33(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_PromptMessage(i, c) for i in v]
 
-    def _l38(v: Any, c: Ctx) -> Any:
+    def _l35(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_Root(i, c) for i in v]
 
-    def _l39(v: Any, c: Ctx) -> Any:
+    def _l36(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_PromptArgument(i, c) for i in v]
 
@@ -1491,9 +1269,9 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # Any -> Any
         return [_o_Icon(i, c) for i in v]
 
-    def _m31(v: Any, c: Ctx) -> Any:
+    def _m30(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        return {k: _u30(i, c) for k, i in v.items()}
+        return {k: _u29(i, c) for k, i in v.items()}
 
     def _u11(v: Any, c: Ctx) -> Any:
         # Any -> Any
@@ -1502,44 +1280,44 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
             return c.member(v, "ContentBlock")
         return f(v, c)
 
-    def _u16(v: Any, c: Ctx) -> Any:
+    def _u15(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        f = _D15.get(type(v))
+        f = _D14.get(type(v))
         if f is None:
             return c.member(v, "CompleteRequestParams.ref")
         return f(v, c)
 
-    def _u18(v: Any, c: Ctx) -> Any:
+    def _u17(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        f = _D17.get(type(v))
+        f = _D16.get(type(v))
         if f is None:
             return c.member(v, "SamplingMessageContentBlock")
         return f(v, c)
 
-    def _u21(v: Any, c: Ctx) -> Any:
+    def _u20(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        f = _D20.get(type(v))
+        f = _D19.get(type(v))
         if f is None:
             return c.member(v, "SamplingMessage.content")
         return f(v, c)
 
-    def _u26(v: Any, c: Ctx) -> Any:
+    def _u25(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        f = _D25.get(type(v))
+        f = _D24.get(type(v))
         if f is None:
             return c.member(v, "CreateMessageResult.content")
         return f(v, c)
 
-    def _u30(v: Any, c: Ctx) -> Any:
+    def _u29(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        f = _D29.get(type(v))
+        f = _D28.get(type(v))
         if f is None:
             return c.member(v, "PrimitiveSchemaDefinition")
         return f(v, c)
 
-    def _u33(v: Any, c: Ctx) -> Any:
+    def _u32(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        f = _D32.get(type(v))
+        f = _D31.get(type(v))
         if f is None:
             return c.member(v, "ElicitRequestParams")
         return f(v, c)
@@ -1592,12 +1370,12 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.EmbeddedResource: _o_EmbeddedResource,
     }
 
-    _D15: dict[type, Callable[[Any, Ctx], Any]] = {
+    _D14: dict[type, Callable[[Any, Ctx], Any]] = {
         _a.PromptReference: _o_PromptReference,
         _a.ResourceTemplateReference: _o_ResourceTemplateReference,
     }
 
-    _D17: dict[type, Callable[[Any, Ctx], Any]] = {
+    _D16: dict[type, Callable[[Any, Ctx], Any]] = {
         _a.TextContent: _o_TextContent,
         _a.ImageContent: _o_ImageContent,
         _a.AudioContent: _o_AudioContent,
@@ -1605,25 +1383,25 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.ToolResultContent: _o_ToolResultContent,
     }
 
-    _D20: dict[type, Callable[[Any, Ctx], Any]] = {
+    _D19: dict[type, Callable[[Any, Ctx], Any]] = {
         _a.TextContent: _o_TextContent,
         _a.ImageContent: _o_ImageContent,
         _a.AudioContent: _o_AudioContent,
         _a.ToolUseContent: _o_ToolUseContent,
         _a.ToolResultContent: _o_ToolResultContent,
-        list: _l19,
+        list: _l18,
     }
 
-    _D25: dict[type, Callable[[Any, Ctx], Any]] = {
+    _D24: dict[type, Callable[[Any, Ctx], Any]] = {
         _a.TextContent: _o_TextContent,
         _a.ImageContent: _o_ImageContent,
         _a.AudioContent: _o_AudioContent,
         _a.ToolUseContent: _o_ToolUseContent,
         _a.ToolResultContent: _o_ToolResultContent,
-        list: _l19,
+        list: _l18,
     }
 
-    _D29: dict[type, Callable[[Any, Ctx], Any]] = {
+    _D28: dict[type, Callable[[Any, Ctx], Any]] = {
         _a.StringSchema: _o_StringSchema,
         _a.NumberSchema: _o_NumberSchema,
         _a.BooleanSchema: _o_BooleanSchema,
@@ -1634,7 +1412,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.LegacyTitledEnumSchema: _o_LegacyTitledEnumSchema,
     }
 
-    _D32: dict[type, Callable[[Any, Ctx], Any]] = {
+    _D31: dict[type, Callable[[Any, Ctx], Any]] = {
         _a.ElicitRequestURLParams: _o_ElicitRequestURLParams,
         _a.ElicitRequestFormParams: _o_ElicitRequestFormParams,
     }
@@ -1757,11 +1535,9 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.BooleanSchema: "BooleanSchema",
         _a.CallToolRequest: "CallToolRequest",
         _a.CallToolRequestParams: "CallToolRequestParams",
-        _a.CallToolRequestParamsMeta: "CallToolRequestParamsMeta",
         _a.CallToolResult: "CallToolResult",
         _a.CancelTaskRequest: "CancelTaskRequest",
         _a.CancelTaskRequestParams: "CancelTaskRequestParams",
-        _a.CancelTaskRequestParamsMeta: "CancelTaskRequestParamsMeta",
         _a.CancelTaskResult: "CancelTaskResult",
         _a.CancelledNotification: "CancelledNotification",
         _a.CancelledNotificationParams: "CancelledNotificationParams",
@@ -1777,20 +1553,16 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.CompleteRequestParams: "CompleteRequestParams",
         _a.CompleteRequestParamsArgument: "CompleteRequestParamsArgument",
         _a.CompleteRequestParamsContext: "CompleteRequestParamsContext",
-        _a.CompleteRequestParamsMeta: "CompleteRequestParamsMeta",
         _a.CompleteResult: "CompleteResult",
         _a.CompleteResultCompletion: "CompleteResultCompletion",
         _a.CreateMessageRequest: "CreateMessageRequest",
         _a.CreateMessageRequestParams: "CreateMessageRequestParams",
-        _a.CreateMessageRequestParamsMeta: "CreateMessageRequestParamsMeta",
         _a.CreateMessageResult: "CreateMessageResult",
         _a.CreateTaskResult: "CreateTaskResult",
         _a.ElicitRequest: "ElicitRequest",
         _a.ElicitRequestFormParams: "ElicitRequestFormParams",
-        _a.ElicitRequestFormParamsMeta: "ElicitRequestFormParamsMeta",
         _a.ElicitRequestFormParamsRequestedSchema: "ElicitRequestFormParamsRequestedSchema",
         _a.ElicitRequestURLParams: "ElicitRequestURLParams",
-        _a.ElicitRequestURLParamsMeta: "ElicitRequestURLParamsMeta",
         _a.ElicitResult: "ElicitResult",
         _a.ElicitationCompleteNotification: "ElicitationCompleteNotification",
         _a.ElicitationCompleteNotificationParams: "ElicitationCompleteNotificationParams",
@@ -1798,15 +1570,12 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.Error: "Error",
         _a.GetPromptRequest: "GetPromptRequest",
         _a.GetPromptRequestParams: "GetPromptRequestParams",
-        _a.GetPromptRequestParamsMeta: "GetPromptRequestParamsMeta",
         _a.GetPromptResult: "GetPromptResult",
         _a.GetTaskPayloadRequest: "GetTaskPayloadRequest",
         _a.GetTaskPayloadRequestParams: "GetTaskPayloadRequestParams",
-        _a.GetTaskPayloadRequestParamsMeta: "GetTaskPayloadRequestParamsMeta",
         _a.GetTaskPayloadResult: "GetTaskPayloadResult",
         _a.GetTaskRequest: "GetTaskRequest",
         _a.GetTaskRequestParams: "GetTaskRequestParams",
-        _a.GetTaskRequestParamsMeta: "GetTaskRequestParamsMeta",
         _a.GetTaskResult: "GetTaskResult",
         _a.Icon: "Icon",
         _a.Icons: "Icons",
@@ -1814,7 +1583,6 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.Implementation: "Implementation",
         _a.InitializeRequest: "InitializeRequest",
         _a.InitializeRequestParams: "InitializeRequestParams",
-        _a.InitializeRequestParamsMeta: "InitializeRequestParamsMeta",
         _a.InitializeResult: "InitializeResult",
         _a.InitializedNotification: "InitializedNotification",
         _a.JSONRPCErrorResponse: "JSONRPCErrorResponse",
@@ -1843,7 +1611,6 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.NumberSchema: "NumberSchema",
         _a.PaginatedRequest: "PaginatedRequest",
         _a.PaginatedRequestParams: "PaginatedRequestParams",
-        _a.PaginatedRequestParamsMeta: "PaginatedRequestParamsMeta",
         _a.PaginatedResult: "PaginatedResult",
         _a.PingRequest: "PingRequest",
         _a.ProgressNotification: "ProgressNotification",
@@ -1855,7 +1622,6 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.PromptReference: "PromptReference",
         _a.ReadResourceRequest: "ReadResourceRequest",
         _a.ReadResourceRequestParams: "ReadResourceRequestParams",
-        _a.ReadResourceRequestParamsMeta: "ReadResourceRequestParamsMeta",
         _a.ReadResourceResult: "ReadResourceResult",
         _a.RelatedTaskMetadata: "RelatedTaskMetadata",
         _a.Request: "Request",
@@ -1866,7 +1632,6 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.ResourceLink: "ResourceLink",
         _a.ResourceListChangedNotification: "ResourceListChangedNotification",
         _a.ResourceRequestParams: "ResourceRequestParams",
-        _a.ResourceRequestParamsMeta: "ResourceRequestParamsMeta",
         _a.ResourceTemplate: "ResourceTemplate",
         _a.ResourceTemplateReference: "ResourceTemplateReference",
         _a.ResourceUpdatedNotification: "ResourceUpdatedNotification",
@@ -1884,14 +1649,11 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.ServerCapabilitiesTools: "ServerCapabilitiesTools",
         _a.SetLevelRequest: "SetLevelRequest",
         _a.SetLevelRequestParams: "SetLevelRequestParams",
-        _a.SetLevelRequestParamsMeta: "SetLevelRequestParamsMeta",
         _a.StringSchema: "StringSchema",
         _a.SubscribeRequest: "SubscribeRequest",
         _a.SubscribeRequestParams: "SubscribeRequestParams",
-        _a.SubscribeRequestParamsMeta: "SubscribeRequestParamsMeta",
         _a.Task: "Task",
         _a.TaskAugmentedRequestParams: "TaskAugmentedRequestParams",
-        _a.TaskAugmentedRequestParamsMeta: "TaskAugmentedRequestParamsMeta",
         _a.TaskMetadata: "TaskMetadata",
         _a.TaskStatusNotification: "TaskStatusNotification",
         _a.TaskStatusNotificationParams: "TaskStatusNotificationParams",
@@ -1916,7 +1678,6 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.URLElicitationRequiredErrorErrorData: "URLElicitationRequiredErrorErrorData",
         _a.UnsubscribeRequest: "UnsubscribeRequest",
         _a.UnsubscribeRequestParams: "UnsubscribeRequestParams",
-        _a.UnsubscribeRequestParamsMeta: "UnsubscribeRequestParamsMeta",
         _a.UntitledMultiSelectEnumSchema: "UntitledMultiSelectEnumSchema",
         _a.UntitledMultiSelectEnumSchemaItems: "UntitledMultiSelectEnumSchemaItems",
         _a.UntitledSingleSelectEnumSchema: "UntitledSingleSelectEnumSchema",

@@ -24,13 +24,17 @@ TARGET = "2024-11-05"
 def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict[type, str]]:
     """The projection functions from the classes of module ``_a`` to those of module ``_b``."""
     # Target types of values the source leaves open (validated with mcpbind.convert).
-    _T0: Any = _b.JSONRPCNotificationParams
-    _T1: Any = _b.JSONRPCRequestParams
-    _T2: Any = _b.ListRootsRequestParamsMeta
+    _T0: Any = _b.NotificationParams
+    _T1: Any = _b.RequestParams
+    _T2: Any = _b.RequestParamsMeta
     _T3: Any = dict[str, dict[str, Any]]
     _T4: Any = list[str]
-    _T5: Any = _b.NotificationParams
-    _T6: Any = _b.RequestParams
+
+    def _o_AnnotatedAnnotations_2(x: Any, c: Ctx) -> Any:
+        # _a.Annotations -> _b.AnnotatedAnnotations
+        audience = x.audience
+        priority = x.priority
+        return _b.AnnotatedAnnotations(audience=audience, priority=priority)
 
     def _o_BlobResourceContents(x: Any, c: Ctx) -> Any:
         # _a.BlobResourceContents -> _b.BlobResourceContents
@@ -48,28 +52,15 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.CallToolRequestParams -> _b.CallToolRequestParams
         arguments = x.arguments
         name = x.name
-        meta = _o_CallToolRequestParamsMeta_1(x.meta, c)
+        meta = _o_RequestParamsMeta_1(x.meta, c)
         return _b.CallToolRequestParams(arguments=arguments, name=name, meta=meta)
-
-    def _o_CallToolRequestParamsMeta_1(x: Any, c: Ctx) -> Any:
-        # _a.RequestMetaObject -> _b.CallToolRequestParamsMeta
-        d = dict(x)
-        if "io.modelcontextprotocol/clientCapabilities" in d:
-            d["io.modelcontextprotocol/clientCapabilities"] = builtins(
-                d["io.modelcontextprotocol/clientCapabilities"], c
-            )
-        if "io.modelcontextprotocol/clientInfo" in d:
-            d["io.modelcontextprotocol/clientInfo"] = builtins(
-                d["io.modelcontextprotocol/clientInfo"], c
-            )
-        return _b.CallToolRequestParamsMeta(d)
 
     def _o_CallToolResult(x: Any, c: Ctx) -> Any:
         # _a.CallToolResult -> _b.CallToolResult
         meta = x.meta
         if meta is not UNSET:
             meta = builtins(meta, c)
-        content = c.req(x.content, _l9, "content")
+        content = c.req(x.content, _l7, "content")
         is_error = x.is_error
         if x.result_type not in (UNSET, "complete"):
             c.fail(
@@ -98,13 +89,13 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         experimental = x.experimental
         roots = x.roots
         if roots is not UNSET:
-            roots = _o_ClientCapabilitiesRoots_10(roots, c)
+            roots = _o_ClientCapabilitiesRoots_8(roots, c)
         sampling = x.sampling
         if sampling is not UNSET:
             sampling = empty(sampling, c)
         return _b.ClientCapabilities(experimental=experimental, roots=roots, sampling=sampling)
 
-    def _o_ClientCapabilitiesRoots_10(x: Any, c: Ctx) -> Any:
+    def _o_ClientCapabilitiesRoots_8(x: Any, c: Ctx) -> Any:
         # Any -> _b.ClientCapabilitiesRoots
         return _b.ClientCapabilitiesRoots()
 
@@ -116,8 +107,8 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
     def _o_CompleteRequestParams(x: Any, c: Ctx) -> Any:
         # _a.CompleteRequestParams -> _b.CompleteRequestParams
         argument = _o_CompleteRequestParamsArgument(x.argument, c)
-        ref = _u13(x.ref, c)
-        meta = _o_CompleteRequestParamsMeta_14(x.meta, c)
+        ref = _u11(x.ref, c)
+        meta = _o_RequestParamsMeta_1(x.meta, c)
         return _b.CompleteRequestParams(argument=argument, ref=ref, meta=meta)
 
     def _o_CompleteRequestParamsArgument(x: Any, c: Ctx) -> Any:
@@ -125,19 +116,6 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         name = x.name
         value = x.value
         return _b.CompleteRequestParamsArgument(name=name, value=value)
-
-    def _o_CompleteRequestParamsMeta_14(x: Any, c: Ctx) -> Any:
-        # _a.RequestMetaObject -> _b.CompleteRequestParamsMeta
-        d = dict(x)
-        if "io.modelcontextprotocol/clientCapabilities" in d:
-            d["io.modelcontextprotocol/clientCapabilities"] = builtins(
-                d["io.modelcontextprotocol/clientCapabilities"], c
-            )
-        if "io.modelcontextprotocol/clientInfo" in d:
-            d["io.modelcontextprotocol/clientInfo"] = builtins(
-                d["io.modelcontextprotocol/clientInfo"], c
-            )
-        return _b.CompleteRequestParamsMeta(d)
 
     def _o_CompleteResult(x: Any, c: Ctx) -> Any:
         # _a.CompleteResult -> _b.CompleteResult
@@ -169,7 +147,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.CreateMessageRequestParams -> _b.CreateMessageRequestParams
         include_context = x.include_context
         max_tokens = x.max_tokens
-        messages = c.req(x.messages, _l17, "messages")
+        messages = c.req(x.messages, _l14, "messages")
         metadata = x.metadata
         model_preferences = x.model_preferences
         if model_preferences is not UNSET:
@@ -191,7 +169,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
     def _o_CreateMessageResult(x: Any, c: Ctx) -> Any:
         # _a.CreateMessageResult -> _b.CreateMessageResult
         meta = x.meta
-        content = c.req(x.content, _u20, "content")
+        content = c.req(x.content, _u17, "content")
         model = x.model
         role = x.role
         stop_reason = x.stop_reason
@@ -203,15 +181,9 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.EmbeddedResource -> _b.EmbeddedResource
         annotations = x.annotations
         if annotations is not UNSET:
-            annotations = _o_EmbeddedResourceAnnotations_4(annotations, c)
-        resource = _u6(x.resource, c)
+            annotations = _o_AnnotatedAnnotations_2(annotations, c)
+        resource = _u4(x.resource, c)
         return _b.EmbeddedResource(annotations=annotations, resource=resource)
-
-    def _o_EmbeddedResourceAnnotations_4(x: Any, c: Ctx) -> Any:
-        # _a.Annotations -> _b.EmbeddedResourceAnnotations
-        audience = x.audience
-        priority = x.priority
-        return _b.EmbeddedResourceAnnotations(audience=audience, priority=priority)
 
     def _o_GetPromptRequest(x: Any, c: Ctx) -> Any:
         # _a.GetPromptRequest -> _b.GetPromptRequest
@@ -222,21 +194,8 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.GetPromptRequestParams -> _b.GetPromptRequestParams
         arguments = x.arguments
         name = x.name
-        meta = _o_GetPromptRequestParamsMeta_21(x.meta, c)
+        meta = _o_RequestParamsMeta_1(x.meta, c)
         return _b.GetPromptRequestParams(arguments=arguments, name=name, meta=meta)
-
-    def _o_GetPromptRequestParamsMeta_21(x: Any, c: Ctx) -> Any:
-        # _a.RequestMetaObject -> _b.GetPromptRequestParamsMeta
-        d = dict(x)
-        if "io.modelcontextprotocol/clientCapabilities" in d:
-            d["io.modelcontextprotocol/clientCapabilities"] = builtins(
-                d["io.modelcontextprotocol/clientCapabilities"], c
-            )
-        if "io.modelcontextprotocol/clientInfo" in d:
-            d["io.modelcontextprotocol/clientInfo"] = builtins(
-                d["io.modelcontextprotocol/clientInfo"], c
-            )
-        return _b.GetPromptRequestParamsMeta(d)
 
     def _o_GetPromptResult(x: Any, c: Ctx) -> Any:
         # _a.GetPromptResult -> _b.GetPromptResult
@@ -244,7 +203,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         if meta is not UNSET:
             meta = builtins(meta, c)
         description = x.description
-        messages = c.req(x.messages, _l24, "messages")
+        messages = c.req(x.messages, _l20, "messages")
         if x.result_type not in (UNSET, "complete"):
             c.fail(
                 "GetPromptResult",
@@ -257,16 +216,10 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.ImageContent -> _b.ImageContent
         annotations = x.annotations
         if annotations is not UNSET:
-            annotations = _o_ImageContentAnnotations_3(annotations, c)
+            annotations = _o_AnnotatedAnnotations_2(annotations, c)
         data = x.data
         mime_type = x.mime_type
         return _b.ImageContent(annotations=annotations, data=data, mime_type=mime_type)
-
-    def _o_ImageContentAnnotations_3(x: Any, c: Ctx) -> Any:
-        # _a.Annotations -> _b.ImageContentAnnotations
-        audience = x.audience
-        priority = x.priority
-        return _b.ImageContentAnnotations(audience=audience, priority=priority)
 
     def _o_Implementation(x: Any, c: Ctx) -> Any:
         # _a.Implementation -> _b.Implementation
@@ -280,7 +233,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         method = x.method
         params = x.params
         if params is not UNSET:
-            params = c.opt(params, _v25, "params")
+            params = c.opt(params, _v21, "params")
         return _b.JSONRPCNotification(jsonrpc=jsonrpc, method=method, params=params)
 
     def _o_JSONRPCRequest(x: Any, c: Ctx) -> Any:
@@ -290,31 +243,18 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         method = x.method
         params = x.params
         if params is not UNSET:
-            params = c.opt(params, _v26, "params")
+            params = c.opt(params, _v22, "params")
         return _b.JSONRPCRequest(id=id, jsonrpc=jsonrpc, method=method, params=params)
 
     def _o_ListPromptsRequest(x: Any, c: Ctx) -> Any:
         # _a.ListPromptsRequest -> _b.ListPromptsRequest
-        params = _o_ListPromptsRequestParams_27(x.params, c)
+        params = _o_ListPromptsRequestParams_23(x.params, c)
         return _b.ListPromptsRequest(params=params)
 
-    def _o_ListPromptsRequestParamsMeta_28(x: Any, c: Ctx) -> Any:
-        # _a.RequestMetaObject -> _b.ListPromptsRequestParamsMeta
-        d = dict(x)
-        if "io.modelcontextprotocol/clientCapabilities" in d:
-            d["io.modelcontextprotocol/clientCapabilities"] = builtins(
-                d["io.modelcontextprotocol/clientCapabilities"], c
-            )
-        if "io.modelcontextprotocol/clientInfo" in d:
-            d["io.modelcontextprotocol/clientInfo"] = builtins(
-                d["io.modelcontextprotocol/clientInfo"], c
-            )
-        return _b.ListPromptsRequestParamsMeta(d)
-
-    def _o_ListPromptsRequestParams_27(x: Any, c: Ctx) -> Any:
+    def _o_ListPromptsRequestParams_23(x: Any, c: Ctx) -> Any:
         # _a.PaginatedRequestParams -> _b.ListPromptsRequestParams
         cursor = x.cursor
-        meta = _o_ListPromptsRequestParamsMeta_28(x.meta, c)
+        meta = _o_RequestParamsMeta_1(x.meta, c)
         return _b.ListPromptsRequestParams(cursor=cursor, meta=meta)
 
     def _o_ListPromptsResult(x: Any, c: Ctx) -> Any:
@@ -323,7 +263,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         if meta is not UNSET:
             meta = builtins(meta, c)
         next_cursor = x.next_cursor
-        prompts = _l30(x.prompts, c)
+        prompts = _l25(x.prompts, c)
         if x.result_type not in (UNSET, "complete"):
             c.fail(
                 "ListPromptsResult",
@@ -334,26 +274,13 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_ListResourceTemplatesRequest(x: Any, c: Ctx) -> Any:
         # _a.ListResourceTemplatesRequest -> _b.ListResourceTemplatesRequest
-        params = _o_ListResourceTemplatesRequestParams_31(x.params, c)
+        params = _o_ListResourceTemplatesRequestParams_26(x.params, c)
         return _b.ListResourceTemplatesRequest(params=params)
 
-    def _o_ListResourceTemplatesRequestParamsMeta_32(x: Any, c: Ctx) -> Any:
-        # _a.RequestMetaObject -> _b.ListResourceTemplatesRequestParamsMeta
-        d = dict(x)
-        if "io.modelcontextprotocol/clientCapabilities" in d:
-            d["io.modelcontextprotocol/clientCapabilities"] = builtins(
-                d["io.modelcontextprotocol/clientCapabilities"], c
-            )
-        if "io.modelcontextprotocol/clientInfo" in d:
-            d["io.modelcontextprotocol/clientInfo"] = builtins(
-                d["io.modelcontextprotocol/clientInfo"], c
-            )
-        return _b.ListResourceTemplatesRequestParamsMeta(d)
-
-    def _o_ListResourceTemplatesRequestParams_31(x: Any, c: Ctx) -> Any:
+    def _o_ListResourceTemplatesRequestParams_26(x: Any, c: Ctx) -> Any:
         # _a.PaginatedRequestParams -> _b.ListResourceTemplatesRequestParams
         cursor = x.cursor
-        meta = _o_ListResourceTemplatesRequestParamsMeta_32(x.meta, c)
+        meta = _o_RequestParamsMeta_1(x.meta, c)
         return _b.ListResourceTemplatesRequestParams(cursor=cursor, meta=meta)
 
     def _o_ListResourceTemplatesResult(x: Any, c: Ctx) -> Any:
@@ -362,7 +289,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         if meta is not UNSET:
             meta = builtins(meta, c)
         next_cursor = x.next_cursor
-        resource_templates = _l34(x.resource_templates, c)
+        resource_templates = _l27(x.resource_templates, c)
         if x.result_type not in (UNSET, "complete"):
             c.fail(
                 "ListResourceTemplatesResult",
@@ -375,26 +302,13 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_ListResourcesRequest(x: Any, c: Ctx) -> Any:
         # _a.ListResourcesRequest -> _b.ListResourcesRequest
-        params = _o_ListResourcesRequestParams_35(x.params, c)
+        params = _o_ListResourcesRequestParams_28(x.params, c)
         return _b.ListResourcesRequest(params=params)
 
-    def _o_ListResourcesRequestParamsMeta_36(x: Any, c: Ctx) -> Any:
-        # _a.RequestMetaObject -> _b.ListResourcesRequestParamsMeta
-        d = dict(x)
-        if "io.modelcontextprotocol/clientCapabilities" in d:
-            d["io.modelcontextprotocol/clientCapabilities"] = builtins(
-                d["io.modelcontextprotocol/clientCapabilities"], c
-            )
-        if "io.modelcontextprotocol/clientInfo" in d:
-            d["io.modelcontextprotocol/clientInfo"] = builtins(
-                d["io.modelcontextprotocol/clientInfo"], c
-            )
-        return _b.ListResourcesRequestParamsMeta(d)
-
-    def _o_ListResourcesRequestParams_35(x: Any, c: Ctx) -> Any:
+    def _o_ListResourcesRequestParams_28(x: Any, c: Ctx) -> Any:
         # _a.PaginatedRequestParams -> _b.ListResourcesRequestParams
         cursor = x.cursor
-        meta = _o_ListResourcesRequestParamsMeta_36(x.meta, c)
+        meta = _o_RequestParamsMeta_1(x.meta, c)
         return _b.ListResourcesRequestParams(cursor=cursor, meta=meta)
 
     def _o_ListResourcesResult(x: Any, c: Ctx) -> Any:
@@ -403,7 +317,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         if meta is not UNSET:
             meta = builtins(meta, c)
         next_cursor = x.next_cursor
-        resources = _l38(x.resources, c)
+        resources = _l29(x.resources, c)
         if x.result_type not in (UNSET, "complete"):
             c.fail(
                 "ListResourcesResult",
@@ -416,43 +330,23 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.ListRootsRequest -> _b.ListRootsRequest
         params = x.params
         if params is not UNSET:
-            params = c.opt(params, _o_ListRootsRequestParams, "params")
+            params = c.opt(params, _o_RequestParams_30, "params")
         return _b.ListRootsRequest(params=params)
-
-    def _o_ListRootsRequestParams(x: Any, c: Ctx) -> Any:
-        # _a.ListRootsRequestParams -> _b.ListRootsRequestParams
-        d: dict[str, Any] = {}
-        if x.meta is not UNSET:
-            d["_meta"] = c.opt(x.meta, _v39, "_meta")
-        return _b.ListRootsRequestParams(d)
 
     def _o_ListRootsResult(x: Any, c: Ctx) -> Any:
         # _a.ListRootsResult -> _b.ListRootsResult
-        roots = _l40(x.roots, c)
+        roots = _l32(x.roots, c)
         return _b.ListRootsResult(roots=roots)
 
     def _o_ListToolsRequest(x: Any, c: Ctx) -> Any:
         # _a.ListToolsRequest -> _b.ListToolsRequest
-        params = _o_ListToolsRequestParams_41(x.params, c)
+        params = _o_ListToolsRequestParams_33(x.params, c)
         return _b.ListToolsRequest(params=params)
 
-    def _o_ListToolsRequestParamsMeta_42(x: Any, c: Ctx) -> Any:
-        # _a.RequestMetaObject -> _b.ListToolsRequestParamsMeta
-        d = dict(x)
-        if "io.modelcontextprotocol/clientCapabilities" in d:
-            d["io.modelcontextprotocol/clientCapabilities"] = builtins(
-                d["io.modelcontextprotocol/clientCapabilities"], c
-            )
-        if "io.modelcontextprotocol/clientInfo" in d:
-            d["io.modelcontextprotocol/clientInfo"] = builtins(
-                d["io.modelcontextprotocol/clientInfo"], c
-            )
-        return _b.ListToolsRequestParamsMeta(d)
-
-    def _o_ListToolsRequestParams_41(x: Any, c: Ctx) -> Any:
+    def _o_ListToolsRequestParams_33(x: Any, c: Ctx) -> Any:
         # _a.PaginatedRequestParams -> _b.ListToolsRequestParams
         cursor = x.cursor
-        meta = _o_ListToolsRequestParamsMeta_42(x.meta, c)
+        meta = _o_RequestParamsMeta_1(x.meta, c)
         return _b.ListToolsRequestParams(cursor=cursor, meta=meta)
 
     def _o_ListToolsResult(x: Any, c: Ctx) -> Any:
@@ -461,7 +355,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         if meta is not UNSET:
             meta = builtins(meta, c)
         next_cursor = x.next_cursor
-        tools = c.req(x.tools, _l45, "tools")
+        tools = c.req(x.tools, _l36, "tools")
         if x.result_type not in (UNSET, "complete"):
             c.fail(
                 "ListToolsResult",
@@ -495,7 +389,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         cost_priority = x.cost_priority
         hints = x.hints
         if hints is not UNSET:
-            hints = _l18(hints, c)
+            hints = _l15(hints, c)
         intelligence_priority = x.intelligence_priority
         speed_priority = x.speed_priority
         return _b.ModelPreferences(
@@ -510,7 +404,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         method = x.method
         params = x.params
         if params is not UNSET:
-            params = c.opt(params, _v46, "params")
+            params = c.opt(params, _v21, "params")
         return _b.Notification(method=method, params=params)
 
     def _o_NotificationParams(x: Any, c: Ctx) -> Any:
@@ -566,7 +460,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.Prompt -> _b.Prompt
         arguments = x.arguments
         if arguments is not UNSET:
-            arguments = _l29(arguments, c)
+            arguments = _l24(arguments, c)
         description = x.description
         name = x.name
         return _b.Prompt(arguments=arguments, description=description, name=name)
@@ -582,19 +476,12 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.PromptListChangedNotification -> _b.PromptListChangedNotification
         params = x.params
         if params is not UNSET:
-            params = _o_PromptListChangedNotificationParams_47(params, c)
+            params = _o_NotificationParams(params, c)
         return _b.PromptListChangedNotification(params=params)
-
-    def _o_PromptListChangedNotificationParams_47(x: Any, c: Ctx) -> Any:
-        # _a.NotificationParams -> _b.PromptListChangedNotificationParams
-        d: dict[str, Any] = {}
-        if x.meta is not UNSET:
-            d["_meta"] = plain(x.meta, c)
-        return _b.PromptListChangedNotificationParams(d)
 
     def _o_PromptMessage(x: Any, c: Ctx) -> Any:
         # _a.PromptMessage -> _b.PromptMessage
-        content = c.req(x.content, _u23, "content")
+        content = c.req(x.content, _u19, "content")
         role = x.role
         return _b.PromptMessage(content=content, role=role)
 
@@ -611,28 +498,15 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
     def _o_ReadResourceRequestParams(x: Any, c: Ctx) -> Any:
         # _a.ReadResourceRequestParams -> _b.ReadResourceRequestParams
         uri = x.uri
-        meta = _o_ReadResourceRequestParamsMeta_48(x.meta, c)
+        meta = _o_RequestParamsMeta_1(x.meta, c)
         return _b.ReadResourceRequestParams(uri=uri, meta=meta)
-
-    def _o_ReadResourceRequestParamsMeta_48(x: Any, c: Ctx) -> Any:
-        # _a.RequestMetaObject -> _b.ReadResourceRequestParamsMeta
-        d = dict(x)
-        if "io.modelcontextprotocol/clientCapabilities" in d:
-            d["io.modelcontextprotocol/clientCapabilities"] = builtins(
-                d["io.modelcontextprotocol/clientCapabilities"], c
-            )
-        if "io.modelcontextprotocol/clientInfo" in d:
-            d["io.modelcontextprotocol/clientInfo"] = builtins(
-                d["io.modelcontextprotocol/clientInfo"], c
-            )
-        return _b.ReadResourceRequestParamsMeta(d)
 
     def _o_ReadResourceResult(x: Any, c: Ctx) -> Any:
         # _a.ReadResourceResult -> _b.ReadResourceResult
         meta = x.meta
         if meta is not UNSET:
             meta = builtins(meta, c)
-        contents = _l51(x.contents, c)
+        contents = _l39(x.contents, c)
         if x.result_type not in (UNSET, "complete"):
             c.fail(
                 "ReadResourceResult",
@@ -646,17 +520,17 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         method = x.method
         params = x.params
         if params is not UNSET:
-            params = c.opt(params, _v52, "params")
+            params = c.opt(params, _v22, "params")
         return _b.Request(method=method, params=params)
 
     def _o_RequestParams(x: Any, c: Ctx) -> Any:
         # _a.RequestParams -> _b.RequestParams
         d: dict[str, Any] = {}
         if x.meta is not UNSET:
-            d["_meta"] = _o_RequestParamsMeta_53(x.meta, c)
+            d["_meta"] = _o_RequestParamsMeta_1(x.meta, c)
         return _b.RequestParams(d)
 
-    def _o_RequestParamsMeta_53(x: Any, c: Ctx) -> Any:
+    def _o_RequestParamsMeta_1(x: Any, c: Ctx) -> Any:
         # _a.RequestMetaObject -> _b.RequestParamsMeta
         d = dict(x)
         if "io.modelcontextprotocol/clientCapabilities" in d:
@@ -669,11 +543,18 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
             )
         return _b.RequestParamsMeta(d)
 
+    def _o_RequestParams_30(x: Any, c: Ctx) -> Any:
+        # _a.ListRootsRequestParams -> _b.RequestParams
+        d: dict[str, Any] = {}
+        if x.meta is not UNSET:
+            d["_meta"] = c.opt(x.meta, _v31, "_meta")
+        return _b.RequestParams(d)
+
     def _o_Resource(x: Any, c: Ctx) -> Any:
         # _a.Resource -> _b.Resource
         annotations = x.annotations
         if annotations is not UNSET:
-            annotations = _o_ResourceAnnotations_37(annotations, c)
+            annotations = _o_AnnotatedAnnotations_2(annotations, c)
         description = x.description
         mime_type = x.mime_type
         name = x.name
@@ -688,12 +569,6 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
             uri=uri,
         )
 
-    def _o_ResourceAnnotations_37(x: Any, c: Ctx) -> Any:
-        # _a.Annotations -> _b.ResourceAnnotations
-        audience = x.audience
-        priority = x.priority
-        return _b.ResourceAnnotations(audience=audience, priority=priority)
-
     def _o_ResourceContents(x: Any, c: Ctx) -> Any:
         # _a.ResourceContents -> _b.ResourceContents
         mime_type = x.mime_type
@@ -704,17 +579,10 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.ResourceListChangedNotification -> _b.ResourceListChangedNotification
         params = x.params
         if params is not UNSET:
-            params = _o_ResourceListChangedNotificationParams_54(params, c)
+            params = _o_NotificationParams(params, c)
         return _b.ResourceListChangedNotification(params=params)
 
-    def _o_ResourceListChangedNotificationParams_54(x: Any, c: Ctx) -> Any:
-        # _a.NotificationParams -> _b.ResourceListChangedNotificationParams
-        d: dict[str, Any] = {}
-        if x.meta is not UNSET:
-            d["_meta"] = plain(x.meta, c)
-        return _b.ResourceListChangedNotificationParams(d)
-
-    def _o_ResourceReference_11(x: Any, c: Ctx) -> Any:
+    def _o_ResourceReference_9(x: Any, c: Ctx) -> Any:
         # _a.ResourceTemplateReference -> _b.ResourceReference
         uri = x.uri
         return _b.ResourceReference(uri=uri)
@@ -723,7 +591,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.ResourceTemplate -> _b.ResourceTemplate
         annotations = x.annotations
         if annotations is not UNSET:
-            annotations = _o_ResourceTemplateAnnotations_33(annotations, c)
+            annotations = _o_AnnotatedAnnotations_2(annotations, c)
         description = x.description
         mime_type = x.mime_type
         name = x.name
@@ -735,12 +603,6 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
             name=name,
             uri_template=uri_template,
         )
-
-    def _o_ResourceTemplateAnnotations_33(x: Any, c: Ctx) -> Any:
-        # _a.Annotations -> _b.ResourceTemplateAnnotations
-        audience = x.audience
-        priority = x.priority
-        return _b.ResourceTemplateAnnotations(audience=audience, priority=priority)
 
     def _o_ResourceUpdatedNotification(x: Any, c: Ctx) -> Any:
         # _a.ResourceUpdatedNotification -> _b.ResourceUpdatedNotification
@@ -770,7 +632,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_SamplingMessage(x: Any, c: Ctx) -> Any:
         # _a.SamplingMessage -> _b.SamplingMessage
-        content = c.req(x.content, _u16, "content")
+        content = c.req(x.content, _u13, "content")
         role = x.role
         return _b.SamplingMessage(content=content, role=role)
 
@@ -815,15 +677,9 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.TextContent -> _b.TextContent
         annotations = x.annotations
         if annotations is not UNSET:
-            annotations = _o_TextContentAnnotations_2(annotations, c)
+            annotations = _o_AnnotatedAnnotations_2(annotations, c)
         text = x.text
         return _b.TextContent(annotations=annotations, text=text)
-
-    def _o_TextContentAnnotations_2(x: Any, c: Ctx) -> Any:
-        # _a.Annotations -> _b.TextContentAnnotations
-        audience = x.audience
-        priority = x.priority
-        return _b.TextContentAnnotations(audience=audience, priority=priority)
 
     def _o_TextResourceContents(x: Any, c: Ctx) -> Any:
         # _a.TextResourceContents -> _b.TextResourceContents
@@ -843,179 +699,164 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.ToolInputSchema -> _b.ToolInputSchema
         d = dict(x)
         if "properties" in d:
-            d["properties"] = c.opt(d["properties"], _v43, "properties")
+            d["properties"] = c.opt(d["properties"], _v34, "properties")
         if "required" in d:
-            d["required"] = c.opt(d["required"], _v44, "required")
+            d["required"] = c.opt(d["required"], _v35, "required")
         return _b.ToolInputSchema(d)
 
     def _o_ToolListChangedNotification(x: Any, c: Ctx) -> Any:
         # _a.ToolListChangedNotification -> _b.ToolListChangedNotification
         params = x.params
         if params is not UNSET:
-            params = _o_ToolListChangedNotificationParams_55(params, c)
+            params = _o_NotificationParams(params, c)
         return _b.ToolListChangedNotification(params=params)
 
-    def _o_ToolListChangedNotificationParams_55(x: Any, c: Ctx) -> Any:
-        # _a.NotificationParams -> _b.ToolListChangedNotificationParams
-        d: dict[str, Any] = {}
-        if x.meta is not UNSET:
-            d["_meta"] = plain(x.meta, c)
-        return _b.ToolListChangedNotificationParams(d)
-
-    def _l17(v: Any, c: Ctx) -> Any:
+    def _l14(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return c.items(v, _o_SamplingMessage)
 
-    def _l18(v: Any, c: Ctx) -> Any:
+    def _l15(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_ModelHint(i, c) for i in v]
 
-    def _l24(v: Any, c: Ctx) -> Any:
+    def _l20(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return c.items(v, _o_PromptMessage)
 
-    def _l29(v: Any, c: Ctx) -> Any:
+    def _l24(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_PromptArgument(i, c) for i in v]
 
-    def _l30(v: Any, c: Ctx) -> Any:
+    def _l25(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_Prompt(i, c) for i in v]
 
-    def _l34(v: Any, c: Ctx) -> Any:
+    def _l27(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_ResourceTemplate(i, c) for i in v]
 
-    def _l38(v: Any, c: Ctx) -> Any:
+    def _l29(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_Resource(i, c) for i in v]
 
-    def _l40(v: Any, c: Ctx) -> Any:
+    def _l32(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_Root(i, c) for i in v]
 
-    def _l45(v: Any, c: Ctx) -> Any:
+    def _l36(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return c.items(v, _o_Tool)
 
-    def _l51(v: Any, c: Ctx) -> Any:
+    def _l39(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        return [_u50(i, c) for i in v]
+        return [_u38(i, c) for i in v]
 
-    def _l9(v: Any, c: Ctx) -> Any:
+    def _l7(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        return c.items(v, _u8)
+        return c.items(v, _u6)
+
+    def _u11(v: Any, c: Ctx) -> Any:
+        # Any -> Any
+        f = _D10.get(type(v))
+        if f is None:
+            return c.member(v, "CompleteRequestParams.ref")
+        return f(v, c)
 
     def _u13(v: Any, c: Ctx) -> Any:
         # Any -> Any
         f = _D12.get(type(v))
         if f is None:
-            return c.member(v, "CompleteRequestParams.ref")
-        return f(v, c)
-
-    def _u16(v: Any, c: Ctx) -> Any:
-        # Any -> Any
-        f = _D15.get(type(v))
-        if f is None:
             return c.member(v, "SamplingMessage.content")
         return f(v, c)
 
-    def _u20(v: Any, c: Ctx) -> Any:
+    def _u17(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        f = _D19.get(type(v))
+        f = _D16.get(type(v))
         if f is None:
             return c.member(v, "CreateMessageResult.content")
         return f(v, c)
 
-    def _u23(v: Any, c: Ctx) -> Any:
+    def _u19(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        f = _D22.get(type(v))
+        f = _D18.get(type(v))
         if f is None:
             return c.member(v, "PromptMessage.content")
         return f(v, c)
 
-    def _u50(v: Any, c: Ctx) -> Any:
+    def _u38(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        f = _D49.get(type(v))
+        f = _D37.get(type(v))
         if f is None:
             return c.member(v, "ReadResourceResult.contents[]")
+        return f(v, c)
+
+    def _u4(v: Any, c: Ctx) -> Any:
+        # Any -> Any
+        f = _D3.get(type(v))
+        if f is None:
+            return c.member(v, "EmbeddedResource.resource")
         return f(v, c)
 
     def _u6(v: Any, c: Ctx) -> Any:
         # Any -> Any
         f = _D5.get(type(v))
         if f is None:
-            return c.member(v, "EmbeddedResource.resource")
-        return f(v, c)
-
-    def _u8(v: Any, c: Ctx) -> Any:
-        # Any -> Any
-        f = _D7.get(type(v))
-        if f is None:
             return c.member(v, "CallToolResult.content[]")
         return f(v, c)
 
-    def _v25(v: Any, c: Ctx) -> Any:
+    def _v21(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        return c.convert(v, _T0, "JSONRPCNotificationParams")
+        return c.convert(v, _T0, "NotificationParams")
 
-    def _v26(v: Any, c: Ctx) -> Any:
+    def _v22(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        return c.convert(v, _T1, "JSONRPCRequestParams")
+        return c.convert(v, _T1, "RequestParams")
 
-    def _v39(v: Any, c: Ctx) -> Any:
+    def _v31(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        return c.convert(v, _T2, "ListRootsRequestParamsMeta")
+        return c.convert(v, _T2, "RequestParamsMeta")
 
-    def _v43(v: Any, c: Ctx) -> Any:
+    def _v34(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return c.check(v, _T3, "object")
 
-    def _v44(v: Any, c: Ctx) -> Any:
+    def _v35(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return c.check(v, _T4, "array")
 
-    def _v46(v: Any, c: Ctx) -> Any:
-        # Any -> Any
-        return c.convert(v, _T5, "NotificationParams")
-
-    def _v52(v: Any, c: Ctx) -> Any:
-        # Any -> Any
-        return c.convert(v, _T6, "RequestParams")
-
-    _D5: dict[type, Callable[[Any, Ctx], Any]] = {
+    _D3: dict[type, Callable[[Any, Ctx], Any]] = {
         _a.TextResourceContents: _o_TextResourceContents,
         _a.BlobResourceContents: _o_BlobResourceContents,
     }
 
-    _D7: dict[type, Callable[[Any, Ctx], Any]] = {
+    _D5: dict[type, Callable[[Any, Ctx], Any]] = {
         _a.TextContent: _o_TextContent,
         _a.ImageContent: _o_ImageContent,
         _a.EmbeddedResource: _o_EmbeddedResource,
+    }
+
+    _D10: dict[type, Callable[[Any, Ctx], Any]] = {
+        _a.PromptReference: _o_PromptReference,
+        _a.ResourceTemplateReference: _o_ResourceReference_9,
     }
 
     _D12: dict[type, Callable[[Any, Ctx], Any]] = {
-        _a.PromptReference: _o_PromptReference,
-        _a.ResourceTemplateReference: _o_ResourceReference_11,
-    }
-
-    _D15: dict[type, Callable[[Any, Ctx], Any]] = {
         _a.TextContent: _o_TextContent,
         _a.ImageContent: _o_ImageContent,
     }
 
-    _D19: dict[type, Callable[[Any, Ctx], Any]] = {
+    _D16: dict[type, Callable[[Any, Ctx], Any]] = {
         _a.TextContent: _o_TextContent,
         _a.ImageContent: _o_ImageContent,
     }
 
-    _D22: dict[type, Callable[[Any, Ctx], Any]] = {
+    _D18: dict[type, Callable[[Any, Ctx], Any]] = {
         _a.TextContent: _o_TextContent,
         _a.ImageContent: _o_ImageContent,
         _a.EmbeddedResource: _o_EmbeddedResource,
     }
 
-    _D49: dict[type, Callable[[Any, Ctx], Any]] = {
+    _D37: dict[type, Callable[[Any, Ctx], Any]] = {
         _a.TextResourceContents: _o_TextResourceContents,
         _a.BlobResourceContents: _o_BlobResourceContents,
     }
@@ -1051,7 +892,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.ListResourcesRequest: _o_ListResourcesRequest,
         _a.ListResourcesResult: _o_ListResourcesResult,
         _a.ListRootsRequest: _o_ListRootsRequest,
-        _a.ListRootsRequestParams: _o_ListRootsRequestParams,
+        _a.ListRootsRequestParams: _o_RequestParams_30,
         _a.ListRootsResult: _o_ListRootsResult,
         _a.ListToolsRequest: _o_ListToolsRequest,
         _a.ListToolsResult: _o_ListToolsResult,

@@ -24,13 +24,11 @@ TARGET = "2025-03-26"
 def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict[type, str]]:
     """The projection functions from the classes of module ``_a`` to those of module ``_b``."""
     # Target types of values the source leaves open (validated with mcpbind.convert).
-    _T0: Any = _b.JSONRPCNotificationParams
-    _T1: Any = _b.JSONRPCRequestParams
-    _T2: Any = _b.ListRootsRequestParamsMeta
+    _T0: Any = _b.NotificationParams
+    _T1: Any = _b.RequestParams
+    _T2: Any = _b.RequestParamsMeta
     _T3: Any = dict[str, dict[str, Any]]
     _T4: Any = list[str]
-    _T5: Any = _b.NotificationParams
-    _T6: Any = _b.RequestParams
 
     def _o_Annotations(x: Any, c: Ctx) -> Any:
         # _a.Annotations -> _b.Annotations
@@ -63,21 +61,8 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.CallToolRequestParams -> _b.CallToolRequestParams
         arguments = x.arguments
         name = x.name
-        meta = _o_CallToolRequestParamsMeta_1(x.meta, c)
+        meta = _o_RequestParamsMeta_1(x.meta, c)
         return _b.CallToolRequestParams(arguments=arguments, name=name, meta=meta)
-
-    def _o_CallToolRequestParamsMeta_1(x: Any, c: Ctx) -> Any:
-        # _a.RequestMetaObject -> _b.CallToolRequestParamsMeta
-        d = dict(x)
-        if "io.modelcontextprotocol/clientCapabilities" in d:
-            d["io.modelcontextprotocol/clientCapabilities"] = builtins(
-                d["io.modelcontextprotocol/clientCapabilities"], c
-            )
-        if "io.modelcontextprotocol/clientInfo" in d:
-            d["io.modelcontextprotocol/clientInfo"] = builtins(
-                d["io.modelcontextprotocol/clientInfo"], c
-            )
-        return _b.CallToolRequestParamsMeta(d)
 
     def _o_CallToolResult(x: Any, c: Ctx) -> Any:
         # _a.CallToolResult -> _b.CallToolResult
@@ -132,7 +117,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.CompleteRequestParams -> _b.CompleteRequestParams
         argument = _o_CompleteRequestParamsArgument(x.argument, c)
         ref = _u10(x.ref, c)
-        meta = _o_CompleteRequestParamsMeta_11(x.meta, c)
+        meta = _o_RequestParamsMeta_1(x.meta, c)
         return _b.CompleteRequestParams(argument=argument, ref=ref, meta=meta)
 
     def _o_CompleteRequestParamsArgument(x: Any, c: Ctx) -> Any:
@@ -140,19 +125,6 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         name = x.name
         value = x.value
         return _b.CompleteRequestParamsArgument(name=name, value=value)
-
-    def _o_CompleteRequestParamsMeta_11(x: Any, c: Ctx) -> Any:
-        # _a.RequestMetaObject -> _b.CompleteRequestParamsMeta
-        d = dict(x)
-        if "io.modelcontextprotocol/clientCapabilities" in d:
-            d["io.modelcontextprotocol/clientCapabilities"] = builtins(
-                d["io.modelcontextprotocol/clientCapabilities"], c
-            )
-        if "io.modelcontextprotocol/clientInfo" in d:
-            d["io.modelcontextprotocol/clientInfo"] = builtins(
-                d["io.modelcontextprotocol/clientInfo"], c
-            )
-        return _b.CompleteRequestParamsMeta(d)
 
     def _o_CompleteResult(x: Any, c: Ctx) -> Any:
         # _a.CompleteResult -> _b.CompleteResult
@@ -184,7 +156,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.CreateMessageRequestParams -> _b.CreateMessageRequestParams
         include_context = x.include_context
         max_tokens = x.max_tokens
-        messages = c.req(x.messages, _l14, "messages")
+        messages = c.req(x.messages, _l13, "messages")
         metadata = x.metadata
         model_preferences = x.model_preferences
         if model_preferences is not UNSET:
@@ -206,7 +178,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
     def _o_CreateMessageResult(x: Any, c: Ctx) -> Any:
         # _a.CreateMessageResult -> _b.CreateMessageResult
         meta = x.meta
-        content = c.req(x.content, _u17, "content")
+        content = c.req(x.content, _u16, "content")
         model = x.model
         role = x.role
         stop_reason = x.stop_reason
@@ -231,21 +203,8 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.GetPromptRequestParams -> _b.GetPromptRequestParams
         arguments = x.arguments
         name = x.name
-        meta = _o_GetPromptRequestParamsMeta_18(x.meta, c)
+        meta = _o_RequestParamsMeta_1(x.meta, c)
         return _b.GetPromptRequestParams(arguments=arguments, name=name, meta=meta)
-
-    def _o_GetPromptRequestParamsMeta_18(x: Any, c: Ctx) -> Any:
-        # _a.RequestMetaObject -> _b.GetPromptRequestParamsMeta
-        d = dict(x)
-        if "io.modelcontextprotocol/clientCapabilities" in d:
-            d["io.modelcontextprotocol/clientCapabilities"] = builtins(
-                d["io.modelcontextprotocol/clientCapabilities"], c
-            )
-        if "io.modelcontextprotocol/clientInfo" in d:
-            d["io.modelcontextprotocol/clientInfo"] = builtins(
-                d["io.modelcontextprotocol/clientInfo"], c
-            )
-        return _b.GetPromptRequestParamsMeta(d)
 
     def _o_GetPromptResult(x: Any, c: Ctx) -> Any:
         # _a.GetPromptResult -> _b.GetPromptResult
@@ -253,7 +212,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         if meta is not UNSET:
             meta = builtins(meta, c)
         description = x.description
-        messages = c.req(x.messages, _l21, "messages")
+        messages = c.req(x.messages, _l19, "messages")
         if x.result_type not in (UNSET, "complete"):
             c.fail(
                 "GetPromptResult",
@@ -283,7 +242,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         method = x.method
         params = x.params
         if params is not UNSET:
-            params = c.opt(params, _v22, "params")
+            params = c.opt(params, _v20, "params")
         return _b.JSONRPCNotification(jsonrpc=jsonrpc, method=method, params=params)
 
     def _o_JSONRPCRequest(x: Any, c: Ctx) -> Any:
@@ -293,31 +252,18 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         method = x.method
         params = x.params
         if params is not UNSET:
-            params = c.opt(params, _v23, "params")
+            params = c.opt(params, _v21, "params")
         return _b.JSONRPCRequest(id=id, jsonrpc=jsonrpc, method=method, params=params)
 
     def _o_ListPromptsRequest(x: Any, c: Ctx) -> Any:
         # _a.ListPromptsRequest -> _b.ListPromptsRequest
-        params = _o_ListPromptsRequestParams_24(x.params, c)
+        params = _o_ListPromptsRequestParams_22(x.params, c)
         return _b.ListPromptsRequest(params=params)
 
-    def _o_ListPromptsRequestParamsMeta_25(x: Any, c: Ctx) -> Any:
-        # _a.RequestMetaObject -> _b.ListPromptsRequestParamsMeta
-        d = dict(x)
-        if "io.modelcontextprotocol/clientCapabilities" in d:
-            d["io.modelcontextprotocol/clientCapabilities"] = builtins(
-                d["io.modelcontextprotocol/clientCapabilities"], c
-            )
-        if "io.modelcontextprotocol/clientInfo" in d:
-            d["io.modelcontextprotocol/clientInfo"] = builtins(
-                d["io.modelcontextprotocol/clientInfo"], c
-            )
-        return _b.ListPromptsRequestParamsMeta(d)
-
-    def _o_ListPromptsRequestParams_24(x: Any, c: Ctx) -> Any:
+    def _o_ListPromptsRequestParams_22(x: Any, c: Ctx) -> Any:
         # _a.PaginatedRequestParams -> _b.ListPromptsRequestParams
         cursor = x.cursor
-        meta = _o_ListPromptsRequestParamsMeta_25(x.meta, c)
+        meta = _o_RequestParamsMeta_1(x.meta, c)
         return _b.ListPromptsRequestParams(cursor=cursor, meta=meta)
 
     def _o_ListPromptsResult(x: Any, c: Ctx) -> Any:
@@ -326,7 +272,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         if meta is not UNSET:
             meta = builtins(meta, c)
         next_cursor = x.next_cursor
-        prompts = _l27(x.prompts, c)
+        prompts = _l24(x.prompts, c)
         if x.result_type not in (UNSET, "complete"):
             c.fail(
                 "ListPromptsResult",
@@ -337,26 +283,13 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_ListResourceTemplatesRequest(x: Any, c: Ctx) -> Any:
         # _a.ListResourceTemplatesRequest -> _b.ListResourceTemplatesRequest
-        params = _o_ListResourceTemplatesRequestParams_28(x.params, c)
+        params = _o_ListResourceTemplatesRequestParams_25(x.params, c)
         return _b.ListResourceTemplatesRequest(params=params)
 
-    def _o_ListResourceTemplatesRequestParamsMeta_29(x: Any, c: Ctx) -> Any:
-        # _a.RequestMetaObject -> _b.ListResourceTemplatesRequestParamsMeta
-        d = dict(x)
-        if "io.modelcontextprotocol/clientCapabilities" in d:
-            d["io.modelcontextprotocol/clientCapabilities"] = builtins(
-                d["io.modelcontextprotocol/clientCapabilities"], c
-            )
-        if "io.modelcontextprotocol/clientInfo" in d:
-            d["io.modelcontextprotocol/clientInfo"] = builtins(
-                d["io.modelcontextprotocol/clientInfo"], c
-            )
-        return _b.ListResourceTemplatesRequestParamsMeta(d)
-
-    def _o_ListResourceTemplatesRequestParams_28(x: Any, c: Ctx) -> Any:
+    def _o_ListResourceTemplatesRequestParams_25(x: Any, c: Ctx) -> Any:
         # _a.PaginatedRequestParams -> _b.ListResourceTemplatesRequestParams
         cursor = x.cursor
-        meta = _o_ListResourceTemplatesRequestParamsMeta_29(x.meta, c)
+        meta = _o_RequestParamsMeta_1(x.meta, c)
         return _b.ListResourceTemplatesRequestParams(cursor=cursor, meta=meta)
 
     def _o_ListResourceTemplatesResult(x: Any, c: Ctx) -> Any:
@@ -365,7 +298,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         if meta is not UNSET:
             meta = builtins(meta, c)
         next_cursor = x.next_cursor
-        resource_templates = _l30(x.resource_templates, c)
+        resource_templates = _l26(x.resource_templates, c)
         if x.result_type not in (UNSET, "complete"):
             c.fail(
                 "ListResourceTemplatesResult",
@@ -378,26 +311,13 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_ListResourcesRequest(x: Any, c: Ctx) -> Any:
         # _a.ListResourcesRequest -> _b.ListResourcesRequest
-        params = _o_ListResourcesRequestParams_31(x.params, c)
+        params = _o_ListResourcesRequestParams_27(x.params, c)
         return _b.ListResourcesRequest(params=params)
 
-    def _o_ListResourcesRequestParamsMeta_32(x: Any, c: Ctx) -> Any:
-        # _a.RequestMetaObject -> _b.ListResourcesRequestParamsMeta
-        d = dict(x)
-        if "io.modelcontextprotocol/clientCapabilities" in d:
-            d["io.modelcontextprotocol/clientCapabilities"] = builtins(
-                d["io.modelcontextprotocol/clientCapabilities"], c
-            )
-        if "io.modelcontextprotocol/clientInfo" in d:
-            d["io.modelcontextprotocol/clientInfo"] = builtins(
-                d["io.modelcontextprotocol/clientInfo"], c
-            )
-        return _b.ListResourcesRequestParamsMeta(d)
-
-    def _o_ListResourcesRequestParams_31(x: Any, c: Ctx) -> Any:
+    def _o_ListResourcesRequestParams_27(x: Any, c: Ctx) -> Any:
         # _a.PaginatedRequestParams -> _b.ListResourcesRequestParams
         cursor = x.cursor
-        meta = _o_ListResourcesRequestParamsMeta_32(x.meta, c)
+        meta = _o_RequestParamsMeta_1(x.meta, c)
         return _b.ListResourcesRequestParams(cursor=cursor, meta=meta)
 
     def _o_ListResourcesResult(x: Any, c: Ctx) -> Any:
@@ -406,7 +326,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         if meta is not UNSET:
             meta = builtins(meta, c)
         next_cursor = x.next_cursor
-        resources = _l33(x.resources, c)
+        resources = _l28(x.resources, c)
         if x.result_type not in (UNSET, "complete"):
             c.fail(
                 "ListResourcesResult",
@@ -419,43 +339,23 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.ListRootsRequest -> _b.ListRootsRequest
         params = x.params
         if params is not UNSET:
-            params = c.opt(params, _o_ListRootsRequestParams, "params")
+            params = c.opt(params, _o_RequestParams_29, "params")
         return _b.ListRootsRequest(params=params)
-
-    def _o_ListRootsRequestParams(x: Any, c: Ctx) -> Any:
-        # _a.ListRootsRequestParams -> _b.ListRootsRequestParams
-        d: dict[str, Any] = {}
-        if x.meta is not UNSET:
-            d["_meta"] = c.opt(x.meta, _v34, "_meta")
-        return _b.ListRootsRequestParams(d)
 
     def _o_ListRootsResult(x: Any, c: Ctx) -> Any:
         # _a.ListRootsResult -> _b.ListRootsResult
-        roots = _l35(x.roots, c)
+        roots = _l31(x.roots, c)
         return _b.ListRootsResult(roots=roots)
 
     def _o_ListToolsRequest(x: Any, c: Ctx) -> Any:
         # _a.ListToolsRequest -> _b.ListToolsRequest
-        params = _o_ListToolsRequestParams_36(x.params, c)
+        params = _o_ListToolsRequestParams_32(x.params, c)
         return _b.ListToolsRequest(params=params)
 
-    def _o_ListToolsRequestParamsMeta_37(x: Any, c: Ctx) -> Any:
-        # _a.RequestMetaObject -> _b.ListToolsRequestParamsMeta
-        d = dict(x)
-        if "io.modelcontextprotocol/clientCapabilities" in d:
-            d["io.modelcontextprotocol/clientCapabilities"] = builtins(
-                d["io.modelcontextprotocol/clientCapabilities"], c
-            )
-        if "io.modelcontextprotocol/clientInfo" in d:
-            d["io.modelcontextprotocol/clientInfo"] = builtins(
-                d["io.modelcontextprotocol/clientInfo"], c
-            )
-        return _b.ListToolsRequestParamsMeta(d)
-
-    def _o_ListToolsRequestParams_36(x: Any, c: Ctx) -> Any:
+    def _o_ListToolsRequestParams_32(x: Any, c: Ctx) -> Any:
         # _a.PaginatedRequestParams -> _b.ListToolsRequestParams
         cursor = x.cursor
-        meta = _o_ListToolsRequestParamsMeta_37(x.meta, c)
+        meta = _o_RequestParamsMeta_1(x.meta, c)
         return _b.ListToolsRequestParams(cursor=cursor, meta=meta)
 
     def _o_ListToolsResult(x: Any, c: Ctx) -> Any:
@@ -464,7 +364,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         if meta is not UNSET:
             meta = builtins(meta, c)
         next_cursor = x.next_cursor
-        tools = c.req(x.tools, _l40, "tools")
+        tools = c.req(x.tools, _l35, "tools")
         if x.result_type not in (UNSET, "complete"):
             c.fail(
                 "ListToolsResult",
@@ -498,7 +398,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         cost_priority = x.cost_priority
         hints = x.hints
         if hints is not UNSET:
-            hints = _l15(hints, c)
+            hints = _l14(hints, c)
         intelligence_priority = x.intelligence_priority
         speed_priority = x.speed_priority
         return _b.ModelPreferences(
@@ -513,7 +413,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         method = x.method
         params = x.params
         if params is not UNSET:
-            params = c.opt(params, _v41, "params")
+            params = c.opt(params, _v20, "params")
         return _b.Notification(method=method, params=params)
 
     def _o_NotificationParams(x: Any, c: Ctx) -> Any:
@@ -574,7 +474,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.Prompt -> _b.Prompt
         arguments = x.arguments
         if arguments is not UNSET:
-            arguments = _l26(arguments, c)
+            arguments = _l23(arguments, c)
         description = x.description
         name = x.name
         return _b.Prompt(arguments=arguments, description=description, name=name)
@@ -590,19 +490,12 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.PromptListChangedNotification -> _b.PromptListChangedNotification
         params = x.params
         if params is not UNSET:
-            params = _o_PromptListChangedNotificationParams_42(params, c)
+            params = _o_NotificationParams(params, c)
         return _b.PromptListChangedNotification(params=params)
-
-    def _o_PromptListChangedNotificationParams_42(x: Any, c: Ctx) -> Any:
-        # _a.NotificationParams -> _b.PromptListChangedNotificationParams
-        d: dict[str, Any] = {}
-        if x.meta is not UNSET:
-            d["_meta"] = plain(x.meta, c)
-        return _b.PromptListChangedNotificationParams(d)
 
     def _o_PromptMessage(x: Any, c: Ctx) -> Any:
         # _a.PromptMessage -> _b.PromptMessage
-        content = c.req(x.content, _u20, "content")
+        content = c.req(x.content, _u18, "content")
         role = x.role
         return _b.PromptMessage(content=content, role=role)
 
@@ -619,28 +512,15 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
     def _o_ReadResourceRequestParams(x: Any, c: Ctx) -> Any:
         # _a.ReadResourceRequestParams -> _b.ReadResourceRequestParams
         uri = x.uri
-        meta = _o_ReadResourceRequestParamsMeta_43(x.meta, c)
+        meta = _o_RequestParamsMeta_1(x.meta, c)
         return _b.ReadResourceRequestParams(uri=uri, meta=meta)
-
-    def _o_ReadResourceRequestParamsMeta_43(x: Any, c: Ctx) -> Any:
-        # _a.RequestMetaObject -> _b.ReadResourceRequestParamsMeta
-        d = dict(x)
-        if "io.modelcontextprotocol/clientCapabilities" in d:
-            d["io.modelcontextprotocol/clientCapabilities"] = builtins(
-                d["io.modelcontextprotocol/clientCapabilities"], c
-            )
-        if "io.modelcontextprotocol/clientInfo" in d:
-            d["io.modelcontextprotocol/clientInfo"] = builtins(
-                d["io.modelcontextprotocol/clientInfo"], c
-            )
-        return _b.ReadResourceRequestParamsMeta(d)
 
     def _o_ReadResourceResult(x: Any, c: Ctx) -> Any:
         # _a.ReadResourceResult -> _b.ReadResourceResult
         meta = x.meta
         if meta is not UNSET:
             meta = builtins(meta, c)
-        contents = _l46(x.contents, c)
+        contents = _l38(x.contents, c)
         if x.result_type not in (UNSET, "complete"):
             c.fail(
                 "ReadResourceResult",
@@ -654,17 +534,17 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         method = x.method
         params = x.params
         if params is not UNSET:
-            params = c.opt(params, _v47, "params")
+            params = c.opt(params, _v21, "params")
         return _b.Request(method=method, params=params)
 
     def _o_RequestParams(x: Any, c: Ctx) -> Any:
         # _a.RequestParams -> _b.RequestParams
         d: dict[str, Any] = {}
         if x.meta is not UNSET:
-            d["_meta"] = _o_RequestParamsMeta_48(x.meta, c)
+            d["_meta"] = _o_RequestParamsMeta_1(x.meta, c)
         return _b.RequestParams(d)
 
-    def _o_RequestParamsMeta_48(x: Any, c: Ctx) -> Any:
+    def _o_RequestParamsMeta_1(x: Any, c: Ctx) -> Any:
         # _a.RequestMetaObject -> _b.RequestParamsMeta
         d = dict(x)
         if "io.modelcontextprotocol/clientCapabilities" in d:
@@ -676,6 +556,13 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
                 d["io.modelcontextprotocol/clientInfo"], c
             )
         return _b.RequestParamsMeta(d)
+
+    def _o_RequestParams_29(x: Any, c: Ctx) -> Any:
+        # _a.ListRootsRequestParams -> _b.RequestParams
+        d: dict[str, Any] = {}
+        if x.meta is not UNSET:
+            d["_meta"] = c.opt(x.meta, _v30, "_meta")
+        return _b.RequestParams(d)
 
     def _o_Resource(x: Any, c: Ctx) -> Any:
         # _a.Resource -> _b.Resource
@@ -706,15 +593,8 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.ResourceListChangedNotification -> _b.ResourceListChangedNotification
         params = x.params
         if params is not UNSET:
-            params = _o_ResourceListChangedNotificationParams_49(params, c)
+            params = _o_NotificationParams(params, c)
         return _b.ResourceListChangedNotification(params=params)
-
-    def _o_ResourceListChangedNotificationParams_49(x: Any, c: Ctx) -> Any:
-        # _a.NotificationParams -> _b.ResourceListChangedNotificationParams
-        d: dict[str, Any] = {}
-        if x.meta is not UNSET:
-            d["_meta"] = plain(x.meta, c)
-        return _b.ResourceListChangedNotificationParams(d)
 
     def _o_ResourceReference_8(x: Any, c: Ctx) -> Any:
         # _a.ResourceTemplateReference -> _b.ResourceReference
@@ -766,7 +646,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_SamplingMessage(x: Any, c: Ctx) -> Any:
         # _a.SamplingMessage -> _b.SamplingMessage
-        content = c.req(x.content, _u13, "content")
+        content = c.req(x.content, _u12, "content")
         role = x.role
         return _b.SamplingMessage(content=content, role=role)
 
@@ -855,64 +735,57 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.ToolInputSchema -> _b.ToolInputSchema
         d = dict(x)
         if "properties" in d:
-            d["properties"] = c.opt(d["properties"], _v38, "properties")
+            d["properties"] = c.opt(d["properties"], _v33, "properties")
         if "required" in d:
-            d["required"] = c.opt(d["required"], _v39, "required")
+            d["required"] = c.opt(d["required"], _v34, "required")
         return _b.ToolInputSchema(d)
 
     def _o_ToolListChangedNotification(x: Any, c: Ctx) -> Any:
         # _a.ToolListChangedNotification -> _b.ToolListChangedNotification
         params = x.params
         if params is not UNSET:
-            params = _o_ToolListChangedNotificationParams_50(params, c)
+            params = _o_NotificationParams(params, c)
         return _b.ToolListChangedNotification(params=params)
 
-    def _o_ToolListChangedNotificationParams_50(x: Any, c: Ctx) -> Any:
-        # _a.NotificationParams -> _b.ToolListChangedNotificationParams
-        d: dict[str, Any] = {}
-        if x.meta is not UNSET:
-            d["_meta"] = plain(x.meta, c)
-        return _b.ToolListChangedNotificationParams(d)
-
-    def _l14(v: Any, c: Ctx) -> Any:
+    def _l13(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return c.items(v, _o_SamplingMessage)
 
-    def _l15(v: Any, c: Ctx) -> Any:
+    def _l14(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_ModelHint(i, c) for i in v]
 
-    def _l21(v: Any, c: Ctx) -> Any:
+    def _l19(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return c.items(v, _o_PromptMessage)
 
-    def _l26(v: Any, c: Ctx) -> Any:
+    def _l23(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_PromptArgument(i, c) for i in v]
 
-    def _l27(v: Any, c: Ctx) -> Any:
+    def _l24(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_Prompt(i, c) for i in v]
 
-    def _l30(v: Any, c: Ctx) -> Any:
+    def _l26(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_ResourceTemplate(i, c) for i in v]
 
-    def _l33(v: Any, c: Ctx) -> Any:
+    def _l28(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_Resource(i, c) for i in v]
 
-    def _l35(v: Any, c: Ctx) -> Any:
+    def _l31(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_Root(i, c) for i in v]
 
-    def _l40(v: Any, c: Ctx) -> Any:
+    def _l35(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return c.items(v, _o_Tool)
 
-    def _l46(v: Any, c: Ctx) -> Any:
+    def _l38(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        return [_u45(i, c) for i in v]
+        return [_u37(i, c) for i in v]
 
     def _l6(v: Any, c: Ctx) -> Any:
         # Any -> Any
@@ -925,23 +798,23 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
             return c.member(v, "CompleteRequestParams.ref")
         return f(v, c)
 
-    def _u13(v: Any, c: Ctx) -> Any:
+    def _u12(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        f = _D12.get(type(v))
+        f = _D11.get(type(v))
         if f is None:
             return c.member(v, "SamplingMessage.content")
         return f(v, c)
 
-    def _u17(v: Any, c: Ctx) -> Any:
+    def _u16(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        f = _D16.get(type(v))
+        f = _D15.get(type(v))
         if f is None:
             return c.member(v, "CreateMessageResult.content")
         return f(v, c)
 
-    def _u20(v: Any, c: Ctx) -> Any:
+    def _u18(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        f = _D19.get(type(v))
+        f = _D17.get(type(v))
         if f is None:
             return c.member(v, "PromptMessage.content")
         return f(v, c)
@@ -953,9 +826,9 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
             return c.member(v, "EmbeddedResource.resource")
         return f(v, c)
 
-    def _u45(v: Any, c: Ctx) -> Any:
+    def _u37(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        f = _D44.get(type(v))
+        f = _D36.get(type(v))
         if f is None:
             return c.member(v, "ReadResourceResult.contents[]")
         return f(v, c)
@@ -967,33 +840,25 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
             return c.member(v, "CallToolResult.content[]")
         return f(v, c)
 
-    def _v22(v: Any, c: Ctx) -> Any:
+    def _v20(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        return c.convert(v, _T0, "JSONRPCNotificationParams")
+        return c.convert(v, _T0, "NotificationParams")
 
-    def _v23(v: Any, c: Ctx) -> Any:
+    def _v21(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        return c.convert(v, _T1, "JSONRPCRequestParams")
+        return c.convert(v, _T1, "RequestParams")
 
-    def _v34(v: Any, c: Ctx) -> Any:
+    def _v30(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        return c.convert(v, _T2, "ListRootsRequestParamsMeta")
+        return c.convert(v, _T2, "RequestParamsMeta")
 
-    def _v38(v: Any, c: Ctx) -> Any:
+    def _v33(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return c.check(v, _T3, "object")
 
-    def _v39(v: Any, c: Ctx) -> Any:
+    def _v34(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return c.check(v, _T4, "array")
-
-    def _v41(v: Any, c: Ctx) -> Any:
-        # Any -> Any
-        return c.convert(v, _T5, "NotificationParams")
-
-    def _v47(v: Any, c: Ctx) -> Any:
-        # Any -> Any
-        return c.convert(v, _T6, "RequestParams")
 
     _D2: dict[type, Callable[[Any, Ctx], Any]] = {
         _a.TextResourceContents: _o_TextResourceContents,
@@ -1012,26 +877,26 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.ResourceTemplateReference: _o_ResourceReference_8,
     }
 
-    _D12: dict[type, Callable[[Any, Ctx], Any]] = {
+    _D11: dict[type, Callable[[Any, Ctx], Any]] = {
         _a.TextContent: _o_TextContent,
         _a.ImageContent: _o_ImageContent,
         _a.AudioContent: _o_AudioContent,
     }
 
-    _D16: dict[type, Callable[[Any, Ctx], Any]] = {
+    _D15: dict[type, Callable[[Any, Ctx], Any]] = {
         _a.TextContent: _o_TextContent,
         _a.ImageContent: _o_ImageContent,
         _a.AudioContent: _o_AudioContent,
     }
 
-    _D19: dict[type, Callable[[Any, Ctx], Any]] = {
+    _D17: dict[type, Callable[[Any, Ctx], Any]] = {
         _a.TextContent: _o_TextContent,
         _a.ImageContent: _o_ImageContent,
         _a.AudioContent: _o_AudioContent,
         _a.EmbeddedResource: _o_EmbeddedResource,
     }
 
-    _D44: dict[type, Callable[[Any, Ctx], Any]] = {
+    _D36: dict[type, Callable[[Any, Ctx], Any]] = {
         _a.TextResourceContents: _o_TextResourceContents,
         _a.BlobResourceContents: _o_BlobResourceContents,
     }
@@ -1069,7 +934,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.ListResourcesRequest: _o_ListResourcesRequest,
         _a.ListResourcesResult: _o_ListResourcesResult,
         _a.ListRootsRequest: _o_ListRootsRequest,
-        _a.ListRootsRequestParams: _o_ListRootsRequestParams,
+        _a.ListRootsRequestParams: _o_RequestParams_29,
         _a.ListRootsResult: _o_ListRootsResult,
         _a.ListToolsRequest: _o_ListToolsRequest,
         _a.ListToolsResult: _o_ListToolsResult,

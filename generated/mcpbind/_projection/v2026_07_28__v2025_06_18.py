@@ -25,14 +25,12 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
     """The projection functions from the classes of module ``_a`` to those of module ``_b``."""
     # Target types of values the source leaves open (validated with mcpbind.convert).
     _T0: Any = dict[str, Any]
-    _T1: Any = _b.JSONRPCNotificationParams
-    _T2: Any = _b.JSONRPCRequestParams
-    _T3: Any = _b.ListRootsRequestParamsMeta
+    _T1: Any = _b.NotificationParams
+    _T2: Any = _b.RequestParams
+    _T3: Any = _b.RequestParamsMeta
     _T4: Any = dict[str, dict[str, Any]]
     _T5: Any = list[str]
     _T6: Any = Literal["object"]
-    _T7: Any = _b.NotificationParams
-    _T8: Any = _b.RequestParams
 
     def _o_Annotations(x: Any, c: Ctx) -> Any:
         # _a.Annotations -> _b.Annotations
@@ -82,21 +80,8 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.CallToolRequestParams -> _b.CallToolRequestParams
         arguments = x.arguments
         name = x.name
-        meta = _o_CallToolRequestParamsMeta_1(x.meta, c)
+        meta = _o_RequestParamsMeta_1(x.meta, c)
         return _b.CallToolRequestParams(arguments=arguments, name=name, meta=meta)
-
-    def _o_CallToolRequestParamsMeta_1(x: Any, c: Ctx) -> Any:
-        # _a.RequestMetaObject -> _b.CallToolRequestParamsMeta
-        d = dict(x)
-        if "io.modelcontextprotocol/clientCapabilities" in d:
-            d["io.modelcontextprotocol/clientCapabilities"] = builtins(
-                d["io.modelcontextprotocol/clientCapabilities"], c
-            )
-        if "io.modelcontextprotocol/clientInfo" in d:
-            d["io.modelcontextprotocol/clientInfo"] = builtins(
-                d["io.modelcontextprotocol/clientInfo"], c
-            )
-        return _b.CallToolRequestParamsMeta(d)
 
     def _o_CallToolResult(x: Any, c: Ctx) -> Any:
         # _a.CallToolResult -> _b.CallToolResult
@@ -164,7 +149,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         if context is not UNSET:
             context = _o_CompleteRequestParamsContext(context, c)
         ref = _u10(x.ref, c)
-        meta = _o_CompleteRequestParamsMeta_11(x.meta, c)
+        meta = _o_RequestParamsMeta_1(x.meta, c)
         return _b.CompleteRequestParams(argument=argument, context=context, ref=ref, meta=meta)
 
     def _o_CompleteRequestParamsArgument(x: Any, c: Ctx) -> Any:
@@ -177,19 +162,6 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.CompleteRequestParamsContext -> _b.CompleteRequestParamsContext
         arguments = x.arguments
         return _b.CompleteRequestParamsContext(arguments=arguments)
-
-    def _o_CompleteRequestParamsMeta_11(x: Any, c: Ctx) -> Any:
-        # _a.RequestMetaObject -> _b.CompleteRequestParamsMeta
-        d = dict(x)
-        if "io.modelcontextprotocol/clientCapabilities" in d:
-            d["io.modelcontextprotocol/clientCapabilities"] = builtins(
-                d["io.modelcontextprotocol/clientCapabilities"], c
-            )
-        if "io.modelcontextprotocol/clientInfo" in d:
-            d["io.modelcontextprotocol/clientInfo"] = builtins(
-                d["io.modelcontextprotocol/clientInfo"], c
-            )
-        return _b.CompleteRequestParamsMeta(d)
 
     def _o_CompleteResult(x: Any, c: Ctx) -> Any:
         # _a.CompleteResult -> _b.CompleteResult
@@ -221,7 +193,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.CreateMessageRequestParams -> _b.CreateMessageRequestParams
         include_context = x.include_context
         max_tokens = x.max_tokens
-        messages = c.req(x.messages, _l14, "messages")
+        messages = c.req(x.messages, _l13, "messages")
         metadata = x.metadata
         model_preferences = x.model_preferences
         if model_preferences is not UNSET:
@@ -243,7 +215,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
     def _o_CreateMessageResult(x: Any, c: Ctx) -> Any:
         # _a.CreateMessageResult -> _b.CreateMessageResult
         meta = x.meta
-        content = c.req(x.content, _u17, "content")
+        content = c.req(x.content, _u16, "content")
         model = x.model
         role = x.role
         stop_reason = x.stop_reason
@@ -253,7 +225,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_ElicitRequest(x: Any, c: Ctx) -> Any:
         # _a.ElicitRequest -> _b.ElicitRequest
-        params = c.req(x.params, _u19, "params")
+        params = c.req(x.params, _u18, "params")
         return _b.ElicitRequest(params=params)
 
     def _o_ElicitResult(x: Any, c: Ctx) -> Any:
@@ -261,7 +233,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         action = x.action
         content = x.content
         if content is not UNSET:
-            content = c.opt(content, _m22, "content")
+            content = c.opt(content, _m21, "content")
         return _b.ElicitResult(action=action, content=content)
 
     def _o_EmbeddedResource(x: Any, c: Ctx) -> Any:
@@ -282,21 +254,8 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.GetPromptRequestParams -> _b.GetPromptRequestParams
         arguments = x.arguments
         name = x.name
-        meta = _o_GetPromptRequestParamsMeta_23(x.meta, c)
+        meta = _o_RequestParamsMeta_1(x.meta, c)
         return _b.GetPromptRequestParams(arguments=arguments, name=name, meta=meta)
-
-    def _o_GetPromptRequestParamsMeta_23(x: Any, c: Ctx) -> Any:
-        # _a.RequestMetaObject -> _b.GetPromptRequestParamsMeta
-        d = dict(x)
-        if "io.modelcontextprotocol/clientCapabilities" in d:
-            d["io.modelcontextprotocol/clientCapabilities"] = builtins(
-                d["io.modelcontextprotocol/clientCapabilities"], c
-            )
-        if "io.modelcontextprotocol/clientInfo" in d:
-            d["io.modelcontextprotocol/clientInfo"] = builtins(
-                d["io.modelcontextprotocol/clientInfo"], c
-            )
-        return _b.GetPromptRequestParamsMeta(d)
 
     def _o_GetPromptResult(x: Any, c: Ctx) -> Any:
         # _a.GetPromptResult -> _b.GetPromptResult
@@ -304,7 +263,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         if meta is not UNSET:
             meta = builtins(meta, c)
         description = x.description
-        messages = _l24(x.messages, c)
+        messages = _l22(x.messages, c)
         if x.result_type not in (UNSET, "complete"):
             c.fail(
                 "GetPromptResult",
@@ -336,7 +295,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         method = x.method
         params = x.params
         if params is not UNSET:
-            params = c.opt(params, _v25, "params")
+            params = c.opt(params, _v23, "params")
         return _b.JSONRPCNotification(jsonrpc=jsonrpc, method=method, params=params)
 
     def _o_JSONRPCRequest(x: Any, c: Ctx) -> Any:
@@ -346,31 +305,18 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         method = x.method
         params = x.params
         if params is not UNSET:
-            params = c.opt(params, _v26, "params")
+            params = c.opt(params, _v24, "params")
         return _b.JSONRPCRequest(id=id, jsonrpc=jsonrpc, method=method, params=params)
 
     def _o_ListPromptsRequest(x: Any, c: Ctx) -> Any:
         # _a.ListPromptsRequest -> _b.ListPromptsRequest
-        params = _o_ListPromptsRequestParams_27(x.params, c)
+        params = _o_ListPromptsRequestParams_25(x.params, c)
         return _b.ListPromptsRequest(params=params)
 
-    def _o_ListPromptsRequestParamsMeta_28(x: Any, c: Ctx) -> Any:
-        # _a.RequestMetaObject -> _b.ListPromptsRequestParamsMeta
-        d = dict(x)
-        if "io.modelcontextprotocol/clientCapabilities" in d:
-            d["io.modelcontextprotocol/clientCapabilities"] = builtins(
-                d["io.modelcontextprotocol/clientCapabilities"], c
-            )
-        if "io.modelcontextprotocol/clientInfo" in d:
-            d["io.modelcontextprotocol/clientInfo"] = builtins(
-                d["io.modelcontextprotocol/clientInfo"], c
-            )
-        return _b.ListPromptsRequestParamsMeta(d)
-
-    def _o_ListPromptsRequestParams_27(x: Any, c: Ctx) -> Any:
+    def _o_ListPromptsRequestParams_25(x: Any, c: Ctx) -> Any:
         # _a.PaginatedRequestParams -> _b.ListPromptsRequestParams
         cursor = x.cursor
-        meta = _o_ListPromptsRequestParamsMeta_28(x.meta, c)
+        meta = _o_RequestParamsMeta_1(x.meta, c)
         return _b.ListPromptsRequestParams(cursor=cursor, meta=meta)
 
     def _o_ListPromptsResult(x: Any, c: Ctx) -> Any:
@@ -379,7 +325,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         if meta is not UNSET:
             meta = builtins(meta, c)
         next_cursor = x.next_cursor
-        prompts = _l30(x.prompts, c)
+        prompts = _l27(x.prompts, c)
         if x.result_type not in (UNSET, "complete"):
             c.fail(
                 "ListPromptsResult",
@@ -390,26 +336,13 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_ListResourceTemplatesRequest(x: Any, c: Ctx) -> Any:
         # _a.ListResourceTemplatesRequest -> _b.ListResourceTemplatesRequest
-        params = _o_ListResourceTemplatesRequestParams_31(x.params, c)
+        params = _o_ListResourceTemplatesRequestParams_28(x.params, c)
         return _b.ListResourceTemplatesRequest(params=params)
 
-    def _o_ListResourceTemplatesRequestParamsMeta_32(x: Any, c: Ctx) -> Any:
-        # _a.RequestMetaObject -> _b.ListResourceTemplatesRequestParamsMeta
-        d = dict(x)
-        if "io.modelcontextprotocol/clientCapabilities" in d:
-            d["io.modelcontextprotocol/clientCapabilities"] = builtins(
-                d["io.modelcontextprotocol/clientCapabilities"], c
-            )
-        if "io.modelcontextprotocol/clientInfo" in d:
-            d["io.modelcontextprotocol/clientInfo"] = builtins(
-                d["io.modelcontextprotocol/clientInfo"], c
-            )
-        return _b.ListResourceTemplatesRequestParamsMeta(d)
-
-    def _o_ListResourceTemplatesRequestParams_31(x: Any, c: Ctx) -> Any:
+    def _o_ListResourceTemplatesRequestParams_28(x: Any, c: Ctx) -> Any:
         # _a.PaginatedRequestParams -> _b.ListResourceTemplatesRequestParams
         cursor = x.cursor
-        meta = _o_ListResourceTemplatesRequestParamsMeta_32(x.meta, c)
+        meta = _o_RequestParamsMeta_1(x.meta, c)
         return _b.ListResourceTemplatesRequestParams(cursor=cursor, meta=meta)
 
     def _o_ListResourceTemplatesResult(x: Any, c: Ctx) -> Any:
@@ -418,7 +351,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         if meta is not UNSET:
             meta = builtins(meta, c)
         next_cursor = x.next_cursor
-        resource_templates = _l33(x.resource_templates, c)
+        resource_templates = _l29(x.resource_templates, c)
         if x.result_type not in (UNSET, "complete"):
             c.fail(
                 "ListResourceTemplatesResult",
@@ -431,26 +364,13 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_ListResourcesRequest(x: Any, c: Ctx) -> Any:
         # _a.ListResourcesRequest -> _b.ListResourcesRequest
-        params = _o_ListResourcesRequestParams_34(x.params, c)
+        params = _o_ListResourcesRequestParams_30(x.params, c)
         return _b.ListResourcesRequest(params=params)
 
-    def _o_ListResourcesRequestParamsMeta_35(x: Any, c: Ctx) -> Any:
-        # _a.RequestMetaObject -> _b.ListResourcesRequestParamsMeta
-        d = dict(x)
-        if "io.modelcontextprotocol/clientCapabilities" in d:
-            d["io.modelcontextprotocol/clientCapabilities"] = builtins(
-                d["io.modelcontextprotocol/clientCapabilities"], c
-            )
-        if "io.modelcontextprotocol/clientInfo" in d:
-            d["io.modelcontextprotocol/clientInfo"] = builtins(
-                d["io.modelcontextprotocol/clientInfo"], c
-            )
-        return _b.ListResourcesRequestParamsMeta(d)
-
-    def _o_ListResourcesRequestParams_34(x: Any, c: Ctx) -> Any:
+    def _o_ListResourcesRequestParams_30(x: Any, c: Ctx) -> Any:
         # _a.PaginatedRequestParams -> _b.ListResourcesRequestParams
         cursor = x.cursor
-        meta = _o_ListResourcesRequestParamsMeta_35(x.meta, c)
+        meta = _o_RequestParamsMeta_1(x.meta, c)
         return _b.ListResourcesRequestParams(cursor=cursor, meta=meta)
 
     def _o_ListResourcesResult(x: Any, c: Ctx) -> Any:
@@ -459,7 +379,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         if meta is not UNSET:
             meta = builtins(meta, c)
         next_cursor = x.next_cursor
-        resources = _l36(x.resources, c)
+        resources = _l31(x.resources, c)
         if x.result_type not in (UNSET, "complete"):
             c.fail(
                 "ListResourcesResult",
@@ -472,43 +392,23 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.ListRootsRequest -> _b.ListRootsRequest
         params = x.params
         if params is not UNSET:
-            params = c.opt(params, _o_ListRootsRequestParams, "params")
+            params = c.opt(params, _o_RequestParams_32, "params")
         return _b.ListRootsRequest(params=params)
-
-    def _o_ListRootsRequestParams(x: Any, c: Ctx) -> Any:
-        # _a.ListRootsRequestParams -> _b.ListRootsRequestParams
-        d: dict[str, Any] = {}
-        if x.meta is not UNSET:
-            d["_meta"] = c.opt(x.meta, _v37, "_meta")
-        return _b.ListRootsRequestParams(d)
 
     def _o_ListRootsResult(x: Any, c: Ctx) -> Any:
         # _a.ListRootsResult -> _b.ListRootsResult
-        roots = _l38(x.roots, c)
+        roots = _l34(x.roots, c)
         return _b.ListRootsResult(roots=roots)
 
     def _o_ListToolsRequest(x: Any, c: Ctx) -> Any:
         # _a.ListToolsRequest -> _b.ListToolsRequest
-        params = _o_ListToolsRequestParams_39(x.params, c)
+        params = _o_ListToolsRequestParams_35(x.params, c)
         return _b.ListToolsRequest(params=params)
 
-    def _o_ListToolsRequestParamsMeta_40(x: Any, c: Ctx) -> Any:
-        # _a.RequestMetaObject -> _b.ListToolsRequestParamsMeta
-        d = dict(x)
-        if "io.modelcontextprotocol/clientCapabilities" in d:
-            d["io.modelcontextprotocol/clientCapabilities"] = builtins(
-                d["io.modelcontextprotocol/clientCapabilities"], c
-            )
-        if "io.modelcontextprotocol/clientInfo" in d:
-            d["io.modelcontextprotocol/clientInfo"] = builtins(
-                d["io.modelcontextprotocol/clientInfo"], c
-            )
-        return _b.ListToolsRequestParamsMeta(d)
-
-    def _o_ListToolsRequestParams_39(x: Any, c: Ctx) -> Any:
+    def _o_ListToolsRequestParams_35(x: Any, c: Ctx) -> Any:
         # _a.PaginatedRequestParams -> _b.ListToolsRequestParams
         cursor = x.cursor
-        meta = _o_ListToolsRequestParamsMeta_40(x.meta, c)
+        meta = _o_RequestParamsMeta_1(x.meta, c)
         return _b.ListToolsRequestParams(cursor=cursor, meta=meta)
 
     def _o_ListToolsResult(x: Any, c: Ctx) -> Any:
@@ -517,7 +417,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         if meta is not UNSET:
             meta = builtins(meta, c)
         next_cursor = x.next_cursor
-        tools = c.req(x.tools, _l44, "tools")
+        tools = c.req(x.tools, _l39, "tools")
         if x.result_type not in (UNSET, "complete"):
             c.fail(
                 "ListToolsResult",
@@ -551,7 +451,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         cost_priority = x.cost_priority
         hints = x.hints
         if hints is not UNSET:
-            hints = _l15(hints, c)
+            hints = _l14(hints, c)
         intelligence_priority = x.intelligence_priority
         speed_priority = x.speed_priority
         return _b.ModelPreferences(
@@ -566,7 +466,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         method = x.method
         params = x.params
         if params is not UNSET:
-            params = c.opt(params, _v45, "params")
+            params = c.opt(params, _v23, "params")
         return _b.Notification(method=method, params=params)
 
     def _o_NotificationParams(x: Any, c: Ctx) -> Any:
@@ -639,7 +539,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         meta = x.meta
         arguments = x.arguments
         if arguments is not UNSET:
-            arguments = _l29(arguments, c)
+            arguments = _l26(arguments, c)
         description = x.description
         name = x.name
         title = x.title
@@ -659,15 +559,8 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.PromptListChangedNotification -> _b.PromptListChangedNotification
         params = x.params
         if params is not UNSET:
-            params = _o_PromptListChangedNotificationParams_46(params, c)
+            params = _o_NotificationParams(params, c)
         return _b.PromptListChangedNotification(params=params)
-
-    def _o_PromptListChangedNotificationParams_46(x: Any, c: Ctx) -> Any:
-        # _a.NotificationParams -> _b.PromptListChangedNotificationParams
-        d: dict[str, Any] = {}
-        if x.meta is not UNSET:
-            d["_meta"] = plain(x.meta, c)
-        return _b.PromptListChangedNotificationParams(d)
 
     def _o_PromptMessage(x: Any, c: Ctx) -> Any:
         # _a.PromptMessage -> _b.PromptMessage
@@ -689,28 +582,15 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
     def _o_ReadResourceRequestParams(x: Any, c: Ctx) -> Any:
         # _a.ReadResourceRequestParams -> _b.ReadResourceRequestParams
         uri = x.uri
-        meta = _o_ReadResourceRequestParamsMeta_47(x.meta, c)
+        meta = _o_RequestParamsMeta_1(x.meta, c)
         return _b.ReadResourceRequestParams(uri=uri, meta=meta)
-
-    def _o_ReadResourceRequestParamsMeta_47(x: Any, c: Ctx) -> Any:
-        # _a.RequestMetaObject -> _b.ReadResourceRequestParamsMeta
-        d = dict(x)
-        if "io.modelcontextprotocol/clientCapabilities" in d:
-            d["io.modelcontextprotocol/clientCapabilities"] = builtins(
-                d["io.modelcontextprotocol/clientCapabilities"], c
-            )
-        if "io.modelcontextprotocol/clientInfo" in d:
-            d["io.modelcontextprotocol/clientInfo"] = builtins(
-                d["io.modelcontextprotocol/clientInfo"], c
-            )
-        return _b.ReadResourceRequestParamsMeta(d)
 
     def _o_ReadResourceResult(x: Any, c: Ctx) -> Any:
         # _a.ReadResourceResult -> _b.ReadResourceResult
         meta = x.meta
         if meta is not UNSET:
             meta = builtins(meta, c)
-        contents = _l50(x.contents, c)
+        contents = _l42(x.contents, c)
         if x.result_type not in (UNSET, "complete"):
             c.fail(
                 "ReadResourceResult",
@@ -724,17 +604,17 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         method = x.method
         params = x.params
         if params is not UNSET:
-            params = c.opt(params, _v51, "params")
+            params = c.opt(params, _v24, "params")
         return _b.Request(method=method, params=params)
 
     def _o_RequestParams(x: Any, c: Ctx) -> Any:
         # _a.RequestParams -> _b.RequestParams
         d: dict[str, Any] = {}
         if x.meta is not UNSET:
-            d["_meta"] = _o_RequestParamsMeta_52(x.meta, c)
+            d["_meta"] = _o_RequestParamsMeta_1(x.meta, c)
         return _b.RequestParams(d)
 
-    def _o_RequestParamsMeta_52(x: Any, c: Ctx) -> Any:
+    def _o_RequestParamsMeta_1(x: Any, c: Ctx) -> Any:
         # _a.RequestMetaObject -> _b.RequestParamsMeta
         d = dict(x)
         if "io.modelcontextprotocol/clientCapabilities" in d:
@@ -746,6 +626,13 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
                 d["io.modelcontextprotocol/clientInfo"], c
             )
         return _b.RequestParamsMeta(d)
+
+    def _o_RequestParams_32(x: Any, c: Ctx) -> Any:
+        # _a.ListRootsRequestParams -> _b.RequestParams
+        d: dict[str, Any] = {}
+        if x.meta is not UNSET:
+            d["_meta"] = c.opt(x.meta, _v33, "_meta")
+        return _b.RequestParams(d)
 
     def _o_Resource(x: Any, c: Ctx) -> Any:
         # _a.Resource -> _b.Resource
@@ -804,15 +691,8 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.ResourceListChangedNotification -> _b.ResourceListChangedNotification
         params = x.params
         if params is not UNSET:
-            params = _o_ResourceListChangedNotificationParams_53(params, c)
+            params = _o_NotificationParams(params, c)
         return _b.ResourceListChangedNotification(params=params)
-
-    def _o_ResourceListChangedNotificationParams_53(x: Any, c: Ctx) -> Any:
-        # _a.NotificationParams -> _b.ResourceListChangedNotificationParams
-        d: dict[str, Any] = {}
-        if x.meta is not UNSET:
-            d["_meta"] = plain(x.meta, c)
-        return _b.ResourceListChangedNotificationParams(d)
 
     def _o_ResourceTemplate(x: Any, c: Ctx) -> Any:
         # _a.ResourceTemplate -> _b.ResourceTemplate
@@ -869,7 +749,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_SamplingMessage(x: Any, c: Ctx) -> Any:
         # _a.SamplingMessage -> _b.SamplingMessage
-        content = c.req(x.content, _u13, "content")
+        content = c.req(x.content, _u12, "content")
         role = x.role
         return _b.SamplingMessage(content=content, role=role)
 
@@ -988,85 +868,78 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.ToolInputSchema -> _b.ToolInputSchema
         d = dict(x)
         if "properties" in d:
-            d["properties"] = c.opt(d["properties"], _v41, "properties")
+            d["properties"] = c.opt(d["properties"], _v36, "properties")
         if "required" in d:
-            d["required"] = c.opt(d["required"], _v42, "required")
+            d["required"] = c.opt(d["required"], _v37, "required")
         return _b.ToolInputSchema(d)
 
     def _o_ToolListChangedNotification(x: Any, c: Ctx) -> Any:
         # _a.ToolListChangedNotification -> _b.ToolListChangedNotification
         params = x.params
         if params is not UNSET:
-            params = _o_ToolListChangedNotificationParams_54(params, c)
+            params = _o_NotificationParams(params, c)
         return _b.ToolListChangedNotification(params=params)
-
-    def _o_ToolListChangedNotificationParams_54(x: Any, c: Ctx) -> Any:
-        # _a.NotificationParams -> _b.ToolListChangedNotificationParams
-        d: dict[str, Any] = {}
-        if x.meta is not UNSET:
-            d["_meta"] = plain(x.meta, c)
-        return _b.ToolListChangedNotificationParams(d)
 
     def _o_ToolOutputSchema(x: Any, c: Ctx) -> Any:
         # _a.ToolOutputSchema -> _b.ToolOutputSchema
         d = dict(x)
         if "properties" in d:
-            d["properties"] = c.opt(d["properties"], _v41, "properties")
+            d["properties"] = c.opt(d["properties"], _v36, "properties")
         if "required" in d:
-            d["required"] = c.opt(d["required"], _v42, "required")
+            d["required"] = c.opt(d["required"], _v37, "required")
         if "type" in d:
-            d["type"] = c.req(d["type"], _v43, "type")
+            d["type"] = c.req(d["type"], _v38, "type")
         if "type" not in d:
             c.fail("ToolOutputSchema", "the target requires it and the source has no value", "type")
         return _b.ToolOutputSchema(d)
 
-    def _l14(v: Any, c: Ctx) -> Any:
+    def _l13(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return c.items(v, _o_SamplingMessage)
 
-    def _l15(v: Any, c: Ctx) -> Any:
+    def _l14(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_ModelHint(i, c) for i in v]
 
-    def _l24(v: Any, c: Ctx) -> Any:
+    def _l22(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_PromptMessage(i, c) for i in v]
 
-    def _l29(v: Any, c: Ctx) -> Any:
+    def _l26(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_PromptArgument(i, c) for i in v]
 
-    def _l30(v: Any, c: Ctx) -> Any:
+    def _l27(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_Prompt(i, c) for i in v]
 
-    def _l33(v: Any, c: Ctx) -> Any:
+    def _l29(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_ResourceTemplate(i, c) for i in v]
 
-    def _l36(v: Any, c: Ctx) -> Any:
+    def _l31(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_Resource(i, c) for i in v]
 
-    def _l38(v: Any, c: Ctx) -> Any:
+    def _l34(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_Root(i, c) for i in v]
 
-    def _l44(v: Any, c: Ctx) -> Any:
+    def _l39(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return c.items(v, _o_Tool)
 
-    def _l50(v: Any, c: Ctx) -> Any:
+    def _l42(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        return [_u49(i, c) for i in v]
+        return [_u41(i, c) for i in v]
 
     def _l6(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_u5(i, c) for i in v]
 
-    def _m22(v: Any, c: Ctx) -> Any:
+    def _m21(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        return c.values(v, _u21)
+        return c.values(v, _u20)
 
     def _u10(v: Any, c: Ctx) -> Any:
         # Any -> Any
@@ -1075,30 +948,30 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
             return c.member(v, "CompleteRequestParams.ref")
         return f(v, c)
 
-    def _u13(v: Any, c: Ctx) -> Any:
+    def _u12(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        f = _D12.get(type(v))
+        f = _D11.get(type(v))
         if f is None:
             return c.member(v, "SamplingMessage.content")
         return f(v, c)
 
-    def _u17(v: Any, c: Ctx) -> Any:
+    def _u16(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        f = _D16.get(type(v))
+        f = _D15.get(type(v))
         if f is None:
             return c.member(v, "CreateMessageResult.content")
         return f(v, c)
 
-    def _u19(v: Any, c: Ctx) -> Any:
+    def _u18(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        f = _D18.get(type(v))
+        f = _D17.get(type(v))
         if f is None:
             return c.member(v, "ElicitRequestParams")
         return f(v, c)
 
-    def _u21(v: Any, c: Ctx) -> Any:
+    def _u20(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        f = _D20.get(type(v))
+        f = _D19.get(type(v))
         if f is None:
             return c.member(v, "ElicitResult.content.*")
         return f(v, c)
@@ -1110,9 +983,9 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
             return c.member(v, "EmbeddedResource.resource")
         return f(v, c)
 
-    def _u49(v: Any, c: Ctx) -> Any:
+    def _u41(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        f = _D48.get(type(v))
+        f = _D40.get(type(v))
         if f is None:
             return c.member(v, "ReadResourceResult.contents[]")
         return f(v, c)
@@ -1124,37 +997,29 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
             return c.member(v, "ContentBlock")
         return f(v, c)
 
-    def _v25(v: Any, c: Ctx) -> Any:
+    def _v23(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        return c.convert(v, _T1, "JSONRPCNotificationParams")
+        return c.convert(v, _T1, "NotificationParams")
 
-    def _v26(v: Any, c: Ctx) -> Any:
+    def _v24(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        return c.convert(v, _T2, "JSONRPCRequestParams")
+        return c.convert(v, _T2, "RequestParams")
 
-    def _v37(v: Any, c: Ctx) -> Any:
+    def _v33(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        return c.convert(v, _T3, "ListRootsRequestParamsMeta")
+        return c.convert(v, _T3, "RequestParamsMeta")
 
-    def _v41(v: Any, c: Ctx) -> Any:
+    def _v36(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return c.check(v, _T4, "object")
 
-    def _v42(v: Any, c: Ctx) -> Any:
+    def _v37(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return c.check(v, _T5, "array")
 
-    def _v43(v: Any, c: Ctx) -> Any:
+    def _v38(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return c.check(v, _T6, "'object'")
-
-    def _v45(v: Any, c: Ctx) -> Any:
-        # Any -> Any
-        return c.convert(v, _T7, "NotificationParams")
-
-    def _v51(v: Any, c: Ctx) -> Any:
-        # Any -> Any
-        return c.convert(v, _T8, "RequestParams")
 
     def _v7(v: Any, c: Ctx) -> Any:
         # Any -> Any
@@ -1178,27 +1043,27 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.ResourceTemplateReference: _o_ResourceTemplateReference,
     }
 
-    _D12: dict[type, Callable[[Any, Ctx], Any]] = {
+    _D11: dict[type, Callable[[Any, Ctx], Any]] = {
         _a.TextContent: _o_TextContent,
         _a.ImageContent: _o_ImageContent,
         _a.AudioContent: _o_AudioContent,
     }
 
-    _D16: dict[type, Callable[[Any, Ctx], Any]] = {
+    _D15: dict[type, Callable[[Any, Ctx], Any]] = {
         _a.TextContent: _o_TextContent,
         _a.ImageContent: _o_ImageContent,
         _a.AudioContent: _o_AudioContent,
     }
 
-    _D18: dict[type, Callable[[Any, Ctx], Any]] = {}
+    _D17: dict[type, Callable[[Any, Ctx], Any]] = {}
 
-    _D20: dict[type, Callable[[Any, Ctx], Any]] = {
+    _D19: dict[type, Callable[[Any, Ctx], Any]] = {
         str: ident,
         int: ident,
         bool: ident,
     }
 
-    _D48: dict[type, Callable[[Any, Ctx], Any]] = {
+    _D40: dict[type, Callable[[Any, Ctx], Any]] = {
         _a.TextResourceContents: _o_TextResourceContents,
         _a.BlobResourceContents: _o_BlobResourceContents,
     }
@@ -1241,7 +1106,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.ListResourcesRequest: _o_ListResourcesRequest,
         _a.ListResourcesResult: _o_ListResourcesResult,
         _a.ListRootsRequest: _o_ListRootsRequest,
-        _a.ListRootsRequestParams: _o_ListRootsRequestParams,
+        _a.ListRootsRequestParams: _o_RequestParams_32,
         _a.ListRootsResult: _o_ListRootsResult,
         _a.ListToolsRequest: _o_ListToolsRequest,
         _a.ListToolsResult: _o_ListToolsResult,

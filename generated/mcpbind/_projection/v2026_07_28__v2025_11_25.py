@@ -79,23 +79,10 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_CallToolRequestParams(x: Any, c: Ctx) -> Any:
         # _a.CallToolRequestParams -> _b.CallToolRequestParams
-        meta = _o_CallToolRequestParamsMeta_1(x.meta, c)
+        meta = _o_RequestParamsMeta_1(x.meta, c)
         arguments = x.arguments
         name = x.name
         return _b.CallToolRequestParams(meta=meta, arguments=arguments, name=name)
-
-    def _o_CallToolRequestParamsMeta_1(x: Any, c: Ctx) -> Any:
-        # _a.RequestMetaObject -> _b.CallToolRequestParamsMeta
-        d = dict(x)
-        if "io.modelcontextprotocol/clientCapabilities" in d:
-            d["io.modelcontextprotocol/clientCapabilities"] = builtins(
-                d["io.modelcontextprotocol/clientCapabilities"], c
-            )
-        if "io.modelcontextprotocol/clientInfo" in d:
-            d["io.modelcontextprotocol/clientInfo"] = builtins(
-                d["io.modelcontextprotocol/clientInfo"], c
-            )
-        return _b.CallToolRequestParamsMeta(d)
 
     def _o_CallToolResult(x: Any, c: Ctx) -> Any:
         # _a.CallToolResult -> _b.CallToolResult
@@ -185,12 +172,12 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_CompleteRequestParams(x: Any, c: Ctx) -> Any:
         # _a.CompleteRequestParams -> _b.CompleteRequestParams
-        meta = _o_CompleteRequestParamsMeta_11(x.meta, c)
+        meta = _o_RequestParamsMeta_1(x.meta, c)
         argument = _o_CompleteRequestParamsArgument(x.argument, c)
         context = x.context
         if context is not UNSET:
             context = _o_CompleteRequestParamsContext(context, c)
-        ref = _u13(x.ref, c)
+        ref = _u12(x.ref, c)
         return _b.CompleteRequestParams(meta=meta, argument=argument, context=context, ref=ref)
 
     def _o_CompleteRequestParamsArgument(x: Any, c: Ctx) -> Any:
@@ -203,19 +190,6 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.CompleteRequestParamsContext -> _b.CompleteRequestParamsContext
         arguments = x.arguments
         return _b.CompleteRequestParamsContext(arguments=arguments)
-
-    def _o_CompleteRequestParamsMeta_11(x: Any, c: Ctx) -> Any:
-        # _a.RequestMetaObject -> _b.CompleteRequestParamsMeta
-        d = dict(x)
-        if "io.modelcontextprotocol/clientCapabilities" in d:
-            d["io.modelcontextprotocol/clientCapabilities"] = builtins(
-                d["io.modelcontextprotocol/clientCapabilities"], c
-            )
-        if "io.modelcontextprotocol/clientInfo" in d:
-            d["io.modelcontextprotocol/clientInfo"] = builtins(
-                d["io.modelcontextprotocol/clientInfo"], c
-            )
-        return _b.CompleteRequestParamsMeta(d)
 
     def _o_CompleteResult(x: Any, c: Ctx) -> Any:
         # _a.CompleteResult -> _b.CompleteResult
@@ -248,7 +222,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.CreateMessageRequestParams -> _b.CreateMessageRequestParams
         include_context = x.include_context
         max_tokens = x.max_tokens
-        messages = c.req(x.messages, _l19, "messages")
+        messages = c.req(x.messages, _l18, "messages")
         metadata = x.metadata
         model_preferences = x.model_preferences
         if model_preferences is not UNSET:
@@ -261,7 +235,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
             tool_choice = _o_ToolChoice(tool_choice, c)
         tools = x.tools
         if tools is not UNSET:
-            tools = c.opt(tools, _l24, "tools")
+            tools = c.opt(tools, _l23, "tools")
         return _b.CreateMessageRequestParams(
             include_context=include_context,
             max_tokens=max_tokens,
@@ -278,7 +252,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
     def _o_CreateMessageResult(x: Any, c: Ctx) -> Any:
         # _a.CreateMessageResult -> _b.CreateMessageResult
         meta = x.meta
-        content = c.req(x.content, _u26, "content")
+        content = c.req(x.content, _u25, "content")
         model = x.model
         role = x.role
         stop_reason = x.stop_reason
@@ -304,7 +278,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
     def _o_ElicitRequestFormParamsRequestedSchema(x: Any, c: Ctx) -> Any:
         # _a.ElicitRequestFormParamsRequestedSchema -> _b.ElicitRequestFormParamsRequestedSchema
         schema = x.schema
-        properties = _m31(x.properties, c)
+        properties = _m30(x.properties, c)
         required = x.required
         type = x.type
         return _b.ElicitRequestFormParamsRequestedSchema(
@@ -350,23 +324,10 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_GetPromptRequestParams(x: Any, c: Ctx) -> Any:
         # _a.GetPromptRequestParams -> _b.GetPromptRequestParams
-        meta = _o_GetPromptRequestParamsMeta_32(x.meta, c)
+        meta = _o_RequestParamsMeta_1(x.meta, c)
         arguments = x.arguments
         name = x.name
         return _b.GetPromptRequestParams(meta=meta, arguments=arguments, name=name)
-
-    def _o_GetPromptRequestParamsMeta_32(x: Any, c: Ctx) -> Any:
-        # _a.RequestMetaObject -> _b.GetPromptRequestParamsMeta
-        d = dict(x)
-        if "io.modelcontextprotocol/clientCapabilities" in d:
-            d["io.modelcontextprotocol/clientCapabilities"] = builtins(
-                d["io.modelcontextprotocol/clientCapabilities"], c
-            )
-        if "io.modelcontextprotocol/clientInfo" in d:
-            d["io.modelcontextprotocol/clientInfo"] = builtins(
-                d["io.modelcontextprotocol/clientInfo"], c
-            )
-        return _b.GetPromptRequestParamsMeta(d)
 
     def _o_GetPromptResult(x: Any, c: Ctx) -> Any:
         # _a.GetPromptResult -> _b.GetPromptResult
@@ -374,7 +335,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         if meta is not UNSET:
             meta = builtins(meta, c)
         description = x.description
-        messages = _l33(x.messages, c)
+        messages = _l31(x.messages, c)
         if x.result_type not in (UNSET, "complete"):
             c.fail(
                 "GetPromptResult",
@@ -486,7 +447,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         if meta is not UNSET:
             meta = builtins(meta, c)
         next_cursor = x.next_cursor
-        prompts = _l36(x.prompts, c)
+        prompts = _l33(x.prompts, c)
         if x.result_type not in (UNSET, "complete"):
             c.fail(
                 "ListPromptsResult",
@@ -508,7 +469,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         if meta is not UNSET:
             meta = builtins(meta, c)
         next_cursor = x.next_cursor
-        resource_templates = _l37(x.resource_templates, c)
+        resource_templates = _l34(x.resource_templates, c)
         if x.result_type not in (UNSET, "complete"):
             c.fail(
                 "ListResourceTemplatesResult",
@@ -532,7 +493,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         if meta is not UNSET:
             meta = builtins(meta, c)
         next_cursor = x.next_cursor
-        resources = _l38(x.resources, c)
+        resources = _l35(x.resources, c)
         if x.result_type not in (UNSET, "complete"):
             c.fail(
                 "ListResourcesResult",
@@ -549,7 +510,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_ListRootsResult(x: Any, c: Ctx) -> Any:
         # _a.ListRootsResult -> _b.ListRootsResult
-        roots = _l39(x.roots, c)
+        roots = _l36(x.roots, c)
         return _b.ListRootsResult(roots=roots)
 
     def _o_ListToolsRequest(x: Any, c: Ctx) -> Any:
@@ -565,7 +526,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         if meta is not UNSET:
             meta = builtins(meta, c)
         next_cursor = x.next_cursor
-        tools = c.req(x.tools, _l24, "tools")
+        tools = c.req(x.tools, _l23, "tools")
         if x.result_type not in (UNSET, "complete"):
             c.fail(
                 "ListToolsResult",
@@ -600,7 +561,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         cost_priority = x.cost_priority
         hints = x.hints
         if hints is not UNSET:
-            hints = _l20(hints, c)
+            hints = _l19(hints, c)
         intelligence_priority = x.intelligence_priority
         speed_priority = x.speed_priority
         return _b.ModelPreferences(
@@ -650,22 +611,9 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_PaginatedRequestParams(x: Any, c: Ctx) -> Any:
         # _a.PaginatedRequestParams -> _b.PaginatedRequestParams
-        meta = _o_PaginatedRequestParamsMeta_34(x.meta, c)
+        meta = _o_RequestParamsMeta_1(x.meta, c)
         cursor = x.cursor
         return _b.PaginatedRequestParams(meta=meta, cursor=cursor)
-
-    def _o_PaginatedRequestParamsMeta_34(x: Any, c: Ctx) -> Any:
-        # _a.RequestMetaObject -> _b.PaginatedRequestParamsMeta
-        d = dict(x)
-        if "io.modelcontextprotocol/clientCapabilities" in d:
-            d["io.modelcontextprotocol/clientCapabilities"] = builtins(
-                d["io.modelcontextprotocol/clientCapabilities"], c
-            )
-        if "io.modelcontextprotocol/clientInfo" in d:
-            d["io.modelcontextprotocol/clientInfo"] = builtins(
-                d["io.modelcontextprotocol/clientInfo"], c
-            )
-        return _b.PaginatedRequestParamsMeta(d)
 
     def _o_PaginatedResult(x: Any, c: Ctx) -> Any:
         # _a.PaginatedResult -> _b.PaginatedResult
@@ -709,7 +657,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         meta = x.meta
         arguments = x.arguments
         if arguments is not UNSET:
-            arguments = _l35(arguments, c)
+            arguments = _l32(arguments, c)
         description = x.description
         icons = x.icons
         if icons is not UNSET:
@@ -762,29 +710,16 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_ReadResourceRequestParams(x: Any, c: Ctx) -> Any:
         # _a.ReadResourceRequestParams -> _b.ReadResourceRequestParams
-        meta = _o_ReadResourceRequestParamsMeta_40(x.meta, c)
+        meta = _o_RequestParamsMeta_1(x.meta, c)
         uri = x.uri
         return _b.ReadResourceRequestParams(meta=meta, uri=uri)
-
-    def _o_ReadResourceRequestParamsMeta_40(x: Any, c: Ctx) -> Any:
-        # _a.RequestMetaObject -> _b.ReadResourceRequestParamsMeta
-        d = dict(x)
-        if "io.modelcontextprotocol/clientCapabilities" in d:
-            d["io.modelcontextprotocol/clientCapabilities"] = builtins(
-                d["io.modelcontextprotocol/clientCapabilities"], c
-            )
-        if "io.modelcontextprotocol/clientInfo" in d:
-            d["io.modelcontextprotocol/clientInfo"] = builtins(
-                d["io.modelcontextprotocol/clientInfo"], c
-            )
-        return _b.ReadResourceRequestParamsMeta(d)
 
     def _o_ReadResourceResult(x: Any, c: Ctx) -> Any:
         # _a.ReadResourceResult -> _b.ReadResourceResult
         meta = x.meta
         if meta is not UNSET:
             meta = builtins(meta, c)
-        contents = _l43(x.contents, c)
+        contents = _l39(x.contents, c)
         if x.result_type not in (UNSET, "complete"):
             c.fail(
                 "ReadResourceResult",
@@ -801,10 +736,10 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_RequestParams(x: Any, c: Ctx) -> Any:
         # _a.RequestParams -> _b.RequestParams
-        meta = _o_RequestParamsMeta_44(x.meta, c)
+        meta = _o_RequestParamsMeta_1(x.meta, c)
         return _b.RequestParams(meta=meta)
 
-    def _o_RequestParamsMeta_44(x: Any, c: Ctx) -> Any:
+    def _o_RequestParamsMeta_1(x: Any, c: Ctx) -> Any:
         # _a.RequestMetaObject -> _b.RequestParamsMeta
         d = dict(x)
         if "io.modelcontextprotocol/clientCapabilities" in d:
@@ -888,22 +823,9 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_ResourceRequestParams(x: Any, c: Ctx) -> Any:
         # _a.ResourceRequestParams -> _b.ResourceRequestParams
-        meta = _o_ResourceRequestParamsMeta_45(x.meta, c)
+        meta = _o_RequestParamsMeta_1(x.meta, c)
         uri = x.uri
         return _b.ResourceRequestParams(meta=meta, uri=uri)
-
-    def _o_ResourceRequestParamsMeta_45(x: Any, c: Ctx) -> Any:
-        # _a.RequestMetaObject -> _b.ResourceRequestParamsMeta
-        d = dict(x)
-        if "io.modelcontextprotocol/clientCapabilities" in d:
-            d["io.modelcontextprotocol/clientCapabilities"] = builtins(
-                d["io.modelcontextprotocol/clientCapabilities"], c
-            )
-        if "io.modelcontextprotocol/clientInfo" in d:
-            d["io.modelcontextprotocol/clientInfo"] = builtins(
-                d["io.modelcontextprotocol/clientInfo"], c
-            )
-        return _b.ResourceRequestParamsMeta(d)
 
     def _o_ResourceTemplate(x: Any, c: Ctx) -> Any:
         # _a.ResourceTemplate -> _b.ResourceTemplate
@@ -966,7 +888,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
     def _o_SamplingMessage(x: Any, c: Ctx) -> Any:
         # _a.SamplingMessage -> _b.SamplingMessage
         meta = x.meta
-        content = c.req(x.content, _u18, "content")
+        content = c.req(x.content, _u17, "content")
         role = x.role
         return _b.SamplingMessage(meta=meta, content=content, role=role)
 
@@ -988,7 +910,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
             else x.extensions.get("io.modelcontextprotocol/tasks", UNSET)
         )
         if moved is not UNSET:
-            tasks = c.opt(moved, _v46, "tasks")
+            tasks = c.opt(moved, _v40, "tasks")
         tools = x.tools
         if tools is not UNSET:
             tools = _o_ServerCapabilitiesTools(tools, c)
@@ -1075,7 +997,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_TitledMultiSelectEnumSchemaItems(x: Any, c: Ctx) -> Any:
         # _a.TitledMultiSelectEnumSchemaItems -> _b.TitledMultiSelectEnumSchemaItems
-        any_of = _l28(x.any_of, c)
+        any_of = _l27(x.any_of, c)
         return _b.TitledMultiSelectEnumSchemaItems(any_of=any_of)
 
     def _o_TitledMultiSelectEnumSchemaItemsAnyOfItem(x: Any, c: Ctx) -> Any:
@@ -1088,7 +1010,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.TitledSingleSelectEnumSchema -> _b.TitledSingleSelectEnumSchema
         default = x.default
         description = x.description
-        one_of = _l27(x.one_of, c)
+        one_of = _l26(x.one_of, c)
         title = x.title
         type = x.type
         return _b.TitledSingleSelectEnumSchema(
@@ -1152,9 +1074,9 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.ToolInputSchema -> _b.ToolInputSchema
         d = dict(x)
         if "properties" in d:
-            d["properties"] = c.opt(d["properties"], _v21, "properties")
+            d["properties"] = c.opt(d["properties"], _v20, "properties")
         if "required" in d:
-            d["required"] = c.opt(d["required"], _v22, "required")
+            d["required"] = c.opt(d["required"], _v21, "required")
         return _b.ToolInputSchema(d)
 
     def _o_ToolListChangedNotification(x: Any, c: Ctx) -> Any:
@@ -1169,11 +1091,11 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.ToolOutputSchema -> _b.ToolOutputSchema
         d = dict(x)
         if "properties" in d:
-            d["properties"] = c.opt(d["properties"], _v21, "properties")
+            d["properties"] = c.opt(d["properties"], _v20, "properties")
         if "required" in d:
-            d["required"] = c.opt(d["required"], _v22, "required")
+            d["required"] = c.opt(d["required"], _v21, "required")
         if "type" in d:
-            d["type"] = c.req(d["type"], _v23, "type")
+            d["type"] = c.req(d["type"], _v22, "type")
         if "type" not in d:
             c.fail("ToolOutputSchema", "the target requires it and the source has no value", "type")
         return _b.ToolOutputSchema(d)
@@ -1239,103 +1161,110 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
             default=default, description=description, enum=enum, title=title, type=type
         )
 
-    def _l16(v: Any, c: Ctx) -> Any:
+    def _l15(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        return c.items(v, _u15)
+        return c.items(v, _u14)
+
+    def _l18(v: Any, c: Ctx) -> Any:
+        # Any -> Any
+        return c.items(v, _o_SamplingMessage)
 
     def _l19(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        return c.items(v, _o_SamplingMessage)
+        return [_o_ModelHint(i, c) for i in v]
 
     def _l2(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_Icon(i, c) for i in v]
 
-    def _l20(v: Any, c: Ctx) -> Any:
-        # Any -> Any
-        return [_o_ModelHint(i, c) for i in v]
-
-    def _l24(v: Any, c: Ctx) -> Any:
+    def _l23(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return c.items(v, _o_Tool)
 
-    def _l27(v: Any, c: Ctx) -> Any:
+    def _l26(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_TitledSingleSelectEnumSchemaOneOfItem(i, c) for i in v]
 
-    def _l28(v: Any, c: Ctx) -> Any:
+    def _l27(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_TitledMultiSelectEnumSchemaItemsAnyOfItem(i, c) for i in v]
 
-    def _l33(v: Any, c: Ctx) -> Any:
+    def _l31(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_PromptMessage(i, c) for i in v]
 
-    def _l35(v: Any, c: Ctx) -> Any:
+    def _l32(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_PromptArgument(i, c) for i in v]
 
-    def _l36(v: Any, c: Ctx) -> Any:
+    def _l33(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_Prompt(i, c) for i in v]
 
-    def _l37(v: Any, c: Ctx) -> Any:
+    def _l34(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_ResourceTemplate(i, c) for i in v]
 
-    def _l38(v: Any, c: Ctx) -> Any:
+    def _l35(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_Resource(i, c) for i in v]
 
-    def _l39(v: Any, c: Ctx) -> Any:
+    def _l36(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_Root(i, c) for i in v]
 
-    def _l43(v: Any, c: Ctx) -> Any:
+    def _l39(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        return [_u42(i, c) for i in v]
+        return [_u38(i, c) for i in v]
 
     def _l7(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_u6(i, c) for i in v]
 
-    def _m31(v: Any, c: Ctx) -> Any:
+    def _m30(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        return {k: _u30(i, c) for k, i in v.items()}
+        return {k: _u29(i, c) for k, i in v.items()}
 
-    def _u13(v: Any, c: Ctx) -> Any:
+    def _u12(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        f = _D12.get(type(v))
+        f = _D11.get(type(v))
         if f is None:
             return c.member(v, "CompleteRequestParams.ref")
         return f(v, c)
 
-    def _u15(v: Any, c: Ctx) -> Any:
+    def _u14(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        f = _D14.get(type(v))
+        f = _D13.get(type(v))
         if f is None:
             return c.member(v, "SamplingMessageContentBlock")
         return f(v, c)
 
-    def _u18(v: Any, c: Ctx) -> Any:
+    def _u17(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        f = _D17.get(type(v))
+        f = _D16.get(type(v))
         if f is None:
             return c.member(v, "SamplingMessage.content")
         return f(v, c)
 
-    def _u26(v: Any, c: Ctx) -> Any:
+    def _u25(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        f = _D25.get(type(v))
+        f = _D24.get(type(v))
         if f is None:
             return c.member(v, "CreateMessageResult.content")
         return f(v, c)
 
-    def _u30(v: Any, c: Ctx) -> Any:
+    def _u29(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        f = _D29.get(type(v))
+        f = _D28.get(type(v))
         if f is None:
             return c.member(v, "PrimitiveSchemaDefinition")
+        return f(v, c)
+
+    def _u38(v: Any, c: Ctx) -> Any:
+        # Any -> Any
+        f = _D37.get(type(v))
+        if f is None:
+            return c.member(v, "ReadResourceResult.contents[]")
         return f(v, c)
 
     def _u4(v: Any, c: Ctx) -> Any:
@@ -1343,13 +1272,6 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         f = _D3.get(type(v))
         if f is None:
             return c.member(v, "EmbeddedResource.resource")
-        return f(v, c)
-
-    def _u42(v: Any, c: Ctx) -> Any:
-        # Any -> Any
-        f = _D41.get(type(v))
-        if f is None:
-            return c.member(v, "ReadResourceResult.contents[]")
         return f(v, c)
 
     def _u6(v: Any, c: Ctx) -> Any:
@@ -1363,19 +1285,19 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # Any -> Any
         return c.convert(v, _T1, "ClientCapabilitiesTasks")
 
-    def _v21(v: Any, c: Ctx) -> Any:
+    def _v20(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return c.check(v, _T2, "object")
 
-    def _v22(v: Any, c: Ctx) -> Any:
+    def _v21(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return c.check(v, _T3, "array")
 
-    def _v23(v: Any, c: Ctx) -> Any:
+    def _v22(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return c.check(v, _T4, "'object'")
 
-    def _v46(v: Any, c: Ctx) -> Any:
+    def _v40(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return c.convert(v, _T5, "ServerCapabilitiesTasks")
 
@@ -1396,12 +1318,12 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.EmbeddedResource: _o_EmbeddedResource,
     }
 
-    _D12: dict[type, Callable[[Any, Ctx], Any]] = {
+    _D11: dict[type, Callable[[Any, Ctx], Any]] = {
         _a.PromptReference: _o_PromptReference,
         _a.ResourceTemplateReference: _o_ResourceTemplateReference,
     }
 
-    _D14: dict[type, Callable[[Any, Ctx], Any]] = {
+    _D13: dict[type, Callable[[Any, Ctx], Any]] = {
         _a.TextContent: _o_TextContent,
         _a.ImageContent: _o_ImageContent,
         _a.AudioContent: _o_AudioContent,
@@ -1409,25 +1331,25 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.ToolResultContent: _o_ToolResultContent,
     }
 
-    _D17: dict[type, Callable[[Any, Ctx], Any]] = {
+    _D16: dict[type, Callable[[Any, Ctx], Any]] = {
         _a.TextContent: _o_TextContent,
         _a.ImageContent: _o_ImageContent,
         _a.AudioContent: _o_AudioContent,
         _a.ToolUseContent: _o_ToolUseContent,
         _a.ToolResultContent: _o_ToolResultContent,
-        list: _l16,
+        list: _l15,
     }
 
-    _D25: dict[type, Callable[[Any, Ctx], Any]] = {
+    _D24: dict[type, Callable[[Any, Ctx], Any]] = {
         _a.TextContent: _o_TextContent,
         _a.ImageContent: _o_ImageContent,
         _a.AudioContent: _o_AudioContent,
         _a.ToolUseContent: _o_ToolUseContent,
         _a.ToolResultContent: _o_ToolResultContent,
-        list: _l16,
+        list: _l15,
     }
 
-    _D29: dict[type, Callable[[Any, Ctx], Any]] = {
+    _D28: dict[type, Callable[[Any, Ctx], Any]] = {
         _a.StringSchema: _o_StringSchema,
         _a.NumberSchema: _o_NumberSchema,
         _a.BooleanSchema: _o_BooleanSchema,
@@ -1438,7 +1360,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         _a.LegacyTitledEnumSchema: _o_LegacyTitledEnumSchema,
     }
 
-    _D41: dict[type, Callable[[Any, Ctx], Any]] = {
+    _D37: dict[type, Callable[[Any, Ctx], Any]] = {
         _a.TextResourceContents: _o_TextResourceContents,
         _a.BlobResourceContents: _o_BlobResourceContents,
     }

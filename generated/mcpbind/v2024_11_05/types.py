@@ -251,12 +251,7 @@ class CallToolRequest(Struct, kw_only=True, gc=False, tag_field="method", tag="t
 class CallToolRequestParams(Struct, kw_only=True, gc=False):
     arguments: dict[str, Any] | UnsetType = UNSET
     name: str
-    meta: CallToolRequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
-
-
-class _CallToolRequestParamsMetaFields(Struct, kw_only=True, gc=False):
-    progress_token: ProgressToken | UnsetType = field(name="progressToken", default=UNSET)
-    """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
+    meta: RequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
 
 
 class CallToolResult(Struct, kw_only=True, gc=False):
@@ -337,7 +332,7 @@ class CompleteRequestParams(Struct, kw_only=True, gc=False):
     argument: CompleteRequestParamsArgument
     """The argument's information"""
     ref: PromptReference | ResourceReference
-    meta: CompleteRequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
+    meta: RequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
 
 
 class CompleteRequestParamsArgument(Struct, kw_only=True, gc=False):
@@ -347,11 +342,6 @@ class CompleteRequestParamsArgument(Struct, kw_only=True, gc=False):
     """The name of the argument"""
     value: str
     """The value of the argument to use for completion matching."""
-
-
-class _CompleteRequestParamsMetaFields(Struct, kw_only=True, gc=False):
-    progress_token: ProgressToken | UnsetType = field(name="progressToken", default=UNSET)
-    """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
 
 
 class CompleteResult(Struct, kw_only=True, gc=False):
@@ -396,12 +386,7 @@ class CreateMessageRequestParams(Struct, kw_only=True, gc=False):
     system_prompt: str | UnsetType = field(name="systemPrompt", default=UNSET)
     """An optional system prompt the server wants to use for sampling. The client MAY modify or omit this prompt."""
     temperature: int | float | UnsetType = UNSET
-    meta: CreateMessageRequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
-
-
-class _CreateMessageRequestParamsMetaFields(Struct, kw_only=True, gc=False):
-    progress_token: ProgressToken | UnsetType = field(name="progressToken", default=UNSET)
-    """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
+    meta: RequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
 
 
 class CreateMessageResult(Struct, kw_only=True, gc=False):
@@ -424,23 +409,8 @@ class EmbeddedResource(Struct, kw_only=True, gc=False, tag_field="type", tag="re
     of the LLM and/or the user."""
 
     type: ClassVar[Literal["resource"]] = "resource"
-    annotations: EmbeddedResourceAnnotations | UnsetType = UNSET
+    annotations: AnnotatedAnnotations | UnsetType = UNSET
     resource: _EmbeddedResourceResource
-
-
-class EmbeddedResourceAnnotations(Struct, kw_only=True, gc=False):
-    audience: list[Role] | UnsetType = UNSET
-    """Describes who the intended customer of this object or data is.
-
-    It can include multiple entries to indicate content useful for multiple audiences (e.g., `["user", "assistant"]`)."""
-    priority: Annotated[int, Meta(ge=0, le=1)] | Annotated[float, Meta(ge=0, le=1)] | UnsetType = (
-        UNSET
-    )
-    """Describes how important this data is for operating the server.
-
-    A value of 1 means "most important," and indicates that the data is
-    effectively required, while 0 means "least important," and indicates that
-    the data is entirely optional."""
 
 
 class GetPromptRequest(Struct, kw_only=True, gc=False, tag_field="method", tag="prompts/get"):
@@ -455,12 +425,7 @@ class GetPromptRequestParams(Struct, kw_only=True, gc=False):
     """Arguments to use for templating the prompt."""
     name: str
     """The name of the prompt or prompt template."""
-    meta: GetPromptRequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
-
-
-class _GetPromptRequestParamsMetaFields(Struct, kw_only=True, gc=False):
-    progress_token: ProgressToken | UnsetType = field(name="progressToken", default=UNSET)
-    """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
+    meta: RequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
 
 
 class GetPromptResult(Struct, kw_only=True, gc=False):
@@ -477,26 +442,11 @@ class ImageContent(Struct, kw_only=True, gc=False, tag_field="type", tag="image"
     """An image provided to or from an LLM."""
 
     type: ClassVar[Literal["image"]] = "image"
-    annotations: ImageContentAnnotations | UnsetType = UNSET
+    annotations: AnnotatedAnnotations | UnsetType = UNSET
     data: str
     """The base64-encoded image data."""
     mime_type: str = field(name="mimeType")
     """The MIME type of the image. Different providers may support different image types."""
-
-
-class ImageContentAnnotations(Struct, kw_only=True, gc=False):
-    audience: list[Role] | UnsetType = UNSET
-    """Describes who the intended customer of this object or data is.
-
-    It can include multiple entries to indicate content useful for multiple audiences (e.g., `["user", "assistant"]`)."""
-    priority: Annotated[int, Meta(ge=0, le=1)] | Annotated[float, Meta(ge=0, le=1)] | UnsetType = (
-        UNSET
-    )
-    """Describes how important this data is for operating the server.
-
-    A value of 1 means "most important," and indicates that the data is
-    effectively required, while 0 means "least important," and indicates that
-    the data is entirely optional."""
 
 
 class Implementation(Struct, kw_only=True, gc=False):
@@ -518,12 +468,7 @@ class InitializeRequestParams(Struct, kw_only=True, gc=False):
     client_info: Implementation = field(name="clientInfo")
     protocol_version: str = field(name="protocolVersion")
     """The latest version of the Model Context Protocol that the client supports. The client MAY decide to support older versions as well."""
-    meta: InitializeRequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
-
-
-class _InitializeRequestParamsMetaFields(Struct, kw_only=True, gc=False):
-    progress_token: ProgressToken | UnsetType = field(name="progressToken", default=UNSET)
-    """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
+    meta: RequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
 
 
 class InitializeResult(Struct, kw_only=True, gc=False):
@@ -547,12 +492,7 @@ class InitializedNotification(
     """This notification is sent from the client to the server after initialization has finished."""
 
     method: ClassVar[Literal["notifications/initialized"]] = "notifications/initialized"
-    params: InitializedNotificationParams | UnsetType = UNSET
-
-
-class _InitializedNotificationParamsFields(Struct, kw_only=True, gc=False):
-    meta: dict[str, Any] | UnsetType = field(name="_meta", default=UNSET)
-    """This parameter name is reserved by MCP to allow clients and servers to attach additional metadata to their notifications."""
+    params: NotificationParams | UnsetType = UNSET
 
 
 class JSONRPCError(Struct, kw_only=True, gc=False):
@@ -577,12 +517,7 @@ class JSONRPCNotification(Struct, kw_only=True, gc=False):
 
     jsonrpc: Literal["2.0"]
     method: str
-    params: JSONRPCNotificationParams | UnsetType = UNSET
-
-
-class _JSONRPCNotificationParamsFields(Struct, kw_only=True, gc=False):
-    meta: dict[str, Any] | UnsetType = field(name="_meta", default=UNSET)
-    """This parameter name is reserved by MCP to allow clients and servers to attach additional metadata to their notifications."""
+    params: NotificationParams | UnsetType = UNSET
 
 
 class JSONRPCRequest(Struct, kw_only=True, gc=False):
@@ -591,16 +526,7 @@ class JSONRPCRequest(Struct, kw_only=True, gc=False):
     id: RequestId
     jsonrpc: Literal["2.0"]
     method: str
-    params: JSONRPCRequestParams | UnsetType = UNSET
-
-
-class _JSONRPCRequestParamsFields(Struct, kw_only=True, gc=False):
-    meta: JSONRPCRequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
-
-
-class _JSONRPCRequestParamsMetaFields(Struct, kw_only=True, gc=False):
-    progress_token: ProgressToken | UnsetType = field(name="progressToken", default=UNSET)
-    """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
+    params: RequestParams | UnsetType = UNSET
 
 
 class JSONRPCResponse(Struct, kw_only=True, gc=False):
@@ -622,12 +548,7 @@ class ListPromptsRequestParams(Struct, kw_only=True, gc=False):
     cursor: str | UnsetType = UNSET
     """An opaque token representing the current pagination position.
     If provided, the server should return results starting after this cursor."""
-    meta: ListPromptsRequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
-
-
-class _ListPromptsRequestParamsMetaFields(Struct, kw_only=True, gc=False):
-    progress_token: ProgressToken | UnsetType = field(name="progressToken", default=UNSET)
-    """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
+    meta: RequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
 
 
 class ListPromptsResult(Struct, kw_only=True, gc=False):
@@ -654,12 +575,7 @@ class ListResourceTemplatesRequestParams(Struct, kw_only=True, gc=False):
     cursor: str | UnsetType = UNSET
     """An opaque token representing the current pagination position.
     If provided, the server should return results starting after this cursor."""
-    meta: ListResourceTemplatesRequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
-
-
-class _ListResourceTemplatesRequestParamsMetaFields(Struct, kw_only=True, gc=False):
-    progress_token: ProgressToken | UnsetType = field(name="progressToken", default=UNSET)
-    """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
+    meta: RequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
 
 
 class ListResourceTemplatesResult(Struct, kw_only=True, gc=False):
@@ -686,12 +602,7 @@ class ListResourcesRequestParams(Struct, kw_only=True, gc=False):
     cursor: str | UnsetType = UNSET
     """An opaque token representing the current pagination position.
     If provided, the server should return results starting after this cursor."""
-    meta: ListResourcesRequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
-
-
-class _ListResourcesRequestParamsMetaFields(Struct, kw_only=True, gc=False):
-    progress_token: ProgressToken | UnsetType = field(name="progressToken", default=UNSET)
-    """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
+    meta: RequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
 
 
 class ListResourcesResult(Struct, kw_only=True, gc=False):
@@ -715,16 +626,7 @@ class ListRootsRequest(Struct, kw_only=True, gc=False, tag_field="method", tag="
     structure or access specific locations that the client has permission to read from."""
 
     method: ClassVar[Literal["roots/list"]] = "roots/list"
-    params: ListRootsRequestParams | UnsetType = UNSET
-
-
-class _ListRootsRequestParamsFields(Struct, kw_only=True, gc=False):
-    meta: ListRootsRequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
-
-
-class _ListRootsRequestParamsMetaFields(Struct, kw_only=True, gc=False):
-    progress_token: ProgressToken | UnsetType = field(name="progressToken", default=UNSET)
-    """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
+    params: RequestParams | UnsetType = UNSET
 
 
 class ListRootsResult(Struct, kw_only=True, gc=False):
@@ -748,12 +650,7 @@ class ListToolsRequestParams(Struct, kw_only=True, gc=False):
     cursor: str | UnsetType = UNSET
     """An opaque token representing the current pagination position.
     If provided, the server should return results starting after this cursor."""
-    meta: ListToolsRequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
-
-
-class _ListToolsRequestParamsMetaFields(Struct, kw_only=True, gc=False):
-    progress_token: ProgressToken | UnsetType = field(name="progressToken", default=UNSET)
-    """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
+    meta: RequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
 
 
 class ListToolsResult(Struct, kw_only=True, gc=False):
@@ -879,16 +776,7 @@ class PingRequest(Struct, kw_only=True, gc=False, tag_field="method", tag="ping"
     """A ping, issued by either the server or the client, to check that the other party is still alive. The receiver must promptly respond, or else may be disconnected."""
 
     method: ClassVar[Literal["ping"]] = "ping"
-    params: PingRequestParams | UnsetType = UNSET
-
-
-class _PingRequestParamsFields(Struct, kw_only=True, gc=False):
-    meta: PingRequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
-
-
-class _PingRequestParamsMetaFields(Struct, kw_only=True, gc=False):
-    progress_token: ProgressToken | UnsetType = field(name="progressToken", default=UNSET)
-    """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
+    params: RequestParams | UnsetType = UNSET
 
 
 class ProgressNotification(
@@ -941,12 +829,7 @@ class PromptListChangedNotification(
     method: ClassVar[Literal["notifications/prompts/list_changed"]] = (
         "notifications/prompts/list_changed"
     )
-    params: PromptListChangedNotificationParams | UnsetType = UNSET
-
-
-class _PromptListChangedNotificationParamsFields(Struct, kw_only=True, gc=False):
-    meta: dict[str, Any] | UnsetType = field(name="_meta", default=UNSET)
-    """This parameter name is reserved by MCP to allow clients and servers to attach additional metadata to their notifications."""
+    params: NotificationParams | UnsetType = UNSET
 
 
 class PromptMessage(Struct, kw_only=True, gc=False):
@@ -977,12 +860,7 @@ class ReadResourceRequest(Struct, kw_only=True, gc=False, tag_field="method", ta
 class ReadResourceRequestParams(Struct, kw_only=True, gc=False):
     uri: str
     """The URI of the resource to read. The URI can use any protocol; it is up to the server how to interpret it."""
-    meta: ReadResourceRequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
-
-
-class _ReadResourceRequestParamsMetaFields(Struct, kw_only=True, gc=False):
-    progress_token: ProgressToken | UnsetType = field(name="progressToken", default=UNSET)
-    """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
+    meta: RequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
 
 
 class ReadResourceResult(Struct, kw_only=True, gc=False):
@@ -1010,7 +888,7 @@ class _RequestParamsMetaFields(Struct, kw_only=True, gc=False):
 class Resource(Struct, kw_only=True, gc=False):
     """A known resource that the server is capable of reading."""
 
-    annotations: ResourceAnnotations | UnsetType = UNSET
+    annotations: AnnotatedAnnotations | UnsetType = UNSET
     description: str | UnsetType = UNSET
     """A description of what this resource represents.
 
@@ -1027,21 +905,6 @@ class Resource(Struct, kw_only=True, gc=False):
     This can be used by Hosts to display file sizes and estimate context window usage."""
     uri: str
     """The URI of this resource."""
-
-
-class ResourceAnnotations(Struct, kw_only=True, gc=False):
-    audience: list[Role] | UnsetType = UNSET
-    """Describes who the intended customer of this object or data is.
-
-    It can include multiple entries to indicate content useful for multiple audiences (e.g., `["user", "assistant"]`)."""
-    priority: Annotated[int, Meta(ge=0, le=1)] | Annotated[float, Meta(ge=0, le=1)] | UnsetType = (
-        UNSET
-    )
-    """Describes how important this data is for operating the server.
-
-    A value of 1 means "most important," and indicates that the data is
-    effectively required, while 0 means "least important," and indicates that
-    the data is entirely optional."""
 
 
 class ResourceContents(Struct, kw_only=True, gc=False):
@@ -1061,12 +924,7 @@ class ResourceListChangedNotification(
     method: ClassVar[Literal["notifications/resources/list_changed"]] = (
         "notifications/resources/list_changed"
     )
-    params: ResourceListChangedNotificationParams | UnsetType = UNSET
-
-
-class _ResourceListChangedNotificationParamsFields(Struct, kw_only=True, gc=False):
-    meta: dict[str, Any] | UnsetType = field(name="_meta", default=UNSET)
-    """This parameter name is reserved by MCP to allow clients and servers to attach additional metadata to their notifications."""
+    params: NotificationParams | UnsetType = UNSET
 
 
 class ResourceReference(Struct, kw_only=True, gc=False, tag_field="type", tag="ref/resource"):
@@ -1080,7 +938,7 @@ class ResourceReference(Struct, kw_only=True, gc=False, tag_field="type", tag="r
 class ResourceTemplate(Struct, kw_only=True, gc=False):
     """A template description for resources available on the server."""
 
-    annotations: ResourceTemplateAnnotations | UnsetType = UNSET
+    annotations: AnnotatedAnnotations | UnsetType = UNSET
     description: str | UnsetType = UNSET
     """A description of what this template is for.
 
@@ -1093,21 +951,6 @@ class ResourceTemplate(Struct, kw_only=True, gc=False):
     This can be used by clients to populate UI elements."""
     uri_template: str = field(name="uriTemplate")
     """A URI template (according to RFC 6570) that can be used to construct resource URIs."""
-
-
-class ResourceTemplateAnnotations(Struct, kw_only=True, gc=False):
-    audience: list[Role] | UnsetType = UNSET
-    """Describes who the intended customer of this object or data is.
-
-    It can include multiple entries to indicate content useful for multiple audiences (e.g., `["user", "assistant"]`)."""
-    priority: Annotated[int, Meta(ge=0, le=1)] | Annotated[float, Meta(ge=0, le=1)] | UnsetType = (
-        UNSET
-    )
-    """Describes how important this data is for operating the server.
-
-    A value of 1 means "most important," and indicates that the data is
-    effectively required, while 0 means "least important," and indicates that
-    the data is entirely optional."""
 
 
 class ResourceUpdatedNotification(
@@ -1154,12 +997,7 @@ class RootsListChangedNotification(
     method: ClassVar[Literal["notifications/roots/list_changed"]] = (
         "notifications/roots/list_changed"
     )
-    params: RootsListChangedNotificationParams | UnsetType = UNSET
-
-
-class _RootsListChangedNotificationParamsFields(Struct, kw_only=True, gc=False):
-    meta: dict[str, Any] | UnsetType = field(name="_meta", default=UNSET)
-    """This parameter name is reserved by MCP to allow clients and servers to attach additional metadata to their notifications."""
+    params: NotificationParams | UnsetType = UNSET
 
 
 class SamplingMessage(Struct, kw_only=True, gc=False):
@@ -1217,12 +1055,7 @@ class SetLevelRequest(Struct, kw_only=True, gc=False, tag_field="method", tag="l
 class SetLevelRequestParams(Struct, kw_only=True, gc=False):
     level: LoggingLevel
     """The level of logging that the client wants to receive from the server. The server should send all logs at this level and higher (i.e., more severe) to the client as notifications/message."""
-    meta: SetLevelRequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
-
-
-class _SetLevelRequestParamsMetaFields(Struct, kw_only=True, gc=False):
-    progress_token: ProgressToken | UnsetType = field(name="progressToken", default=UNSET)
-    """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
+    meta: RequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
 
 
 class SubscribeRequest(
@@ -1237,36 +1070,16 @@ class SubscribeRequest(
 class SubscribeRequestParams(Struct, kw_only=True, gc=False):
     uri: str
     """The URI of the resource to subscribe to. The URI can use any protocol; it is up to the server how to interpret it."""
-    meta: SubscribeRequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
-
-
-class _SubscribeRequestParamsMetaFields(Struct, kw_only=True, gc=False):
-    progress_token: ProgressToken | UnsetType = field(name="progressToken", default=UNSET)
-    """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
+    meta: RequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
 
 
 class TextContent(Struct, kw_only=True, gc=False, tag_field="type", tag="text"):
     """Text provided to or from an LLM."""
 
     type: ClassVar[Literal["text"]] = "text"
-    annotations: TextContentAnnotations | UnsetType = UNSET
+    annotations: AnnotatedAnnotations | UnsetType = UNSET
     text: str
     """The text content of the message."""
-
-
-class TextContentAnnotations(Struct, kw_only=True, gc=False):
-    audience: list[Role] | UnsetType = UNSET
-    """Describes who the intended customer of this object or data is.
-
-    It can include multiple entries to indicate content useful for multiple audiences (e.g., `["user", "assistant"]`)."""
-    priority: Annotated[int, Meta(ge=0, le=1)] | Annotated[float, Meta(ge=0, le=1)] | UnsetType = (
-        UNSET
-    )
-    """Describes how important this data is for operating the server.
-
-    A value of 1 means "most important," and indicates that the data is
-    effectively required, while 0 means "least important," and indicates that
-    the data is entirely optional."""
 
 
 class TextResourceContents(Struct, kw_only=True, gc=False):
@@ -1303,12 +1116,7 @@ class ToolListChangedNotification(
     method: ClassVar[Literal["notifications/tools/list_changed"]] = (
         "notifications/tools/list_changed"
     )
-    params: ToolListChangedNotificationParams | UnsetType = UNSET
-
-
-class _ToolListChangedNotificationParamsFields(Struct, kw_only=True, gc=False):
-    meta: dict[str, Any] | UnsetType = field(name="_meta", default=UNSET)
-    """This parameter name is reserved by MCP to allow clients and servers to attach additional metadata to their notifications."""
+    params: NotificationParams | UnsetType = UNSET
 
 
 class UnsubscribeRequest(
@@ -1323,355 +1131,7 @@ class UnsubscribeRequest(
 class UnsubscribeRequestParams(Struct, kw_only=True, gc=False):
     uri: str
     """The URI of the resource to unsubscribe from."""
-    meta: UnsubscribeRequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
-
-
-class _UnsubscribeRequestParamsMetaFields(Struct, kw_only=True, gc=False):
-    progress_token: ProgressToken | UnsetType = field(name="progressToken", default=UNSET)
-    """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
-
-
-class CallToolRequestParamsMeta(OpenObject):
-    __slots__ = ()
-    _attributes = {
-        "progress_token": "progressToken",
-    }
-    _fields_type = _CallToolRequestParamsMetaFields
-
-    if TYPE_CHECKING:
-
-        def __init__(
-            self,
-            _extra: Mapping[str, Any] | None = None,
-            /,
-            *,
-            progress_token: ProgressToken | UnsetType = UNSET,
-        ) -> None: ...
-
-    @property
-    def progress_token(self) -> ProgressToken | UnsetType:
-        """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
-        return self.get("progressToken", UNSET)  # type: ignore[no-any-return]
-
-
-class CompleteRequestParamsMeta(OpenObject):
-    __slots__ = ()
-    _attributes = {
-        "progress_token": "progressToken",
-    }
-    _fields_type = _CompleteRequestParamsMetaFields
-
-    if TYPE_CHECKING:
-
-        def __init__(
-            self,
-            _extra: Mapping[str, Any] | None = None,
-            /,
-            *,
-            progress_token: ProgressToken | UnsetType = UNSET,
-        ) -> None: ...
-
-    @property
-    def progress_token(self) -> ProgressToken | UnsetType:
-        """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
-        return self.get("progressToken", UNSET)  # type: ignore[no-any-return]
-
-
-class CreateMessageRequestParamsMeta(OpenObject):
-    __slots__ = ()
-    _attributes = {
-        "progress_token": "progressToken",
-    }
-    _fields_type = _CreateMessageRequestParamsMetaFields
-
-    if TYPE_CHECKING:
-
-        def __init__(
-            self,
-            _extra: Mapping[str, Any] | None = None,
-            /,
-            *,
-            progress_token: ProgressToken | UnsetType = UNSET,
-        ) -> None: ...
-
-    @property
-    def progress_token(self) -> ProgressToken | UnsetType:
-        """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
-        return self.get("progressToken", UNSET)  # type: ignore[no-any-return]
-
-
-class GetPromptRequestParamsMeta(OpenObject):
-    __slots__ = ()
-    _attributes = {
-        "progress_token": "progressToken",
-    }
-    _fields_type = _GetPromptRequestParamsMetaFields
-
-    if TYPE_CHECKING:
-
-        def __init__(
-            self,
-            _extra: Mapping[str, Any] | None = None,
-            /,
-            *,
-            progress_token: ProgressToken | UnsetType = UNSET,
-        ) -> None: ...
-
-    @property
-    def progress_token(self) -> ProgressToken | UnsetType:
-        """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
-        return self.get("progressToken", UNSET)  # type: ignore[no-any-return]
-
-
-class InitializeRequestParamsMeta(OpenObject):
-    __slots__ = ()
-    _attributes = {
-        "progress_token": "progressToken",
-    }
-    _fields_type = _InitializeRequestParamsMetaFields
-
-    if TYPE_CHECKING:
-
-        def __init__(
-            self,
-            _extra: Mapping[str, Any] | None = None,
-            /,
-            *,
-            progress_token: ProgressToken | UnsetType = UNSET,
-        ) -> None: ...
-
-    @property
-    def progress_token(self) -> ProgressToken | UnsetType:
-        """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
-        return self.get("progressToken", UNSET)  # type: ignore[no-any-return]
-
-
-class InitializedNotificationParams(OpenObject):
-    __slots__ = ()
-    _attributes = {
-        "meta": "_meta",
-    }
-    _fields_type = _InitializedNotificationParamsFields
-
-    if TYPE_CHECKING:
-
-        def __init__(
-            self,
-            _extra: Mapping[str, Any] | None = None,
-            /,
-            *,
-            meta: dict[str, Any] | UnsetType = UNSET,
-        ) -> None: ...
-
-    @property
-    def meta(self) -> dict[str, Any] | UnsetType:
-        """This parameter name is reserved by MCP to allow clients and servers to attach additional metadata to their notifications."""
-        return self.get("_meta", UNSET)  # type: ignore[no-any-return]
-
-
-class JSONRPCNotificationParams(OpenObject):
-    __slots__ = ()
-    _attributes = {
-        "meta": "_meta",
-    }
-    _fields_type = _JSONRPCNotificationParamsFields
-
-    if TYPE_CHECKING:
-
-        def __init__(
-            self,
-            _extra: Mapping[str, Any] | None = None,
-            /,
-            *,
-            meta: dict[str, Any] | UnsetType = UNSET,
-        ) -> None: ...
-
-    @property
-    def meta(self) -> dict[str, Any] | UnsetType:
-        """This parameter name is reserved by MCP to allow clients and servers to attach additional metadata to their notifications."""
-        return self.get("_meta", UNSET)  # type: ignore[no-any-return]
-
-
-class JSONRPCRequestParams(OpenObject):
-    __slots__ = ()
-    _attributes = {
-        "meta": "_meta",
-    }
-    _fields_type = _JSONRPCRequestParamsFields
-
-    if TYPE_CHECKING:
-
-        def __init__(
-            self,
-            _extra: Mapping[str, Any] | None = None,
-            /,
-            *,
-            meta: JSONRPCRequestParamsMeta | UnsetType = UNSET,
-        ) -> None: ...
-
-    @property
-    def meta(self) -> JSONRPCRequestParamsMeta | UnsetType:
-        return self.get("_meta", UNSET)  # type: ignore[no-any-return]
-
-
-class JSONRPCRequestParamsMeta(OpenObject):
-    __slots__ = ()
-    _attributes = {
-        "progress_token": "progressToken",
-    }
-    _fields_type = _JSONRPCRequestParamsMetaFields
-
-    if TYPE_CHECKING:
-
-        def __init__(
-            self,
-            _extra: Mapping[str, Any] | None = None,
-            /,
-            *,
-            progress_token: ProgressToken | UnsetType = UNSET,
-        ) -> None: ...
-
-    @property
-    def progress_token(self) -> ProgressToken | UnsetType:
-        """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
-        return self.get("progressToken", UNSET)  # type: ignore[no-any-return]
-
-
-class ListPromptsRequestParamsMeta(OpenObject):
-    __slots__ = ()
-    _attributes = {
-        "progress_token": "progressToken",
-    }
-    _fields_type = _ListPromptsRequestParamsMetaFields
-
-    if TYPE_CHECKING:
-
-        def __init__(
-            self,
-            _extra: Mapping[str, Any] | None = None,
-            /,
-            *,
-            progress_token: ProgressToken | UnsetType = UNSET,
-        ) -> None: ...
-
-    @property
-    def progress_token(self) -> ProgressToken | UnsetType:
-        """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
-        return self.get("progressToken", UNSET)  # type: ignore[no-any-return]
-
-
-class ListResourceTemplatesRequestParamsMeta(OpenObject):
-    __slots__ = ()
-    _attributes = {
-        "progress_token": "progressToken",
-    }
-    _fields_type = _ListResourceTemplatesRequestParamsMetaFields
-
-    if TYPE_CHECKING:
-
-        def __init__(
-            self,
-            _extra: Mapping[str, Any] | None = None,
-            /,
-            *,
-            progress_token: ProgressToken | UnsetType = UNSET,
-        ) -> None: ...
-
-    @property
-    def progress_token(self) -> ProgressToken | UnsetType:
-        """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
-        return self.get("progressToken", UNSET)  # type: ignore[no-any-return]
-
-
-class ListResourcesRequestParamsMeta(OpenObject):
-    __slots__ = ()
-    _attributes = {
-        "progress_token": "progressToken",
-    }
-    _fields_type = _ListResourcesRequestParamsMetaFields
-
-    if TYPE_CHECKING:
-
-        def __init__(
-            self,
-            _extra: Mapping[str, Any] | None = None,
-            /,
-            *,
-            progress_token: ProgressToken | UnsetType = UNSET,
-        ) -> None: ...
-
-    @property
-    def progress_token(self) -> ProgressToken | UnsetType:
-        """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
-        return self.get("progressToken", UNSET)  # type: ignore[no-any-return]
-
-
-class ListRootsRequestParams(OpenObject):
-    __slots__ = ()
-    _attributes = {
-        "meta": "_meta",
-    }
-    _fields_type = _ListRootsRequestParamsFields
-
-    if TYPE_CHECKING:
-
-        def __init__(
-            self,
-            _extra: Mapping[str, Any] | None = None,
-            /,
-            *,
-            meta: ListRootsRequestParamsMeta | UnsetType = UNSET,
-        ) -> None: ...
-
-    @property
-    def meta(self) -> ListRootsRequestParamsMeta | UnsetType:
-        return self.get("_meta", UNSET)  # type: ignore[no-any-return]
-
-
-class ListRootsRequestParamsMeta(OpenObject):
-    __slots__ = ()
-    _attributes = {
-        "progress_token": "progressToken",
-    }
-    _fields_type = _ListRootsRequestParamsMetaFields
-
-    if TYPE_CHECKING:
-
-        def __init__(
-            self,
-            _extra: Mapping[str, Any] | None = None,
-            /,
-            *,
-            progress_token: ProgressToken | UnsetType = UNSET,
-        ) -> None: ...
-
-    @property
-    def progress_token(self) -> ProgressToken | UnsetType:
-        """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
-        return self.get("progressToken", UNSET)  # type: ignore[no-any-return]
-
-
-class ListToolsRequestParamsMeta(OpenObject):
-    __slots__ = ()
-    _attributes = {
-        "progress_token": "progressToken",
-    }
-    _fields_type = _ListToolsRequestParamsMetaFields
-
-    if TYPE_CHECKING:
-
-        def __init__(
-            self,
-            _extra: Mapping[str, Any] | None = None,
-            /,
-            *,
-            progress_token: ProgressToken | UnsetType = UNSET,
-        ) -> None: ...
-
-    @property
-    def progress_token(self) -> ProgressToken | UnsetType:
-        """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
-        return self.get("progressToken", UNSET)  # type: ignore[no-any-return]
+    meta: RequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
 
 
 class NotificationParams(OpenObject):
@@ -1695,97 +1155,6 @@ class NotificationParams(OpenObject):
     def meta(self) -> dict[str, Any] | UnsetType:
         """This parameter name is reserved by MCP to allow clients and servers to attach additional metadata to their notifications."""
         return self.get("_meta", UNSET)  # type: ignore[no-any-return]
-
-
-class PingRequestParams(OpenObject):
-    __slots__ = ()
-    _attributes = {
-        "meta": "_meta",
-    }
-    _fields_type = _PingRequestParamsFields
-
-    if TYPE_CHECKING:
-
-        def __init__(
-            self,
-            _extra: Mapping[str, Any] | None = None,
-            /,
-            *,
-            meta: PingRequestParamsMeta | UnsetType = UNSET,
-        ) -> None: ...
-
-    @property
-    def meta(self) -> PingRequestParamsMeta | UnsetType:
-        return self.get("_meta", UNSET)  # type: ignore[no-any-return]
-
-
-class PingRequestParamsMeta(OpenObject):
-    __slots__ = ()
-    _attributes = {
-        "progress_token": "progressToken",
-    }
-    _fields_type = _PingRequestParamsMetaFields
-
-    if TYPE_CHECKING:
-
-        def __init__(
-            self,
-            _extra: Mapping[str, Any] | None = None,
-            /,
-            *,
-            progress_token: ProgressToken | UnsetType = UNSET,
-        ) -> None: ...
-
-    @property
-    def progress_token(self) -> ProgressToken | UnsetType:
-        """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
-        return self.get("progressToken", UNSET)  # type: ignore[no-any-return]
-
-
-class PromptListChangedNotificationParams(OpenObject):
-    __slots__ = ()
-    _attributes = {
-        "meta": "_meta",
-    }
-    _fields_type = _PromptListChangedNotificationParamsFields
-
-    if TYPE_CHECKING:
-
-        def __init__(
-            self,
-            _extra: Mapping[str, Any] | None = None,
-            /,
-            *,
-            meta: dict[str, Any] | UnsetType = UNSET,
-        ) -> None: ...
-
-    @property
-    def meta(self) -> dict[str, Any] | UnsetType:
-        """This parameter name is reserved by MCP to allow clients and servers to attach additional metadata to their notifications."""
-        return self.get("_meta", UNSET)  # type: ignore[no-any-return]
-
-
-class ReadResourceRequestParamsMeta(OpenObject):
-    __slots__ = ()
-    _attributes = {
-        "progress_token": "progressToken",
-    }
-    _fields_type = _ReadResourceRequestParamsMetaFields
-
-    if TYPE_CHECKING:
-
-        def __init__(
-            self,
-            _extra: Mapping[str, Any] | None = None,
-            /,
-            *,
-            progress_token: ProgressToken | UnsetType = UNSET,
-        ) -> None: ...
-
-    @property
-    def progress_token(self) -> ProgressToken | UnsetType:
-        """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
-        return self.get("progressToken", UNSET)  # type: ignore[no-any-return]
 
 
 class RequestParams(OpenObject):
@@ -1833,29 +1202,6 @@ class RequestParamsMeta(OpenObject):
         return self.get("progressToken", UNSET)  # type: ignore[no-any-return]
 
 
-class ResourceListChangedNotificationParams(OpenObject):
-    __slots__ = ()
-    _attributes = {
-        "meta": "_meta",
-    }
-    _fields_type = _ResourceListChangedNotificationParamsFields
-
-    if TYPE_CHECKING:
-
-        def __init__(
-            self,
-            _extra: Mapping[str, Any] | None = None,
-            /,
-            *,
-            meta: dict[str, Any] | UnsetType = UNSET,
-        ) -> None: ...
-
-    @property
-    def meta(self) -> dict[str, Any] | UnsetType:
-        """This parameter name is reserved by MCP to allow clients and servers to attach additional metadata to their notifications."""
-        return self.get("_meta", UNSET)  # type: ignore[no-any-return]
-
-
 class Result(OpenObject):
     __slots__ = ()
     _attributes = {
@@ -1877,75 +1223,6 @@ class Result(OpenObject):
     def meta(self) -> dict[str, Any] | UnsetType:
         """This result property is reserved by the protocol to allow clients and servers to attach additional metadata to their responses."""
         return self.get("_meta", UNSET)  # type: ignore[no-any-return]
-
-
-class RootsListChangedNotificationParams(OpenObject):
-    __slots__ = ()
-    _attributes = {
-        "meta": "_meta",
-    }
-    _fields_type = _RootsListChangedNotificationParamsFields
-
-    if TYPE_CHECKING:
-
-        def __init__(
-            self,
-            _extra: Mapping[str, Any] | None = None,
-            /,
-            *,
-            meta: dict[str, Any] | UnsetType = UNSET,
-        ) -> None: ...
-
-    @property
-    def meta(self) -> dict[str, Any] | UnsetType:
-        """This parameter name is reserved by MCP to allow clients and servers to attach additional metadata to their notifications."""
-        return self.get("_meta", UNSET)  # type: ignore[no-any-return]
-
-
-class SetLevelRequestParamsMeta(OpenObject):
-    __slots__ = ()
-    _attributes = {
-        "progress_token": "progressToken",
-    }
-    _fields_type = _SetLevelRequestParamsMetaFields
-
-    if TYPE_CHECKING:
-
-        def __init__(
-            self,
-            _extra: Mapping[str, Any] | None = None,
-            /,
-            *,
-            progress_token: ProgressToken | UnsetType = UNSET,
-        ) -> None: ...
-
-    @property
-    def progress_token(self) -> ProgressToken | UnsetType:
-        """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
-        return self.get("progressToken", UNSET)  # type: ignore[no-any-return]
-
-
-class SubscribeRequestParamsMeta(OpenObject):
-    __slots__ = ()
-    _attributes = {
-        "progress_token": "progressToken",
-    }
-    _fields_type = _SubscribeRequestParamsMetaFields
-
-    if TYPE_CHECKING:
-
-        def __init__(
-            self,
-            _extra: Mapping[str, Any] | None = None,
-            /,
-            *,
-            progress_token: ProgressToken | UnsetType = UNSET,
-        ) -> None: ...
-
-    @property
-    def progress_token(self) -> ProgressToken | UnsetType:
-        """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
-        return self.get("progressToken", UNSET)  # type: ignore[no-any-return]
 
 
 class ToolInputSchema(OpenObject):
@@ -1984,51 +1261,38 @@ class ToolInputSchema(OpenObject):
         return self["type"]  # type: ignore[no-any-return]
 
 
-class ToolListChangedNotificationParams(OpenObject):
-    __slots__ = ()
-    _attributes = {
-        "meta": "_meta",
-    }
-    _fields_type = _ToolListChangedNotificationParamsFields
-
-    if TYPE_CHECKING:
-
-        def __init__(
-            self,
-            _extra: Mapping[str, Any] | None = None,
-            /,
-            *,
-            meta: dict[str, Any] | UnsetType = UNSET,
-        ) -> None: ...
-
-    @property
-    def meta(self) -> dict[str, Any] | UnsetType:
-        """This parameter name is reserved by MCP to allow clients and servers to attach additional metadata to their notifications."""
-        return self.get("_meta", UNSET)  # type: ignore[no-any-return]
-
-
-class UnsubscribeRequestParamsMeta(OpenObject):
-    __slots__ = ()
-    _attributes = {
-        "progress_token": "progressToken",
-    }
-    _fields_type = _UnsubscribeRequestParamsMetaFields
-
-    if TYPE_CHECKING:
-
-        def __init__(
-            self,
-            _extra: Mapping[str, Any] | None = None,
-            /,
-            *,
-            progress_token: ProgressToken | UnsetType = UNSET,
-        ) -> None: ...
-
-    @property
-    def progress_token(self) -> ProgressToken | UnsetType:
-        """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
-        return self.get("progressToken", UNSET)  # type: ignore[no-any-return]
-
+# Inline objects identical to another (copies of one property of a base definition): one class
+# per family, bound under each member's name (docs/design.md, "Families of identical objects").
+CallToolRequestParamsMeta: TypeAlias = RequestParamsMeta
+CompleteRequestParamsMeta: TypeAlias = RequestParamsMeta
+CreateMessageRequestParamsMeta: TypeAlias = RequestParamsMeta
+EmbeddedResourceAnnotations: TypeAlias = AnnotatedAnnotations
+GetPromptRequestParamsMeta: TypeAlias = RequestParamsMeta
+ImageContentAnnotations: TypeAlias = AnnotatedAnnotations
+InitializeRequestParamsMeta: TypeAlias = RequestParamsMeta
+InitializedNotificationParams: TypeAlias = NotificationParams
+JSONRPCNotificationParams: TypeAlias = NotificationParams
+JSONRPCRequestParams: TypeAlias = RequestParams
+JSONRPCRequestParamsMeta: TypeAlias = RequestParamsMeta
+ListPromptsRequestParamsMeta: TypeAlias = RequestParamsMeta
+ListResourceTemplatesRequestParamsMeta: TypeAlias = RequestParamsMeta
+ListResourcesRequestParamsMeta: TypeAlias = RequestParamsMeta
+ListRootsRequestParams: TypeAlias = RequestParams
+ListRootsRequestParamsMeta: TypeAlias = RequestParamsMeta
+ListToolsRequestParamsMeta: TypeAlias = RequestParamsMeta
+PingRequestParams: TypeAlias = RequestParams
+PingRequestParamsMeta: TypeAlias = RequestParamsMeta
+PromptListChangedNotificationParams: TypeAlias = NotificationParams
+ReadResourceRequestParamsMeta: TypeAlias = RequestParamsMeta
+ResourceAnnotations: TypeAlias = AnnotatedAnnotations
+ResourceListChangedNotificationParams: TypeAlias = NotificationParams
+ResourceTemplateAnnotations: TypeAlias = AnnotatedAnnotations
+RootsListChangedNotificationParams: TypeAlias = NotificationParams
+SetLevelRequestParamsMeta: TypeAlias = RequestParamsMeta
+SubscribeRequestParamsMeta: TypeAlias = RequestParamsMeta
+TextContentAnnotations: TypeAlias = AnnotatedAnnotations
+ToolListChangedNotificationParams: TypeAlias = NotificationParams
+UnsubscribeRequestParamsMeta: TypeAlias = RequestParamsMeta
 
 ClientNotification: TypeAlias = (
     CancelledNotification

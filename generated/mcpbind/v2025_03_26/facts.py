@@ -47,7 +47,7 @@ class _InitializedNotificationWire(
     Struct, kw_only=True, gc=False, tag_field="method", tag="notifications/initialized"
 ):
     jsonrpc: Literal["2.0"]
-    params: InitializedNotificationParams | UnsetType = UNSET
+    params: NotificationParams | UnsetType = UNSET
 
 
 class _LoggingMessageNotificationWire(
@@ -68,14 +68,14 @@ class _PromptListChangedNotificationWire(
     Struct, kw_only=True, gc=False, tag_field="method", tag="notifications/prompts/list_changed"
 ):
     jsonrpc: Literal["2.0"]
-    params: PromptListChangedNotificationParams | UnsetType = UNSET
+    params: NotificationParams | UnsetType = UNSET
 
 
 class _ResourceListChangedNotificationWire(
     Struct, kw_only=True, gc=False, tag_field="method", tag="notifications/resources/list_changed"
 ):
     jsonrpc: Literal["2.0"]
-    params: ResourceListChangedNotificationParams | UnsetType = UNSET
+    params: NotificationParams | UnsetType = UNSET
 
 
 class _ResourceUpdatedNotificationWire(
@@ -89,20 +89,20 @@ class _RootsListChangedNotificationWire(
     Struct, kw_only=True, gc=False, tag_field="method", tag="notifications/roots/list_changed"
 ):
     jsonrpc: Literal["2.0"]
-    params: RootsListChangedNotificationParams | UnsetType = UNSET
+    params: NotificationParams | UnsetType = UNSET
 
 
 class _ToolListChangedNotificationWire(
     Struct, kw_only=True, gc=False, tag_field="method", tag="notifications/tools/list_changed"
 ):
     jsonrpc: Literal["2.0"]
-    params: ToolListChangedNotificationParams | UnsetType = UNSET
+    params: NotificationParams | UnsetType = UNSET
 
 
 class _PingRequestWire(Struct, kw_only=True, gc=False, tag_field="method", tag="ping"):
     id: RequestId
     jsonrpc: Literal["2.0"]
-    params: PingRequestParams | UnsetType = UNSET
+    params: RequestParams | UnsetType = UNSET
 
 
 class _GetPromptRequestWire(Struct, kw_only=True, gc=False, tag_field="method", tag="prompts/get"):
@@ -162,7 +162,7 @@ class _UnsubscribeRequestWire(
 class _ListRootsRequestWire(Struct, kw_only=True, gc=False, tag_field="method", tag="roots/list"):
     id: RequestId
     jsonrpc: Literal["2.0"]
-    params: ListRootsRequestParams | UnsetType = UNSET
+    params: RequestParams | UnsetType = UNSET
 
 
 class _CreateMessageRequestWire(

@@ -317,13 +317,8 @@ class CallToolRequest(Struct, kw_only=True, gc=False, tag_field="method", tag="t
 class CallToolRequestParams(Struct, kw_only=True, gc=False):
     arguments: dict[str, Any] | UnsetType = UNSET
     name: str
-    meta: CallToolRequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
+    meta: RequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
     """See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage."""
-
-
-class _CallToolRequestParamsMetaFields(Struct, kw_only=True, gc=False):
-    progress_token: ProgressToken | UnsetType = field(name="progressToken", default=UNSET)
-    """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
 
 
 class CallToolResult(Struct, kw_only=True, gc=False):
@@ -411,7 +406,7 @@ class CompleteRequestParams(Struct, kw_only=True, gc=False):
     context: CompleteRequestParamsContext | UnsetType = UNSET
     """Additional, optional context for completions"""
     ref: PromptReference | ResourceTemplateReference
-    meta: CompleteRequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
+    meta: RequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
     """See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage."""
 
 
@@ -429,11 +424,6 @@ class CompleteRequestParamsContext(Struct, kw_only=True, gc=False):
 
     arguments: dict[str, str] | UnsetType = UNSET
     """Previously-resolved variables in a URI template or prompt."""
-
-
-class _CompleteRequestParamsMetaFields(Struct, kw_only=True, gc=False):
-    progress_token: ProgressToken | UnsetType = field(name="progressToken", default=UNSET)
-    """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
 
 
 class CompleteResult(Struct, kw_only=True, gc=False):
@@ -480,13 +470,8 @@ class CreateMessageRequestParams(Struct, kw_only=True, gc=False):
     system_prompt: str | UnsetType = field(name="systemPrompt", default=UNSET)
     """An optional system prompt the server wants to use for sampling. The client MAY modify or omit this prompt."""
     temperature: int | float | UnsetType = UNSET
-    meta: CreateMessageRequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
+    meta: RequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
     """See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage."""
-
-
-class _CreateMessageRequestParamsMetaFields(Struct, kw_only=True, gc=False):
-    progress_token: ProgressToken | UnsetType = field(name="progressToken", default=UNSET)
-    """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
 
 
 class CreateMessageResult(Struct, kw_only=True, gc=False):
@@ -515,13 +500,8 @@ class ElicitRequestParams(Struct, kw_only=True, gc=False):
     requested_schema: ElicitRequestParamsRequestedSchema = field(name="requestedSchema")
     """A restricted subset of JSON Schema.
     Only top-level properties are allowed, without nesting."""
-    meta: ElicitRequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
+    meta: RequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
     """See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage."""
-
-
-class _ElicitRequestParamsMetaFields(Struct, kw_only=True, gc=False):
-    progress_token: ProgressToken | UnsetType = field(name="progressToken", default=UNSET)
-    """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
 
 
 class ElicitRequestParamsRequestedSchema(Struct, kw_only=True, gc=False):
@@ -582,13 +562,8 @@ class GetPromptRequestParams(Struct, kw_only=True, gc=False):
     """Arguments to use for templating the prompt."""
     name: str
     """The name of the prompt or prompt template."""
-    meta: GetPromptRequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
+    meta: RequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
     """See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage."""
-
-
-class _GetPromptRequestParamsMetaFields(Struct, kw_only=True, gc=False):
-    progress_token: ProgressToken | UnsetType = field(name="progressToken", default=UNSET)
-    """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
 
 
 class GetPromptResult(Struct, kw_only=True, gc=False):
@@ -642,13 +617,8 @@ class InitializeRequestParams(Struct, kw_only=True, gc=False):
     client_info: Implementation = field(name="clientInfo")
     protocol_version: str = field(name="protocolVersion")
     """The latest version of the Model Context Protocol that the client supports. The client MAY decide to support older versions as well."""
-    meta: InitializeRequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
+    meta: RequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
     """See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage."""
-
-
-class _InitializeRequestParamsMetaFields(Struct, kw_only=True, gc=False):
-    progress_token: ProgressToken | UnsetType = field(name="progressToken", default=UNSET)
-    """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
 
 
 class InitializeResult(Struct, kw_only=True, gc=False):
@@ -672,12 +642,7 @@ class InitializedNotification(
     """This notification is sent from the client to the server after initialization has finished."""
 
     method: ClassVar[Literal["notifications/initialized"]] = "notifications/initialized"
-    params: InitializedNotificationParams | UnsetType = UNSET
-
-
-class _InitializedNotificationParamsFields(Struct, kw_only=True, gc=False):
-    meta: dict[str, Any] | UnsetType = field(name="_meta", default=UNSET)
-    """See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage."""
+    params: NotificationParams | UnsetType = UNSET
 
 
 class JSONRPCError(Struct, kw_only=True, gc=False):
@@ -702,12 +667,7 @@ class JSONRPCNotification(Struct, kw_only=True, gc=False):
 
     jsonrpc: Literal["2.0"]
     method: str
-    params: JSONRPCNotificationParams | UnsetType = UNSET
-
-
-class _JSONRPCNotificationParamsFields(Struct, kw_only=True, gc=False):
-    meta: dict[str, Any] | UnsetType = field(name="_meta", default=UNSET)
-    """See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage."""
+    params: NotificationParams | UnsetType = UNSET
 
 
 class JSONRPCRequest(Struct, kw_only=True, gc=False):
@@ -716,17 +676,7 @@ class JSONRPCRequest(Struct, kw_only=True, gc=False):
     id: RequestId
     jsonrpc: Literal["2.0"]
     method: str
-    params: JSONRPCRequestParams | UnsetType = UNSET
-
-
-class _JSONRPCRequestParamsFields(Struct, kw_only=True, gc=False):
-    meta: JSONRPCRequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
-    """See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage."""
-
-
-class _JSONRPCRequestParamsMetaFields(Struct, kw_only=True, gc=False):
-    progress_token: ProgressToken | UnsetType = field(name="progressToken", default=UNSET)
-    """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
+    params: RequestParams | UnsetType = UNSET
 
 
 class JSONRPCResponse(Struct, kw_only=True, gc=False):
@@ -748,13 +698,8 @@ class ListPromptsRequestParams(Struct, kw_only=True, gc=False):
     cursor: str | UnsetType = UNSET
     """An opaque token representing the current pagination position.
     If provided, the server should return results starting after this cursor."""
-    meta: ListPromptsRequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
+    meta: RequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
     """See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage."""
-
-
-class _ListPromptsRequestParamsMetaFields(Struct, kw_only=True, gc=False):
-    progress_token: ProgressToken | UnsetType = field(name="progressToken", default=UNSET)
-    """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
 
 
 class ListPromptsResult(Struct, kw_only=True, gc=False):
@@ -781,13 +726,8 @@ class ListResourceTemplatesRequestParams(Struct, kw_only=True, gc=False):
     cursor: str | UnsetType = UNSET
     """An opaque token representing the current pagination position.
     If provided, the server should return results starting after this cursor."""
-    meta: ListResourceTemplatesRequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
+    meta: RequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
     """See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage."""
-
-
-class _ListResourceTemplatesRequestParamsMetaFields(Struct, kw_only=True, gc=False):
-    progress_token: ProgressToken | UnsetType = field(name="progressToken", default=UNSET)
-    """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
 
 
 class ListResourceTemplatesResult(Struct, kw_only=True, gc=False):
@@ -814,13 +754,8 @@ class ListResourcesRequestParams(Struct, kw_only=True, gc=False):
     cursor: str | UnsetType = UNSET
     """An opaque token representing the current pagination position.
     If provided, the server should return results starting after this cursor."""
-    meta: ListResourcesRequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
+    meta: RequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
     """See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage."""
-
-
-class _ListResourcesRequestParamsMetaFields(Struct, kw_only=True, gc=False):
-    progress_token: ProgressToken | UnsetType = field(name="progressToken", default=UNSET)
-    """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
 
 
 class ListResourcesResult(Struct, kw_only=True, gc=False):
@@ -844,17 +779,7 @@ class ListRootsRequest(Struct, kw_only=True, gc=False, tag_field="method", tag="
     structure or access specific locations that the client has permission to read from."""
 
     method: ClassVar[Literal["roots/list"]] = "roots/list"
-    params: ListRootsRequestParams | UnsetType = UNSET
-
-
-class _ListRootsRequestParamsFields(Struct, kw_only=True, gc=False):
-    meta: ListRootsRequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
-    """See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage."""
-
-
-class _ListRootsRequestParamsMetaFields(Struct, kw_only=True, gc=False):
-    progress_token: ProgressToken | UnsetType = field(name="progressToken", default=UNSET)
-    """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
+    params: RequestParams | UnsetType = UNSET
 
 
 class ListRootsResult(Struct, kw_only=True, gc=False):
@@ -878,13 +803,8 @@ class ListToolsRequestParams(Struct, kw_only=True, gc=False):
     cursor: str | UnsetType = UNSET
     """An opaque token representing the current pagination position.
     If provided, the server should return results starting after this cursor."""
-    meta: ListToolsRequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
+    meta: RequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
     """See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage."""
-
-
-class _ListToolsRequestParamsMetaFields(Struct, kw_only=True, gc=False):
-    progress_token: ProgressToken | UnsetType = field(name="progressToken", default=UNSET)
-    """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
 
 
 class ListToolsResult(Struct, kw_only=True, gc=False):
@@ -1018,17 +938,7 @@ class PingRequest(Struct, kw_only=True, gc=False, tag_field="method", tag="ping"
     """A ping, issued by either the server or the client, to check that the other party is still alive. The receiver must promptly respond, or else may be disconnected."""
 
     method: ClassVar[Literal["ping"]] = "ping"
-    params: PingRequestParams | UnsetType = UNSET
-
-
-class _PingRequestParamsFields(Struct, kw_only=True, gc=False):
-    meta: PingRequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
-    """See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage."""
-
-
-class _PingRequestParamsMetaFields(Struct, kw_only=True, gc=False):
-    progress_token: ProgressToken | UnsetType = field(name="progressToken", default=UNSET)
-    """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
+    params: RequestParams | UnsetType = UNSET
 
 
 class ProgressNotification(
@@ -1099,12 +1009,7 @@ class PromptListChangedNotification(
     method: ClassVar[Literal["notifications/prompts/list_changed"]] = (
         "notifications/prompts/list_changed"
     )
-    params: PromptListChangedNotificationParams | UnsetType = UNSET
-
-
-class _PromptListChangedNotificationParamsFields(Struct, kw_only=True, gc=False):
-    meta: dict[str, Any] | UnsetType = field(name="_meta", default=UNSET)
-    """See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage."""
+    params: NotificationParams | UnsetType = UNSET
 
 
 class PromptMessage(Struct, kw_only=True, gc=False):
@@ -1142,13 +1047,8 @@ class ReadResourceRequest(Struct, kw_only=True, gc=False, tag_field="method", ta
 class ReadResourceRequestParams(Struct, kw_only=True, gc=False):
     uri: str
     """The URI of the resource to read. The URI can use any protocol; it is up to the server how to interpret it."""
-    meta: ReadResourceRequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
+    meta: RequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
     """See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage."""
-
-
-class _ReadResourceRequestParamsMetaFields(Struct, kw_only=True, gc=False):
-    progress_token: ProgressToken | UnsetType = field(name="progressToken", default=UNSET)
-    """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
 
 
 class ReadResourceResult(Struct, kw_only=True, gc=False):
@@ -1257,12 +1157,7 @@ class ResourceListChangedNotification(
     method: ClassVar[Literal["notifications/resources/list_changed"]] = (
         "notifications/resources/list_changed"
     )
-    params: ResourceListChangedNotificationParams | UnsetType = UNSET
-
-
-class _ResourceListChangedNotificationParamsFields(Struct, kw_only=True, gc=False):
-    meta: dict[str, Any] | UnsetType = field(name="_meta", default=UNSET)
-    """See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage."""
+    params: NotificationParams | UnsetType = UNSET
 
 
 class ResourceTemplate(Struct, kw_only=True, gc=False):
@@ -1347,12 +1242,7 @@ class RootsListChangedNotification(
     method: ClassVar[Literal["notifications/roots/list_changed"]] = (
         "notifications/roots/list_changed"
     )
-    params: RootsListChangedNotificationParams | UnsetType = UNSET
-
-
-class _RootsListChangedNotificationParamsFields(Struct, kw_only=True, gc=False):
-    meta: dict[str, Any] | UnsetType = field(name="_meta", default=UNSET)
-    """See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage."""
+    params: NotificationParams | UnsetType = UNSET
 
 
 class SamplingMessage(Struct, kw_only=True, gc=False):
@@ -1412,13 +1302,8 @@ class SetLevelRequest(Struct, kw_only=True, gc=False, tag_field="method", tag="l
 class SetLevelRequestParams(Struct, kw_only=True, gc=False):
     level: LoggingLevel
     """The level of logging that the client wants to receive from the server. The server should send all logs at this level and higher (i.e., more severe) to the client as notifications/message."""
-    meta: SetLevelRequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
+    meta: RequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
     """See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage."""
-
-
-class _SetLevelRequestParamsMetaFields(Struct, kw_only=True, gc=False):
-    progress_token: ProgressToken | UnsetType = field(name="progressToken", default=UNSET)
-    """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
 
 
 class StringSchema(Struct, kw_only=True, gc=False):
@@ -1442,13 +1327,8 @@ class SubscribeRequest(
 class SubscribeRequestParams(Struct, kw_only=True, gc=False):
     uri: str
     """The URI of the resource to subscribe to. The URI can use any protocol; it is up to the server how to interpret it."""
-    meta: SubscribeRequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
+    meta: RequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
     """See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage."""
-
-
-class _SubscribeRequestParamsMetaFields(Struct, kw_only=True, gc=False):
-    progress_token: ProgressToken | UnsetType = field(name="progressToken", default=UNSET)
-    """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
 
 
 class TextContent(Struct, kw_only=True, gc=False, tag_field="type", tag="text"):
@@ -1556,12 +1436,7 @@ class ToolListChangedNotification(
     method: ClassVar[Literal["notifications/tools/list_changed"]] = (
         "notifications/tools/list_changed"
     )
-    params: ToolListChangedNotificationParams | UnsetType = UNSET
-
-
-class _ToolListChangedNotificationParamsFields(Struct, kw_only=True, gc=False):
-    meta: dict[str, Any] | UnsetType = field(name="_meta", default=UNSET)
-    """See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage."""
+    params: NotificationParams | UnsetType = UNSET
 
 
 class _ToolOutputSchemaFields(Struct, kw_only=True, gc=False):
@@ -1582,405 +1457,8 @@ class UnsubscribeRequest(
 class UnsubscribeRequestParams(Struct, kw_only=True, gc=False):
     uri: str
     """The URI of the resource to unsubscribe from."""
-    meta: UnsubscribeRequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
+    meta: RequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
     """See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage."""
-
-
-class _UnsubscribeRequestParamsMetaFields(Struct, kw_only=True, gc=False):
-    progress_token: ProgressToken | UnsetType = field(name="progressToken", default=UNSET)
-    """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
-
-
-class CallToolRequestParamsMeta(OpenObject):
-    """See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage."""
-
-    __slots__ = ()
-    _attributes = {
-        "progress_token": "progressToken",
-    }
-    _fields_type = _CallToolRequestParamsMetaFields
-
-    if TYPE_CHECKING:
-
-        def __init__(
-            self,
-            _extra: Mapping[str, Any] | None = None,
-            /,
-            *,
-            progress_token: ProgressToken | UnsetType = UNSET,
-        ) -> None: ...
-
-    @property
-    def progress_token(self) -> ProgressToken | UnsetType:
-        """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
-        return self.get("progressToken", UNSET)  # type: ignore[no-any-return]
-
-
-class CompleteRequestParamsMeta(OpenObject):
-    """See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage."""
-
-    __slots__ = ()
-    _attributes = {
-        "progress_token": "progressToken",
-    }
-    _fields_type = _CompleteRequestParamsMetaFields
-
-    if TYPE_CHECKING:
-
-        def __init__(
-            self,
-            _extra: Mapping[str, Any] | None = None,
-            /,
-            *,
-            progress_token: ProgressToken | UnsetType = UNSET,
-        ) -> None: ...
-
-    @property
-    def progress_token(self) -> ProgressToken | UnsetType:
-        """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
-        return self.get("progressToken", UNSET)  # type: ignore[no-any-return]
-
-
-class CreateMessageRequestParamsMeta(OpenObject):
-    """See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage."""
-
-    __slots__ = ()
-    _attributes = {
-        "progress_token": "progressToken",
-    }
-    _fields_type = _CreateMessageRequestParamsMetaFields
-
-    if TYPE_CHECKING:
-
-        def __init__(
-            self,
-            _extra: Mapping[str, Any] | None = None,
-            /,
-            *,
-            progress_token: ProgressToken | UnsetType = UNSET,
-        ) -> None: ...
-
-    @property
-    def progress_token(self) -> ProgressToken | UnsetType:
-        """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
-        return self.get("progressToken", UNSET)  # type: ignore[no-any-return]
-
-
-class ElicitRequestParamsMeta(OpenObject):
-    """See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage."""
-
-    __slots__ = ()
-    _attributes = {
-        "progress_token": "progressToken",
-    }
-    _fields_type = _ElicitRequestParamsMetaFields
-
-    if TYPE_CHECKING:
-
-        def __init__(
-            self,
-            _extra: Mapping[str, Any] | None = None,
-            /,
-            *,
-            progress_token: ProgressToken | UnsetType = UNSET,
-        ) -> None: ...
-
-    @property
-    def progress_token(self) -> ProgressToken | UnsetType:
-        """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
-        return self.get("progressToken", UNSET)  # type: ignore[no-any-return]
-
-
-class GetPromptRequestParamsMeta(OpenObject):
-    """See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage."""
-
-    __slots__ = ()
-    _attributes = {
-        "progress_token": "progressToken",
-    }
-    _fields_type = _GetPromptRequestParamsMetaFields
-
-    if TYPE_CHECKING:
-
-        def __init__(
-            self,
-            _extra: Mapping[str, Any] | None = None,
-            /,
-            *,
-            progress_token: ProgressToken | UnsetType = UNSET,
-        ) -> None: ...
-
-    @property
-    def progress_token(self) -> ProgressToken | UnsetType:
-        """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
-        return self.get("progressToken", UNSET)  # type: ignore[no-any-return]
-
-
-class InitializeRequestParamsMeta(OpenObject):
-    """See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage."""
-
-    __slots__ = ()
-    _attributes = {
-        "progress_token": "progressToken",
-    }
-    _fields_type = _InitializeRequestParamsMetaFields
-
-    if TYPE_CHECKING:
-
-        def __init__(
-            self,
-            _extra: Mapping[str, Any] | None = None,
-            /,
-            *,
-            progress_token: ProgressToken | UnsetType = UNSET,
-        ) -> None: ...
-
-    @property
-    def progress_token(self) -> ProgressToken | UnsetType:
-        """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
-        return self.get("progressToken", UNSET)  # type: ignore[no-any-return]
-
-
-class InitializedNotificationParams(OpenObject):
-    __slots__ = ()
-    _attributes = {
-        "meta": "_meta",
-    }
-    _fields_type = _InitializedNotificationParamsFields
-
-    if TYPE_CHECKING:
-
-        def __init__(
-            self,
-            _extra: Mapping[str, Any] | None = None,
-            /,
-            *,
-            meta: dict[str, Any] | UnsetType = UNSET,
-        ) -> None: ...
-
-    @property
-    def meta(self) -> dict[str, Any] | UnsetType:
-        """See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage."""
-        return self.get("_meta", UNSET)  # type: ignore[no-any-return]
-
-
-class JSONRPCNotificationParams(OpenObject):
-    __slots__ = ()
-    _attributes = {
-        "meta": "_meta",
-    }
-    _fields_type = _JSONRPCNotificationParamsFields
-
-    if TYPE_CHECKING:
-
-        def __init__(
-            self,
-            _extra: Mapping[str, Any] | None = None,
-            /,
-            *,
-            meta: dict[str, Any] | UnsetType = UNSET,
-        ) -> None: ...
-
-    @property
-    def meta(self) -> dict[str, Any] | UnsetType:
-        """See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage."""
-        return self.get("_meta", UNSET)  # type: ignore[no-any-return]
-
-
-class JSONRPCRequestParams(OpenObject):
-    __slots__ = ()
-    _attributes = {
-        "meta": "_meta",
-    }
-    _fields_type = _JSONRPCRequestParamsFields
-
-    if TYPE_CHECKING:
-
-        def __init__(
-            self,
-            _extra: Mapping[str, Any] | None = None,
-            /,
-            *,
-            meta: JSONRPCRequestParamsMeta | UnsetType = UNSET,
-        ) -> None: ...
-
-    @property
-    def meta(self) -> JSONRPCRequestParamsMeta | UnsetType:
-        """See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage."""
-        return self.get("_meta", UNSET)  # type: ignore[no-any-return]
-
-
-class JSONRPCRequestParamsMeta(OpenObject):
-    """See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage."""
-
-    __slots__ = ()
-    _attributes = {
-        "progress_token": "progressToken",
-    }
-    _fields_type = _JSONRPCRequestParamsMetaFields
-
-    if TYPE_CHECKING:
-
-        def __init__(
-            self,
-            _extra: Mapping[str, Any] | None = None,
-            /,
-            *,
-            progress_token: ProgressToken | UnsetType = UNSET,
-        ) -> None: ...
-
-    @property
-    def progress_token(self) -> ProgressToken | UnsetType:
-        """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
-        return self.get("progressToken", UNSET)  # type: ignore[no-any-return]
-
-
-class ListPromptsRequestParamsMeta(OpenObject):
-    """See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage."""
-
-    __slots__ = ()
-    _attributes = {
-        "progress_token": "progressToken",
-    }
-    _fields_type = _ListPromptsRequestParamsMetaFields
-
-    if TYPE_CHECKING:
-
-        def __init__(
-            self,
-            _extra: Mapping[str, Any] | None = None,
-            /,
-            *,
-            progress_token: ProgressToken | UnsetType = UNSET,
-        ) -> None: ...
-
-    @property
-    def progress_token(self) -> ProgressToken | UnsetType:
-        """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
-        return self.get("progressToken", UNSET)  # type: ignore[no-any-return]
-
-
-class ListResourceTemplatesRequestParamsMeta(OpenObject):
-    """See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage."""
-
-    __slots__ = ()
-    _attributes = {
-        "progress_token": "progressToken",
-    }
-    _fields_type = _ListResourceTemplatesRequestParamsMetaFields
-
-    if TYPE_CHECKING:
-
-        def __init__(
-            self,
-            _extra: Mapping[str, Any] | None = None,
-            /,
-            *,
-            progress_token: ProgressToken | UnsetType = UNSET,
-        ) -> None: ...
-
-    @property
-    def progress_token(self) -> ProgressToken | UnsetType:
-        """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
-        return self.get("progressToken", UNSET)  # type: ignore[no-any-return]
-
-
-class ListResourcesRequestParamsMeta(OpenObject):
-    """See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage."""
-
-    __slots__ = ()
-    _attributes = {
-        "progress_token": "progressToken",
-    }
-    _fields_type = _ListResourcesRequestParamsMetaFields
-
-    if TYPE_CHECKING:
-
-        def __init__(
-            self,
-            _extra: Mapping[str, Any] | None = None,
-            /,
-            *,
-            progress_token: ProgressToken | UnsetType = UNSET,
-        ) -> None: ...
-
-    @property
-    def progress_token(self) -> ProgressToken | UnsetType:
-        """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
-        return self.get("progressToken", UNSET)  # type: ignore[no-any-return]
-
-
-class ListRootsRequestParams(OpenObject):
-    __slots__ = ()
-    _attributes = {
-        "meta": "_meta",
-    }
-    _fields_type = _ListRootsRequestParamsFields
-
-    if TYPE_CHECKING:
-
-        def __init__(
-            self,
-            _extra: Mapping[str, Any] | None = None,
-            /,
-            *,
-            meta: ListRootsRequestParamsMeta | UnsetType = UNSET,
-        ) -> None: ...
-
-    @property
-    def meta(self) -> ListRootsRequestParamsMeta | UnsetType:
-        """See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage."""
-        return self.get("_meta", UNSET)  # type: ignore[no-any-return]
-
-
-class ListRootsRequestParamsMeta(OpenObject):
-    """See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage."""
-
-    __slots__ = ()
-    _attributes = {
-        "progress_token": "progressToken",
-    }
-    _fields_type = _ListRootsRequestParamsMetaFields
-
-    if TYPE_CHECKING:
-
-        def __init__(
-            self,
-            _extra: Mapping[str, Any] | None = None,
-            /,
-            *,
-            progress_token: ProgressToken | UnsetType = UNSET,
-        ) -> None: ...
-
-    @property
-    def progress_token(self) -> ProgressToken | UnsetType:
-        """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
-        return self.get("progressToken", UNSET)  # type: ignore[no-any-return]
-
-
-class ListToolsRequestParamsMeta(OpenObject):
-    """See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage."""
-
-    __slots__ = ()
-    _attributes = {
-        "progress_token": "progressToken",
-    }
-    _fields_type = _ListToolsRequestParamsMetaFields
-
-    if TYPE_CHECKING:
-
-        def __init__(
-            self,
-            _extra: Mapping[str, Any] | None = None,
-            /,
-            *,
-            progress_token: ProgressToken | UnsetType = UNSET,
-        ) -> None: ...
-
-    @property
-    def progress_token(self) -> ProgressToken | UnsetType:
-        """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
-        return self.get("progressToken", UNSET)  # type: ignore[no-any-return]
 
 
 class NotificationParams(OpenObject):
@@ -2004,102 +1482,6 @@ class NotificationParams(OpenObject):
     def meta(self) -> dict[str, Any] | UnsetType:
         """See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage."""
         return self.get("_meta", UNSET)  # type: ignore[no-any-return]
-
-
-class PingRequestParams(OpenObject):
-    __slots__ = ()
-    _attributes = {
-        "meta": "_meta",
-    }
-    _fields_type = _PingRequestParamsFields
-
-    if TYPE_CHECKING:
-
-        def __init__(
-            self,
-            _extra: Mapping[str, Any] | None = None,
-            /,
-            *,
-            meta: PingRequestParamsMeta | UnsetType = UNSET,
-        ) -> None: ...
-
-    @property
-    def meta(self) -> PingRequestParamsMeta | UnsetType:
-        """See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage."""
-        return self.get("_meta", UNSET)  # type: ignore[no-any-return]
-
-
-class PingRequestParamsMeta(OpenObject):
-    """See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage."""
-
-    __slots__ = ()
-    _attributes = {
-        "progress_token": "progressToken",
-    }
-    _fields_type = _PingRequestParamsMetaFields
-
-    if TYPE_CHECKING:
-
-        def __init__(
-            self,
-            _extra: Mapping[str, Any] | None = None,
-            /,
-            *,
-            progress_token: ProgressToken | UnsetType = UNSET,
-        ) -> None: ...
-
-    @property
-    def progress_token(self) -> ProgressToken | UnsetType:
-        """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
-        return self.get("progressToken", UNSET)  # type: ignore[no-any-return]
-
-
-class PromptListChangedNotificationParams(OpenObject):
-    __slots__ = ()
-    _attributes = {
-        "meta": "_meta",
-    }
-    _fields_type = _PromptListChangedNotificationParamsFields
-
-    if TYPE_CHECKING:
-
-        def __init__(
-            self,
-            _extra: Mapping[str, Any] | None = None,
-            /,
-            *,
-            meta: dict[str, Any] | UnsetType = UNSET,
-        ) -> None: ...
-
-    @property
-    def meta(self) -> dict[str, Any] | UnsetType:
-        """See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage."""
-        return self.get("_meta", UNSET)  # type: ignore[no-any-return]
-
-
-class ReadResourceRequestParamsMeta(OpenObject):
-    """See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage."""
-
-    __slots__ = ()
-    _attributes = {
-        "progress_token": "progressToken",
-    }
-    _fields_type = _ReadResourceRequestParamsMetaFields
-
-    if TYPE_CHECKING:
-
-        def __init__(
-            self,
-            _extra: Mapping[str, Any] | None = None,
-            /,
-            *,
-            progress_token: ProgressToken | UnsetType = UNSET,
-        ) -> None: ...
-
-    @property
-    def progress_token(self) -> ProgressToken | UnsetType:
-        """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
-        return self.get("progressToken", UNSET)  # type: ignore[no-any-return]
 
 
 class RequestParams(OpenObject):
@@ -2150,29 +1532,6 @@ class RequestParamsMeta(OpenObject):
         return self.get("progressToken", UNSET)  # type: ignore[no-any-return]
 
 
-class ResourceListChangedNotificationParams(OpenObject):
-    __slots__ = ()
-    _attributes = {
-        "meta": "_meta",
-    }
-    _fields_type = _ResourceListChangedNotificationParamsFields
-
-    if TYPE_CHECKING:
-
-        def __init__(
-            self,
-            _extra: Mapping[str, Any] | None = None,
-            /,
-            *,
-            meta: dict[str, Any] | UnsetType = UNSET,
-        ) -> None: ...
-
-    @property
-    def meta(self) -> dict[str, Any] | UnsetType:
-        """See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage."""
-        return self.get("_meta", UNSET)  # type: ignore[no-any-return]
-
-
 class Result(OpenObject):
     __slots__ = ()
     _attributes = {
@@ -2194,79 +1553,6 @@ class Result(OpenObject):
     def meta(self) -> dict[str, Any] | UnsetType:
         """See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage."""
         return self.get("_meta", UNSET)  # type: ignore[no-any-return]
-
-
-class RootsListChangedNotificationParams(OpenObject):
-    __slots__ = ()
-    _attributes = {
-        "meta": "_meta",
-    }
-    _fields_type = _RootsListChangedNotificationParamsFields
-
-    if TYPE_CHECKING:
-
-        def __init__(
-            self,
-            _extra: Mapping[str, Any] | None = None,
-            /,
-            *,
-            meta: dict[str, Any] | UnsetType = UNSET,
-        ) -> None: ...
-
-    @property
-    def meta(self) -> dict[str, Any] | UnsetType:
-        """See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage."""
-        return self.get("_meta", UNSET)  # type: ignore[no-any-return]
-
-
-class SetLevelRequestParamsMeta(OpenObject):
-    """See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage."""
-
-    __slots__ = ()
-    _attributes = {
-        "progress_token": "progressToken",
-    }
-    _fields_type = _SetLevelRequestParamsMetaFields
-
-    if TYPE_CHECKING:
-
-        def __init__(
-            self,
-            _extra: Mapping[str, Any] | None = None,
-            /,
-            *,
-            progress_token: ProgressToken | UnsetType = UNSET,
-        ) -> None: ...
-
-    @property
-    def progress_token(self) -> ProgressToken | UnsetType:
-        """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
-        return self.get("progressToken", UNSET)  # type: ignore[no-any-return]
-
-
-class SubscribeRequestParamsMeta(OpenObject):
-    """See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage."""
-
-    __slots__ = ()
-    _attributes = {
-        "progress_token": "progressToken",
-    }
-    _fields_type = _SubscribeRequestParamsMetaFields
-
-    if TYPE_CHECKING:
-
-        def __init__(
-            self,
-            _extra: Mapping[str, Any] | None = None,
-            /,
-            *,
-            progress_token: ProgressToken | UnsetType = UNSET,
-        ) -> None: ...
-
-    @property
-    def progress_token(self) -> ProgressToken | UnsetType:
-        """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
-        return self.get("progressToken", UNSET)  # type: ignore[no-any-return]
 
 
 class ToolInputSchema(OpenObject):
@@ -2303,29 +1589,6 @@ class ToolInputSchema(OpenObject):
     @property
     def type(self) -> Literal["object"]:
         return self["type"]  # type: ignore[no-any-return]
-
-
-class ToolListChangedNotificationParams(OpenObject):
-    __slots__ = ()
-    _attributes = {
-        "meta": "_meta",
-    }
-    _fields_type = _ToolListChangedNotificationParamsFields
-
-    if TYPE_CHECKING:
-
-        def __init__(
-            self,
-            _extra: Mapping[str, Any] | None = None,
-            /,
-            *,
-            meta: dict[str, Any] | UnsetType = UNSET,
-        ) -> None: ...
-
-    @property
-    def meta(self) -> dict[str, Any] | UnsetType:
-        """See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage."""
-        return self.get("_meta", UNSET)  # type: ignore[no-any-return]
 
 
 class ToolOutputSchema(OpenObject):
@@ -2365,30 +1628,34 @@ class ToolOutputSchema(OpenObject):
         return self["type"]  # type: ignore[no-any-return]
 
 
-class UnsubscribeRequestParamsMeta(OpenObject):
-    """See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage."""
-
-    __slots__ = ()
-    _attributes = {
-        "progress_token": "progressToken",
-    }
-    _fields_type = _UnsubscribeRequestParamsMetaFields
-
-    if TYPE_CHECKING:
-
-        def __init__(
-            self,
-            _extra: Mapping[str, Any] | None = None,
-            /,
-            *,
-            progress_token: ProgressToken | UnsetType = UNSET,
-        ) -> None: ...
-
-    @property
-    def progress_token(self) -> ProgressToken | UnsetType:
-        """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
-        return self.get("progressToken", UNSET)  # type: ignore[no-any-return]
-
+# Inline objects identical to another (copies of one property of a base definition): one class
+# per family, bound under each member's name (docs/design.md, "Families of identical objects").
+CallToolRequestParamsMeta: TypeAlias = RequestParamsMeta
+CompleteRequestParamsMeta: TypeAlias = RequestParamsMeta
+CreateMessageRequestParamsMeta: TypeAlias = RequestParamsMeta
+ElicitRequestParamsMeta: TypeAlias = RequestParamsMeta
+GetPromptRequestParamsMeta: TypeAlias = RequestParamsMeta
+InitializeRequestParamsMeta: TypeAlias = RequestParamsMeta
+InitializedNotificationParams: TypeAlias = NotificationParams
+JSONRPCNotificationParams: TypeAlias = NotificationParams
+JSONRPCRequestParams: TypeAlias = RequestParams
+JSONRPCRequestParamsMeta: TypeAlias = RequestParamsMeta
+ListPromptsRequestParamsMeta: TypeAlias = RequestParamsMeta
+ListResourceTemplatesRequestParamsMeta: TypeAlias = RequestParamsMeta
+ListResourcesRequestParamsMeta: TypeAlias = RequestParamsMeta
+ListRootsRequestParams: TypeAlias = RequestParams
+ListRootsRequestParamsMeta: TypeAlias = RequestParamsMeta
+ListToolsRequestParamsMeta: TypeAlias = RequestParamsMeta
+PingRequestParams: TypeAlias = RequestParams
+PingRequestParamsMeta: TypeAlias = RequestParamsMeta
+PromptListChangedNotificationParams: TypeAlias = NotificationParams
+ReadResourceRequestParamsMeta: TypeAlias = RequestParamsMeta
+ResourceListChangedNotificationParams: TypeAlias = NotificationParams
+RootsListChangedNotificationParams: TypeAlias = NotificationParams
+SetLevelRequestParamsMeta: TypeAlias = RequestParamsMeta
+SubscribeRequestParamsMeta: TypeAlias = RequestParamsMeta
+ToolListChangedNotificationParams: TypeAlias = NotificationParams
+UnsubscribeRequestParamsMeta: TypeAlias = RequestParamsMeta
 
 ClientNotification: TypeAlias = (
     CancelledNotification

@@ -411,7 +411,7 @@ class CallToolRequest(Struct, kw_only=True, gc=False, tag_field="method", tag="t
 class CallToolRequestParams(Struct, kw_only=True, gc=False):
     """Parameters for a `tools/call` request."""
 
-    meta: CallToolRequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
+    meta: RequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
     """See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on `_meta` usage."""
     arguments: dict[str, Any] | UnsetType = UNSET
     """Arguments to use for the tool call."""
@@ -424,11 +424,6 @@ class CallToolRequestParams(Struct, kw_only=True, gc=False):
 
     Task augmentation is subject to capability negotiation - receivers MUST declare support
     for task augmentation of specific request types in their capabilities."""
-
-
-class _CallToolRequestParamsMetaFields(Struct, kw_only=True, gc=False):
-    progress_token: ProgressToken | UnsetType = field(name="progressToken", default=UNSET)
-    """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
 
 
 class CallToolResult(Struct, kw_only=True, gc=False):
@@ -467,13 +462,8 @@ class CancelTaskRequest(Struct, kw_only=True, gc=False, tag_field="method", tag=
 class CancelTaskRequestParams(Struct, kw_only=True, gc=False):
     task_id: str = field(name="taskId")
     """The task identifier to cancel."""
-    meta: CancelTaskRequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
+    meta: RequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
     """See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on `_meta` usage."""
-
-
-class _CancelTaskRequestParamsMetaFields(Struct, kw_only=True, gc=False):
-    progress_token: ProgressToken | UnsetType = field(name="progressToken", default=UNSET)
-    """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
 
 
 class CancelTaskResult(Struct, kw_only=True, gc=False):
@@ -621,7 +611,7 @@ class CompleteRequest(
 class CompleteRequestParams(Struct, kw_only=True, gc=False):
     """Parameters for a `completion/complete` request."""
 
-    meta: CompleteRequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
+    meta: RequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
     """See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on `_meta` usage."""
     argument: CompleteRequestParamsArgument
     """The argument's information"""
@@ -644,11 +634,6 @@ class CompleteRequestParamsContext(Struct, kw_only=True, gc=False):
 
     arguments: dict[str, str] | UnsetType = UNSET
     """Previously-resolved variables in a URI template or prompt."""
-
-
-class _CompleteRequestParamsMetaFields(Struct, kw_only=True, gc=False):
-    progress_token: ProgressToken | UnsetType = field(name="progressToken", default=UNSET)
-    """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
 
 
 class CompleteResult(Struct, kw_only=True, gc=False):
@@ -682,7 +667,7 @@ class CreateMessageRequest(
 class CreateMessageRequestParams(Struct, kw_only=True, gc=False):
     """Parameters for a `sampling/createMessage` request."""
 
-    meta: CreateMessageRequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
+    meta: RequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
     """See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on `_meta` usage."""
     include_context: Literal["allServers", "none", "thisServer"] | UnsetType = field(
         name="includeContext", default=UNSET
@@ -719,11 +704,6 @@ class CreateMessageRequestParams(Struct, kw_only=True, gc=False):
     tools: list[Tool] | UnsetType = UNSET
     """Tools that the model may use during generation.
     The client MUST return an error if this field is provided but ClientCapabilities.sampling.tools is not declared."""
-
-
-class _CreateMessageRequestParamsMetaFields(Struct, kw_only=True, gc=False):
-    progress_token: ProgressToken | UnsetType = field(name="progressToken", default=UNSET)
-    """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
 
 
 class CreateMessageResult(Struct, kw_only=True, gc=False):
@@ -776,7 +756,7 @@ class ElicitRequest(Struct, kw_only=True, gc=False, tag_field="method", tag="eli
 class ElicitRequestFormParams(Struct, kw_only=True, gc=False):
     """The parameters for a request to elicit non-sensitive information from the user via a form in the client."""
 
-    meta: ElicitRequestFormParamsMeta | UnsetType = field(name="_meta", default=UNSET)
+    meta: RequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
     """See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on `_meta` usage."""
     message: str
     """The message to present to the user describing what information is being requested."""
@@ -794,11 +774,6 @@ class ElicitRequestFormParams(Struct, kw_only=True, gc=False):
     for task augmentation of specific request types in their capabilities."""
 
 
-class _ElicitRequestFormParamsMetaFields(Struct, kw_only=True, gc=False):
-    progress_token: ProgressToken | UnsetType = field(name="progressToken", default=UNSET)
-    """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
-
-
 class ElicitRequestFormParamsRequestedSchema(Struct, kw_only=True, gc=False):
     """A restricted subset of JSON Schema.
     Only top-level properties are allowed, without nesting."""
@@ -812,7 +787,7 @@ class ElicitRequestFormParamsRequestedSchema(Struct, kw_only=True, gc=False):
 class ElicitRequestURLParams(Struct, kw_only=True, gc=False):
     """The parameters for a request to elicit information from the user via a URL in the client."""
 
-    meta: ElicitRequestURLParamsMeta | UnsetType = field(name="_meta", default=UNSET)
+    meta: RequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
     """See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on `_meta` usage."""
     elicitation_id: str = field(name="elicitationId")
     """The ID of the elicitation, which must be unique within the context of the server.
@@ -830,11 +805,6 @@ class ElicitRequestURLParams(Struct, kw_only=True, gc=False):
     for task augmentation of specific request types in their capabilities."""
     url: str
     """The URL that the user should navigate to."""
-
-
-class _ElicitRequestURLParamsMetaFields(Struct, kw_only=True, gc=False):
-    progress_token: ProgressToken | UnsetType = field(name="progressToken", default=UNSET)
-    """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
 
 
 class ElicitResult(Struct, kw_only=True, gc=False):
@@ -907,17 +877,12 @@ class GetPromptRequest(Struct, kw_only=True, gc=False, tag_field="method", tag="
 class GetPromptRequestParams(Struct, kw_only=True, gc=False):
     """Parameters for a `prompts/get` request."""
 
-    meta: GetPromptRequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
+    meta: RequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
     """See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on `_meta` usage."""
     arguments: dict[str, str] | UnsetType = UNSET
     """Arguments to use for templating the prompt."""
     name: str
     """The name of the prompt or prompt template."""
-
-
-class _GetPromptRequestParamsMetaFields(Struct, kw_only=True, gc=False):
-    progress_token: ProgressToken | UnsetType = field(name="progressToken", default=UNSET)
-    """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
 
 
 class GetPromptResult(Struct, kw_only=True, gc=False):
@@ -942,13 +907,8 @@ class GetTaskPayloadRequest(Struct, kw_only=True, gc=False, tag_field="method", 
 class GetTaskPayloadRequestParams(Struct, kw_only=True, gc=False):
     task_id: str = field(name="taskId")
     """The task identifier to retrieve results for."""
-    meta: GetTaskPayloadRequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
+    meta: RequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
     """See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on `_meta` usage."""
-
-
-class _GetTaskPayloadRequestParamsMetaFields(Struct, kw_only=True, gc=False):
-    progress_token: ProgressToken | UnsetType = field(name="progressToken", default=UNSET)
-    """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
 
 
 class _GetTaskPayloadResultFields(Struct, kw_only=True, gc=False):
@@ -968,13 +928,8 @@ class GetTaskRequest(Struct, kw_only=True, gc=False, tag_field="method", tag="ta
 class GetTaskRequestParams(Struct, kw_only=True, gc=False):
     task_id: str = field(name="taskId")
     """The task identifier to query."""
-    meta: GetTaskRequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
+    meta: RequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
     """See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on `_meta` usage."""
-
-
-class _GetTaskRequestParamsMetaFields(Struct, kw_only=True, gc=False):
-    progress_token: ProgressToken | UnsetType = field(name="progressToken", default=UNSET)
-    """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
 
 
 class GetTaskResult(Struct, kw_only=True, gc=False):
@@ -1104,17 +1059,12 @@ class InitializeRequest(Struct, kw_only=True, gc=False, tag_field="method", tag=
 class InitializeRequestParams(Struct, kw_only=True, gc=False):
     """Parameters for an `initialize` request."""
 
-    meta: InitializeRequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
+    meta: RequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
     """See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on `_meta` usage."""
     capabilities: ClientCapabilities
     client_info: Implementation = field(name="clientInfo")
     protocol_version: str = field(name="protocolVersion")
     """The latest version of the Model Context Protocol that the client supports. The client MAY decide to support older versions as well."""
-
-
-class _InitializeRequestParamsMetaFields(Struct, kw_only=True, gc=False):
-    progress_token: ProgressToken | UnsetType = field(name="progressToken", default=UNSET)
-    """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
 
 
 class InitializeResult(Struct, kw_only=True, gc=False):
@@ -1429,16 +1379,11 @@ class PaginatedRequest(Struct, kw_only=True, gc=False):
 class PaginatedRequestParams(Struct, kw_only=True, gc=False):
     """Common parameters for paginated requests."""
 
-    meta: PaginatedRequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
+    meta: RequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
     """See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on `_meta` usage."""
     cursor: str | UnsetType = UNSET
     """An opaque token representing the current pagination position.
     If provided, the server should return results starting after this cursor."""
-
-
-class _PaginatedRequestParamsMetaFields(Struct, kw_only=True, gc=False):
-    progress_token: ProgressToken | UnsetType = field(name="progressToken", default=UNSET)
-    """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
 
 
 class PaginatedResult(Struct, kw_only=True, gc=False):
@@ -1580,15 +1525,10 @@ class ReadResourceRequest(Struct, kw_only=True, gc=False, tag_field="method", ta
 class ReadResourceRequestParams(Struct, kw_only=True, gc=False):
     """Parameters for a `resources/read` request."""
 
-    meta: ReadResourceRequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
+    meta: RequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
     """See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on `_meta` usage."""
     uri: str
     """The URI of the resource. The URI can use any protocol; it is up to the server how to interpret it."""
-
-
-class _ReadResourceRequestParamsMetaFields(Struct, kw_only=True, gc=False):
-    progress_token: ProgressToken | UnsetType = field(name="progressToken", default=UNSET)
-    """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
 
 
 class ReadResourceResult(Struct, kw_only=True, gc=False):
@@ -1734,15 +1674,10 @@ class ResourceListChangedNotification(
 class ResourceRequestParams(Struct, kw_only=True, gc=False):
     """Common parameters when working with resources."""
 
-    meta: ResourceRequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
+    meta: RequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
     """See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on `_meta` usage."""
     uri: str
     """The URI of the resource. The URI can use any protocol; it is up to the server how to interpret it."""
-
-
-class _ResourceRequestParamsMetaFields(Struct, kw_only=True, gc=False):
-    progress_token: ProgressToken | UnsetType = field(name="progressToken", default=UNSET)
-    """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
 
 
 class ResourceTemplate(Struct, kw_only=True, gc=False):
@@ -1939,15 +1874,10 @@ class SetLevelRequest(Struct, kw_only=True, gc=False, tag_field="method", tag="l
 class SetLevelRequestParams(Struct, kw_only=True, gc=False):
     """Parameters for a `logging/setLevel` request."""
 
-    meta: SetLevelRequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
+    meta: RequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
     """See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on `_meta` usage."""
     level: LoggingLevel
     """The level of logging that the client wants to receive from the server. The server should send all logs at this level and higher (i.e., more severe) to the client as notifications/message."""
-
-
-class _SetLevelRequestParamsMetaFields(Struct, kw_only=True, gc=False):
-    progress_token: ProgressToken | UnsetType = field(name="progressToken", default=UNSET)
-    """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
 
 
 class StringSchema(Struct, kw_only=True, gc=False):
@@ -1974,15 +1904,10 @@ class SubscribeRequest(
 class SubscribeRequestParams(Struct, kw_only=True, gc=False):
     """Parameters for a `resources/subscribe` request."""
 
-    meta: SubscribeRequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
+    meta: RequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
     """See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on `_meta` usage."""
     uri: str
     """The URI of the resource. The URI can use any protocol; it is up to the server how to interpret it."""
-
-
-class _SubscribeRequestParamsMetaFields(Struct, kw_only=True, gc=False):
-    progress_token: ProgressToken | UnsetType = field(name="progressToken", default=UNSET)
-    """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
 
 
 class Task(Struct, kw_only=True, gc=False):
@@ -2011,7 +1936,7 @@ class Task(Struct, kw_only=True, gc=False):
 class TaskAugmentedRequestParams(Struct, kw_only=True, gc=False):
     """Common params for any task-augmented request."""
 
-    meta: TaskAugmentedRequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
+    meta: RequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
     """See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on `_meta` usage."""
     task: TaskMetadata | UnsetType = UNSET
     """If specified, the caller is requesting task-augmented execution for this request.
@@ -2020,11 +1945,6 @@ class TaskAugmentedRequestParams(Struct, kw_only=True, gc=False):
 
     Task augmentation is subject to capability negotiation - receivers MUST declare support
     for task augmentation of specific request types in their capabilities."""
-
-
-class _TaskAugmentedRequestParamsMetaFields(Struct, kw_only=True, gc=False):
-    progress_token: ProgressToken | UnsetType = field(name="progressToken", default=UNSET)
-    """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
 
 
 class TaskMetadata(Struct, kw_only=True, gc=False):
@@ -2365,15 +2285,10 @@ class UnsubscribeRequest(
 class UnsubscribeRequestParams(Struct, kw_only=True, gc=False):
     """Parameters for a `resources/unsubscribe` request."""
 
-    meta: UnsubscribeRequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
+    meta: RequestParamsMeta | UnsetType = field(name="_meta", default=UNSET)
     """See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on `_meta` usage."""
     uri: str
     """The URI of the resource. The URI can use any protocol; it is up to the server how to interpret it."""
-
-
-class _UnsubscribeRequestParamsMetaFields(Struct, kw_only=True, gc=False):
-    progress_token: ProgressToken | UnsetType = field(name="progressToken", default=UNSET)
-    """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
 
 
 class UntitledMultiSelectEnumSchema(Struct, kw_only=True, gc=False):
@@ -2416,206 +2331,6 @@ class UntitledSingleSelectEnumSchema(Struct, kw_only=True, gc=False):
     type: Literal["string"]
 
 
-class CallToolRequestParamsMeta(OpenObject):
-    """See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on `_meta` usage."""
-
-    __slots__ = ()
-    _attributes = {
-        "progress_token": "progressToken",
-    }
-    _fields_type = _CallToolRequestParamsMetaFields
-
-    if TYPE_CHECKING:
-
-        def __init__(
-            self,
-            _extra: Mapping[str, Any] | None = None,
-            /,
-            *,
-            progress_token: ProgressToken | UnsetType = UNSET,
-        ) -> None: ...
-
-    @property
-    def progress_token(self) -> ProgressToken | UnsetType:
-        """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
-        return self.get("progressToken", UNSET)  # type: ignore[no-any-return]
-
-
-class CancelTaskRequestParamsMeta(OpenObject):
-    """See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on `_meta` usage."""
-
-    __slots__ = ()
-    _attributes = {
-        "progress_token": "progressToken",
-    }
-    _fields_type = _CancelTaskRequestParamsMetaFields
-
-    if TYPE_CHECKING:
-
-        def __init__(
-            self,
-            _extra: Mapping[str, Any] | None = None,
-            /,
-            *,
-            progress_token: ProgressToken | UnsetType = UNSET,
-        ) -> None: ...
-
-    @property
-    def progress_token(self) -> ProgressToken | UnsetType:
-        """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
-        return self.get("progressToken", UNSET)  # type: ignore[no-any-return]
-
-
-class CompleteRequestParamsMeta(OpenObject):
-    """See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on `_meta` usage."""
-
-    __slots__ = ()
-    _attributes = {
-        "progress_token": "progressToken",
-    }
-    _fields_type = _CompleteRequestParamsMetaFields
-
-    if TYPE_CHECKING:
-
-        def __init__(
-            self,
-            _extra: Mapping[str, Any] | None = None,
-            /,
-            *,
-            progress_token: ProgressToken | UnsetType = UNSET,
-        ) -> None: ...
-
-    @property
-    def progress_token(self) -> ProgressToken | UnsetType:
-        """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
-        return self.get("progressToken", UNSET)  # type: ignore[no-any-return]
-
-
-class CreateMessageRequestParamsMeta(OpenObject):
-    """See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on `_meta` usage."""
-
-    __slots__ = ()
-    _attributes = {
-        "progress_token": "progressToken",
-    }
-    _fields_type = _CreateMessageRequestParamsMetaFields
-
-    if TYPE_CHECKING:
-
-        def __init__(
-            self,
-            _extra: Mapping[str, Any] | None = None,
-            /,
-            *,
-            progress_token: ProgressToken | UnsetType = UNSET,
-        ) -> None: ...
-
-    @property
-    def progress_token(self) -> ProgressToken | UnsetType:
-        """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
-        return self.get("progressToken", UNSET)  # type: ignore[no-any-return]
-
-
-class ElicitRequestFormParamsMeta(OpenObject):
-    """See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on `_meta` usage."""
-
-    __slots__ = ()
-    _attributes = {
-        "progress_token": "progressToken",
-    }
-    _fields_type = _ElicitRequestFormParamsMetaFields
-
-    if TYPE_CHECKING:
-
-        def __init__(
-            self,
-            _extra: Mapping[str, Any] | None = None,
-            /,
-            *,
-            progress_token: ProgressToken | UnsetType = UNSET,
-        ) -> None: ...
-
-    @property
-    def progress_token(self) -> ProgressToken | UnsetType:
-        """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
-        return self.get("progressToken", UNSET)  # type: ignore[no-any-return]
-
-
-class ElicitRequestURLParamsMeta(OpenObject):
-    """See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on `_meta` usage."""
-
-    __slots__ = ()
-    _attributes = {
-        "progress_token": "progressToken",
-    }
-    _fields_type = _ElicitRequestURLParamsMetaFields
-
-    if TYPE_CHECKING:
-
-        def __init__(
-            self,
-            _extra: Mapping[str, Any] | None = None,
-            /,
-            *,
-            progress_token: ProgressToken | UnsetType = UNSET,
-        ) -> None: ...
-
-    @property
-    def progress_token(self) -> ProgressToken | UnsetType:
-        """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
-        return self.get("progressToken", UNSET)  # type: ignore[no-any-return]
-
-
-class GetPromptRequestParamsMeta(OpenObject):
-    """See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on `_meta` usage."""
-
-    __slots__ = ()
-    _attributes = {
-        "progress_token": "progressToken",
-    }
-    _fields_type = _GetPromptRequestParamsMetaFields
-
-    if TYPE_CHECKING:
-
-        def __init__(
-            self,
-            _extra: Mapping[str, Any] | None = None,
-            /,
-            *,
-            progress_token: ProgressToken | UnsetType = UNSET,
-        ) -> None: ...
-
-    @property
-    def progress_token(self) -> ProgressToken | UnsetType:
-        """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
-        return self.get("progressToken", UNSET)  # type: ignore[no-any-return]
-
-
-class GetTaskPayloadRequestParamsMeta(OpenObject):
-    """See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on `_meta` usage."""
-
-    __slots__ = ()
-    _attributes = {
-        "progress_token": "progressToken",
-    }
-    _fields_type = _GetTaskPayloadRequestParamsMetaFields
-
-    if TYPE_CHECKING:
-
-        def __init__(
-            self,
-            _extra: Mapping[str, Any] | None = None,
-            /,
-            *,
-            progress_token: ProgressToken | UnsetType = UNSET,
-        ) -> None: ...
-
-    @property
-    def progress_token(self) -> ProgressToken | UnsetType:
-        """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
-        return self.get("progressToken", UNSET)  # type: ignore[no-any-return]
-
-
 class GetTaskPayloadResult(OpenObject):
     """The response to a tasks/result request.
     The structure matches the result type of the original request.
@@ -2643,106 +2358,6 @@ class GetTaskPayloadResult(OpenObject):
         return self.get("_meta", UNSET)  # type: ignore[no-any-return]
 
 
-class GetTaskRequestParamsMeta(OpenObject):
-    """See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on `_meta` usage."""
-
-    __slots__ = ()
-    _attributes = {
-        "progress_token": "progressToken",
-    }
-    _fields_type = _GetTaskRequestParamsMetaFields
-
-    if TYPE_CHECKING:
-
-        def __init__(
-            self,
-            _extra: Mapping[str, Any] | None = None,
-            /,
-            *,
-            progress_token: ProgressToken | UnsetType = UNSET,
-        ) -> None: ...
-
-    @property
-    def progress_token(self) -> ProgressToken | UnsetType:
-        """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
-        return self.get("progressToken", UNSET)  # type: ignore[no-any-return]
-
-
-class InitializeRequestParamsMeta(OpenObject):
-    """See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on `_meta` usage."""
-
-    __slots__ = ()
-    _attributes = {
-        "progress_token": "progressToken",
-    }
-    _fields_type = _InitializeRequestParamsMetaFields
-
-    if TYPE_CHECKING:
-
-        def __init__(
-            self,
-            _extra: Mapping[str, Any] | None = None,
-            /,
-            *,
-            progress_token: ProgressToken | UnsetType = UNSET,
-        ) -> None: ...
-
-    @property
-    def progress_token(self) -> ProgressToken | UnsetType:
-        """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
-        return self.get("progressToken", UNSET)  # type: ignore[no-any-return]
-
-
-class PaginatedRequestParamsMeta(OpenObject):
-    """See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on `_meta` usage."""
-
-    __slots__ = ()
-    _attributes = {
-        "progress_token": "progressToken",
-    }
-    _fields_type = _PaginatedRequestParamsMetaFields
-
-    if TYPE_CHECKING:
-
-        def __init__(
-            self,
-            _extra: Mapping[str, Any] | None = None,
-            /,
-            *,
-            progress_token: ProgressToken | UnsetType = UNSET,
-        ) -> None: ...
-
-    @property
-    def progress_token(self) -> ProgressToken | UnsetType:
-        """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
-        return self.get("progressToken", UNSET)  # type: ignore[no-any-return]
-
-
-class ReadResourceRequestParamsMeta(OpenObject):
-    """See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on `_meta` usage."""
-
-    __slots__ = ()
-    _attributes = {
-        "progress_token": "progressToken",
-    }
-    _fields_type = _ReadResourceRequestParamsMetaFields
-
-    if TYPE_CHECKING:
-
-        def __init__(
-            self,
-            _extra: Mapping[str, Any] | None = None,
-            /,
-            *,
-            progress_token: ProgressToken | UnsetType = UNSET,
-        ) -> None: ...
-
-    @property
-    def progress_token(self) -> ProgressToken | UnsetType:
-        """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
-        return self.get("progressToken", UNSET)  # type: ignore[no-any-return]
-
-
 class RequestParamsMeta(OpenObject):
     """See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on `_meta` usage."""
 
@@ -2751,31 +2366,6 @@ class RequestParamsMeta(OpenObject):
         "progress_token": "progressToken",
     }
     _fields_type = _RequestParamsMetaFields
-
-    if TYPE_CHECKING:
-
-        def __init__(
-            self,
-            _extra: Mapping[str, Any] | None = None,
-            /,
-            *,
-            progress_token: ProgressToken | UnsetType = UNSET,
-        ) -> None: ...
-
-    @property
-    def progress_token(self) -> ProgressToken | UnsetType:
-        """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
-        return self.get("progressToken", UNSET)  # type: ignore[no-any-return]
-
-
-class ResourceRequestParamsMeta(OpenObject):
-    """See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on `_meta` usage."""
-
-    __slots__ = ()
-    _attributes = {
-        "progress_token": "progressToken",
-    }
-    _fields_type = _ResourceRequestParamsMetaFields
 
     if TYPE_CHECKING:
 
@@ -2814,81 +2404,6 @@ class Result(OpenObject):
     def meta(self) -> dict[str, Any] | UnsetType:
         """See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on `_meta` usage."""
         return self.get("_meta", UNSET)  # type: ignore[no-any-return]
-
-
-class SetLevelRequestParamsMeta(OpenObject):
-    """See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on `_meta` usage."""
-
-    __slots__ = ()
-    _attributes = {
-        "progress_token": "progressToken",
-    }
-    _fields_type = _SetLevelRequestParamsMetaFields
-
-    if TYPE_CHECKING:
-
-        def __init__(
-            self,
-            _extra: Mapping[str, Any] | None = None,
-            /,
-            *,
-            progress_token: ProgressToken | UnsetType = UNSET,
-        ) -> None: ...
-
-    @property
-    def progress_token(self) -> ProgressToken | UnsetType:
-        """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
-        return self.get("progressToken", UNSET)  # type: ignore[no-any-return]
-
-
-class SubscribeRequestParamsMeta(OpenObject):
-    """See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on `_meta` usage."""
-
-    __slots__ = ()
-    _attributes = {
-        "progress_token": "progressToken",
-    }
-    _fields_type = _SubscribeRequestParamsMetaFields
-
-    if TYPE_CHECKING:
-
-        def __init__(
-            self,
-            _extra: Mapping[str, Any] | None = None,
-            /,
-            *,
-            progress_token: ProgressToken | UnsetType = UNSET,
-        ) -> None: ...
-
-    @property
-    def progress_token(self) -> ProgressToken | UnsetType:
-        """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
-        return self.get("progressToken", UNSET)  # type: ignore[no-any-return]
-
-
-class TaskAugmentedRequestParamsMeta(OpenObject):
-    """See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on `_meta` usage."""
-
-    __slots__ = ()
-    _attributes = {
-        "progress_token": "progressToken",
-    }
-    _fields_type = _TaskAugmentedRequestParamsMetaFields
-
-    if TYPE_CHECKING:
-
-        def __init__(
-            self,
-            _extra: Mapping[str, Any] | None = None,
-            /,
-            *,
-            progress_token: ProgressToken | UnsetType = UNSET,
-        ) -> None: ...
-
-    @property
-    def progress_token(self) -> ProgressToken | UnsetType:
-        """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
-        return self.get("progressToken", UNSET)  # type: ignore[no-any-return]
 
 
 class ToolInputSchema(OpenObject):
@@ -3003,30 +2518,25 @@ class URLElicitationRequiredErrorErrorData(OpenObject):
         return self["elicitations"]  # type: ignore[no-any-return]
 
 
-class UnsubscribeRequestParamsMeta(OpenObject):
-    """See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on `_meta` usage."""
-
-    __slots__ = ()
-    _attributes = {
-        "progress_token": "progressToken",
-    }
-    _fields_type = _UnsubscribeRequestParamsMetaFields
-
-    if TYPE_CHECKING:
-
-        def __init__(
-            self,
-            _extra: Mapping[str, Any] | None = None,
-            /,
-            *,
-            progress_token: ProgressToken | UnsetType = UNSET,
-        ) -> None: ...
-
-    @property
-    def progress_token(self) -> ProgressToken | UnsetType:
-        """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
-        return self.get("progressToken", UNSET)  # type: ignore[no-any-return]
-
+# Inline objects identical to another (copies of one property of a base definition): one class
+# per family, bound under each member's name (docs/design.md, "Families of identical objects").
+CallToolRequestParamsMeta: TypeAlias = RequestParamsMeta
+CancelTaskRequestParamsMeta: TypeAlias = RequestParamsMeta
+CompleteRequestParamsMeta: TypeAlias = RequestParamsMeta
+CreateMessageRequestParamsMeta: TypeAlias = RequestParamsMeta
+ElicitRequestFormParamsMeta: TypeAlias = RequestParamsMeta
+ElicitRequestURLParamsMeta: TypeAlias = RequestParamsMeta
+GetPromptRequestParamsMeta: TypeAlias = RequestParamsMeta
+GetTaskPayloadRequestParamsMeta: TypeAlias = RequestParamsMeta
+GetTaskRequestParamsMeta: TypeAlias = RequestParamsMeta
+InitializeRequestParamsMeta: TypeAlias = RequestParamsMeta
+PaginatedRequestParamsMeta: TypeAlias = RequestParamsMeta
+ReadResourceRequestParamsMeta: TypeAlias = RequestParamsMeta
+ResourceRequestParamsMeta: TypeAlias = RequestParamsMeta
+SetLevelRequestParamsMeta: TypeAlias = RequestParamsMeta
+SubscribeRequestParamsMeta: TypeAlias = RequestParamsMeta
+TaskAugmentedRequestParamsMeta: TypeAlias = RequestParamsMeta
+UnsubscribeRequestParamsMeta: TypeAlias = RequestParamsMeta
 
 ClientNotification: TypeAlias = (
     CancelledNotification
