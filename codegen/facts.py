@@ -63,9 +63,17 @@ def facts_view(rev: Revision, py: dict[str, str], annotate: Callable[[TypeExpr],
             if m.kind == "request":
                 w.fields.append(("id", "RequestId", None))
             w.fields.append(("jsonrpc", 'Literal["2.0"]', None))
-            for f in _object(rev, m.message).fields:
-                if f.wire == "method" and isinstance(f.type, Lit):
-                    continue
+            own = [
+                f
+                for f in _object(rev, m.message).fields
+                if not (f.wire == "method" and isinstance(f.type, Lit))
+            ]
+            if [f.wire for f in own] != ["params"]:
+                # The runtime wraps a message without the JSON-RPC envelope as {method, params}.
+                raise OverlayError(
+                    f"{rev.revision}: {m.message} has no envelope and more than params"
+                )
+            for f in own:
                 annotation = ann(f.type)
                 default = None if f.required else "UNSET"
                 if not f.required:

@@ -16,7 +16,7 @@ if os.path.isdir(_generated):
 
 from typing import TYPE_CHECKING, Any  # noqa: E402
 
-from ._revisions import LATEST, PACKAGES, REVISIONS  # noqa: E402
+from ._revisions import LATEST, PACKAGES, RELEASED, REVISIONS  # noqa: E402
 from ._support import MethodSpec, OpenObject, convert, dec_hook, decode, decoder  # noqa: E402
 
 if TYPE_CHECKING:
@@ -60,6 +60,7 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "LATEST",
+    "RELEASED",
     "REVISIONS",
     "Codec",
     "ErrorObject",

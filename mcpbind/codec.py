@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Generic, Literal, TypeVar, Union
 
@@ -27,9 +26,8 @@ RequestId = Union[str, int]  # noqa: UP007
 
 
 class Request(msgspec.Struct, Generic[T], kw_only=True, gc=False):
-    """A request of a revision whose generated request classes carry no ``id``: the JSON-RPC
-    ``id`` beside the precise generated ``message``. Where the generated classes carry ``id``
-    and ``jsonrpc`` themselves (``FACTS.enveloped``) the codec uses them directly."""
+    """A request of a revision whose generated request classes carry no ``id``
+    (``FACTS.enveloped`` is false): the JSON-RPC ``id`` beside the generated ``message``."""
 
     id: RequestId
     message: T
@@ -60,7 +58,7 @@ class ErrorObject(msgspec.Struct, kw_only=True, gc=False):
 
 class ErrorResponse(msgspec.Struct, kw_only=True, gc=False):
     """An error response. ``id`` is ``None`` when the peer could not read the request's id, and
-    ``UNSET`` when the response leaves it out (allowed where ``FACTS.error_id_optional``)."""
+    ``UNSET`` when the response leaves it out (where ``FACTS.error_id_optional``)."""
 
     jsonrpc: Literal["2.0"] = "2.0"
     id: RequestId | None | UnsetType = UNSET
@@ -74,23 +72,37 @@ class _ErrorEnvelope(msgspec.Struct, gc=False, forbid_unknown_fields=True):
 
 
 class _Envelope(msgspec.Struct, gc=False):
-    """Any JSON-RPC message, members kept raw: the classifier of everything the fast paths refuse."""
+    """Any JSON-RPC message, members kept raw: read by the classifier of what the fast paths
+    refuse."""
 
     jsonrpc: Raw = Raw(b"")
     id: Raw = Raw(b"")
     method: Raw = Raw(b"")
-    params: Raw = Raw(b"")
     result: Raw = Raw(b"")
     error: Raw = Raw(b"")
+
+
+class _Id(msgspec.Struct, gc=False):
+    id: Any = None
 
 
 _encode = msgspec.json.encode
 _ENVELOPE = msgspec.json.Decoder(Union[_Envelope, list[Raw]])  # noqa: UP007
 _ERROR = msgspec.json.Decoder(_ErrorEnvelope)
+_ID = msgspec.json.Decoder(_Id)
 _ANY = msgspec.json.Decoder()
 _FAILED = (msgspec.DecodeError, RecursionError, ValueError, TypeError)
 _NAME_MAX = 80  # characters of a peer's method name quoted back in an error
-_TASKS_MAX = 1024  # tasks whose originating method a codec remembers
+_TASKS_MAX = 1024  # open tasks a codec remembers
+
+
+def _failure(exc: Exception, code: int, what: str, id_: Any = None) -> ProtocolError:
+    """The one classifier of decode failures: a value of the wrong shape is ``code``, anything
+    else is a parse error."""
+    if isinstance(exc, msgspec.ValidationError):
+        return ProtocolError(code, f"{what}: {join_path(str(exc))}", id=id_)
+    reason = "nesting too deep" if isinstance(exc, RecursionError) else str(exc)
+    return ProtocolError(PARSE_ERROR, f"Parse error: {reason}", id=id_)
 
 
 @dataclass(frozen=True)
@@ -102,36 +114,21 @@ class _Method:
     learns: bool  # its params may carry the sender's capabilities
     result_learns: bool  # its result may carry the responder's capabilities
     kind_attr: str | None  # attribute of the result discriminator in its own result class
-    build: Callable[[Any], Any]  # wire Struct -> what decode returns
-    unbuild: Callable[[Any], Any]  # what encode takes -> wire Struct
 
+    def build(self, wire: Any) -> Any:
+        """What decode returns for a decoded wire Struct (the facts guarantee that a message
+        without the envelope is ``{method, params}``)."""
+        if self.enveloped:
+            return wire
+        message = self.spec.message(params=wire.params)
+        return Request(id=wire.id, message=message) if self.spec.kind == "request" else message
 
-def _builders(spec: MethodSpec, wire: type) -> tuple[Callable[[Any], Any], Callable[[Any], Any]]:
-    """Between the wire Struct and what the codec hands out (a ``Request`` around the generated
-    request where that carries no id). Spelled out for the usual ``params`` alone: it is faster."""
-    cls, names, request = spec.message, spec.message.__struct_fields__, spec.kind == "request"
-    if wire is cls:
-        return _same, _same
-    if names == ("params",):
-        if request:
-            return (
-                lambda w: Request(id=w.id, message=cls(params=w.params)),
-                lambda r: wire(id=r.id, jsonrpc="2.0", params=r.message.params),
-            )
-        return (lambda w: cls(params=w.params), lambda n: wire(jsonrpc="2.0", params=n.params))
-    if request:
-        return (
-            lambda w: Request(id=w.id, message=cls(**{k: getattr(w, k) for k in names})),
-            lambda r: wire(id=r.id, jsonrpc="2.0", **{k: getattr(r.message, k) for k in names}),
-        )
-    return (
-        lambda w: cls(**{k: getattr(w, k) for k in names}),
-        lambda n: wire(jsonrpc="2.0", **{k: getattr(n, k) for k in names}),
-    )
-
-
-def _same(x: Any) -> Any:
-    return x
+    def unbuild(self, msg: Any) -> Any:
+        if self.enveloped:
+            return msg
+        if self.spec.kind == "request":
+            return self.wire.wire(id=msg.id, jsonrpc="2.0", params=msg.message.params)
+        return self.wire.wire(jsonrpc="2.0", params=msg.params)
 
 
 @dataclass(frozen=True)
@@ -142,20 +139,20 @@ class _Tables:
     methods: dict[str, _Method]
     receive: dict[str, _Method]  # what this role may receive
     by_wire: dict[type, _Method]
-    by_message: dict[type, _Method]  # every method, by the generated class the user holds
+    by_message: dict[type, _Method]  # every method, by the generated class a caller holds
     fast: msgspec.json.Decoder[Any]  # the tagged union of every message this role receives
     generic: msgspec.json.Decoder[Any]  # a response with the generic result
     tasks: msgspec.json.Decoder[Any] | None  # a response creating a task
 
 
 _BUILD_LOCK = threading.Lock()
-_TABLES: dict[tuple[str, str], _Tables] = {}  # at most 2 per pinned revision
+_TABLES: dict[tuple[str, str], _Tables] = {}  # two per pinned revision at most
 
 
 def _tables(revision: str, role: str) -> _Tables:
     found = _TABLES.get((revision, role))
     if found is None:
-        with _BUILD_LOCK:  # msgspec must not build a type's internals from two threads at once
+        with _BUILD_LOCK:  # built once, by one thread (docs/threads.md)
             found = _TABLES.get((revision, role))
             if found is None:
                 found = _TABLES[revision, role] = _build(revision, role)
@@ -169,26 +166,27 @@ def _build(revision: str, role: str) -> _Tables:
     module = bindings(revision)
     prepare(module)
     facts: Facts = module.FACTS
-    peer = "server" if role == "client" else "client"
     kinds = facts.result_kinds
     methods = {}
     for name, spec in module.METHODS.items():
         wire = facts.wires[name]
-        result = wire.result
+        result, kind_attr = wire.result, None
+        if kinds is not None and isinstance(result, type):
+            kind_attr = next(
+                (f.name for f in msgspec.structs.fields(result) if f.encode_name == kinds.key), None
+            )
+        response = _decoder(wire.response) if wire.response is not None else None
+        learns = spec.kind == "request" and _carries_capabilities(spec.params)
         methods[name] = _Method(
             spec,
             wire,
             wire.wire is spec.message,
-            _decoder(wire.response) if wire.response is not None else None,
-            spec.kind == "request" and _carries_capabilities(spec.params),
+            response,
+            learns,
             _carries_capabilities(result),
-            (
-                _attribute(result, kinds.key)
-                if kinds is not None and isinstance(result, type)
-                else None
-            ),
-            *_builders(spec, wire.wire),
+            kind_attr,
         )
+    peer = "server" if role == "client" else "client"
     receive = {n: m for n, m in methods.items() if m.spec.sender in (peer, "both")}
     return _Tables(
         facts=facts,
@@ -206,10 +204,6 @@ def _decoder(tp: Any) -> msgspec.json.Decoder[Any]:
     return msgspec.json.Decoder(tp, dec_hook=dec_hook)
 
 
-def _attribute(cls: type, key: str) -> str | None:
-    return next((f.name for f in msgspec.structs.fields(cls) if f.encode_name == key), None)
-
-
 def _carries_capabilities(tp: Any) -> bool:
     """Whether a params or result type (or an untagged union of them) has ``capabilities``."""
     members = getattr(tp, "members", None)
@@ -218,24 +212,8 @@ def _carries_capabilities(tp: Any) -> bool:
     return "capabilities" in getattr(tp, "__struct_fields__", ())
 
 
-def _where(method: str) -> str:
-    """Where else ``method`` exists, for the error message (from the method tables)."""
-    from . import bindings
-
-    found = [
-        f"{r} ({spec.kind} from {_senders(spec.sender)})"
-        for r in REVISIONS
-        if (spec := bindings(r).METHODS.get(method)) is not None
-    ]
-    return f"it is in {', '.join(found)}" if found else "it is not an MCP method in any revision"
-
-
 def _senders(sender: str) -> str:
     return "client and server" if sender == "both" else sender
-
-
-def _cut(name: str) -> str:
-    return repr(name if len(name) <= _NAME_MAX else name[:_NAME_MAX] + "...")
 
 
 class Codec:
@@ -255,8 +233,8 @@ class Codec:
     ``peer_capabilities``. It reads a capabilities object once: assign a new one to change them.
 
     Task-augmented requests (where ``FACTS.tasks``): a request sent with a task is answered by
-    the task's creation result; the payload request of that task is answered by the result of
-    the method that created it. The codec remembers up to 1,024 open tasks.
+    the task's creation result; the payload request of that task by the result of the method
+    that created it. The codec remembers up to 1,024 open tasks.
     """
 
     def __init__(
@@ -273,20 +251,17 @@ class Codec:
         from . import bindings
 
         self.module = bindings(revision)  # UnknownRevisionError for a revision not pinned
-        self.revision = revision
-        self.role = role
+        self.revision, self.role = revision, role
         self.peer = "server" if role == "client" else "client"
         self._t = _tables(revision, role)
         self.facts: Facts = self._t.facts
         self._pending: dict[Any, str] = {}  # id of a request sent -> its method
-        # id -> (method whose result answers it, or None for a task's creation; the task's id)
+        # id -> (the method whose result answers it, None for a task's creation; the task id)
         self._answers: dict[Any, tuple[str | None, Any]] = {}
         self._tasks: dict[Any, str] = {}  # task id -> the method that created it
         self._check_meta = self.facts.request_meta is not None and role == "server"
         if requires and not self._check_meta:
-            raise ValueError(
-                "requires= applies to a server codec of a revision with per-request _meta"
-            )
+            raise ValueError("requires= is for a server codec of a revision with per-request _meta")
         self._requires: dict[str, Any] = {}
         if self._check_meta:
             for name, m in self._t.receive.items():
@@ -295,8 +270,7 @@ class Codec:
                         self._requires[name] = _path_object(g.path)
             self._requires.update({k: msgspec.to_builtins(v) for k, v in (requires or {}).items()})
         self._caps: dict[str, Any] = {}  # side -> its capabilities object
-        self._plain: dict[str, Any] = {}  # side -> the same as plain JSON, read at the first gate
-        self._verdicts: dict[tuple[str, str], bool] = {}
+        self._verdicts: dict[tuple[str, str], bool] = {}  # (side, path) -> advertised
         self.capabilities = capabilities
         self.peer_capabilities = peer_capabilities
 
@@ -352,140 +326,119 @@ class Codec:
         m = self._t.by_wire[type(wire)]
         if m.spec.kind != "request" and b'"id"' in data:
             return self._classify(data, batch)  # a notification with an id is refused there
-        msg = m.build(wire)
-        if m.spec.gates or m.learns or self._check_meta:
-            self._received(m, msg)
-        return msg
+        return self._received(m, m.build(wire))
 
     def _fast_response(self, data: bytes) -> Response[Any] | None:
         """A result response to a pending request in one closed pass; None when it is not plainly
         that (the classifier then decides, errors included)."""
-        pending = self._pending
-        if len(pending) == 1:
-            id_, method = next(iter(pending.items()))
+        if len(self._pending) == 1:
+            id_, method = next(iter(self._pending.items()))
         else:
-            id_ = _peek_id(data)
-            found = pending.get(id_)
+            try:
+                id_ = _ID.decode(data).id
+            except _FAILED:
+                return None
+            found = self._pending.get(id_) if type(id_) in (str, int) else None
             if found is None:
                 return None
             method = found
         answers = self._answers.get(id_)
-        m = self._t.methods.get(method if answers is None else answers[0] or "")
-        decoder = (
-            (m.response if m is not None else None)
-            if answers is None or answers[0] is not None
-            else self._t.tasks
-        ) or self._t.generic
+        if answers is None:
+            m = self._t.methods.get(method)
+            decoder = m.response if m is not None and m.response is not None else self._t.generic
+        elif answers[0] is None:
+            m, decoder = None, self._t.tasks or self._t.generic
+        else:
+            m = None
+            decoder = self._t.methods[answers[0]].response or self._t.generic
         try:
             env = decoder.decode(data)
         except _FAILED:
             return None
         if type(env.id) is not type(id_) or env.id != id_:
             return None
-        if answers is None and m is not None and m.kind_attr is not None:
-            kinds = self.facts.result_kinds
-            if kinds is not None and getattr(env.result, m.kind_attr) != kinds.own:
+        kinds = self.facts.result_kinds
+        if kinds is not None and m is not None and m.kind_attr is not None:
+            if getattr(env.result, m.kind_attr) != kinds.own:
                 return None  # it says it is another kind of result: the classifier decides
-        return self._answered(id_, method, m, env.result)
+        return self._answered(id_, method, env.result)
 
-    def _answered(self, id_: Any, method: str, m: _Method | None, result: Any) -> Response[Any]:
+    def _answered(self, id_: Any, method: str, result: Any) -> Response[Any]:
         del self._pending[id_]
         answers = self._answers.pop(id_, None)
-        tasks = self.facts.tasks
-        if answers is not None and tasks is not None:
+        if answers is not None and self.facts.tasks is not None:
             if answers[0] is None:  # a task was created: its payload is this method's result
                 if len(self._tasks) >= _TASKS_MAX:
                     del self._tasks[next(iter(self._tasks))]
-                self._tasks[_get(result, tasks.task_id)] = method
+                self._tasks[_get(result, self.facts.tasks.task_id)] = method
             else:
-                self._tasks.pop(answers[1], None)
-        elif m is not None and m.result_learns:
-            self._learn(result)
+                self._tasks.pop(answers[1], None)  # the task ended with its payload
+        else:
+            m = self._t.methods.get(method)
+            if m is not None and m.result_learns:
+                self._learn(result)
         return Response(id=id_, result=result)
 
     def _classify(self, data: bytes, batch: bool) -> Any:
+        """Everything the fast paths refused: say exactly what it is, or what is wrong."""
         try:
             env = _ENVELOPE.decode(data)
-        except msgspec.ValidationError as exc:
-            raise ProtocolError(INVALID_REQUEST, f"Invalid Request: {exc}") from None
-        except RecursionError:
-            raise ProtocolError(PARSE_ERROR, "Parse error: nesting too deep") from None
         except _FAILED as exc:
-            raise ProtocolError(PARSE_ERROR, f"Parse error: {exc}") from None
+            raise _failure(exc, INVALID_REQUEST, "Invalid Request") from None
         if isinstance(env, list):
             if not self.facts.batches:
-                raise ProtocolError(
-                    INVALID_REQUEST,
-                    f"Invalid Request: JSON-RPC batches are not part of MCP {self.revision}",
-                )
+                raise _invalid(f"JSON-RPC batches are not part of MCP {self.revision}")
             if not env or not batch:
-                raise ProtocolError(
-                    INVALID_REQUEST,
-                    f"Invalid Request: {'empty batch' if batch else 'a batch inside a batch'}",
-                )
+                raise _invalid("empty batch" if batch else "a batch inside a batch")
             return [self._one(bytes(item), batch=False) for item in env]
-        id_, id_ok = _read_id(env.id)
-        if _plain_value(env.jsonrpc) != "2.0":
-            raise ProtocolError(INVALID_REQUEST, 'Invalid Request: "jsonrpc" must be "2.0"', id=id_)
+        id_ = _plain(env.id)
+        id_ok = type(id_) is str or type(id_) is int
+        if not id_ok:
+            id_ = None
+        if _plain(env.jsonrpc) != "2.0":
+            raise _invalid('"jsonrpc" must be "2.0"', id_)
         if env.method:
-            method = _plain_value(env.method)
+            method = _plain(env.method)
             if not isinstance(method, str):
-                raise ProtocolError(
-                    INVALID_REQUEST, 'Invalid Request: "method" must be a string', id=id_
-                )
+                raise _invalid('"method" must be a string', id_)
             if env.id and not id_ok:
-                raise ProtocolError(
-                    INVALID_REQUEST, 'Invalid Request: "id" must be a string or an integer'
-                )
+                raise _invalid('"id" must be a string or an integer')
             return self._bad_message(method, bool(env.id), id_, data)
         if env.result and env.error:
-            raise ProtocolError(
-                INVALID_REQUEST,
-                'Invalid Request: a response has "result" or "error", not both',
-                id=id_,
-            )
+            raise _invalid('a response has "result" or "error", not both', id_)
         if env.result:
             if not id_ok:
-                raise ProtocolError(
-                    INVALID_REQUEST,
-                    'Invalid Request: a result response needs a string or integer "id"',
-                )
+                raise _invalid('a result response needs a string or integer "id"')
             return self._result(id_, env.result)
-        if env.error:
-            if env.id and not id_ok and _plain_value(env.id) is not None:
-                raise ProtocolError(
-                    INVALID_REQUEST, 'Invalid Request: "id" must be a string, an integer or null'
-                )
-            try:
-                err = _ERROR.decode(data)
-            except _FAILED as exc:
-                raise ProtocolError(
-                    INVALID_REQUEST, f"Invalid Request: bad error response: {_at(exc, '$')}", id=id_
-                ) from None
-            if self._pending.pop(err.id, None) is not None:
-                answers = self._answers.pop(err.id, None)
-                if answers is not None and answers[0] is not None:
-                    self._tasks.pop(answers[1], None)
-            return ErrorResponse(id=err.id, error=err.error)
-        raise ProtocolError(
-            INVALID_REQUEST,
-            'Invalid Request: not a request, notification or response (no "method", "result" or "error")',
-            id=id_,
-        )
+        if not env.error:
+            raise _invalid(
+                'not a request, notification or response (no "method", "result" or "error")', id_
+            )
+        if env.id and not id_ok and _plain(env.id) is not None:
+            raise _invalid('"id" must be a string, an integer or null')
+        try:
+            err = _ERROR.decode(data)
+        except _FAILED as exc:
+            raise _failure(
+                exc, INVALID_REQUEST, "Invalid Request: bad error response", id_
+            ) from None
+        if self._pending.pop(err.id, None) is not None:
+            answers = self._answers.pop(err.id, None)
+            if answers is not None and answers[0] is not None:
+                self._tasks.pop(answers[1], None)
+        return ErrorResponse(id=err.id, error=err.error)
 
     def _bad_message(self, method: str, has_id: bool, id_: Any, data: bytes) -> Any:
         """A request or notification the fast path refused: say exactly why."""
         m = self._t.methods.get(method)
-        if m is None:
-            text = f"Method not found: {_cut(method)} is not part of MCP {self.revision}; {_where(method)}"
-            raise ProtocolError(METHOD_NOT_FOUND, text, {"method": method[:_NAME_MAX]}, id_)
-        if method not in self._t.receive:
+        if m is None or method not in self._t.receive:
+            short = method if len(method) <= _NAME_MAX else method[:_NAME_MAX] + "..."
+            if m is None:
+                why = f"{short!r} is not part of MCP {self.revision}; {_where(method)}"
+            else:
+                why = f"in MCP {self.revision} {method!r} is sent by the {_senders(m.spec.sender)}, so a {self.role} does not receive it"
             raise ProtocolError(
-                METHOD_NOT_FOUND,
-                f"Method not found: in MCP {self.revision} {method!r} is sent by the {_senders(m.spec.sender)}, "
-                f"so a {self.role} does not receive it",
-                {"method": method},
-                id_,
+                METHOD_NOT_FOUND, f"Method not found: {why}", {"method": short}, id_
             )
         if (m.spec.kind == "request") != has_id:
             need = (
@@ -493,35 +446,18 @@ class Codec:
                 if m.spec.kind == "request"
                 else 'a notification has no "id"'
             )
-            raise ProtocolError(
-                INVALID_REQUEST, f"Invalid Request: {method!r} is a {m.spec.kind}; {need}", id=id_
-            )
+            raise _invalid(f"{method!r} is a {m.spec.kind}; {need}", id_)
         try:
-            msgspec.json.decode(data, type=m.wire.wire, dec_hook=dec_hook)
-        except msgspec.ValidationError as exc:
-            text = join_path(str(exc))
-            if "`$.params" in text or "`params`" in text:
-                raise ProtocolError(
-                    INVALID_PARAMS,
-                    f"Invalid params for {method!r} (MCP {self.revision}): {text}",
-                    id=id_,
-                ) from None
-            raise ProtocolError(
-                INVALID_REQUEST,
-                f"Invalid Request ({method!r}, MCP {self.revision}): {text}",
-                id=id_,
-            ) from None
-        except RecursionError:
-            raise ProtocolError(PARSE_ERROR, "Parse error: nesting too deep", id=id_) from None
+            wire = msgspec.json.decode(data, type=m.wire.wire, dec_hook=dec_hook)
         except _FAILED as exc:
-            raise ProtocolError(PARSE_ERROR, f"Parse error: {exc}", id=id_) from None
-        # Decodes alone but not in the union: the receiving side's checks refused it there.
-        return self._one_of(m, msgspec.json.decode(data, type=m.wire.wire, dec_hook=dec_hook))
-
-    def _one_of(self, m: _Method, wire: Any) -> Any:
-        msg = m.build(wire)
-        self._received(m, msg)
-        return msg
+            where = f"for {method!r} (MCP {self.revision})"
+            failure = _failure(exc, INVALID_REQUEST, f"Invalid Request {where}", id_)
+            if failure.code == INVALID_REQUEST and (
+                "`$.params" in failure.message or "`params`" in failure.message
+            ):
+                failure = _failure(exc, INVALID_PARAMS, f"Invalid params {where}", id_)
+            raise failure from None
+        return self._received(m, m.build(wire))  # "id" in its params misled the fast path
 
     def _result(self, id_: Any, raw: Raw) -> Response[Any]:
         """A result response the fast path did not take: its class by the rules, or why not."""
@@ -536,7 +472,6 @@ class Codec:
             target = self._t.methods[answers[0] or ""].wire.result
         elif m is not None and m.wire.result is not None:
             target = m.wire.result
-        what = f"the result of {method!r}" if method else "a result"
         try:
             plain = _ANY.decode(raw)
             if kinds is not None and m is not None and answers is None and type(plain) is dict:
@@ -548,40 +483,39 @@ class Codec:
                         else target
                     )
             result = msgspec.convert(plain, target, dec_hook=dec_hook)
-        except msgspec.ValidationError as exc:
-            text = f"Invalid result: {what} (MCP {self.revision}): {_at(exc, '$.result')}"
-            raise ProtocolError(INVALID_PARAMS, text, id=id_) from None
-        except RecursionError:
-            raise ProtocolError(PARSE_ERROR, "Parse error: nesting too deep", id=id_) from None
         except _FAILED as exc:
-            raise ProtocolError(PARSE_ERROR, f"Parse error: {exc}", id=id_) from None
-        if method is None:
-            return Response(id=id_, result=result)
-        return self._answered(id_, method, m, result)
+            what = f"Invalid result: {f'the result of {method!r}' if method else 'a result'} (MCP {self.revision})"
+            failure = _failure(exc, INVALID_PARAMS, what, id_)
+            failure.message = failure.message.replace(" - at `$", " - at `$.result", 1)
+            if failure.code == INVALID_PARAMS and " - at `" not in failure.message:
+                failure.message += " - at `$.result`"
+            raise failure from None
+        return (
+            Response(id=id_, result=result)
+            if method is None
+            else self._answered(id_, method, result)
+        )
 
     # -- checks on what is received and sent ----------------------------------------------------
 
-    def _received(self, m: _Method, msg: Any) -> None:
+    def _received(self, m: _Method, msg: Any) -> Any:
         if m.spec.gates and self._caps:
             self._check_gates(m, msg, incoming=True)
         if self._check_meta and m.spec.kind == "request":
             self._check_request_meta(m, msg)
         if m.learns:
             self._learn(_params(msg))
+        return msg
 
     def _learn(self, carrier: Any) -> None:
         """Remember the capabilities a message carries (its sender's)."""
         caps = getattr(carrier, "capabilities", None)
-        t = type(caps)
-        side = (
-            "client"
-            if t is self.facts.client_capabilities
-            else "server" if t is self.facts.server_capabilities else None
+        facts = self.facts
+        side = {facts.client_capabilities: "client", facts.server_capabilities: "server"}.get(
+            type(caps)
         )
-        if side == self.role:
-            self.capabilities = caps
-        elif side == self.peer:
-            self.peer_capabilities = caps
+        if side is not None:
+            self._set_caps(side, caps)
 
     @property
     def capabilities(self) -> Any:
@@ -602,35 +536,22 @@ class Codec:
         self._set_caps(self.peer, caps)
 
     def _set_caps(self, side: str, caps: Any) -> None:
-        if caps is None:
-            self._caps.pop(side, None)
-        elif self._caps.get(side) is not caps:
-            self._caps[side] = caps
-        else:
-            return
-        self._plain.pop(side, None)
-        self._verdicts = {k: v for k, v in self._verdicts.items() if k[0] != side}
-
-    def _supports(self, side: str, path: str) -> bool | None:
-        """Whether ``side`` advertised ``path``; None while its capabilities are unknown."""
-        verdict = self._verdicts.get((side, path))
-        if verdict is None:
-            caps = self._caps.get(side)
+        if self._caps.get(side) is not caps:
             if caps is None:
-                return None
-            plain = self._plain.get(side)
-            if plain is None:
-                plain = self._plain[side] = (
-                    caps if isinstance(caps, dict) else msgspec.to_builtins(caps)
-                )
-            verdict = self._verdicts[side, path] = supports(plain, path)
-        return verdict
+                del self._caps[side]
+            else:
+                self._caps[side] = caps
+            self._verdicts = {k: v for k, v in self._verdicts.items() if k[0] != side}
 
     def _check_gates(self, m: _Method, msg: Any, *, incoming: bool) -> None:
         receiver = self.role if incoming else self.peer
         for gate in m.spec.gates:
             side = receiver if gate.side == "receiver" else gate.side
-            if self._supports(side, gate.path) is not False or not _applies(gate, _params(msg)):
+            verdict = self._verdicts.get((side, gate.path))
+            if verdict is None and side in self._caps:
+                plain = msgspec.to_builtins(self._caps[side])
+                verdict = self._verdicts[side, gate.path] = supports(plain, gate.path)
+            if verdict is not False or not _applies(gate, _params(msg)):
                 continue
             whom = f"this {side}" if side == self.role else f"the {side}"
             condition = f" (its params have {'.'.join(gate.when)})" if gate.when else ""
@@ -639,33 +560,32 @@ class Codec:
                 f"Method not found: {m.spec.method!r}{condition} needs the {side} capability "
                 f"{gate.path!r}, which {whom} did not advertise (MCP {self.revision})",
                 {"method": m.spec.method, "capability": gate.path, "side": side},
-                _id(msg),
+                getattr(msg, "id", None),
             )
 
     def _check_request_meta(self, m: _Method, msg: Any) -> None:
         """The protocol version and client capabilities in a request's ``params._meta``."""
-        meta_facts = self.facts.request_meta
+        facts = self.facts.request_meta
         meta = getattr(_params(msg), "meta", UNSET)
-        if meta_facts is None or not isinstance(meta, dict):
+        if facts is None or not isinstance(meta, dict):
             return  # the schema decides whether _meta is required; it already passed
-        version = meta.get(meta_facts.version_key, UNSET)
+        version = meta.get(facts.version_key, UNSET)
         if version is not UNSET and version not in self.facts.versions:
+            supported = {"supported": list(self.facts.versions), "requested": version}
             raise ProtocolError(
-                meta_facts.unsupported_version_code,
-                "Unsupported protocol version",
-                {"supported": list(self.facts.versions), "requested": version},
-                _id(msg),
+                facts.unsupported_version_code, "Unsupported protocol version", supported, msg.id
             )
         required = self._requires.get(m.spec.method)
-        if required is not None:
-            missing = missing_capabilities(required, meta.get(meta_facts.capabilities_key) or {})
-            if missing is not None:
-                raise ProtocolError(
-                    meta_facts.missing_capability_code,
-                    "Missing required client capability",
-                    {"requiredCapabilities": missing},
-                    _id(msg),
-                )
+        missing = required and missing_capabilities(
+            required, meta.get(facts.capabilities_key) or {}
+        )
+        if missing:
+            raise ProtocolError(
+                facts.missing_capability_code,
+                "Missing required client capability",
+                {"requiredCapabilities": missing},
+                msg.id,
+            )
 
     # -- encode ---------------------------------------------------------------------------------
 
@@ -675,15 +595,15 @@ class Codec:
         Requests this side sends are remembered by id, so that their responses decode to the
         precise result class. A message that cannot be sent raises before anything is remembered.
         """
-        if type(msg) is list:
-            if not self.facts.batches:
-                raise ProtocolError(
-                    INVALID_REQUEST, f"JSON-RPC batches are not part of MCP {self.revision}"
-                )
-            if not msg:
-                raise ProtocolError(INVALID_REQUEST, "Invalid Request: empty batch")
-            return b"[" + b",".join([self.encode(x) for x in msg]) + b"]"
         t = type(msg)
+        if t is list:
+            if not self.facts.batches or not msg:
+                raise _invalid(
+                    "empty batch"
+                    if msg
+                    else f"JSON-RPC batches are not part of MCP {self.revision}"
+                )
+            return b"[" + b",".join([self.encode(x) for x in msg]) + b"]"
         if t is Response:
             _check_id(msg.id)
             out = _finite(_encode(msg), msg)
@@ -696,7 +616,7 @@ class Codec:
                 _check_id(msg.id)
             return _finite(_encode(msg), msg)
         if isinstance(msg, ProtocolError):
-            return msg.to_json()
+            return self.error_response(msg)
         m = self._t.by_message.get(type(msg.message) if t is Request else t)
         if (
             m is None
@@ -705,17 +625,17 @@ class Codec:
         ):
             raise TypeError(self._not_sendable(msg))
         if m.spec.sender not in (self.role, "both"):
+            who = _senders(m.spec.sender)
             raise ProtocolError(
                 METHOD_NOT_FOUND,
-                f"in MCP {self.revision} {m.spec.method!r} is sent by the {_senders(m.spec.sender)}, not the {self.role}",
+                f"in MCP {self.revision} {m.spec.method!r} is sent by the {who}, not the {self.role}",
             )
-        request = m.spec.kind == "request"
-        if request:
+        if m.spec.kind == "request":
             _check_id(msg.id)
         if m.spec.gates and self._caps:
             self._check_gates(m, msg, incoming=False)
         out = _finite(_encode(m.unbuild(msg)), msg)
-        if request:
+        if m.spec.kind == "request":
             self._sent(m, msg)
         if m.learns:
             self._learn(_params(msg))
@@ -724,25 +644,23 @@ class Codec:
     def _sent(self, m: _Method, msg: Any) -> None:
         self._pending[msg.id] = m.spec.method
         tasks = self.facts.tasks
-        if tasks is None:
-            return
-        params = _params(msg)
-        if getattr(params, tasks.when, UNSET) is not UNSET:
-            self._answers[msg.id] = (None, None)
-        elif m.spec.method == tasks.payload_method:
-            task = getattr(params, tasks.payload_task_id, UNSET)
-            if task in self._tasks:
-                self._answers[msg.id] = (self._tasks[task], task)
+        if tasks is not None:
+            params = _params(msg)
+            if getattr(params, tasks.when, UNSET) is not UNSET:
+                self._answers[msg.id] = (None, None)
+            elif m.spec.method == tasks.payload_method:
+                task = getattr(params, tasks.payload_task_id, UNSET)
+                if task in self._tasks:
+                    self._answers[msg.id] = (self._tasks[task], task)
 
     def _not_sendable(self, msg: Any) -> str:
         t = type(msg.message) if type(msg) is Request else type(msg)
-        if t in self._t.by_message:
-            m = self._t.by_message[t]
-            if m.enveloped:
-                return f"in MCP {self.revision} {t.__name__} carries its id: encode it as it is, not in a Request"
-            return f"in MCP {self.revision} a request needs an id: encode Request(id=..., message={t.__name__}(...))"
-        where = getattr(t, "__module__", "")
-        return f"cannot encode {t.__name__} (from {where}) as a message of MCP {self.revision}"
+        m = self._t.by_message.get(t)
+        if m is None:
+            return f"cannot encode {t.__name__} (from {t.__module__}) as a message of MCP {self.revision}"
+        if m.enveloped:
+            return f"in MCP {self.revision} {t.__name__} carries its id: encode it as it is, not in a Request"
+        return f"in MCP {self.revision} a {m.spec.kind} is encoded as {'Request(id=..., message=...)' if m.spec.kind == 'request' else 'itself'}"
 
     def request(self, message: Any, id: RequestId) -> Any:
         """``message`` (a generated request of this revision) as a request with ``id``."""
@@ -762,14 +680,9 @@ class Codec:
 
     def error_response(self, err: ProtocolError) -> bytes:
         """The JSON-RPC error response bytes for ``err``."""
-        return self.encode(
-            ErrorResponse(
-                id=err.id,
-                error=ErrorObject(
-                    code=err.code, message=err.message, data=UNSET if err.data is None else err.data
-                ),
-            )
-        )
+        data = UNSET if err.data is None else err.data
+        error = ErrorObject(code=err.code, message=err.message, data=data)
+        return self.encode(ErrorResponse(id=err.id, error=error))
 
     def meta(self, capabilities: Any = None, **extra: Any) -> dict[str, Any]:
         """The reserved ``_meta`` keys a client puts in every request (where the revision has the
@@ -777,36 +690,38 @@ class Codec:
         facts = self.facts.request_meta
         if facts is None:
             raise ValueError(f"MCP {self.revision} has no per-request _meta envelope")
-        out = {
-            facts.version_key: self.facts.versions[0],
-            facts.capabilities_key: msgspec.to_builtins(capabilities or {}),
-        }
-        out.update(extra)
-        return out
+        caps = msgspec.to_builtins(capabilities or {})
+        return {facts.version_key: self.facts.versions[0], facts.capabilities_key: caps, **extra}
+
+
+def _invalid(why: str, id_: Any = None) -> ProtocolError:
+    return ProtocolError(INVALID_REQUEST, f"Invalid Request: {why}", id=id_)
+
+
+def _where(method: str) -> str:
+    """Where else ``method`` exists, for the error message (read from the method tables)."""
+    from . import bindings
+
+    found = [
+        f"{r} ({spec.kind} from {_senders(spec.sender)})"
+        for r in REVISIONS
+        if (spec := bindings(r).METHODS.get(method)) is not None
+    ]
+    return f"it is in {', '.join(found)}" if found else "it is not an MCP method in any revision"
 
 
 def _params(msg: Any) -> Any:
     return getattr(msg.message if type(msg) is Request else msg, "params", UNSET)
 
 
-def _id(msg: Any) -> Any:
-    return getattr(msg, "id", None)
-
-
 def _applies(gate: Gate, params: Any) -> bool:
     """Whether a conditional gate's params value is there (and has the value it names)."""
-    node = params
-    for key in gate.when:  # wire keys, through Structs and dicts alike
-        if isinstance(node, dict):
-            node = node.get(key, UNSET)
-        elif isinstance(node, msgspec.Struct):
-            name = _attribute(type(node), key)
-            node = getattr(node, name) if name is not None else UNSET
-        else:
-            return False
+    node = msgspec.to_builtins(params) if gate.when else None
+    for key in gate.when:  # wire keys
+        node = node.get(key, UNSET) if isinstance(node, dict) else UNSET
         if node is UNSET:
             return False
-    return gate.equals is None or msgspec.to_builtins(node) == gate.equals
+    return gate.equals is None or node == gate.equals
 
 
 def _get(obj: Any, path: tuple[str, ...]) -> Any:
@@ -821,7 +736,7 @@ def _check_id(id_: Any) -> None:
 
 
 def _finite(out: bytes, msg: Any) -> bytes:
-    """``out``, unless ``msg`` holds NaN or an infinity, which msgspec writes as null."""
+    """``out``, unless ``msg`` holds NaN or an infinity, which msgspec would write as null."""
     if b"null" in out and _nonfinite(msgspec.to_builtins(msg)):
         raise ValueError("JSON has no NaN or Infinity: the message holds a non-finite number")
     return out
@@ -832,36 +747,10 @@ def _nonfinite(value: Any) -> bool:
         return not math.isfinite(value)
     if type(value) is dict:
         return any(_nonfinite(v) for v in value.values())
-    if type(value) is list:
-        return any(_nonfinite(v) for v in value)
-    return False
+    return type(value) is list and any(_nonfinite(v) for v in value)
 
 
-def _peek_id(data: bytes) -> Any:
-    """The id of a response, read without decoding its result (None when it cannot be read)."""
-    try:
-        return _ID_ONLY.decode(data).id
-    except _FAILED:
-        return None
-
-
-class _IdOnly(msgspec.Struct, gc=False):
-    id: Any = None
-
-
-_ID_ONLY = msgspec.json.Decoder(_IdOnly)
-
-
-def _read_id(raw: Raw) -> tuple[Any, bool]:
-    """The id of a message and whether it is a valid request id (a string or an integer)."""
-    if not raw:
-        return None, False
-    value = _plain_value(raw)
-    ok = type(value) is str or type(value) is int
-    return (value if ok else None), ok
-
-
-def _plain_value(raw: Raw) -> Any:
+def _plain(raw: Raw) -> Any:
     try:
         return _ANY.decode(raw) if raw else UNSET
     except _FAILED:
@@ -875,12 +764,3 @@ def _path_object(path: str) -> dict[str, Any]:
         node[key] = {}
         node = node[key]
     return out
-
-
-def _at(exc: Exception, prefix: str) -> str:
-    text = join_path(str(exc))
-    return (
-        text.replace(" - at `$", f" - at `{prefix}", 1)
-        if " - at `$" in text
-        else f"{text} - at `{prefix}`"
-    )

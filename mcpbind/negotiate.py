@@ -1,22 +1,26 @@
-"""Protocol revision negotiation (the initialize rule)."""
+"""Protocol revision negotiation (the initialize rule), from each revision's generated facts."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ._revisions import REVISIONS
+from ._revisions import RELEASED, REVISIONS
 from .errors import UnsupportedRevision
 
-__all__ = ["HANDSHAKE_REVISIONS", "negotiate"]
+__all__ = ["handshake", "negotiate"]
 
-# Revisions that agree on a revision with `initialize`; later ones carry it in every request.
-HANDSHAKE_REVISIONS: tuple[str, ...] = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
-_RELEASED = tuple(r for r in REVISIONS if r != "draft")
+
+def handshake(revision: str) -> str:
+    """How peers of ``revision`` agree on it: ``"initialize"``, or ``"discover"`` (the revision
+    travels in every request's ``_meta``); read from the revision's ``FACTS``."""
+    from . import bindings
+
+    return bindings(revision).FACTS.handshake  # type: ignore[no-any-return]
 
 
 def negotiate(
     requested: object,
-    supported: Iterable[str] = _RELEASED,
+    supported: Iterable[str] = RELEASED,
     *,
     id: str | int | None = None,
 ) -> str:
@@ -26,10 +30,10 @@ def negotiate(
     has the initialize handshake (a peer asking for an unknown or unsupported version gets the
     server's newest one and decides itself whether to go on). Raises ``UnsupportedRevision``
     (-32602, data ``{"supported": [...], "requested": ...}``) when nothing can be offered: no
-    supported revision has the handshake, or the request names a revision without the handshake
-    (2026-07-28 and later), which cannot be answered with another one.
+    supported revision has the handshake, or the request names a revision without it, which
+    cannot be answered with another one.
     """
-    offered = [r for r in supported]
+    offered = list(supported)
     unknown = [r for r in offered if r not in REVISIONS]
     if unknown:
         raise ValueError(
@@ -38,13 +42,11 @@ def negotiate(
     ordered = sorted(set(offered), key=REVISIONS.index)
     if isinstance(requested, str) and requested in ordered:
         return requested
-    if (
+    initialize = [r for r in ordered if handshake(r) == "initialize"]
+    if not initialize or (
         isinstance(requested, str)
         and requested in REVISIONS
-        and requested not in HANDSHAKE_REVISIONS
+        and handshake(requested) != "initialize"
     ):
         raise UnsupportedRevision(requested, ordered, id)
-    handshake = [r for r in ordered if r in HANDSHAKE_REVISIONS]
-    if not handshake:
-        raise UnsupportedRevision(requested, ordered, id)
-    return handshake[-1]
+    return initialize[-1]
