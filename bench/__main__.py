@@ -1,6 +1,7 @@
 """`make bench`: mcpbind against the official bindings and the untyped floor, in one run.
 
     .venv/bin/python -m bench [--quick] [--no-generate] [--record] [--out docs/benchmarks.md]
+    .venv/bin/python -m bench --only session --only "tools/call"   (a subset, printed only)
 
 Prints a table per measurement, then writes ``docs/benchmarks.md`` (machine, Python, package
 versions, date, every figure and which targets are met) and ``docs/benchmarks.png``.
@@ -770,6 +771,13 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="record the interop sessions anew first (needs make interop-setup)",
     )
+    parser.add_argument(
+        "--only",
+        action="append",
+        metavar="TEXT",
+        help="time only the workloads whose name contains TEXT (repeatable); prints the decode "
+        "and encode tables and writes nothing",
+    )
     parser.add_argument("--out", default=str(ROOT / "docs" / "benchmarks.md"))
     parser.add_argument("--chart", default=str(ROOT / "docs" / "benchmarks.png"))
     parser.add_argument(
@@ -790,7 +798,18 @@ def main(argv: list[str] | None = None) -> int:
     extra: dict[str, Any] = {}
 
     print("workloads ...", file=sys.stderr)
-    workloads = [w for w in map(accepted_by_mcpbind, all_workloads()) if w.messages]
+    workloads = [
+        w
+        for w in all_workloads()
+        if not args.only or any(text in f"{w.name} ({w.revision})" for text in args.only)
+    ]
+    workloads = [w for w in map(accepted_by_mcpbind, workloads) if w.messages]
+    if args.only:
+        # A subset is for comparing ratios while working: no dmcg (its generation takes seconds),
+        # no subprocess measurements, no report.
+        rows = measure_workloads(timer, [Mcpbind(), Orjson()], workloads)
+        print_rows(rows)
+        return 0
     revisions = sorted({w.revision for w in workloads})
     dmcg = Dmcg(revisions, schema_dir())
     extra["dmcg_seconds"] = dmcg.generation["seconds"]

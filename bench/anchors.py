@@ -83,6 +83,11 @@ class Mcpbind(Anchor):
         items = [
             (codecs[m.sender].encode, value) for m, value in zip(w.messages, decoded, strict=True)
         ]
+        for (encode, value), m in zip(items, w.messages, strict=True):
+            try:
+                encode(value)
+            except Exception as exc:  # noqa: BLE001 - reported in the table, not raised
+                return None, f"cannot encode {m.method}: {type(exc).__name__}: {exc}"
 
         def run() -> list[bytes]:
             return [encode(value) for encode, value in items]

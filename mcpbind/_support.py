@@ -245,50 +245,55 @@ class OpenObject(dict[str, Any]):
 def _compile_open(cls: type[OpenObject]) -> Callable[[Any], Any]:
     """The decoder of one open object class: the declared keys are validated by one
     ``msgspec.convert`` into its fields Struct; only those whose decoded value is not the JSON
-    value itself (a Struct, an open object, a union member) replace what the peer sent."""
+    value itself (a Struct, an open object, a union member) replace what the peer sent.
+
+    Every message of the newest revisions has a ``_meta`` open object, so this runs once per
+    message: what can be decided per class is decided here, and the function returned does
+    only what the value at hand needs (bench/remarks.md, "Open objects")."""
     import msgspec.inspect as mi
 
     klass: Any = cls
     fields_type = klass._fields_type
     extra_type = klass._extra_type
     declared = frozenset(klass._attributes.values())
-    types = {f.name: f.type for f in mi.type_info(fields_type).fields}  # type: ignore[attr-defined]
-    typed = tuple((a, w) for a, w in klass._attributes.items() if not _plain(types[a]))
-    fields_hooked = _needs_hook(fields_type)
+    info = {f.name: f for f in mi.type_info(fields_type).fields}  # type: ignore[attr-defined]
+    typed = [(a, w) for a, w in klass._attributes.items() if not _plain(info[a].type)]
+    # A required key is always there after a successful convert: no UNSET to skip.
+    always = tuple((a, w) for a, w in typed if info[a].required)
+    maybe = tuple((a, w) for a, w in typed if not info[a].required)
+    # With no declared key present and none required, there is nothing to validate or replace.
+    skippable = not any(f.required for f in info.values())
+    hooked = _needs_hook(fields_type)
     convert_extra = _converter(extra_type) if extra_type is not None else None
-    new, update, setitem, unset, convert = (
-        dict.__new__,
-        dict.update,
-        dict.__setitem__,
-        msgspec.UNSET,
-        msgspec.convert,
-    )
+    new, update, convert, unset = dict.__new__, dict.update, msgspec.convert, msgspec.UNSET
 
     def decode(obj: Any) -> Any:
         if type(obj) is not dict:
             raise ValueError(f"Expected `object`, got `{_kind(obj)}`")
-        try:
-            values = (
-                convert(obj, fields_type, dec_hook=dec_hook)
-                if fields_hooked
-                else convert(obj, fields_type)
-            )
-            extra = (
-                convert_extra({k: v for k, v in obj.items() if k not in declared})
-                if convert_extra is not None
-                else None
-            )
-        except msgspec.ValidationError as exc:
-            # msgspec adds the object's own location only to a ValueError from a hook.
-            raise ValueError(str(exc)) from None
         self = new(klass)
         update(self, obj)
-        for attribute, wire in typed:
-            value = getattr(values, attribute)
-            if value is not unset:
-                setitem(self, wire, value)
-        if extra is not None:
-            update(self, extra)
+        if not skippable or not declared.isdisjoint(obj):
+            try:
+                values = (
+                    convert(obj, fields_type, dec_hook=dec_hook)
+                    if hooked
+                    else convert(obj, fields_type)
+                )
+            except msgspec.ValidationError as exc:
+                # msgspec passes a ValidationError from a hook on as it is, but adds where the
+                # hook's value is to any other ValueError: the path must name the whole way.
+                raise ValueError(str(exc)) from None
+            for attribute, wire in always:
+                self[wire] = getattr(values, attribute)
+            for attribute, wire in maybe:
+                value = getattr(values, attribute)
+                if value is not unset:
+                    self[wire] = value
+        if convert_extra is not None:
+            try:
+                update(self, convert_extra({k: v for k, v in obj.items() if k not in declared}))
+            except msgspec.ValidationError as exc:
+                raise ValueError(str(exc)) from None
         return self
 
     return decode
