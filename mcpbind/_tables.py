@@ -51,6 +51,7 @@ class _Tables:
     fast: msgspec.json.Decoder[Any]  # the tagged union of every message this role receives
     generic: msgspec.json.Decoder[Any]  # a response with the generic result
     tasks: msgspec.json.Decoder[Any] | None  # a response creating a task
+    sides: dict[Any, str]  # capabilities class -> whose ("client" or "server")
 
 
 _BUILD_LOCK = threading.Lock()
@@ -105,6 +106,7 @@ def _build(revision: str, role: str) -> _Tables:
         fast=_decoder(Union[tuple(m.wire.wire for m in receive.values())]),  # noqa: UP007
         generic=_decoder(facts.result_response),
         tasks=_decoder(facts.tasks.response) if facts.tasks is not None else None,
+        sides={facts.client_capabilities: "client", facts.server_capabilities: "server"},
     )
 
 

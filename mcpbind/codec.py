@@ -182,7 +182,8 @@ class Codec:
         """A result response to a pending request in one closed pass; None when it is not plainly
         that (the classifier then decides, errors included)."""
         if len(self._pending) == 1:
-            id_, method = next(iter(self._pending.items()))
+            for id_, method in self._pending.items():  # noqa: B007 (cheaper than next(iter()))
+                break
         else:
             try:
                 id_ = _ID.decode(data).id
@@ -360,10 +361,7 @@ class Codec:
     def _learn(self, carrier: Any) -> None:
         """Remember the capabilities a message carries (its sender's)."""
         caps = getattr(carrier, "capabilities", None)
-        facts = self.facts
-        side = {facts.client_capabilities: "client", facts.server_capabilities: "server"}.get(
-            type(caps)
-        )
+        side = self._t.sides.get(type(caps))
         if side is not None:
             self._set_caps(side, caps)
 
