@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from .errors import ProtocolError, UnsupportedRevision
     from .negotiate import negotiate
     from .projection import ProjectionError, project, project_lossy
+    from .session import ClientSession, ServerSession
 
 _PACKAGE_NAMES = frozenset(PACKAGES.values())
 
@@ -44,6 +45,8 @@ _LAZY = {
     "ProjectionError": "projection",
     "project": "projection",
     "project_lossy": "projection",
+    "ClientSession": "session",
+    "ServerSession": "session",
 }
 
 
@@ -61,6 +64,7 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "LATEST",
     "REVISIONS",
+    "ClientSession",
     "Codec",
     "ErrorObject",
     "ErrorResponse",
@@ -70,6 +74,7 @@ __all__ = [
     "ProtocolError",
     "Request",
     "Response",
+    "ServerSession",
     "UnsupportedRevision",
     "UnknownRevisionError",
     "bindings",

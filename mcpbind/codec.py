@@ -10,6 +10,7 @@ import math
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Generic, Literal, TypeVar, Union
 
 import msgspec
@@ -206,6 +207,7 @@ def _decoder(tp: Any) -> msgspec.json.Decoder[Any]:
     return msgspec.json.Decoder(tp, dec_hook=dec_hook)
 
 
+@lru_cache(maxsize=1024)  # gates ask it on every encode; msgspec.structs.fields is slow
 def _attribute(cls: type, key: str) -> str | None:
     return next((f.name for f in msgspec.structs.fields(cls) if f.encode_name == key), None)
 
@@ -700,8 +702,8 @@ class Codec:
         m = self._t.by_message.get(type(msg.message) if t is Request else t)
         if (
             m is None
-            or (t is Request) == m.enveloped
             or (t is Request and m.spec.kind != "request")
+            or (m.spec.kind == "request" and (t is Request) == m.enveloped)
         ):
             raise TypeError(self._not_sendable(msg))
         if m.spec.sender not in (self.role, "both"):

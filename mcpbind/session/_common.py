@@ -1,0 +1,749 @@
+"""What client and server sessions share: sending by method name, receiving into events,
+responses, cancellation and progress. Every fact about a revision comes from its generated
+``FACTS`` record and ``METHODS`` table (through ``_Speech``); no revision or method is named here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Union
+
+import msgspec
+from msgspec import UNSET
+
+from .._support import Facts, MethodSpec, OpenObject, convert, ready
+from ..codec import Codec, ErrorObject, ErrorResponse, Request, Response
+from ..errors import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, ProtocolError
+from ..events import (
+    ErrorReceived,
+    Event,
+    InputRequired,
+    MessageRejected,
+    NotificationReceived,
+    PingReceived,
+    ProgressReceived,
+    RequestCancelled,
+    RequestReceived,
+    ResponseDropped,
+    ResultReceived,
+    TaskCreated,
+)
+
+RequestId = Union[str, int]  # noqa: UP007
+
+_REMEMBERED = 1024  # answered, cancelled and task ids a session keeps for its error messages
+
+
+def _fields(cls: Any) -> dict[str, str]:
+    """Attribute name -> wire key of a generated Struct's fields (or an open object's keys)."""
+    if isinstance(cls, type) and issubclass(cls, OpenObject):
+        return dict(cls._attributes)
+    if isinstance(cls, type) and issubclass(cls, msgspec.Struct):
+        return {f.name: f.encode_name for f in msgspec.structs.fields(cls)}
+    return {}
+
+
+def _open_class(cls: Any, attribute: str) -> Any:
+    """The open-object class (e.g. a ``_meta`` class) of a Struct field, or None."""
+    import msgspec.inspect as mi
+
+    if not (isinstance(cls, type) and issubclass(cls, msgspec.Struct)):
+        return None
+    for f in mi.type_info(cls).fields:  # type: ignore[attr-defined]
+        if f.name != attribute:
+            continue
+        types = f.type.types if isinstance(f.type, mi.UnionType) else (f.type,)
+        for t in types:
+            if isinstance(t, mi.CustomType) and issubclass(t.cls, OpenObject):
+                return t.cls
+    return None
+
+
+def open_get(obj: Any, attribute: str) -> Any:
+    """The value of a declared key of an open object, by its attribute name (None if absent)."""
+    if not isinstance(obj, OpenObject):
+        return None
+    key = type(obj)._attributes.get(attribute)
+    return obj.get(key) if key is not None else None
+
+
+def make(cls: Any, revision: str, **attributes: Any) -> Any:
+    """A generated Struct of ``revision`` from attribute values of any revision (or plain JSON);
+    unset (None) values are left out. Bad values raise ``ProtocolError`` (-32602, path named)."""
+    names = _fields(cls)
+    data = {names[k]: msgspec.to_builtins(v) for k, v in attributes.items() if v is not None}
+    return checked(data, cls, revision, "$")
+
+
+def checked(data: Any, cls: Any, revision: str, where: str) -> Any:
+    """``data`` (plain JSON) converted into ``cls``; -32602 naming the path and revision."""
+    try:
+        return convert(data, cls)
+    except msgspec.ValidationError as exc:
+        text = str(exc)
+        text = (
+            text.replace(" - at `$", f" - at `{where}", 1)
+            if " - at `$" in text
+            else f"{text} - at `{where}`"
+        )
+        name = getattr(cls, "__name__", repr(cls))
+        raise ProtocolError(INVALID_PARAMS, f"Invalid {name} (MCP {revision}): {text}") from None
+
+
+@dataclass(frozen=True)
+class _Send:
+    """How to send one method of one revision."""
+
+    spec: MethodSpec
+    request: bool
+    enveloped: bool  # the generated message carries id and jsonrpc itself
+    params: Any  # its params class
+    meta_key: str | None  # wire key of the params' _meta
+    meta_class: Any  # the open class of the params' _meta, or None
+
+
+class _Speech:
+    """One revision's facts as a session reads them, built once per revision."""
+
+    def __init__(self, revision: str) -> None:
+        from .. import bindings
+
+        self.revision = revision
+        self.module = bindings(revision)
+        self.facts: Facts = self.module.FACTS
+        self.methods: Mapping[str, MethodSpec] = self.module.METHODS
+        self.roles = {m: r for r, m in self.facts.lifecycle.items()}
+        # The generated message class -> (method, is a request): what a decoded message is.
+        self.kinds = {s.message: (s.method, s.kind == "request") for s in self.methods.values()}
+        self.handshake = self.facts.handshake
+        self.version = self.facts.versions[0]
+        progress = self.methods.get(self.facts.lifecycle.get("progress", ""))
+        self.progress_key = (
+            _fields(progress.params).get("progress_token") if progress is not None else None
+        )
+        self._send: dict[str, _Send] = {}
+
+    def send(self, method: str) -> _Send:
+        found = self._send.get(method)
+        if found is None:
+            spec = self.methods.get(method)
+            if spec is None:
+                raise ProtocolError(
+                    METHOD_NOT_FOUND,
+                    f"Method not found: {method!r} is not part of MCP {self.revision}",
+                    {"method": method},
+                )
+            params = spec.params
+            meta_key = _fields(params).get("meta") if params is not None else None
+            ready(params) if params is not None else None
+            found = _Send(
+                spec,
+                spec.kind == "request",
+                "id" in spec.message.__struct_fields__
+                or "jsonrpc" in spec.message.__struct_fields__,
+                params,
+                meta_key,
+                _open_class(params, "meta") if params is not None else None,
+            )
+            self._send[method] = found
+        return found
+
+
+_SPEECH: dict[str, _Speech] = {}  # one per pinned revision at most
+
+
+def speech(revision: str) -> _Speech:
+    found = _SPEECH.get(revision)
+    if found is None:
+        found = _SPEECH.setdefault(revision, _Speech(revision))
+    return found
+
+
+class _Outgoing(msgspec.Struct, gc=False):  # a Struct: built on every request, cheaply
+    method: str
+    speech: _Speech
+    params: Any
+    token: Any  # the progress token put in its _meta, or None
+    augmented: bool  # sent as a task
+
+
+class _Incoming(msgspec.Struct, gc=False):
+    method: str
+    codec: Codec
+    speech: _Speech
+    params: Any
+    token: Any
+
+
+def _instance(params: Any, send: _Send) -> bool:
+    return isinstance(send.params, type) and isinstance(params, send.params)
+
+
+def _remember(store: dict[Any, Any], key: Any, value: Any) -> None:
+    if len(store) >= _REMEMBERED:
+        del store[next(iter(store))]
+    store[key] = value
+
+
+class Session:
+    """The part of a client or server session that does not depend on the handshake."""
+
+    role = ""
+    peer = ""
+
+    def __init__(self, revisions: Any, capabilities: Any, info: Any) -> None:
+        from .. import REVISIONS
+
+        offered = [revisions] if isinstance(revisions, str) else list(revisions)
+        unknown = [r for r in offered if r not in REVISIONS]
+        if unknown or not offered:
+            raise ValueError(
+                f"unknown MCP revision(s) {unknown}; known revisions: {', '.join(REVISIONS)}"
+                if unknown
+                else "a session needs at least one revision"
+            )
+        # Newest first: the order a client prefers them in.
+        self.revisions: tuple[str, ...] = tuple(
+            sorted(set(offered), key=REVISIONS.index, reverse=True)
+        )
+        self.capabilities = msgspec.to_builtins(capabilities) if capabilities is not None else {}
+        self.info = msgspec.to_builtins(info) if info is not None else None
+        self.state = "idle"
+        self.revision: str | None = None
+        self._codec: Codec | None = None  # the codec of what this side sends now
+        self._speech: _Speech | None = None
+        self._codecs: dict[str, Codec] = {}
+        self._out: list[bytes] = []
+        self._outgoing: dict[Any, _Outgoing] = {}
+        self._incoming: dict[Any, _Incoming] = {}
+        self._answered: dict[Any, str] = {}  # ids answered -> method, for error messages
+        self._cancelled: dict[Any, str] = {}  # ids this side cancelled -> method
+        self._cancelled_by_peer: dict[Any, str] = {}  # ids the peer cancelled
+        self._tokens: dict[Any, Any] = {}  # progress token -> id of the request it reports on
+        self._tasks: dict[Any, str] = {}  # task id this side created -> the method that created it
+        self._next_id = 0
+        self._handshake: Any = None  # id of the handshake request awaiting its answer
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(state={self.state!r}, revision={self.revision!r})"
+
+    # -- output ---------------------------------------------------------------------------------
+
+    def data_to_send(self) -> list[bytes]:
+        """The messages queued since the last call, in order, one JSON-RPC message each."""
+        out, self._out = self._out, []
+        return out
+
+    # -- codecs ---------------------------------------------------------------------------------
+
+    def _codec_for(self, revision: str) -> Codec:
+        codec = self._codecs.get(revision)
+        if codec is None:
+            codec = self._codecs[revision] = Codec(revision, role=self.role)
+        return codec
+
+    def _use(self, revision: str) -> Codec:
+        """Send in ``revision`` from now on."""
+        codec = self._codec_for(revision)
+        self._codec, self._speech = codec, speech(revision)
+        return codec
+
+    def _sending(self, what: str) -> tuple[Codec, _Speech]:
+        if self._codec is None or self._speech is None or self.state != "ready":
+            raise ProtocolError(
+                INVALID_REQUEST,
+                f"{type(self).__name__} is in state {self.state!r}: it cannot {what} "
+                "until a revision is agreed",
+            )
+        return self._codec, self._speech
+
+    # -- sending --------------------------------------------------------------------------------
+
+    def request(
+        self,
+        method: str,
+        params: Any = None,
+        *,
+        id: RequestId | None = None,
+        progress: bool = False,
+    ) -> RequestId:
+        """Queue a ``method`` request and return its id.
+
+        ``params`` is the generated params Struct of the agreed revision, or plain JSON (a dict,
+        checked and converted). The session allocates the id (unless given), fills the revision's
+        per-request ``_meta`` envelope and, with ``progress=True``, a progress token. Raises
+        ``ProtocolError`` and queues nothing when the request cannot be sent.
+        """
+        codec, sp = self._sending(f"send {method!r}")
+        return self._request(codec, sp, method, params, id, progress)
+
+    def _request(
+        self,
+        codec: Codec,
+        sp: _Speech,
+        method: str,
+        params: Any,
+        id: RequestId | None,
+        progress: bool,
+    ) -> RequestId:
+        send = sp.send(method)
+        if not send.request:
+            raise ProtocolError(
+                INVALID_REQUEST, f"{method!r} is a notification in MCP {sp.revision}: use notify"
+            )
+        if id is None:
+            id = self._new_id()
+        elif id in self._outgoing:
+            raise ProtocolError(
+                INVALID_REQUEST,
+                f"duplicate request id {id!r}: a {self._outgoing[id].method!r} request with it "
+                "awaits its response",
+            )
+        token = id if progress else None
+        params = self._params(sp, send, params, token)
+        msg = (
+            send.spec.message(id=id, jsonrpc="2.0", params=params)
+            if send.enveloped
+            else Request(id=id, message=send.spec.message(params=params))
+        )
+        data = codec.encode(msg)
+        tasks = sp.facts.tasks
+        augmented = tasks is not None and getattr(params, tasks.when, UNSET) is not UNSET
+        self._outgoing[id] = _Outgoing(method, sp, params, token, augmented)
+        if token is not None:
+            self._tokens[token] = id
+        self._out.append(data)
+        return id
+
+    def _new_id(self) -> int:
+        self._next_id += 1
+        while self._next_id in self._outgoing:
+            self._next_id += 1
+        return self._next_id
+
+    def notify(self, method: str, params: Any = None) -> None:
+        """Queue a ``method`` notification (params as for ``request``)."""
+        codec, sp = self._sending(f"send {method!r}")
+        self._notify(codec, sp, method, params)
+
+    def _notify(self, codec: Codec, sp: _Speech, method: str, params: Any) -> None:
+        send = sp.send(method)
+        if send.request:
+            raise ProtocolError(
+                INVALID_REQUEST, f"{method!r} is a request in MCP {sp.revision}: use request"
+            )
+        params = self._params(sp, send, params, None, envelope=False)
+        msg = (
+            send.spec.message(jsonrpc="2.0", params=params)
+            if send.enveloped
+            else send.spec.message(params=params)
+        )
+        self._out.append(codec.encode(msg))
+
+    def _params(
+        self, sp: _Speech, send: _Send, params: Any, token: Any, envelope: bool = True
+    ) -> Any:
+        """The params Struct to send: the caller's own when it needs nothing added."""
+        meta = sp.facts.request_meta if envelope else None
+        if type(params) is send.params and token is None:
+            if meta is None or meta.version_key in (params.meta or ()):
+                return params  # the fast path: a Struct of this revision with what it needs
+        elif params is not None and not isinstance(params, dict) and not _instance(params, send):
+            where = getattr(type(params), "__module__", "")
+            raise ProtocolError(
+                INVALID_PARAMS,
+                f"Invalid params for {send.spec.method!r}: {type(params).__name__} (from "
+                f"{where}) is not {getattr(send.params, '__name__', send.params)} of "
+                f"MCP {sp.revision}",
+            )
+        if (
+            params is None
+            and meta is None
+            and token is None
+            and (not send.spec.params_required or send.params is None)
+        ):
+            return UNSET
+        if send.params is None:
+            raise ProtocolError(
+                INVALID_PARAMS, f"{send.spec.method!r} takes no params in MCP {sp.revision}"
+            )
+        data = dict(msgspec.to_builtins(params)) if params is not None else {}
+        if send.meta_key is not None and (meta is not None or token is not None):
+            extra = dict(data.get(send.meta_key) or {})
+            if meta is not None:
+                extra.setdefault(meta.version_key, sp.version)
+                extra.setdefault(meta.capabilities_key, self._client_capabilities())
+                info = self._client_info()
+                if info is not None:
+                    extra.setdefault(meta.info_key, info)
+            if token is not None and sp.progress_key is not None:
+                extra[sp.progress_key] = token
+            data[send.meta_key] = extra
+        return checked(data, send.params, sp.revision, "$.params")
+
+    def _client_capabilities(self) -> Any:
+        return self.capabilities
+
+    def _client_info(self) -> Any:
+        return self.info
+
+    # -- responding -----------------------------------------------------------------------------
+
+    def respond(self, request_id: RequestId, result: Any) -> None:
+        """Queue the result of the request ``request_id`` the peer sent.
+
+        ``result`` is a generated result Struct of the request's revision, or plain JSON. Raises
+        ``ProtocolError`` and queues nothing when the id was not received or was already
+        answered, or the result does not fit the request's method. A request the peer cancelled
+        gets no response (the call queues nothing).
+        """
+        incoming = self._incoming.get(request_id)
+        if incoming is None:
+            self._no_request(request_id)
+            return
+        sp = incoming.speech
+        result = self._result(incoming, result)
+        data = incoming.codec.respond(request_id, result)
+        tasks = sp.facts.tasks
+        if tasks is not None and type(result) is tasks.result:
+            task = result
+            for name in tasks.task_id:
+                task = getattr(task, name)
+            _remember(self._tasks, task, incoming.method)
+        self._answer(request_id, incoming)
+        self._out.append(data)
+
+    def respond_error(
+        self, request_id: RequestId, code: int, message: str, data: Any = None
+    ) -> None:
+        """Queue an error response to the request ``request_id`` the peer sent."""
+        incoming = self._incoming.get(request_id)
+        if incoming is None:
+            self._no_request(request_id)
+            return
+        out = incoming.codec.encode(
+            ErrorResponse(
+                id=request_id,
+                error=ErrorObject(code=code, message=message, data=UNSET if data is None else data),
+            )
+        )
+        self._answer(request_id, incoming)
+        self._out.append(out)
+
+    def _answer(self, request_id: RequestId, incoming: _Incoming) -> None:
+        del self._incoming[request_id]
+        _remember(self._answered, request_id, incoming.method)
+
+    def _no_request(self, request_id: Any) -> None:
+        if request_id in self._cancelled_by_peer:
+            return
+        method = self._answered.get(request_id)
+        why = (
+            f"was already answered (a {method!r} request)"
+            if method is not None
+            else f"was not received from the {self.peer}"
+        )
+        raise ProtocolError(INVALID_REQUEST, f"cannot respond: request id {request_id!r} {why}")
+
+    def _result(self, incoming: _Incoming, result: Any) -> Any:
+        """The result Struct answering ``incoming``: checked, or converted from plain JSON."""
+        sp = incoming.speech
+        facts = sp.facts
+        method = incoming.method
+        own = facts.wires[method].result
+        tasks = facts.tasks
+        if tasks is not None and method == tasks.payload_method:
+            created = self._tasks.get(getattr(incoming.params, tasks.payload_task_id, None))
+            if created is not None:
+                own = facts.wires[created].result
+        allowed = [own]
+        augmented = tasks is not None and getattr(incoming.params, tasks.when, UNSET) is not UNSET
+        if augmented and tasks is not None:
+            allowed.append(tasks.result)
+        kinds = facts.result_kinds
+        if kinds is not None:
+            allowed += kinds.classes.values()
+        if type(result) is dict:
+            target = tasks.result if augmented and tasks is not None else own
+            if kinds is not None:
+                value = result.setdefault(kinds.key, kinds.own)
+                target = kinds.classes.get(value, target) if type(value) is str else target
+            return checked(result, target, sp.revision, "$.result")
+        if any(isinstance(result, a) for a in allowed):
+            return result
+        names = " or ".join(getattr(a, "__name__", str(a)) for a in allowed)
+        raise ProtocolError(
+            INVALID_PARAMS,
+            f"Invalid result for {method!r}: {type(result).__name__} (from "
+            f"{getattr(type(result), '__module__', '')}) is not {names} of MCP {sp.revision}",
+        )
+
+    # -- cancelling and progress ----------------------------------------------------------------
+
+    def cancel(self, request_id: RequestId, reason: str | None = None) -> None:
+        """Cancel the request ``request_id`` this side sent: queue the cancelled notification;
+        a response that still arrives is dropped (a ``ResponseDropped`` event)."""
+        outgoing = self._outgoing.get(request_id)
+        if outgoing is None:
+            raise ProtocolError(
+                INVALID_REQUEST,
+                f"cannot cancel: no request with id {request_id!r} awaits a response",
+            )
+        codec, sp = self._sending("cancel a request")
+        method = sp.facts.lifecycle.get("cancelled")
+        if method is None:
+            raise ProtocolError(METHOD_NOT_FOUND, f"MCP {sp.revision} has no cancellation")
+        params = sp.send(method).params(
+            request_id=request_id, reason=UNSET if reason is None else reason
+        )
+        self._notify(codec, sp, method, params)
+        del self._outgoing[request_id]
+        self._tokens.pop(outgoing.token, None)
+        _remember(self._cancelled, request_id, outgoing.method)
+
+    def progress(
+        self,
+        request_id: RequestId,
+        progress: float,
+        total: float | None = None,
+        message: str | None = None,
+    ) -> None:
+        """Report progress on the request ``request_id`` the peer sent with a progress token."""
+        incoming = self._incoming.get(request_id)
+        if incoming is None or incoming.token is None:
+            raise ProtocolError(
+                INVALID_REQUEST,
+                f"cannot report progress: request {request_id!r} is not in flight with a "
+                "progress token",
+            )
+        sp = incoming.speech
+        method = sp.facts.lifecycle["progress"]
+        params = sp.send(method).params(
+            progress_token=incoming.token,
+            progress=progress,
+            total=UNSET if total is None else total,
+            message=UNSET if message is None else message,
+        )
+        self._notify(incoming.codec, sp, method, params)
+
+    # -- receiving ------------------------------------------------------------------------------
+
+    def _dispatch(self, codec: Codec, sp: _Speech, msg: Any, events: list[Event]) -> None:
+        """Turn one decoded message into events (and automatic answers)."""
+        t = type(msg)
+        if t is Response:
+            self._on_response(msg, events)
+        elif t is ErrorResponse:
+            self._on_error(msg, events)
+        elif t is Request:
+            self._on_request(codec, sp, msg.id, msg.message, events)
+        elif t is list:
+            for one in msg:
+                self._dispatch(codec, sp, one, events)
+        else:
+            _, is_request = sp.kinds[t]
+            if is_request:
+                self._on_request(codec, sp, msg.id, msg, events)
+            else:
+                self._on_notification(codec, sp, msg, events)
+
+    def _on_request(
+        self, codec: Codec, sp: _Speech, id: Any, message: Any, events: list[Event]
+    ) -> None:
+        method = message.method
+        params = message.params
+        if id in self._incoming:
+            events.append(
+                self._rejected(
+                    ProtocolError(
+                        INVALID_REQUEST,
+                        f"duplicate request id {id!r}: a {self._incoming[id].method!r} request "
+                        "with it is still unanswered",
+                        id=id,
+                    )
+                )
+            )
+            return
+        token = None
+        if sp.progress_key is not None and params is not UNSET:
+            meta = getattr(params, "meta", UNSET)
+            if isinstance(meta, dict):
+                token = meta.get(sp.progress_key)
+        self._incoming[id] = _Incoming(method, codec, sp, params, token)
+        if sp.roles.get(method) == "ping":
+            self.respond(id, {})
+            events.append(PingReceived(id=id))
+            return
+        events.append(
+            RequestReceived(
+                id=id, method=method, params=params, message=message, revision=sp.revision
+            )
+        )
+
+    def _on_notification(self, codec: Codec, sp: _Speech, msg: Any, events: list[Event]) -> None:
+        role = sp.roles.get(msg.method)
+        params = msg.params
+        if role == "cancelled":
+            rid = params.request_id
+            reason = None if params.reason is UNSET else params.reason
+            if self._incoming.pop(rid, None) is not None:
+                _remember(self._cancelled_by_peer, rid, "")
+                events.append(RequestCancelled(id=rid, reason=reason))
+            elif (outgoing := self._outgoing.pop(rid, None)) is not None:
+                self._tokens.pop(outgoing.token, None)
+                _remember(self._cancelled, rid, outgoing.method)
+                events.append(RequestCancelled(id=rid, reason=reason))
+            return  # a cancellation that crossed the response: nothing left to cancel
+        if role == "progress":
+            token = params.progress_token
+            events.append(
+                ProgressReceived(
+                    id=self._tokens.get(token),
+                    token=token,
+                    progress=params.progress,
+                    total=None if params.total is UNSET else params.total,
+                    message=None if params.message is UNSET else params.message,
+                )
+            )
+            return
+        self._notification(codec, sp, msg, role, events)
+
+    def _notification(
+        self, codec: Codec, sp: _Speech, msg: Any, role: str | None, events: list[Event]
+    ) -> None:
+        events.append(
+            NotificationReceived(
+                method=msg.method, params=msg.params, message=msg, revision=sp.revision
+            )
+        )
+
+    def _on_response(self, msg: Response[Any], events: list[Event]) -> None:
+        id = msg.id
+        outgoing = self._outgoing.pop(id, None)
+        if outgoing is None:
+            self._unexpected(id, events)
+            return
+        if outgoing.token is not None:
+            del self._tokens[outgoing.token]
+        result = msg.result
+        facts = outgoing.speech.facts
+        if id == self._handshake and type(id) is type(self._handshake):
+            self._handshake = None
+            self._handshake_answer(outgoing, result, None, events)
+            return
+        tasks = facts.tasks
+        if outgoing.augmented and tasks is not None and type(result) is tasks.result:
+            task = result
+            for name in tasks.task_id:
+                task = getattr(task, name)
+            events.append(TaskCreated(id=id, method=outgoing.method, task_id=task, result=result))
+            return
+        trip = facts.round_trip
+        if trip is not None and type(result) is trip.result:
+            events.append(
+                InputRequired(
+                    id=id,
+                    method=outgoing.method,
+                    params=outgoing.params,
+                    input_requests=result.input_requests,
+                    request_state=result.request_state,
+                    result=result,
+                )
+            )
+            return
+        events.append(ResultReceived(id=id, method=outgoing.method, result=result))
+
+    def _on_error(self, msg: ErrorResponse, events: list[Event]) -> None:
+        id = msg.id
+        err = msg.error
+        data = None if err.data is UNSET else err.data
+        outgoing = self._outgoing.pop(id, None) if id is not None and id is not UNSET else None
+        if outgoing is None:
+            if id in self._cancelled:
+                events.append(ResponseDropped(id=id, method=self._cancelled.pop(id)))  # type: ignore[arg-type]
+                return
+            events.append(
+                ErrorReceived(
+                    id=None if id is UNSET else id,
+                    method=None,
+                    code=err.code,
+                    message=err.message,
+                    data=data,
+                )
+            )
+            return
+        if outgoing.token is not None:
+            del self._tokens[outgoing.token]
+        if id == self._handshake and type(id) is type(self._handshake):
+            self._handshake = None
+            self._handshake_answer(outgoing, None, err, events)
+            return
+        events.append(
+            ErrorReceived(id=id, method=outgoing.method, code=err.code, message=err.message, data=data)  # type: ignore[arg-type]
+        )
+
+    def _handshake_answer(
+        self, outgoing: _Outgoing, result: Any, error: ErrorObject | None, events: list[Event]
+    ) -> None:
+        """Handle the answer (a result, or an error) to this side's handshake request."""
+        raise NotImplementedError
+
+    def _unexpected(self, id: Any, events: list[Event]) -> None:
+        if id in self._cancelled:
+            events.append(ResponseDropped(id=id, method=self._cancelled.pop(id)))
+            return
+        events.append(
+            self._rejected(
+                ProtocolError(
+                    INVALID_REQUEST,
+                    f"unexpected response: the {self.role} sent no request with id {id!r} "
+                    "that awaits one",
+                    id=id,
+                )
+            )
+        )
+
+    def _rejected(self, error: ProtocolError, answered: bool = False) -> MessageRejected:
+        """The event of a peer's mistake; the error message says which side made it."""
+        error.message = f"from the {self.peer}: {error.message}"
+        error.args = (error.message,)
+        return MessageRejected(error=error, sender=self.peer, answered=answered)
+
+    def _reject_request(self, codec: Codec, error: ProtocolError, events: list[Event]) -> None:
+        """A request the session refuses although it decoded: the error response, and an event."""
+        self._out.append(codec.error_response(error))
+        events.append(self._rejected(error, answered=True))
+
+    def _refuse(self, data: bytes, error: ProtocolError, events: list[Event]) -> None:
+        """An undecodable message: an event, and the error response when it was a request."""
+        answer = _answerable(data, error)
+        if answer:
+            codec = self._codec or next(iter(self._codecs.values()), None)
+            out = codec.error_response(error) if codec is not None else error.to_json()
+            self._out.append(out)
+        events.append(self._rejected(error, answered=answer))
+
+
+class _Peek(msgspec.Struct, gc=False):
+    """Which kind of message a refused one was meant to be (keys present, values raw)."""
+
+    id: msgspec.Raw = msgspec.Raw(b"")
+    method: msgspec.Raw = msgspec.Raw(b"")
+    result: msgspec.Raw = msgspec.Raw(b"")
+    error: msgspec.Raw = msgspec.Raw(b"")
+
+
+_PEEK = msgspec.json.Decoder(_Peek)
+
+
+def _answerable(data: bytes, error: ProtocolError) -> bool:
+    """Whether a refused message gets an error response: a request (an id and a method), or a
+    message too broken to say, as JSON-RPC asks; never a response or a notification."""
+    try:
+        peek = _PEEK.decode(data)
+    except (msgspec.DecodeError, ValueError, RecursionError):
+        return True  # not JSON, or not an object: a parse or invalid-request error, id null
+    if peek.result or peek.error:
+        return False
+    return bool(peek.id) or not peek.method  # a notification gets none

@@ -1,0 +1,245 @@
+"""The client side of a session: the opening handshake and everything after it, sans-IO."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import msgspec
+from msgspec import UNSET
+
+from .._revisions import LATEST, REVISIONS
+from ..codec import ErrorObject
+from ..errors import INVALID_REQUEST, ProtocolError, UnsupportedRevision
+from ..events import Event, InputRequired, Negotiated, NegotiationFailed
+from ._common import RequestId, Session, _Outgoing, _Speech, checked, make, open_get, speech
+
+__all__ = ["ClientSession"]
+
+# Released revisions: a client offers the draft only when asked to.
+_RELEASED = REVISIONS[: REVISIONS.index(LATEST) + 1]
+
+
+class ClientSession(Session):
+    """The protocol state of one client connection: bytes in, typed events and bytes out.
+
+    ``revisions`` are the revisions this client speaks (it prefers the newest); ``capabilities``
+    and ``info`` are its ``ClientCapabilities`` and ``Implementation`` (generated Structs of any
+    revision, or plain JSON). ``connect()`` queues the opening; ``receive`` turns each message
+    from the server into events (a ``Negotiated`` once the handshake is done), after which
+    ``request`` and ``notify`` send by method name in the agreed revision.
+
+    States: ``"idle"`` (before ``connect``), ``"negotiating"``, ``"ready"``, ``"failed"`` (no
+    common revision). Anything called in the wrong state raises ``ProtocolError`` naming it.
+    """
+
+    role = "client"
+    peer = "server"
+
+    def __init__(
+        self,
+        revisions: Iterable[str] | str = _RELEASED,
+        capabilities: Any = None,
+        info: Any = None,
+    ) -> None:
+        super().__init__(revisions, capabilities, info)
+        self._initialize_revisions = [
+            r for r in self.revisions if speech(r).handshake == "initialize"
+        ]
+        self._discover_revisions = [
+            r for r in self.revisions if speech(r).handshake != "initialize"
+        ]
+        self._tried: set[str] = set()  # revisions whose handshake the server refused
+
+    def connect(self) -> None:
+        """Queue the opening: a discover probe in the newest revision that has one, else
+        initialize in the newest revision."""
+        if self.state != "idle":
+            raise ProtocolError(
+                INVALID_REQUEST,
+                f"ClientSession is in state {self.state!r}: connect() opens an idle session once",
+            )
+        if self._discover_revisions:
+            self._probe(self._discover_revisions[0])
+        else:
+            self._initialize(self._initialize_revisions[0])
+        self.state = "negotiating"
+
+    def receive(self, data: bytes | str) -> list[Event]:
+        """The events of one message (or batch) from the server."""
+        codec, sp = self._codec, self._speech
+        if codec is None or sp is None:
+            raise ProtocolError(
+                INVALID_REQUEST,
+                f"ClientSession is in state {self.state!r}: call connect() before receive()",
+            )
+        events: list[Event] = []
+        try:
+            msg = codec.decode(data)
+        except ProtocolError as err:
+            self._refuse(data.encode() if isinstance(data, str) else data, err, events)
+            return events
+        self._dispatch(codec, sp, msg, events)
+        return events
+
+    def answer(self, event: InputRequired, responses: Mapping[str, Any]) -> RequestId:
+        """Retry the request ``event`` asked input for, carrying ``responses`` (input request
+        name -> its result) and the request state the server sent; returns the new id."""
+        codec, sp = self._sending("answer an input request")
+        trip = sp.facts.round_trip
+        if trip is None:
+            raise ProtocolError(
+                INVALID_REQUEST, f"MCP {sp.revision} has no multi-round-trip requests"
+            )
+        params = dict(msgspec.to_builtins(event.params)) if event.params is not UNSET else {}
+        params[trip.input_responses] = msgspec.to_builtins(dict(responses))
+        if event.request_state is UNSET:
+            params.pop(trip.request_state, None)
+        else:
+            params[trip.request_state] = event.request_state
+        return self._request(codec, sp, event.method, params, None, False)
+
+    # -- the handshake --------------------------------------------------------------------------
+
+    def _probe(self, revision: str) -> None:
+        sp = speech(revision)
+        codec = self._use(revision)
+        self._tried.add(revision)
+        self._handshake = self._request(
+            codec, sp, sp.facts.lifecycle["discover"], None, None, False
+        )
+
+    def _initialize(self, revision: str) -> None:
+        sp = speech(revision)
+        codec = self._use(revision)
+        self._tried.add(revision)
+        method = sp.facts.lifecycle["initialize"]
+        params = make(
+            sp.send(method).params,
+            revision,
+            protocol_version=sp.version,
+            capabilities=self.capabilities,
+            client_info=self.info,
+        )
+        self._handshake = self._request(codec, sp, method, params, None, False)
+
+    def _handshake_answer(
+        self, outgoing: _Outgoing, result: Any, error: ErrorObject | None, events: list[Event]
+    ) -> None:
+        sp = outgoing.speech
+        discover = sp.roles.get(outgoing.method) == "discover"
+        if error is not None:
+            self._refused(sp, discover, error, events)
+        elif discover:
+            self._discovered(sp, result, events)
+        else:
+            self._initialized(sp, result, events)
+
+    def _initialized(self, sp: _Speech, result: Any, events: list[Event]) -> None:
+        version = result.protocol_version
+        revision = next(
+            (r for r in self._initialize_revisions if version in speech(r).facts.versions), None
+        )
+        if revision is None:
+            self._fail(version, f"the server answered initialize with {version!r}", events)
+            return
+        result = self._agree(sp, revision, result)
+        agreed = speech(revision)
+        self._notify(self._codec_for(revision), agreed, agreed.facts.lifecycle["initialized"], None)
+        events.append(
+            Negotiated(
+                revision=revision,
+                capabilities=result.capabilities,
+                info=result.server_info,
+                result=result,
+            )
+        )
+
+    def _discovered(self, sp: _Speech, result: Any, events: list[Event]) -> None:
+        offered = list(result.supported_versions)
+        revision = next((r for r in self._discover_revisions if speech(r).version in offered), None)
+        if revision is not None:
+            result = self._agree(sp, revision, result)
+            events.append(
+                Negotiated(
+                    revision=revision,
+                    capabilities=result.capabilities,
+                    info=open_get(result.meta, "server_info"),
+                    result=result,
+                )
+            )
+            return
+        older = self._common_initialize(offered)
+        if older is not None:
+            self._initialize(older)
+            return
+        self._fail(offered, f"the server offers {offered}", events)
+
+    def _refused(
+        self, sp: _Speech, discover: bool, error: ErrorObject, events: list[Event]
+    ) -> None:
+        """The server refused the handshake: try what its error says it supports, else (after
+        a discover probe) initialize, as older servers know no discover."""
+        data = error.data
+        offered = data.get("supported") if isinstance(data, dict) else None
+        offered = offered if isinstance(offered, list) else None
+        retry = next(
+            (
+                r
+                for r in self._discover_revisions
+                if r not in self._tried and offered is not None and speech(r).version in offered
+            ),
+            None,
+        )
+        if retry is not None:
+            self._probe(retry)
+            return
+        if offered is not None:
+            older = self._common_initialize(offered)
+        else:
+            older = next((r for r in self._initialize_revisions if r not in self._tried), None)
+            older = older if discover else None
+        if older is not None and older not in self._tried:
+            self._initialize(older)
+            return
+        what = "discover" if discover else "initialize"
+        reason = f"the server refused {what} ({error.code}: {error.message})"
+        if offered is not None:
+            reason += f" and offers {offered}"
+        self._fail(offered, reason, events)
+
+    def _common_initialize(self, offered: list[Any]) -> str | None:
+        return next(
+            (
+                r
+                for r in self._initialize_revisions
+                if any(v in offered for v in speech(r).facts.versions)
+            ),
+            None,
+        )
+
+    def _agree(self, sp: _Speech, revision: str, result: Any) -> Any:
+        """Speak ``revision`` from now on; the handshake result as that revision's class."""
+        codec = self._use(revision)
+        if revision != sp.revision:
+            agreed = speech(revision)
+            method = agreed.facts.lifecycle.get("initialize") or agreed.facts.lifecycle["discover"]
+            result = checked(
+                msgspec.to_builtins(result), agreed.facts.wires[method].result, revision, "$.result"
+            )
+            codec.peer_capabilities = result.capabilities
+            codec.capabilities = checked(
+                self.capabilities, agreed.facts.client_capabilities, revision, "$.capabilities"
+            )
+        self.revision = revision
+        self.state = "ready"
+        return result
+
+    def _fail(self, offered: Any, reason: str, events: list[Event]) -> None:
+        self.state = "failed"
+        error = UnsupportedRevision(offered, list(self.revisions))
+        error.message = (
+            f"Unsupported protocol version: {reason}; this client offers {list(self.revisions)}"
+        )
+        error.args = (error.message,)
+        events.append(NegotiationFailed(error=error))

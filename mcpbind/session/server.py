@@ -1,0 +1,277 @@
+"""The server side of a session: answering the handshake of any configured revision, sans-IO."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, Union
+
+import msgspec
+
+from .._revisions import LATEST, REVISIONS
+from ..codec import Codec
+from ..errors import INVALID_REQUEST, ProtocolError, UnsupportedRevision
+from ..events import Event, Initialized, Negotiated, NegotiationFailed
+from ..negotiate import negotiate
+from ._common import Session, _fields, _open_class, _Speech, checked, make, speech
+
+__all__ = ["ServerSession"]
+
+_RELEASED = REVISIONS[: REVISIONS.index(LATEST) + 1]
+
+
+class ServerSession(Session):
+    """The protocol state of one server connection: bytes in, typed events and bytes out.
+
+    The server speaks every revision of ``revisions``: an initialize is answered by the
+    initialize rule (``mcpbind.negotiate``), a discover from ``capabilities`` and ``info``, and
+    a request of a revision with the per-request ``_meta`` envelope in the revision its
+    ``_meta`` names, so one session may serve requests of several such revisions (a stateless
+    HTTP deployment). ``revision`` is the revision agreed by initialize, else that of the last
+    request. Pings are answered by the session itself.
+
+    States: ``"idle"``, ``"initializing"`` (initialize answered, the client's initialized
+    notification awaited), ``"ready"``.
+    """
+
+    role = "server"
+    peer = "client"
+
+    def __init__(
+        self,
+        revisions: Iterable[str] | str = _RELEASED,
+        capabilities: Any = None,
+        info: Any = None,
+        *,
+        instructions: str | None = None,
+        cache_scope: str = "private",
+        ttl_ms: int = 0,
+    ) -> None:
+        super().__init__(revisions, capabilities, info)
+        self.instructions = instructions
+        self.cache_scope = cache_scope  # of discover results: "private" or "public"
+        self.ttl_ms = ttl_ms  # how long a client may cache a discover result
+        self._initialize_revisions = [
+            r for r in self.revisions if speech(r).handshake == "initialize"
+        ]
+        self._discover_revisions = [
+            r for r in self.revisions if speech(r).handshake != "initialize"
+        ]
+        self._bound = False  # an initialize fixed the revision of this connection
+        self._opening = {
+            speech(r).facts.lifecycle["initialize"] for r in self._initialize_revisions
+        }
+        self._opening |= {
+            speech(r).facts.lifecycle["ping"]
+            for r in self._initialize_revisions
+            if "ping" in speech(r).facts.lifecycle
+        }
+        # Version string -> revision: a revision's own name wins over a later one carrying it.
+        self._versions: dict[str, str] = {}
+        for r in reversed(self._discover_revisions):
+            for v in speech(r).facts.versions:
+                if v == r or v not in self._versions:
+                    self._versions[v] = r
+        self.supported_versions = list(dict.fromkeys(speech(r).version for r in self.revisions))
+        self._peek = _peek_decoder(self._discover_revisions)
+
+    def receive(self, data: bytes | str) -> list[Event]:
+        """The events of one message (or batch) from the client; handshakes, pings and
+        undecodable requests are answered in ``data_to_send`` at once."""
+        raw = data.encode() if isinstance(data, str) else data
+        events: list[Event] = []
+        if self._bound and self._codec is not None and self._speech is not None:
+            codec, sp = self._codec, self._speech
+        else:
+            route = self._route(raw, events)
+            if route is None:
+                return events
+            codec, sp = route
+        try:
+            msg = codec.decode(raw)
+        except ProtocolError as err:
+            self._refuse(raw, err, events)
+            return events
+        self._dispatch(codec, sp, msg, events)
+        return events
+
+    def _route(self, raw: bytes, events: list[Event]) -> tuple[Codec, _Speech] | None:
+        """The revision to read a message in before initialize fixed one."""
+        if not self._discover_revisions:
+            r = self._initialize_revisions[0]
+            return self._codec_for(r), speech(r)
+        if self._peek is None or (len(self.revisions) == 1):
+            r = self._discover_revisions[0]
+            return self._codec_for(r), speech(r)
+        try:
+            peek = self._peek.decode(raw)
+        except (msgspec.DecodeError, ValueError, RecursionError):
+            peek = None
+        method = getattr(peek, "method", None)
+        if self._initialize_revisions and method in self._opening:
+            r = self._initialize_revisions[0]
+            return self._codec_for(r), speech(r)
+        params = getattr(peek, "params", None)
+        meta = getattr(params, "meta", None)
+        version = getattr(meta, "version", None)
+        if version is None:
+            r = self._discover_revisions[0]
+            return self._codec_for(r), speech(r)
+        revision = self._versions.get(version) if isinstance(version, str) else None
+        if revision is None:
+            facts = speech(self._discover_revisions[0]).facts.request_meta
+            assert facts is not None  # a discover revision has the envelope
+            rid = getattr(peek, "id", None)
+            error = ProtocolError(
+                facts.unsupported_version_code,
+                "Unsupported protocol version",
+                {"supported": self.supported_versions, "requested": version},
+                rid if type(rid) in (str, int) else None,
+            )
+            self._refuse(raw, error, events)
+            return None
+        return self._codec_for(revision), speech(revision)
+
+    def _on_request(
+        self, codec: Codec, sp: _Speech, id: Any, message: Any, events: list[Event]
+    ) -> None:
+        role = sp.roles.get(message.method)
+        if role == "initialize":
+            self._on_initialize(codec, sp, id, message, events)
+            return
+        if sp.handshake == "initialize":
+            if not self._bound and role != "ping":
+                self._refuse(
+                    b'{"id":0,"method":""}',
+                    ProtocolError(
+                        INVALID_REQUEST,
+                        f"Invalid Request: {message.method!r} before initialize (the server "
+                        f"session is in state {self.state!r})",
+                        id=id,
+                    ),
+                    events,
+                )
+                return
+        else:
+            self._codec, self._speech, self.revision = codec, sp, sp.revision
+            self.state = "ready"
+            if role == "discover":
+                self._on_discover(codec, sp, id, message, events)
+                return
+        super()._on_request(codec, sp, id, message, events)
+
+    def _on_initialize(
+        self, codec: Codec, sp: _Speech, id: Any, message: Any, events: list[Event]
+    ) -> None:
+        if self._bound:
+            self._reject_request(
+                codec,
+                ProtocolError(
+                    INVALID_REQUEST,
+                    f"Invalid Request: initialize again (the session agreed on {self.revision})",
+                    id=id,
+                ),
+                events,
+            )
+            return
+        params = message.params
+        try:
+            revision = negotiate(params.protocol_version, self._initialize_revisions, id=id)
+        except UnsupportedRevision as error:
+            self._out.append(codec.error_response(error))
+            events.append(NegotiationFailed(error=error))
+            return
+        agreed = speech(revision)
+        new = self._use(revision)
+        method = agreed.facts.lifecycle["initialize"]
+        if revision != sp.revision:
+            params = checked(
+                msgspec.to_builtins(params), agreed.send(method).params, revision, "$.params"
+            )
+            new.peer_capabilities = params.capabilities
+        result = make(
+            agreed.facts.wires[method].result,
+            revision,
+            protocol_version=agreed.version,
+            capabilities=self.capabilities,
+            server_info=self.info,
+            instructions=self.instructions,
+        )
+        self._out.append(new.respond(id, result))
+        self._bound = True
+        self.revision = revision
+        self.state = "initializing"
+        events.append(
+            Negotiated(revision=revision, capabilities=params.capabilities, info=params.client_info)
+        )
+
+    def _notification(
+        self, codec: Codec, sp: _Speech, msg: Any, role: str | None, events: list[Event]
+    ) -> None:
+        if role == "initialized" and self.state == "initializing":
+            self.state = "ready"
+            events.append(Initialized())
+            return
+        super()._notification(codec, sp, msg, role, events)
+
+    def _on_discover(
+        self, codec: Codec, sp: _Speech, id: Any, message: Any, events: list[Event]
+    ) -> None:
+        facts = sp.facts
+        cls = facts.wires[message.method].result
+        names = _fields(cls)
+        data: dict[str, Any] = {
+            names["supported_versions"]: self.supported_versions,
+            names["capabilities"]: self.capabilities,
+            names["cache_scope"]: self.cache_scope,
+            names["ttl_ms"]: self.ttl_ms,
+        }
+        if facts.result_kinds is not None:
+            data[facts.result_kinds.key] = facts.result_kinds.own
+        if self.instructions is not None:
+            data[names["instructions"]] = self.instructions
+        meta_class = _open_class(cls, "meta")
+        info_key = meta_class._attributes.get("server_info") if meta_class is not None else None
+        if info_key is not None and self.info is not None:
+            data[names["meta"]] = {info_key: self.info}
+        self._out.append(codec.respond(id, checked(data, cls, sp.revision, "$.result")))
+        meta = message.params.meta
+        envelope = facts.request_meta
+        assert envelope is not None  # a discover revision has the envelope
+        events.append(
+            Negotiated(
+                revision=sp.revision,
+                capabilities=meta.get(envelope.capabilities_key),
+                info=meta.get(envelope.info_key),
+            )
+        )
+
+
+def _peek_decoder(revisions: list[str]) -> msgspec.json.Decoder[Any] | None:
+    """A decoder reading only a message's method, id and ``_meta`` protocol version (the keys
+    come from the facts of the newest revision with the per-request envelope)."""
+    if not revisions:
+        return None
+    sp = speech(revisions[0])
+    envelope = sp.facts.request_meta
+    discover = sp.facts.lifecycle.get("discover")
+    if envelope is None or discover is None:
+        return None
+    meta_key = sp.send(discover).meta_key
+    if meta_key is None:
+        return None
+    meta = msgspec.defstruct(
+        "_PeekMeta", [("version", Any, msgspec.field(name=envelope.version_key, default=None))]
+    )
+    params = msgspec.defstruct(
+        "_PeekParams",
+        [("meta", Union[meta, None], msgspec.field(name=meta_key, default=None))],  # noqa: UP007
+    )
+    peek = msgspec.defstruct(
+        "_Peek",
+        [
+            ("id", Any, None),
+            ("method", Any, None),
+            ("params", Union[params, None], None),  # noqa: UP007
+        ],
+    )
+    return msgspec.json.Decoder(peek)

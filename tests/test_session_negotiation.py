@@ -1,0 +1,284 @@
+"""Sessions agree on a revision: initialize, discover, and the fall back from one to the other."""
+
+from __future__ import annotations
+
+import itertools
+
+import msgspec
+import pytest
+
+import mcpbind
+from mcpbind import events as ev
+from tests._session_pairs import CLIENT_INFO, RELEASED, SERVER_INFO, connected, of, pair, pump
+
+# The oracle below is written from the specification, not from the facts the sessions read:
+# revisions from 2026-07-28 on open with server/discover, older ones with initialize.
+DISCOVER = ("2026-07-28", "draft")
+ORDER = mcpbind.REVISIONS
+
+
+def newest(revisions: object) -> list[str]:
+    return sorted(revisions, key=ORDER.index, reverse=True)  # type: ignore[call-overload]
+
+
+def expected(client: tuple[str, ...], server: tuple[str, ...]) -> str | None:
+    """What the two sides must agree on (None: nothing)."""
+    c_disc = [r for r in newest(client) if r in DISCOVER]
+    c_init = [r for r in newest(client) if r not in DISCOVER]
+    s_disc = [r for r in newest(server) if r in DISCOVER]
+    s_init = [r for r in newest(server) if r not in DISCOVER]
+    # draft carries the 2026-07-28 version string, so a draft client and a 2026-07-28 server meet
+    # in 2026-07-28 terms: the client picks among its own revisions the newest whose version the
+    # server lists.
+    sent = {"draft": "2026-07-28"}
+    if c_disc and s_disc:
+        listed = {sent.get(r, r) for r in server}
+        common = [r for r in c_disc if sent.get(r, r) in listed]
+        if common:
+            return common[0]
+        if s_disc:  # the server said what it supports: initialize in the newest common one
+            common_init = [r for r in c_init if r in s_init]
+            return common_init[0] if common_init else None
+    if not c_init or not s_init:
+        if c_disc and s_disc:
+            return None
+        if c_disc and not s_disc and not c_init:
+            return None
+        if not s_init:
+            return None
+    if s_disc and c_disc:
+        common_init = [r for r in c_init if r in s_init]
+        return common_init[0] if common_init else None
+    requested = c_init[0]
+    answered = requested if requested in s_init else s_init[0]
+    return answered if answered in c_init else None
+
+
+SETS = [tuple(s) for n in (1, 2) for s in itertools.combinations(RELEASED, n)] + [
+    RELEASED,
+    ("draft",),
+    ("draft", "2025-06-18"),
+]
+SERVER_SETS = SETS + [ORDER]
+
+
+@pytest.mark.parametrize("client_revisions", SETS, ids="+".join)
+def test_every_pair_agrees_on_the_revision_the_rules_give(
+    client_revisions: tuple[str, ...],
+) -> None:
+    for server_revisions in SERVER_SETS:
+        client, server = pair(client_revisions, server_revisions)
+        client.connect()
+        client_events, server_events = pump(client, server)
+        want = expected(client_revisions, server_revisions)
+        where = f"client {client_revisions} server {server_revisions}"
+        if want is None:
+            assert client.state == "failed", where
+            (failed,) = of(client_events, ev.NegotiationFailed)
+            for r in client_revisions:
+                assert r in failed.error.message, where
+            assert client.revision is None
+            continue
+        assert client.state == "ready", (where, client_events)
+        assert client.revision == want, where
+        # draft sends and reads the 2026-07-28 version string (the pinned draft is 2026-07-28):
+        # a server reads that string as 2026-07-28 when it has it, else as draft.
+        served = want
+        if want in DISCOVER:
+            served = "2026-07-28" if "2026-07-28" in server_revisions else "draft"
+        assert server.revision == served, where
+        (agreed,) = of(client_events, ev.Negotiated)
+        assert agreed.revision == want
+        assert of(server_events, ev.Negotiated)[-1].revision == served
+        # And they talk: a tool call by method name, answered by the server.
+        rid = client.request("tools/call", {"name": "echo", "arguments": {"x": 1}})
+        _, server_events = pump(client, server)
+        (call,) = of(server_events, ev.RequestReceived)
+        assert (call.id, call.method, call.params.name, call.revision) == (
+            rid,
+            "tools/call",
+            "echo",
+            served,
+        )
+        server.respond(call.id, {"content": [{"type": "text", "text": "hi"}]})
+        client_events, _ = pump(client, server)
+        (done,) = of(client_events, ev.ResultReceived)
+        assert done.id == rid and done.result.content[0].text == "hi"
+        assert type(done.result) is mcpbind.bindings(want).CallToolResult
+
+
+def test_initialize_then_initialized_on_the_wire() -> None:
+    client, server = pair(("2025-11-25", "2025-06-18"), ("2025-06-18",))
+    client.connect()
+    (opening,) = client.data_to_send()
+    sent = msgspec.json.decode(opening)
+    assert sent["method"] == "initialize"
+    assert sent["params"]["protocolVersion"] == "2025-11-25"
+    assert sent["params"]["clientInfo"] == CLIENT_INFO
+    server_events = server.receive(opening)
+    assert server.state == "initializing"
+    (agreed,) = of(server_events, ev.Negotiated)
+    assert agreed.revision == "2025-06-18" and agreed.info.name == "test-client"
+    (answer,) = server.data_to_send()
+    assert msgspec.json.decode(answer)["result"]["protocolVersion"] == "2025-06-18"
+    client_events = client.receive(answer)
+    assert client.revision == "2025-06-18" and client.state == "ready"
+    (negotiated,) = of(client_events, ev.Negotiated)
+    assert negotiated.info.name == SERVER_INFO["name"]
+    assert type(negotiated.result) is mcpbind.bindings("2025-06-18").InitializeResult
+    (initialized,) = client.data_to_send()
+    assert msgspec.json.decode(initialized) == {
+        "jsonrpc": "2.0",
+        "method": "notifications/initialized",
+    }
+    assert of(server.receive(initialized), ev.Initialized)
+    assert server.state == "ready"
+
+
+def test_server_answers_a_version_it_lacks_with_its_newest_and_the_client_gives_up() -> None:
+    client, server = pair(("2025-11-25",), ("2025-06-18", "2024-11-05"))
+    client.connect()
+    client_events, _ = pump(client, server)
+    (failed,) = of(client_events, ev.NegotiationFailed)
+    assert failed.error.code == -32602
+    assert "'2025-06-18'" in failed.error.message and "2025-11-25" in failed.error.message
+    assert failed.error.data == {"supported": ["2025-11-25"], "requested": "2025-06-18"}
+    with pytest.raises(mcpbind.ProtocolError, match="state 'failed'"):
+        client.request("tools/list")
+
+
+def test_discover_probe_falls_back_to_initialize_on_method_not_found() -> None:
+    client, server = pair(("2026-07-28", "2025-11-25"), ("2025-11-25",))
+    client.connect()
+    (probe,) = client.data_to_send()
+    assert msgspec.json.decode(probe)["method"] == "server/discover"
+    events = server.receive(probe)
+    (rejected,) = of(events, ev.MessageRejected)
+    assert rejected.answered and rejected.sender == "client"
+    (refusal,) = server.data_to_send()
+    assert msgspec.json.decode(refusal)["error"]["code"] == -32601
+    assert client.receive(refusal) == []
+    (initialize,) = client.data_to_send()
+    assert msgspec.json.decode(initialize)["params"]["protocolVersion"] == "2025-11-25"
+    server.receive(initialize)
+    client.receive(server.data_to_send()[0])
+    assert client.revision == server.revision == "2025-11-25"
+
+
+def test_discover_names_the_versions_and_the_client_picks_its_newest_common() -> None:
+    client, server = pair(("2026-07-28", "2025-11-25"), ("2026-07-28", "2025-11-25"))
+    client.connect()
+    client_events, server_events = pump(client, server)
+    (agreed,) = of(client_events, ev.Negotiated)
+    assert agreed.result.supported_versions == ["2026-07-28", "2025-11-25"]
+    assert agreed.info.name == SERVER_INFO["name"]
+    assert client.revision == "2026-07-28"
+    (seen,) = of(server_events, ev.Negotiated)
+    assert seen.info.name == CLIENT_INFO["name"]
+
+
+def test_unsupported_version_in_meta_is_answered_with_the_server_versions() -> None:
+    server = mcpbind.ServerSession(
+        revisions=("2026-07-28", "2025-11-25"), capabilities={}, info=SERVER_INFO
+    )
+    raw = (
+        b'{"jsonrpc":"2.0","id":7,"method":"tools/list","params":{"_meta":'
+        b'{"io.modelcontextprotocol/protocolVersion":"2099-01-01",'
+        b'"io.modelcontextprotocol/clientCapabilities":{}}}}'
+    )
+    (rejected,) = server.receive(raw)
+    assert isinstance(rejected, ev.MessageRejected) and rejected.answered
+    (answer,) = server.data_to_send()
+    error = msgspec.json.decode(answer)
+    assert error["id"] == 7
+    assert error["error"]["code"] == -32022
+    assert error["error"]["data"] == {
+        "supported": ["2026-07-28", "2025-11-25"],
+        "requested": "2099-01-01",
+    }
+
+
+def test_one_server_session_serves_requests_of_several_discover_revisions() -> None:
+    server = mcpbind.ServerSession(
+        revisions=mcpbind.REVISIONS, capabilities={"tools": {}}, info=SERVER_INFO
+    )
+    for rid, version in enumerate(("2026-07-28", "draft", "2026-07-28")):
+        raw = msgspec.json.encode(
+            {
+                "jsonrpc": "2.0",
+                "id": rid,
+                "method": "tools/list",
+                "params": {
+                    "_meta": {
+                        "io.modelcontextprotocol/protocolVersion": version,
+                        "io.modelcontextprotocol/clientCapabilities": {},
+                    }
+                },
+            }
+        )
+        (listed,) = server.receive(raw)
+        assert isinstance(listed, ev.RequestReceived)
+        assert listed.revision == version == server.revision
+        assert type(listed.message) is mcpbind.bindings(version).ListToolsRequest
+        server.respond(listed.id, {"tools": [], "cacheScope": "private", "ttlMs": 0})
+        (answer,) = server.data_to_send()
+        assert msgspec.json.decode(answer)["result"]["tools"] == []
+
+
+def test_a_client_of_each_discover_revision_talks_to_one_server_session() -> None:
+    server = mcpbind.ServerSession(
+        revisions=mcpbind.REVISIONS, capabilities={"tools": {}}, info=SERVER_INFO
+    )
+    for revision in ("2026-07-28", "draft"):
+        client = mcpbind.ClientSession(revisions=(revision,), capabilities={}, info=CLIENT_INFO)
+        client.connect()
+        pump(client, server)
+        assert client.revision == revision
+        client.request("tools/list")
+        _, events = pump(client, server)
+        (listed,) = of(events, ev.RequestReceived)
+        server.respond(listed.id, {"tools": [], "cacheScope": "private", "ttlMs": 0})
+        client_events, _ = pump(client, server)
+        assert of(client_events, ev.ResultReceived)[0].result.tools == []
+
+
+def test_initialize_for_a_discover_only_server_is_method_not_found() -> None:
+    client, server = pair(("2025-11-25",), ("2026-07-28",))
+    client.connect()
+    client_events, server_events = pump(client, server)
+    (failed,) = of(client_events, ev.NegotiationFailed)
+    assert "-32601" in failed.error.message
+    assert of(server_events, ev.MessageRejected)
+
+
+def test_state_is_named_when_used_out_of_order() -> None:
+    client, _ = pair()
+    with pytest.raises(mcpbind.ProtocolError, match="state 'idle'"):
+        client.request("tools/list")
+    with pytest.raises(mcpbind.ProtocolError, match="state 'idle'"):
+        client.receive(b"{}")
+    client.connect()
+    with pytest.raises(mcpbind.ProtocolError, match="state 'negotiating'"):
+        client.connect()
+    with pytest.raises(mcpbind.ProtocolError, match="state 'negotiating'"):
+        client.request("tools/list")
+
+
+def test_server_refuses_requests_before_initialize() -> None:
+    server = mcpbind.ServerSession(revisions=("2025-06-18",), capabilities={}, info=SERVER_INFO)
+    (rejected,) = server.receive(b'{"jsonrpc":"2.0","id":3,"method":"tools/list"}')
+    assert isinstance(rejected, ev.MessageRejected) and "state 'idle'" in rejected.error.message
+    (answer,) = server.data_to_send()
+    assert msgspec.json.decode(answer)["id"] == 3
+
+
+def test_session_revision_names_are_checked() -> None:
+    with pytest.raises(ValueError, match="1999-01-01"):
+        mcpbind.ClientSession(revisions=("1999-01-01",))
+
+
+def test_revision_is_none_before_agreement() -> None:
+    client, server = pair()
+    assert client.revision is None and server.revision is None
+    client, server = connected()
+    assert client.revision == mcpbind.LATEST
