@@ -14,9 +14,10 @@ import asyncio
 import json
 from typing import Any
 
+import msgspec
 import uvicorn
 
-from mcpbind import ProtocolError
+from mcpbind import ProtocolError, bindings
 from mcpbind.errors import INVALID_PARAMS, METHOD_NOT_FOUND
 from mcpbind.transports.http_server import Call, StreamableHTTPServer
 
@@ -311,8 +312,24 @@ def get_prompt(call: Call) -> Any:
     raise ProtocolError(INVALID_PARAMS, f"Unknown prompt: {name!r}")
 
 
+def cacheable(call: Call, result: dict[str, Any]) -> dict[str, Any]:
+    """The result with caching hints where the request's revision defines them: the fixtures
+    change only when the process restarts, so any client may keep them for a minute."""
+    cls = bindings(call.revision).FACTS.wires[call.method].result
+    is_struct = isinstance(cls, type) and issubclass(cls, msgspec.Struct)
+    names = {f.encode_name for f in msgspec.structs.fields(cls)} if is_struct else set()
+    if "cacheScope" in names:
+        result = {**result, "cacheScope": "public", "ttlMs": 60_000}
+    return result
+
+
 async def handle(call: Call) -> Any:
     """Answer one request of any revision the server speaks."""
+    result = await answer(call)
+    return cacheable(call, result) if isinstance(result, dict) else result
+
+
+async def answer(call: Call) -> Any:
     method = call.method
     if method == "tools/list":
         return {"tools": TOOLS}

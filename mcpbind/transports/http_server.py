@@ -13,6 +13,7 @@ checked against the allowed hosts before anything is read (DNS rebinding protect
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
@@ -55,6 +56,7 @@ _STATUS = {PARSE_ERROR: 400, INVALID_REQUEST: 400, METHOD_NOT_FOUND: 404, INVALI
 class _Peek(msgspec.Struct, gc=False):
     id: Any = None
     method: Any = None
+    params: Any = None
     error: Any = None
 
 
@@ -188,6 +190,16 @@ class StreamableHTTPServer:
         self.max_sessions = max_sessions
         self.on_event = on_event
         self.sessions: dict[str, _Live] = {}
+        probe = ServerSession(**self._config)
+        # The _meta keys naming a request's protocol version, from the facts of the revisions
+        # served that carry the per-request envelope.
+        self._version_keys = tuple(
+            dict.fromkeys(
+                meta.version_key
+                for r in probe.revisions
+                if (meta := bindings(r).FACTS.request_meta) is not None
+            )
+        )
         self.app = Starlette(
             routes=[Route(path, self._endpoint, methods=["GET", "POST", "DELETE"])]
         )
@@ -239,15 +251,21 @@ class StreamableHTTPServer:
                 return _plain_error(404, f"Not Found: no MCP session {sid!r}", INVALID_REQUEST)
             header = request.headers.get(VERSION_HEADER)
             revision = live.session.revision
-            if header is not None and revision is not None:
-                if header not in bindings(revision).FACTS.versions:
-                    return _plain_error(
-                        400,
-                        f"Bad Request: {VERSION_HEADER} {header!r} is not the negotiated "
-                        f"version of this session",
-                        INVALID_REQUEST,
-                    )
+            if (
+                header is not None
+                and revision is not None
+                and header not in bindings(revision).FACTS.versions
+            ):
+                return _plain_error(
+                    400,
+                    f"Bad Request: {VERSION_HEADER} {header!r} is not the negotiated "
+                    f"version of this session",
+                    INVALID_REQUEST,
+                )
         else:
+            mismatch = self._header_mismatch(request, body)
+            if mismatch is not None:
+                return mismatch
             live = _Live(ServerSession(**self._config), stateful=False)
         session = live.session
         events = session.receive(body)
@@ -257,10 +275,6 @@ class StreamableHTTPServer:
             # An initialize was answered: the connection is a session of its own from now on.
             live.stateful = True
             new_sid = self._register(live)
-        elif sid is None and session.revision is not None:
-            mismatch = self._header_mismatch(request, session, events)
-            if mismatch is not None:
-                return mismatch
         stream = _Stream()
         for event in events:
             self._observe(live, event, stream)
@@ -270,30 +284,30 @@ class StreamableHTTPServer:
         stream.put(direct)
         return await self._respond(stream, headers, stateful=live.stateful)
 
-    def _header_mismatch(
-        self, request: Request, session: ServerSession, events: list[Event]
-    ) -> Response | None:
-        """On a stateless POST the protocol version header must name the revision the request's
-        ``_meta`` names; a request that disagrees is answered with the header-mismatch error."""
-        revision = session.revision
-        assert revision is not None
-        if bindings(revision).FACTS.request_meta is None:
+    def _header_mismatch(self, request: Request, body: bytes) -> Response | None:
+        """A stateless POST's protocol version header must name the version the request's
+        ``_meta`` names (absent counts as a mismatch); a request that disagrees is refused with
+        the header-mismatch error before the session reads it."""
+        try:
+            peek = _peek.decode(body)
+        except (msgspec.DecodeError, ValueError):
+            return None  # the session answers what cannot be read
+        meta = peek.params.get("_meta") if isinstance(peek.params, dict) else None
+        if not isinstance(meta, dict):
             return None
+        version = next((meta[k] for k in self._version_keys if k in meta), None)
         header = request.headers.get(VERSION_HEADER)
-        if header is not None and header in bindings(revision).FACTS.versions:
+        if version is None or header == version:
             return None
-        requests = [e for e in events if isinstance(e, RequestReceived)]
-        if not requests:
-            return None
-        for event in requests:
-            session.respond_error(
-                event.id,
-                HEADER_MISMATCH,
-                f"Header mismatch: {VERSION_HEADER} is {header!r} but the request's _meta "
-                f"names {bindings(revision).FACTS.versions[0]!r}",
-            )
-        out = session.data_to_send()
-        return Response(out[0], status_code=400, media_type="application/json")
+        rid = peek.id if type(peek.id) in (str, int) else None
+        message = (
+            f"Header mismatch: {VERSION_HEADER} is {header!r} but the request's _meta names "
+            f"{version!r}"
+        )
+        return JSONResponse(
+            {"jsonrpc": "2.0", "id": rid, "error": {"code": HEADER_MISMATCH, "message": message}},
+            status_code=400,
+        )
 
     def _register(self, live: _Live) -> str:
         while len(self.sessions) >= self.max_sessions:
@@ -454,10 +468,9 @@ async def _sse(first: bytes, stream: _Stream) -> AsyncIterator[bytes]:
 def _answer_error(
     session: ServerSession, request_id: Any, code: int, message: str, data: Any
 ) -> None:
-    try:
+    # The client cancelled it, or it was answered already: nothing is owed then.
+    with contextlib.suppress(ProtocolError):
         session.respond_error(request_id, code, message, data)
-    except ProtocolError:
-        pass  # the client cancelled it, or it was answered already: nothing is owed
 
 
 def _hostname(host: str) -> str:
