@@ -17,7 +17,7 @@ from typing import Any
 
 import msgspec
 
-from mcpbind import ClientSession, ProtocolError
+from mcpbind import ClientSession, ProtocolError, supports
 from mcpbind.events import RequestReceived
 from mcpbind.transports.http_client import StreamableHTTPClient
 
@@ -62,7 +62,9 @@ async def on_request(event: RequestReceived) -> Any:
 async def run(url: str, revision: str) -> None:
     session = ClientSession(revisions=(revision,), capabilities=CAPABILITIES, info=INFO)
     async with StreamableHTTPClient(url, session, on_request=on_request) as client:
-        await client.connect()
+        negotiated = await client.connect()
+        if not supports(negotiated.capabilities, "tools"):
+            return
         listed = msgspec.to_builtins(await client.call("tools/list", {}))
         for tool in listed.get("tools", []):
             arguments = sample_arguments(tool.get("inputSchema"))

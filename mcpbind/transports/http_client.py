@@ -26,6 +26,7 @@ from ..errors import INTERNAL_ERROR, ProtocolError
 from ..events import (
     ErrorReceived,
     Event,
+    InputRequired,
     Negotiated,
     NegotiationFailed,
     RequestReceived,
@@ -120,10 +121,28 @@ class StreamableHTTPClient:
                 )
 
     async def call(self, method: str, params: Any = None, *, progress: bool = False) -> Any:
-        """Send a request and return its result; an error response raises ``ProtocolError``."""
+        """Send a request and return its result; an error response raises ``ProtocolError``.
+
+        A result asking for input (a multi-round-trip request) is answered: each input request
+        goes to ``on_request`` and the request is retried with the responses and the server's
+        request state, until a final result arrives."""
         rid = self.session.request(method, params, progress=progress)
         await self.flush()
         event = self._results.pop(rid, None)
+        while isinstance(event, InputRequired):
+            responses = {}
+            for name, asked in (event.input_requests or {}).items():
+                received = RequestReceived(
+                    id=name,
+                    method=asked.method,
+                    params=getattr(asked, "params", None),
+                    message=asked,
+                    revision=self.session.revision or "",
+                )
+                responses[name] = await self._input(received)
+            rid = self.session.answer(event, responses)
+            await self.flush()
+            event = self._results.pop(rid, None)
         if event is None:
             raise ProtocolError(INTERNAL_ERROR, f"the server sent no response to {method!r}")
         if isinstance(event, ErrorReceived):
@@ -226,13 +245,21 @@ class StreamableHTTPClient:
     async def _receive(self, data: bytes, owed: set[Any]) -> None:
         for event in self.session.receive(data):
             self.events.append(event)
-            if isinstance(event, ResultReceived | ErrorReceived):
+            if isinstance(event, ResultReceived | ErrorReceived | InputRequired):
                 owed.discard(event.id)
                 self._results[event.id] = event
             elif isinstance(event, Negotiated | NegotiationFailed):
                 owed.clear()
             elif isinstance(event, RequestReceived):
                 await self._answer(event)
+
+    async def _input(self, event: RequestReceived) -> Any:
+        """The answer ``on_request`` gives to one input request of a multi-round-trip result."""
+        if self.on_request is None:
+            raise ProtocolError(
+                -32601, f"the server asks for {event.method!r} input and no on_request is set"
+            )
+        return await self.on_request(event)
 
     async def _answer(self, event: RequestReceived) -> None:
         """Answer a request from the server at once (its stream waits for the answer)."""
