@@ -11,7 +11,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
+import hashlib
+import hmac
 import json
+import secrets
 from typing import Any
 
 import msgspec
@@ -68,6 +72,17 @@ TOOLS = [
     tool("test_elicitation_sep1034_defaults", "Tests elicitation with default values per SEP-1034"),
     tool("test_elicitation_sep1330_enums", "Tests elicitation with enum schema improvements"),
 ]
+
+ROUND_TRIP_TOOLS = (
+    "test_input_required_result_elicitation",
+    "test_input_required_result_sampling",
+    "test_input_required_result_list_roots",
+    "test_input_required_result_request_state",
+    "test_input_required_result_multiple_inputs",
+    "test_input_required_result_multi_round",
+    "test_input_required_result_tampered_state",
+    "test_input_required_result_capabilities",
+)
 
 RESOURCES = [
     {"uri": "test://static-text", "name": "static-text", "mimeType": "text/plain"},
@@ -163,6 +178,9 @@ def _get(obj: Any, name: str, default: Any = None) -> Any:
 async def call_tool(call: Call) -> Any:
     name = _get(call.params, "name")
     args = _get(call.params, "arguments", {}) or {}
+    trip = round_trip(call, name) if name in ROUND_TRIP_TOOLS else None
+    if trip is not None:
+        return trip
     if name == "test_simple_text":
         return {"content": [text("This is a simple text response for testing.")]}
     if name == "test_image_content":
@@ -256,6 +274,198 @@ async def call_tool(call: Call) -> Any:
     raise ProtocolError(INVALID_PARAMS, f"Unknown tool: {name!r}")
 
 
+# Multi-round-trip fixtures (2026-07-28 and later): each tool asks the client for input by
+# returning an input-required result, and completes once the retry carries the answers. The
+# request state is signed, so a client cannot forge or alter it between rounds.
+STATE_KEY = secrets.token_bytes(32)
+
+ELICIT_NAME = {
+    "method": "elicitation/create",
+    "params": {
+        "message": "What is your name?",
+        "requestedSchema": {
+            "type": "object",
+            "properties": {"name": {"type": "string"}},
+            "required": ["name"],
+        },
+    },
+}
+SAMPLE_CAPITAL = {
+    "method": "sampling/createMessage",
+    "params": {
+        "messages": [
+            {"role": "user", "content": text("What is the capital of France?")},
+        ],
+        "maxTokens": 100,
+    },
+}
+LIST_ROOTS = {"method": "roots/list", "params": {}}
+
+
+def sign(state: dict[str, Any]) -> str:
+    payload = base64.urlsafe_b64encode(json.dumps(state).encode()).decode()
+    mac = hmac.new(STATE_KEY, payload.encode(), hashlib.sha256).hexdigest()
+    return f"{payload}.{mac}"
+
+
+def verify(token: Any) -> dict[str, Any]:
+    """The state a request carried back, or -32602 when it was not issued by this server."""
+    if not isinstance(token, str) or "." not in token:
+        raise ProtocolError(INVALID_PARAMS, "Invalid params: requestState is missing or malformed")
+    payload, mac = token.rsplit(".", 1)
+    good = hmac.new(STATE_KEY, payload.encode(), hashlib.sha256).hexdigest()
+    if not hmac.compare_digest(mac, good):
+        raise ProtocolError(
+            INVALID_PARAMS, "Invalid params: requestState failed its integrity check"
+        )
+    state: dict[str, Any] = json.loads(base64.urlsafe_b64decode(payload))
+    return state
+
+
+def needs(requests: dict[str, Any], state: dict[str, Any] | None = None) -> dict[str, Any]:
+    result: dict[str, Any] = {"resultType": "input_required", "inputRequests": requests}
+    if state is not None:
+        result["requestState"] = sign(state)
+    return result
+
+
+def answered(responses: Any, *keys: str) -> bool:
+    """Whether every key was answered with an object (extra keys are ignored)."""
+    return isinstance(responses, dict) and all(isinstance(responses.get(k), dict) for k in keys)
+
+
+def first_text(value: Any) -> str:
+    content = value.get("content") if isinstance(value, dict) else None
+    if isinstance(content, list) and content:
+        content = content[0]
+    return str(content.get("text", "")) if isinstance(content, dict) else ""
+
+
+def round_trip(call: Call, name: str) -> Any | None:
+    """The multi-round-trip fixtures' answers; None when ``name`` is none of them."""
+    wire = msgspec.to_builtins(call.params)
+    responses = wire.get("inputResponses")
+    token = wire.get("requestState")
+    if name in ("test_input_required_result_elicitation", "test_input_required_result_prompt"):
+        key = "user_name" if name.endswith("elicitation") else "user_context"
+        if not answered(responses, key):
+            request = ELICIT_NAME
+            if key == "user_context":
+                request = {
+                    "method": "elicitation/create",
+                    "params": {
+                        "message": "What context should the prompt use?",
+                        "requestedSchema": {
+                            "type": "object",
+                            "properties": {"context": {"type": "string"}},
+                            "required": ["context"],
+                        },
+                    },
+                }
+            return needs({key: request})
+        content = responses[key].get("content") or {}
+        if key == "user_context":
+            line = f"Context: {content.get('context', '')}"
+            return {"messages": [{"role": "user", "content": text(line)}]}
+        return {"content": [text(f"Hello, {content.get('name', 'stranger')}!")]}
+    if name == "test_input_required_result_sampling":
+        if not answered(responses, "capital_question"):
+            return needs({"capital_question": SAMPLE_CAPITAL})
+        return {"content": [text(f"Sampled: {first_text(responses['capital_question'])}")]}
+    if name == "test_input_required_result_list_roots":
+        if not answered(responses, "client_roots"):
+            return needs({"client_roots": LIST_ROOTS})
+        roots = responses["client_roots"].get("roots") or []
+        uris = ", ".join(str(r.get("uri")) for r in roots if isinstance(r, dict))
+        return {"content": [text(f"Roots: {uris}")]}
+    if name in (
+        "test_input_required_result_request_state",
+        "test_input_required_result_tampered_state",
+    ):
+        if token is None:
+            confirm = {
+                "method": "elicitation/create",
+                "params": {
+                    "message": "Please confirm",
+                    "requestedSchema": {
+                        "type": "object",
+                        "properties": {"ok": {"type": "boolean"}},
+                        "required": ["ok"],
+                    },
+                },
+            }
+            return needs({"confirm": confirm}, {"tool": name, "round": 1})
+        state = verify(token)
+        if state.get("tool") != name or not answered(responses, "confirm"):
+            raise ProtocolError(INVALID_PARAMS, "Invalid params: requestState is not for this call")
+        return {"content": [text("state-ok: confirmation received")]}
+    if name == "test_input_required_result_multiple_inputs":
+        keys = ("user_name", "greeting", "client_roots")
+        if token is None or not answered(responses, *keys):
+            requests = {
+                "user_name": ELICIT_NAME,
+                "greeting": {
+                    "method": "sampling/createMessage",
+                    "params": {
+                        "messages": [{"role": "user", "content": text("Generate a greeting")}],
+                        "maxTokens": 50,
+                    },
+                },
+                "client_roots": LIST_ROOTS,
+            }
+            return needs(requests, {"tool": name, "round": 1})
+        verify(token)
+        return {"content": [text("All inputs received")]}
+    if name == "test_input_required_result_multi_round":
+        state = verify(token) if token is not None else {"round": 0}
+        step = state.get("round", 0)
+        if step == 0 or (step == 1 and not answered(responses, "step1")):
+            request = {
+                "method": "elicitation/create",
+                "params": {
+                    "message": "Step 1: What is your name?",
+                    "requestedSchema": {
+                        "type": "object",
+                        "properties": {"name": {"type": "string"}},
+                        "required": ["name"],
+                    },
+                },
+            }
+            return needs({"step1": request}, {"tool": name, "round": 1})
+        if step == 1 or not answered(responses, "step2"):
+            name_given = (responses.get("step1") or {}).get("content", {}).get("name", "")
+            request = {
+                "method": "elicitation/create",
+                "params": {
+                    "message": "Step 2: What is your favorite color?",
+                    "requestedSchema": {
+                        "type": "object",
+                        "properties": {"color": {"type": "string"}},
+                        "required": ["color"],
+                    },
+                },
+            }
+            return needs({"step2": request}, {"tool": name, "round": 2, "name": name_given})
+        color = responses["step2"].get("content", {}).get("color", "")
+        return {"content": [text(f"{state.get('name', '')} likes {color}")]}
+    if name == "test_input_required_result_capabilities":
+        if answered(responses, *(responses or {}).keys()) and responses:
+            return {"content": [text("Inputs received")]}
+        meta = wire.get("_meta") or {}
+        declared = meta.get("io.modelcontextprotocol/clientCapabilities") or {}
+        requests = {}
+        if "elicitation" in declared:
+            requests["user_name"] = ELICIT_NAME
+        if "sampling" in declared:
+            requests["capital_question"] = SAMPLE_CAPITAL
+        if "roots" in declared:
+            requests["client_roots"] = LIST_ROOTS
+        if not requests:
+            return {"content": [text("The client declared no capability to ask through")]}
+        return needs(requests)
+    return None
+
+
 def read_resource(call: Call) -> Any:
     uri = str(_get(call.params, "uri"))
     if uri == "test://static-text":
@@ -279,6 +489,8 @@ def read_resource(call: Call) -> Any:
 
 def get_prompt(call: Call) -> Any:
     name = _get(call.params, "name")
+    if name == "test_input_required_result_prompt":
+        return round_trip(call, name)
     args = _get(call.params, "arguments", {}) or {}
     if name == "test_simple_prompt":
         return {
@@ -332,7 +544,10 @@ async def handle(call: Call) -> Any:
 async def answer(call: Call) -> Any:
     method = call.method
     if method == "tools/list":
-        return {"tools": TOOLS}
+        # The multi-round-trip tools exist only where the revision has input-required results.
+        trips = bindings(call.revision).FACTS.round_trip is not None
+        extra = [tool(n, "Asks the client for input across rounds") for n in ROUND_TRIP_TOOLS]
+        return {"tools": TOOLS + extra if trips else TOOLS}
     if method == "tools/call":
         return await call_tool(call)
     if method == "resources/list":
