@@ -42,10 +42,13 @@ async def on_request(event: RequestReceived) -> Any:
     params = msgspec.to_builtins(event.params)
     if event.method == "elicitation/create":
         schema = params.get("requestedSchema", {})
+        # An elicitation result carries strings, integers, booleans and string lists only (the
+        # schema of every revision so far): a non-integral number default cannot be sent back.
         content = {
             name: prop["default"]
             for name, prop in schema.get("properties", {}).items()
             if "default" in prop
+            and not (isinstance(prop["default"], float) and not prop["default"].is_integer())
         }
         return {"action": "accept", "content": content}
     if event.method == "sampling/createMessage":

@@ -73,6 +73,7 @@ class StreamableHTTPClient:
         on_request: Callable[[RequestReceived], Awaitable[Any]] | None = None,
         max_resumptions: int = 5,
         default_retry_ms: int = 1000,
+        listen: bool = True,
     ) -> None:
         self.url = url
         self.session = session
@@ -83,6 +84,8 @@ class StreamableHTTPClient:
         self.max_resumptions = max_resumptions
         self.retry_ms = default_retry_ms
         self.session_id: str | None = None
+        self.listen = listen
+        self._listener: asyncio.Task[None] | None = None
         self.events: list[Event] = []
         self._results: dict[Any, Event] = {}
 
@@ -94,6 +97,11 @@ class StreamableHTTPClient:
 
     async def close(self) -> None:
         """End the MCP session (DELETE, when the server assigned one) and the HTTP client."""
+        if self._listener is not None:
+            self._listener.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._listener
+            self._listener = None
         if self.session_id is not None:
             # A failed DELETE leaves the server to expire the session: nothing to do about it.
             with contextlib.suppress(httpx.HTTPError):
@@ -112,6 +120,8 @@ class StreamableHTTPClient:
             for event in await self.flush():
                 if isinstance(event, Negotiated):
                     await self.flush()  # the initialized notification, where there is one
+                    if self.listen and self.session_id is not None:
+                        self._listener = asyncio.ensure_future(self._listen())
                     return event
                 if isinstance(event, NegotiationFailed):
                     raise event.error
@@ -227,6 +237,24 @@ class StreamableHTTPClient:
                     break
                 last = await self._read_stream(response, owed) or last
 
+    async def _listen(self) -> None:
+        """Read the session's GET stream (what the server sends outside any request), resuming
+        it like a POST stream, until the connection closes or the server offers none."""
+        last: str | None = None
+        for _ in range(self.max_resumptions + 1):
+            headers = self._headers(None)
+            headers["Accept"] = "text/event-stream"
+            if last is not None:
+                headers["Last-Event-ID"] = last
+            try:
+                async with self.http.stream("GET", self.url, headers=headers) as response:
+                    if response.status_code != 200:
+                        return  # 405: the server has no stream to offer
+                    last = await self._read_stream(response, {object()}) or last
+            except httpx.HTTPError:
+                pass  # resumed below, like a POST stream
+            await asyncio.sleep(self.retry_ms / 1000)
+
     async def _read_stream(self, response: httpx.Response, owed: set[Any]) -> str | None:
         """Feed a stream's messages to the session until it ends or owes nothing more; the id of
         its last event (to resume from), or None when nothing remains owed."""
@@ -273,7 +301,12 @@ class StreamableHTTPClient:
             except ProtocolError as error:
                 self.session.respond_error(event.id, error.code, error.message, error.data)
             else:
-                self.session.respond(event.id, result)
+                try:
+                    self.session.respond(event.id, result)
+                except ProtocolError as error:
+                    # The answer does not fit the revision: the server still gets one, an
+                    # error, rather than waiting forever for a response that was never sent.
+                    self.session.respond_error(event.id, INTERNAL_ERROR, error.message)
         for message in self.session.data_to_send():
             await self._post(message)
 
