@@ -21,8 +21,8 @@ from typing import Any
 import msgspec
 import uvicorn
 
-from mcpbind import ProtocolError, bindings
-from mcpbind.errors import INVALID_PARAMS, METHOD_NOT_FOUND
+from mcpbind import ProtocolError, bindings, missing_capabilities
+from mcpbind.errors import INVALID_PARAMS, METHOD_NOT_FOUND, MISSING_REQUIRED_CLIENT_CAPABILITY
 from mcpbind.transports.http_server import Call, StreamableHTTPServer
 
 REVISIONS = ("2025-06-18", "2025-11-25", "2026-07-28")
@@ -74,6 +74,7 @@ TOOLS = [
 ]
 
 ROUND_TRIP_TOOLS = (
+    "test_streaming_elicitation",
     "test_input_required_result_elicitation",
     "test_input_required_result_sampling",
     "test_input_required_result_list_roots",
@@ -181,6 +182,24 @@ async def call_tool(call: Call) -> Any:
     trip = round_trip(call, name) if name in ROUND_TRIP_TOOLS else None
     if trip is not None:
         return trip
+    if name == "test_missing_capability":
+        # Needs sampling: a client that did not declare it gets the missing-capability error.
+        wire_meta = msgspec.to_builtins(call.params).get("_meta") or {}
+        declared = wire_meta.get("io.modelcontextprotocol/clientCapabilities") or {}
+        missing = missing_capabilities({"sampling": {}}, declared)
+        if missing is not None:
+            raise ProtocolError(
+                MISSING_REQUIRED_CLIENT_CAPABILITY,
+                "Missing required client capability: sampling",
+                {"requiredCapabilities": missing},
+            )
+        return {"content": [text("The client declared sampling")]}
+    if name == "test_logging_tool":
+        # A stateless client opts in to log messages per request, by its _meta log level.
+        wire_meta = msgspec.to_builtins(call.params).get("_meta") or {}
+        if "io.modelcontextprotocol/logLevel" in wire_meta:
+            call.notify("notifications/message", {"level": "info", "data": "test_logging_tool ran"})
+        return {"content": [text("Logged only when asked to")]}
     if name == "test_simple_text":
         return {"content": [text("This is a simple text response for testing.")]}
     if name == "test_image_content":
@@ -448,6 +467,9 @@ def round_trip(call: Call, name: str) -> Any | None:
             return needs({"step2": request}, {"tool": name, "round": 2, "name": name_given})
         color = responses["step2"].get("content", {}).get("color", "")
         return {"content": [text(f"{state.get('name', '')} likes {color}")]}
+    if name == "test_streaming_elicitation":
+        # Input is asked for in the result, never by a request on the response stream.
+        return needs({"user_name": ELICIT_NAME})
     if name == "test_input_required_result_capabilities":
         if answered(responses, *(responses or {}).keys()) and responses:
             return {"content": [text("Inputs received")]}
@@ -547,6 +569,10 @@ async def answer(call: Call) -> Any:
         # The multi-round-trip tools exist only where the revision has input-required results.
         trips = bindings(call.revision).FACTS.round_trip is not None
         extra = [tool(n, "Asks the client for input across rounds") for n in ROUND_TRIP_TOOLS]
+        extra += [
+            tool("test_missing_capability", "Needs the client's sampling capability"),
+            tool("test_logging_tool", "Logs only when the request's _meta sets a log level"),
+        ]
         return {"tools": TOOLS + extra if trips else TOOLS}
     if method == "tools/call":
         return await call_tool(call)
