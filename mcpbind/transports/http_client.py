@@ -60,7 +60,10 @@ class StreamableHTTPClient:
 
     ``events`` collects every event the session reported, in order. ``max_resumptions`` bounds
     how often one POST's event stream is resumed; ``default_retry_ms`` is the delay before a
-    resumption when the server set none.
+    resumption when the server set none. ``listen=True`` also opens the session's GET stream once
+    negotiated, for what the server sends outside any request (answers arriving there settle the
+    POST that awaits them); it is off by default because some servers resume a closed POST stream
+    on whichever GET comes first.
     """
 
     def __init__(
@@ -73,7 +76,7 @@ class StreamableHTTPClient:
         on_request: Callable[[RequestReceived], Awaitable[Any]] | None = None,
         max_resumptions: int = 5,
         default_retry_ms: int = 1000,
-        listen: bool = True,
+        listen: bool = False,
     ) -> None:
         self.url = url
         self.session = session
@@ -88,6 +91,7 @@ class StreamableHTTPClient:
         self._listener: asyncio.Task[None] | None = None
         self.events: list[Event] = []
         self._results: dict[Any, Event] = {}
+        self._arrived = asyncio.Event()  # set whenever an answer arrives, on any stream
 
     async def __aenter__(self) -> StreamableHTTPClient:
         return self
@@ -225,17 +229,37 @@ class StreamableHTTPClient:
                     )
                 return
         resumptions = 0
-        while owed and last is not None and resumptions < self.max_resumptions:
+        while last is not None and resumptions < self.max_resumptions:
+            owed.difference_update(self._results)  # answered on another stream meanwhile
+            if not owed:
+                break
             resumptions += 1
             await asyncio.sleep(self.retry_ms / 1000)
-            headers = self._headers(None)
-            headers["Accept"] = "text/event-stream"
-            headers["Last-Event-ID"] = last
-            async with self.http.stream("GET", self.url, headers=headers) as response:
-                if response.status_code != 200:
-                    await response.aread()
-                    break
-                last = await self._read_stream(response, owed) or last
+            resumed = asyncio.ensure_future(self._resume(last, owed))
+            while not resumed.done():
+                self._arrived.clear()
+                arrival = asyncio.ensure_future(self._arrived.wait())
+                await asyncio.wait({resumed, arrival}, return_when=asyncio.FIRST_COMPLETED)
+                arrival.cancel()
+                owed.difference_update(self._results)
+                if not owed:
+                    resumed.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await resumed
+                    return
+            last = resumed.result()
+
+    async def _resume(self, last: str, owed: set[Any]) -> str | None:
+        """Resume a POST's stream from the event ``last`` with a GET; the last event id seen, or
+        None when the server offers no stream (or nothing remains owed)."""
+        headers = self._headers(None)
+        headers["Accept"] = "text/event-stream"
+        headers["Last-Event-ID"] = last
+        async with self.http.stream("GET", self.url, headers=headers) as response:
+            if response.status_code != 200:
+                await response.aread()
+                return None
+            return await self._read_stream(response, owed) or last
 
     async def _listen(self) -> None:
         """Read the session's GET stream (what the server sends outside any request), resuming
@@ -276,6 +300,7 @@ class StreamableHTTPClient:
             if isinstance(event, ResultReceived | ErrorReceived | InputRequired):
                 owed.discard(event.id)
                 self._results[event.id] = event
+                self._arrived.set()
             elif isinstance(event, Negotiated | NegotiationFailed):
                 owed.clear()
             elif isinstance(event, RequestReceived):
