@@ -12,6 +12,7 @@ the error otherwise.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import sys
 from typing import Any
@@ -70,8 +71,14 @@ async def run(url: str, revision: str) -> None:
         if not supports(negotiated.capabilities, "tools"):
             return
         listed = msgspec.to_builtins(await client.call("tools/list", {}))
-        for tool in listed.get("tools", []):
-            arguments = sample_arguments(tool.get("inputSchema"))
+        # The harness may name the calls to make (MCP_CONFORMANCE_CONTEXT); else call each tool.
+        context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
+        calls = context.get("toolCalls") or [
+            {"name": t["name"], "arguments": sample_arguments(t.get("inputSchema"))}
+            for t in listed.get("tools", [])
+        ]
+        for tool in calls:
+            arguments = tool.get("arguments", {})
             try:
                 await client.call("tools/call", {"name": tool["name"], "arguments": arguments})
             except ProtocolError as error:

@@ -13,7 +13,7 @@ import pytest
 
 from mcpbind import ClientSession, ProtocolError
 from mcpbind.events import ProgressReceived
-from mcpbind.transports.http_client import StreamableHTTPClient
+from mcpbind.transports.http_client import StreamableHTTPClient, encode_header_value
 from mcpbind.transports.http_server import HEADER_MISMATCH, Call, StreamableHTTPServer
 
 URL = "http://127.0.0.1/mcp"
@@ -167,5 +167,47 @@ def test_stateless_header_mismatch_and_status_codes() -> None:
             # The server advertised no prompts: method not found, which is 404 without a session.
             assert unknown.status_code == 404
             assert unknown.json()["error"]["code"] == -32601
+
+    run(go())
+
+
+@pytest.mark.parametrize(
+    ("value", "header"),
+    [
+        ("us-west1", "us-west1"),
+        (42, "42"),
+        (True, "true"),
+        (" padded ", "=?base64?IHBhZGRlZCA=?="),
+        ("Hello, 世界", "=?base64?SGVsbG8sIOS4lueVjA==?="),
+        ("line1\nline2", "=?base64?bGluZTEKbGluZTI=?="),
+        ("=?base64?x?=", "=?base64?PT9iYXNlNjQ/eD89?="),
+    ],
+)
+def test_param_header_values(value: Any, header: str) -> None:
+    assert encode_header_value(value) == header
+
+
+def test_invalid_designations_keep_the_tool_from_being_called() -> None:
+    async def go() -> None:
+        session = ClientSession(revisions=("2026-07-28",), info=INFO)
+        async with StreamableHTTPClient(URL, session, http=http(app())) as client:
+            await client.connect()
+            good = {"type": "object", "properties": {"r": {"type": "string", "x-mcp-header": "R"}}}
+            bad = {"type": "object", "properties": {"s": {"type": "number", "x-mcp-header": "S"}}}
+            client._learn(
+                {
+                    "tools": [
+                        {"name": "echo", "inputSchema": good},
+                        {"name": "x", "inputSchema": bad},
+                    ]
+                }
+            )
+            assert client.designated["echo"] == {"r": "R"}
+            assert client._param_headers({"name": "echo", "arguments": {"r": "a"}}) == {
+                "Mcp-Param-R": "a"
+            }
+            assert client._param_headers({"name": "echo", "arguments": {"r": None}}) == {}
+            with pytest.raises(ProtocolError, match="x-mcp-header"):
+                await client.call("tools/call", {"name": "x", "arguments": {"s": 1}})
 
     run(go())

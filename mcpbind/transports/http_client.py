@@ -13,6 +13,7 @@ answered by ``on_request(event)``, an async function returning the result.
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -22,7 +23,7 @@ import msgspec
 from httpx_sse import EventSource
 
 from .. import bindings
-from ..errors import INTERNAL_ERROR, ProtocolError
+from ..errors import INTERNAL_ERROR, INVALID_PARAMS, ProtocolError
 from ..events import (
     ErrorReceived,
     Event,
@@ -40,7 +41,12 @@ SESSION_HEADER = "Mcp-Session-Id"
 VERSION_HEADER = "MCP-Protocol-Version"
 METHOD_HEADER = "Mcp-Method"
 NAME_HEADER = "Mcp-Name"
+PARAM_PREFIX = "Mcp-Param-"
 ACCEPT = "application/json, text/event-stream"
+# A header name is an HTTP token (RFC 9110): these characters only.
+_TOKEN = frozenset("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+# The argument types a header may mirror: a number could not round-trip exactly through text.
+_PRIMITIVE = frozenset(("string", "integer", "boolean"))
 
 # What names the target of a request in its params, for the Mcp-Name header.
 _NAME_KEYS = ("name", "uri")
@@ -92,6 +98,8 @@ class StreamableHTTPClient:
         self.events: list[Event] = []
         self._results: dict[Any, Event] = {}
         self._arrived = asyncio.Event()  # set whenever an answer arrives, on any stream
+        self.designated: dict[str, dict[str, str]] = {}  # tool -> argument -> header name
+        self.invalid_tools: dict[str, str] = {}  # tool -> why its x-mcp-header is invalid
 
     async def __aenter__(self) -> StreamableHTTPClient:
         return self
@@ -140,6 +148,13 @@ class StreamableHTTPClient:
         A result asking for input (a multi-round-trip request) is answered: each input request
         goes to ``on_request`` and the request is retried with the responses and the server's
         request state, until a final result arrives."""
+        name = params.get("name") if isinstance(params, dict) and "arguments" in params else None
+        if name in self.invalid_tools:
+            raise ProtocolError(
+                INVALID_PARAMS,
+                f"not calling tool {name!r}: its input schema's x-mcp-header is invalid "
+                f"({self.invalid_tools[name]})",
+            )
         rid = self.session.request(method, params, progress=progress)
         await self.flush()
         event = self._results.pop(rid, None)
@@ -198,11 +213,44 @@ class StreamableHTTPClient:
                 headers[NAME_HEADER] = name
             meta = params.get("_meta")
             version = _meta_version(meta, self.session) if isinstance(meta, dict) else None
+            headers.update(self._param_headers(params))
         if version is None and self.session.revision is not None:
             version = bindings(self.session.revision).FACTS.versions[0]
         if version is not None:
             headers[VERSION_HEADER] = version
         return headers
+
+    def _param_headers(self, params: dict[str, Any]) -> dict[str, str]:
+        """The ``Mcp-Param-*`` headers mirroring the arguments a tool's input schema designates
+        with ``x-mcp-header``; a null or absent argument sends no header."""
+        name = params.get("name")
+        designated = self.designated.get(name) if isinstance(name, str) else None
+        arguments = params.get("arguments")
+        if not designated or "arguments" not in params or not isinstance(arguments, dict):
+            return {}
+        out = {}
+        for argument, header in designated.items():
+            value = arguments.get(argument)
+            if value is not None:
+                out[f"{PARAM_PREFIX}{header}"] = encode_header_value(value)
+        return out
+
+    def _learn(self, result: Any) -> None:
+        """Remember the ``x-mcp-header`` designations of every tool a result lists, and which
+        tools carry invalid ones (they are not called)."""
+        data = msgspec.to_builtins(result)
+        tools = data.get("tools") if isinstance(data, dict) else None
+        if not isinstance(tools, list):
+            return
+        for tool in tools:
+            if not isinstance(tool, dict) or not isinstance(tool.get("name"), str):
+                continue
+            designated, problem = _designations(tool.get("inputSchema"))
+            self.designated[tool["name"]] = designated
+            if problem is None:
+                self.invalid_tools.pop(tool["name"], None)
+            else:
+                self.invalid_tools[tool["name"]] = problem
 
     async def _post(self, message: bytes) -> None:
         owed = _owed(message)
@@ -297,6 +345,8 @@ class StreamableHTTPClient:
     async def _receive(self, data: bytes, owed: set[Any]) -> None:
         for event in self.session.receive(data):
             self.events.append(event)
+            if isinstance(event, ResultReceived):
+                self._learn(event.result)
             if isinstance(event, ResultReceived | ErrorReceived | InputRequired):
                 owed.discard(event.id)
                 self._results[event.id] = event
@@ -334,6 +384,54 @@ class StreamableHTTPClient:
                     self.session.respond_error(event.id, INTERNAL_ERROR, error.message)
         for message in self.session.data_to_send():
             await self._post(message)
+
+
+def encode_header_value(value: Any) -> str:
+    """An argument as an ``Mcp-Param-*`` header value: plain visible ASCII as is, anything a
+    header cannot carry verbatim (other characters, surrounding whitespace, the encoded-word
+    marker itself) as ``=?base64?...?=`` of its UTF-8 bytes."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return json_number(value)
+    text = value if isinstance(value, str) else msgspec.json.encode(value).decode()
+    plain = (
+        all(0x20 <= ord(c) <= 0x7E for c in text)
+        and text == text.strip()
+        and not text.startswith("=?")
+    )
+    if plain:
+        return text
+    return "=?base64?" + base64.b64encode(text.encode()).decode() + "?="
+
+
+def json_number(value: int | float) -> str:
+    """A number as JSON writes it (3.0 stays 3.0, 42 stays 42)."""
+    return msgspec.json.encode(value).decode()
+
+
+def _designations(schema: Any) -> tuple[dict[str, str], str | None]:
+    """The argument -> header designations of an input schema, and what is wrong with them."""
+    properties = schema.get("properties") if isinstance(schema, dict) else None
+    if not isinstance(properties, dict):
+        return {}, None
+    out: dict[str, str] = {}
+    seen: set[str] = set()
+    for argument, prop in properties.items():
+        if not isinstance(prop, dict) or "x-mcp-header" not in prop:
+            continue
+        header = prop["x-mcp-header"]
+        if not isinstance(header, str) or not header:
+            return {}, f"argument {argument!r}: x-mcp-header must be a non-empty string"
+        if not set(header) <= _TOKEN:
+            return {}, f"argument {argument!r}: x-mcp-header {header!r} is not an HTTP token"
+        if prop.get("type") not in _PRIMITIVE:
+            return {}, f"argument {argument!r}: x-mcp-header needs a primitive type"
+        if header.lower() in seen:
+            return {}, f"argument {argument!r}: x-mcp-header {header!r} is used twice"
+        seen.add(header.lower())
+        out[argument] = header
+    return out, None
 
 
 def _owed(message: bytes) -> set[Any]:
