@@ -182,6 +182,12 @@ async def call_tool(call: Call) -> Any:
     trip = round_trip(call, name) if name in ROUND_TRIP_TOOLS else None
     if trip is not None:
         return trip
+    if name == "test_trigger_tool_change":
+        changed("toolsListChanged", "notifications/tools/list_changed")
+        return {"content": [text("Tool list change announced")]}
+    if name == "test_trigger_prompt_change":
+        changed("promptsListChanged", "notifications/prompts/list_changed")
+        return {"content": [text("Prompt list change announced")]}
     if name == "test_missing_capability":
         # Needs sampling: a client that did not declare it gets the missing-capability error.
         wire_meta = msgspec.to_builtins(call.params).get("_meta") or {}
@@ -488,6 +494,40 @@ def round_trip(call: Call, name: str) -> Any | None:
     return None
 
 
+# Open subscriptions/listen streams (2026-07-28 and later): the listen request, what it asked
+# for, and when to end it. A stream ends by itself after LISTEN_SECONDS, so none outlives its
+# client for long.
+LISTENERS: dict[Any, tuple[Call, dict[str, Any]]] = {}
+LISTEN_SECONDS = 30.0
+SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
+
+
+async def listen(call: Call) -> Any:
+    """Acknowledge what the server can deliver of the requested filter, then keep the stream
+    open for list-changed notifications, each tagged with the subscription (the request id)."""
+    asked = msgspec.to_builtins(call.params).get("notifications") or {}
+    offered = {
+        key: value
+        for key, value in asked.items()
+        if key in ("toolsListChanged", "promptsListChanged", "resourcesListChanged") and value
+    }
+    tag = {"_meta": {SUBSCRIPTION_ID: call.id}}
+    call.notify("notifications/subscriptions/acknowledged", {"notifications": offered, **tag})
+    LISTENERS[call.id] = (call, offered)
+    try:
+        await asyncio.sleep(LISTEN_SECONDS)
+    finally:
+        LISTENERS.pop(call.id, None)
+    return {"resultType": "complete", **tag}
+
+
+def changed(kind: str, method: str) -> None:
+    """Tell every listener that asked for ``kind`` that a list changed."""
+    for listener_id, (listener, offered) in list(LISTENERS.items()):
+        if offered.get(kind):
+            listener.notify(method, {"_meta": {SUBSCRIPTION_ID: listener_id}})
+
+
 def read_resource(call: Call) -> Any:
     uri = str(_get(call.params, "uri"))
     if uri == "test://static-text":
@@ -572,6 +612,8 @@ async def answer(call: Call) -> Any:
         extra += [
             tool("test_missing_capability", "Needs the client's sampling capability"),
             tool("test_logging_tool", "Logs only when the request's _meta sets a log level"),
+            tool("test_trigger_tool_change", "Announces a tool list change to listeners"),
+            tool("test_trigger_prompt_change", "Announces a prompt list change to listeners"),
         ]
         return {"tools": TOOLS + extra if trips else TOOLS}
     if method == "tools/call":
@@ -590,6 +632,8 @@ async def answer(call: Call) -> Any:
         return get_prompt(call)
     if method == "logging/setLevel":
         return {}
+    if method == "subscriptions/listen":
+        return await listen(call)
     if method == "completion/complete":
         return {"completion": {"values": [], "total": 0, "hasMore": False}}
     raise ProtocolError(METHOD_NOT_FOUND, f"Method not found: {method!r}")
