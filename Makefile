@@ -4,7 +4,8 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup generate test test-deep check lint format types drift bench diff clean interop interop-setup
+.PHONY: setup generate test test-deep check lint format types drift bench diff clean interop interop-setup \
+	conformance conformance-setup
 
 setup: $(STAMP)
 
@@ -29,6 +30,20 @@ $(INTEROP_STAMP): tests/interop/package.json tests/interop/package-lock.json
 
 interop: $(STAMP) $(INTEROP_STAMP)
 	$(BIN)/pytest -q -m interop tests/interop
+
+# The official MCP conformance suite and the Node 22 it needs, both from npm at the versions pinned
+# in conformance/package-lock.json; `make conformance` runs it against examples/everything_server.py
+# and examples/everything_client.py and prints one table (conformance/run.py says how it scores).
+CONFORMANCE_STAMP := conformance/node_modules/.installed
+
+conformance-setup: $(CONFORMANCE_STAMP)
+
+$(CONFORMANCE_STAMP): conformance/package.json conformance/package-lock.json
+	cd conformance && npm ci --no-audit --no-fund
+	touch $(CONFORMANCE_STAMP)
+
+conformance: $(STAMP) $(CONFORMANCE_STAMP)
+	$(BIN)/python conformance/run.py $(CONFORMANCE_ARGS)
 
 test: $(STAMP) $(INTEROP_STAMP)
 	$(BIN)/pytest -q

@@ -1,0 +1,453 @@
+"""Streamable HTTP for clients: a ``ClientSession`` driven over httpx, server-sent events read by
+httpx-sse.
+
+``StreamableHTTPClient(url, session)`` POSTs each message the session queues and feeds every
+message of the answer (a JSON body or an event stream) back to the session. It carries the
+``Mcp-Session-Id`` the server assigned, the ``MCP-Protocol-Version`` header (the version the
+message's ``_meta`` names, else the negotiated one), and the ``Mcp-Method`` / ``Mcp-Name`` headers.
+An event stream that ends before it delivered the answers it owes is resumed with a GET carrying
+``Last-Event-ID``, after the ``retry`` delay the server last set. Requests from the server are
+answered by ``on_request(event)``, an async function returning the result.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import httpx
+import msgspec
+from httpx_sse import EventSource
+
+from .. import bindings
+from ..errors import INTERNAL_ERROR, INVALID_PARAMS, ProtocolError
+from ..events import (
+    ErrorReceived,
+    Event,
+    InputRequired,
+    Negotiated,
+    NegotiationFailed,
+    RequestReceived,
+    ResultReceived,
+)
+from ..session import ClientSession
+
+__all__ = ["StreamableHTTPClient"]
+
+SESSION_HEADER = "Mcp-Session-Id"
+VERSION_HEADER = "MCP-Protocol-Version"
+METHOD_HEADER = "Mcp-Method"
+NAME_HEADER = "Mcp-Name"
+PARAM_PREFIX = "Mcp-Param-"
+ACCEPT = "application/json, text/event-stream"
+# A header name is an HTTP token (RFC 9110): these characters only.
+_TOKEN = frozenset("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+# The argument types a header may mirror: a number could not round-trip exactly through text.
+_PRIMITIVE = frozenset(("string", "integer", "boolean"))
+
+# What names the target of a request in its params, for the Mcp-Name header.
+_NAME_KEYS = ("name", "uri")
+
+
+class _Peek(msgspec.Struct, gc=False):
+    id: Any = None
+    method: Any = None
+    params: Any = None
+
+
+_peek = msgspec.json.Decoder(_Peek)
+
+
+class StreamableHTTPClient:
+    """One MCP connection over Streamable HTTP, for the given ``ClientSession``.
+
+    ``events`` collects every event the session reported, in order. ``max_resumptions`` bounds
+    how often one POST's event stream is resumed; ``default_retry_ms`` is the delay before a
+    resumption when the server set none. ``listen=True`` also opens the session's GET stream once
+    negotiated, for what the server sends outside any request (answers arriving there settle the
+    POST that awaits them); it is off by default because some servers resume a closed POST stream
+    on whichever GET comes first.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        session: ClientSession,
+        *,
+        http: httpx.AsyncClient | None = None,
+        headers: dict[str, str] | None = None,
+        on_request: Callable[[RequestReceived], Awaitable[Any]] | None = None,
+        max_resumptions: int = 5,
+        default_retry_ms: int = 1000,
+        listen: bool = False,
+    ) -> None:
+        self.url = url
+        self.session = session
+        self.http = http or httpx.AsyncClient(timeout=httpx.Timeout(30.0))
+        self._own_http = http is None
+        self.headers = dict(headers or {})
+        self.on_request = on_request
+        self.max_resumptions = max_resumptions
+        self.retry_ms = default_retry_ms
+        self.session_id: str | None = None
+        self.listen = listen
+        self._listener: asyncio.Task[None] | None = None
+        self.events: list[Event] = []
+        self._results: dict[Any, Event] = {}
+        self._arrived = asyncio.Event()  # set whenever an answer arrives, on any stream
+        self.designated: dict[str, dict[str, str]] = {}  # tool -> argument -> header name
+        self.invalid_tools: dict[str, str] = {}  # tool -> why its x-mcp-header is invalid
+
+    async def __aenter__(self) -> StreamableHTTPClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        """End the MCP session (DELETE, when the server assigned one) and the HTTP client."""
+        if self._listener is not None:
+            self._listener.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._listener
+            self._listener = None
+        if self.session_id is not None:
+            # A failed DELETE leaves the server to expire the session: nothing to do about it.
+            with contextlib.suppress(httpx.HTTPError):
+                await self.http.delete(self.url, headers=self._headers(None))
+            self.session_id = None
+        if self._own_http:
+            await self.http.aclose()
+
+    # -- the conversation ----------------------------------------------------------------------
+
+    async def connect(self) -> Negotiated:
+        """Open the session (discover or initialize, with the session's fall-backs) and return
+        the ``Negotiated`` event; ``ProtocolError`` when no revision could be agreed."""
+        self.session.connect()
+        while True:
+            for event in await self.flush():
+                if isinstance(event, Negotiated):
+                    await self.flush()  # the initialized notification, where there is one
+                    if self.listen and self.session_id is not None:
+                        self._listener = asyncio.ensure_future(self._listen())
+                    return event
+                if isinstance(event, NegotiationFailed):
+                    raise event.error
+            if self.session.state not in ("negotiating", "ready"):
+                raise ProtocolError(
+                    INTERNAL_ERROR, f"negotiation stopped in {self.session.state!r}"
+                )
+
+    async def call(self, method: str, params: Any = None, *, progress: bool = False) -> Any:
+        """Send a request and return its result; an error response raises ``ProtocolError``.
+
+        A result asking for input (a multi-round-trip request) is answered: each input request
+        goes to ``on_request`` and the request is retried with the responses and the server's
+        request state, until a final result arrives."""
+        name = params.get("name") if isinstance(params, dict) and "arguments" in params else None
+        if name in self.invalid_tools:
+            raise ProtocolError(
+                INVALID_PARAMS,
+                f"not calling tool {name!r}: its input schema's x-mcp-header is invalid "
+                f"({self.invalid_tools[name]})",
+            )
+        rid = self.session.request(method, params, progress=progress)
+        await self.flush()
+        event = self._results.pop(rid, None)
+        while isinstance(event, InputRequired):
+            responses = {}
+            for name, asked in (event.input_requests or {}).items():
+                received = RequestReceived(
+                    id=name,
+                    method=asked.method,
+                    params=getattr(asked, "params", None),
+                    message=asked,
+                    revision=self.session.revision or "",
+                )
+                responses[name] = await self._input(received)
+            rid = self.session.answer(event, responses)
+            await self.flush()
+            event = self._results.pop(rid, None)
+        if event is None:
+            raise ProtocolError(INTERNAL_ERROR, f"the server sent no response to {method!r}")
+        if isinstance(event, ErrorReceived):
+            raise ProtocolError(event.code, event.message, event.data, rid)
+        assert isinstance(event, ResultReceived)
+        return event.result
+
+    async def notify(self, method: str, params: Any = None) -> None:
+        """Send a notification."""
+        self.session.notify(method, params)
+        await self.flush()
+
+    async def flush(self) -> list[Event]:
+        """POST everything the session queued; return the events the answers produced."""
+        start = len(self.events)
+        while out := self.session.data_to_send():
+            for message in out:
+                await self._post(message)
+        return self.events[start:]
+
+    # -- HTTP ------------------------------------------------------------------------------------
+
+    def _headers(self, message: bytes | None) -> dict[str, str]:
+        headers = {"Accept": ACCEPT, **self.headers}
+        if self.session_id is not None:
+            headers[SESSION_HEADER] = self.session_id
+        version = None
+        if message is not None:
+            headers["Content-Type"] = "application/json"
+            try:
+                peek = _peek.decode(message)
+            except (msgspec.DecodeError, ValueError):
+                peek = _Peek()
+            if isinstance(peek.method, str):
+                headers[METHOD_HEADER] = peek.method
+            params = peek.params if isinstance(peek.params, dict) else {}
+            name = next((params[k] for k in _NAME_KEYS if isinstance(params.get(k), str)), None)
+            if name is not None:
+                headers[NAME_HEADER] = name
+            meta = params.get("_meta")
+            version = _meta_version(meta, self.session) if isinstance(meta, dict) else None
+            headers.update(self._param_headers(params))
+        if version is None and self.session.revision is not None:
+            version = bindings(self.session.revision).FACTS.versions[0]
+        if version is not None:
+            headers[VERSION_HEADER] = version
+        return headers
+
+    def _param_headers(self, params: dict[str, Any]) -> dict[str, str]:
+        """The ``Mcp-Param-*`` headers mirroring the arguments a tool's input schema designates
+        with ``x-mcp-header``; a null or absent argument sends no header."""
+        name = params.get("name")
+        designated = self.designated.get(name) if isinstance(name, str) else None
+        arguments = params.get("arguments")
+        if not designated or "arguments" not in params or not isinstance(arguments, dict):
+            return {}
+        out = {}
+        for argument, header in designated.items():
+            value = arguments.get(argument)
+            if value is not None:
+                out[f"{PARAM_PREFIX}{header}"] = encode_header_value(value)
+        return out
+
+    def _learn(self, result: Any) -> None:
+        """Remember the ``x-mcp-header`` designations of every tool a result lists, and which
+        tools carry invalid ones (they are not called)."""
+        data = msgspec.to_builtins(result)
+        tools = data.get("tools") if isinstance(data, dict) else None
+        if not isinstance(tools, list):
+            return
+        for tool in tools:
+            if not isinstance(tool, dict) or not isinstance(tool.get("name"), str):
+                continue
+            designated, problem = _designations(tool.get("inputSchema"))
+            self.designated[tool["name"]] = designated
+            if problem is None:
+                self.invalid_tools.pop(tool["name"], None)
+            else:
+                self.invalid_tools[tool["name"]] = problem
+
+    async def _post(self, message: bytes) -> None:
+        owed = _owed(message)
+        async with self.http.stream(
+            "POST", self.url, content=message, headers=self._headers(message)
+        ) as response:
+            sid = response.headers.get(SESSION_HEADER)
+            if sid is not None:
+                self.session_id = sid
+            kind = response.headers.get("content-type", "")
+            if response.status_code == 202 or not owed and response.status_code < 300:
+                await response.aread()
+                return
+            if kind.startswith("text/event-stream"):
+                last = await self._read_stream(response, owed)
+            else:
+                body = await response.aread()
+                if kind.startswith("application/json") and body:
+                    await self._receive(body, owed)
+                elif owed:
+                    raise ProtocolError(
+                        INTERNAL_ERROR,
+                        f"HTTP {response.status_code} without a JSON-RPC answer: {body[:200]!r}",
+                    )
+                return
+        resumptions = 0
+        while last is not None and resumptions < self.max_resumptions:
+            owed.difference_update(self._results)  # answered on another stream meanwhile
+            if not owed:
+                break
+            resumptions += 1
+            await asyncio.sleep(self.retry_ms / 1000)
+            resumed = asyncio.ensure_future(self._resume(last, owed))
+            while not resumed.done():
+                self._arrived.clear()
+                arrival = asyncio.ensure_future(self._arrived.wait())
+                await asyncio.wait({resumed, arrival}, return_when=asyncio.FIRST_COMPLETED)
+                arrival.cancel()
+                owed.difference_update(self._results)
+                if not owed:
+                    resumed.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await resumed
+                    return
+            last = resumed.result()
+
+    async def _resume(self, last: str, owed: set[Any]) -> str | None:
+        """Resume a POST's stream from the event ``last`` with a GET; the last event id seen, or
+        None when the server offers no stream (or nothing remains owed)."""
+        headers = self._headers(None)
+        headers["Accept"] = "text/event-stream"
+        headers["Last-Event-ID"] = last
+        async with self.http.stream("GET", self.url, headers=headers) as response:
+            if response.status_code != 200:
+                await response.aread()
+                return None
+            return await self._read_stream(response, owed) or last
+
+    async def _listen(self) -> None:
+        """Read the session's GET stream (what the server sends outside any request), resuming
+        it like a POST stream, until the connection closes or the server offers none."""
+        last: str | None = None
+        for _ in range(self.max_resumptions + 1):
+            headers = self._headers(None)
+            headers["Accept"] = "text/event-stream"
+            if last is not None:
+                headers["Last-Event-ID"] = last
+            try:
+                async with self.http.stream("GET", self.url, headers=headers) as response:
+                    if response.status_code != 200:
+                        return  # 405: the server has no stream to offer
+                    last = await self._read_stream(response, {object()}) or last
+            except httpx.HTTPError:
+                pass  # resumed below, like a POST stream
+            await asyncio.sleep(self.retry_ms / 1000)
+
+    async def _read_stream(self, response: httpx.Response, owed: set[Any]) -> str | None:
+        """Feed a stream's messages to the session until it ends or owes nothing more; the id of
+        its last event (to resume from), or None when nothing remains owed."""
+        last: str | None = None
+        async for sse in EventSource(response).aiter_sse():
+            if sse.id:
+                last = sse.id
+            if sse.retry is not None:
+                self.retry_ms = sse.retry
+            if sse.data:
+                await self._receive(sse.data.encode(), owed)
+            if not owed:
+                return None
+        return last
+
+    async def _receive(self, data: bytes, owed: set[Any]) -> None:
+        for event in self.session.receive(data):
+            self.events.append(event)
+            if isinstance(event, ResultReceived):
+                self._learn(event.result)
+            if isinstance(event, ResultReceived | ErrorReceived | InputRequired):
+                owed.discard(event.id)
+                self._results[event.id] = event
+                self._arrived.set()
+            elif isinstance(event, Negotiated | NegotiationFailed):
+                owed.clear()
+            elif isinstance(event, RequestReceived):
+                await self._answer(event)
+
+    async def _input(self, event: RequestReceived) -> Any:
+        """The answer ``on_request`` gives to one input request of a multi-round-trip result."""
+        if self.on_request is None:
+            raise ProtocolError(
+                -32601, f"the server asks for {event.method!r} input and no on_request is set"
+            )
+        return await self.on_request(event)
+
+    async def _answer(self, event: RequestReceived) -> None:
+        """Answer a request from the server at once (its stream waits for the answer)."""
+        if self.on_request is None:
+            self.session.respond_error(
+                event.id, -32601, f"Method not found: this client handles no {event.method!r}"
+            )
+        else:
+            try:
+                result = await self.on_request(event)
+            except ProtocolError as error:
+                self.session.respond_error(event.id, error.code, error.message, error.data)
+            else:
+                try:
+                    self.session.respond(event.id, result)
+                except ProtocolError as error:
+                    # The answer does not fit the revision: the server still gets one, an
+                    # error, rather than waiting forever for a response that was never sent.
+                    self.session.respond_error(event.id, INTERNAL_ERROR, error.message)
+        for message in self.session.data_to_send():
+            await self._post(message)
+
+
+def encode_header_value(value: Any) -> str:
+    """An argument as an ``Mcp-Param-*`` header value: plain visible ASCII as is, anything a
+    header cannot carry verbatim (other characters, surrounding whitespace, the encoded-word
+    marker itself) as ``=?base64?...?=`` of its UTF-8 bytes."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return json_number(value)
+    text = value if isinstance(value, str) else msgspec.json.encode(value).decode()
+    plain = (
+        all(0x20 <= ord(c) <= 0x7E for c in text)
+        and text == text.strip()
+        and not text.startswith("=?")
+    )
+    if plain:
+        return text
+    return "=?base64?" + base64.b64encode(text.encode()).decode() + "?="
+
+
+def json_number(value: int | float) -> str:
+    """A number as JSON writes it (3.0 stays 3.0, 42 stays 42)."""
+    return msgspec.json.encode(value).decode()
+
+
+def _designations(schema: Any) -> tuple[dict[str, str], str | None]:
+    """The argument -> header designations of an input schema, and what is wrong with them."""
+    properties = schema.get("properties") if isinstance(schema, dict) else None
+    if not isinstance(properties, dict):
+        return {}, None
+    out: dict[str, str] = {}
+    seen: set[str] = set()
+    for argument, prop in properties.items():
+        if not isinstance(prop, dict) or "x-mcp-header" not in prop:
+            continue
+        header = prop["x-mcp-header"]
+        if not isinstance(header, str) or not header:
+            return {}, f"argument {argument!r}: x-mcp-header must be a non-empty string"
+        if not set(header) <= _TOKEN:
+            return {}, f"argument {argument!r}: x-mcp-header {header!r} is not an HTTP token"
+        if prop.get("type") not in _PRIMITIVE:
+            return {}, f"argument {argument!r}: x-mcp-header needs a primitive type"
+        if header.lower() in seen:
+            return {}, f"argument {argument!r}: x-mcp-header {header!r} is used twice"
+        seen.add(header.lower())
+        out[argument] = header
+    return out, None
+
+
+def _owed(message: bytes) -> set[Any]:
+    """The ids of the requests a message carries (their answers are owed on its response)."""
+    try:
+        peek = _peek.decode(message)
+    except (msgspec.DecodeError, ValueError):
+        return set()
+    return {peek.id} if peek.method is not None and peek.id is not None else set()
+
+
+def _meta_version(meta: dict[str, Any], session: ClientSession) -> str | None:
+    """The protocol version a request's ``_meta`` names, by the keys of the session's revisions."""
+    for revision in session.revisions:
+        envelope = bindings(revision).FACTS.request_meta
+        if envelope is not None and isinstance(meta.get(envelope.version_key), str):
+            version: str = meta[envelope.version_key]
+            return version
+    return None
