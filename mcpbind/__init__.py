@@ -19,11 +19,14 @@ from typing import TYPE_CHECKING, Any  # noqa: E402
 from ._revisions import LATEST, PACKAGES, RELEASED, REVISIONS  # noqa: E402
 from ._support import MethodSpec, OpenObject, convert, dec_hook, decode, decoder  # noqa: E402
 
+# Not lazy: importing the submodule ``negotiate`` (the sessions do) binds the package attribute
+# ``negotiate`` to that module, hiding the function the lazy lookup would have returned.
+from .negotiate import negotiate  # noqa: E402
+
 if TYPE_CHECKING:
     from .capabilities import missing_capabilities, supports
     from .codec import Codec, ErrorObject, ErrorResponse, Request, Response
     from .errors import ProtocolError, UnsupportedRevision
-    from .negotiate import negotiate
     from .projection import ProjectionError, project, project_lossy
     from .session import ClientSession, ServerSession
 
@@ -41,7 +44,6 @@ _LAZY = {
     "Response": "codec",
     "ProtocolError": "errors",
     "UnsupportedRevision": "errors",
-    "negotiate": "negotiate",
     "ProjectionError": "projection",
     "project": "projection",
     "project_lossy": "projection",
