@@ -58,10 +58,10 @@ format: $(STAMP)
 	$(BIN)/black --check --quiet .
 
 lint: $(STAMP)
-	$(BIN)/ruff check codegen mcpbind tests
+	$(BIN)/ruff check codegen mcpbind tests examples
 
 types: $(STAMP)
-	$(BIN)/mypy codegen mcpbind generated/mcpbind
+	$(BIN)/mypy codegen mcpbind generated/mcpbind examples
 
 # Benchmarks against the official bindings (mcp-types), datamodel-code-generator's msgspec output,
 # orjson and json, in one run: prints the tables, writes docs/benchmarks.md and docs/benchmarks.png.

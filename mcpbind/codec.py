@@ -273,11 +273,16 @@ class Codec:
             raise _failure(
                 exc, INVALID_REQUEST, "Invalid Request: bad error response", id_
             ) from None
-        if self._pending.pop(err.id, None) is not None:
-            answers = self._answers.pop(err.id, None)
+        self._forget(err.id)
+        return ErrorResponse(id=err.id, error=err.error)
+
+    def _forget(self, id_: Any) -> None:
+        """The request ``id_`` was answered without a result (an error, or one that could not be
+        read): it is no longer pending, nor the task payload it asked for."""
+        if self._pending.pop(id_, None) is not None:
+            answers = self._answers.pop(id_, None)
             if answers is not None and answers[0] is not None:
                 self._tasks.pop(answers[1], None)
-        return ErrorResponse(id=err.id, error=err.error)
 
     def _bad_message(self, method: str, has_id: bool, id_: Any, data: bytes) -> Any:
         """A request or notification the fast path refused: say exactly why."""
@@ -340,6 +345,7 @@ class Codec:
             failure.message = failure.message.replace(" - at `$", " - at `$.result", 1)
             if failure.code == INVALID_PARAMS and " - at `" not in failure.message:
                 failure.message += " - at `$.result`"
+            self._forget(id_)  # that was its response: a later one with the id is unexpected
             raise failure from None
         return (
             Response(id=id_, result=result)

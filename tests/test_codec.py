@@ -429,3 +429,13 @@ def test_decode_takes_bytearray_and_memoryview_with_pending_requests() -> None:
     for data in (bytearray(body), memoryview(body)):
         c.expect(3, "tools/call")
         assert type(c.decode(data).result) is c.module.CallToolResult
+
+
+def test_a_result_response_that_cannot_be_read_is_no_longer_pending() -> None:
+    codec = Codec("2025-11-25", "client")
+    M = codec.module
+    codec.encode(M.CallToolRequest(id=4, jsonrpc="2.0", params=M.CallToolRequestParams(name="x")))
+    with pytest.raises(ProtocolError) as info:
+        codec.decode(b'{"jsonrpc":"2.0","id":4,"result":{"content":3}}')
+    assert info.value.id == 4 and "$.result.content" in info.value.message
+    assert codec.pending == {}  # answered, if badly: the id is free and nothing waits on it

@@ -256,3 +256,26 @@ def test_listen_stream_is_a_request_whose_result_ends_it() -> None:
     client_events, _ = pump(client, server)
     (ended,) = of(client_events, ev.ResultReceived)
     assert ended.id == rid and ended.method == "subscriptions/listen"
+
+
+@pytest.mark.parametrize("revision", ["2024-11-05", "2025-11-25"])
+def test_an_unreadable_response_ends_its_request(revision: str) -> None:
+    # server-everything answers tools/call with resource_link content at 2024-11-05 (a later
+    # revision's shape): the rejected response is still the request's answer, so the session
+    # and its codec stop waiting for it and a second response with that id is unexpected.
+    client, server = connected((revision,), (revision,))
+    rid = client.request("tools/call", {"name": "links"}, progress=True)
+    pump(client, server)
+    bad = {"content": [{"type": "resource_link", "uri": "file:///a", "name": "a"}]}
+    if revision != "2024-11-05":
+        bad = {"content": 3}
+    raw = msgspec.json.encode({"jsonrpc": "2.0", "id": rid, "result": bad})
+    (rejected,) = client.receive(raw)
+    assert isinstance(rejected, ev.MessageRejected) and not rejected.answered
+    assert rejected.error.id == rid and "$.result.content" in rejected.error.message
+    assert client._codec is not None and client._codec.pending == {}
+    with pytest.raises(mcpbind.ProtocolError, match="cannot cancel"):
+        client.cancel(rid)
+    (again,) = client.receive(raw)
+    assert isinstance(again, ev.MessageRejected) and "unexpected response" in again.error.message
+    assert client.data_to_send() == []

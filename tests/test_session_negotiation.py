@@ -282,3 +282,18 @@ def test_revision_is_none_before_agreement() -> None:
     assert client.revision is None and server.revision is None
     client, server = connected()
     assert client.revision == mcpbind.LATEST
+
+
+def test_negotiate_stays_the_function_once_a_session_is_used() -> None:
+    # The sessions import the submodule mcpbind.negotiate, which used to rebind the package's
+    # `negotiate` to that module ("'module' object is not callable" in the interop driver).
+    import subprocess
+    import sys
+
+    code = (
+        "import mcpbind\n"
+        "mcpbind.ServerSession(revisions=('2025-11-25',))\n"
+        "assert mcpbind.negotiate('2025-11-25', supported=['2025-11-25']) == '2025-11-25'\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr

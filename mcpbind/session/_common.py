@@ -726,6 +726,12 @@ class Session:
             codec = self._codec or next(iter(self._codecs.values()), None)
             out = codec.error_response(error) if codec is not None else error.to_json()
             self._out.append(out)
+        elif error.id is not None and error.id != self._handshake:
+            # An unreadable response still ends its request (the codec forgot it too): nothing
+            # else will answer it, and its id, progress token and cancel() are free again.
+            outgoing = self._outgoing.pop(error.id, None)
+            if outgoing is not None and outgoing.token is not None:
+                self._tokens.pop(outgoing.token, None)
         events.append(self._rejected(error, answered=answer))
 
 
