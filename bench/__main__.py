@@ -35,6 +35,7 @@ import mcpbind
 
 from . import costs as costs_script
 from . import projection as projection_script
+from . import sessions as sessions_script
 from .anchors import Anchor, Dmcg, Json, Mcpbind, McpTypes, Orjson, accepted_by_mcpbind
 from .workloads import ROOT, SESSIONS, Workload, all_workloads, record, schema_dir
 
@@ -452,6 +453,7 @@ def summary(rows: list[Row], extra: dict[str, Any]) -> list[tuple[str, str, str,
                 r < 1.0,
             )
         )
+    out += sessions_script.targets(extra)
     imp = extra.get("imports")
     if imp:
         ours, theirs = imp["warm"]["mcpbind.v2025_11_25"][0], imp["warm"]["mcp_types"][0]
@@ -824,6 +826,7 @@ def main(argv: list[str] | None = None) -> int:
     print("projection (bench/projection.py) ...", file=sys.stderr)
     extra["projection100"] = projection_script.measure(timer)
     extra["bridge"] = __import__("bench.bridge").bridge.measure(timer)  # bench/bridge.py
+    extra["sessions"] = sessions_script.measure(timer)  # bench/sessions.py
 
     print("memory ...", file=sys.stderr)
     extra["memory"] = measure_memory(100_000)

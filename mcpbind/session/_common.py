@@ -101,6 +101,8 @@ class _Send:
     params: Any  # its params class
     meta_key: str | None  # wire key of the params' _meta
     meta_class: Any  # the open class of the params' _meta, or None
+    version_key: str | None  # the _meta key a request must carry its revision in, or None
+    task_attr: str | None  # the params attribute that makes a request a task, or None
 
 
 class _Speech:
@@ -122,6 +124,9 @@ class _Speech:
         self.progress_key = (
             _fields(progress.params).get("progress_token") if progress is not None else None
         )
+        trip = self.facts.round_trip
+        # The result class that asks for input instead of answering, or None.
+        self.input_required: Any = trip.result if trip is not None else None
         self._send: dict[str, _Send] = {}
 
     def send(self, method: str) -> _Send:
@@ -137,14 +142,18 @@ class _Speech:
             params = spec.params
             meta_key = _fields(params).get("meta") if params is not None else None
             ready(params) if params is not None else None
+            envelope, tasks = self.facts.request_meta, self.facts.tasks
+            request = spec.kind == "request"
             found = _Send(
                 spec,
-                spec.kind == "request",
+                request,
                 "id" in spec.message.__struct_fields__
                 or "jsonrpc" in spec.message.__struct_fields__,
                 params,
                 meta_key,
                 _open_class(params, "meta") if params is not None else None,
+                envelope.version_key if envelope is not None and request else None,
+                tasks.when if tasks is not None and tasks.when in _fields(params) else None,
             )
             self._send[method] = found
         return found
@@ -275,7 +284,9 @@ class Session:
         per-request ``_meta`` envelope and, with ``progress=True``, a progress token. Raises
         ``ProtocolError`` and queues nothing when the request cannot be sent.
         """
-        codec, sp = self._sending(f"send {method!r}")
+        codec, sp = self._codec, self._speech
+        if codec is None or sp is None or self.state != "ready":
+            codec, sp = self._sending(f"send {method!r}")  # raises, naming the state
         return self._request(codec, sp, method, params, id, progress)
 
     def _request(
@@ -287,7 +298,7 @@ class Session:
         id: RequestId | None,
         progress: bool,
     ) -> RequestId:
-        send = sp.send(method)
+        send = sp._send.get(method) or sp.send(method)
         if not send.request:
             raise ProtocolError(
                 INVALID_REQUEST, f"{method!r} is a notification in MCP {sp.revision}: use notify"
@@ -301,15 +312,21 @@ class Session:
                 "awaits its response",
             )
         token = id if progress else None
-        params = self._params(sp, send, params, token)
+        if (
+            type(params) is not send.params  # not the fast path: a Struct with what it needs
+            or token is not None
+            or (send.version_key is not None and send.version_key not in (params.meta or ()))
+        ):
+            params = self._params(sp, send, params, token)
         msg = (
             send.spec.message(id=id, jsonrpc="2.0", params=params)
             if send.enveloped
             else Request(id=id, message=send.spec.message(params=params))
         )
         data = codec.encode(msg)
-        tasks = sp.facts.tasks
-        augmented = tasks is not None and getattr(params, tasks.when, UNSET) is not UNSET
+        augmented = (
+            send.task_attr is not None and getattr(params, send.task_attr, UNSET) is not UNSET
+        )
         self._outgoing[id] = _Outgoing(method, sp, params, token, augmented)
         if token is not None:
             self._tokens[token] = id
@@ -631,20 +648,19 @@ class Session:
         if outgoing.token is not None:
             del self._tokens[outgoing.token]
         result = msg.result
-        facts = outgoing.speech.facts
-        if id == self._handshake and type(id) is type(self._handshake):
+        handshake = self._handshake
+        if handshake is not None and id == handshake and type(id) is type(handshake):
             self._handshake = None
             self._handshake_answer(outgoing, result, None, events)
             return
-        tasks = facts.tasks
-        if outgoing.augmented and tasks is not None and type(result) is tasks.result:
+        tasks = outgoing.speech.facts.tasks if outgoing.augmented else None
+        if tasks is not None and type(result) is tasks.result:
             task = result
             for name in tasks.task_id:
                 task = getattr(task, name)
             events.append(TaskCreated(id=id, method=outgoing.method, task_id=task, result=result))
             return
-        trip = facts.round_trip
-        if trip is not None and type(result) is trip.result:
+        if type(result) is outgoing.speech.input_required:
             events.append(
                 InputRequired(
                     id=id,

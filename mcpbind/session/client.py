@@ -9,7 +9,7 @@ import msgspec
 from msgspec import UNSET
 
 from .._revisions import LATEST, REVISIONS
-from ..codec import ErrorObject
+from ..codec import ErrorObject, Response
 from ..errors import INVALID_REQUEST, ProtocolError, UnsupportedRevision
 from ..events import Event, InputRequired, Negotiated, NegotiationFailed
 from ._common import RequestId, Session, _Outgoing, _Speech, checked, make, open_get, speech
@@ -79,7 +79,10 @@ class ClientSession(Session):
         except ProtocolError as err:
             self._refuse(data.encode() if isinstance(data, str) else data, err, events)
             return events
-        self._dispatch(codec, sp, msg, events)
+        if type(msg) is Response:  # the common case, without the dispatch
+            self._on_response(msg, events)
+        else:
+            self._dispatch(codec, sp, msg, events)
         return events
 
     def answer(self, event: InputRequired, responses: Mapping[str, Any]) -> RequestId:
