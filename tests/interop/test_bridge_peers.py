@@ -1,9 +1,9 @@
 """`mcpbind bridge` between real peers (`make interop`): each pair runs the bridge as a process
 (`mcpbind bridge ... -- CMD`) with a real server behind it and a real client in front.
 
-The client in front of server-everything is a ``ClientSession`` over the bridge's stdio
-(``session_client``); the example client of the sessions issue can replace it there: it only
-has to take the revision and the bridge command line and report what it saw.
+The client in front of server-everything is the example client (examples/stdio_client.py,
+``example_client``); ``session_client`` drives a bare ``ClientSession`` the same way, a check that
+what the example adds (its asyncio plumbing) changes nothing.
 """
 
 from __future__ import annotations
@@ -26,6 +26,9 @@ from mcpbind import events as ev
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import driver  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
+from stdio_client import StdioClient  # noqa: E402
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(120)]
 
@@ -176,14 +179,76 @@ def session_client(revision: str, argv: list[str]) -> Seen:
     return seen
 
 
-# The client in front of server-everything; the example client can take its place.
-CLIENTS = {"session": session_client}
+def example_client(revision: str, argv: list[str]) -> Seen:
+    """The example client at ``revision`` in front of the bridge ``argv``: the same calls as
+    ``session_client``; the bridge's stderr goes to a file for the loss lines."""
+    seen = Seen()
+    caps: dict[str, Any] = {"roots": {"listChanged": True}, "sampling": {}}
+    if "elicitation/create" in mcpbind.bindings(revision).METHODS:
+        caps["elicitation"] = {}
+    session = mcpbind.ClientSession(
+        revision, capabilities=caps, info={"name": "bridge-example", "version": "1"}
+    )
+
+    def on_request(request: ev.RequestReceived) -> Any:
+        seen.server_requests.append(request.method)
+        return ANSWERS[request.method]
+
+    async def run(errors: Path) -> None:
+        client = StdioClient(session, on_request)
+        wrapped = ["sh", "-c", 'exec "$@" 2>"$0"', str(errors), *argv]
+        opened = await client.start(*wrapped)
+        assert isinstance(opened, ev.Negotiated), opened
+        seen.revision = opened.revision
+
+        async def call(name: str, method: str, params: Any = None) -> None:
+            event = await client.request(method, params)
+            if isinstance(event, ev.ResultReceived):
+                seen.results[name] = event.result
+            elif isinstance(event, ev.ErrorReceived):
+                seen.errors[name] = (event.code, event.message)
+
+        try:
+            await call("tools/list", "tools/list")
+            for tool in seen.results["tools/list"].tools:
+                args = {"name": tool.name, "arguments": driver.arguments(tool)}
+                await call(f"tool {tool.name}", "tools/call", args)
+            await call("prompts/list", "prompts/list")
+            for prompt in seen.results["prompts/list"].prompts:
+                args = {a.name: "mcpbind" for a in (prompt.arguments or []) if a.required}
+                await call(
+                    f"prompt {prompt.name}", "prompts/get", {"name": prompt.name, "arguments": args}
+                )
+            await call("resources/list", "resources/list")
+            for resource in seen.results["resources/list"].resources[:3]:
+                await call(f"read {resource.uri}", "resources/read", {"uri": resource.uri})
+        finally:
+            await client.close()
+            seen.returncode = client.proc.returncode
+        seen.rejected = [
+            e.error.message for e in client.events if isinstance(e, ev.MessageRejected)
+        ]
+
+    import asyncio
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        errors = Path(tmp) / "bridge.err"
+        try:
+            asyncio.run(run(errors))
+        finally:
+            seen.stderr = errors.read_text() if errors.exists() else ""
+    return seen
+
+
+# The client in front of server-everything: the example client of the sessions.
+CLIENTS = {"example": example_client, "session": session_client}
 
 
 @pytest.mark.parametrize("revision", ["2024-11-05", "2025-06-18"])
 def test_older_client_in_front_of_server_everything(revision: str) -> None:
     need_everything()
-    seen = CLIENTS["session"](
+    seen = CLIENTS["example"](
         revision,
         bridge_argv(
             "--client-revision", revision, server=["node", str(driver.EVERYTHING), "stdio"]
@@ -212,7 +277,7 @@ def test_older_client_in_front_of_server_everything(revision: str) -> None:
 
 def test_2026_client_in_front_of_server_everything() -> None:
     need_everything()
-    seen = CLIENTS["session"](
+    seen = CLIENTS["example"](
         "2026-07-28",
         bridge_argv(
             "--client-revision", "2026-07-28", server=["node", str(driver.EVERYTHING), "stdio"]
