@@ -352,3 +352,40 @@ def test_negotiate_stays_the_function_once_a_session_is_used() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+
+
+def _refuse_listing(client: mcpbind.ClientSession, listed: list[str]) -> list[ev.Event]:
+    """Answer the client's pending discover probe with -32022 listing ``listed``."""
+    (probe,) = client.data_to_send()
+    sent = msgspec.json.decode(probe)
+    assert sent["method"] == "server/discover"
+    refusal = {
+        "jsonrpc": "2.0",
+        "id": sent["id"],
+        "error": {
+            "code": -32022,
+            "message": "Unsupported protocol version",
+            "data": {"supported": listed, "requested": sent["params"]["_meta"][PV]},
+        },
+    }
+    return client.receive(msgspec.json.encode(refusal))
+
+
+def test_a_refused_probe_listing_the_offered_version_is_retried_once() -> None:
+    client = mcpbind.ClientSession(revisions=("2026-07-28",), capabilities={}, info=CLIENT_INFO)
+    server = mcpbind.ServerSession(revisions=("2026-07-28",), capabilities={}, info=SERVER_INFO)
+    client.connect()
+    assert _refuse_listing(client, ["2026-07-28"]) == []
+    assert client.state == "negotiating"
+    client_events, _ = pump(client, server)
+    (agreed,) = of(client_events, ev.Negotiated)
+    assert agreed.revision == client.revision == "2026-07-28"
+
+
+def test_the_retry_of_a_listed_version_is_bounded() -> None:
+    client = mcpbind.ClientSession(revisions=("2026-07-28",), capabilities={}, info=CLIENT_INFO)
+    client.connect()
+    assert _refuse_listing(client, ["2026-07-28"]) == []
+    (failed,) = of(_refuse_listing(client, ["2026-07-28"]), ev.NegotiationFailed)
+    assert "-32022" in failed.error.message
+    assert client.state == "failed" and client.data_to_send() == []
