@@ -198,6 +198,61 @@ def test_unsupported_version_in_meta_is_answered_with_the_server_versions() -> N
     }
 
 
+PV = "io.modelcontextprotocol/protocolVersion"
+CC = "io.modelcontextprotocol/clientCapabilities"
+MIXED = ("2026-07-28", "2025-11-25", "2025-06-18")  # the conformance example server's set
+
+
+@pytest.mark.parametrize("revisions", [MIXED, ("2026-07-28",)])
+@pytest.mark.parametrize("method", ["server/discover", "tools/list"])
+@pytest.mark.parametrize("meta,missing", [({CC: {}}, PV), ({PV: "2026-07-28"}, CC)])
+def test_an_incomplete_meta_envelope_is_invalid_params_naming_the_key(
+    revisions: tuple[str, ...], method: str, meta: dict[str, object], missing: str
+) -> None:
+    server = mcpbind.ServerSession(revisions=revisions, capabilities={}, info=SERVER_INFO)
+    raw = msgspec.json.encode(
+        {"jsonrpc": "2.0", "id": 9, "method": method, "params": {"_meta": meta}}
+    )
+    (rejected,) = server.receive(raw)
+    assert isinstance(rejected, ev.MessageRejected) and rejected.answered
+    error = msgspec.json.decode(server.data_to_send()[0])
+    assert error["id"] == 9
+    assert error["error"]["code"] == -32602
+    text = error["error"]["message"]
+    assert "$.params._meta" in text and missing in text and "2026-07-28" in text
+
+
+@pytest.mark.parametrize("method", ["initialize", "ping"])
+def test_a_method_the_meta_revision_lacks_is_not_found_there(method: str) -> None:
+    server = mcpbind.ServerSession(revisions=MIXED, capabilities={}, info=SERVER_INFO)
+    raw = msgspec.json.encode(
+        {
+            "jsonrpc": "2.0",
+            "id": 4,
+            "method": method,
+            "params": {"_meta": {PV: "2026-07-28", CC: {}}},
+        }
+    )
+    (rejected,) = server.receive(raw)
+    assert isinstance(rejected, ev.MessageRejected) and rejected.answered
+    error = msgspec.json.decode(server.data_to_send()[0])
+    assert error["id"] == 4
+    assert error["error"]["code"] == -32601
+    assert "2026-07-28" in error["error"]["message"]
+    assert server.state == "idle" and server.revision is None
+
+
+def test_initialize_and_ping_without_a_meta_version_keep_the_initialize_revision() -> None:
+    server = mcpbind.ServerSession(revisions=MIXED, capabilities={}, info=SERVER_INFO)
+    (pinged,) = server.receive(b'{"jsonrpc":"2.0","id":1,"method":"ping"}')
+    assert isinstance(pinged, ev.PingReceived)
+    assert msgspec.json.decode(server.data_to_send()[0])["result"] == {}
+    client = mcpbind.ClientSession(revisions=("2025-11-25",), capabilities={}, info=CLIENT_INFO)
+    client.connect()
+    pump(client, server)
+    assert client.revision == server.revision == "2025-11-25"
+
+
 def test_one_server_session_serves_requests_of_several_discover_revisions() -> None:
     server = mcpbind.ServerSession(
         revisions=mcpbind.REVISIONS, capabilities={"tools": {}}, info=SERVER_INFO
@@ -297,3 +352,40 @@ def test_negotiate_stays_the_function_once_a_session_is_used() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+
+
+def _refuse_listing(client: mcpbind.ClientSession, listed: list[str]) -> list[ev.Event]:
+    """Answer the client's pending discover probe with -32022 listing ``listed``."""
+    (probe,) = client.data_to_send()
+    sent = msgspec.json.decode(probe)
+    assert sent["method"] == "server/discover"
+    refusal = {
+        "jsonrpc": "2.0",
+        "id": sent["id"],
+        "error": {
+            "code": -32022,
+            "message": "Unsupported protocol version",
+            "data": {"supported": listed, "requested": sent["params"]["_meta"][PV]},
+        },
+    }
+    return client.receive(msgspec.json.encode(refusal))
+
+
+def test_a_refused_probe_listing_the_offered_version_is_retried_once() -> None:
+    client = mcpbind.ClientSession(revisions=("2026-07-28",), capabilities={}, info=CLIENT_INFO)
+    server = mcpbind.ServerSession(revisions=("2026-07-28",), capabilities={}, info=SERVER_INFO)
+    client.connect()
+    assert _refuse_listing(client, ["2026-07-28"]) == []
+    assert client.state == "negotiating"
+    client_events, _ = pump(client, server)
+    (agreed,) = of(client_events, ev.Negotiated)
+    assert agreed.revision == client.revision == "2026-07-28"
+
+
+def test_the_retry_of_a_listed_version_is_bounded() -> None:
+    client = mcpbind.ClientSession(revisions=("2026-07-28",), capabilities={}, info=CLIENT_INFO)
+    client.connect()
+    assert _refuse_listing(client, ["2026-07-28"]) == []
+    (failed,) = of(_refuse_listing(client, ["2026-07-28"]), ev.NegotiationFailed)
+    assert "-32022" in failed.error.message
+    assert client.state == "failed" and client.data_to_send() == []

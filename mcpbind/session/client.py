@@ -50,6 +50,7 @@ class ClientSession(Session):
             r for r in self.revisions if speech(r).handshake != "initialize"
         ]
         self._tried: set[str] = set()  # revisions whose handshake the server refused
+        self._retried: set[str] = set()  # of those, the ones probed again once (no more)
 
     def connect(self) -> None:
         """Queue the opening: a discover probe in the newest revision that has one, else
@@ -181,20 +182,23 @@ class ClientSession(Session):
     def _refused(
         self, sp: _Speech, discover: bool, error: ErrorObject, events: list[Event]
     ) -> None:
-        """The server refused the handshake: try what its error says it supports, else (after
-        a discover probe) initialize, as older servers know no discover."""
+        """The server refused the handshake: try what its error says it supports (a revision
+        already tried once more at most, as a server may refuse the very version it lists),
+        else (after a discover probe) initialize, as older servers know no discover."""
         data = error.data
         offered = data.get("supported") if isinstance(data, dict) else None
         offered = offered if isinstance(offered, list) else None
-        retry = next(
-            (
-                r
-                for r in self._discover_revisions
-                if r not in self._tried and offered is not None and speech(r).version in offered
-            ),
-            None,
+        listed = [
+            r
+            for r in self._discover_revisions
+            if offered is not None and speech(r).version in offered
+        ]
+        retry = next((r for r in listed if r not in self._tried), None) or next(
+            (r for r in listed if r not in self._retried), None
         )
         if retry is not None:
+            if retry in self._tried:
+                self._retried.add(retry)
             self._probe(retry)
             return
         if offered is not None:

@@ -108,16 +108,19 @@ class ServerSession(Session):
         except (msgspec.DecodeError, ValueError, RecursionError):
             peek = None
         method = getattr(peek, "method", None)
-        if self._initialize_revisions and method in self._opening:
-            r = self._initialize_revisions[0]
-            return self._codec_for(r), speech(r)
         params = getattr(peek, "params", None)
         meta = getattr(params, "meta", None)
         version = getattr(meta, "version", None)
+        revision = self._versions.get(version) if isinstance(version, str) else None
+        # The _meta version decides first: a method its revision lacks is then not found there,
+        # even when an initialize revision has it; without one, the opening stays initialize's.
+        opening = self._initialize_revisions and method in self._opening
+        if opening and revision is None:
+            r = self._initialize_revisions[0]
+            return self._codec_for(r), speech(r)
         if version is None:
             r = self._discover_revisions[0]
             return self._codec_for(r), speech(r)
-        revision = self._versions.get(version) if isinstance(version, str) else None
         if revision is None:
             facts = speech(self._discover_revisions[0]).facts.request_meta
             assert facts is not None  # a discover revision has the envelope
