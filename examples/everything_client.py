@@ -24,7 +24,7 @@ from mcpbind.events import RequestReceived
 from mcpbind.transports.http_client import StreamableHTTPClient
 
 INFO = {"name": "mcpbind-everything-client", "version": "0.1.0"}
-CAPABILITIES = {"elicitation": {"form": {}}, "sampling": {}, "roots": {}}
+CAPABILITIES: dict[str, Any] = {"elicitation": {"form": {}}, "sampling": {}, "roots": {}}
 
 
 def sample_arguments(schema: Any) -> dict[str, Any]:

@@ -192,7 +192,8 @@ async def call_tool(call: Call) -> Any:
         # Needs sampling: a client that did not declare it gets the missing-capability error.
         wire_meta = msgspec.to_builtins(call.params).get("_meta") or {}
         declared = wire_meta.get("io.modelcontextprotocol/clientCapabilities") or {}
-        missing = missing_capabilities({"sampling": {}}, declared)
+        required: dict[str, Any] = {"sampling": {}}
+        missing = missing_capabilities(required, declared)
         if missing is not None:
             raise ProtocolError(
                 MISSING_REQUIRED_CLIENT_CAPABILITY,
