@@ -1057,6 +1057,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     _D16: dict[type, Callable[[Any, Ctx], Any]] = {
         str: ident,
+        int: ident,
         bool: ident,
     }
 

@@ -302,8 +302,6 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.ElicitResult -> _b.ElicitResult
         action = x.action
         content = x.content
-        if content is not UNSET:
-            content = c.opt(content, _m35, "content")
         return _b.ElicitResult(action=action, content=content)
 
     def _o_EmbeddedResource(x: Any, c: Ctx) -> Any:
@@ -350,7 +348,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         if meta is not UNSET:
             meta = c.opt(meta, _v6, "_meta")
         description = x.description
-        messages = _l36(x.messages, c)
+        messages = _l33(x.messages, c)
         result_type: Any = "complete"
         return _b.GetPromptResult(
             meta=meta, description=description, messages=messages, result_type=result_type
@@ -526,10 +524,10 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # _a.ListRootsRequest -> _b.ListRootsRequest
         params = x.params
         if params is not UNSET:
-            params = _o_ListRootsRequestParams_37(params, c)
+            params = _o_ListRootsRequestParams_34(params, c)
         return _b.ListRootsRequest(params=params)
 
-    def _o_ListRootsRequestParams_37(x: Any, c: Ctx) -> Any:
+    def _o_ListRootsRequestParams_34(x: Any, c: Ctx) -> Any:
         # _a.RequestParams -> _b.ListRootsRequestParams
         meta = x.meta
         if meta is not UNSET:
@@ -538,7 +536,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_ListRootsResult(x: Any, c: Ctx) -> Any:
         # _a.ListRootsResult -> _b.ListRootsResult
-        roots = _l38(x.roots, c)
+        roots = _l35(x.roots, c)
         return _b.ListRootsResult(roots=roots)
 
     def _o_ListToolsRequest(x: Any, c: Ctx) -> Any:
@@ -696,7 +694,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         meta = x.meta
         arguments = x.arguments
         if arguments is not UNSET:
-            arguments = _l39(arguments, c)
+            arguments = _l36(arguments, c)
         description = x.description
         icons = x.icons
         if icons is not UNSET:
@@ -1255,15 +1253,15 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         # Any -> Any
         return [_o_TitledMultiSelectEnumSchemaItemsAnyOfItem(i, c) for i in v]
 
-    def _l36(v: Any, c: Ctx) -> Any:
+    def _l33(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_PromptMessage(i, c) for i in v]
 
-    def _l38(v: Any, c: Ctx) -> Any:
+    def _l35(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_Root(i, c) for i in v]
 
-    def _l39(v: Any, c: Ctx) -> Any:
+    def _l36(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return [_o_PromptArgument(i, c) for i in v]
 
@@ -1274,10 +1272,6 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
     def _m30(v: Any, c: Ctx) -> Any:
         # Any -> Any
         return {k: _u29(i, c) for k, i in v.items()}
-
-    def _m35(v: Any, c: Ctx) -> Any:
-        # Any -> Any
-        return c.values(v, _u34)
 
     def _u11(v: Any, c: Ctx) -> Any:
         # Any -> Any
@@ -1326,13 +1320,6 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         f = _D31.get(type(v))
         if f is None:
             return c.member(v, "ElicitRequestParams")
-        return f(v, c)
-
-    def _u34(v: Any, c: Ctx) -> Any:
-        # Any -> Any
-        f = _D33.get(type(v))
-        if f is None:
-            return c.member(v, "ElicitResult.content.*")
         return f(v, c)
 
     def _u9(v: Any, c: Ctx) -> Any:
@@ -1428,12 +1415,6 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
     _D31: dict[type, Callable[[Any, Ctx], Any]] = {
         _a.ElicitRequestURLParams: _o_ElicitRequestURLParams,
         _a.ElicitRequestFormParams: _o_ElicitRequestFormParams,
-    }
-
-    _D33: dict[type, Callable[[Any, Ctx], Any]] = {
-        list: ident,
-        str: ident,
-        bool: ident,
     }
 
     project: dict[type, Callable[[Any, Ctx], Any]] = {
