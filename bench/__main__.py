@@ -33,6 +33,7 @@ import msgspec
 
 import mcpbind
 
+from . import bridge as bridge_script
 from . import costs as costs_script
 from . import projection as projection_script
 from . import sessions as sessions_script
@@ -454,6 +455,7 @@ def summary(rows: list[Row], extra: dict[str, Any]) -> list[tuple[str, str, str,
             )
         )
     out += sessions_script.targets(extra)
+    out += bridge_script.targets(extra)
     imp = extra.get("imports")
     if imp:
         ours, theirs = imp["warm"]["mcpbind.v2025_11_25"][0], imp["warm"]["mcp_types"][0]
@@ -825,7 +827,7 @@ def main(argv: list[str] | None = None) -> int:
 
     print("projection (bench/projection.py) ...", file=sys.stderr)
     extra["projection100"] = projection_script.measure(timer)
-    extra["bridge"] = __import__("bench.bridge").bridge.measure(timer)  # bench/bridge.py
+    extra["bridge"] = bridge_script.measure(timer)  # bench/bridge.py
     extra["sessions"] = sessions_script.measure(timer)  # bench/sessions.py
 
     print("memory ...", file=sys.stderr)

@@ -162,6 +162,26 @@ def memory(messages: int = 100_000) -> dict[str, float]:
     return {"messages": messages, "before": before, "after": after, "growth": after - before}
 
 
+def targets(extra: dict[str, Any]) -> list[tuple[str, str, str, bool | None]]:
+    """The bridge's target row of the report's headline table (``extra["bridge"]``)."""
+    found = extra.get("bridge")
+    if not found:
+        return []
+    worst = max(found, key=lambda name: found[name]["ratio"])
+    where = ", ".join(
+        f"{name} {t['ratio']:.2f}x ({t['bridge'] * 1e6:.1f} vs {t['floor'] * 1e6:.1f} µs)"
+        for name, t in found.items()
+    )
+    return [
+        (
+            f"bridge round trip <= {TARGET:g}x codec decode + project + encode",
+            f"worst {found[worst]['ratio']:.2f}x",
+            where,
+            found[worst]["ratio"] <= TARGET,
+        )
+    ]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--messages", type=int, default=100_000)
