@@ -674,3 +674,23 @@ def test_recorded_session_round_trips_schema_valid(path: Path) -> None:
             assert again == message, f"{path.name}:{number}"
             assert not schema_errors(revision, again), f"{path.name}:{number}"
     assert checked >= 10
+
+
+@pytest.mark.parametrize("revision", ["2025-06-18", "2025-11-25", "2026-07-28", "draft"])
+def test_an_elicitation_answer_may_hold_a_number_where_schema_ts_allows_it(revision: str) -> None:
+    """ElicitResult.content: every schema.ts with elicitation says number where the JSON rendering
+    says integer (overlay [[patch]]es restore number): a form's 95.5 is read and written as is,
+    and the patched schema agrees."""
+    types = mcpbind.bindings(revision)
+    result = mcpbind.decode(b'{"action":"accept","content":{"score":95.5}}', types.ElicitResult)
+    assert result.content == {"score": 95.5}
+    assert msgspec.json.decode(msgspec.json.encode(result)) == {
+        "action": "accept",
+        "content": {"score": 95.5},
+    }
+    schema = patched_schema(revision)
+    defs = schema.get("$defs") or schema["definitions"]
+    validator = jsonschema.Draft202012Validator(
+        defs["ElicitResult"] | {"$defs": defs, "definitions": defs}
+    )
+    assert validator.is_valid({"action": "accept", "content": {"score": 95.5}})

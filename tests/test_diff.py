@@ -421,9 +421,12 @@ def test_draft_is_the_same_file_as_2026_07_28(real):
 
 def test_overlay_fixes_are_shown_as_notes_not_hidden(real):
     d = real[("2025-11-25", "2026-07-28")]
-    assert [n.pointer for n in d.notes] == ["/$defs/JSONValue/anyOf/2/type"]
+    elicit = "/$defs/ElicitResult/properties/content/additionalProperties/anyOf/1/type"
+    assert [n.pointer for n in d.notes] == [elicit, "/$defs/JSONValue/anyOf/2/type"]
     assert "Notes: overlay fixes in force" in markdown(d)
-    assert "/$defs/JSONValue/anyOf/2/type" in markdown(d)
+    assert "/$defs/JSONValue/anyOf/2/type" in markdown(d) and elicit in markdown(d)
+    # Both sides carry the same fix, so it is no change: ElicitResult.content stays out.
+    assert "ElicitResult.content" not in {c.path for c in d.changes}
 
 
 @pytest.mark.parametrize("a", REVISIONS)

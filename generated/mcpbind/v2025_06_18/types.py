@@ -523,7 +523,7 @@ class ElicitResult(Struct, kw_only=True, gc=False):
     - "accept": User submitted the form/confirmed the action
     - "decline": User explicitly declined the action
     - "cancel": User dismissed without making an explicit choice"""
-    content: dict[str, str | int | bool] | UnsetType = UNSET
+    content: dict[str, str | int | float | bool] | UnsetType = UNSET
     """The submitted form data, only present when action is "accept".
     Contains values matching the requested schema."""
 
