@@ -5,8 +5,9 @@ The suite runs ``python examples/everything_client.py URL`` with ``MCP_CONFORMAN
 ``MCP_CONFORMANCE_PROTOCOL_VERSION`` set. The client speaks the revision it is asked for: it
 negotiates, lists the tools and calls each tool whose input schema it can fill (numbers for
 ``number`` properties, strings for ``string`` ones), answers elicitations by accepting the
-schema's defaults, and exits 0 when the conversation completed (a refused tool call is reported on stderr), 1 with
-the error otherwise.
+schema's defaults (server requests arrive on a request's stream or on the standalone GET stream
+the transport opens after initialization), and exits 0 when the conversation completed (a
+refused tool call is reported on stderr), 1 with the error otherwise.
 """
 
 from __future__ import annotations
@@ -44,13 +45,10 @@ async def on_request(event: RequestReceived) -> Any:
     params = msgspec.to_builtins(event.params)
     if event.method == "elicitation/create":
         schema = params.get("requestedSchema", {})
-        # An elicitation result carries strings, integers, booleans and string lists only (the
-        # schema of every revision so far): a non-integral number default cannot be sent back.
         content = {
             name: prop["default"]
             for name, prop in schema.get("properties", {}).items()
             if "default" in prop
-            and not (isinstance(prop["default"], float) and not prop["default"].is_integer())
         }
         return {"action": "accept", "content": content}
     if event.method == "sampling/createMessage":

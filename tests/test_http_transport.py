@@ -9,6 +9,7 @@ import json
 from typing import Any
 
 import httpx
+import msgspec
 import pytest
 
 from mcpbind import ClientSession, ProtocolError
@@ -51,8 +52,82 @@ def app() -> StreamableHTTPServer:
     )
 
 
-def http(server: StreamableHTTPServer) -> httpx.AsyncClient:
-    return httpx.AsyncClient(transport=httpx.ASGITransport(app=server), base_url=URL)
+class StreamingASGI(httpx.AsyncBaseTransport):
+    """An in-process ASGI transport that returns a response as soon as its head is sent and
+    streams the body: httpx's own ASGITransport waits for the whole body, so a GET stream that
+    stays open (the standalone stream) would never be answered."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        body = b"".join([part async for part in request.stream])  # type: ignore[union-attr]
+        scope = {
+            "type": "http",
+            "asgi": {"version": "3.0"},
+            "http_version": "1.1",
+            "method": request.method,
+            "headers": [(k.lower(), v) for k, v in request.headers.raw],
+            "scheme": request.url.scheme,
+            "path": request.url.path,
+            "raw_path": request.url.raw_path.split(b"?")[0],
+            "query_string": request.url.query,
+            "server": (request.url.host, request.url.port or 80),
+            "client": ("127.0.0.1", 1234),
+            "root_path": "",
+        }
+        head: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        chunks: asyncio.Queue[bytes | None] = asyncio.Queue()
+        gone = asyncio.Event()
+        sent = False
+
+        async def receive() -> dict[str, Any]:
+            nonlocal sent
+            if not sent:
+                sent = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            await gone.wait()
+            return {"type": "http.disconnect"}
+
+        async def send(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                head.set_result(message)
+            elif message["type"] == "http.response.body":
+                if message.get("body"):
+                    chunks.put_nowait(message["body"])
+                if not message.get("more_body"):
+                    chunks.put_nowait(None)
+
+        async def run() -> None:
+            try:
+                await self.app(scope, receive, send)
+            finally:
+                if not head.done():
+                    head.set_exception(RuntimeError("the app sent no response"))
+                chunks.put_nowait(None)
+
+        task = asyncio.ensure_future(run())
+        start = await head
+
+        class Body(httpx.AsyncByteStream):
+            async def __aiter__(self) -> Any:
+                while (chunk := await chunks.get()) is not None:
+                    yield chunk
+
+            async def aclose(self) -> None:
+                gone.set()
+                if not task.done():
+                    task.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await task
+
+        return httpx.Response(
+            start["status"], headers=start.get("headers", []), stream=Body(), request=request
+        )
+
+
+def http(server: Any) -> httpx.AsyncClient:
+    return httpx.AsyncClient(transport=StreamingASGI(server), base_url=URL)
 
 
 def run(coro: Any) -> Any:
@@ -209,5 +284,189 @@ def test_invalid_designations_keep_the_tool_from_being_called() -> None:
             assert client._param_headers({"name": "echo", "arguments": {"r": None}}) == {}
             with pytest.raises(ProtocolError, match="x-mcp-header"):
                 await client.call("tools/call", {"name": "x", "arguments": {"s": 1}})
+
+    run(go())
+
+
+# -- the standalone GET stream and resumption, against a server written out by hand --------------
+
+ELICIT = {
+    "message": "accept the defaults",
+    "requestedSchema": {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "default": "John Doe"},
+            "score": {"type": "number", "default": 95.5},
+        },
+    },
+}
+
+
+class HandServer:
+    """A 2025-11-25 server over raw ASGI, behaving as the official SDKs' servers may: a request it
+    sends outside a request's stream goes on the standalone GET stream (``elicit`` tool), and a
+    request's stream may end early, after a priming event with ``retry``, to be resumed by a GET
+    carrying ``Last-Event-ID`` (``drop`` tool). ``log`` records what arrived, in order."""
+
+    RETRY_MS = 200
+
+    def __init__(self) -> None:
+        self.log: list[str] = []
+        self.outbox: asyncio.Queue[bytes] = asyncio.Queue()  # for the standalone stream
+        self.answers: dict[Any, asyncio.Future[Any]] = {}
+        self.streams = 0  # standalone streams open
+        self.dropped: Any = None  # the id of a tools/call whose stream ended early
+        self.closed_at = 0.0
+        self.resumed_at = 0.0
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        headers = {k.decode(): v.decode() for k, v in scope["headers"]}
+
+        async def reply(status: int, kind: str, data: bytes = b"", more: bool = False) -> None:
+            head = [(b"content-type", kind.encode()), (b"mcp-session-id", b"s1")]
+            await send({"type": "http.response.start", "status": status, "headers": head})
+            await send({"type": "http.response.body", "body": data, "more_body": more})
+
+        def event(data: bytes, id: str | None = None) -> bytes:
+            head = f"id: {id}\n" if id else ""
+            return f"{head}event: message\ndata: ".encode() + data + b"\n\n"
+
+        if scope["method"] == "GET":
+            last = headers.get("last-event-id")
+            self.log.append(f"GET {last}" if last else "GET")
+            prime = f"id: g{len(self.log)}\nretry: {self.RETRY_MS}\ndata: \n\n".encode()
+            await reply(200, "text/event-stream", prime, more=True)
+            if last is not None and self.dropped is not None:
+                self.resumed_at = asyncio.get_running_loop().time()
+                answer = {"jsonrpc": "2.0", "id": self.dropped, "result": {"content": []}}
+                self.dropped = None
+                await send(
+                    {"type": "http.response.body", "body": event(json.dumps(answer).encode())}
+                )
+                return
+            self.streams += 1
+            try:
+                while True:
+                    data = await self.outbox.get()
+                    await send(
+                        {"type": "http.response.body", "body": event(data), "more_body": True}
+                    )
+            finally:
+                self.streams -= 1
+        if scope["method"] == "DELETE":
+            self.log.append("DELETE")
+            return await reply(200, "text/plain")
+        message = json.loads(body)
+        method = message.get("method")
+        self.log.append(f"POST {method}" if method else "POST response")
+        rid = message.get("id")
+        if method is None:  # the client's answer to a request of ours
+            self.answers[rid].set_result(message.get("result"))
+            return await reply(202, "text/plain")
+        if rid is None:
+            return await reply(202, "text/plain")
+        result: Any = {}
+        if method == "initialize":
+            result = {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "hand", "version": "1"},
+            }
+        elif method == "tools/list":
+            result = {"tools": []}
+        elif method == "tools/call" and message["params"]["name"] == "elicit":
+            if not self.streams:  # the official servers drop such a request: no stream for it
+                raise AssertionError("no standalone stream open for the elicitation")
+            self.answers["e1"] = asyncio.get_running_loop().create_future()
+            ask = {"jsonrpc": "2.0", "id": "e1", "method": "elicitation/create", "params": ELICIT}
+            self.outbox.put_nowait(json.dumps(ask).encode())
+            answer = await self.answers["e1"]
+            result = {"content": [{"type": "text", "text": json.dumps(answer)}]}
+        elif method == "tools/call":
+            self.dropped = rid
+            prime = f"id: p1\nretry: {self.RETRY_MS}\ndata: \n\n".encode()
+            await reply(200, "text/event-stream", prime, more=True)
+            self.closed_at = asyncio.get_running_loop().time()
+            return await send({"type": "http.response.body", "body": b""})
+        answer = {"jsonrpc": "2.0", "id": rid, "result": result}
+        await reply(200, "application/json", json.dumps(answer).encode())
+
+
+async def accept_defaults(event: Any) -> Any:
+    properties = msgspec.to_builtins(event.params)["requestedSchema"]["properties"]
+    return {"action": "accept", "content": {k: p["default"] for k, p in properties.items()}}
+
+
+def test_standalone_stream_opens_after_initialized_and_before_any_request() -> None:
+    async def go() -> None:
+        server = HandServer()
+        session = ClientSession(revisions=("2025-11-25",), info=INFO)
+        async with StreamableHTTPClient(URL, session, http=http(server)) as client:
+            await client.connect()
+            await client.call("tools/list", {})
+        assert server.log == [
+            "POST initialize",
+            "POST notifications/initialized",
+            "GET",
+            "POST tools/list",
+            "DELETE",
+        ]
+
+    run(go())
+
+
+def test_a_server_request_on_the_standalone_stream_is_answered() -> None:
+    async def go() -> None:
+        server = HandServer()
+        session = ClientSession(
+            revisions=("2025-11-25",), info=INFO, capabilities={"elicitation": {"form": {}}}
+        )
+        async with StreamableHTTPClient(
+            URL, session, http=http(server), on_request=accept_defaults
+        ) as client:
+            await client.connect()
+            result = await client.call("tools/call", {"name": "elicit", "arguments": {}})
+        # The number default (95.5) goes back as it is: ElicitResult.content holds numbers.
+        assert json.loads(result.content[0].text) == {
+            "action": "accept",
+            "content": {"name": "John Doe", "score": 95.5},
+        }
+        assert server.log == [
+            "POST initialize",
+            "POST notifications/initialized",
+            "GET",
+            "POST tools/call",
+            "POST response",
+            "DELETE",
+        ]
+
+    run(go())
+
+
+def test_a_stream_that_ends_early_is_resumed_after_retry_with_last_event_id() -> None:
+    async def go() -> None:
+        server = HandServer()
+        session = ClientSession(revisions=("2025-11-25",), info=INFO)
+        async with StreamableHTTPClient(URL, session, http=http(server)) as client:
+            await client.connect()
+            result = await client.call("tools/call", {"name": "drop", "arguments": {}})
+        assert result.content == []
+        # The standalone GET came first and carried no Last-Event-ID; the resumption did, after
+        # the server's retry delay.
+        assert server.log == [
+            "POST initialize",
+            "POST notifications/initialized",
+            "GET",
+            "POST tools/call",
+            "GET p1",
+            "DELETE",
+        ]
+        assert server.resumed_at - server.closed_at >= HandServer.RETRY_MS / 1000 - 0.01
 
     run(go())

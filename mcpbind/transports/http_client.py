@@ -6,8 +6,10 @@ message of the answer (a JSON body or an event stream) back to the session. It c
 ``Mcp-Session-Id`` the server assigned, the ``MCP-Protocol-Version`` header (the version the
 message's ``_meta`` names, else the negotiated one), and the ``Mcp-Method`` / ``Mcp-Name`` headers.
 An event stream that ends before it delivered the answers it owes is resumed with a GET carrying
-``Last-Event-ID``, after the ``retry`` delay the server last set. Requests from the server are
-answered by ``on_request(event)``, an async function returning the result.
+``Last-Event-ID``, after the ``retry`` delay the server last set. Once a session with an id is
+open (right after the initialized notification, before any other request) the client opens the
+standalone GET stream for what the server sends outside any request. Requests from the server,
+on any stream, are answered by ``on_request(event)``, an async function returning the result.
 """
 
 from __future__ import annotations
@@ -66,10 +68,11 @@ class StreamableHTTPClient:
 
     ``events`` collects every event the session reported, in order. ``max_resumptions`` bounds
     how often one POST's event stream is resumed; ``default_retry_ms`` is the delay before a
-    resumption when the server set none. ``listen=True`` also opens the session's GET stream once
-    negotiated, for what the server sends outside any request (answers arriving there settle the
-    POST that awaits them); it is off by default because some servers resume a closed POST stream
-    on whichever GET comes first.
+    resumption when the server set none. ``listen`` (on by default) opens the session's standalone
+    GET stream once negotiated, for what the server sends outside any request (answers arriving
+    there settle the POST that awaits them); ``connect`` returns once the server has answered that
+    GET, so the stream exists before any request whose handler may talk on it, and a later GET
+    (a resumption, with ``Last-Event-ID``) is never mistaken for it.
     """
 
     def __init__(
@@ -82,7 +85,7 @@ class StreamableHTTPClient:
         on_request: Callable[[RequestReceived], Awaitable[Any]] | None = None,
         max_resumptions: int = 5,
         default_retry_ms: int = 1000,
-        listen: bool = False,
+        listen: bool = True,
     ) -> None:
         self.url = url
         self.session = session
@@ -133,7 +136,7 @@ class StreamableHTTPClient:
                 if isinstance(event, Negotiated):
                     await self.flush()  # the initialized notification, where there is one
                     if self.listen and self.session_id is not None:
-                        self._listener = asyncio.ensure_future(self._listen())
+                        await self._open_listener()
                     return event
                 if isinstance(event, NegotiationFailed):
                     raise event.error
@@ -309,23 +312,38 @@ class StreamableHTTPClient:
                 return None
             return await self._read_stream(response, owed) or last
 
-    async def _listen(self) -> None:
+    async def _open_listener(self) -> None:
+        """Start reading the standalone GET stream and return once the server has answered the
+        GET (with a stream or a refusal) or the attempt failed."""
+        answered = asyncio.Event()
+        self._listener = asyncio.ensure_future(self._listen(answered))
+        waiter = asyncio.ensure_future(answered.wait())
+        await asyncio.wait({self._listener, waiter}, return_when=asyncio.FIRST_COMPLETED)
+        waiter.cancel()
+
+    async def _listen(self, answered: asyncio.Event) -> None:
         """Read the session's GET stream (what the server sends outside any request), resuming
-        it like a POST stream, until the connection closes or the server offers none."""
+        it like a POST stream (after ``retry``, with ``Last-Event-ID``), until the connection
+        closes or the server offers none; ``answered`` is set once the first GET is answered."""
         last: str | None = None
-        for _ in range(self.max_resumptions + 1):
-            headers = self._headers(None)
-            headers["Accept"] = "text/event-stream"
-            if last is not None:
-                headers["Last-Event-ID"] = last
-            try:
-                async with self.http.stream("GET", self.url, headers=headers) as response:
-                    if response.status_code != 200:
-                        return  # 405: the server has no stream to offer
-                    last = await self._read_stream(response, {object()}) or last
-            except httpx.HTTPError:
-                pass  # resumed below, like a POST stream
-            await asyncio.sleep(self.retry_ms / 1000)
+        try:
+            for _ in range(self.max_resumptions + 1):
+                headers = self._headers(None)
+                headers["Accept"] = "text/event-stream"
+                if last is not None:
+                    headers["Last-Event-ID"] = last
+                try:
+                    async with self.http.stream("GET", self.url, headers=headers) as response:
+                        answered.set()
+                        if response.status_code != 200:
+                            await response.aread()
+                            return  # 405: the server has no stream to offer
+                        last = await self._read_stream(response, {object()}) or last
+                except httpx.HTTPError:
+                    answered.set()  # resumed below, like a POST stream
+                await asyncio.sleep(self.retry_ms / 1000)
+        finally:
+            answered.set()
 
     async def _read_stream(self, response: httpx.Response, owed: set[Any]) -> str | None:
         """Feed a stream's messages to the session until it ends or owes nothing more; the id of
