@@ -4,6 +4,7 @@ after it exists msgspec builds nothing lazily (docs/threads.md)."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Union
 
@@ -13,30 +14,40 @@ from ._support import Facts, MethodSpec, Wire, dec_hook
 from .messages import Request
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class _Method:
     spec: MethodSpec
     wire: Wire
+    name: str
+    request: bool
     enveloped: bool  # the generated message is the wire Struct itself
+    wrapped: bool  # a caller holds it in a ``Request`` (a request without the envelope)
     response: msgspec.json.Decoder[Any] | None  # a result response to it, in one pass
     learns: bool  # its params may carry the sender's capabilities
     result_learns: bool  # its result may carry the responder's capabilities
     kind_attr: str | None  # attribute of the result discriminator in its own result class
+    gated: bool  # it has capability gates
+    tasked: bool  # a task may ride on it: its params can ask for one, or it asks for a payload
+    build: Callable[[Any], Any]  # decoded wire Struct -> what decode returns
+    unbuild: Callable[[Any], Any]  # what a caller encodes -> the wire Struct
 
-    def build(self, wire: Any) -> Any:
-        """What decode returns for a decoded wire Struct (the facts guarantee that a message
-        without the envelope is ``{method, params}``)."""
-        if self.enveloped:
-            return wire
-        message = self.spec.message(params=wire.params)
-        return Request(id=wire.id, message=message) if self.spec.kind == "request" else message
 
-    def unbuild(self, msg: Any) -> Any:
-        if self.enveloped:
-            return msg
-        if self.spec.kind == "request":
-            return self.wire.wire(id=msg.id, jsonrpc="2.0", params=msg.message.params)
-        return self.wire.wire(jsonrpc="2.0", params=msg.params)
+def _builders(spec: MethodSpec, wire: Any) -> tuple[Callable[[Any], Any], Callable[[Any], Any]]:
+    """How a wire Struct becomes what callers hold and back (the facts guarantee that a message
+    without the envelope is ``{method, params}``)."""
+    message = spec.message
+    if wire is message:
+        return _same, _same
+    if spec.kind == "request":
+        return (
+            lambda w: Request(id=w.id, message=message(params=w.params)),
+            lambda m: wire(id=m.id, jsonrpc="2.0", params=m.message.params),
+        )
+    return (lambda w: message(params=w.params)), (lambda m: wire(jsonrpc="2.0", params=m.params))
+
+
+def _same(x: Any) -> Any:
+    return x
 
 
 @dataclass(frozen=True)
@@ -48,10 +59,12 @@ class _Tables:
     receive: dict[str, _Method]  # what this role may receive
     by_wire: dict[type, _Method]
     by_message: dict[type, _Method]  # every method, by the generated class a caller holds
+    send: dict[type, _Method]  # what this role may send, by the generated class a caller holds
     fast: msgspec.json.Decoder[Any]  # the tagged union of every message this role receives
     generic: msgspec.json.Decoder[Any]  # a response with the generic result
     tasks: msgspec.json.Decoder[Any] | None  # a response creating a task
     sides: dict[Any, str]  # capabilities class -> whose ("client" or "server")
+    learners: frozenset[Any]  # result classes that carry their sender's capabilities
 
 
 _BUILD_LOCK = threading.Lock()
@@ -85,28 +98,44 @@ def _build(revision: str, role: str) -> _Tables:
                 (f.name for f in msgspec.structs.fields(result) if f.encode_name == kinds.key), None
             )
         response = _decoder(wire.response) if wire.response is not None else None
-        learns = spec.kind == "request" and _carries_capabilities(spec.params)
+        request = spec.kind == "request"
+        enveloped = wire.wire is spec.message
+        tasks = facts.tasks
+        tasked = tasks is not None and (
+            name == tasks.payload_method or _has_field(spec.params, tasks.when)
+        )
         methods[name] = _Method(
             spec,
             wire,
-            wire.wire is spec.message,
+            name,
+            request,
+            enveloped,
+            request and not enveloped,
             response,
-            learns,
-            _carries_capabilities(result),
+            request and _has_field(spec.params, "capabilities"),
+            _has_field(result, "capabilities"),
             kind_attr,
+            bool(spec.gates),
+            tasked,
+            *_builders(spec, wire.wire),
         )
     peer = "server" if role == "client" else "client"
     receive = {n: m for n, m in methods.items() if m.spec.sender in (peer, "both")}
+    sends = [m for m in methods.values() if m.spec.sender in (role, "both")]
     return _Tables(
         facts=facts,
         methods=methods,
         receive=receive,
         by_wire={m.wire.wire: m for m in receive.values()},
         by_message={m.spec.message: m for m in methods.values()},
+        send={m.spec.message: m for m in sends},
         fast=_decoder(Union[tuple(m.wire.wire for m in receive.values())]),  # noqa: UP007
         generic=_decoder(facts.result_response),
         tasks=_decoder(facts.tasks.response) if facts.tasks is not None else None,
         sides={facts.client_capabilities: "client", facts.server_capabilities: "server"},
+        learners=frozenset(
+            m.wire.result for m in methods.values() if m.result_learns and m.wire.result
+        ),
     )
 
 
@@ -114,9 +143,9 @@ def _decoder(tp: Any) -> msgspec.json.Decoder[Any]:
     return msgspec.json.Decoder(tp, dec_hook=dec_hook)
 
 
-def _carries_capabilities(tp: Any) -> bool:
-    """Whether a params or result type (or an untagged union of them) has ``capabilities``."""
+def _has_field(tp: Any, name: str) -> bool:
+    """Whether a params or result type (or an untagged union of them) has the attribute."""
     members = getattr(tp, "members", None)
     if isinstance(members, tuple):
-        return any(_carries_capabilities(m.type) for m in members)
-    return "capabilities" in getattr(tp, "__struct_fields__", ())
+        return any(_has_field(m.type, name) for m in members)
+    return name in getattr(tp, "__struct_fields__", ())

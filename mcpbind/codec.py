@@ -49,6 +49,7 @@ _ERROR = msgspec.json.Decoder(_ErrorEnvelope)
 _ID = msgspec.json.Decoder(_Id)
 _ANY = msgspec.json.Decoder()
 _FAILED = (msgspec.DecodeError, RecursionError, ValueError, TypeError)
+_IDS = (str, int)  # the types of a JSON-RPC request id (a bool is neither)
 _NAME_MAX = 80  # characters of a peer's method name quoted back in an error
 _TASKS_MAX = 1024  # open tasks a codec remembers
 
@@ -105,6 +106,9 @@ class Codec:
         self.peer = "server" if role == "client" else "client"
         self._t = _tables(revision, role)
         self.facts: Facts = self._t.facts
+        self._fast, self._by_wire, self._send = self._t.fast, self._t.by_wire, self._t.send
+        kinds = self.facts.result_kinds
+        self._own_kind = kinds.own if kinds is not None else None
         self._pending: dict[Any, str] = {}  # id of a request sent -> its method
         # id -> (the method whose result answers it, None for a task's creation; the task id)
         self._answers: dict[Any, tuple[str | None, Any]] = {}
@@ -121,6 +125,8 @@ class Codec:
             self._requires.update({k: msgspec.to_builtins(v) for k, v in (requires or {}).items()})
         self._caps: dict[str, Any] = {}  # side -> its capabilities object
         self._verdicts: dict[tuple[str, str], bool] = {}  # (side, path) -> advertised
+        # methods whose every gate is advertised, by direction (sent, received): nothing to check
+        self._passed: tuple[set[str], set[str]] = (set(), set())
         self.capabilities = capabilities
         self.peer_capabilities = peer_capabilities
 
@@ -170,49 +176,48 @@ class Codec:
             if found is not None:
                 return found
         try:
-            wire = self._t.fast.decode(data)
+            wire = self._fast.decode(data)
         except _FAILED:
             return self._classify(data, batch)
-        m = self._t.by_wire[type(wire)]
-        if m.spec.kind != "request" and b'"id"' in data:
+        m = self._by_wire[type(wire)]
+        if not m.request and b'"id"' in data:
             return self._classify(data, batch)  # a notification with an id is refused there
-        return self._received(m, m.build(wire))
+        msg = m.build(wire)
+        if m.gated or m.learns or self._check_meta:
+            self._received(m, msg)
+        return msg
 
     def _fast_response(self, data: bytes) -> Response[Any] | None:
         """A result response to a pending request in one closed pass; None when it is not plainly
         that (the classifier then decides, errors included)."""
-        if len(self._pending) == 1:
-            for id_, method in self._pending.items():  # noqa: B007 (cheaper than next(iter()))
+        pending = self._pending
+        if len(pending) == 1:
+            for id_, method in pending.items():  # noqa: B007 (cheaper than next(iter()))
                 break
         else:
             try:
                 id_ = _ID.decode(data).id
             except _FAILED:
                 return None
-            found = self._pending.get(id_) if type(id_) in (str, int) else None
+            found = pending.get(id_) if type(id_) in (str, int) else None
             if found is None:
                 return None
             method = found
-        answers = self._answers.get(id_)
-        if answers is None:
-            m = self._t.methods.get(method)
-            decoder = m.response if m is not None and m.response is not None else self._t.generic
-        elif answers[0] is None:
-            m, decoder = None, self._t.tasks or self._t.generic
-        else:
-            m = None
-            decoder = self._t.methods[answers[0]].response or self._t.generic
+        m = self._t.methods.get(method)
+        if m is None or m.response is None or (self._answers and id_ in self._answers):
+            return None  # a task's result, or one without a precise class: the classifier's
         try:
-            env = decoder.decode(data)
+            env = m.response.decode(data)
         except _FAILED:
             return None
         if type(env.id) is not type(id_) or env.id != id_:
             return None
-        kinds = self.facts.result_kinds
-        attr = m.kind_attr if m is not None else None
-        if kinds is not None and attr is not None and getattr(env.result, attr) != kinds.own:
+        if m.kind_attr is not None and getattr(env.result, m.kind_attr) != self._own_kind:
             return None  # it says it is another kind of result: the classifier decides
-        return self._answered(id_, method, env.result)
+        del pending[id_]
+        if m.result_learns:
+            self._learn(env.result)
+        return Response(id=id_, result=env.result)
 
     def _answered(self, id_: Any, method: str, result: Any) -> Response[Any]:
         del self._pending[id_]
@@ -356,9 +361,9 @@ class Codec:
     # -- checks on what is received and sent ----------------------------------------------------
 
     def _received(self, m: _Method, msg: Any) -> Any:
-        if m.spec.gates and self._caps:
+        if m.gated and self._caps and m.name not in self._passed[True]:
             self._check_gates(m, msg, incoming=True)
-        if self._check_meta and m.spec.kind == "request":
+        if self._check_meta and m.request:
             self._check_request_meta(m, msg)
         if m.learns:
             self._learn(_params(msg))
@@ -396,9 +401,12 @@ class Codec:
             else:
                 self._caps[side] = caps
             self._verdicts = {k: v for k, v in self._verdicts.items() if k[0] != side}
+            self._passed[0].clear()
+            self._passed[1].clear()
 
     def _check_gates(self, m: _Method, msg: Any, *, incoming: bool) -> None:
         receiver = self.role if incoming else self.peer
+        advertised = True
         for gate in m.spec.gates:
             side = receiver if gate.side == "receiver" else gate.side
             verdict = self._verdicts.get((side, gate.path))
@@ -407,6 +415,7 @@ class Codec:
                 verdict = self._verdicts[side, gate.path] = supports(
                     plain, gate.path, self.revision
                 )
+            advertised = advertised and verdict is True
             if verdict is not False or not _applies(gate, _params(msg)):
                 continue
             whom = f"this {side}" if side == self.role else f"the {side}"
@@ -418,6 +427,8 @@ class Codec:
                 {"method": m.spec.method, "capability": gate.path, "side": side},
                 getattr(msg, "id", None),
             )
+        if advertised:  # every gate holds whatever the params: no need to look again
+            self._passed[incoming].add(m.name)
 
     def _check_request_meta(self, m: _Method, msg: Any) -> None:
         """The protocol version and client capabilities in a request's ``params._meta``."""
@@ -452,6 +463,37 @@ class Codec:
         precise result class. A message that cannot be sent raises before anything is remembered.
         """
         t = type(msg)
+        if t is Response:
+            if type(msg.id) not in _IDS:
+                _check_id(msg.id)
+            out = _encode(msg)
+            if b"null" in out:
+                _finite(msg)
+            if type(msg.result) in self._t.learners:
+                self._learn(msg.result)
+            return out
+        m = self._send.get(type(msg.message) if t is Request else t)
+        if m is None or (t is Request) is not m.wrapped:
+            return self._encode_other(msg)
+        if m.request and type(msg.id) not in _IDS:
+            _check_id(msg.id)
+        if m.gated and self._caps and m.name not in self._passed[False]:
+            self._check_gates(m, msg, incoming=False)
+        out = _encode(m.unbuild(msg))
+        if b"null" in out:
+            _finite(msg)
+        if m.request:
+            self._pending[msg.id] = m.name
+            if m.tasked:
+                self._sent_task(m, msg)
+        if m.learns:
+            self._learn(_params(msg))
+        return out
+
+    def _encode_other(self, msg: Any) -> bytes:
+        """What ``encode`` takes besides a response and what this side sends: batches, error
+        responses, errors; anything else is refused with what is wrong."""
+        t = type(msg)
         if t is list:
             if not self.facts.batches or not msg:
                 raise _invalid(
@@ -460,51 +502,37 @@ class Codec:
                     else f"JSON-RPC batches are not part of MCP {self.revision}"
                 )
             return b"[" + b",".join([self.encode(x) for x in msg]) + b"]"
-        if t is Response:
-            _check_id(msg.id)
-            out = _finite(_encode(msg), msg)
-            self._learn(msg.result)
-            return out
         if t is ErrorResponse:
             if msg.id is UNSET and not self.facts.error_id_optional:
                 msg = msgspec.structs.replace(msg, id=None)  # JSON-RPC 2.0: null when unknown
             elif msg.id is not None and msg.id is not UNSET:
                 _check_id(msg.id)
-            return _finite(_encode(msg), msg)
+            out = _encode(msg)
+            if b"null" in out:
+                _finite(msg)
+            return out
         if isinstance(msg, ProtocolError):
             return self.error_response(msg)
         m = self._t.by_message.get(type(msg.message) if t is Request else t)
-        wrapped = m is not None and m.spec.kind == "request" and not m.enveloped  # in a Request
-        if m is None or (t is Request) != wrapped:
-            raise TypeError(self._not_sendable(msg))
-        if m.spec.sender not in (self.role, "both"):
+        if m is not None and (t is Request) is m.wrapped:
             who = _senders(m.spec.sender)
             raise ProtocolError(
                 METHOD_NOT_FOUND,
                 f"in MCP {self.revision} {m.spec.method!r} is sent by the {who}, not the {self.role}",
             )
-        if m.spec.kind == "request":
-            _check_id(msg.id)
-        if m.spec.gates and self._caps:
-            self._check_gates(m, msg, incoming=False)
-        out = _finite(_encode(m.unbuild(msg)), msg)
-        if m.spec.kind == "request":
-            self._sent(m, msg)
-        if m.learns:
-            self._learn(_params(msg))
-        return out
+        raise TypeError(self._not_sendable(msg))
 
-    def _sent(self, m: _Method, msg: Any) -> None:
-        self._pending[msg.id] = m.spec.method
+    def _sent_task(self, m: _Method, msg: Any) -> None:
+        """Remember what answers a request that creates a task or asks for a task's payload."""
         tasks = self.facts.tasks
-        if tasks is not None:
-            params = _params(msg)
-            if getattr(params, tasks.when, UNSET) is not UNSET:
-                self._answers[msg.id] = (None, None)
-            elif m.spec.method == tasks.payload_method:
-                task = getattr(params, tasks.payload_task_id, UNSET)
-                if task in self._tasks:
-                    self._answers[msg.id] = (self._tasks[task], task)
+        assert tasks is not None  # only such methods are ``tasked``
+        params = msg.message.params if m.wrapped else getattr(msg, "params", UNSET)
+        if getattr(params, tasks.when, UNSET) is not UNSET:
+            self._answers[msg.id] = (None, None)
+        elif m.name == tasks.payload_method:
+            task = getattr(params, tasks.payload_task_id, UNSET)
+            if task in self._tasks:
+                self._answers[msg.id] = (self._tasks[task], task)
 
     def _not_sendable(self, msg: Any) -> str:
         t = type(msg.message) if type(msg) is Request else type(msg)
@@ -597,11 +625,11 @@ def _check_id(id_: Any) -> None:
         raise ValueError(f"a JSON-RPC request id is a string or an integer, not {id_!r}")
 
 
-def _finite(out: bytes, msg: Any) -> bytes:
-    """``out``, unless ``msg`` holds NaN or an infinity, which msgspec would write as null."""
-    if b"null" in out and _nonfinite(msgspec.to_builtins(msg)):
+def _finite(msg: Any) -> None:
+    """Refuse ``msg`` if it holds NaN or an infinity, which msgspec would write as null (called
+    only when the JSON has a null)."""
+    if _nonfinite(msgspec.to_builtins(msg)):
         raise ValueError("JSON has no NaN or Infinity: the message holds a non-finite number")
-    return out
 
 
 def _nonfinite(value: Any) -> bool:
