@@ -388,6 +388,8 @@ class HandServer:
             self.outbox.put_nowait(json.dumps(ask).encode())
             answer = await self.answers["e1"]
             result = {"content": [{"type": "text", "text": json.dumps(answer)}]}
+        elif method == "tools/call" and message["params"]["name"] == "bad":
+            result = {"content": 5}  # not a CallToolResult
         elif method == "tools/call":
             self.dropped = rid
             prime = f"id: p1\nretry: {self.RETRY_MS}\ndata: \n\n".encode()
@@ -468,5 +470,20 @@ def test_a_stream_that_ends_early_is_resumed_after_retry_with_last_event_id() ->
             "DELETE",
         ]
         assert server.resumed_at - server.closed_at >= HandServer.RETRY_MS / 1000 - 0.01
+
+    run(go())
+
+
+def test_an_invalid_result_raises_what_is_wrong_with_it() -> None:
+    async def go() -> None:
+        session = ClientSession(revisions=("2025-11-25",), info=INFO)
+        async with StreamableHTTPClient(URL, session, http=http(HandServer())) as client:
+            await client.connect()
+            with pytest.raises(ProtocolError) as caught:
+                await client.call("tools/call", {"name": "bad", "arguments": {}})
+            # The codec's verdict on the result, with its path, not "no response".
+            assert caught.value.code == -32602
+            assert "$.result.content" in caught.value.message
+            assert await client.call("tools/list", {})  # the session goes on
 
     run(go())

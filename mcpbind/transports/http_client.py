@@ -30,6 +30,7 @@ from ..events import (
     ErrorReceived,
     Event,
     InputRequired,
+    MessageRejected,
     Negotiated,
     NegotiationFailed,
     RequestReceived,
@@ -179,6 +180,8 @@ class StreamableHTTPClient:
             raise ProtocolError(INTERNAL_ERROR, f"the server sent no response to {method!r}")
         if isinstance(event, ErrorReceived):
             raise ProtocolError(event.code, event.message, event.data, rid)
+        if isinstance(event, MessageRejected):
+            raise event.error
         assert isinstance(event, ResultReceived)
         return event.result
 
@@ -368,6 +371,11 @@ class StreamableHTTPClient:
             if isinstance(event, ResultReceived | ErrorReceived | InputRequired):
                 owed.discard(event.id)
                 self._results[event.id] = event
+                self._arrived.set()
+            elif isinstance(event, MessageRejected) and event.error.id in owed:
+                # A response that could not be read still answers its request: with why.
+                owed.discard(event.error.id)
+                self._results[event.error.id] = event
                 self._arrived.set()
             elif isinstance(event, Negotiated | NegotiationFailed):
                 owed.clear()
