@@ -81,7 +81,7 @@ def generate(revisions: tuple[str, ...], check: bool, force: bool) -> None:
     from . import write as writer  # the renderer (black, jinja2, libcst) loads only when needed
 
     try:
-        files = writer.generate(revisions or None)
+        files = writer.generate(revisions or None, settle=check)
     except PinError as exc:
         _fail("generate", exc)
     except Exception as exc:  # every stage raises its own error type with the reason

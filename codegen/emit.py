@@ -7,8 +7,9 @@ built and escaped here); the templates only lay them out. ``black`` formats the 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, partial
 from typing import Any, TypeVar
 
 import jinja2
@@ -577,26 +578,61 @@ def render(template: str, **context: Any) -> str:
     return environment().get_template(template).render(**context)
 
 
-def _black(source: str) -> str:
+class FormatError(Exception):
+    """black's first pass over a generated file did not settle: a second pass changes it."""
+
+
+def _black(source: str, settle: bool) -> tuple[str, bool]:
+    """One black pass over ``source``, and whether it settled (checked only with ``settle``).
+
+    ``black.format_str`` formats a second time whenever the first pass changed anything (a
+    trailing comma the first pass adds can change what the second chooses); that doubles
+    generation's largest cost for output the second pass leaves alone. One pass gives
+    exactly what ``format_str`` gives when the second pass changes nothing, which ``settle``
+    proves (``mcpbind generate --check``, so ``make check``, runs it).
+    """
     import black  # loaded by the renderer only, so that `mcpbind diff` starts fast
 
     mode = black.Mode(
         line_length=BLACK_LINE_LENGTH, target_versions={black.mode.TargetVersion.PY311}
     )
-    return black.format_str(source, mode=mode)
+    once = getattr(black, "_format_str_once", None)  # black's own single pass (pinned version)
+    if once is None:
+        return black.format_str(source, mode=mode), True
+    formatted: str = once(source, mode=mode)
+    settled = not settle or formatted == source or once(formatted, mode=mode) == formatted
+    return formatted, settled
 
 
-def format_python(sources: dict[K, str]) -> dict[K, str]:
-    """Format every source with black, on all cores (black is most of generation's time)."""
-    keys = sorted(sources, key=lambda k: -len(sources[k]))  # largest first balances the workers
-    workers = min(len(keys), os.cpu_count() or 1)
+A = TypeVar("A")
+R = TypeVar("R")
+
+
+def on_all_cores(fn: Callable[[A], R], items: list[A]) -> list[R]:
+    """``[fn(i) for i in items]``, spread over the machine's cores (``fn`` must be picklable);
+    items are handed out one at a time, so put the largest first."""
+    workers = min(len(items), os.cpu_count() or 1)
     if workers <= 1:
-        return {k: _black(sources[k]) for k in keys}
+        return [fn(i) for i in items]
     from concurrent.futures import ProcessPoolExecutor
 
     with ProcessPoolExecutor(max_workers=workers) as pool:
-        formatted = pool.map(_black, [sources[k] for k in keys], chunksize=1)
-        return dict(zip(keys, formatted, strict=True))
+        return list(pool.map(fn, items, chunksize=1))
+
+
+def format_python(sources: dict[K, str], *, settle: bool = False) -> dict[K, str]:
+    """Format every source with black (one pass, see ``_black``), on all cores (black is most
+    of generation's time). With ``settle``, raise FormatError naming every source that a
+    second pass would change."""
+    keys = sorted(sources, key=lambda k: -len(sources[k]))  # largest first balances the workers
+    done = on_all_cores(partial(_black, settle=settle), [sources[k] for k in keys])
+    unsettled = [str(k) for k, (_, settled) in zip(keys, done, strict=True) if not settled]
+    if unsettled:
+        raise FormatError(
+            "black formats these generated files differently the second time (change the "
+            "template so that one pass settles them): " + ", ".join(sorted(unsettled))
+        )
+    return {k: text for k, (text, _) in zip(keys, done, strict=True)}
 
 
 def revision_files(rev: Revision) -> dict[str, str]:

@@ -15,7 +15,7 @@ A conversion between a type expression of A and one of B is one of
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .emit import _Renderer, literal
@@ -51,6 +51,7 @@ class Conv:
     fn: str = ""
     fails: bool = False
     reason: str = ""
+    test: str = ""  # a fast exact test (``_F<n>``): a value it accepts is kept without a call
 
 
 ID = Conv("id")
@@ -59,9 +60,9 @@ ID = Conv("id")
 # The statement kinds ``templates/projection_object.py.j2`` lays out.
 STATEMENT_KINDS = frozenset(
     {
-        "keys_new", "keys_copy", "key_from", "key_convert", "key_default", "key_required", "set",
-        "declare", "convert_set", "default_unset", "required_unset", "move", "only_default",
-        "return",
+        "keys_new", "keys_copy", "key_from", "key_convert", "key_check", "key_default",
+        "key_required", "set", "declare", "convert_set", "default_unset", "required_unset", "move",
+        "only_default", "return",
     }
 )  # fmt: skip
 
@@ -69,11 +70,12 @@ STATEMENT_KINDS = frozenset(
 @dataclass
 class StatementView:
     """One statement of an object function; ``templates/projection_object.py.j2`` lays out each
-    kind (``x`` is the source object, ``d`` the dict an open target is built in, ``c`` the context).
+    kind (``x`` is the source object, ``d`` the open target being filled, ``c`` the context).
 
-    ``keys_new`` / ``keys_copy``  start ``d`` empty / as a copy of the open source
+    ``keys_new`` / ``keys_copy``  start ``d`` as the open target, empty / with the source's keys
     ``key_from``      ``d[target] = value`` when ``read`` (a source attribute) is set
     ``key_convert``   ``d[target] = value`` when ``d`` has the key
+    ``key_check``     ``d[target] = value`` when ``d`` has the key and the test ``read`` rejects it
     ``key_default``   ``d[target] = value`` when ``d`` lacks the key
     ``key_required``  ``value`` (a failure) when ``d`` lacks the key
     ``set``           ``target = value``
@@ -129,6 +131,7 @@ class PairView:
     types: list[tuple[str, str]] = field(
         default_factory=list
     )  # (name, type expression over ``_b``)
+    fits: list[tuple[str, str]] = field(default_factory=list)  # (name, one of ``types``)
     typing_imports: list[str] = field(default_factory=list)  # what those expressions need
     msgspec_imports: list[str] = field(default_factory=list)
     project: list[tuple[str, str]] = field(default_factory=list)  # (A class, function)
@@ -137,7 +140,7 @@ class PairView:
 
     def code_key(self) -> str:
         """Everything the ``build`` function is made of: equal keys, equal code."""
-        return repr((self.functions, self.tables, self.types, self.project, self.names))
+        return repr((self.functions, self.tables, self.types, self.fits, self.project, self.names))
 
 
 # -- type helpers ---------------------------------------------------------------------------------
@@ -217,6 +220,7 @@ class Pair:
         self.functions: list[FunctionView] = []
         self.tables: list[tuple[str, list[tuple[str, str]]]] = []
         self.types: dict[str, str] = {}  # annotation -> constant name
+        self.fits: dict[str, str] = {}  # type constant -> its fast test (mcpbind.projection.fits)
         self.helpers: set[str] = set()  # typing and msgspec names those annotations use
         self.counter = 0
 
@@ -269,13 +273,15 @@ class Pair:
             return ID if pure(self.a, a) else Conv("fn", fn="builtins")
         if isinstance(a, AnyT):
             name = self._type_const(b)
+            # The test is built once per module: a value that already fits returns without a
+            # call into Ctx (most do: a tool's `properties` on every tools/list).
+            test = self.fits.setdefault(name, "_F" + name.removeprefix("_T"))
+            check = f"c.check(v, {name}, {literal(self._describe(b))})"
             fn = self._fresh("_v")
             self.functions.append(
-                FunctionView(
-                    fn, "Any", "Any", [f"return c.check(v, {name}, {literal(self._describe(b))})"]
-                )
+                FunctionView(fn, "Any", "Any", [f"return v if {test}(v) else {check}"])
             )
-            return Conv("fn", fn=fn, fails=True)
+            return Conv("fn", fn=fn, fails=True, test=test)
         if isinstance(a, UnionT) or isinstance(b, UnionT):
             return self._union(a, b)
         if isinstance(a, (Prim, Lit)) and isinstance(b, (Prim, Lit)):
@@ -528,8 +534,17 @@ class Pair:
                 return f"c.fail({literal(b_name)}, {literal(conv.reason)}, {literal(wire)})"
             if conv.fails:
                 out.fails = True
-                return f"c.{'req' if required else 'opt'}({value}, {conv.fn}, {literal(wire)})"
+                checked = f"c.{'req' if required else 'opt'}({value}, {conv.fn}, {literal(wire)})"
+                # What already fits (most values) costs one test, not a call through the context.
+                return f"{value} if {conv.test}({value}) else {checked}" if conv.test else checked
             return f"{conv.fn}({value}, c)"
+
+        def convert_key(conv: Conv, key: str, wire: str, required: bool) -> None:
+            if conv.test:  # what already fits stays: one test, no call through the context
+                checked = call(replace(conv, test=""), f"d[{key}]", wire, required)
+                add("key_check", key, checked, conv.test)
+            else:
+                add("key_convert", key, call(conv, f"d[{key}]", wire, required))
 
         def fail(reason: str, wire: str) -> str:
             out.fails = True
@@ -552,14 +567,14 @@ class Pair:
                     if not a_kept:
                         add("key_from", key, call(conv, read(fa), fb.wire, fb.required), read(fa))
                     elif conv.kind != "id":
-                        add("key_convert", key, call(conv, f"d[{key}]", fb.wire, fb.required))
+                        convert_key(conv, key, fb.wire, fb.required)
                     if fb.required and not fa.required:
                         add("key_required", key, fail("the target requires it", fb.wire))
                     continue
                 if a_kept:  # an undeclared key of the source may hold it
                     conv = self.conv(ANY, fb.type)
                     if conv.kind != "id":
-                        add("key_convert", key, call(conv, f"d[{key}]", fb.wire, fb.required))
+                        convert_key(conv, key, fb.wire, fb.required)
                 default = self._default(b_name, fb.wire)
                 if default is not None:
                     add("key_default", key, _json_literal(default.value))
@@ -727,6 +742,7 @@ def pair_view(a: Revision, b: Revision) -> PairView:
     view.functions = sorted(p.functions, key=lambda f: _sort_key(f.name))
     view.tables = p.tables
     view.types = [(const, annotation) for annotation, const in p.types.items()]
+    view.fits = [(p.fits[const], const) for const in p.types.values() if const in p.fits]
     view.typing_imports = sorted(p.helpers & {"Annotated", "Literal"})
     view.msgspec_imports = sorted(p.helpers & {"Meta"})
     view.names = [

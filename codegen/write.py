@@ -18,7 +18,7 @@ import libcst
 
 from . import diff_render, digest, projection
 from .diff import compare
-from .emit import format_python, render, revision_files
+from .emit import format_python, on_all_cores, render, revision_files
 from .ir import Revision
 from .model import build
 from .paths import CHANGES_DIR, GENERATED_DIR, REPO_ROOT, package_name
@@ -39,8 +39,11 @@ def revisions_file() -> str:
     )
 
 
-def generate(revisions: Iterable[str] | None = None) -> dict[Path, str]:
-    """Every generated file (absolute path -> content) for ``revisions`` (default: all)."""
+def generate(revisions: Iterable[str] | None = None, *, settle: bool = False) -> dict[Path, str]:
+    """Every generated file (absolute path -> content) for ``revisions`` (default: all).
+
+    With ``settle``, also prove that black's one pass settled every Python file
+    (``emit.format_python``); ``mcpbind generate --check`` asks for it."""
     wanted = list(revisions) if revisions is not None else [p.revision for p in pins()]
     files: dict[Path, str] = {GENERATED_DIR / "_revisions.py": revisions_file()}
     irs = {revision: build(revision) for revision in wanted}
@@ -55,7 +58,9 @@ def generate(revisions: Iterable[str] | None = None) -> dict[Path, str]:
     )
     if set(irs) == {p.revision for p in pins()}:
         files[GENERATED_DIR / "_provenance.py"] = projection.provenance_file(irs)
-    python = format_python({path: text for path, text in files.items() if path.suffix == ".py"})
+    python = format_python(
+        {path: text for path, text in files.items() if path.suffix == ".py"}, settle=settle
+    )
     return {**files, **python}
 
 
@@ -95,22 +100,34 @@ for package in sys.argv[1:]:
 """
 
 
+def _parse_error(item: tuple[str, str]) -> str | None:
+    """Why the Python source ``text`` of file ``rel`` does not compile or parse with libcst."""
+    rel, text = item
+    try:
+        compile(text, rel, "exec")
+        libcst.parse_module(text)
+    except (SyntaxError, libcst.ParserSyntaxError) as exc:
+        return f"{rel}: generated code does not parse: {exc}"
+    return None
+
+
 def verify(files: dict[Path, str]) -> None:
-    """Compile, parse and import the new files from a scratch copy; raise VerifyError if any fails."""
+    """Compile, parse and import the new files from a scratch copy; raise VerifyError if any fails.
+
+    The import runs in a child process while the files are parsed on all cores: the parse
+    error, when there is one, is what is reported."""
     files = {p: t for p, t in files.items() if p.is_relative_to(GENERATED_DIR)}  # not docs/changes
     for path, text in files.items():
-        rel = path.relative_to(REPO_ROOT)
         if path.suffix == ".json":
             try:
                 digest.load(text)
             except digest.DigestError as exc:
+                rel = path.relative_to(REPO_ROOT)
                 raise VerifyError(f"{rel}: generated digest does not load: {exc}") from exc
-            continue
-        try:
-            compile(text, str(rel), "exec")
-            libcst.parse_module(text)
-        except (SyntaxError, libcst.ParserSyntaxError) as exc:
-            raise VerifyError(f"{rel}: generated code does not parse: {exc}") from exc
+    python = sorted(
+        ((str(p.relative_to(REPO_ROOT)), t) for p, t in files.items() if p.suffix != ".json"),
+        key=lambda item: -len(item[1]),  # largest first balances the workers
+    )
     with tempfile.TemporaryDirectory() as scratch:
         for path, text in files.items():
             target = Path(scratch) / path.relative_to(GENERATED_DIR)
@@ -126,15 +143,24 @@ def verify(files: dict[Path, str]) -> None:
             "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")]),
             "MCPBIND_GENERATED_DIR": scratch,
         }
-        done = subprocess.run(
+        with subprocess.Popen(
             [sys.executable, "-c", _IMPORT_CHECK, *packages],
-            capture_output=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
             text=True,
             env=env,
-            check=False,
-        )
-        if done.returncode != 0:
-            raise VerifyError(f"generated code does not import:\n{done.stderr.strip()}")
+        ) as importing:
+            try:
+                errors = [e for e in on_all_cores(_parse_error, python) if e is not None]
+            except BaseException:
+                importing.kill()
+                raise
+            if errors:
+                importing.kill()
+                raise VerifyError(errors[0])
+            _, stderr = importing.communicate()
+        if importing.returncode != 0:
+            raise VerifyError(f"generated code does not import:\n{stderr.strip()}")
 
 
 def stale(files: dict[Path, str]) -> list[str]:

@@ -22,7 +22,7 @@ from msgspec import UNSET
 from ._revisions import PACKAGES, REVISIONS
 from ._support import dec_hook, join_path
 
-__all__ = ["Ctx", "ProjectionError", "project", "project_lossy", "revision_of"]
+__all__ = ["Ctx", "ProjectionError", "fits", "project", "project_lossy", "revision_of"]
 
 T = TypeVar("T")
 
@@ -222,36 +222,49 @@ def _plain_check(tp: Any) -> Callable[[Any], bool] | None:
         return lambda x: type(x) is tp
     origin, args = get_origin(tp), get_args(tp)
     if origin is list and len(args) == 1:
-        return _all_of(list, args[0], lambda v: v)
+        return _all_of(list, args[0], iter)
     if origin is dict and len(args) == 2 and args[0] is str:
-        of_values = _all_of(dict, args[1], dict.values)
-        if of_values is None:
-            return None
-        return lambda v: of_values(v) and _STR.issuperset(map(type, v))
+        return _all_of(dict, args[1], dict.values)
     return None
 
 
-def _all_of(
-    container: type, item: Any, items: Callable[[Any], Any]
-) -> Callable[[Any], bool] | None:
-    """A test that ``v`` is a ``container`` whose ``items(v)`` all fit ``item``."""
+def _never(v: Any) -> bool:
+    return False
+
+
+def fits(tp: Any) -> Callable[[Any], bool]:
+    """A test that a plain JSON value already is of type ``tp`` exactly, so that it can be kept
+    as it is; it says False wherever msgspec must judge (``Ctx.check`` then does). Generated
+    projection modules build one per type when they load, not one per value."""
+    return _plain_check(tp) or _never
+
+
+def _all_of(container: Any, item: Any, items: Callable[[Any], Any]) -> Callable[[Any], bool] | None:
+    """A test that ``v`` is a ``container`` whose ``items(v)`` all fit ``item`` (and, for a
+    map, whose keys are all str). One function per shape, each a single Python call: this
+    runs once per projected value (every tool's `properties` on tools/list)."""
+    # A map's keys, tested in C; for a list, `bool` of the unconsumed map is True.
+    keys: Callable[[Any], bool] = _STR.issuperset if container is dict else bool
     if item is Any:
-        return lambda v: type(v) is container
+        return lambda v: type(v) is container and keys(map(type, v))
     if item in _EXACT:
-        exact = frozenset({item})
-        return lambda v: type(v) is container and exact.issuperset(map(type, items(v)))
+        exact = frozenset({item}).issuperset
+        return lambda v: (
+            type(v) is container and keys(map(type, v)) and exact(map(type, items(v)))
+        )
     if get_origin(item) is dict and get_args(item) == (str, Any):
         # Objects of anything (a schema's `properties`): every item a dict, every key of every
         # item a str, both tested in C (iterating a dict gives its keys).
         return lambda v: (
             type(v) is container
+            and keys(map(type, v))
             and _DICT.issuperset(map(type, items(v)))
             and _STR.issuperset(map(type, chain.from_iterable(items(v))))
         )
-    fits = _plain_check(item)
-    if fits is None:
+    each = _plain_check(item)
+    if each is None:
         return None
-    return lambda v: type(v) is container and all(map(fits, items(v)))
+    return lambda v: type(v) is container and keys(map(type, v)) and all(map(each, items(v)))
 
 
 def ident(v: Any, c: Ctx) -> Any:
@@ -275,6 +288,11 @@ def empty(v: Any, c: Ctx) -> dict[str, Any]:
     """An object into a place the target models as a bare map: its presence stays, the fields
     the target does not define go."""
     return {}
+
+
+# An empty open object of a given class, without a call of its Python ``__init__`` (generated
+# functions fill it with ``update`` and item assignment, as the decoder does).
+new: Callable[[type[T]], T] = dict.__new__  # type: ignore[assignment]
 
 
 def put(m: Any, key: str, v: Any) -> dict[str, Any]:

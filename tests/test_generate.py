@@ -95,3 +95,28 @@ def test_every_statement_kind_of_an_object_function_has_a_layout(kind):
     text = str(macro(body))
     assert kind in ("keys_new", "keys_copy") or "f(v)" in text
     compile("def g(x, c, v, d, t):\n" + textwrap.indent(text, "    "), kind, "exec")
+
+
+def test_one_black_pass_gives_what_black_format_str_gives(monkeypatch):
+    import black
+
+    from codegen import emit
+
+    monkeypatch.setattr(emit.os, "cpu_count", lambda: 1)  # in this process, for the patch below
+    source = "x = {'a': 1,}\ny = [1,\n  2]\n"  # the first pass changes it: black formats twice
+    mode = black.Mode(line_length=100, target_versions={black.mode.TargetVersion.PY311})
+    assert emit.format_python({"m.py": source}, settle=True) == {
+        "m.py": black.format_str(source, mode=mode)
+    }
+    # A first pass that a second pass would change again is refused, naming the file.
+    monkeypatch.setattr(black, "_format_str_once", lambda src, mode: src + "#\n")
+    assert emit.format_python({"m.py": source}) == {"m.py": source + "#\n"}
+    with pytest.raises(emit.FormatError, match="m.py"):
+        emit.format_python({"m.py": source}, settle=True)
+
+
+def test_output_that_parses_but_does_not_import_is_refused(generated):
+    path = next(p for p in generated if p.name == "methods.py")
+    broken = {**generated, path: generated[path] + "\nraise RuntimeError('not importable')\n"}
+    with pytest.raises(writer.VerifyError, match="(?s)does not import.*not importable"):
+        writer.verify(broken)

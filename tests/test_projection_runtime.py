@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 import mcpbind
 from mcpbind import v2024_11_05 as old
 from mcpbind import v2026_07_28 as new
-from mcpbind.projection import _plain_check
+from mcpbind.projection import _plain_check, fits
 
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=3),
@@ -47,6 +47,27 @@ def test_the_plain_json_shortcut_accepts_only_what_msgspec_accepts_unchanged(tp,
 def test_types_with_constraints_or_structs_are_left_to_msgspec():
     assert _plain_check(float) is None
     assert _plain_check(new.Tool) is None
+
+
+def test_fits_accepts_exact_plain_json_only_and_leaves_the_rest_to_msgspec():
+    schemas = fits(dict[str, dict[str, Any]])
+    assert schemas({"p": {"type": "string"}}) and schemas({})
+    assert not schemas({"p": 5}) and not schemas({1: {}}) and not schemas({"p": {1: 2}})
+    assert not schemas([]) and not fits(list[str])(["a", 1]) and fits(list[str])(["a"])
+    assert fits(float)(1.5) is False  # no shortcut: Ctx.check asks msgspec
+
+
+def test_an_open_object_projects_to_the_target_class_keeping_every_key():
+    schema = new.ToolInputSchema(
+        {"properties": {"p": {"type": "string"}}, "required": ["p"], "x-vendor": [1]},
+        type="object",
+    )
+    out = mcpbind.project(new.Tool(name="t", input_schema=schema), "2024-11-05").input_schema
+    assert type(out) is old.ToolInputSchema and out is not schema
+    assert dict(out) == dict(schema) and out.type == "object"
+    assert out["properties"] is schema["properties"]  # plain JSON that fits is shared, not copied
+    out["x-more"] = 1  # the projection's own object: the source is left as it was
+    assert "x-more" not in schema
 
 
 def test_a_failure_deep_inside_names_its_full_json_path():

@@ -15,7 +15,7 @@ from msgspec import UNSET
 
 from mcpbind.v2024_11_05 import types as _source  # type: ignore[import-untyped]
 from mcpbind.v2025_06_18 import types as _target  # type: ignore[import-untyped]
-from mcpbind.projection import Ctx, builtins, empty, ident, plain, put
+from mcpbind.projection import Ctx, builtins, empty, fits, ident, new, plain, put
 
 SOURCE = "2024-11-05"
 TARGET = "2025-06-18"
@@ -23,7 +23,8 @@ TARGET = "2025-06-18"
 
 def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict[type, str]]:
     """The projection functions from the classes of module ``_a`` to those of module ``_b``."""
-    # Target types of values the source leaves open (validated with mcpbind.convert).
+    # Target types of values the source leaves open (validated with mcpbind.convert), and the fast
+    # exact tests of those that plain JSON may already fit.
 
     def _o_Annotations_1(x: Any, c: Ctx) -> Any:
         # _a.AnnotatedAnnotations -> _b.Annotations
@@ -433,8 +434,9 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_NotificationParams(x: Any, c: Ctx) -> Any:
         # _a.NotificationParams -> _b.NotificationParams
-        d = dict(x)
-        return _b.NotificationParams(d)
+        d = new(_b.NotificationParams)
+        d.update(x)
+        return d
 
     def _o_PaginatedRequest(x: Any, c: Ctx) -> Any:
         # _a.PaginatedRequest -> _b.PaginatedRequest
@@ -540,15 +542,17 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_RequestParams(x: Any, c: Ctx) -> Any:
         # _a.RequestParams -> _b.RequestParams
-        d = dict(x)
+        d = new(_b.RequestParams)
+        d.update(x)
         if "_meta" in d:
             d["_meta"] = _o_RequestParamsMeta(d["_meta"], c)
-        return _b.RequestParams(d)
+        return d
 
     def _o_RequestParamsMeta(x: Any, c: Ctx) -> Any:
         # _a.RequestParamsMeta -> _b.RequestParamsMeta
-        d = dict(x)
-        return _b.RequestParamsMeta(d)
+        d = new(_b.RequestParamsMeta)
+        d.update(x)
+        return d
 
     def _o_Resource(x: Any, c: Ctx) -> Any:
         # _a.Resource -> _b.Resource
@@ -617,8 +621,9 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_Result(x: Any, c: Ctx) -> Any:
         # _a.Result -> _b.Result
-        d = dict(x)
-        return _b.Result(d)
+        d = new(_b.Result)
+        d.update(x)
+        return d
 
     def _o_Root(x: Any, c: Ctx) -> Any:
         # _a.Root -> _b.Root
@@ -726,8 +731,9 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_ToolInputSchema(x: Any, c: Ctx) -> Any:
         # _a.ToolInputSchema -> _b.ToolInputSchema
-        d = dict(x)
-        return _b.ToolInputSchema(d)
+        d = new(_b.ToolInputSchema)
+        d.update(x)
+        return d
 
     def _o_ToolListChangedNotification(x: Any, c: Ctx) -> Any:
         # _a.ToolListChangedNotification -> _b.ToolListChangedNotification

@@ -15,7 +15,7 @@ from msgspec import UNSET
 
 from mcpbind.v2024_11_05 import types as _source  # type: ignore[import-untyped]
 from mcpbind.v2026_07_28 import types as _target  # type: ignore[import-untyped]
-from mcpbind.projection import Ctx, builtins, empty, ident, plain, put
+from mcpbind.projection import Ctx, builtins, empty, fits, ident, new, plain, put
 
 SOURCE = "2024-11-05"
 TARGET = "2026-07-28"
@@ -23,7 +23,8 @@ TARGET = "2026-07-28"
 
 def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict[type, str]]:
     """The projection functions from the classes of module ``_a`` to those of module ``_b``."""
-    # Target types of values the source leaves open (validated with mcpbind.convert).
+    # Target types of values the source leaves open (validated with mcpbind.convert), and the fast
+    # exact tests of those that plain JSON may already fit.
     _T0: Any = _b.ClientCapabilities
     _T1: Any = _b.Implementation
     _T2: Any = Literal[
@@ -32,6 +33,10 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
     _T3: Any = str
     _T4: Any = _b.ResultMetaObject
     _T5: Any = _b.NotificationMetaObject
+    _F0 = fits(_T0)
+    _F1 = fits(_T1)
+    _F2 = fits(_T2)
+    _F3 = fits(_T3)
 
     def _o_Annotations_7(x: Any, c: Ctx) -> Any:
         # _a.AnnotatedAnnotations -> _b.Annotations
@@ -529,8 +534,11 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_RequestMetaObject_1(x: Any, c: Ctx) -> Any:
         # _a.RequestParamsMeta -> _b.RequestMetaObject
-        d = dict(x)
-        if "io.modelcontextprotocol/clientCapabilities" in d:
+        d = new(_b.RequestMetaObject)
+        d.update(x)
+        if "io.modelcontextprotocol/clientCapabilities" in d and not _F0(
+            d["io.modelcontextprotocol/clientCapabilities"]
+        ):
             d["io.modelcontextprotocol/clientCapabilities"] = c.req(
                 d["io.modelcontextprotocol/clientCapabilities"],
                 _v2,
@@ -542,15 +550,21 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
                 "the target requires it and the source has no value",
                 "io.modelcontextprotocol/clientCapabilities",
             )
-        if "io.modelcontextprotocol/clientInfo" in d:
+        if "io.modelcontextprotocol/clientInfo" in d and not _F1(
+            d["io.modelcontextprotocol/clientInfo"]
+        ):
             d["io.modelcontextprotocol/clientInfo"] = c.opt(
                 d["io.modelcontextprotocol/clientInfo"], _v3, "io.modelcontextprotocol/clientInfo"
             )
-        if "io.modelcontextprotocol/logLevel" in d:
+        if "io.modelcontextprotocol/logLevel" in d and not _F2(
+            d["io.modelcontextprotocol/logLevel"]
+        ):
             d["io.modelcontextprotocol/logLevel"] = c.opt(
                 d["io.modelcontextprotocol/logLevel"], _v4, "io.modelcontextprotocol/logLevel"
             )
-        if "io.modelcontextprotocol/protocolVersion" in d:
+        if "io.modelcontextprotocol/protocolVersion" in d and not _F3(
+            d["io.modelcontextprotocol/protocolVersion"]
+        ):
             d["io.modelcontextprotocol/protocolVersion"] = c.req(
                 d["io.modelcontextprotocol/protocolVersion"],
                 _v5,
@@ -562,7 +576,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
                 "the target requires it and the source has no value",
                 "io.modelcontextprotocol/protocolVersion",
             )
-        return _b.RequestMetaObject(d)
+        return d
 
     def _o_RequestParams(x: Any, c: Ctx) -> Any:
         # _a.RequestParams -> _b.RequestParams
@@ -646,14 +660,15 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_Result(x: Any, c: Ctx) -> Any:
         # _a.Result -> _b.Result
-        d = dict(x)
+        d = new(_b.Result)
+        d.update(x)
         if "_meta" in d:
             d["_meta"] = c.opt(d["_meta"], _v6, "_meta")
-        if "resultType" in d:
+        if "resultType" in d and not _F3(d["resultType"]):
             d["resultType"] = c.req(d["resultType"], _v5, "resultType")
         if "resultType" not in d:
             d["resultType"] = "complete"
-        return _b.Result(d)
+        return d
 
     def _o_Root(x: Any, c: Ctx) -> Any:
         # _a.Root -> _b.Root
@@ -728,10 +743,11 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_ToolInputSchema(x: Any, c: Ctx) -> Any:
         # _a.ToolInputSchema -> _b.ToolInputSchema
-        d = dict(x)
-        if "$schema" in d:
+        d = new(_b.ToolInputSchema)
+        d.update(x)
+        if "$schema" in d and not _F3(d["$schema"]):
             d["$schema"] = c.opt(d["$schema"], _v5, "$schema")
-        return _b.ToolInputSchema(d)
+        return d
 
     def _o_ToolListChangedNotification(x: Any, c: Ctx) -> Any:
         # _a.ToolListChangedNotification -> _b.ToolListChangedNotification
@@ -813,23 +829,27 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _v2(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        return c.check(v, _T0, "ClientCapabilities")
+        return v if _F0(v) else c.check(v, _T0, "ClientCapabilities")
 
     def _v3(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        return c.check(v, _T1, "Implementation")
+        return v if _F1(v) else c.check(v, _T1, "Implementation")
 
     def _v4(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        return c.check(
-            v,
-            _T2,
-            "'alert' | 'critical' | 'debug' | 'emergency' | 'error' | 'info' | 'notice' | 'warning'",
+        return (
+            v
+            if _F2(v)
+            else c.check(
+                v,
+                _T2,
+                "'alert' | 'critical' | 'debug' | 'emergency' | 'error' | 'info' | 'notice' | 'warning'",
+            )
         )
 
     def _v5(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        return c.check(v, _T3, "string")
+        return v if _F3(v) else c.check(v, _T3, "string")
 
     def _v6(v: Any, c: Ctx) -> Any:
         # Any -> Any

@@ -15,7 +15,7 @@ from msgspec import UNSET
 
 from mcpbind.v2025_03_26 import types as _source  # type: ignore[import-untyped]
 from mcpbind.v2025_11_25 import types as _target  # type: ignore[import-untyped]
-from mcpbind.projection import Ctx, builtins, empty, ident, plain, put
+from mcpbind.projection import Ctx, builtins, empty, fits, ident, new, plain, put
 
 SOURCE = "2025-03-26"
 TARGET = "2025-11-25"
@@ -23,8 +23,10 @@ TARGET = "2025-11-25"
 
 def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict[type, str]]:
     """The projection functions from the classes of module ``_a`` to those of module ``_b``."""
-    # Target types of values the source leaves open (validated with mcpbind.convert).
+    # Target types of values the source leaves open (validated with mcpbind.convert), and the fast
+    # exact tests of those that plain JSON may already fit.
     _T0: Any = str
+    _F0 = fits(_T0)
 
     def _o_Annotations(x: Any, c: Ctx) -> Any:
         # _a.Annotations -> _b.Annotations
@@ -526,8 +528,9 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_RequestParamsMeta(x: Any, c: Ctx) -> Any:
         # _a.RequestParamsMeta -> _b.RequestParamsMeta
-        d = dict(x)
-        return _b.RequestParamsMeta(d)
+        d = new(_b.RequestParamsMeta)
+        d.update(x)
+        return d
 
     def _o_Resource(x: Any, c: Ctx) -> Any:
         # _a.Resource -> _b.Resource
@@ -600,8 +603,9 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_Result(x: Any, c: Ctx) -> Any:
         # _a.Result -> _b.Result
-        d = dict(x)
-        return _b.Result(d)
+        d = new(_b.Result)
+        d.update(x)
+        return d
 
     def _o_Root(x: Any, c: Ctx) -> Any:
         # _a.Root -> _b.Root
@@ -734,10 +738,11 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_ToolInputSchema(x: Any, c: Ctx) -> Any:
         # _a.ToolInputSchema -> _b.ToolInputSchema
-        d = dict(x)
-        if "$schema" in d:
+        d = new(_b.ToolInputSchema)
+        d.update(x)
+        if "$schema" in d and not _F0(d["$schema"]):
             d["$schema"] = c.opt(d["$schema"], _v24, "$schema")
-        return _b.ToolInputSchema(d)
+        return d
 
     def _o_ToolListChangedNotification(x: Any, c: Ctx) -> Any:
         # _a.ToolListChangedNotification -> _b.ToolListChangedNotification
@@ -856,7 +861,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _v24(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        return c.check(v, _T0, "string")
+        return v if _F0(v) else c.check(v, _T0, "string")
 
     _D1: dict[type, Callable[[Any, Ctx], Any]] = {
         _a.TextResourceContents: _o_TextResourceContents,

@@ -15,7 +15,7 @@ from msgspec import UNSET
 
 from mcpbind.v2025_06_18 import types as _source  # type: ignore[import-untyped]
 from mcpbind.v2025_11_25 import types as _target  # type: ignore[import-untyped]
-from mcpbind.projection import Ctx, builtins, empty, ident, plain, put
+from mcpbind.projection import Ctx, builtins, empty, fits, ident, new, plain, put
 
 SOURCE = "2025-06-18"
 TARGET = "2025-11-25"
@@ -23,8 +23,10 @@ TARGET = "2025-11-25"
 
 def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict[type, str]]:
     """The projection functions from the classes of module ``_a`` to those of module ``_b``."""
-    # Target types of values the source leaves open (validated with mcpbind.convert).
+    # Target types of values the source leaves open (validated with mcpbind.convert), and the fast
+    # exact tests of those that plain JSON may already fit.
     _T0: Any = str
+    _F0 = fits(_T0)
 
     def _o_Annotations(x: Any, c: Ctx) -> Any:
         # _a.Annotations -> _b.Annotations
@@ -597,8 +599,9 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_RequestParamsMeta(x: Any, c: Ctx) -> Any:
         # _a.RequestParamsMeta -> _b.RequestParamsMeta
-        d = dict(x)
-        return _b.RequestParamsMeta(d)
+        d = new(_b.RequestParamsMeta)
+        d.update(x)
+        return d
 
     def _o_Resource(x: Any, c: Ctx) -> Any:
         # _a.Resource -> _b.Resource
@@ -703,8 +706,9 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_Result(x: Any, c: Ctx) -> Any:
         # _a.Result -> _b.Result
-        d = dict(x)
-        return _b.Result(d)
+        d = new(_b.Result)
+        d.update(x)
+        return d
 
     def _o_Root(x: Any, c: Ctx) -> Any:
         # _a.Root -> _b.Root
@@ -868,10 +872,11 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_ToolInputSchema(x: Any, c: Ctx) -> Any:
         # _a.ToolInputSchema -> _b.ToolInputSchema
-        d = dict(x)
-        if "$schema" in d:
+        d = new(_b.ToolInputSchema)
+        d.update(x)
+        if "$schema" in d and not _F0(d["$schema"]):
             d["$schema"] = c.opt(d["$schema"], _v22, "$schema")
-        return _b.ToolInputSchema(d)
+        return d
 
     def _o_ToolListChangedNotification(x: Any, c: Ctx) -> Any:
         # _a.ToolListChangedNotification -> _b.ToolListChangedNotification
@@ -883,10 +888,11 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_ToolOutputSchema(x: Any, c: Ctx) -> Any:
         # _a.ToolOutputSchema -> _b.ToolOutputSchema
-        d = dict(x)
-        if "$schema" in d:
+        d = new(_b.ToolOutputSchema)
+        d.update(x)
+        if "$schema" in d and not _F0(d["$schema"]):
             d["$schema"] = c.opt(d["$schema"], _v22, "$schema")
-        return _b.ToolOutputSchema(d)
+        return d
 
     def _o_UnsubscribeRequest(x: Any, c: Ctx) -> Any:
         # _a.UnsubscribeRequest -> _b.UnsubscribeRequest
@@ -990,7 +996,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _v22(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        return c.check(v, _T0, "string")
+        return v if _F0(v) else c.check(v, _T0, "string")
 
     _D1: dict[type, Callable[[Any, Ctx], Any]] = {
         _a.TextResourceContents: _o_TextResourceContents,

@@ -15,7 +15,7 @@ from msgspec import UNSET
 
 from mcpbind.v2026_07_28 import types as _source  # type: ignore[import-untyped]
 from mcpbind.draft import types as _target  # type: ignore[import-untyped]
-from mcpbind.projection import Ctx, builtins, empty, ident, plain, put
+from mcpbind.projection import Ctx, builtins, empty, fits, ident, new, plain, put
 
 SOURCE = "2026-07-28"
 TARGET = "draft"
@@ -23,7 +23,8 @@ TARGET = "draft"
 
 def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict[type, str]]:
     """The projection functions from the classes of module ``_a`` to those of module ``_b``."""
-    # Target types of values the source leaves open (validated with mcpbind.convert).
+    # Target types of values the source leaves open (validated with mcpbind.convert), and the fast
+    # exact tests of those that plain JSON may already fit.
 
     def _o_Annotations(x: Any, c: Ctx) -> Any:
         # _a.Annotations -> _b.Annotations
@@ -780,8 +781,9 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_NotificationMetaObject(x: Any, c: Ctx) -> Any:
         # _a.NotificationMetaObject -> _b.NotificationMetaObject
-        d = dict(x)
-        return _b.NotificationMetaObject(d)
+        d = new(_b.NotificationMetaObject)
+        d.update(x)
+        return d
 
     def _o_NotificationParams(x: Any, c: Ctx) -> Any:
         # _a.NotificationParams -> _b.NotificationParams
@@ -960,7 +962,8 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_RequestMetaObject(x: Any, c: Ctx) -> Any:
         # _a.RequestMetaObject -> _b.RequestMetaObject
-        d = dict(x)
+        d = new(_b.RequestMetaObject)
+        d.update(x)
         if "io.modelcontextprotocol/clientCapabilities" in d:
             d["io.modelcontextprotocol/clientCapabilities"] = _o_ClientCapabilities(
                 d["io.modelcontextprotocol/clientCapabilities"], c
@@ -969,7 +972,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
             d["io.modelcontextprotocol/clientInfo"] = _o_Implementation(
                 d["io.modelcontextprotocol/clientInfo"], c
             )
-        return _b.RequestMetaObject(d)
+        return d
 
     def _o_RequestParams(x: Any, c: Ctx) -> Any:
         # _a.RequestParams -> _b.RequestParams
@@ -1097,19 +1100,21 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_Result(x: Any, c: Ctx) -> Any:
         # _a.Result -> _b.Result
-        d = dict(x)
+        d = new(_b.Result)
+        d.update(x)
         if "_meta" in d:
             d["_meta"] = _o_ResultMetaObject(d["_meta"], c)
-        return _b.Result(d)
+        return d
 
     def _o_ResultMetaObject(x: Any, c: Ctx) -> Any:
         # _a.ResultMetaObject -> _b.ResultMetaObject
-        d = dict(x)
+        d = new(_b.ResultMetaObject)
+        d.update(x)
         if "io.modelcontextprotocol/serverInfo" in d:
             d["io.modelcontextprotocol/serverInfo"] = _o_Implementation(
                 d["io.modelcontextprotocol/serverInfo"], c
             )
-        return _b.ResultMetaObject(d)
+        return d
 
     def _o_Root(x: Any, c: Ctx) -> Any:
         # _a.Root -> _b.Root
@@ -1235,12 +1240,13 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_SubscriptionsListenResultMetaObject(x: Any, c: Ctx) -> Any:
         # _a.SubscriptionsListenResultMetaObject -> _b.SubscriptionsListenResultMetaObject
-        d = dict(x)
+        d = new(_b.SubscriptionsListenResultMetaObject)
+        d.update(x)
         if "io.modelcontextprotocol/serverInfo" in d:
             d["io.modelcontextprotocol/serverInfo"] = _o_Implementation(
                 d["io.modelcontextprotocol/serverInfo"], c
             )
-        return _b.SubscriptionsListenResultMetaObject(d)
+        return d
 
     def _o_SubscriptionsListenResultResponse(x: Any, c: Ctx) -> Any:
         # _a.SubscriptionsListenResultResponse -> _b.SubscriptionsListenResultResponse
@@ -1362,8 +1368,9 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_ToolInputSchema(x: Any, c: Ctx) -> Any:
         # _a.ToolInputSchema -> _b.ToolInputSchema
-        d = dict(x)
-        return _b.ToolInputSchema(d)
+        d = new(_b.ToolInputSchema)
+        d.update(x)
+        return d
 
     def _o_ToolListChangedNotification(x: Any, c: Ctx) -> Any:
         # _a.ToolListChangedNotification -> _b.ToolListChangedNotification
@@ -1375,8 +1382,9 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_ToolOutputSchema(x: Any, c: Ctx) -> Any:
         # _a.ToolOutputSchema -> _b.ToolOutputSchema
-        d = dict(x)
-        return _b.ToolOutputSchema(d)
+        d = new(_b.ToolOutputSchema)
+        d.update(x)
+        return d
 
     def _o_ToolResultContent(x: Any, c: Ctx) -> Any:
         # _a.ToolResultContent -> _b.ToolResultContent

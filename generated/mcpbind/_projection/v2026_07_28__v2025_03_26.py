@@ -15,7 +15,7 @@ from msgspec import UNSET
 
 from mcpbind.v2026_07_28 import types as _source  # type: ignore[import-untyped]
 from mcpbind.v2025_03_26 import types as _target  # type: ignore[import-untyped]
-from mcpbind.projection import Ctx, builtins, empty, ident, plain, put
+from mcpbind.projection import Ctx, builtins, empty, fits, ident, new, plain, put
 
 SOURCE = "2026-07-28"
 TARGET = "2025-03-26"
@@ -23,12 +23,15 @@ TARGET = "2025-03-26"
 
 def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict[type, str]]:
     """The projection functions from the classes of module ``_a`` to those of module ``_b``."""
-    # Target types of values the source leaves open (validated with mcpbind.convert).
+    # Target types of values the source leaves open (validated with mcpbind.convert), and the fast
+    # exact tests of those that plain JSON may already fit.
     _T0: Any = _b.NotificationParams
     _T1: Any = _b.RequestParams
     _T2: Any = _b.RequestParamsMeta
     _T3: Any = dict[str, dict[str, Any]]
     _T4: Any = list[str]
+    _F3 = fits(_T3)
+    _F4 = fits(_T4)
 
     def _o_Annotations(x: Any, c: Ctx) -> Any:
         # _a.Annotations -> _b.Annotations
@@ -418,10 +421,10 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_NotificationParams(x: Any, c: Ctx) -> Any:
         # _a.NotificationParams -> _b.NotificationParams
-        d: dict[str, Any] = {}
+        d = new(_b.NotificationParams)
         if x.meta is not UNSET:
             d["_meta"] = plain(x.meta, c)
-        return _b.NotificationParams(d)
+        return d
 
     def _o_PaginatedRequest(x: Any, c: Ctx) -> Any:
         # _a.PaginatedRequest -> _b.PaginatedRequest
@@ -539,14 +542,15 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_RequestParams(x: Any, c: Ctx) -> Any:
         # _a.RequestParams -> _b.RequestParams
-        d: dict[str, Any] = {}
+        d = new(_b.RequestParams)
         if x.meta is not UNSET:
             d["_meta"] = _o_RequestParamsMeta_1(x.meta, c)
-        return _b.RequestParams(d)
+        return d
 
     def _o_RequestParamsMeta_1(x: Any, c: Ctx) -> Any:
         # _a.RequestMetaObject -> _b.RequestParamsMeta
-        d = dict(x)
+        d = new(_b.RequestParamsMeta)
+        d.update(x)
         if "io.modelcontextprotocol/clientCapabilities" in d:
             d["io.modelcontextprotocol/clientCapabilities"] = builtins(
                 d["io.modelcontextprotocol/clientCapabilities"], c
@@ -555,14 +559,14 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
             d["io.modelcontextprotocol/clientInfo"] = builtins(
                 d["io.modelcontextprotocol/clientInfo"], c
             )
-        return _b.RequestParamsMeta(d)
+        return d
 
     def _o_RequestParams_29(x: Any, c: Ctx) -> Any:
         # _a.ListRootsRequestParams -> _b.RequestParams
-        d: dict[str, Any] = {}
+        d = new(_b.RequestParams)
         if x.meta is not UNSET:
             d["_meta"] = c.opt(x.meta, _v30, "_meta")
-        return _b.RequestParams(d)
+        return d
 
     def _o_Resource(x: Any, c: Ctx) -> Any:
         # _a.Resource -> _b.Resource
@@ -633,10 +637,11 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_Result(x: Any, c: Ctx) -> Any:
         # _a.Result -> _b.Result
-        d = dict(x)
+        d = new(_b.Result)
+        d.update(x)
         if "_meta" in d:
             d["_meta"] = builtins(d["_meta"], c)
-        return _b.Result(d)
+        return d
 
     def _o_Root(x: Any, c: Ctx) -> Any:
         # _a.Root -> _b.Root
@@ -733,12 +738,13 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_ToolInputSchema(x: Any, c: Ctx) -> Any:
         # _a.ToolInputSchema -> _b.ToolInputSchema
-        d = dict(x)
-        if "properties" in d:
+        d = new(_b.ToolInputSchema)
+        d.update(x)
+        if "properties" in d and not _F3(d["properties"]):
             d["properties"] = c.opt(d["properties"], _v33, "properties")
-        if "required" in d:
+        if "required" in d and not _F4(d["required"]):
             d["required"] = c.opt(d["required"], _v34, "required")
-        return _b.ToolInputSchema(d)
+        return d
 
     def _o_ToolListChangedNotification(x: Any, c: Ctx) -> Any:
         # _a.ToolListChangedNotification -> _b.ToolListChangedNotification
@@ -854,11 +860,11 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _v33(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        return c.check(v, _T3, "object")
+        return v if _F3(v) else c.check(v, _T3, "object")
 
     def _v34(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        return c.check(v, _T4, "array")
+        return v if _F4(v) else c.check(v, _T4, "array")
 
     _D2: dict[type, Callable[[Any, Ctx], Any]] = {
         _a.TextResourceContents: _o_TextResourceContents,

@@ -15,7 +15,7 @@ from msgspec import UNSET
 
 from mcpbind.v2026_07_28 import types as _source  # type: ignore[import-untyped]
 from mcpbind.v2025_06_18 import types as _target  # type: ignore[import-untyped]
-from mcpbind.projection import Ctx, builtins, empty, ident, plain, put
+from mcpbind.projection import Ctx, builtins, empty, fits, ident, new, plain, put
 
 SOURCE = "2026-07-28"
 TARGET = "2025-06-18"
@@ -23,7 +23,8 @@ TARGET = "2025-06-18"
 
 def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict[type, str]]:
     """The projection functions from the classes of module ``_a`` to those of module ``_b``."""
-    # Target types of values the source leaves open (validated with mcpbind.convert).
+    # Target types of values the source leaves open (validated with mcpbind.convert), and the fast
+    # exact tests of those that plain JSON may already fit.
     _T0: Any = dict[str, Any]
     _T1: Any = _b.NotificationParams
     _T2: Any = _b.RequestParams
@@ -31,6 +32,10 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
     _T4: Any = dict[str, dict[str, Any]]
     _T5: Any = list[str]
     _T6: Any = Literal["object"]
+    _F0 = fits(_T0)
+    _F4 = fits(_T4)
+    _F5 = fits(_T5)
+    _F6 = fits(_T6)
 
     def _o_Annotations(x: Any, c: Ctx) -> Any:
         # _a.Annotations -> _b.Annotations
@@ -92,7 +97,11 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         is_error = x.is_error
         structured_content = x.structured_content
         if structured_content is not UNSET:
-            structured_content = c.opt(structured_content, _v7, "structuredContent")
+            structured_content = (
+                structured_content
+                if _F0(structured_content)
+                else c.opt(structured_content, _v7, "structuredContent")
+            )
         if x.result_type not in (UNSET, "complete"):
             c.fail(
                 "CallToolResult",
@@ -471,10 +480,10 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_NotificationParams(x: Any, c: Ctx) -> Any:
         # _a.NotificationParams -> _b.NotificationParams
-        d: dict[str, Any] = {}
+        d = new(_b.NotificationParams)
         if x.meta is not UNSET:
             d["_meta"] = plain(x.meta, c)
-        return _b.NotificationParams(d)
+        return d
 
     def _o_NumberSchema(x: Any, c: Ctx) -> Any:
         # _a.NumberSchema -> _b.NumberSchema
@@ -609,14 +618,15 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_RequestParams(x: Any, c: Ctx) -> Any:
         # _a.RequestParams -> _b.RequestParams
-        d: dict[str, Any] = {}
+        d = new(_b.RequestParams)
         if x.meta is not UNSET:
             d["_meta"] = _o_RequestParamsMeta_1(x.meta, c)
-        return _b.RequestParams(d)
+        return d
 
     def _o_RequestParamsMeta_1(x: Any, c: Ctx) -> Any:
         # _a.RequestMetaObject -> _b.RequestParamsMeta
-        d = dict(x)
+        d = new(_b.RequestParamsMeta)
+        d.update(x)
         if "io.modelcontextprotocol/clientCapabilities" in d:
             d["io.modelcontextprotocol/clientCapabilities"] = builtins(
                 d["io.modelcontextprotocol/clientCapabilities"], c
@@ -625,14 +635,14 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
             d["io.modelcontextprotocol/clientInfo"] = builtins(
                 d["io.modelcontextprotocol/clientInfo"], c
             )
-        return _b.RequestParamsMeta(d)
+        return d
 
     def _o_RequestParams_32(x: Any, c: Ctx) -> Any:
         # _a.ListRootsRequestParams -> _b.RequestParams
-        d: dict[str, Any] = {}
+        d = new(_b.RequestParams)
         if x.meta is not UNSET:
             d["_meta"] = c.opt(x.meta, _v33, "_meta")
-        return _b.RequestParams(d)
+        return d
 
     def _o_Resource(x: Any, c: Ctx) -> Any:
         # _a.Resource -> _b.Resource
@@ -735,10 +745,11 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_Result(x: Any, c: Ctx) -> Any:
         # _a.Result -> _b.Result
-        d = dict(x)
+        d = new(_b.Result)
+        d.update(x)
         if "_meta" in d:
             d["_meta"] = builtins(d["_meta"], c)
-        return _b.Result(d)
+        return d
 
     def _o_Root(x: Any, c: Ctx) -> Any:
         # _a.Root -> _b.Root
@@ -866,12 +877,13 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_ToolInputSchema(x: Any, c: Ctx) -> Any:
         # _a.ToolInputSchema -> _b.ToolInputSchema
-        d = dict(x)
-        if "properties" in d:
+        d = new(_b.ToolInputSchema)
+        d.update(x)
+        if "properties" in d and not _F4(d["properties"]):
             d["properties"] = c.opt(d["properties"], _v36, "properties")
-        if "required" in d:
+        if "required" in d and not _F5(d["required"]):
             d["required"] = c.opt(d["required"], _v37, "required")
-        return _b.ToolInputSchema(d)
+        return d
 
     def _o_ToolListChangedNotification(x: Any, c: Ctx) -> Any:
         # _a.ToolListChangedNotification -> _b.ToolListChangedNotification
@@ -882,16 +894,17 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_ToolOutputSchema(x: Any, c: Ctx) -> Any:
         # _a.ToolOutputSchema -> _b.ToolOutputSchema
-        d = dict(x)
-        if "properties" in d:
+        d = new(_b.ToolOutputSchema)
+        d.update(x)
+        if "properties" in d and not _F4(d["properties"]):
             d["properties"] = c.opt(d["properties"], _v36, "properties")
-        if "required" in d:
+        if "required" in d and not _F5(d["required"]):
             d["required"] = c.opt(d["required"], _v37, "required")
-        if "type" in d:
+        if "type" in d and not _F6(d["type"]):
             d["type"] = c.req(d["type"], _v38, "type")
         if "type" not in d:
             c.fail("ToolOutputSchema", "the target requires it and the source has no value", "type")
-        return _b.ToolOutputSchema(d)
+        return d
 
     def _l13(v: Any, c: Ctx) -> Any:
         # Any -> Any
@@ -1011,19 +1024,19 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _v36(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        return c.check(v, _T4, "object")
+        return v if _F4(v) else c.check(v, _T4, "object")
 
     def _v37(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        return c.check(v, _T5, "array")
+        return v if _F5(v) else c.check(v, _T5, "array")
 
     def _v38(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        return c.check(v, _T6, "'object'")
+        return v if _F6(v) else c.check(v, _T6, "'object'")
 
     def _v7(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        return c.check(v, _T0, "object")
+        return v if _F0(v) else c.check(v, _T0, "object")
 
     _D2: dict[type, Callable[[Any, Ctx], Any]] = {
         _a.TextResourceContents: _o_TextResourceContents,

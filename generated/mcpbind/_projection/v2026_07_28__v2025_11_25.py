@@ -15,7 +15,7 @@ from msgspec import UNSET
 
 from mcpbind.v2026_07_28 import types as _source  # type: ignore[import-untyped]
 from mcpbind.v2025_11_25 import types as _target  # type: ignore[import-untyped]
-from mcpbind.projection import Ctx, builtins, empty, ident, plain, put
+from mcpbind.projection import Ctx, builtins, empty, fits, ident, new, plain, put
 
 SOURCE = "2026-07-28"
 TARGET = "2025-11-25"
@@ -23,13 +23,18 @@ TARGET = "2025-11-25"
 
 def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict[type, str]]:
     """The projection functions from the classes of module ``_a`` to those of module ``_b``."""
-    # Target types of values the source leaves open (validated with mcpbind.convert).
+    # Target types of values the source leaves open (validated with mcpbind.convert), and the fast
+    # exact tests of those that plain JSON may already fit.
     _T0: Any = dict[str, Any]
     _T1: Any = _b.ClientCapabilitiesTasks
     _T2: Any = dict[str, dict[str, Any]]
     _T3: Any = list[str]
     _T4: Any = Literal["object"]
     _T5: Any = _b.ServerCapabilitiesTasks
+    _F0 = fits(_T0)
+    _F2 = fits(_T2)
+    _F3 = fits(_T3)
+    _F4 = fits(_T4)
 
     def _o_Annotations(x: Any, c: Ctx) -> Any:
         # _a.Annotations -> _b.Annotations
@@ -93,7 +98,11 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         is_error = x.is_error
         structured_content = x.structured_content
         if structured_content is not UNSET:
-            structured_content = c.opt(structured_content, _v8, "structuredContent")
+            structured_content = (
+                structured_content
+                if _F0(structured_content)
+                else c.opt(structured_content, _v8, "structuredContent")
+            )
         if x.result_type not in (UNSET, "complete"):
             c.fail(
                 "CallToolResult",
@@ -741,7 +750,8 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_RequestParamsMeta_1(x: Any, c: Ctx) -> Any:
         # _a.RequestMetaObject -> _b.RequestParamsMeta
-        d = dict(x)
+        d = new(_b.RequestParamsMeta)
+        d.update(x)
         if "io.modelcontextprotocol/clientCapabilities" in d:
             d["io.modelcontextprotocol/clientCapabilities"] = builtins(
                 d["io.modelcontextprotocol/clientCapabilities"], c
@@ -750,7 +760,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
             d["io.modelcontextprotocol/clientInfo"] = builtins(
                 d["io.modelcontextprotocol/clientInfo"], c
             )
-        return _b.RequestParamsMeta(d)
+        return d
 
     def _o_Resource(x: Any, c: Ctx) -> Any:
         # _a.Resource -> _b.Resource
@@ -873,10 +883,11 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_Result(x: Any, c: Ctx) -> Any:
         # _a.Result -> _b.Result
-        d = dict(x)
+        d = new(_b.Result)
+        d.update(x)
         if "_meta" in d:
             d["_meta"] = builtins(d["_meta"], c)
-        return _b.Result(d)
+        return d
 
     def _o_Root(x: Any, c: Ctx) -> Any:
         # _a.Root -> _b.Root
@@ -1072,12 +1083,13 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_ToolInputSchema(x: Any, c: Ctx) -> Any:
         # _a.ToolInputSchema -> _b.ToolInputSchema
-        d = dict(x)
-        if "properties" in d:
+        d = new(_b.ToolInputSchema)
+        d.update(x)
+        if "properties" in d and not _F2(d["properties"]):
             d["properties"] = c.opt(d["properties"], _v20, "properties")
-        if "required" in d:
+        if "required" in d and not _F3(d["required"]):
             d["required"] = c.opt(d["required"], _v21, "required")
-        return _b.ToolInputSchema(d)
+        return d
 
     def _o_ToolListChangedNotification(x: Any, c: Ctx) -> Any:
         # _a.ToolListChangedNotification -> _b.ToolListChangedNotification
@@ -1089,16 +1101,17 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _o_ToolOutputSchema(x: Any, c: Ctx) -> Any:
         # _a.ToolOutputSchema -> _b.ToolOutputSchema
-        d = dict(x)
-        if "properties" in d:
+        d = new(_b.ToolOutputSchema)
+        d.update(x)
+        if "properties" in d and not _F2(d["properties"]):
             d["properties"] = c.opt(d["properties"], _v20, "properties")
-        if "required" in d:
+        if "required" in d and not _F3(d["required"]):
             d["required"] = c.opt(d["required"], _v21, "required")
-        if "type" in d:
+        if "type" in d and not _F4(d["type"]):
             d["type"] = c.req(d["type"], _v22, "type")
         if "type" not in d:
             c.fail("ToolOutputSchema", "the target requires it and the source has no value", "type")
-        return _b.ToolOutputSchema(d)
+        return d
 
     def _o_ToolResultContent(x: Any, c: Ctx) -> Any:
         # _a.ToolResultContent -> _b.ToolResultContent
@@ -1107,7 +1120,11 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
         is_error = x.is_error
         structured_content = x.structured_content
         if structured_content is not UNSET:
-            structured_content = c.opt(structured_content, _v8, "structuredContent")
+            structured_content = (
+                structured_content
+                if _F0(structured_content)
+                else c.opt(structured_content, _v8, "structuredContent")
+            )
         tool_use_id = x.tool_use_id
         return _b.ToolResultContent(
             meta=meta,
@@ -1287,15 +1304,15 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _v20(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        return c.check(v, _T2, "object")
+        return v if _F2(v) else c.check(v, _T2, "object")
 
     def _v21(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        return c.check(v, _T3, "array")
+        return v if _F3(v) else c.check(v, _T3, "array")
 
     def _v22(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        return c.check(v, _T4, "'object'")
+        return v if _F4(v) else c.check(v, _T4, "'object'")
 
     def _v40(v: Any, c: Ctx) -> Any:
         # Any -> Any
@@ -1303,7 +1320,7 @@ def build(_a: Any, _b: Any) -> tuple[dict[type, Callable[[Any, Ctx], Any]], dict
 
     def _v8(v: Any, c: Ctx) -> Any:
         # Any -> Any
-        return c.check(v, _T0, "object")
+        return v if _F0(v) else c.check(v, _T0, "object")
 
     _D3: dict[type, Callable[[Any, Ctx], Any]] = {
         _a.TextResourceContents: _o_TextResourceContents,
