@@ -134,13 +134,21 @@ def _build(revision: str, role: str) -> _Tables:
         tasks=_decoder(facts.tasks.response) if facts.tasks is not None else None,
         sides={facts.client_capabilities: "client", facts.server_capabilities: "server"},
         learners=frozenset(
-            m.wire.result for m in methods.values() if m.result_learns and m.wire.result
+            c for m in methods.values() if m.result_learns for c in _classes(m.wire.result)
         ),
     )
 
 
 def _decoder(tp: Any) -> msgspec.json.Decoder[Any]:
     return msgspec.json.Decoder(tp, dec_hook=dec_hook)
+
+
+def _classes(tp: Any) -> list[Any]:
+    """The classes a value of ``tp`` (a class, or an untagged union of them) can have."""
+    members = getattr(tp, "members", None)
+    if isinstance(members, tuple):
+        return [c for m in members for c in _classes(m.type)]
+    return [tp]
 
 
 def _has_field(tp: Any, name: str) -> bool:

@@ -146,3 +146,21 @@ def test_a_conditional_gate_looks_into_the_params():
     assert isinstance(server.decode(CALL_TOOL), v4.CallToolRequest)
     with_task = b'{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","task":{}}}'
     refused(lambda: server.decode(with_task), "tasks.requests.tools.call")
+
+
+def test_a_method_found_advertised_is_checked_again_when_capabilities_change():
+    """Once every gate of a method holds, the codec stops looking, in each direction, until a
+    side's capabilities object is replaced."""
+    get = b'{"jsonrpc":"2.0","id":3,"method":"prompts/get","params":{"name":"p"}}'
+    server = Codec("2025-11-25", "server", capabilities={"prompts": {}})
+    for _ in range(2):  # the second decode is the one that skips the check
+        assert isinstance(server.decode(get), v4.GetPromptRequest)
+    server.capabilities = {"tools": {}}
+    refused(lambda: server.decode(get), "prompts")
+
+    client = Codec("2025-11-25", "client", peer_capabilities={"prompts": {}})
+    request = v4.GetPromptRequest(id=4, jsonrpc="2.0", params=v4.GetPromptRequestParams(name="p"))
+    for i in range(2):
+        client.encode(msgspec.structs.replace(request, id=10 + i))
+    client.peer_capabilities = {"tools": {}}
+    refused(lambda: client.encode(msgspec.structs.replace(request, id=20)), "prompts")
