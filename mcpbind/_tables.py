@@ -153,7 +153,4 @@ def _classes(tp: Any) -> list[Any]:
 
 def _has_field(tp: Any, name: str) -> bool:
     """Whether a params or result type (or an untagged union of them) has the attribute."""
-    members = getattr(tp, "members", None)
-    if isinstance(members, tuple):
-        return any(_has_field(m.type, name) for m in members)
-    return name in getattr(tp, "__struct_fields__", ())
+    return any(name in getattr(c, "__struct_fields__", ()) for c in _classes(tp))
