@@ -7,6 +7,7 @@ this module names no revision and no method. See docs/design.md, "Runtime codec"
 from __future__ import annotations
 
 import math
+import re
 from typing import Any, Literal, Union
 
 import msgspec
@@ -44,6 +45,10 @@ class _Id(msgspec.Struct, gc=False):
 
 
 _encode = msgspec.json.encode
+_pack = msgspec.msgpack.encode  # what the NaN guard searches in a long message
+_null = re.compile(b"null").search  # cheaper than ``in`` on a short message
+_SCAN_MAX = 512  # longer JSON is checked for NaN through its MessagePack form
+_NONFINITE = re.compile(b"[\x7f\xff][\xf0-\xff]").match
 _ENVELOPE = msgspec.json.Decoder(Union[_Envelope, list[Raw]])  # noqa: UP007
 _ERROR = msgspec.json.Decoder(_ErrorEnvelope)
 _ID = msgspec.json.Decoder(_Id)
@@ -125,7 +130,8 @@ class Codec:
             self._requires.update({k: msgspec.to_builtins(v) for k, v in (requires or {}).items()})
         self._caps: dict[str, Any] = {}  # side -> its capabilities object
         self._verdicts: dict[tuple[str, str], bool] = {}  # (side, path) -> advertised
-        # methods whose every gate is advertised, by direction (sent, received): nothing to check
+        # methods with no gate known to be unadvertised, by direction (sent, received): nothing to
+        # check until a capabilities object changes
         self._passed: tuple[set[str], set[str]] = (set(), set())
         self.capabilities = capabilities
         self.peer_capabilities = peer_capabilities
@@ -406,7 +412,7 @@ class Codec:
 
     def _check_gates(self, m: _Method, msg: Any, *, incoming: bool) -> None:
         receiver = self.role if incoming else self.peer
-        advertised = True
+        settled = True
         for gate in m.spec.gates:
             side = receiver if gate.side == "receiver" else gate.side
             verdict = self._verdicts.get((side, gate.path))
@@ -415,7 +421,7 @@ class Codec:
                 verdict = self._verdicts[side, gate.path] = supports(
                     plain, gate.path, self.revision
                 )
-            advertised = advertised and verdict is True
+            settled = settled and verdict is not False  # None: that side's are not known yet
             if verdict is not False or not _applies(gate, _params(msg)):
                 continue
             whom = f"this {side}" if side == self.role else f"the {side}"
@@ -427,7 +433,7 @@ class Codec:
                 {"method": m.spec.method, "capability": gate.path, "side": side},
                 getattr(msg, "id", None),
             )
-        if advertised:  # every gate holds whatever the params: no need to look again
+        if settled:  # no gate can refuse it, whatever its params: no need to look again
             self._passed[incoming].add(m.name)
 
     def _check_request_meta(self, m: _Method, msg: Any) -> None:
@@ -467,8 +473,8 @@ class Codec:
             if type(msg.id) not in _IDS:
                 _check_id(msg.id)
             out = _encode(msg)
-            if b"null" in out:
-                _finite(msg)
+            if len(out) > _SCAN_MAX or _null(out):
+                _finite(msg, out)
             if type(msg.result) in self._t.learners:
                 self._learn(msg.result)
             return out
@@ -480,8 +486,8 @@ class Codec:
         if m.gated and self._caps and m.name not in self._passed[False]:
             self._check_gates(m, msg, incoming=False)
         out = _encode(m.unbuild(msg))
-        if b"null" in out:
-            _finite(msg)
+        if len(out) > _SCAN_MAX or _null(out):
+            _finite(msg, out)
         if m.request:
             self._pending[msg.id] = m.name
             if m.tasked:
@@ -508,8 +514,8 @@ class Codec:
             elif msg.id is not None and msg.id is not UNSET:
                 _check_id(msg.id)
             out = _encode(msg)
-            if b"null" in out:
-                _finite(msg)
+            if len(out) > _SCAN_MAX or _null(out):
+                _finite(msg, out)
             return out
         if isinstance(msg, ProtocolError):
             return self.error_response(msg)
@@ -625,9 +631,20 @@ def _check_id(id_: Any) -> None:
         raise ValueError(f"a JSON-RPC request id is a string or an integer, not {id_!r}")
 
 
-def _finite(msg: Any) -> None:
-    """Refuse ``msg`` if it holds NaN or an infinity, which msgspec would write as null (called
-    only when the JSON has a null)."""
+def _finite(msg: Any, out: bytes) -> None:
+    """Refuse ``msg`` if it holds NaN or an infinity, which msgspec writes as null.
+
+    Called when the JSON ``out`` has a null, or is too long to search for one cheaply. A long
+    message is first looked at as MessagePack, where every float is the byte 0xcb and its 8 bytes,
+    found with ``memchr``: only when one of them could be non-finite is the value walked.
+    """
+    if len(out) > _SCAN_MAX:
+        packed = _pack(msg)
+        at = packed.find(b"\xcb")
+        while at >= 0 and not _NONFINITE(packed, at + 1):  # exponent all ones: NaN or infinite
+            at = packed.find(b"\xcb", at + 1)
+        if at < 0:
+            return
     if _nonfinite(msgspec.to_builtins(msg)):
         raise ValueError("JSON has no NaN or Infinity: the message holds a non-finite number")
 

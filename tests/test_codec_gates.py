@@ -164,3 +164,18 @@ def test_a_method_found_advertised_is_checked_again_when_capabilities_change():
         client.encode(msgspec.structs.replace(request, id=10 + i))
     client.peer_capabilities = {"tools": {}}
     refused(lambda: client.encode(msgspec.structs.replace(request, id=20)), "prompts")
+
+
+def test_a_method_passed_while_a_side_was_unknown_is_checked_once_that_side_is_known():
+    """A gate on a side whose capabilities are not known yet lets the message through, and the
+    codec stops looking; learning that side's capabilities must make it look again."""
+    sample = v4.CreateMessageRequest(
+        id=5,
+        jsonrpc="2.0",
+        params=v4.CreateMessageRequestParams(messages=[], max_tokens=10),
+    )
+    server = Codec("2025-11-25", "server", capabilities={"tools": {}})  # the client's: unknown
+    for i in range(2):
+        server.encode(msgspec.structs.replace(sample, id=30 + i))
+    server.peer_capabilities = {"roots": {}}
+    refused(lambda: server.encode(msgspec.structs.replace(sample, id=40)), "sampling")

@@ -514,6 +514,22 @@ def test_encode_refuses_non_finite_numbers_and_remembers_nothing(
         server.encode(Response(id=1, result=mcpbind.convert(result, server.module.CallToolResult)))
 
 
+@pytest.mark.parametrize("number", [math.nan, math.inf, -math.inf], ids=["nan", "inf", "-inf"])
+def test_a_long_message_is_searched_for_non_finite_numbers_too(number: float) -> None:
+    # Past a few hundred bytes the guard looks for NaN in the MessagePack form, not for a null.
+    server = Codec("2025-11-25", "server")
+    text = {"type": "text", "text": "x" * 5000}
+    bad = {"content": [text], "_meta": {"x": [1, 2.5, number]}}
+    with pytest.raises(ValueError, match="NaN|Infinity|finite"):
+        server.encode(Response(id=1, result=mcpbind.convert(bad, server.module.CallToolResult)))
+    # Finite floats, and an integer whose MessagePack bytes look like a float's marker followed
+    # by a non-finite exponent (0xcb 0x7f 0xf0), are sent.
+    lookalike = int.from_bytes(b"\x00\xcb\x7f\xf0\x00\x00\x00\x00", "big")
+    good = {"content": [text], "_meta": {"x": [1.5, 1e308, -0.0, lookalike]}}
+    out = server.encode(Response(id=1, result=mcpbind.convert(good, server.module.CallToolResult)))
+    assert msgspec.json.decode(out)["result"]["_meta"]["x"] == [1.5, 1e308, -0.0, lookalike]
+
+
 @pytest.mark.parametrize("revision", HANDSHAKE_REVISIONS)
 def test_encode_refuses_a_response_id_that_is_not_a_string_or_integer(revision: str) -> None:
     codec = Codec(revision, "server")
