@@ -341,6 +341,8 @@ _JSON_KIND = {
 
 
 _MISSING = object()
+_SEEN_KEYS = 16  # objects of at most this many keys have their union candidates remembered
+_SEEN_MAX = 256  # and at most this many key sets per union
 
 
 def _closest(members: tuple[Member, ...], obj: Any) -> Member | None:
@@ -481,7 +483,6 @@ def _candidates(members: tuple[Member, ...]) -> Callable[[Any], list[int]]:
     (``type`` of ``PrimitiveSchemaDefinition``), that key's value picks the members to check.
     """
     objects = tuple(i for i, m in enumerate(members) if m.kind in ("object", None))
-    checks = tuple((m.required, m.consts) for m in members)
     shared = set.intersection(*(set(dict(m.consts)) for m in members)) if members else set()
     const_key = next(
         (k for k in sorted(shared) if all(m.kind == "object" and k in m.required for m in members)),
@@ -492,26 +493,56 @@ def _candidates(members: tuple[Member, ...]) -> Callable[[Any], list[int]]:
         for i, m in enumerate(members):
             for value in dict(m.consts)[const_key]:
                 by_value[value] = (*by_value.get(value, ()), i)
+    # What is left to check of each member once the pool is chosen (the constant key's value
+    # chose it), and the rank among members that fit: the most known keys present, then the
+    # most required keys, then member order.
+    checks = tuple(
+        (m.required, tuple((k, v) for k, v in m.consts if k != const_key)) for m in members
+    )
+    ranks = tuple((m.known, -len(m.required), i) for i, m in enumerate(members))
     kinds = tuple((i, m.kind, m.kind == "number") for i, m in enumerate(members))
+    # Where no member has a constant left to check, the candidates depend only on the constant
+    # key's value and the keys present. They are remembered (a bounded number) for objects of a
+    # few keys that the union declares and a value that picks members: nothing else a peer sent
+    # is kept.
+    by_keys = not any(consts for _, consts in checks)
+    declared = frozenset().union(*(m.known for m in members))
+    seen: dict[tuple[Any, ...], list[int]] = {}
 
     def candidates(obj: Any) -> list[int]:
         if type(obj) is dict:
+            signature = None
+            if by_keys and len(obj) <= _SEEN_KEYS and declared.issuperset(obj):
+                signature = (obj.get(const_key, _MISSING) if const_key is not None else None, *obj)
+                try:
+                    found = seen.get(signature)
+                except TypeError:  # an array or object where the constant belongs
+                    found, signature = None, None
+                if found is not None:
+                    return found
             pool = objects
             if const_key is not None:
                 try:
                     pool = by_value.get(obj.get(const_key, _MISSING), ())
-                except TypeError:  # an array or object where the constant belongs
+                except TypeError:
                     pool = ()
             keys = obj.keys()
             fits = []
             for i in pool:
                 required, consts = checks[i]
-                if required <= keys and (
-                    not consts or all(obj.get(k, _MISSING) in v for k, v in consts)
-                ):
-                    fits.append(i)
+                if required <= keys:
+                    for key, values in consts:
+                        if obj.get(key, _MISSING) not in values:
+                            break
+                    else:
+                        fits.append(i)
             if len(fits) > 1:
-                fits.sort(key=lambda i: (-len(members[i].known & keys), -len(members[i].required)))
+                order = sorted((-len(ranks[i][0] & keys), ranks[i][1], i) for i in fits)
+                fits = [i for _, _, i in order]
+            if signature is not None and fits:
+                if len(seen) >= _SEEN_MAX:
+                    seen.clear()
+                seen[signature] = fits
             return fits
         kind = "null" if obj is None else _JSON_KIND.get(type(obj))
         return [

@@ -564,6 +564,43 @@ def test_unknown_method_names_are_not_remembered() -> None:
     assert growth < 256 * 1024, f"20,000 unknown methods kept {growth} bytes"
 
 
+def test_untagged_union_candidates_are_remembered_in_bounded_memory() -> None:
+    """The union decoder remembers candidates by key set: 20,000 objects, each with a key of its
+    own or in an order of its own, keep no more than a bounded table."""
+    from mcpbind import v2025_11_25 as v4
+
+    union = v4.PrimitiveSchemaDefinition
+    keys = ["type", "title", "description", "format", "default", "minLength", "maxLength"]
+
+    def one(i: int) -> None:
+        own = {"type": "string", f"x-{i}": "y" * 200}  # an undeclared key: never remembered
+        assert type(mcpbind.convert(own, union)) is v4.StringSchema
+        values = {"type": "string", "title": "t", "description": "d", "format": "email"}
+        values |= {"default": "a", "minLength": 1, "maxLength": 9}
+        order = keys[i % 7 :] + keys[: i % 7]  # the same keys in another order: a new key set
+        shuffled = {k: values[k] for k in (order if i % 2 else reversed(order))}
+        assert type(mcpbind.convert(shuffled, union)) is v4.StringSchema
+        enum = {k: v for k, v in shuffled.items() if k in ("type", "title", "default")}
+        enum = {"enum": ["a", "b"], **enum} if i % 3 else {**enum, "enum": ["a", "b"]}
+        assert type(mcpbind.convert(enum, union)) is v4.UntitledSingleSelectEnumSchema
+
+    for i in range(200):
+        one(i)
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.take_snapshot()
+        for i in range(200, 20200):
+            one(i)
+        gc.collect()
+        growth = sum(
+            s.size_diff for s in tracemalloc.take_snapshot().compare_to(before, "filename")
+        )
+    finally:
+        tracemalloc.stop()
+    assert growth < 256 * 1024, f"20,000 union values kept {growth} bytes"
+
+
 @pytest.mark.parametrize("revision", HANDSHAKE_REVISIONS + ["2026-07-28", "draft"])
 def test_unknown_method_error_quotes_the_name_cut(revision: str) -> None:
     name = "n" * 100_000
