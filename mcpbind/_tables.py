@@ -14,7 +14,7 @@ from ._support import Facts, MethodSpec, Wire, dec_hook
 from .messages import Request
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, slots=True)
 class _Method:
     spec: MethodSpec
     wire: Wire
@@ -50,7 +50,7 @@ def _same(x: Any) -> Any:
     return x
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class _Tables:
     """One revision's tables for one role, built once: msgspec builds nothing after this."""
 

@@ -91,7 +91,7 @@ def checked(data: Any, cls: Any, revision: str, where: str) -> Any:
         raise ProtocolError(INVALID_PARAMS, f"Invalid {name} (MCP {revision}): {text}") from None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class _Send:
     """How to send one method of one revision."""
 
