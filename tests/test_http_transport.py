@@ -130,8 +130,9 @@ def http(server: Any) -> httpx.AsyncClient:
     return httpx.AsyncClient(transport=StreamingASGI(server), base_url=URL)
 
 
-def run(coro: Any) -> Any:
-    return asyncio.run(coro)
+def run(coro: Any, seconds: float = 30) -> Any:
+    """Run a test's coroutine; one that waits on an answer that never comes fails, not hangs."""
+    return asyncio.run(asyncio.wait_for(coro, seconds))
 
 
 @pytest.mark.parametrize("revision", ["2025-11-25", "2026-07-28"])
@@ -366,8 +367,8 @@ class HandServer:
         method = message.get("method")
         self.log.append(f"POST {method}" if method else "POST response")
         rid = message.get("id")
-        if method is None:  # the client's answer to a request of ours
-            self.answers[rid].set_result(message.get("result"))
+        if method is None:  # the client's answer to a request of ours: a result or an error
+            self.answers[rid].set_result(message.get("result", message.get("error")))
             return await reply(202, "text/plain")
         if rid is None:
             return await reply(202, "text/plain")
@@ -449,6 +450,37 @@ def test_a_server_request_on_the_standalone_stream_is_answered() -> None:
         ]
 
     run(go())
+
+
+def test_a_failing_on_request_answers_an_internal_error_and_the_stream_stays_open() -> None:
+    calls = 0
+
+    async def breaks_once(event: Any) -> Any:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            raise RuntimeError("the handler broke")
+        return await accept_defaults(event)
+
+    async def go() -> None:
+        server = HandServer()
+        session = ClientSession(
+            revisions=("2025-11-25",), info=INFO, capabilities={"elicitation": {"form": {}}}
+        )
+        async with StreamableHTTPClient(
+            URL, session, http=http(server), on_request=breaks_once
+        ) as client:
+            await client.connect()
+            first = await client.call("tools/call", {"name": "elicit", "arguments": {}})
+            second = await client.call("tools/call", {"name": "elicit", "arguments": {}})
+        assert json.loads(first.content[0].text) == {
+            "code": -32603,
+            "message": "Internal error: the handler broke",
+        }
+        assert json.loads(second.content[0].text)["action"] == "accept"
+        assert server.log.count("GET") == 1  # the standalone stream outlived the failure
+
+    run(go(), seconds=10)
 
 
 def test_a_stream_that_ends_early_is_resumed_after_retry_with_last_event_id() -> None:

@@ -401,6 +401,10 @@ class StreamableHTTPClient:
                 result = await self.on_request(event)
             except ProtocolError as error:
                 self.session.respond_error(event.id, error.code, error.message, error.data)
+            except Exception as error:  # noqa: BLE001 - a handler's bug is the server's error
+                # Answered as the server transport answers a failing handler: the stream it
+                # came on (the standalone one, too) stays open for what follows.
+                self.session.respond_error(event.id, INTERNAL_ERROR, f"Internal error: {error}")
             else:
                 try:
                     self.session.respond(event.id, result)
