@@ -20,8 +20,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 
 import msgspec
+from msgspec import UNSET
 
-from ._support import dec_hook
+from ._support import Gate, dec_hook
+from .errors import METHOD_NOT_FOUND, ProtocolError
 
 __all__ = ["missing_capabilities", "supports"]
 
@@ -122,3 +124,130 @@ def missing_capabilities(required: T, declared: Any, revision: str | None = None
     if isinstance(required, dict) or required is None:
         return out  # type: ignore[no-any-return]
     return msgspec.convert(out, type(required), dec_hook=dec_hook)
+
+
+class Advertised:
+    """What each side of one codec's session advertised, as far as the codec knows, and the
+    checks that follow from it: the capability gates of ``MethodSpec.gates`` in both directions,
+    and (a server of a revision with the per-request ``_meta`` envelope) the protocol version and
+    client capabilities each request carries.
+
+    ``caps`` and ``passed`` are changed in place, never replaced: the codec reads them on its hot
+    paths. A method in ``passed`` (by direction: sent, received) has no gate known to be
+    unadvertised, so nothing to check until a capabilities object changes.
+    """
+
+    def __init__(self, tables: Any, revision: str, role: str, requires: Any) -> None:
+        self.tables, self.revision, self.role = tables, revision, role
+        self.peer = "server" if role == "client" else "client"
+        self.caps: dict[str, Any] = {}  # side -> its capabilities object
+        self.passed: tuple[set[str], set[str]] = (set(), set())
+        self._verdicts: dict[tuple[str, str], bool] = {}  # (side, path) -> advertised
+        facts = tables.facts
+        self.meta_checked = facts.request_meta is not None and role == "server"
+        if requires and not self.meta_checked:
+            raise ValueError("requires= is for a server codec of a revision with per-request _meta")
+        # method -> the client capabilities its requests' _meta must declare
+        self._requires: dict[str, Any] = {}
+        if self.meta_checked:
+            for name, m in tables.receive.items():
+                for g in m.spec.gates:
+                    if m.spec.kind == "request" and g.side == "client" and not g.when:
+                        self._requires[name] = _path_object(g.path)
+            self._requires.update({k: msgspec.to_builtins(v) for k, v in (requires or {}).items()})
+
+    def learn(self, carrier: Any) -> None:
+        """Remember the capabilities a message's params or result carries (its sender's)."""
+        caps = getattr(carrier, "capabilities", None)
+        side = self.tables.sides.get(type(caps))
+        if side is not None:
+            self.set(side, caps)
+
+    def set(self, side: str, caps: Any) -> None:
+        if self.caps.get(side) is not caps:
+            if caps is None:
+                del self.caps[side]
+            else:
+                self.caps[side] = caps
+            self._verdicts = {k: v for k, v in self._verdicts.items() if k[0] != side}
+            self.passed[0].clear()
+            self.passed[1].clear()
+
+    def check(self, m: Any, params: Any, id_: Any, *, incoming: bool) -> None:
+        """Refuse (-32601) a message of method ``m`` that needs a capability the side that must
+        have it did not advertise."""
+        receiver = self.role if incoming else self.peer
+        settled = True
+        for gate in m.spec.gates:
+            side = receiver if gate.side == "receiver" else gate.side
+            verdict = self._verdicts.get((side, gate.path))
+            if verdict is None and side in self.caps:
+                plain = msgspec.to_builtins(self.caps[side])
+                verdict = self._verdicts[side, gate.path] = supports(
+                    plain, gate.path, self.revision
+                )
+            settled = settled and verdict is not False  # None: that side's are not known yet
+            if verdict is not False or not _applies(gate, params):
+                continue
+            whom = f"this {side}" if side == self.role else f"the {side}"
+            condition = f" (its params have {'.'.join(gate.when)})" if gate.when else ""
+            raise ProtocolError(
+                METHOD_NOT_FOUND,
+                f"Method not found: {m.spec.method!r}{condition} needs the {side} capability "
+                f"{gate.path!r}, which {whom} did not advertise (MCP {self.revision})",
+                {"method": m.spec.method, "capability": gate.path, "side": side},
+                id_,
+            )
+        if settled:  # no gate can refuse it, whatever its params: no need to look again
+            self.passed[incoming].add(m.name)
+
+    def check_meta(self, m: Any, params: Any, id_: Any) -> None:
+        """The protocol version and client capabilities in a request's ``params._meta``."""
+        facts = self.tables.facts
+        envelope = facts.request_meta
+        meta = getattr(params, "meta", UNSET)
+        if envelope is None or not isinstance(meta, dict):
+            return  # the schema decides whether _meta is required; it already passed
+        version = meta.get(envelope.version_key, UNSET)
+        if version is not UNSET and version not in facts.versions:
+            supported = {"supported": list(facts.versions), "requested": version}
+            raise ProtocolError(
+                envelope.unsupported_version_code, "Unsupported protocol version", supported, id_
+            )
+        required = self._requires.get(m.spec.method)
+        missing = required and missing_capabilities(
+            required, meta.get(envelope.capabilities_key) or {}
+        )
+        if missing:
+            raise ProtocolError(
+                envelope.missing_capability_code,
+                "Missing required client capability",
+                {"requiredCapabilities": missing},
+                id_,
+            )
+
+
+def _applies(gate: Gate, params: Any) -> bool:
+    """Whether a conditional gate's params value is there (and has the value it names)."""
+    node = params
+    for key in gate.when:  # wire keys, through Structs and dicts alike
+        if isinstance(node, dict):
+            node = node.get(key, UNSET)
+        elif isinstance(node, msgspec.Struct):
+            keys = node.__struct_encode_fields__
+            node = getattr(node, node.__struct_fields__[keys.index(key)]) if key in keys else UNSET
+        else:
+            return False
+        if node is UNSET:
+            return False
+    return gate.equals is None or msgspec.to_builtins(node) == gate.equals
+
+
+def _path_object(path: str) -> dict[str, Any]:
+    """``"a.b"`` as the capabilities object ``{"a": {"b": {}}}``."""
+    out: dict[str, Any] = {}
+    node = out
+    for key in path.split("."):
+        node[key] = {}
+        node = node[key]
+    return out

@@ -14,9 +14,9 @@ import msgspec
 from msgspec import UNSET, Raw, UnsetType
 
 from ._revisions import REVISIONS
-from ._support import Facts, Gate, dec_hook, join_path
+from ._support import Facts, dec_hook, join_path
 from ._tables import _Method, _tables
-from .capabilities import missing_capabilities, supports
+from .capabilities import Advertised
 from .errors import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR, ProtocolError
 from .messages import ErrorObject, ErrorResponse, Request, RequestId, Response
 
@@ -118,21 +118,11 @@ class Codec:
         # id -> (the method whose result answers it, None for a task's creation; the task id)
         self._answers: dict[Any, tuple[str | None, Any]] = {}
         self._tasks: dict[Any, str] = {}  # task id -> the method that created it
-        self._check_meta = self.facts.request_meta is not None and role == "server"
-        if requires and not self._check_meta:
-            raise ValueError("requires= is for a server codec of a revision with per-request _meta")
-        self._requires: dict[str, Any] = {}
-        if self._check_meta:
-            for name, m in self._t.receive.items():
-                for g in m.spec.gates:
-                    if m.spec.kind == "request" and g.side == "client" and not g.when:
-                        self._requires[name] = _path_object(g.path)
-            self._requires.update({k: msgspec.to_builtins(v) for k, v in (requires or {}).items()})
-        self._caps: dict[str, Any] = {}  # side -> its capabilities object
-        self._verdicts: dict[tuple[str, str], bool] = {}  # (side, path) -> advertised
-        # methods with no gate known to be unadvertised, by direction (sent, received): nothing to
-        # check until a capabilities object changes
-        self._passed: tuple[set[str], set[str]] = (set(), set())
+        self._gates = Advertised(self._t, revision, role, requires)
+        self._check_meta = self._gates.meta_checked
+        # the gates' own dict and sets, read on the hot paths without another attribute hop
+        self._caps, self._passed = self._gates.caps, self._gates.passed
+        self._learn = self._gates.learn
         self.capabilities = capabilities
         self.peer_capabilities = peer_capabilities
 
@@ -368,19 +358,12 @@ class Codec:
 
     def _received(self, m: _Method, msg: Any) -> Any:
         if m.gated and self._caps and m.name not in self._passed[True]:
-            self._check_gates(m, msg, incoming=True)
+            self._gates.check(m, _params(msg), getattr(msg, "id", None), incoming=True)
         if self._check_meta and m.request:
-            self._check_request_meta(m, msg)
+            self._gates.check_meta(m, _params(msg), msg.id)
         if m.learns:
             self._learn(_params(msg))
         return msg
-
-    def _learn(self, carrier: Any) -> None:
-        """Remember the capabilities a message carries (its sender's)."""
-        caps = getattr(carrier, "capabilities", None)
-        side = self._t.sides.get(type(caps))
-        if side is not None:
-            self._set_caps(side, caps)
 
     @property
     def capabilities(self) -> Any:
@@ -389,7 +372,7 @@ class Codec:
 
     @capabilities.setter
     def capabilities(self, caps: Any) -> None:
-        self._set_caps(self.role, caps)
+        self._gates.set(self.role, caps)
 
     @property
     def peer_capabilities(self) -> Any:
@@ -398,67 +381,7 @@ class Codec:
 
     @peer_capabilities.setter
     def peer_capabilities(self, caps: Any) -> None:
-        self._set_caps(self.peer, caps)
-
-    def _set_caps(self, side: str, caps: Any) -> None:
-        if self._caps.get(side) is not caps:
-            if caps is None:
-                del self._caps[side]
-            else:
-                self._caps[side] = caps
-            self._verdicts = {k: v for k, v in self._verdicts.items() if k[0] != side}
-            self._passed[0].clear()
-            self._passed[1].clear()
-
-    def _check_gates(self, m: _Method, msg: Any, *, incoming: bool) -> None:
-        receiver = self.role if incoming else self.peer
-        settled = True
-        for gate in m.spec.gates:
-            side = receiver if gate.side == "receiver" else gate.side
-            verdict = self._verdicts.get((side, gate.path))
-            if verdict is None and side in self._caps:
-                plain = msgspec.to_builtins(self._caps[side])
-                verdict = self._verdicts[side, gate.path] = supports(
-                    plain, gate.path, self.revision
-                )
-            settled = settled and verdict is not False  # None: that side's are not known yet
-            if verdict is not False or not _applies(gate, _params(msg)):
-                continue
-            whom = f"this {side}" if side == self.role else f"the {side}"
-            condition = f" (its params have {'.'.join(gate.when)})" if gate.when else ""
-            raise ProtocolError(
-                METHOD_NOT_FOUND,
-                f"Method not found: {m.spec.method!r}{condition} needs the {side} capability "
-                f"{gate.path!r}, which {whom} did not advertise (MCP {self.revision})",
-                {"method": m.spec.method, "capability": gate.path, "side": side},
-                getattr(msg, "id", None),
-            )
-        if settled:  # no gate can refuse it, whatever its params: no need to look again
-            self._passed[incoming].add(m.name)
-
-    def _check_request_meta(self, m: _Method, msg: Any) -> None:
-        """The protocol version and client capabilities in a request's ``params._meta``."""
-        facts = self.facts.request_meta
-        meta = getattr(_params(msg), "meta", UNSET)
-        if facts is None or not isinstance(meta, dict):
-            return  # the schema decides whether _meta is required; it already passed
-        version = meta.get(facts.version_key, UNSET)
-        if version is not UNSET and version not in self.facts.versions:
-            supported = {"supported": list(self.facts.versions), "requested": version}
-            raise ProtocolError(
-                facts.unsupported_version_code, "Unsupported protocol version", supported, msg.id
-            )
-        required = self._requires.get(m.spec.method)
-        missing = required and missing_capabilities(
-            required, meta.get(facts.capabilities_key) or {}
-        )
-        if missing:
-            raise ProtocolError(
-                facts.missing_capability_code,
-                "Missing required client capability",
-                {"requiredCapabilities": missing},
-                msg.id,
-            )
+        self._gates.set(self.peer, caps)
 
     # -- encode ---------------------------------------------------------------------------------
 
@@ -484,7 +407,7 @@ class Codec:
         if m.request and type(msg.id) not in _IDS:
             _check_id(msg.id)
         if m.gated and self._caps and m.name not in self._passed[False]:
-            self._check_gates(m, msg, incoming=False)
+            self._gates.check(m, _params(msg), getattr(msg, "id", None), incoming=False)
         out = _encode(m.unbuild(msg))
         if len(out) > _SCAN_MAX or _null(out):
             _finite(msg, out)
@@ -604,22 +527,6 @@ def _params(msg: Any) -> Any:
     return getattr(msg.message if type(msg) is Request else msg, "params", UNSET)
 
 
-def _applies(gate: Gate, params: Any) -> bool:
-    """Whether a conditional gate's params value is there (and has the value it names)."""
-    node = params
-    for key in gate.when:  # wire keys, through Structs and dicts alike
-        if isinstance(node, dict):
-            node = node.get(key, UNSET)
-        elif isinstance(node, msgspec.Struct):
-            keys = node.__struct_encode_fields__
-            node = getattr(node, node.__struct_fields__[keys.index(key)]) if key in keys else UNSET
-        else:
-            return False
-        if node is UNSET:
-            return False
-    return gate.equals is None or msgspec.to_builtins(node) == gate.equals
-
-
 def _get(obj: Any, path: tuple[str, ...]) -> Any:
     for name in path:
         obj = getattr(obj, name)
@@ -662,12 +569,3 @@ def _plain(raw: Raw) -> Any:
         return _ANY.decode(raw) if raw else UNSET
     except _FAILED:
         return UNSET
-
-
-def _path_object(path: str) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    node = out
-    for key in path.split("."):
-        node[key] = {}
-        node = node[key]
-    return out
