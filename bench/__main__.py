@@ -451,9 +451,15 @@ def summary(rows: list[Row], extra: dict[str, Any]) -> list[tuple[str, str, str,
     out: list[tuple[str, str, str, bool | None]] = []
 
     def ratio_target(
-        target: str, ratios: list[tuple[float | None, str]], bound: float, at_least: bool
+        target: str,
+        ratios: list[tuple[float | None, str]],
+        bound: float,
+        at_least: bool,
+        floor: bool = False,
     ) -> None:
-        """One row for a per-workload ratio target: the worst ratio and every workload missing."""
+        """One row for a per-workload ratio target: the worst ratio and every workload missing.
+        A ``floor`` row is no target of mcpbind's: it says where the bound is out of reach of
+        anything built on msgspec, whatever the codec does (its verdict is n/a)."""
         values = [(v, name) for v, name in ratios if v is not None]
         if not values:
             return
@@ -462,12 +468,13 @@ def summary(rows: list[Row], extra: dict[str, Any]) -> list[tuple[str, str, str,
         if not at_least:
             missed.reverse()
         worst = min(values) if at_least else max(values)
-        where = f"met on {len(values) - len(missed)}/{len(values)} workloads"
+        met, over = ("within", "beyond it") if floor else ("met on", "worst misses")
+        where = f"{met} {len(values) - len(missed)}/{len(values)} workloads"
         if missed:
-            where += "; worst misses: " + ", ".join(f"{name} {x(v)}" for v, name in missed[:4])
+            where += f"; {over}: " + ", ".join(f"{name} {x(v)}" for v, name in missed[:4])
             if len(missed) > 4:
                 where += f" and {len(missed) - 4} more"
-        out.append((target, f"worst {x(worst[0])}", where, not missed))
+        out.append((target, f"worst {x(worst[0])}", where, None if floor else not missed))
 
     ratio_target(
         "decode >= 5x faster than mcp-types",
@@ -506,16 +513,18 @@ def summary(rows: list[Row], extra: dict[str, Any]) -> list[tuple[str, str, str,
         False,
     )
     ratio_target(
-        "floor: msgspec's decoders alone, the codec's hooks included, <= 1.5x orjson.loads",
+        "floor, not a target: msgspec's decoders alone (the hooks included) against 1.5x orjson.loads",
         [(r.ratio("decode", "floor", "orjson"), r.workload.name) for r in rows],
         SMALL_VS_ORJSON,
         False,
+        floor=True,
     )
     ratio_target(
-        "floor: a Python encode doing only msgspec's encode and one dict store <= 1.5x orjson.dumps",
+        "floor, not a target: a Python encode doing only msgspec's encode and one dict store against 1.5x orjson.dumps",
         [(r.ratio("encode", "floor", "orjson"), r.workload.name) for r in rows],
         SMALL_VS_ORJSON,
         False,
+        floor=True,
     )
     ratio_target(
         "decode + project <= 2x decode",
