@@ -144,6 +144,7 @@ class Advertised:
         self.passed: tuple[set[str], set[str]] = (set(), set())
         self._verdicts: dict[tuple[str, str], bool] = {}  # (side, path) -> advertised
         facts = tables.facts
+        self._envelope, self._versions = facts.request_meta, facts.versions
         self.meta_checked = facts.request_meta is not None and role == "server"
         if requires and not self.meta_checked:
             raise ValueError("requires= is for a server codec of a revision with per-request _meta")
@@ -203,18 +204,17 @@ class Advertised:
 
     def check_meta(self, m: Any, params: Any, id_: Any) -> None:
         """The protocol version and client capabilities in a request's ``params._meta``."""
-        facts = self.tables.facts
-        envelope = facts.request_meta
         meta = getattr(params, "meta", UNSET)
-        if envelope is None or not isinstance(meta, dict):
+        if not isinstance(meta, dict):
             return  # the schema decides whether _meta is required; it already passed
+        envelope = self._envelope
         version = meta.get(envelope.version_key, UNSET)
-        if version is not UNSET and version not in facts.versions:
-            supported = {"supported": list(facts.versions), "requested": version}
+        if version is not UNSET and version not in self._versions:
+            supported = {"supported": list(self._versions), "requested": version}
             raise ProtocolError(
                 envelope.unsupported_version_code, "Unsupported protocol version", supported, id_
             )
-        required = self._requires.get(m.spec.method)
+        required = self._requires.get(m.name)
         missing = required and missing_capabilities(
             required, meta.get(envelope.capabilities_key) or {}
         )

@@ -178,7 +178,7 @@ class Codec:
         m = self._by_wire[type(wire)]
         if not m.request and data.find(b'"id"') >= 0:  # find: cheaper than ``in`` (remarks)
             return self._classify(data, batch)  # a notification with an id is refused there
-        msg = m.build(wire)
+        msg = wire if m.enveloped else m.build(wire)
         if (
             (m.gated and self._caps and m.name not in self._passed[True])
             or m.learns
@@ -361,12 +361,13 @@ class Codec:
     # -- checks on what is received and sent ----------------------------------------------------
 
     def _received(self, m: _Method, msg: Any) -> Any:
+        params = msg.message.params if m.wrapped else getattr(msg, "params", UNSET)
         if m.gated and self._caps and m.name not in self._passed[True]:
-            self._gates.check(m, _params(msg), getattr(msg, "id", None), incoming=True)
+            self._gates.check(m, params, getattr(msg, "id", None), incoming=True)
         if self._check_meta and m.request:
-            self._gates.check_meta(m, _params(msg), msg.id)
+            self._gates.check_meta(m, params, msg.id)
         if m.learns:
-            self._learn(_params(msg))
+            self._learn(params)
         return msg
 
     @property
@@ -412,7 +413,7 @@ class Codec:
             _check_id(msg.id)
         if m.gated and self._caps and m.name not in self._passed[False]:
             self._gates.check(m, _params(msg), getattr(msg, "id", None), incoming=False)
-        out = _encode(m.unbuild(msg))
+        out = _encode(msg if m.enveloped else m.unbuild(msg))
         if len(out) > _SCAN_MAX or _null(out):
             _finite(msg, out)
         if m.request:
