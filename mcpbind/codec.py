@@ -432,7 +432,7 @@ class Codec:
             if not self.facts.batches or not msg:
                 raise _invalid(
                     "empty batch"
-                    if msg
+                    if self.facts.batches
                     else f"JSON-RPC batches are not part of MCP {self.revision}"
                 )
             return b"[" + b",".join([self.encode(x) for x in msg]) + b"]"

@@ -88,6 +88,16 @@ def test_batches_2025_03_26() -> None:
         Codec("2025-11-25", "server").decode(b"[" + call("x") + b"]")
 
 
+def test_encoding_a_batch_says_which_rule_it_breaks() -> None:
+    with pytest.raises(ProtocolError, match="empty batch") as e:
+        Codec("2025-03-26", "server").encode([])
+    assert e.value.code == -32600
+    newer = Codec("2025-11-25", "server")
+    for batch in ([], [Response(id=1, result=newer.module.EmptyResult())]):
+        with pytest.raises(ProtocolError, match="batches are not part of MCP 2025-11-25"):
+            newer.encode(batch)
+
+
 def test_2026_meta_checks() -> None:
     c = Codec("2026-07-28", "server", requires={"tools/call": {"sampling": {"tools": {}}}})
     ok = c.decode(
