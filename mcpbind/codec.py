@@ -118,6 +118,7 @@ class Codec:
         # id -> (the method whose result answers it, None for a task's creation; the task id)
         self._answers: dict[Any, tuple[str | None, Any]] = {}
         self._tasks: dict[Any, str] = {}  # task id -> the method that created it
+        self._in_batch = False  # decoding the members of a batch
         self._gates = Advertised(self._t, revision, role, requires)
         self._check_meta = self._gates.meta_checked
         # the gates' own dict and sets, read on the hot paths without another attribute hop
@@ -164,9 +165,6 @@ class Codec:
                 raise ProtocolError(
                     PARSE_ERROR, f"Parse error: invalid UTF-8 ({exc.reason})"
                 ) from None
-        return self._one(data, True)
-
-    def _one(self, data: bytes, batch: bool) -> Any:
         if self._pending and data.find(b'"result"', 0, 512) >= 0:
             found = self._fast_response(data)
             if found is not None:
@@ -174,10 +172,10 @@ class Codec:
         try:
             wire = self._fast.decode(data)
         except _FAILED:
-            return self._classify(data, batch)
+            return self._classify(data)
         m = self._by_wire[type(wire)]
         if not m.request and data.find(b'"id"') >= 0:  # find: cheaper than ``in`` (remarks)
-            return self._classify(data, batch)  # a notification with an id is refused there
+            return self._classify(data)  # a notification with an id is refused there
         msg = wire if m.enveloped else m.build(wire)
         if (
             (m.gated and self._caps and m.name not in self._passed[True])
@@ -235,7 +233,7 @@ class Codec:
                 self._learn(result)
         return Response(id=id_, result=result)
 
-    def _classify(self, data: bytes, batch: bool) -> Any:
+    def _classify(self, data: bytes) -> Any:
         """Everything the fast paths refused: say exactly what it is, or what is wrong."""
         try:
             env = _ENVELOPE.decode(data)
@@ -244,9 +242,13 @@ class Codec:
         if isinstance(env, list):
             if not self.facts.batches:
                 raise _invalid(f"JSON-RPC batches are not part of MCP {self.revision}")
-            if not env or not batch:
-                raise _invalid("empty batch" if batch else "a batch inside a batch")
-            return [self._one(bytes(item), False) for item in env]
+            if not env or self._in_batch:
+                raise _invalid("a batch inside a batch" if self._in_batch else "empty batch")
+            self._in_batch = True  # its members come back through decode, one level deep
+            try:
+                return [self.decode(bytes(item)) for item in env]
+            finally:
+                self._in_batch = False
         id_ = _plain(env.id)
         id_ok = type(id_) is str or type(id_) is int
         if not id_ok:
