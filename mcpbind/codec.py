@@ -363,7 +363,7 @@ class Codec:
     # -- checks on what is received and sent ----------------------------------------------------
 
     def _received(self, m: _Method, msg: Any) -> Any:
-        params = msg.message.params if m.wrapped else getattr(msg, "params", UNSET)
+        params = getattr(msg.message if m.wrapped else msg, "params", UNSET)
         if m.gated and self._caps and m.name not in self._passed[True]:
             self._gates.check(m, params, getattr(msg, "id", None), incoming=True)
         if self._check_meta and m.request:
@@ -462,7 +462,7 @@ class Codec:
         """Remember what answers a request that creates a task or asks for a task's payload."""
         tasks = self.facts.tasks
         assert tasks is not None  # only such methods are ``tasked``
-        params = msg.message.params if m.wrapped else getattr(msg, "params", UNSET)
+        params = getattr(msg.message if m.wrapped else msg, "params", UNSET)
         if getattr(params, tasks.when, UNSET) is not UNSET:
             self._answers[msg.id] = (None, None)
         elif m.name == tasks.payload_method:
