@@ -553,7 +553,10 @@ def _finite(msg: Any, out: bytes) -> None:
     found with ``memchr``: only when one of them could be non-finite is the value walked.
     """
     if len(out) > _SCAN_MAX:
-        packed = _pack(msg)
+        try:
+            packed = _pack(msg)
+        except OverflowError:  # an integer past 64 bits: JSON holds it, MessagePack does not
+            packed = b"\xcb\x7f\xf0"  # so walk the value
         at = packed.find(b"\xcb")
         while at >= 0 and not _NONFINITE(packed, at + 1):  # exponent all ones: NaN or infinite
             at = packed.find(b"\xcb", at + 1)

@@ -528,6 +528,14 @@ def test_a_long_message_is_searched_for_non_finite_numbers_too(number: float) ->
     good = {"content": [text], "_meta": {"x": [1.5, 1e308, -0.0, lookalike]}}
     out = server.encode(Response(id=1, result=mcpbind.convert(good, server.module.CallToolResult)))
     assert msgspec.json.decode(out)["result"]["_meta"]["x"] == [1.5, 1e308, -0.0, lookalike]
+    # An integer past 64 bits, which JSON holds and MessagePack does not, is sent too, and a
+    # non-finite number beside it is still found.
+    big = {"content": [text], "_meta": {"x": [2**70]}}
+    out = server.encode(Response(id=1, result=mcpbind.convert(big, server.module.CallToolResult)))
+    assert msgspec.json.decode(out)["result"]["_meta"]["x"] == [2**70]
+    both = {"content": [text], "_meta": {"x": [2**70, number]}}
+    with pytest.raises(ValueError, match="NaN|Infinity|finite"):
+        server.encode(Response(id=1, result=mcpbind.convert(both, server.module.CallToolResult)))
 
 
 @pytest.mark.parametrize("revision", HANDSHAKE_REVISIONS)
