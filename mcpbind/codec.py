@@ -555,13 +555,14 @@ def _finite(msg: Any, out: bytes) -> None:
     if len(out) > _SCAN_MAX:
         try:
             packed = _pack(msg)
-        except OverflowError:  # an integer past 64 bits: JSON holds it, MessagePack does not
-            packed = b"\xcb\x7f\xf0"  # so walk the value
-        at = packed.find(b"\xcb")
-        while at >= 0 and not _NONFINITE(packed, at + 1):  # exponent all ones: NaN or infinite
-            at = packed.find(b"\xcb", at + 1)
-        if at < 0:
-            return
+        except Exception:  # noqa: BLE001 - JSON holds what it may not (ints past 64 bits): walk
+            packed = None
+        if packed is not None:
+            at = packed.find(b"\xcb")
+            while at >= 0 and not _NONFINITE(packed, at + 1):  # exponent all ones: not finite
+                at = packed.find(b"\xcb", at + 1)
+            if at < 0:
+                return
     if _nonfinite(msgspec.to_builtins(msg)):
         raise ValueError("JSON has no NaN or Infinity: the message holds a non-finite number")
 
