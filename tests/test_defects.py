@@ -555,21 +555,25 @@ def test_unknown_method_names_are_not_remembered() -> None:
         name = f"x-vendor/unknown-method-number-{i:06d}"
         refusal(codec, b'{"jsonrpc":"2.0","id":1,"method":"%s"}' % name.encode())
 
-    for i in range(200):  # whatever is built once is built now
-        unknown(i)
+    growth = _growth(unknown)
+    assert growth < 256 * 1024, f"20,000 unknown methods kept {growth} bytes"
+
+
+def _growth(step: Any) -> int:
+    """Bytes still held after ``step(i)`` for 20,000 values of ``i``, once the first 200 have
+    built whatever is built once."""
+    for i in range(200):
+        step(i)
     gc.collect()
     tracemalloc.start()
     try:
         before = tracemalloc.take_snapshot()
         for i in range(200, 20200):
-            unknown(i)
+            step(i)
         gc.collect()
-        growth = sum(
-            s.size_diff for s in tracemalloc.take_snapshot().compare_to(before, "filename")
-        )
+        return sum(s.size_diff for s in tracemalloc.take_snapshot().compare_to(before, "filename"))
     finally:
         tracemalloc.stop()
-    assert growth < 256 * 1024, f"20,000 unknown methods kept {growth} bytes"
 
 
 def test_untagged_union_candidates_are_remembered_in_bounded_memory() -> None:
@@ -592,20 +596,7 @@ def test_untagged_union_candidates_are_remembered_in_bounded_memory() -> None:
         enum = {"enum": ["a", "b"], **enum} if i % 3 else {**enum, "enum": ["a", "b"]}
         assert type(mcpbind.convert(enum, union)) is v4.UntitledSingleSelectEnumSchema
 
-    for i in range(200):
-        one(i)
-    gc.collect()
-    tracemalloc.start()
-    try:
-        before = tracemalloc.take_snapshot()
-        for i in range(200, 20200):
-            one(i)
-        gc.collect()
-        growth = sum(
-            s.size_diff for s in tracemalloc.take_snapshot().compare_to(before, "filename")
-        )
-    finally:
-        tracemalloc.stop()
+    growth = _growth(one)
     assert growth < 256 * 1024, f"20,000 union values kept {growth} bytes"
 
 
