@@ -17,7 +17,7 @@ default the newest released one). Rules:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import msgspec
 from msgspec import UNSET
@@ -134,7 +134,9 @@ class Advertised:
 
     ``caps`` and ``passed`` are changed in place, never replaced: the codec reads them on its hot
     paths. A method in ``passed`` (by direction: sent, received) has no gate known to be
-    unadvertised, so nothing to check until a capabilities object changes.
+    unadvertised, so nothing to check until a capabilities object changes. A method whose only
+    unadvertised gates are conditional ones (``Gate.when``: a task, a sampling tool) is in
+    ``conditional`` with those gates: each message of it is looked at for just their params.
     """
 
     def __init__(self, tables: Any, revision: str, role: str, requires: Any) -> None:
@@ -142,6 +144,9 @@ class Advertised:
         self.peer = "server" if role == "client" else "client"
         self.caps: dict[str, Any] = {}  # side -> its capabilities object
         self.passed: tuple[set[str], set[str]] = (set(), set())
+        # by direction: method -> its conditional gates whose capability is not advertised
+        # (with the params class seen first, and the attribute its one key is read by there)
+        self.conditional: tuple[dict[str, list[Any]], dict[str, list[Any]]] = ({}, {})
         self._verdicts: dict[tuple[str, str], bool] = {}  # (side, path) -> advertised
         facts = tables.facts
         self._envelope, self._versions = facts.request_meta, facts.versions
@@ -171,14 +176,24 @@ class Advertised:
             else:
                 self.caps[side] = caps
             self._verdicts = {k: v for k, v in self._verdicts.items() if k[0] != side}
-            self.passed[0].clear()
-            self.passed[1].clear()
+            for settled in (*self.passed, *self.conditional):
+                settled.clear()
 
     def check(self, m: Any, params: Any, id_: Any, *, incoming: bool) -> None:
         """Refuse (-32601) a message of method ``m`` that needs a capability the side that must
         have it did not advertise."""
         receiver = self.role if incoming else self.peer
-        settled = True
+        residual = self.conditional[incoming].get(m.name)
+        if residual is not None:  # settled but for gates that depend on the params
+            for gate, cls, attr in residual:
+                if (
+                    getattr(params, attr, UNSET) is not UNSET
+                    if type(params) is cls and attr is not None and gate.equals is None
+                    else _applies(gate, params)
+                ):
+                    self._refuse(m, gate, receiver, id_)
+            return
+        residual = []
         for gate in m.spec.gates:
             side = receiver if gate.side == "receiver" else gate.side
             verdict = self._verdicts.get((side, gate.path))
@@ -187,20 +202,28 @@ class Advertised:
                 verdict = self._verdicts[side, gate.path] = supports(
                     plain, gate.path, self.revision
                 )
-            settled = settled and verdict is not False  # None: that side's are not known yet
-            if verdict is not False or not _applies(gate, params):
-                continue
-            whom = f"this {side}" if side == self.role else f"the {side}"
-            condition = f" (its params have {'.'.join(gate.when)})" if gate.when else ""
-            raise ProtocolError(
-                METHOD_NOT_FOUND,
-                f"Method not found: {m.spec.method!r}{condition} needs the {side} capability "
-                f"{gate.path!r}, which {whom} did not advertise (MCP {self.revision})",
-                {"method": m.spec.method, "capability": gate.path, "side": side},
-                id_,
-            )
-        if settled:  # no gate can refuse it, whatever its params: no need to look again
+            if verdict is False:  # None: that side's are not known yet, and pass until they are
+                if _applies(gate, params):
+                    self._refuse(m, gate, receiver, id_)
+                residual.append((gate, type(params), _attribute(params, gate.when)))
+        # Settled until a capabilities object changes: no gate can refuse it, or only those
+        # conditional ones, on the params that have their value.
+        if residual:
+            self.conditional[incoming][m.name] = residual
+        else:
             self.passed[incoming].add(m.name)
+
+    def _refuse(self, m: Any, gate: Gate, receiver: str, id_: Any) -> NoReturn:
+        side = receiver if gate.side == "receiver" else gate.side
+        whom = f"this {side}" if side == self.role else f"the {side}"
+        condition = f" (its params have {'.'.join(gate.when)})" if gate.when else ""
+        raise ProtocolError(
+            METHOD_NOT_FOUND,
+            f"Method not found: {m.spec.method!r}{condition} needs the {side} capability "
+            f"{gate.path!r}, which {whom} did not advertise (MCP {self.revision})",
+            {"method": m.spec.method, "capability": gate.path, "side": side},
+            id_,
+        )
 
     def check_meta(self, m: Any, params: Any, id_: Any) -> None:
         """The protocol version and client capabilities in a request's ``params._meta``."""
@@ -231,16 +254,27 @@ def _applies(gate: Gate, params: Any) -> bool:
     """Whether a conditional gate's params value is there (and has the value it names)."""
     node = params
     for key in gate.when:  # wire keys, through Structs and dicts alike
-        if isinstance(node, dict):
+        keys = getattr(type(node), "__struct_encode_fields__", None)
+        if keys is not None:
+            if key not in keys:
+                return False
+            node = getattr(node, node.__struct_fields__[keys.index(key)])
+        elif isinstance(node, dict):
             node = node.get(key, UNSET)
-        elif isinstance(node, msgspec.Struct):
-            keys = node.__struct_encode_fields__
-            node = getattr(node, node.__struct_fields__[keys.index(key)]) if key in keys else UNSET
         else:
             return False
         if node is UNSET:
             return False
     return gate.equals is None or msgspec.to_builtins(node) == gate.equals
+
+
+def _attribute(params: Any, when: tuple[str, ...]) -> str | None:
+    """The attribute by which ``params`` (a Struct) holds the one wire key ``when`` names; None
+    when it is no Struct with that key, or the path is longer (``_applies`` then reads it)."""
+    keys = getattr(type(params), "__struct_encode_fields__", ())
+    if len(when) != 1 or when[0] not in keys:
+        return None
+    return str(params.__struct_fields__[keys.index(when[0])])
 
 
 def _path_object(path: str) -> dict[str, Any]:

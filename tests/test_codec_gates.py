@@ -179,3 +179,32 @@ def test_a_method_passed_while_a_side_was_unknown_is_checked_once_that_side_is_k
         server.encode(msgspec.structs.replace(sample, id=30 + i))
     server.peer_capabilities = {"roots": {}}
     refused(lambda: server.encode(msgspec.structs.replace(sample, id=40)), "sampling")
+
+
+def test_a_method_settled_but_for_its_conditional_gates_still_looks_at_each_messages_params():
+    """A server without task support settles tools/call once: after that only ``task`` in each
+    message's params is looked for, and every one that carries it is still refused. The same
+    for a gate that names a value (``includeContext``) and in the sending direction."""
+    server = Codec("2025-11-25", "server", capabilities={"tools": {}})
+    with_task = b'{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","task":{}}}'
+    for _ in range(3):
+        assert isinstance(server.decode(CALL_TOOL), v4.CallToolRequest)
+        refused(lambda: server.decode(with_task), "tasks.requests.tools.call")
+    server.capabilities = {"tools": {}, "tasks": {"requests": {"tools": {"call": {}}}}}
+    assert isinstance(server.decode(with_task), v4.CallToolRequest)
+
+    client = Codec("2025-11-25", "client", capabilities={"sampling": {}})
+    for context in ("none", "thisServer", "none", "allServers"):
+        message = sampling(includeContext=context)
+        if context == "none":
+            assert isinstance(client.decode(message), v4.CreateMessageRequest)
+        else:
+            refused(lambda m=message: client.decode(m), "sampling.context")
+
+    sender = Codec("2025-11-25", "client", peer_capabilities={"tools": {}})
+    params = v4.CallToolRequestParams(name="echo")
+    tasked = v4.CallToolRequestParams(name="echo", task=v4.TaskMetadata())
+    for i in range(3):
+        sender.encode(v4.CallToolRequest(id=50 + 2 * i, jsonrpc="2.0", params=params))
+        message = v4.CallToolRequest(id=51 + 2 * i, jsonrpc="2.0", params=tasked)
+        refused(lambda m=message: sender.encode(m), "tasks.requests.tools.call")
