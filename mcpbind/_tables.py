@@ -3,6 +3,7 @@ after it exists msgspec builds nothing lazily (docs/threads.md)."""
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -58,8 +59,10 @@ class _Tables:
     methods: dict[str, _Method]
     receive: dict[str, _Method]  # what this role may receive
     by_wire: dict[type, _Method]
-    by_message: dict[type, _Method]  # every method, by the generated class a caller holds
-    send: dict[type, _Method]  # what this role may send, by the generated class a caller holds
+    # every method, by the generated class a caller holds, and by its wire class
+    # (``FACTS.wires``: what a session builds, saving the ``Request`` and the rebuild)
+    by_message: dict[type, _Method]
+    send: dict[type, _Method]  # what this role may send, by the same classes
     fast: msgspec.json.Decoder[Any]  # the tagged union of every message this role receives
     generic: msgspec.json.Decoder[Any]  # a response with the generic result
     tasks: msgspec.json.Decoder[Any] | None  # a response creating a task
@@ -121,14 +124,17 @@ def _build(revision: str, role: str) -> _Tables:
         )
     peer = "server" if role == "client" else "client"
     receive = {n: m for n, m in methods.items() if m.spec.sender in (peer, "both")}
-    sends = [m for m in methods.values() if m.spec.sender in (role, "both")]
+    by_message = {
+        **{m.wire.wire: _as_wire(m) for m in methods.values() if not m.enveloped},
+        **{m.spec.message: m for m in methods.values()},
+    }
     return _Tables(
         facts=facts,
         methods=methods,
         receive=receive,
         by_wire={m.wire.wire: m for m in receive.values()},
-        by_message={m.spec.message: m for m in methods.values()},
-        send={m.spec.message: m for m in sends},
+        by_message=by_message,
+        send={t: m for t, m in by_message.items() if m.spec.sender in (role, "both")},
         fast=_decoder(Union[tuple(m.wire.wire for m in receive.values())]),  # noqa: UP007
         generic=_decoder(facts.result_response),
         tasks=_decoder(facts.tasks.response) if facts.tasks is not None else None,
@@ -137,6 +143,11 @@ def _build(revision: str, role: str) -> _Tables:
             c for m in methods.values() if m.result_learns for c in _classes(m.wire.result)
         ),
     )
+
+
+def _as_wire(m: _Method) -> _Method:
+    """``m`` as sent in its wire class, which carries the envelope itself."""
+    return dataclasses.replace(m, enveloped=True, wrapped=False, build=_same, unbuild=_same)
 
 
 def _decoder(tp: Any) -> msgspec.json.Decoder[Any]:

@@ -75,6 +75,35 @@ def test_response_precise_from_encode_and_expect(rev: str) -> None:
     assert type(err) is ErrorResponse and err.error.code == -1 and err.error.data == [1]
 
 
+@pytest.mark.parametrize("rev", ["2024-11-05", "2025-06-18", "2025-11-25", "2026-07-28"])
+def test_a_message_in_its_wire_class_encodes_as_the_class_callers_hold(rev: str) -> None:
+    """What a session sends: the same bytes, the same checks, the request remembered."""
+    c, wrapped = Codec(rev, "client"), Codec(rev, "client")
+    M = c.module
+    meta = {"_meta": c.meta()} if M.FACTS.request_meta is not None else {}
+    params = mcpbind.convert({"name": "t", **meta}, M.CallToolRequestParams)
+    wire = M.FACTS.wires["tools/call"].wire(id=5, jsonrpc="2.0", params=params)
+    envelope = {"id": 0, "jsonrpc": "2.0"} if M.FACTS.enveloped else {}
+    held = c.request(M.CallToolRequest(params=params, **envelope), 5)
+    assert c.encode(wire) == wrapped.encode(held)
+    answer = raw({"jsonrpc": "2.0", "id": 5, "result": {"content": [], "resultType": "complete"}})
+    assert type(c.decode(answer).result) is M.CallToolResult
+    with pytest.raises(ValueError, match="string or an integer"):
+        c.encode(M.FACTS.wires["tools/call"].wire(id=1.5, jsonrpc="2.0", params=params))
+    assert c.pending == {}
+    cancelled = M.METHODS["notifications/cancelled"]
+    gone = mcpbind.convert({"requestId": 5, **meta}, cancelled.params)
+    notification = M.FACTS.wires[cancelled.method].wire(jsonrpc="2.0", params=gone)
+    assert json.loads(c.encode(notification)) == {
+        "jsonrpc": "2.0",
+        "method": "notifications/cancelled",
+        "params": {"requestId": 5, **msgspec.to_builtins(meta)},
+    }
+    with pytest.raises(ProtocolError) as info:  # a server does not send tools/call
+        Codec(rev, "server").encode(wire)
+    assert info.value.code == -32601 and "sent by the client" in info.value.message
+
+
 def test_batches_2025_03_26() -> None:
     c = Codec("2025-03-26", "server")
     out = c.decode(b"[" + call("x") + b',{"jsonrpc":"2.0","method":"notifications/initialized"}]')

@@ -97,7 +97,7 @@ class _Send:
 
     spec: MethodSpec
     request: bool
-    enveloped: bool  # the generated message carries id and jsonrpc itself
+    wire: Any  # the class it travels in (``FACTS.wires``), which the codec encodes as it is
     params: Any  # its params class
     meta_key: str | None  # wire key of the params' _meta
     meta_class: Any  # the open class of the params' _meta, or None
@@ -147,8 +147,7 @@ class _Speech:
             found = _Send(
                 spec,
                 request,
-                "id" in spec.message.__struct_fields__
-                or "jsonrpc" in spec.message.__struct_fields__,
+                self.facts.wires[method].wire,
                 params,
                 meta_key,
                 _open_class(params, "meta") if params is not None else None,
@@ -318,12 +317,7 @@ class Session:
             or (send.version_key is not None and send.version_key not in (params.meta or ()))
         ):
             params = self._params(sp, send, params, token)
-        msg = (
-            send.spec.message(id=id, jsonrpc="2.0", params=params)
-            if send.enveloped
-            else Request(id=id, message=send.spec.message(params=params))
-        )
-        data = codec.encode(msg)
+        data = codec.encode(send.wire(id=id, jsonrpc="2.0", params=params))
         augmented = (
             send.task_attr is not None and getattr(params, send.task_attr, UNSET) is not UNSET
         )
@@ -351,12 +345,7 @@ class Session:
                 INVALID_REQUEST, f"{method!r} is a request in MCP {sp.revision}: use request"
             )
         params = self._params(sp, send, params, None, envelope=False)
-        msg = (
-            send.spec.message(jsonrpc="2.0", params=params)
-            if send.enveloped
-            else send.spec.message(params=params)
-        )
-        self._out.append(codec.encode(msg))
+        self._out.append(codec.encode(send.wire(jsonrpc="2.0", params=params)))
 
     def _params(
         self, sp: _Speech, send: _Send, params: Any, token: Any, envelope: bool = True
