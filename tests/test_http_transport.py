@@ -165,6 +165,54 @@ def test_progress_travels_on_the_request_stream() -> None:
     run(go())
 
 
+def test_the_server_sends_requests_of_its_own_on_the_get_stream() -> None:
+    """``StreamableHTTPServer.request``: answered through the client's ``on_request``, a result of
+    the precise class; an error answer, a capability the client lacks, a stream that closes
+    before the answer and a session without a stream each raise what happened."""
+    from mcpbind import v2025_11_25 as v4
+
+    async def go() -> None:
+        server = app()
+        answers: list[Any] = [{"roots": [{"uri": "file:///work", "name": "work"}]}]
+        hold = asyncio.Event()
+
+        async def on_request(event: Any) -> Any:
+            assert event.method == "roots/list"
+            if not answers:
+                await hold.wait()  # never set: the client goes away first
+            answer = answers.pop(0)
+            if isinstance(answer, ProtocolError):
+                raise answer
+            return answer
+
+        session = ClientSession(revisions=("2025-11-25",), info=INFO, capabilities={"roots": {}})
+        async with StreamableHTTPClient(
+            URL, session, http=http(server), on_request=on_request
+        ) as client:
+            await client.connect()
+            (sid,) = server.sessions
+            result = await server.request(sid, "roots/list")
+            assert type(result) is v4.ListRootsResult and result.roots[0].uri == "file:///work"
+            answers.append(ProtocolError(-32000, "no roots today"))
+            with pytest.raises(ProtocolError, match="no roots today") as info:
+                await server.request(sid, "roots/list")
+            assert info.value.code == -32000
+            with pytest.raises(ProtocolError) as info:  # the client advertised no sampling
+                await server.request(
+                    sid, "sampling/createMessage", {"messages": [], "maxTokens": 1}
+                )
+            assert info.value.code == -32601
+            waiting = asyncio.ensure_future(server.request(sid, "roots/list"))
+            while not server.sessions[sid].standalone or not server.sessions[sid].waiting:
+                await asyncio.sleep(0.01)
+        with pytest.raises(ConnectionError, match="closed before the client answered"):
+            await waiting
+        with pytest.raises(LookupError, match="no GET stream"):
+            await server.request(sid, "roots/list")
+
+    run(go())
+
+
 def test_foreign_host_or_origin_is_refused_before_anything_is_read() -> None:
     async def go() -> None:
         async with http(app()) as client:

@@ -6,8 +6,10 @@ on one path. A revision with the initialize handshake gets a session of its own,
 ``_meta`` envelope is stateless, each POST read by a fresh ``ServerSession``. Requests go to
 ``handler(call)``, an async function returning the result (a generated Struct or plain JSON) or
 raising ``mcpbind.ProtocolError``; what it sends meanwhile through ``call`` (notifications,
-progress, requests to the client) travels on the same POST's event stream. Host and Origin are
-checked against the allowed hosts before anything is read (DNS rebinding protection).
+progress, requests to the client) travels on the same POST's event stream. What belongs to no
+request (``notify`` and ``request`` of the server, by the session's id) travels on the session's
+GET stream. Host and Origin are checked against the allowed hosts before anything is read (DNS
+rebinding protection).
 """
 
 from __future__ import annotations
@@ -80,12 +82,21 @@ class _Stream:
 
     queue: asyncio.Queue[bytes | None] = field(default_factory=asyncio.Queue)
     pending: set[Any] = field(default_factory=set)
+    asked: dict[Any, asyncio.Future[Any]] = field(default_factory=dict)  # requests sent on it
     counter: int = 0
     closed: bool = False
 
     def put(self, messages: Iterable[bytes]) -> None:
         for message in messages:
             self.queue.put_nowait(message)
+
+    def abandon(self) -> None:
+        """The client went away: the requests sent on this stream will not be answered here."""
+        for rid, future in self.asked.items():
+            if not future.done():
+                future.set_exception(
+                    ConnectionError(f"the stream closed before the client answered request {rid!r}")
+                )
 
     def done(self, request_id: Any) -> None:
         self.pending.discard(request_id)
@@ -104,6 +115,7 @@ class _Live:
         self.waiting: dict[Any, asyncio.Future[Any]] = {}
         self.tasks: dict[Any, asyncio.Task[None]] = {}
         self.standalone: _Stream | None = None
+        self.sid: str | None = None  # its Mcp-Session-Id, once it has one
 
 
 class Call:
@@ -124,6 +136,12 @@ class Call:
         """The session the request arrived on (its revision, the client's capabilities)."""
         return self._live.session
 
+    @property
+    def session_id(self) -> str | None:
+        """The ``Mcp-Session-Id`` of that session (None when stateless): what the server's own
+        ``notify`` and ``request`` name it by, after this request is answered."""
+        return self._live.sid
+
     def _flush(self) -> None:
         self._stream.put(self._live.session.data_to_send())
 
@@ -142,18 +160,23 @@ class Call:
     async def request(self, method: str, params: Any = None) -> Any:
         """Send a request to the client on this request's stream and await its result; an
         error response raises ``ProtocolError`` with the client's code and message."""
-        live = self._live
-        rid = live.session.request(method, params)
-        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        live.waiting[rid] = future
-        self._flush()
-        try:
-            return await future
-        finally:
-            live.waiting.pop(rid, None)
+        return await _ask(self._live, self._stream, method, params)
 
 
 Handler = Callable[[Call], Awaitable[Any]]
+
+
+async def _ask(live: _Live, stream: _Stream, method: str, params: Any) -> Any:
+    """Send a request to the client on ``stream`` and await its result."""
+    rid = live.session.request(method, params)
+    future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+    live.waiting[rid] = stream.asked[rid] = future
+    stream.put(live.session.data_to_send())
+    try:
+        return await future
+    finally:
+        live.waiting.pop(rid, None)
+        stream.asked.pop(rid, None)
 
 
 class StreamableHTTPServer:
@@ -313,7 +336,7 @@ class StreamableHTTPServer:
         while len(self.sessions) >= self.max_sessions:
             oldest = next(iter(self.sessions))
             self._close(self.sessions.pop(oldest))
-        sid = secrets.token_hex(16)
+        sid = live.sid = secrets.token_hex(16)
         self.sessions[sid] = live
         return sid
 
@@ -426,6 +449,7 @@ class StreamableHTTPServer:
                     yield b"event: message\ndata: " + message + b"\n\n"
             finally:
                 live.standalone = None
+                stream.abandon()
 
         return StreamingResponse(
             body(), media_type="text/event-stream", headers={"cache-control": "no-cache"}
@@ -445,6 +469,21 @@ class StreamableHTTPServer:
         if live.standalone is not None:
             live.standalone.queue.put_nowait(None)
 
+    async def request(self, sid: str, method: str, params: Any = None) -> Any:
+        """Send a request that belongs to no client request (``roots/list``, a sampling or an
+        elicitation of the server's own) on session ``sid``'s GET stream, and await the client's
+        result, of the generated result class of the session's revision.
+
+        An error response raises ``ProtocolError`` with the client's code and message; a request
+        the session cannot send (the client did not advertise its capability) raises it before
+        anything is sent. ``LookupError`` when the session has no GET stream open;
+        ``ConnectionError`` when the stream closes before the answer comes.
+        """
+        live = self.sessions.get(sid)
+        if live is None or live.standalone is None:
+            raise LookupError(f"MCP session {sid!r} has no GET stream open to send a request on")
+        return await _ask(live, live.standalone, method, params)
+
     def notify(self, sid: str, method: str, params: Any = None) -> bool:
         """Send a notification that belongs to no request on a session's GET stream; False when
         the session has no such stream open (the notification is then not sent)."""
@@ -459,10 +498,13 @@ class StreamableHTTPServer:
 async def _sse(first: bytes, stream: _Stream) -> AsyncIterator[bytes]:
     """Server-sent events of a POST stream: each message one ``message`` event with an id."""
     message: bytes | None = first
-    while message is not None:
-        stream.counter += 1
-        yield b"id: %d\nevent: message\ndata: " % stream.counter + message + b"\n\n"
-        message = await stream.queue.get()
+    try:
+        while message is not None:
+            stream.counter += 1
+            yield b"id: %d\nevent: message\ndata: " % stream.counter + message + b"\n\n"
+            message = await stream.queue.get()
+    finally:
+        stream.abandon()
 
 
 def _answer_error(
