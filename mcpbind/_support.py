@@ -271,7 +271,7 @@ def _compile_open(cls: type[OpenObject]) -> Callable[[Any], Any]:
         if type(obj) is not dict:
             raise ValueError(f"Expected `object`, got `{_kind(obj)}`")
         self = new(klass)
-        update(self, obj)
+        self |= obj  # cheaper than calling ``update``
         if not skippable or not declared.isdisjoint(obj):
             try:
                 values = (
