@@ -51,8 +51,9 @@ class Negotiated(_Event, frozen=True):
 
 
 class NegotiationFailed(_Event, frozen=True):
-    """No revision both sides speak; ``error`` names both sides' lists. The session is then
-    in state ``"failed"`` and refuses to send."""
+    """No revision both sides speak, or the server's answer to the handshake could not be read;
+    ``error`` says which, and names both sides' lists. The session is then in state ``"failed"``
+    and refuses to send."""
 
     error: UnsupportedRevision
 

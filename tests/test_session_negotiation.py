@@ -389,3 +389,31 @@ def test_the_retry_of_a_listed_version_is_bounded() -> None:
     (failed,) = of(_refuse_listing(client, ["2026-07-28"]), ev.NegotiationFailed)
     assert "-32022" in failed.error.message
     assert client.state == "failed" and client.data_to_send() == []
+
+
+@pytest.mark.parametrize("revision", ["2025-11-25", "2026-07-28"])
+def test_a_handshake_answer_that_cannot_be_read_ends_the_negotiation(revision: str) -> None:
+    """The server's mistake is reported, and the session fails instead of negotiating forever."""
+    client = mcpbind.ClientSession(revisions=(revision,), info=CLIENT_INFO)
+    client.connect()
+    (sent,) = client.data_to_send()
+    answer = {"jsonrpc": "2.0", "id": msgspec.json.decode(sent)["id"], "result": {"x": 1}}
+    rejected, failed = client.receive(msgspec.json.encode(answer))
+    assert isinstance(rejected, ev.MessageRejected) and rejected.error.code == -32602
+    assert isinstance(failed, ev.NegotiationFailed)
+    assert "answer to the handshake could not be read" in failed.error.message
+    assert "$.result" in failed.error.message
+    assert client.state == "failed"
+    with pytest.raises(mcpbind.ProtocolError, match="failed"):
+        client.request("ping")
+
+
+def test_a_server_request_carrying_the_handshake_id_does_not_end_the_negotiation() -> None:
+    client = mcpbind.ClientSession(revisions=("2025-11-25",), info=CLIENT_INFO)
+    client.connect()
+    (sent,) = client.data_to_send()
+    rid = msgspec.json.decode(sent)["id"]
+    bad = {"jsonrpc": "2.0", "id": rid, "method": "roots/list", "params": 5}
+    (rejected,) = client.receive(msgspec.json.encode(bad))
+    assert isinstance(rejected, ev.MessageRejected) and rejected.answered
+    assert client.state == "negotiating"

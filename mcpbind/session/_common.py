@@ -733,13 +733,26 @@ class Session:
             codec = self._codec or next(iter(self._codecs.values()), None)
             out = codec.error_response(error) if codec is not None else error.to_json()
             self._out.append(out)
-        elif error.id is not None and error.id != self._handshake:
+        elif error.id is not None:
             # An unreadable response still ends its request (the codec forgot it too): nothing
             # else will answer it, and its id, progress token and cancel() are free again.
             outgoing = self._outgoing.pop(error.id, None)
             if outgoing is not None and outgoing.token is not None:
                 self._tokens.pop(outgoing.token, None)
         events.append(self._rejected(error, answered=answer))
+        handshake = self._handshake
+        if (
+            handshake is not None
+            and not answer
+            and error.id == handshake
+            and type(error.id) is type(handshake)
+        ):
+            self._handshake = None  # nothing else will answer it: the session cannot open
+            self._handshake_unreadable(error, events)
+
+    def _handshake_unreadable(self, error: ProtocolError, events: list[Event]) -> None:
+        """The answer to this side's handshake request could not be read."""
+        raise NotImplementedError
 
 
 class _Peek(msgspec.Struct, gc=False):

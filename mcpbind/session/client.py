@@ -242,11 +242,23 @@ class ClientSession(Session):
         self.state = "ready"
         return result
 
-    def _fail(self, offered: Any, reason: str, events: list[Event]) -> None:
+    def _handshake_unreadable(self, error: ProtocolError, events: list[Event]) -> None:
+        self._fail(
+            None,
+            f"the server's answer to the handshake could not be read ({error.message})",
+            events,
+            "Negotiation failed",
+        )
+
+    def _fail(
+        self,
+        offered: Any,
+        reason: str,
+        events: list[Event],
+        headline: str = "Unsupported protocol version",
+    ) -> None:
         self.state = "failed"
         error = UnsupportedRevision(offered, list(self.revisions))
-        error.message = (
-            f"Unsupported protocol version: {reason}; this client offers {list(self.revisions)}"
-        )
+        error.message = f"{headline}: {reason}; this client offers {list(self.revisions)}"
         error.args = (error.message,)
         events.append(NegotiationFailed(error=error))
