@@ -53,10 +53,12 @@ def generate(revisions: Iterable[str] | None = None, *, settle: bool = False) ->
             files[package / name] = text
         files[digest_file(revision)] = digest.dump(rev)
     files.update(change_files(irs))
-    files.update(
-        {GENERATED_DIR / path: text for path, text in projection.projection_files(irs).items()}
-    )
-    if set(irs) == {p.revision for p in pins()}:
+    pairs = projection.projection_files(irs)
+    complete = set(irs) == {p.revision for p in pins()}
+    if not complete:  # these name every pinned revision: only a run over all of them writes them
+        del pairs[projection.PACKAGE_INIT]
+    files.update({GENERATED_DIR / path: text for path, text in pairs.items()})
+    if complete:
         files[GENERATED_DIR / "_provenance.py"] = projection.provenance_file(irs)
     python = format_python(
         {path: text for path, text in files.items() if path.suffix == ".py"}, settle=settle

@@ -25,6 +25,19 @@ def test_generating_twice_gives_identical_bytes(generated):
     assert writer.generate() == generated
 
 
+def test_a_run_over_some_revisions_leaves_the_files_that_name_all_of_them_alone(generated):
+    """``mcpbind generate -r R`` writes R's package and its projections, never a header naming
+    only R in a file a full run writes (which ``generate --check`` would then call drift)."""
+    some = writer.generate(["2024-11-05", "2025-03-26"])
+    root = writer.GENERATED_DIR
+    whole = {p.relative_to(root).as_posix() for p in generated if p.is_relative_to(root)}
+    wrote = {p.relative_to(root).as_posix() for p in some if p.is_relative_to(root)}
+    assert "_projection/__init__.py" in whole and "_provenance.py" in whole
+    assert "_projection/__init__.py" not in wrote and "_provenance.py" not in wrote
+    assert "_projection/v2024_11_05__v2025_03_26.py" in wrote
+    assert all(some[path] == generated[path] for path in some if path.suffix == ".py")
+
+
 def test_every_generated_file_says_where_it_came_from_and_not_to_edit(generated):
     for path, text in generated.items():
         first = text.splitlines()[0]
