@@ -398,7 +398,7 @@ class Codec:
         Requests this side sends are remembered by id, so that their responses decode to the
         precise result class. A message that cannot be sent raises before anything is remembered.
         A request or notification may also come in its wire class (``FACTS.wires[method].wire``,
-        which carries ``id`` and ``jsonrpc`` in every revision), as sessions send them.
+        which carries ``jsonrpc``, and a request's ``id``, in every revision), as sessions send them.
         """
         t = type(msg)
         if t is Response:
