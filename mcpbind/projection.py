@@ -102,12 +102,9 @@ class Ctx:
         except ProjectionError as exc:
             raise exc.within(key) from None
 
-    def opt(self, v: Any, f: Callable[[Any, Ctx], Any], key: str) -> Any:
-        """Project the value of an optional field."""
-        try:
-            return f(v, self)
-        except ProjectionError as exc:
-            raise exc.within(key) from None
+    # Project the value of an optional field: in this mode it fails as a required one does (the
+    # lossy mode drops it instead).
+    opt = req
 
     def items(self, vs: list[Any], f: Callable[[Any, Ctx], Any]) -> list[Any]:
         """Project list items."""
