@@ -213,6 +213,46 @@ def test_the_server_sends_requests_of_its_own_on_the_get_stream() -> None:
     run(go())
 
 
+def test_a_request_on_a_post_stream_the_client_left_raises_connection_error() -> None:
+    """A handler awaiting the client's answer on the stream of a POST the client closed."""
+    raised: list[str] = []
+
+    async def handler(call: Call) -> Any:
+        if call.method != "tools/call":
+            return {"tools": []}
+        try:
+            return await call.request("roots/list")
+        except ConnectionError as exc:
+            raised.append(str(exc))
+            raise
+
+    async def go() -> None:
+        server = StreamableHTTPServer(
+            handler, revisions=("2025-11-25",), capabilities={"tools": {}}, info=INFO
+        )
+        never = asyncio.Event()
+
+        async def on_request(event: Any) -> Any:
+            await never.wait()
+
+        session = ClientSession(revisions=("2025-11-25",), info=INFO, capabilities={"roots": {}})
+        async with StreamableHTTPClient(
+            URL, session, http=http(server), on_request=on_request, listen=False
+        ) as client:
+            await client.connect()
+            call = asyncio.ensure_future(client.call("tools/call", {"name": "x", "arguments": {}}))
+            while not any(live.waiting for live in server.sessions.values()):
+                await asyncio.sleep(0.01)
+            call.cancel()  # the client leaves the POST's stream
+            with contextlib.suppress(asyncio.CancelledError):
+                await call
+            while not raised:
+                await asyncio.sleep(0.01)
+        assert "closed before the client answered" in raised[0]
+
+    run(go(), 10)
+
+
 def test_foreign_host_or_origin_is_refused_before_anything_is_read() -> None:
     async def go() -> None:
         async with http(app()) as client:
