@@ -139,7 +139,7 @@ class Call:
     @property
     def session_id(self) -> str | None:
         """The ``Mcp-Session-Id`` of that session (None when stateless): what the server's own
-        ``notify`` and ``request`` name it by, after this request is answered."""
+        ``notify`` and ``request`` take to reach it on its GET stream, now or later."""
         return self._live.sid
 
     def _flush(self) -> None:
