@@ -28,6 +28,8 @@ class Overlay:
     # method -> the capabilities it needs only when its params say so
     inherits: tuple[Inherit, ...] = ()
     lifecycle: dict[str, str] = field(default_factory=dict)  # role -> method, where it exists
+    features: dict[str, str] = field(default_factory=dict)  # role -> method, of the features
+    tool_argument_errors: str | None = None  # "protocol" or "result"
     versions: tuple[str, ...] = ()  # protocol version strings the revision's messages carry
     result_kinds: tuple[ResultKind, ...] = ()
     task_results: tuple[TaskResult, ...] = ()
@@ -124,6 +126,8 @@ def overlay(revision: str) -> Overlay:
             for e in entries("inherit")
         ),
         lifecycle={role: e["method"] for e in entries("lifecycle") for role in [e["role"]]},
+        features={e["role"]: e["method"] for e in entries("feature")},
+        tool_argument_errors=_tool_argument_errors(entries("tool_argument_errors"), revision),
         versions=tuple(
             v
             for e in entries("versions")
@@ -147,6 +151,21 @@ def overlay(revision: str) -> Overlay:
         ),
         keywords={e["keyword"]: _treatment(e) for e in entries("keyword")},
     )
+
+
+def _tool_argument_errors(found: list[dict[str, Any]], revision: str) -> str | None:
+    """The one ``[[tool_argument_errors]]`` answer of a revision (None when no entry covers it)."""
+    if len(found) > 1:
+        raise OverlayError(f"{revision}: more than one [[tool_argument_errors]] entry applies")
+    if not found:
+        return None
+    answer = found[0].get("answer")
+    if answer not in ("protocol", "result") or not found[0].get("reason"):
+        raise OverlayError(
+            f"{revision}: [[tool_argument_errors]] answer must be \"protocol\" or \"result\", "
+            "with a reason"
+        )
+    return str(answer)
 
 
 def _treatment(entry: dict[str, Any]) -> str:

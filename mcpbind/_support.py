@@ -103,6 +103,8 @@ class RoundTrip(msgspec.Struct, frozen=True, kw_only=True):
     input_requests: str
     input_responses: str
     request_state: str
+    requests: Mapping[str, str] = {}  # feature role (sample, elicit, ...) -> input request method
+    capabilities: Mapping[str, str] = {}  # feature role -> client capability it needs
 
 
 class Loss(msgspec.Struct, frozen=True, kw_only=True):
@@ -121,6 +123,9 @@ class Facts(msgspec.Struct, frozen=True, kw_only=True):
     versions: tuple[str, ...]  # protocol version strings its messages carry; the first is sent
     handshake: str  # "initialize", or "discover" (with the per-request ``request_meta``)
     lifecycle: Mapping[str, str]  # role (initialize, ping, cancelled, ...) -> method
+    # role (list_tools, call_tool, read_resource, sample, log, ...) -> method, of the features an
+    # application serves or sends; only the methods the revision has
+    features: Mapping[str, str] = {}
     batches: bool  # JSON-RPC batches are part of the revision
     enveloped: bool  # request and notification classes carry ``jsonrpc`` (and ``id``) themselves
     error_id_optional: bool  # an error response may leave out ``id``
@@ -140,6 +145,9 @@ class Facts(msgspec.Struct, frozen=True, kw_only=True):
     # (schema type name or "*", wire field or "" for the object itself) -> what a bridge does
     # with it when this revision, the target, cannot carry it
     losses: Mapping[tuple[str, str], Loss] = {}
+    # how a tools/call with arguments the tool's input schema rejects is answered: "protocol"
+    # (Invalid params) or "result" (a tool result with isError)
+    tool_argument_errors: str = "protocol"
 
 
 class Member(NamedTuple):
