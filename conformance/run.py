@@ -3,11 +3,15 @@
 `make conformance` calls this after `npm ci` in this folder has installed the suite at the version
 pinned in package-lock.json together with the Node it needs. The server leg starts the server
 command on a free loopback port and runs `conformance server --requirements R` for each revision R;
-the client leg runs `conformance client --scenario S --spec-version R` for each listed client
-scenario. Every verdict is read from the `checks.json` the suite writes: a scenario passes when
+the client leg runs `conformance client --scenario S --spec-version R` for every client scenario
+of the requirement set R (scored ones, and those it runs without scoring), one at a time, and the
+extension leg runs each client extension scenario the sets name (the auth extensions) once, with
+no spec version, as the suite runs extensions. Every verdict is read from the `checks.json` the suite writes: a scenario passes when
 it has at least one successful check and no failed one (the rule of the suite's own tier-check),
-and a client scenario also needs the suite's own exit status of 0. Scenarios a requirement set
-runs without scoring (pending, extension, added after release) are reported and marked as such.
+and a client scenario also needs the suite's own exit status of 0 (the suite already excuses a
+client's error exit where the scenario expects the client to refuse). Scenarios a requirement
+set runs without scoring (pending, added after release) are reported and marked as such; the
+client extension scenarios are scored in a group of their own ("extension").
 
 The exit status is 1 when any scored scenario fails, 0 otherwise.
 """
@@ -26,6 +30,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -34,20 +39,8 @@ SUITE = HERE / "node_modules" / "@modelcontextprotocol" / "conformance"
 
 REVISIONS = ("2025-11-25", "2026-07-28")
 
-# The client scenarios mcpbind's reference client targets, per revision (issue 15); the auth
-# scenarios of the requirement sets need an OAuth client, which mcpbind does not provide.
-CLIENT_SCENARIOS: dict[str, tuple[str, ...]] = {
-    "2025-11-25": ("initialize", "tools_call", "elicitation-sep1034-client-defaults", "sse-retry"),
-    "2026-07-28": (
-        "tools_call",
-        "request-metadata",
-        "sep-2322-client-request-state",
-        "http-standard-headers",
-        "http-custom-headers",
-        "http-invalid-tool-headers",
-        "json-schema-ref-no-deref",
-    ),
-}
+# The revision column of the client extension scenarios, which belong to no revision.
+EXTENSION = "extension"
 
 TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}T[\d-]+Z")
 
@@ -92,6 +85,12 @@ def requirements(revision: str) -> dict[str, object]:
     )
     data: dict[str, object] = json.loads(out.stdout)
     return data
+
+
+def listed(reqs: dict[str, object], key: str) -> list[Any]:
+    """One list of a requirement set (empty when the set has none)."""
+    value = reqs.get(key)
+    return value if isinstance(value, list) else []
 
 
 def free_port() -> int:
@@ -145,10 +144,10 @@ def suite_env() -> dict[str, str]:
 def server_leg(url: str, revision: str, out: Path, timeout_ms: int, log: Path) -> list[Row]:
     """Run `conformance server --requirements revision` against url, one row per scenario."""
     reqs = requirements(revision)
-    scored = [str(s) for s in reqs.get("server", []) or []]  # type: ignore[union-attr]
+    scored = [str(s) for s in listed(reqs, "server")]
     unscored = {
         str(e["scenario"]): str(e["reason"])
-        for e in reqs.get("not_scored", []) or []  # type: ignore[union-attr]
+        for e in listed(reqs, "not_scored")
         if e.get("leg") == "server"
     }
     directory = out / "server" / revision
@@ -183,38 +182,69 @@ def server_leg(url: str, revision: str, out: Path, timeout_ms: int, log: Path) -
     return rows
 
 
+def client_plan(revision: str) -> list[tuple[str, str]]:
+    """The client scenarios of a revision's requirement set, each with "yes" when scored or
+    the set's reason for not scoring it; extension scenarios are left to the extension leg."""
+    reqs = requirements(revision)
+    plan = [(str(s), "yes") for s in listed(reqs, "client")]
+    plan += [
+        (str(e["scenario"]), str(e["reason"]))
+        for e in listed(reqs, "not_scored")
+        if e.get("leg") == "client" and e.get("reason") != EXTENSION
+    ]
+    return plan
+
+
+def extension_plan(revisions: list[str]) -> list[str]:
+    """The client extension scenarios the requirement sets name, each once, in their order."""
+    names: dict[str, None] = {}
+    for revision in revisions:
+        for entry in listed(requirements(revision), "not_scored"):
+            if entry.get("leg") == "client" and entry.get("reason") == EXTENSION:
+                names[str(entry["scenario"])] = None
+    return list(names)
+
+
+def run_client(
+    command: str, scenario: str, revision: str, scored: str, out: Path, timeout_ms: int, log: Path
+) -> Row:
+    """Run one client scenario (at a revision's wire, or with no spec version for an
+    extension) and read its verdict."""
+    directory = out / "client" / revision / scenario.replace("/", "_")
+    directory.mkdir(parents=True, exist_ok=True)
+    argv = [str(BIN / "conformance"), "client", "--command", command, "--scenario", scenario]
+    if revision != EXTENSION:
+        argv += ["--spec-version", revision]
+    argv += ["--timeout", str(timeout_ms), "-o", str(directory)]
+    with log.open("ab") as sink:
+        sink.write(f"\n$ {shlex.join(argv)}\n".encode())
+        sink.flush()
+        done = subprocess.run(argv, env=suite_env(), stdout=sink, stderr=sink, check=False)
+    row = Row(scenario, revision, "client", scored, exit_ok=done.returncode == 0)
+    read_checks(sorted(directory.rglob("checks.json")), row)
+    if not row.exit_ok and not row.failures:
+        row.failures.append(
+            f"the suite exited {done.returncode} (client error, warning or timeout)"
+        )
+    return row
+
+
 def client_leg(command: str, revision: str, out: Path, timeout_ms: int, log: Path) -> list[Row]:
-    """Run the listed client scenarios of a revision against the client command."""
-    rows: list[Row] = []
-    for scenario in CLIENT_SCENARIOS[revision]:
-        directory = out / "client" / revision / scenario.replace("/", "_")
-        directory.mkdir(parents=True, exist_ok=True)
-        argv = [
-            str(BIN / "conformance"),
-            "client",
-            "--command",
-            command,
-            "--scenario",
-            scenario,
-            "--spec-version",
-            revision,
-            "--timeout",
-            str(timeout_ms),
-            "-o",
-            str(directory),
-        ]
-        with log.open("ab") as sink:
-            sink.write(f"\n$ {shlex.join(argv)}\n".encode())
-            sink.flush()
-            done = subprocess.run(argv, env=suite_env(), stdout=sink, stderr=sink, check=False)
-        row = Row(scenario, revision, "client", "yes", exit_ok=done.returncode == 0)
-        read_checks(sorted(directory.glob("*/checks.json")), row)
-        if not row.exit_ok and not row.failures:
-            row.failures.append(
-                f"the suite exited {done.returncode} (client error, warning or timeout)"
-            )
-        rows.append(row)
-    return rows
+    """Run every client scenario of a revision's requirement set against the client command."""
+    return [
+        run_client(command, scenario, revision, scored, out, timeout_ms, log)
+        for scenario, scored in client_plan(revision)
+    ]
+
+
+def extension_leg(
+    command: str, revisions: list[str], out: Path, timeout_ms: int, log: Path
+) -> list[Row]:
+    """Run the client extension scenarios once each, scored as a group of their own."""
+    return [
+        run_client(command, scenario, EXTENSION, "yes", out, timeout_ms, log)
+        for scenario in extension_plan(revisions)
+    ]
 
 
 def table(rows: list[Row]) -> str:
@@ -233,7 +263,7 @@ def table(rows: list[Row]) -> str:
             f"{'pass' if row.ok else 'FAIL'} | {row.passed}/{row.failed}/{row.warnings} | {first} |"
         )
     lines.append("")
-    for revision in sorted({r.revision for r in rows}):
+    for revision in sorted({r.revision for r in rows}, key=lambda r: (r == EXTENSION, r)):
         for leg in ("server", "client"):
             mine = [r for r in rows if r.revision == revision and r.leg == leg]
             scored = [r for r in mine if r.scored == "yes"]
@@ -251,7 +281,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--server-cmd", default=DEFAULT_SERVER, help="{port} is replaced")
     parser.add_argument("--client-cmd", default=DEFAULT_CLIENT)
-    parser.add_argument("--legs", default="server,client", help="server, client or both")
+    parser.add_argument(
+        "--legs", default="server,client,extension", help="server, client and/or extension"
+    )
     parser.add_argument("--revisions", default=",".join(REVISIONS))
     parser.add_argument("--timeout-ms", type=int, default=30000)
     parser.add_argument("--out", type=Path, default=None, help="keep the suite's results here")
@@ -289,6 +321,8 @@ def main() -> int:
     if "client" in legs:
         for revision in revisions:
             rows += client_leg(args.client_cmd, revision, out, args.timeout_ms, log)
+    if "extension" in legs:
+        rows += extension_leg(args.client_cmd, revisions, out, args.timeout_ms, log)
 
     print(table(rows))
     print(f"\nThe suite's own output and checks.json files: {out}")

@@ -8,6 +8,12 @@ negotiates, lists the tools and calls each tool whose input schema it can fill (
 schema's defaults (server requests arrive on a request's stream or on the standalone GET stream
 the transport opens after initialization), and exits 0 when the conversation completed (a
 refused tool call is reported on stderr), 1 with the error otherwise.
+
+A protected server is authorized with ``mcpbind.auth``: the grant follows the scenario's context
+(client credentials, a workload's JWT, an enterprise ID token, pre-registered credentials) and
+is otherwise the authorization code flow, with a client ID metadata document URL where the
+server accepts one, DPoP where the server offers it, and a headless user agent that follows the
+authorization endpoint's redirect itself (the suite's authorization server signs in no one).
 """
 
 from __future__ import annotations
@@ -17,15 +23,70 @@ import json
 import os
 import sys
 from typing import Any
+from urllib.parse import urljoin
 
+import httpx
 import msgspec
 
 from mcpbind import ClientSession, ProtocolError, supports
+from mcpbind.auth import (
+    AuthorizationCode,
+    ClientCredentials,
+    EnterpriseManaged,
+    JWTBearer,
+    OAuthClient,
+    Registration,
+)
+from mcpbind.auth.grants import Grant
 from mcpbind.events import RequestReceived
 from mcpbind.transports.http_client import StreamableHTTPClient
 
 INFO = {"name": "mcpbind-everything-client", "version": "0.1.0"}
 CAPABILITIES: dict[str, Any] = {"elicitation": {"form": {}}, "sampling": {}, "roots": {}}
+# The client ID metadata document URL the suite expects a client to present.
+CLIENT_METADATA_URL = "https://conformance-test.local/client-metadata.json"
+
+
+async def headless_user_agent(url: str) -> str:
+    """The user-agent step without a user: ask the authorization endpoint and return where it
+    redirects to (the suite's authorization server approves at once)."""
+    async with httpx.AsyncClient(timeout=30.0, follow_redirects=False) as http:
+        response = await http.get(url)
+    location = response.headers.get("location")
+    if response.status_code not in (301, 302, 303, 307, 308) or not location:
+        raise ProtocolError(-32603, f"the authorization endpoint answered {response.status_code}")
+    return str(urljoin(url, location))
+
+
+def grant_for(context: dict[str, Any]) -> Grant:
+    """The grant the scenario's context calls for."""
+    scenario = os.environ.get("MCP_CONFORMANCE_SCENARIO", "")
+    if "idp_id_token" in context:
+        return EnterpriseManaged(
+            id_token=context["idp_id_token"],
+            idp_token_endpoint=context["idp_token_endpoint"],
+            client_id=context["client_id"],
+            client_secret=context.get("client_secret"),
+            idp_client_id=context.get("idp_client_id"),
+        )
+    if "valid_jwt" in context:
+        return JWTBearer(assertion=context["valid_jwt"], client_id=context.get("client_id"))
+    if "private_key_pem" in context:
+        return ClientCredentials(
+            context["client_id"],
+            private_key=context["private_key_pem"],
+            alg=context.get("signing_algorithm", "ES256"),
+        )
+    if scenario.startswith("auth/client-credentials"):
+        return ClientCredentials(context["client_id"], context.get("client_secret"))
+    registration = Registration(
+        client_id=context.get("client_id"),
+        client_secret=context.get("client_secret"),
+        issuer=context.get("issuer"),
+        metadata_url=CLIENT_METADATA_URL,
+        client_name=INFO["name"],
+    )
+    return AuthorizationCode(headless_user_agent, registration)
 
 
 def sample_arguments(schema: Any) -> dict[str, Any]:
@@ -63,14 +124,15 @@ async def on_request(event: RequestReceived) -> Any:
 
 
 async def run(url: str, revision: str) -> None:
+    context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
     session = ClientSession(revisions=(revision,), capabilities=CAPABILITIES, info=INFO)
-    async with StreamableHTTPClient(url, session, on_request=on_request) as client:
+    auth = OAuthClient(grant_for(context), dpop=True)
+    async with StreamableHTTPClient(url, session, on_request=on_request, auth=auth) as client:
         negotiated = await client.connect()
         if not supports(negotiated.capabilities, "tools"):
             return
         listed = msgspec.to_builtins(await client.call("tools/list", {}))
         # The harness may name the calls to make (MCP_CONFORMANCE_CONTEXT); else call each tool.
-        context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
         calls = context.get("toolCalls") or [
             {"name": t["name"], "arguments": sample_arguments(t.get("inputSchema"))}
             for t in listed.get("tools", [])

@@ -10,6 +10,10 @@ An event stream that ends before it delivered the answers it owes is resumed wit
 open (right after the initialized notification, before any other request) the client opens the
 standalone GET stream for what the server sends outside any request. Requests from the server,
 on any stream, are answered by ``on_request(event)``, an async function returning the result.
+
+A 401 (or a 403 with a challenge) goes to ``auth`` (an ``mcpbind.auth.OAuthClient``), which
+obtains or steps up a token, and the request is sent again, at most ``auth.max_attempts``
+times; without ``auth``, or when it cannot help, the call ends with one ``AuthorizationError``.
 """
 
 from __future__ import annotations
@@ -25,6 +29,8 @@ import msgspec
 from httpx_sse import EventSource
 
 from .. import bindings
+from ..auth.client import OAuthClient
+from ..auth.errors import AuthorizationError
 from ..errors import INTERNAL_ERROR, INVALID_PARAMS, ProtocolError
 from ..events import (
     ErrorReceived,
@@ -73,7 +79,8 @@ class StreamableHTTPClient:
     GET stream once negotiated, for what the server sends outside any request (answers arriving
     there settle the POST that awaits them); ``connect`` returns once the server has answered that
     GET, so the stream exists before any request whose handler may talk on it, and a later GET
-    (a resumption, with ``Last-Event-ID``) is never mistaken for it.
+    (a resumption, with ``Last-Event-ID``) is never mistaken for it. ``auth`` (an
+    ``OAuthClient``) authorizes the requests of a protected server.
     """
 
     def __init__(
@@ -87,6 +94,7 @@ class StreamableHTTPClient:
         max_resumptions: int = 5,
         default_retry_ms: int = 1000,
         listen: bool = True,
+        auth: OAuthClient | None = None,
     ) -> None:
         self.url = url
         self.session = session
@@ -98,6 +106,7 @@ class StreamableHTTPClient:
         self.retry_ms = default_retry_ms
         self.session_id: str | None = None
         self.listen = listen
+        self.auth = auth
         self._listener: asyncio.Task[None] | None = None
         self.events: list[Event] = []
         self._results: dict[Any, Event] = {}
@@ -120,8 +129,9 @@ class StreamableHTTPClient:
             self._listener = None
         if self.session_id is not None:
             # A failed DELETE leaves the server to expire the session: nothing to do about it.
-            with contextlib.suppress(httpx.HTTPError):
-                await self.http.delete(self.url, headers=self._headers(None))
+            with contextlib.suppress(httpx.HTTPError, ProtocolError):
+                headers = await self._authorized(self._headers(None), "DELETE")
+                await self.http.delete(self.url, headers=headers)
             self.session_id = None
         if self._own_http:
             await self.http.aclose()
@@ -133,7 +143,8 @@ class StreamableHTTPClient:
         the ``Negotiated`` event; ``ProtocolError`` when no revision could be agreed."""
         self.session.connect()
         while True:
-            for event in await self.flush():
+            events = await self.flush()
+            for event in events:
                 if isinstance(event, Negotiated):
                     await self.flush()  # the initialized notification, where there is one
                     if self.listen and self.session_id is not None:
@@ -144,6 +155,12 @@ class StreamableHTTPClient:
             if self.session.state not in ("negotiating", "ready"):
                 raise ProtocolError(
                     INTERNAL_ERROR, f"negotiation stopped in {self.session.state!r}"
+                )
+            if not events:
+                # Nothing came back that the session could read, and it has nothing more to
+                # send: asking again would only repeat the same exchange.
+                raise ProtocolError(
+                    INTERNAL_ERROR, f"the server at {self.url} answered the handshake with nothing"
                 )
 
     async def call(self, method: str, params: Any = None, *, progress: bool = False) -> Any:
@@ -258,30 +275,73 @@ class StreamableHTTPClient:
             else:
                 self.invalid_tools[tool["name"]] = problem
 
+    async def _authorized(self, headers: dict[str, str], method: str) -> dict[str, str]:
+        """The headers with the auth client's credentials for one request added."""
+        if self.auth is not None:
+            headers.update(await self.auth.headers(method, self.url))
+        return headers
+
+    async def _challenged(self, response: httpx.Response, attempts: int) -> None:
+        """Act on a 401, or a 403 with a challenge: return when the request is worth sending
+        again, raise ``AuthorizationError`` when it is not."""
+        await response.aread()
+        status = response.status_code
+        challenge = response.headers.get("WWW-Authenticate")
+        if self.auth is None:
+            raise AuthorizationError(
+                f"HTTP {status} from {self.url}: the server requires authorization "
+                f"({challenge or 'no WWW-Authenticate challenge'}) and no auth= was given",
+                status,
+            )
+        if attempts >= self.auth.max_attempts:
+            raise AuthorizationError(
+                f"HTTP {status} from {self.url} after {attempts} authorization attempts "
+                f"({challenge or 'no WWW-Authenticate challenge'})",
+                status,
+            )
+        await self.auth.handle(response, self.url)
+
     async def _post(self, message: bytes) -> None:
         owed = _owed(message)
-        async with self.http.stream(
-            "POST", self.url, content=message, headers=self._headers(message)
-        ) as response:
-            sid = response.headers.get(SESSION_HEADER)
-            if sid is not None:
-                self.session_id = sid
-            kind = response.headers.get("content-type", "")
-            if response.status_code == 202 or not owed and response.status_code < 300:
-                await response.aread()
-                return
-            if kind.startswith("text/event-stream"):
-                last = await self._read_stream(response, owed)
-            else:
-                body = await response.aread()
-                if kind.startswith("application/json") and body:
-                    await self._receive(body, owed)
-                elif owed:
-                    raise ProtocolError(
-                        INTERNAL_ERROR,
-                        f"HTTP {response.status_code} without a JSON-RPC answer: {body[:200]!r}",
-                    )
-                return
+        attempts = 0
+        while True:
+            headers = await self._authorized(self._headers(message), "POST")
+            async with self.http.stream(
+                "POST", self.url, content=message, headers=headers
+            ) as response:
+                if _needs_auth(response):
+                    await self._challenged(response, attempts)
+                    attempts += 1
+                    continue
+                last = await self._answer_post(response, owed)
+                break
+        if last is not _DONE:
+            await self._resume_post(last, owed)
+
+    async def _answer_post(self, response: httpx.Response, owed: set[Any]) -> Any:
+        """Read one POST's answer; the last event id of its stream (to resume from), or
+        ``_DONE`` when nothing remains to resume."""
+        sid = response.headers.get(SESSION_HEADER)
+        if sid is not None:
+            self.session_id = sid
+        kind = response.headers.get("content-type", "")
+        if response.status_code == 202 or not owed and response.status_code < 300:
+            await response.aread()
+            return _DONE
+        if kind.startswith("text/event-stream"):
+            return await self._read_stream(response, owed)
+        body = await response.aread()
+        if kind.startswith("application/json") and body:
+            await self._receive(body, owed)
+        elif owed:
+            raise ProtocolError(
+                INTERNAL_ERROR,
+                f"HTTP {response.status_code} without a JSON-RPC answer: {body[:200]!r}",
+            )
+        return _DONE
+
+    async def _resume_post(self, last: str | None, owed: set[Any]) -> None:
+        """Resume a POST's stream that ended before it delivered what it owes."""
         resumptions = 0
         while last is not None and resumptions < self.max_resumptions:
             owed.difference_update(self._results)  # answered on another stream meanwhile
@@ -306,7 +366,7 @@ class StreamableHTTPClient:
     async def _resume(self, last: str, owed: set[Any]) -> str | None:
         """Resume a POST's stream from the event ``last`` with a GET; the last event id seen, or
         None when the server offers no stream (or nothing remains owed)."""
-        headers = self._headers(None)
+        headers = await self._authorized(self._headers(None), "GET")
         headers["Accept"] = "text/event-stream"
         headers["Last-Event-ID"] = last
         async with self.http.stream("GET", self.url, headers=headers) as response:
@@ -331,7 +391,7 @@ class StreamableHTTPClient:
         last: str | None = None
         try:
             for _ in range(self.max_resumptions + 1):
-                headers = self._headers(None)
+                headers = await self._authorized(self._headers(None), "GET")
                 headers["Accept"] = "text/event-stream"
                 if last is not None:
                     headers["Last-Event-ID"] = last
@@ -340,9 +400,9 @@ class StreamableHTTPClient:
                         answered.set()
                         if response.status_code != 200:
                             await response.aread()
-                            return  # 405: the server has no stream to offer
+                            return  # 405: no stream to offer (401/403: none for us)
                         last = await self._read_stream(response, {object()}) or last
-                except httpx.HTTPError:
+                except (httpx.HTTPError, ProtocolError):
                     answered.set()  # resumed below, like a POST stream
                 await asyncio.sleep(self.retry_ms / 1000)
         finally:
@@ -414,6 +474,17 @@ class StreamableHTTPClient:
                     self.session.respond_error(event.id, INTERNAL_ERROR, error.message)
         for message in self.session.data_to_send():
             await self._post(message)
+
+
+# What _answer_post returns when a POST's answer is complete.
+_DONE: Any = object()
+
+
+def _needs_auth(response: httpx.Response) -> bool:
+    """Whether a response asks for (other) credentials: a 401, or a 403 with a challenge."""
+    return response.status_code == 401 or (
+        response.status_code == 403 and "www-authenticate" in response.headers
+    )
 
 
 def encode_header_value(value: Any) -> str:
