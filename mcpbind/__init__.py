@@ -24,7 +24,9 @@ from ._support import MethodSpec, OpenObject, convert, dec_hook, decode, decoder
 from .negotiate import negotiate  # noqa: E402
 
 if TYPE_CHECKING:
+    from .app import App
     from .capabilities import missing_capabilities, supports
+    from .client import Client
     from .codec import Codec, ErrorObject, ErrorResponse, Request, Response
     from .errors import ProtocolError, UnsupportedRevision
     from .projection import ProjectionError, project, project_lossy
@@ -49,6 +51,8 @@ _LAZY = {
     "project_lossy": "projection",
     "ClientSession": "session",
     "ServerSession": "session",
+    "App": "app",
+    "Client": "client",
 }
 
 
@@ -67,6 +71,8 @@ __all__ = [
     "LATEST",
     "RELEASED",
     "REVISIONS",
+    "App",
+    "Client",
     "ClientSession",
     "Codec",
     "ErrorObject",

@@ -1,0 +1,308 @@
+"""``App``: an MCP server written as decorated functions, served to clients of every revision."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from typing import Any, TypeVar, overload
+
+from .._revisions import LATEST, REVISIONS
+from ..session import ServerSession
+from .connection import Connection
+from .prompts import Completion, Prompt
+from .resources import Resource, Template, template_variables
+from .serve import Limits, Server
+from .stdio import MAX_LINE, serve_lines
+from .tools import Tool
+
+__all__ = ["App"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+_RELEASED = REVISIONS[: REVISIONS.index(LATEST) + 1]
+
+
+class App:
+    """An MCP server: tools, resources, prompts and completions registered with decorators,
+    served over stdio (``run``), Streamable HTTP (``asgi``) or in process (``mcpbind.Client(app)``)
+    to clients of every revision in ``revisions`` (the released ones by default).
+
+    ``lifespan(app)``, an async context manager, runs while the App serves; what it yields is
+    ``ctx.lifespan`` in handlers. ``cache_scope`` and ``ttl_ms`` are the cache hints of results
+    that carry them (2026-07-28 and later: ``"private"`` and 0, never served from a cache, by
+    default). ``state_key`` signs the request state of multi-round-trip requests (random per
+    process by default: give every worker behind one load balancer the same key). ``limits``
+    bounds what clients can make the server hold (see ``Limits``).
+    """
+
+    def __init__(
+        self,
+        name: str,
+        version: str = "0.1.0",
+        *,
+        title: str | None = None,
+        instructions: str | None = None,
+        revisions: Iterable[str] | None = None,
+        lifespan: Callable[[App], contextlib.AbstractAsyncContextManager[Any]] | None = None,
+        cache_scope: str = "private",
+        ttl_ms: int = 0,
+        state_key: bytes | None = None,
+        limits: Limits | None = None,
+    ) -> None:
+        self.name = name
+        self.info: dict[str, Any] = {"name": name, "version": version}
+        if title is not None:
+            self.info["title"] = title
+        self.instructions = instructions
+        self.revisions = tuple(revisions) if revisions is not None else _RELEASED
+        self.cache_scope = cache_scope
+        self.ttl_ms = ttl_ms
+        self._lifespan = lifespan
+        self._server = Server(
+            limits=limits or Limits(), cache_scope=cache_scope, ttl_ms=ttl_ms, state_key=state_key
+        )
+        self._running = 0
+        self._stack: contextlib.AsyncExitStack | None = None
+        self._lock: asyncio.Lock | None = None
+
+    # -- registering ------------------------------------------------------------------------------
+
+    @overload
+    def tool(self, func: F, /) -> F: ...
+
+    @overload
+    def tool(
+        self,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        annotations: Mapping[str, Any] | None = None,
+        meta: Mapping[str, Any] | None = None,
+    ) -> Callable[[F], F]: ...
+
+    def tool(
+        self,
+        func: F | None = None,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        annotations: Mapping[str, Any] | None = None,
+        meta: Mapping[str, Any] | None = None,
+    ) -> Any:
+        """Register a tool: its name is the function's (or ``name``), its description the
+        docstring, its input schema the parameters' type hints, its output schema the return
+        annotation when that is structured (a Struct, a TypedDict, a dataclass, a dict; any other
+        type but ``str`` travels as ``{"result": value}``). ``annotations`` are the tool's
+        behaviour hints (``readOnlyHint``, ...)."""
+
+        def register(f: F) -> F:
+            tool = Tool(
+                f,
+                name=name,
+                title=title,
+                description=description,
+                annotations=annotations,
+                meta=meta,
+            )
+            self._server.tools[tool.name] = tool
+            self._changed("tools_changed")
+            return f
+
+        return register(func) if func is not None else register
+
+    def resource(
+        self,
+        uri: str,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        mime_type: str | None = None,
+        meta: Mapping[str, Any] | None = None,
+    ) -> Callable[[F], F]:
+        """Register a resource at ``uri``, or, when ``uri`` holds ``{variables}``, a resource
+        template whose function takes the variables as arguments. The function returns the
+        contents: a string (text), bytes (a blob), any other value (JSON text), or generated
+        resource contents / a read result."""
+
+        def register(f: F) -> F:
+            item: Resource | Template
+            if template_variables(uri):
+                item = Template(
+                    f,
+                    uri,
+                    name=name,
+                    title=title,
+                    description=description,
+                    mime_type=mime_type,
+                    meta=meta,
+                )
+                self._server.templates.append(item)
+            else:
+                item = Resource(
+                    f,
+                    uri,
+                    name=name,
+                    title=title,
+                    description=description,
+                    mime_type=mime_type,
+                    meta=meta,
+                )
+                self._server.resources[uri] = item
+            self._changed("resources_changed")
+            return f
+
+        return register
+
+    @overload
+    def prompt(self, func: F, /) -> F: ...
+
+    @overload
+    def prompt(
+        self,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        meta: Mapping[str, Any] | None = None,
+    ) -> Callable[[F], F]: ...
+
+    def prompt(
+        self,
+        func: F | None = None,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        meta: Mapping[str, Any] | None = None,
+    ) -> Any:
+        """Register a prompt: its arguments are the function's parameters (strings on the wire,
+        required unless they have a default); it returns a string (one user message), a list
+        of strings and messages, or a generated ``GetPromptResult``."""
+
+        def register(f: F) -> F:
+            prompt = Prompt(f, name=name, title=title, description=description, meta=meta)
+            self._server.prompts[prompt.name] = prompt
+            self._changed("prompts_changed")
+            return f
+
+        return register(func) if func is not None else register
+
+    def completion(
+        self, *, argument: str, prompt: str | None = None, resource: str | None = None
+    ) -> Callable[[F], F]:
+        """Register the completion of one ``argument`` of ``prompt`` (a prompt name) or of one
+        variable of ``resource`` (a URI template): ``func(value, arguments)`` returns the
+        suggested values (at most 100 are sent, with the total)."""
+        if (prompt is None) == (resource is None):
+            raise TypeError("completion: give exactly one of prompt= and resource=")
+
+        def register(f: F) -> F:
+            key = (
+                ("prompt", prompt, argument)
+                if prompt is not None
+                else (
+                    "resource",
+                    resource,
+                    argument,
+                )
+            )
+            what = f"completion of {argument!r} of {key[0]} {key[1]!r}"
+            self._server.completions[key] = Completion(f, what)  # type: ignore[index]
+            self._server.changed()
+            return f
+
+        return register
+
+    def _changed(self, role: str) -> None:
+        self._server.changed()
+        if self._running:
+            self._server.notify_all(role)
+
+    # -- telling clients --------------------------------------------------------------------------
+
+    def tools_changed(self) -> int:
+        """Tell connected clients the tool list changed; the number reached."""
+        return self._server.notify_all("tools_changed")
+
+    def resources_changed(self) -> int:
+        """Tell connected clients the resource list changed; the number reached."""
+        return self._server.notify_all("resources_changed")
+
+    def prompts_changed(self) -> int:
+        """Tell connected clients the prompt list changed; the number reached."""
+        return self._server.notify_all("prompts_changed")
+
+    def resource_updated(self, uri: str) -> int:
+        """Tell the clients subscribed to ``uri`` that it changed; the number reached."""
+        return self._server.notify_all("resource_updated", {"uri": uri}, uri=uri)
+
+    # -- serving ----------------------------------------------------------------------------------
+
+    def _session_config(self) -> dict[str, Any]:
+        return {
+            "revisions": self.revisions,
+            "capabilities": self._server.capabilities(),
+            "info": self.info,
+            "instructions": self.instructions,
+        }
+
+    def session(self) -> ServerSession:
+        """A new ``ServerSession`` configured as this App's connections are."""
+        return ServerSession(
+            **self._session_config(), cache_scope=self.cache_scope, ttl_ms=self.ttl_ms
+        )
+
+    def connect(self, write: Callable[[bytes], Any]) -> Connection:
+        """A new connection of this App: give it each message of the client with ``receive``;
+        what it sends goes to ``write`` (one message each)."""
+        return Connection(self._server, self.session(), write)
+
+    @contextlib.asynccontextmanager
+    async def running(self) -> AsyncIterator[App]:
+        """Serve within this block: the lifespan is entered by the first of nested blocks and
+        left by the last (stdio, an ASGI server and in-process clients all run through it)."""
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        async with self._lock:
+            if self._running == 0:
+                self._server._closing.clear()
+                stack = contextlib.AsyncExitStack()
+                if self._lifespan is not None:
+                    self._server.lifespan = await stack.enter_async_context(self._lifespan(self))
+                self._stack = stack
+            self._running += 1
+        try:
+            yield self
+        finally:
+            async with self._lock:
+                self._running -= 1
+                if self._running == 0:
+                    self._server.close()
+                    done, self._stack = self._stack, None
+                    self._server.lifespan = None
+                    if done is not None:
+                        await done.aclose()
+
+    async def serve_stdio(
+        self, *, max_line: int = MAX_LINE, stdin: Any = None, stdout: Any = None
+    ) -> None:
+        """Serve one client on stdin/stdout until its input ends."""
+        async with self.running():
+            await serve_lines(self.connect, stdin, stdout, max_line)
+
+    def run(self, *, max_line: int = MAX_LINE) -> None:
+        """Serve one client on this process's stdin and stdout (``max_line``: the longest
+        message line, 16 MiB by default)."""
+        asyncio.run(self.serve_stdio(max_line=max_line))
+
+    def asgi(self, **options: Any) -> Any:
+        """The ASGI application serving this App over Streamable HTTP (mcpbind[http]); it runs
+        the lifespan on the ASGI lifespan events. ``options`` go to ``StreamableHTTPServer``
+        (``path``, ``allowed_hosts``, ``max_sessions``, ``on_event``, ...)."""
+        from .http import ASGIApp
+
+        return ASGIApp(self, options)

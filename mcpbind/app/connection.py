@@ -1,0 +1,190 @@
+"""One client of an App over a message channel (stdio, or in memory for tests): a
+``ServerSession``, a task per request being answered, and the requests the server sent the client
+awaiting their answers. Framing belongs to the caller: ``receive`` takes one message, ``write``
+gets one message."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import msgspec
+
+from ..errors import INTERNAL_ERROR, ProtocolError
+from ..events import (
+    ErrorReceived,
+    Event,
+    MessageRejected,
+    Negotiated,
+    RequestCancelled,
+    RequestReceived,
+    ResultReceived,
+)
+from ..session import ServerSession
+from .serve import Server
+
+__all__ = ["Connection"]
+
+log = logging.getLogger("mcpbind.app")
+
+
+class _Exchange:
+    """One request of the connection being answered (what ``Server.serve`` reads)."""
+
+    __slots__ = ("_conn", "id", "message", "method", "params", "revision")
+
+    def __init__(self, conn: Connection, event: RequestReceived) -> None:
+        self._conn = conn
+        self.id = event.id
+        self.method = event.method
+        self.params = event.params
+        self.message = event.message
+        self.revision = event.revision
+
+    @property
+    def session(self) -> ServerSession:
+        return self._conn.session
+
+    def notify(self, method: str, params: Any = None) -> None:
+        self._conn.notify(method, params)
+
+    def progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> None:
+        self._conn.session.progress(self.id, progress, total, message)
+        self._conn.flush()
+
+    async def request(self, method: str, params: Any = None) -> Any:
+        return await self._conn.request(method, params)
+
+
+class Connection:
+    """The server side of one connection: feed it each message with ``receive``; what it sends
+    goes to ``write`` (one JSON-RPC message each, unframed)."""
+
+    def __init__(self, server: Server, session: ServerSession, write: Callable[[bytes], Any]):
+        self.server = server
+        self.session = session
+        self._write = write
+        self._tasks: dict[Any, asyncio.Task[None]] = {}
+        self._waiting: dict[Any, asyncio.Future[Any]] = {}
+        self.closed = False
+        server.peers.add(self)
+
+    def connections(self) -> Iterable[tuple[ServerSession, Callable[[str, Any], None]]]:
+        """What the server reaches outside any request: this connection's session."""
+        return () if self.closed else ((self.session, self.notify),)
+
+    # -- in ------------------------------------------------------------------------------------
+
+    def receive(self, data: bytes) -> None:
+        """Take one message from the client."""
+        for event in self.session.receive(data):
+            self._on(event)
+        self.flush()
+
+    def _on(self, event: Event) -> None:
+        t = type(event)
+        if t is RequestReceived:
+            assert isinstance(event, RequestReceived)
+            self._tasks[event.id] = asyncio.ensure_future(self._answer(_Exchange(self, event)))
+        elif t is RequestCancelled:
+            task = self._tasks.get(event.id)  # type: ignore[union-attr]
+            if task is not None:
+                task.cancel()
+        elif t is ResultReceived:
+            self._settle(event.id, event.result, None)  # type: ignore[union-attr]
+        elif t is ErrorReceived:
+            assert isinstance(event, ErrorReceived)
+            error = ProtocolError(event.code, event.message, event.data)
+            self._settle(event.id, None, error)
+        elif t is MessageRejected:
+            assert isinstance(event, MessageRejected)
+            log.warning("%s", event.error.message)
+            if not event.answered and event.error.id in self._waiting:
+                self._settle(event.error.id, None, event.error)
+        elif t is Negotiated:
+            assert isinstance(event, Negotiated)
+            caps = event.capabilities
+            self.server.clients[self.session] = msgspec.to_builtins(caps) if caps else {}
+
+    def _settle(self, request_id: Any, result: Any, error: Exception | None) -> None:
+        future = self._waiting.pop(request_id, None)
+        if future is None or future.done():
+            return
+        if error is None:
+            future.set_result(result)
+        else:
+            future.set_exception(error)
+
+    async def _answer(self, exchange: _Exchange) -> None:
+        session = self.session
+        try:
+            result = await self.server.serve(exchange)
+        except asyncio.CancelledError:
+            self._tasks.pop(exchange.id, None)
+            return
+        except ProtocolError as error:
+            _answer_error(session, exchange.id, error.code, error.message, error.data)
+        except Exception as error:  # a handler's bug is the client's internal error, not a crash
+            log.exception("answering %r failed", exchange.method)
+            _answer_error(session, exchange.id, INTERNAL_ERROR, f"Internal error: {error}", None)
+        else:
+            try:
+                session.respond(exchange.id, result)
+            except ProtocolError as error:
+                _answer_error(session, exchange.id, INTERNAL_ERROR, error.message, None)
+        self._tasks.pop(exchange.id, None)
+        self.flush()
+
+    # -- out -----------------------------------------------------------------------------------
+
+    def flush(self) -> None:
+        """Write everything the session queued."""
+        if self.closed:
+            return
+        for data in self.session.data_to_send():
+            self._write(data)
+
+    def notify(self, method: str, params: Any = None) -> None:
+        self.session.notify(method, params)
+        self.flush()
+
+    async def request(self, method: str, params: Any = None) -> Any:
+        """Send a request to the client and await its result (``ProtocolError`` for an error
+        response, ``ConnectionError`` when the connection closes first)."""
+        if self.closed:
+            raise ConnectionError("the client connection is closed")
+        rid = self.session.request(method, params)
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._waiting[rid] = future
+        self.flush()
+        try:
+            return await future
+        finally:
+            self._waiting.pop(rid, None)
+
+    async def close(self) -> None:
+        """The client went away: stop the handlers, fail what awaits the client."""
+        self.closed = True
+        self.server.peers.discard(self)
+        for future in self._waiting.values():
+            if not future.done():
+                future.set_exception(ConnectionError("the client connection closed"))
+        tasks = list(self._tasks.values())
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+
+def _answer_error(
+    session: ServerSession, request_id: Any, code: int, message: str, data: Any
+) -> None:
+    # The client cancelled it, or it was answered already: nothing is owed then.
+    with contextlib.suppress(ProtocolError):
+        session.respond_error(request_id, code, message, data)

@@ -1,0 +1,246 @@
+"""The context of one request: what a handler may know and do while it answers it.
+
+The same handler code runs in every revision: where the revision asks the client for input by
+multi-round-trip results (``FACTS.round_trip``), ``sample``, ``elicit`` and ``roots`` end this run
+of the handler with an input-required result and the handler runs again, from the start, when the
+client retries with the answers (each ask then returns its answer); in older revisions they are
+requests to the client, awaited in the middle of the handler.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+from collections.abc import Awaitable, Mapping
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+
+import msgspec
+
+from ..capabilities import missing_capabilities, supports
+from ..errors import METHOD_NOT_FOUND, ProtocolError
+from .revision import Rev
+
+if TYPE_CHECKING:
+    from ..session import ServerSession
+
+__all__ = ["LEVELS", "Context", "Exchange", "InputNeeded"]
+
+T = TypeVar("T")
+
+# The log levels in rising severity (RFC 5424, as the spec's LoggingLevel).
+LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+
+
+class Exchange(Protocol):
+    """One request being answered, as a transport carries it (``http_server.Call`` is one)."""
+
+    id: Any
+    method: str
+    params: Any
+    message: Any
+    revision: str
+
+    @property
+    def session(self) -> ServerSession: ...
+
+    def notify(self, method: str, params: Any = None) -> None: ...
+
+    def progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> None: ...
+
+    async def request(self, method: str, params: Any = None) -> Any: ...
+
+
+class InputNeeded(BaseException):
+    """Raised by an ask that has no answer yet, in a revision with multi-round-trip results: the
+    handler's run ends and the client is asked. A BaseException, so that a handler's ``except
+    Exception`` does not swallow it (as with cancellation)."""
+
+    def __init__(self, key: str, request: dict[str, Any]) -> None:
+        super().__init__(key)
+        self.key = key
+        self.request = request
+
+
+class Context:
+    """What a handler may know and do about the request it answers.
+
+    ``revision`` is the revision the request came in; ``request_id`` its id; ``client`` the
+    client's capabilities as plain JSON (``{}`` when it declared none); ``lifespan`` what the
+    App's lifespan yielded. ``progress`` and ``log`` send notifications about this request;
+    ``sample``, ``elicit`` and ``roots`` ask the client; ``cancelled`` says whether the client
+    cancelled the request. A synchronous handler (run in a worker thread) may call all of them;
+    it waits for an ask with ``wait(ctx.elicit(...))``.
+    """
+
+    def __init__(
+        self,
+        exchange: Exchange,
+        rev: Rev,
+        *,
+        client: Mapping[str, Any],
+        log_level: str | None,
+        logs: bool,
+        lifespan: Any,
+        answers: Mapping[str, Any],
+        loop: asyncio.AbstractEventLoop,
+    ) -> None:
+        self._exchange = exchange
+        self._rev = rev
+        self._loop = loop
+        self._thread = threading.get_ident()
+        self._answers = answers
+        self._asked = 0
+        self._cancelled = False
+        self._log_level = log_level
+        self._logs = logs
+        self.revision = rev.revision
+        self.request_id = exchange.id
+        self.client: Mapping[str, Any] = client
+        self.lifespan = lifespan
+
+    # -- state ------------------------------------------------------------------------------------
+
+    @property
+    def cancelled(self) -> bool:
+        """Whether the client cancelled this request (a synchronous handler polls this; an
+        asynchronous one is cancelled where it awaits)."""
+        return self._cancelled
+
+    def _cancel(self) -> None:
+        self._cancelled = True
+
+    # -- notifications ----------------------------------------------------------------------------
+
+    def _in_loop(self, call: Any, *args: Any) -> None:
+        """Run ``call`` on the event loop's thread (the session belongs to it)."""
+        if threading.get_ident() == self._thread:
+            call(*args)
+        else:
+            self._loop.call_soon_threadsafe(call, *args)
+
+    def progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> None:
+        """Report progress on this request. Nothing is sent when the client asked for no
+        progress; ``message`` is left out in a revision whose progress has none."""
+        if message is not None and not self._rev.progress_message:
+            message = None
+        self._in_loop(self._progress, progress, total, message)
+
+    def _progress(self, progress: float, total: float | None, message: str | None) -> None:
+        # No progress token, or the request is answered already: nobody listens.
+        with contextlib.suppress(ProtocolError):
+            self._exchange.progress(progress, total, message)
+
+    def log(self, level: str, data: Any, logger: str | None = None) -> None:
+        """Send a log message about this request at ``level`` (one of ``LEVELS``), when the
+        client asked for that level: by ``logging/setLevel`` in revisions that have it (all
+        levels until it does), by the request's own ``_meta`` in those that carry one (none
+        unless it does)."""
+        if level not in LEVELS:
+            raise ValueError(f"unknown log level {level!r}; the levels are {', '.join(LEVELS)}")
+        wanted = self._log_level
+        if not self._logs or (wanted is not None and LEVELS.index(level) < LEVELS.index(wanted)):
+            return
+        method = self._rev.features.get("log")
+        if method is None:
+            return
+        params: dict[str, Any] = {"level": level, "data": msgspec.to_builtins(data)}
+        if logger is not None:
+            params["logger"] = logger
+        self._in_loop(self._notify, method, params)
+
+    def debug(self, data: Any) -> None:
+        self.log("debug", data)
+
+    def info(self, data: Any) -> None:
+        self.log("info", data)
+
+    def warning(self, data: Any) -> None:
+        self.log("warning", data)
+
+    def error(self, data: Any) -> None:
+        self.log("error", data)
+
+    def _notify(self, method: str, params: Any) -> None:
+        # The client's revision or capabilities do not take it.
+        with contextlib.suppress(ProtocolError):
+            self._exchange.notify(method, params)
+
+    # -- asking the client ------------------------------------------------------------------------
+
+    async def sample(
+        self, messages: Any, *, max_tokens: int, system_prompt: str | None = None, **params: Any
+    ) -> Any:
+        """Ask the client's model: ``messages`` is a string (one user message) or a list of
+        sampling messages (plain JSON or generated); further ``params`` are wire keys of the
+        request (``temperature``, ``modelPreferences``, ...). Returns the generated
+        ``CreateMessageResult`` of the request's revision."""
+        if isinstance(messages, str):
+            messages = [{"role": "user", "content": {"type": "text", "text": messages}}]
+        data = {"messages": msgspec.to_builtins(messages), "maxTokens": max_tokens, **params}
+        if system_prompt is not None:
+            data["systemPrompt"] = system_prompt
+        return await self._ask("sample", data)
+
+    async def elicit(self, message: str, schema: Any) -> Any:
+        """Ask the user, through the client, to fill a form: ``schema`` is a JSON Schema object
+        of flat properties, or a type whose msgspec schema is one (a Struct, a TypedDict).
+        Returns the generated ``ElicitResult`` of the request's revision (``action``, and the
+        ``content`` when accepted)."""
+        if not isinstance(schema, dict):
+            from .signature import schema_of
+
+            schema = schema_of(schema, "elicitation")
+        return await self._ask("elicit", {"message": message, "requestedSchema": schema})
+
+    async def roots(self) -> Any:
+        """The client's roots: the generated ``ListRootsResult`` of the request's revision."""
+        return await self._ask("list_roots", {})
+
+    def wait(self, ask: Awaitable[T]) -> T:
+        """The result of ``ask`` (``ctx.elicit(...)``, ...) for a synchronous handler: it runs on
+        the event loop while the worker thread waits."""
+        if threading.get_ident() == self._thread:
+            raise RuntimeError("Context.wait is for synchronous handlers: await the ask instead")
+
+        async def run() -> T:
+            return await ask
+
+        return asyncio.run_coroutine_threadsafe(run(), self._loop).result()
+
+    async def _ask(self, role: str, params: dict[str, Any]) -> Any:
+        rev = self._rev
+        trip = rev.trip
+        if trip is not None and role in trip.requests:
+            key = f"{role}-{self._asked}"
+            self._asked += 1
+            answer = self._answers.get(key)
+            if answer is not None:
+                return answer
+            self._require(trip.capabilities.get(role))
+            raise InputNeeded(key, {"method": trip.requests[role], "params": params})
+        method = rev.features.get(role)
+        if method is None:
+            raise ProtocolError(
+                METHOD_NOT_FOUND, f"MCP {rev.revision} has no way to ask the client for {role!r}"
+            )
+        return await self._exchange.request(method, params)
+
+    def _require(self, path: str | None) -> None:
+        """The missing-capability error when the client did not declare ``path``."""
+        meta = self._rev.meta
+        if path is None or meta is None or supports(dict(self.client), path):
+            return
+        required: dict[str, Any] = {}
+        node = required
+        for part in path.split("."):
+            node = node.setdefault(part, {})
+        raise ProtocolError(
+            meta.missing_capability_code,
+            f"Missing required client capability: {path}",
+            {"requiredCapabilities": missing_capabilities(required, dict(self.client))},
+        )

@@ -1,0 +1,566 @@
+"""Answering requests: from a request of any revision to the result in that revision.
+
+``Server.serve(exchange)`` finds what the request asks for by the revision's ``FACTS.features``
+(method -> role), runs the registered function, builds the result once in the newest revision's
+generated classes and projects it to the request's revision with the overlay's ``[[loss]]`` rules
+(``mcpbind.bridge.losses.convey``; each loss is logged with its JSON path). It raises
+``ProtocolError`` for what is answered with a JSON-RPC error; transports respond.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import typing
+import weakref
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import msgspec
+from msgspec import UNSET
+
+from .._revisions import LATEST
+from .._support import OpenObject, convert
+from ..bridge.losses import convey
+from ..errors import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, ProtocolError
+from .content import Results
+from .context import Context, Exchange, InputNeeded
+from .prompts import MAX_COMPLETIONS, Completion, Prompt
+from .resources import Resource, Template
+from .revision import Rev, fields, rev
+from .rounds import RequestState
+from .signature import ArgumentError
+from .tools import Tool, ToolError
+
+__all__ = ["RESOURCE_NOT_FOUND", "Limits", "Server"]
+
+log = logging.getLogger("mcpbind.app")
+
+# The resource-not-found error of the spec's resources page (every revision).
+RESOURCE_NOT_FOUND = -32002
+
+# A subscription filter's attributes (generated ``SubscriptionFilter``) -> the feature role of
+# the notifications each one asks for.
+_FILTER = {
+    "tools_list_changed": "tools_changed",
+    "prompts_list_changed": "prompts_changed",
+    "resources_list_changed": "resources_changed",
+}
+_SUBSCRIBED = "resource_subscriptions"
+
+
+class Limits(msgspec.Struct, frozen=True, kw_only=True):
+    """The bounds of what clients can make a server hold (each past its bound is an error)."""
+
+    page_size: int = 100  # items per list page (tools, resources, templates, prompts)
+    in_flight: int = 256  # requests being answered at once, over every connection
+    input_rounds: int = 8  # rounds of input one multi-round-trip request may take
+    subscriptions: int = 1000  # resource URIs one connection may subscribe to
+    listeners: int = 1024  # open subscription streams (2026-07-28 subscriptions/listen)
+    listen_seconds: float = 300.0  # how long a subscription stream stays open before it ends
+
+
+class _Listener(msgspec.Struct):
+    exchange: Any
+    wanted: frozenset[str]  # feature roles of the notifications it asked for
+    uris: frozenset[str]
+    meta: dict[str, Any]  # the _meta tagging each notification with the subscription
+
+
+class Server:
+    """The registered tools, resources, prompts and completions, and the answering of requests
+    for them in every revision."""
+
+    def __init__(
+        self,
+        *,
+        limits: Limits,
+        cache_scope: str = "private",
+        ttl_ms: int = 0,
+        state_key: bytes | None = None,
+    ) -> None:
+        self.limits = limits
+        self.results = Results(cache_scope, ttl_ms)
+        self.tools: dict[str, Tool] = {}
+        self.resources: dict[str, Resource] = {}
+        self.templates: list[Template] = []
+        self.prompts: dict[str, Prompt] = {}
+        self.completions: dict[tuple[str, str, str], Completion] = {}
+        self.lifespan: Any = None
+        self._state = RequestState(state_key)
+        self._pages: dict[tuple[str, str, str], Any] = {}  # (role, cursor, revision) -> result
+        self._in_flight = 0
+        # Per connection (a ServerSession): the client's capabilities, its log level, the URIs it
+        # subscribed to. Weak: a connection's state goes with its session.
+        self.clients: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+        self._levels: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
+        self._subscribed: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary()
+        self._listeners: dict[int, _Listener] = {}
+        self._closing = asyncio.Event()
+        self.peers: weakref.WeakSet[Any] = weakref.WeakSet()  # what reaches connections: notify
+        self._roles: dict[str, Callable[[Exchange, Rev], Any]] = {
+            "list_tools": self._list_tools,
+            "call_tool": self._call_tool,
+            "list_resources": self._list_resources,
+            "list_resource_templates": self._list_templates,
+            "read_resource": self._read_resource,
+            "subscribe": self._subscribe,
+            "unsubscribe": self._unsubscribe,
+            "list_prompts": self._list_prompts,
+            "get_prompt": self._get_prompt,
+            "complete": self._complete,
+            "set_log_level": self._set_log_level,
+            "listen": self._listen,
+        }
+
+    # -- what the server offers -------------------------------------------------------------------
+
+    def capabilities(self) -> dict[str, Any]:
+        """The server capabilities (plain JSON; each session keeps what its revision has)."""
+        caps: dict[str, Any] = {"logging": {}}
+        if self.tools:
+            caps["tools"] = {"listChanged": True}
+        if self.resources or self.templates:
+            caps["resources"] = {"subscribe": True, "listChanged": True}
+        if self.prompts:
+            caps["prompts"] = {"listChanged": True}
+        if self.completions:
+            caps["completions"] = {}
+        return caps
+
+    def changed(self) -> None:
+        """Something was registered: the cached list pages are stale."""
+        self._pages.clear()
+
+    # -- answering --------------------------------------------------------------------------------
+
+    async def serve(self, exchange: Exchange) -> Any:
+        """The result of ``exchange``'s request in its revision; ``ProtocolError`` for an
+        error response."""
+        r = rev(exchange.revision)
+        answer = self._roles.get(r.roles.get(exchange.method, ""))
+        if answer is None:
+            raise ProtocolError(METHOD_NOT_FOUND, f"Method not found: {exchange.method!r}")
+        if self._in_flight >= self.limits.in_flight:
+            raise ProtocolError(
+                INTERNAL_ERROR,
+                f"Server busy: {self._in_flight} requests are being answered (the limit)",
+            )
+        self._in_flight += 1
+        try:
+            return await answer(exchange, r)
+        finally:
+            self._in_flight -= 1
+
+    def to(self, result: Any, r: Rev, what: str) -> Any:
+        """A result of the newest revision in revision ``r``, what it cannot carry following
+        the ``[[loss]]`` rules; each loss is logged."""
+        if r.revision == LATEST:
+            return result
+        value, lost = convey(result, r.revision)
+        for loss in lost:
+            log.info("%s into MCP %s: %s", what, r.revision, loss.describe())
+        return value
+
+    # -- lists --------------------------------------------------------------------------------------
+
+    def _page(self, role: str, exchange: Exchange, r: Rev, items: Callable[[], list[Any]]) -> Any:
+        params = exchange.params
+        cursor = "" if params is UNSET or params is None else params.cursor
+        cursor = "" if cursor is UNSET else cursor
+        key = (role, cursor, r.revision)
+        found = self._pages.get(key)
+        if found is not None:
+            return found
+        everything = items()
+        start = 0
+        if cursor:
+            try:
+                start = int(cursor)
+            except ValueError:
+                start = -1
+            if not 0 < start < len(everything) or str(start) != cursor:
+                raise ProtocolError(INVALID_PARAMS, f"Invalid params: unknown cursor {cursor!r}")
+        size = self.limits.page_size
+        page = everything[start : start + size]
+        more = start + size < len(everything)
+        build = {
+            "list_tools": (self.results.list_tools, "tools"),
+            "list_resources": (self.results.list_resources, "resources"),
+            "list_resource_templates": (self.results.list_templates, "resource_templates"),
+            "list_prompts": (self.results.list_prompts, "prompts"),
+        }[role]
+        extra = {"next_cursor": str(start + size)} if more else {}
+        result = self.to(build[0](**{build[1]: page}, **extra), r, f"the result of {role}")
+        self._pages[key] = result
+        return result
+
+    async def _list_tools(self, exchange: Exchange, r: Rev) -> Any:
+        return self._page(
+            "list_tools", exchange, r, lambda: [t.definition for t in self.tools.values()]
+        )
+
+    async def _list_resources(self, exchange: Exchange, r: Rev) -> Any:
+        return self._page(
+            "list_resources", exchange, r, lambda: [x.definition for x in self.resources.values()]
+        )
+
+    async def _list_templates(self, exchange: Exchange, r: Rev) -> Any:
+        return self._page(
+            "list_resource_templates", exchange, r, lambda: [t.definition for t in self.templates]
+        )
+
+    async def _list_prompts(self, exchange: Exchange, r: Rev) -> Any:
+        return self._page(
+            "list_prompts", exchange, r, lambda: [p.definition for p in self.prompts.values()]
+        )
+
+    # -- tools ------------------------------------------------------------------------------------
+
+    async def _call_tool(self, exchange: Exchange, r: Rev) -> Any:
+        params = exchange.params
+        name = params.name
+        tool = self.tools.get(name)
+        if tool is None:
+            raise ProtocolError(INVALID_PARAMS, f"Unknown tool: {name!r}")
+        arguments = None if params.arguments is UNSET else params.arguments
+        try:
+            kwargs = tool.handler.parameters.convert(arguments)
+        except ArgumentError as exc:
+            message = f"Invalid arguments for tool {name!r}: {exc}"
+            if r.argument_errors == "result":
+                return self.to(self.results.tool_error(message), r, "a tool error")
+            raise ProtocolError(INVALID_PARAMS, message) from None
+        results = self.results
+        ctx, binding = (
+            self._context(exchange, r, name, arguments)
+            if tool.handler.wants_context
+            else (None, "")
+        )
+        try:
+            value = await tool.handler(kwargs, ctx)
+        except InputNeeded as need:
+            assert ctx is not None  # only a context asks
+            return self._input_required(need, ctx, r, binding)
+        except (ProtocolError, asyncio.CancelledError):
+            raise
+        except ToolError as exc:
+            return self.to(results.tool_error(str(exc)), r, "a tool error")
+        except Exception as exc:  # a tool's failure is the model's to read, not a crash
+            log.exception("tool %r failed", name)
+            return self.to(results.tool_error(f"{type(exc).__name__}: {exc}"), r, "a tool error")
+        try:
+            result = tool.result(value, results)
+        except ArgumentError as exc:
+            raise ProtocolError(
+                INTERNAL_ERROR, f"Internal error: tool {name!r} returned {exc} (its output schema)"
+            ) from None
+        return self.to(result, r, f"the result of tool {name!r}")
+
+    # -- resources --------------------------------------------------------------------------------
+
+    async def _read_resource(self, exchange: Exchange, r: Rev) -> Any:
+        uri = exchange.params.uri
+        found: Resource | Template | None = self.resources.get(uri)
+        variables: dict[str, str] = {}
+        if found is None:
+            for template in self.templates:
+                match = template.match(uri)
+                if match is not None:
+                    found, variables = template, match
+                    break
+        if found is None:
+            raise ProtocolError(RESOURCE_NOT_FOUND, f"Resource not found: {uri}", {"uri": uri})
+        try:
+            kwargs = found.handler.parameters.convert(variables)
+        except ArgumentError as exc:
+            raise ProtocolError(INVALID_PARAMS, f"Invalid params: {uri!r}: {exc}") from None
+        value = await self._run(found.handler, kwargs, exchange, r, uri, None)
+        if isinstance(value, _Asked):
+            return value.result
+        try:
+            result = self.results.contents(uri, found.mime_type, value)
+        except (msgspec.ValidationError, TypeError, ValueError) as exc:
+            raise ProtocolError(
+                INTERNAL_ERROR, f"Internal error: resource {uri!r}: {exc}"
+            ) from None
+        return self.to(result, r, f"the contents of {uri!r}")
+
+    async def _subscribe(self, exchange: Exchange, r: Rev) -> Any:
+        uris = self._subscribed.setdefault(exchange.session, set())
+        if len(uris) >= self.limits.subscriptions:
+            raise ProtocolError(
+                INVALID_PARAMS,
+                f"Invalid params: this connection subscribed to {len(uris)} resources (the limit)",
+            )
+        uris.add(exchange.params.uri)
+        return {}
+
+    async def _unsubscribe(self, exchange: Exchange, r: Rev) -> Any:
+        self._subscribed.get(exchange.session, set()).discard(exchange.params.uri)
+        return {}
+
+    # -- prompts and completions ------------------------------------------------------------------
+
+    async def _get_prompt(self, exchange: Exchange, r: Rev) -> Any:
+        params = exchange.params
+        prompt = self.prompts.get(params.name)
+        if prompt is None:
+            raise ProtocolError(INVALID_PARAMS, f"Invalid params: unknown prompt {params.name!r}")
+        arguments = None if params.arguments is UNSET else params.arguments
+        try:
+            kwargs = prompt.handler.parameters.convert(arguments)
+        except ArgumentError as exc:
+            raise ProtocolError(
+                INVALID_PARAMS, f"Invalid params: arguments of prompt {params.name!r}: {exc}"
+            ) from None
+        value = await self._run(prompt.handler, kwargs, exchange, r, params.name, arguments)
+        if isinstance(value, _Asked):
+            return value.result
+        try:
+            result = self.results.prompt(value, prompt.description)
+        except (msgspec.ValidationError, TypeError, ValueError) as exc:
+            raise ProtocolError(
+                INTERNAL_ERROR, f"Internal error: prompt {params.name!r}: {exc}"
+            ) from None
+        return self.to(result, r, f"prompt {params.name!r}")
+
+    async def _complete(self, exchange: Exchange, r: Rev) -> Any:
+        params = exchange.params
+        ref = params.ref
+        names = fields(type(ref))
+        key = (
+            ("resource", ref.uri, params.argument.name)
+            if "uri" in names
+            else (
+                "prompt",
+                ref.name,
+                params.argument.name,
+            )
+        )
+        completion = self.completions.get(key)
+        values: list[str] = []
+        if completion is not None:
+            context = params.context if "context" in fields(type(params)) else UNSET
+            chosen = {} if context is UNSET or context.arguments is UNSET else context.arguments
+            values = await completion(params.argument.value, dict(chosen))
+        results = self.results
+        result = results.complete(
+            completion=results.completion(
+                values=values[:MAX_COMPLETIONS],
+                total=len(values),
+                has_more=len(values) > MAX_COMPLETIONS,
+            )
+        )
+        return self.to(result, r, "a completion")
+
+    # -- logging ------------------------------------------------------------------------------------
+
+    async def _set_log_level(self, exchange: Exchange, r: Rev) -> Any:
+        self._levels[exchange.session] = exchange.params.level
+        return {}
+
+    # -- running handlers that may ask the client ---------------------------------------------------
+
+    async def _run(
+        self,
+        handler: Any,
+        kwargs: dict[str, Any],
+        exchange: Exchange,
+        r: Rev,
+        target: Any,
+        args: Any,
+    ) -> Any:
+        """Run a resource's or prompt's function; an ``_Asked`` when it needs input first."""
+        if not handler.wants_context:
+            return await handler(kwargs, None)
+        ctx, binding = self._context(exchange, r, target, args)
+        try:
+            return await handler(kwargs, ctx)
+        except InputNeeded as need:
+            return _Asked(self._input_required(need, ctx, r, binding))
+
+    def _context(
+        self, exchange: Exchange, r: Rev, target: Any, arguments: Any
+    ) -> tuple[Context, str]:
+        """The context of a request, with the answers its earlier rounds carry; and what its
+        request state binds to."""
+        params = exchange.params
+        binding = self._state.binding(exchange.method, target, arguments)
+        answers: dict[str, Any] = {}
+        responses, state, kind = (
+            r.round_trip_fields(type(params))
+            if params is not UNSET
+            else (
+                None,
+                None,
+                None,
+            )
+        )
+        if responses is not None and state is not None:
+            token = getattr(params, state)
+            if token is not UNSET:
+                answers.update(self._state.open(binding, token, kind))
+            given = getattr(params, responses)
+            if given is not UNSET:
+                answers.update(given)
+        client, level, logs = self._client(exchange, r)
+        ctx = Context(
+            exchange,
+            r,
+            client=client,
+            log_level=level,
+            logs=logs,
+            lifespan=self.lifespan,
+            answers=answers,
+            loop=asyncio.get_running_loop(),
+        )
+        return ctx, binding
+
+    def _client(self, exchange: Exchange, r: Rev) -> tuple[Mapping[str, Any], str | None, bool]:
+        """The client's capabilities, the log level it asked for, and whether it gets log
+        messages at all: by the request's ``_meta`` where that carries them, else by what the
+        connection agreed and set."""
+        params = exchange.params
+        meta = getattr(params, "meta", UNSET) if params is not UNSET else UNSET
+        envelope = r.meta
+        if envelope is not None and isinstance(meta, OpenObject):
+            caps = msgspec.to_builtins(meta.get(envelope.capabilities_key) or {})
+            level_key = type(meta)._attributes.get("log_level")
+            level = meta.get(level_key) if level_key is not None else None
+            return caps, level, level is not None or level_key is None
+        session = exchange.session
+        return self.clients.get(session, {}), self._levels.get(session), True
+
+    def _input_required(self, need: InputNeeded, ctx: Context, r: Rev, binding: str) -> Any:
+        """The input-required result asking for ``need``, with the answers so far signed."""
+        trip = r.trip
+        assert trip is not None and r.kind_key is not None  # InputNeeded comes only with one
+        answers = dict(ctx._answers)
+        if len(answers) >= self.limits.input_rounds:
+            raise ProtocolError(
+                INTERNAL_ERROR,
+                f"Internal error: the request asked for input {len(answers) + 1} times (the "
+                f"limit is {self.limits.input_rounds})",
+            )
+        data = {
+            r.kind_key: r.input_required,
+            trip.input_requests: {need.key: need.request},
+            trip.request_state: self._state.sign(binding, answers),
+        }
+        try:
+            return convert(data, trip.result)
+        except msgspec.ValidationError as exc:
+            raise ProtocolError(
+                INTERNAL_ERROR, f"Internal error: the {need.key} input request is invalid: {exc}"
+            ) from None
+
+    # -- subscriptions ----------------------------------------------------------------------------
+
+    async def _listen(self, exchange: Exchange, r: Rev) -> Any:
+        """A subscription stream: acknowledge what the server can deliver of the filter, then
+        keep the request open (until the client cancels it, the server closes, or
+        ``listen_seconds`` pass) for the notifications it asked for."""
+        if len(self._listeners) >= self.limits.listeners:
+            raise ProtocolError(
+                INTERNAL_ERROR,
+                f"Server busy: {len(self._listeners)} subscription streams are open (the limit)",
+            )
+        asked = exchange.params.notifications
+        offers = {
+            "tools_changed": bool(self.tools),
+            "prompts_changed": bool(self.prompts),
+            "resources_changed": bool(self.resources or self.templates),
+        }
+        offered: dict[str, Any] = {}
+        wanted = set()
+        for attribute, role in _FILTER.items():
+            if getattr(asked, attribute) is True and role in r.features and offers[role]:
+                offered[attribute] = True
+                wanted.add(role)
+        uris: frozenset[str] = frozenset()
+        subscribed = getattr(asked, _SUBSCRIBED)
+        if subscribed is not UNSET and "resource_updated" in r.features:
+            uris = frozenset(subscribed[: self.limits.subscriptions])
+            offered[_SUBSCRIBED] = sorted(uris)
+        ack = r.features["acknowledged"]
+        tag_key = _meta_key(r.module.METHODS[ack].params, "subscription_id")
+        tag = {tag_key: exchange.id} if tag_key is not None else {}
+        names = fields(type(asked))
+        meta = fields(r.module.METHODS[ack].params)["meta"]
+        notifications = {names[a]: v for a, v in offered.items()}
+        exchange.notify(ack, {"notifications": notifications, meta: tag})
+        listener = _Listener(exchange, frozenset(wanted), uris, {meta: tag})
+        self._listeners[id(listener)] = listener
+        try:
+            await asyncio.wait_for(self._closing.wait(), self.limits.listen_seconds)
+        except TimeoutError:
+            pass
+        finally:
+            del self._listeners[id(listener)]
+        cls = r.facts.wires[exchange.method].result
+        names = fields(cls)
+        key = _meta_key(cls, "subscription_id")
+        data: dict[str, Any] = {names["meta"]: {key: exchange.id} if key is not None else {}}
+        kinds = r.facts.result_kinds
+        if kinds is not None:
+            data[kinds.key] = kinds.own
+        return convert(data, cls)
+
+    def close(self) -> None:
+        """End every subscription stream (the server is shutting down)."""
+        self._closing.set()
+
+    def notify_all(
+        self, role: str, params: dict[str, Any] | None = None, uri: str | None = None
+    ) -> int:
+        """Send the ``role`` notification to every connection that takes it: subscribed to
+        ``uri`` when given; the number of connections reached."""
+        reached = 0
+        for peer in list(self.peers):
+            for session, send in peer.connections():
+                r = rev(session.revision) if session.revision else None
+                if r is None or session.state != "ready" or role not in r.features:
+                    continue
+                if uri is not None and uri not in self._subscribed.get(session, ()):
+                    continue
+                if r.meta is not None:
+                    continue  # per-request revisions hear of changes on their subscription stream
+                try:
+                    send(r.features[role], params)
+                except ProtocolError:
+                    continue
+                reached += 1
+        for listener in list(self._listeners.values()):
+            if uri is not None and uri not in listener.uris:
+                continue
+            if uri is None and role not in listener.wanted:
+                continue
+            exchange = listener.exchange
+            r = rev(exchange.revision)
+            method = r.features.get(role)
+            if method is None:
+                continue
+            try:
+                exchange.notify(method, {**(params or {}), **listener.meta})
+            except ProtocolError:
+                continue
+            reached += 1
+        return reached
+
+
+class _Asked(msgspec.Struct):
+    """A handler's run ended asking the client for input: ``result`` asks for it."""
+
+    result: Any
+
+
+def _meta_key(cls: Any, attribute: str) -> str | None:
+    """The wire key of a declared ``_meta`` key (by its attribute) of a params or result class."""
+    for f in msgspec.structs.fields(cls):
+        if f.name == "meta":
+            for t in (f.type, *typing.get_args(f.type)):
+                if isinstance(t, type) and issubclass(t, OpenObject):
+                    key: str | None = t._attributes.get(attribute)
+                    return key
+    return None

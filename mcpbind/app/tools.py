@@ -1,0 +1,88 @@
+"""A tool: a function, its definition in the newest revision, and the results it gives."""
+
+from __future__ import annotations
+
+import dataclasses
+import typing
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import msgspec
+
+from .._support import convert
+from .content import Results, generated, json_text, newest
+from .handler import Handler, describe
+from .revision import latest
+from .signature import Output
+
+__all__ = ["Tool", "ToolError"]
+
+
+class ToolError(Exception):
+    """Raise it in a tool to answer with a tool error (a result with ``isError``) carrying this
+    message: what the model reads to correct its call. Any other exception a tool raises is
+    answered the same way, with the exception's type and message."""
+
+
+class Tool:
+    """One registered tool."""
+
+    def __init__(
+        self,
+        func: Callable[..., Any],
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        annotations: Mapping[str, Any] | None = None,
+        meta: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.name = name or func.__name__
+        what = f"tool {self.name!r}"
+        self.handler = Handler(func, what)
+        returns = typing.get_type_hints(func, include_extras=True).get("return", Any)
+        self.output = Output(returns, f"{what} result")
+        data: dict[str, Any] = {"name": self.name, "inputSchema": self.handler.parameters.schema}
+        for key, value in (
+            ("title", title),
+            ("description", description or describe(func)),
+            ("annotations", annotations),
+            ("outputSchema", self.output.schema),
+            ("_meta", meta),
+        ):
+            if value is not None:
+                data[key] = msgspec.to_builtins(value)
+        try:
+            self.definition = convert(data, latest().module.Tool)
+        except msgspec.ValidationError as exc:
+            raise ValueError(f"{what} cannot be described in MCP: {exc}") from None
+
+    def result(self, value: Any, results: Results) -> Any:
+        """The newest revision's call result of what the tool returned; ``ArgumentError`` when
+        a structured value does not fit the tool's output schema."""
+        if generated(value):
+            value = newest(value)
+            if isinstance(value, results.call_tool.cls):
+                return value
+        output = self.output
+        if output.schema is not None:
+            structured = output.structured(value)
+            shown = structured["result"] if output.wrapped else structured
+            return results.call_tool(
+                content=[results.text(text=json_text(shown))], structured_content=structured
+            )
+        if _is_object(value):
+            structured = msgspec.to_builtins(value)
+            return results.call_tool(
+                content=[results.text(text=json_text(structured))], structured_content=structured
+            )
+        return results.call_tool(content=results.tool_content(value))
+
+
+def _is_object(value: Any) -> bool:
+    """A value that is a JSON object: a dict, a Struct or a dataclass not of the bindings."""
+    if isinstance(value, dict):
+        return True
+    if isinstance(value, msgspec.Struct) or dataclasses.is_dataclass(value):
+        return not generated(value)
+    return False

@@ -1,0 +1,459 @@
+"""``Client``: an MCP client whose every result is the precise generated class of the revision it
+agreed with the server, over Streamable HTTP, a subprocess's stdio, or to an App in process."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import inspect
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+from msgspec import UNSET
+
+from .._revisions import LATEST, REVISIONS
+from ..app.revision import Rev, rev
+from ..errors import INTERNAL_ERROR, METHOD_NOT_FOUND, ProtocolError
+from ..events import Event, Negotiated, NotificationReceived, ProgressReceived, RequestReceived
+from .links import Link, ObservedSession
+
+if TYPE_CHECKING:
+    from ..app import App
+
+__all__ = ["Client"]
+
+_RELEASED = REVISIONS[: REVISIONS.index(LATEST) + 1]
+# The progress callback of the request about to be sent from this context (taken by the first).
+_PROGRESS: contextvars.ContextVar[list[Callable[..., Any]] | None] = contextvars.ContextVar(
+    "mcpbind_client_progress", default=None
+)
+
+Handler = Callable[[Any], Any]
+
+
+class _Session(ObservedSession):
+    def request(self, method: str, params: Any = None, **options: Any) -> Any:
+        pending = _PROGRESS.get()
+        if pending:
+            self.expect_progress(pending.pop())
+        return super().request(method, params, **options)
+
+
+class Client:
+    """An MCP client for ``target``: a URL (Streamable HTTP, mcpbind[http]), a command (a list:
+    the server is started as a subprocess and spoken to on its stdio), or an ``App`` (in this
+    process). ``async with Client(target) as client`` opens the connection and agrees on a
+    revision (the newest of ``revisions`` the server speaks; ``client.revision``).
+
+    ``sampling(params)``, ``elicitation(params)`` and ``roots()`` answer what the server asks
+    (each given one declares its capability); they get the generated params of the agreed
+    revision and return plain JSON or a generated result (``roots`` may return a list of URIs).
+    ``on_notification(event)`` gets every notification (``mcpbind.events.NotificationReceived``).
+    ``timeout`` bounds the wait for each answer (seconds; None: no bound), ``max_pages`` the pages
+    one listing reads, ``max_rounds`` the input rounds of one request. Further ``options`` go to
+    the transport (HTTP: ``headers``, ``http``, ...; a command: ``env``, ``cwd``, ``grace``).
+    """
+
+    def __init__(
+        self,
+        target: str | Sequence[str] | App,
+        *,
+        revisions: Sequence[str] | None = None,
+        info: Mapping[str, Any] | None = None,
+        sampling: Handler | None = None,
+        elicitation: Handler | None = None,
+        roots: Callable[[], Any] | None = None,
+        on_notification: Callable[[NotificationReceived], Any] | None = None,
+        timeout: float | None = 60.0,
+        max_pages: int = 1000,
+        max_rounds: int = 16,
+        **options: Any,
+    ) -> None:
+        self.target = target
+        self.revisions = tuple(revisions) if revisions is not None else _RELEASED
+        self.info = dict(info) if info is not None else {"name": "mcpbind-client", "version": "1"}
+        self._handlers: dict[str, Callable[..., Any]] = {}
+        capabilities: dict[str, Any] = {}
+        if sampling is not None:
+            self._handlers["sample"] = sampling
+            capabilities["sampling"] = {}
+        if elicitation is not None:
+            self._handlers["elicit"] = elicitation
+            capabilities["elicitation"] = {}
+        if roots is not None:
+            self._handlers["list_roots"] = roots
+            capabilities["roots"] = {"listChanged": True}
+        self.capabilities = capabilities
+        self.on_notification = on_notification
+        self.timeout = timeout
+        self.max_pages = max_pages
+        self.max_rounds = max_rounds
+        self.options = options
+        self.negotiated: Negotiated | None = None
+        self._link: Link | None = None
+        self._log_level: str | None = None
+        # subscription streams (revisions with subscriptions/listen): what is asked for
+        self._uris: set[str] = set()
+        self._lists = False
+        self._listening: asyncio.Task[None] | None = None
+        self._acknowledged: asyncio.Event | None = None
+
+    # -- opening and closing ----------------------------------------------------------------------
+
+    def _make_link(self, session: ObservedSession) -> Link:
+        target = self.target
+        common: dict[str, Any] = {"timeout": self.timeout, "max_rounds": self.max_rounds}
+        if isinstance(target, str):
+            if not target.startswith(("http://", "https://")):
+                raise ValueError(
+                    f"Client target {target!r}: a URL starts with http:// or https://; a command "
+                    "is a list of arguments"
+                )
+            from .http import HttpLink
+
+            return HttpLink(target, session, self._serve, self.timeout, **self.options)
+        from ..app import App
+
+        if isinstance(target, App):
+            from .memory import MemoryLink
+
+            return MemoryLink(target, session, self._serve, **common, **self.options)
+        if isinstance(target, Sequence) and target and all(isinstance(a, str) for a in target):
+            from .stdio import StdioLink
+
+            return StdioLink(target, session, self._serve, **common, **self.options)
+        raise TypeError(f"Client target {target!r}: expected a URL, a command (list) or an App")
+
+    async def __aenter__(self) -> Client:
+        session = _Session(
+            revisions=self.revisions,
+            capabilities=self.capabilities,
+            info=self.info,
+            observe=self._observe,
+        )
+        link = self._make_link(session)
+        self._link = link
+        try:
+            self.negotiated = await link.open()
+        except BaseException:
+            await link.close()
+            self._link = None
+            raise
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        """Close the connection (and stop the server process when the target is a command)."""
+        if self._listening is not None:
+            self._listening.cancel()
+            with contextlib.suppress(asyncio.CancelledError, ProtocolError, ConnectionError):
+                await self._listening
+            self._listening = None
+        link, self._link = self._link, None
+        if link is not None:
+            await link.close()
+
+    # -- what was agreed ----------------------------------------------------------------------------
+
+    @property
+    def revision(self) -> str | None:
+        """The agreed revision (None before opening)."""
+        return self.negotiated.revision if self.negotiated is not None else None
+
+    @property
+    def server_capabilities(self) -> Any:
+        """The server's capabilities: the generated ``ServerCapabilities`` of the revision."""
+        return self.negotiated.capabilities if self.negotiated is not None else None
+
+    @property
+    def server_info(self) -> Any:
+        """The server's ``Implementation`` (name, version), when it sent one."""
+        return self.negotiated.info if self.negotiated is not None else None
+
+    @property
+    def instructions(self) -> str | None:
+        result = self.negotiated.result if self.negotiated is not None else None
+        value = getattr(result, "instructions", None) if result is not None else None
+        return None if value is UNSET else value
+
+    def _rev(self) -> tuple[Link, Rev]:
+        if self._link is None or self.negotiated is None:
+            raise ProtocolError(
+                INTERNAL_ERROR, "the client is not open: use `async with Client(...)`"
+            )
+        return self._link, rev(self.negotiated.revision)
+
+    def _method(self, r: Rev, role: str) -> str:
+        method = r.features.get(role)
+        if method is None:
+            raise ProtocolError(
+                METHOD_NOT_FOUND, f"MCP {r.revision} has no {role.replace('_', ' ')} request"
+            )
+        return method
+
+    # -- requests -----------------------------------------------------------------------------------
+
+    async def request(
+        self,
+        method: str,
+        params: Any = None,
+        *,
+        progress: Callable[[float, float | None, str | None], Any] | None = None,
+    ) -> Any:
+        """Send any request and return its result, of the precise generated class of the
+        agreed revision; an error response raises ``ProtocolError``. ``progress(progress,
+        total, message)`` is called with each progress notification about it."""
+        link, r = self._rev()
+        params = self._with_log_level(r, params)
+        token = _PROGRESS.set([progress] if progress is not None else None)
+        try:
+            return await link.call(method, params)
+        finally:
+            _PROGRESS.reset(token)
+
+    def _with_log_level(self, r: Rev, params: Any) -> Any:
+        """``params`` carrying the log level in their ``_meta`` where the revision asks for it
+        per request."""
+        if (
+            self._log_level is None
+            or r.meta is None
+            or not (params is None or isinstance(params, dict))
+        ):
+            return params
+        key = r.meta.type._attributes.get("log_level")
+        if key is None:
+            return params
+        out = dict(params or {})
+        out["_meta"] = {**(out.get("_meta") or {}), key: self._log_level}
+        return out
+
+    async def _pages(
+        self, role: str, items: str, params: dict[str, Any] | None = None
+    ) -> list[Any]:
+        link, r = self._rev()
+        method = self._method(r, role)
+        found: list[Any] = []
+        cursor: Any = UNSET
+        for _ in range(self.max_pages):
+            page_params = dict(params or {})
+            if cursor is not UNSET:
+                page_params["cursor"] = cursor
+            result = await self.request(method, page_params or None)
+            found.extend(getattr(result, items))
+            cursor = result.next_cursor
+            if cursor is UNSET or cursor is None:
+                return found
+        raise ProtocolError(
+            INTERNAL_ERROR, f"the server's listing goes on past {self.max_pages} pages"
+        )
+
+    async def list_tools(self) -> list[Any]:
+        """Every tool of the server (every page), each the generated ``Tool``."""
+        return await self._pages("list_tools", "tools")
+
+    async def call_tool(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        progress: Callable[[float, float | None, str | None], Any] | None = None,
+    ) -> Any:
+        """Call a tool: the generated ``CallToolResult`` (a tool's failure is a result with
+        ``is_error``; an unknown tool raises ``ProtocolError``)."""
+        _, r = self._rev()
+        params: dict[str, Any] = {"name": name}
+        if arguments is not None:
+            params["arguments"] = msgspec.to_builtins(dict(arguments))
+        return await self.request(self._method(r, "call_tool"), params, progress=progress)
+
+    async def list_resources(self) -> list[Any]:
+        return await self._pages("list_resources", "resources")
+
+    async def list_resource_templates(self) -> list[Any]:
+        return await self._pages("list_resource_templates", "resource_templates")
+
+    async def read_resource(self, uri: str) -> Any:
+        """The generated ``ReadResourceResult`` of ``uri``."""
+        _, r = self._rev()
+        return await self.request(self._method(r, "read_resource"), {"uri": uri})
+
+    async def list_prompts(self) -> list[Any]:
+        return await self._pages("list_prompts", "prompts")
+
+    async def get_prompt(self, name: str, arguments: Mapping[str, str] | None = None) -> Any:
+        """The generated ``GetPromptResult`` of prompt ``name``."""
+        _, r = self._rev()
+        params: dict[str, Any] = {"name": name}
+        if arguments is not None:
+            params["arguments"] = dict(arguments)
+        return await self.request(self._method(r, "get_prompt"), params)
+
+    async def complete(
+        self,
+        *,
+        argument: str,
+        value: str,
+        prompt: str | None = None,
+        resource: str | None = None,
+        arguments: Mapping[str, str] | None = None,
+    ) -> Any:
+        """Suggestions for ``argument`` of ``prompt`` (a name) or of ``resource`` (a URI
+        template), given its partial ``value`` and the other ``arguments`` already chosen: the
+        generated ``CompleteResult``."""
+        if (prompt is None) == (resource is None):
+            raise TypeError("complete: give exactly one of prompt= and resource=")
+        _, r = self._rev()
+        ref = (
+            {"type": "ref/prompt", "name": prompt}
+            if prompt is not None
+            else {"type": "ref/resource", "uri": resource}
+        )
+        params: dict[str, Any] = {"ref": ref, "argument": {"name": argument, "value": value}}
+        if arguments:
+            params["context"] = {"arguments": dict(arguments)}
+        return await self.request(self._method(r, "complete"), params)
+
+    async def ping(self) -> None:
+        """Ping the server (revisions with ping)."""
+        link, r = self._rev()
+        method = r.facts.lifecycle.get("ping")
+        if method is None:
+            raise ProtocolError(METHOD_NOT_FOUND, f"MCP {r.revision} has no ping")
+        await link.call(method)
+
+    async def set_log_level(self, level: str) -> None:
+        """Ask for log messages at ``level`` and above: by ``logging/setLevel`` where the
+        revision has it, else in every request's ``_meta`` from now on."""
+        link, r = self._rev()
+        self._log_level = level
+        method = r.features.get("set_log_level")
+        if method is not None:
+            await link.call(method, {"level": level})
+
+    async def roots_changed(self) -> None:
+        """Tell the server the roots changed (revisions with the notification)."""
+        link, r = self._rev()
+        method = r.features.get("roots_changed")
+        if method is not None:
+            await link.notify(method)
+
+    # -- subscriptions ------------------------------------------------------------------------------
+
+    async def subscribe(self, uri: str) -> None:
+        """Be told (``on_notification``) when the resource ``uri`` changes."""
+        link, r = self._rev()
+        if "subscribe" in r.features:
+            await self.request(r.features["subscribe"], {"uri": uri})
+            return
+        self._uris.add(uri)
+        await self._listen(r)
+
+    async def unsubscribe(self, uri: str) -> None:
+        link, r = self._rev()
+        if "unsubscribe" in r.features:
+            await self.request(r.features["unsubscribe"], {"uri": uri})
+            return
+        self._uris.discard(uri)
+        await self._listen(r)
+
+    async def watch_lists(self) -> None:
+        """Be told (``on_notification``) when the server's tool, resource or prompt lists
+        change: on a subscription stream where the revision has one (older revisions send
+        these notifications to every client anyway)."""
+        _, r = self._rev()
+        if "listen" in r.facts.lifecycle:
+            self._lists = True
+            await self._listen(r)
+
+    async def _listen(self, r: Rev) -> None:
+        """(Re)open the subscription stream with what is asked for now, and wait for the
+        server's acknowledgement."""
+        link = self._link
+        assert link is not None
+        old, self._listening = self._listening, None
+        if old is not None:
+            rid = link.session.last_ids.get(r.facts.lifecycle["listen"])
+            old.cancel()
+            with contextlib.suppress(asyncio.CancelledError, ProtocolError, ConnectionError):
+                await old
+            if rid is not None:
+                with contextlib.suppress(ProtocolError):
+                    link.session.cancel(rid, "subscription changed")
+                    flush = getattr(link, "flush", None)
+                    if flush is not None:
+                        flush()
+        if not self._uris and not self._lists:
+            return
+        wanted: dict[str, Any] = {}
+        if self._lists:
+            wanted |= {"toolsListChanged": True, "resourcesListChanged": True}
+            wanted["promptsListChanged"] = True
+        if self._uris:
+            wanted["resourceSubscriptions"] = sorted(self._uris)
+        acknowledged = self._acknowledged = asyncio.Event()
+        method = r.facts.lifecycle["listen"]
+        self._listening = asyncio.ensure_future(self._stream(link, method, wanted))
+        waiter = asyncio.ensure_future(acknowledged.wait())
+        await asyncio.wait(
+            {self._listening, waiter}, timeout=self.timeout, return_when=asyncio.FIRST_COMPLETED
+        )
+        waiter.cancel()
+        if self._listening.done():
+            self._listening.result()  # raises what ended it
+
+    async def _stream(self, link: Link, method: str, wanted: dict[str, Any]) -> None:
+        """Keep a subscription stream open: reopened when the server ends it."""
+        while True:
+            await link.call(method, {"notifications": wanted}, stream=True)
+
+    # -- what the server sends ----------------------------------------------------------------------
+
+    def _observe(self, event: Event) -> None:
+        if type(event) is ProgressReceived:
+            assert isinstance(event, ProgressReceived)
+            link = self._link
+            callback = link.session.progress_of.get(event.id) if link is not None else None
+            if callback is not None:
+                _call_soon(callback, event.progress, event.total, event.message)
+            return
+        assert isinstance(event, NotificationReceived)
+        r = rev(event.revision)
+        if event.method == r.features.get("acknowledged") and self._acknowledged is not None:
+            self._acknowledged.set()
+            return
+        if self.on_notification is not None:
+            _call_soon(self.on_notification, event)
+
+    async def _serve(self, event: RequestReceived) -> Any:
+        """The answer to a request of the server (or an input request of a round trip)."""
+        r = rev(self.revision or event.revision)
+        role = r.roles.get(event.method)
+        if role is None and r.trip is not None:
+            role = next((k for k, m in r.trip.requests.items() if m == event.method), None)
+        handler = self._handlers.get(role or "")
+        if handler is None:
+            raise ProtocolError(
+                METHOD_NOT_FOUND, f"Method not found: this client handles no {event.method!r}"
+            )
+        result = handler() if role == "list_roots" else handler(event.params)
+        if inspect.isawaitable(result):
+            result = await result
+        if role == "list_roots" and isinstance(result, (list, tuple)):
+            result = {"roots": [{"uri": x} if isinstance(x, str) else x for x in result]}
+        return result
+
+
+def _call_soon(callback: Callable[..., Any], *args: Any) -> None:
+    """Call a user's callback; a coroutine it returns runs as a task of its own."""
+    result = callback(*args)
+    if inspect.isawaitable(result):
+        task: Awaitable[Any] = asyncio.ensure_future(result)
+        _TASKS.add(task)
+        task.add_done_callback(_TASKS.discard)  # type: ignore[attr-defined]
+
+
+_TASKS: set[Any] = set()

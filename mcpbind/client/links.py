@@ -1,0 +1,259 @@
+"""How a Client reaches its server: a link opens the session, sends requests and gives back their
+results. ``PipeLink`` carries messages over any two-way message channel (a subprocess's stdio, an
+App in memory); the HTTP link is in ``http``."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol
+
+from ..errors import INTERNAL_ERROR, METHOD_NOT_FOUND, ProtocolError
+from ..events import (
+    ErrorReceived,
+    Event,
+    InputRequired,
+    MessageRejected,
+    Negotiated,
+    NegotiationFailed,
+    NotificationReceived,
+    ProgressReceived,
+    RequestReceived,
+    ResultReceived,
+    TaskCreated,
+)
+from ..session import ClientSession
+
+__all__ = ["Link", "ObservedSession", "PipeLink", "Serve"]
+
+log = logging.getLogger("mcpbind.client")
+
+Serve = Callable[[RequestReceived], Awaitable[Any]]
+_OPENING = object()  # the key the handshake's waiter is filed under
+
+
+class ObservedSession(ClientSession):
+    """A ``ClientSession`` that shows every notification and progress event it reports to
+    ``observe``, remembers the id of the last request of each method, and binds a progress
+    callback set with ``expect_progress`` to the next request sent."""
+
+    def __init__(self, *args: Any, observe: Callable[[Event], None], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._observe = observe
+        self.last_ids: dict[str, Any] = {}
+        self.progress_of: dict[Any, Callable[..., Any]] = {}
+        self._next_progress: Callable[..., Any] | None = None
+
+    def expect_progress(self, callback: Callable[..., Any] | None) -> None:
+        self._next_progress = callback
+
+    def request(self, method: str, params: Any = None, **options: Any) -> Any:
+        callback, self._next_progress = self._next_progress, None
+        if callback is not None:
+            options["progress"] = True
+        rid = super().request(method, params, **options)
+        self.last_ids[method] = rid
+        if callback is not None:
+            self.progress_of[rid] = callback
+        return rid
+
+    def receive(self, data: bytes | str) -> list[Event]:
+        events = super().receive(data)
+        for event in events:
+            if type(event) in (NotificationReceived, ProgressReceived):
+                self._observe(event)
+            elif type(event) in (ResultReceived, ErrorReceived):
+                self.progress_of.pop(event.id, None)  # type: ignore[union-attr]
+        return events
+
+
+class Link(Protocol):
+    """What a Client needs of its way to the server."""
+
+    session: ObservedSession
+
+    async def open(self) -> Negotiated: ...
+
+    async def call(self, method: str, params: Any = None, *, stream: bool = False) -> Any: ...
+
+    async def notify(self, method: str, params: Any = None) -> None: ...
+
+    async def close(self) -> None: ...
+
+
+class PipeLink:
+    """A link over a two-way message channel. Subclasses ``start`` the channel, ``write`` one
+    message, and call ``feed`` with each message that arrives (and ``ended`` when none will).
+    ``serve`` answers the server's requests and the input requests of multi-round-trip results;
+    ``timeout`` bounds the wait for each answer (None: no bound); ``max_rounds`` the input rounds
+    of one request."""
+
+    def __init__(
+        self, session: ObservedSession, serve: Serve, timeout: float | None, max_rounds: int
+    ) -> None:
+        self.session = session
+        self.serve = serve
+        self.timeout = timeout
+        self.max_rounds = max_rounds
+        self._waiting: dict[Any, asyncio.Future[Event]] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._ended: BaseException | None = None
+
+    # -- the channel (subclasses) ---------------------------------------------------------------
+
+    async def start(self) -> None:
+        raise NotImplementedError
+
+    def write(self, data: bytes) -> None:
+        raise NotImplementedError
+
+    async def stop(self) -> None:
+        raise NotImplementedError
+
+    # -- in --------------------------------------------------------------------------------------
+
+    def feed(self, data: bytes) -> None:
+        """One message from the server."""
+        for event in self.session.receive(data):
+            t = type(event)
+            key: Any = None
+            if t is Negotiated or t is NegotiationFailed:
+                key = _OPENING
+            elif t in (ResultReceived, ErrorReceived, TaskCreated, InputRequired):
+                key = event.id  # type: ignore[union-attr]
+            elif t is MessageRejected:
+                assert isinstance(event, MessageRejected)
+                log.warning("%s", event.error.message)
+                if not event.answered:
+                    key = event.error.id
+            elif t is RequestReceived:
+                assert isinstance(event, RequestReceived)
+                task = asyncio.ensure_future(self._answer(event))
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)
+            waiter = self._waiting.pop(key, None) if key is not None else None
+            if waiter is not None and not waiter.done():
+                waiter.set_result(event)
+        self.flush()
+
+    def ended(self, why: BaseException) -> None:
+        """No more messages will come: everything waiting fails with ``why``."""
+        self._ended = why
+        for waiter in self._waiting.values():
+            if not waiter.done():
+                waiter.set_exception(why)
+        self._waiting.clear()
+
+    async def _answer(self, event: RequestReceived) -> None:
+        session = self.session
+        try:
+            result = await self.serve(event)
+        except ProtocolError as error:
+            _respond_error(session, event.id, error.code, error.message, error.data)
+        except Exception as error:  # a handler's bug is the server's error, not a crash
+            log.exception("answering the server's %r failed", event.method)
+            _respond_error(session, event.id, INTERNAL_ERROR, f"Internal error: {error}", None)
+        else:
+            try:
+                session.respond(event.id, result)
+            except ProtocolError as error:
+                _respond_error(session, event.id, INTERNAL_ERROR, error.message, None)
+        self.flush()
+
+    # -- out -------------------------------------------------------------------------------------
+
+    def flush(self) -> None:
+        if self._ended is not None:
+            return
+        for data in self.session.data_to_send():
+            self.write(data)
+
+    async def _wait(self, key: Any, timeout: float | None) -> Event:
+        if self._ended is not None:
+            raise self._ended
+        waiter: asyncio.Future[Event] = asyncio.get_running_loop().create_future()
+        self._waiting[key] = waiter
+        self.flush()
+        try:
+            return await asyncio.wait_for(waiter, timeout)
+        except TimeoutError:
+            self._waiting.pop(key, None)
+            if key is not _OPENING:
+                with contextlib.suppress(ProtocolError):
+                    self.session.cancel(key, "timed out")
+                self.flush()
+            raise TimeoutError(f"no answer from the server within {timeout} s") from None
+        except asyncio.CancelledError:
+            if self._waiting.pop(key, None) is not None and key is not _OPENING:
+                with contextlib.suppress(ProtocolError):
+                    self.session.cancel(key, "cancelled")
+                self.flush()
+            raise
+
+    async def open(self) -> Negotiated:
+        await self.start()
+        self.session.connect()
+        event = await self._wait(_OPENING, self.timeout)
+        if isinstance(event, NegotiationFailed):
+            raise event.error
+        assert isinstance(event, Negotiated)
+        self.flush()  # the initialized notification
+        return event
+
+    async def call(self, method: str, params: Any = None, *, stream: bool = False) -> Any:
+        """The result of a request (``stream``: one that stays open, waited for unbounded)."""
+        timeout = None if stream else self.timeout
+        event = await self._wait(self.session.request(method, params), timeout)
+        rounds = 0
+        while isinstance(event, InputRequired):
+            rounds += 1
+            if rounds > self.max_rounds:
+                raise ProtocolError(
+                    INTERNAL_ERROR,
+                    f"the server asked for input more than {self.max_rounds} times for {method!r}",
+                )
+            responses = {}
+            for key, asked in (event.input_requests or {}).items():
+                responses[key] = await self.serve(
+                    RequestReceived(
+                        id=key,
+                        method=asked.method,
+                        params=asked.params,
+                        message=asked,
+                        revision=self.session.revision or "",
+                    )
+                )
+            event = await self._wait(self.session.answer(event, responses), timeout)
+        return result_of(event)
+
+    async def notify(self, method: str, params: Any = None) -> None:
+        self.session.notify(method, params)
+        self.flush()
+
+    async def close(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+        await self.stop()
+        self.ended(ConnectionError("the client closed the connection"))
+
+
+def result_of(event: Event) -> Any:
+    """The result an answering event carries, or the error it means, raised."""
+    if isinstance(event, ResultReceived):
+        return event.result
+    if isinstance(event, ErrorReceived):
+        raise ProtocolError(event.code, event.message, event.data, event.id)
+    if isinstance(event, MessageRejected):
+        raise event.error
+    if isinstance(event, TaskCreated):
+        raise ProtocolError(
+            METHOD_NOT_FOUND, "the server answered with a task, which this client does not poll"
+        )
+    raise ProtocolError(INTERNAL_ERROR, f"unexpected answer {type(event).__name__}")
+
+
+def _respond_error(session: ClientSession, rid: Any, code: int, message: str, data: Any) -> None:
+    with contextlib.suppress(ProtocolError):  # the server cancelled it meanwhile
+        session.respond_error(rid, code, message, data)
