@@ -1,0 +1,218 @@
+"""Serving an ASGI application under uvicorn, with the connection-level bounds it lacks by default.
+
+uvicorn's HTTP/1.1 protocol (h11) keeps a connection that never finishes its request head for as
+long as the peer likes: it has no header timeout. Nor does it cap connections: its
+``limit_concurrency`` counts them, but only answers 503 to a connection that has sent a whole
+request head, so connections trickling their heads hold every slot and turn everyone else away.
+``uvicorn_config`` fixes both with a protocol of its own (uvicorn's h11 protocol, subclassed):
+
+- ``max_connections`` (1000): connections held at once. A new one past the cap makes room by
+  closing the connection that has waited longest for a request head (an idle keep-alive
+  connection, or one still trickling its head); when every connection is busy with a request, the
+  new one is answered 503 with a JSON-RPC error and closed.
+- ``header_timeout`` (10 s): how long a connection may wait for a complete request head, from
+  its opening or from the end of its previous response; past it, the connection is closed (with a
+  408 and a JSON-RPC error when part of a head had arrived).
+- ``keep_alive_timeout`` (5 s): uvicorn's own idle timeout between requests.
+- ``max_head_size`` (16 KiB): the largest request head (request line and headers); past it
+  uvicorn answers 400.
+
+The request body and what follows are the application's to bound (``StreamableHTTPServer`` does).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any, ClassVar
+
+import h11
+import msgspec
+import uvicorn
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from ..errors import INTERNAL_ERROR, INVALID_REQUEST
+
+__all__ = ["serve", "uvicorn_config"]
+
+_log = logging.getLogger(__name__)
+
+MAX_CONNECTIONS = 1000
+HEADER_TIMEOUT = 10.0
+KEEP_ALIVE_TIMEOUT = 5
+MAX_HEAD_SIZE = 16 * 1024
+
+
+def uvicorn_config(
+    app: Any,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    *,
+    max_connections: int = MAX_CONNECTIONS,
+    header_timeout: float = HEADER_TIMEOUT,
+    keep_alive_timeout: int = KEEP_ALIVE_TIMEOUT,
+    max_head_size: int = MAX_HEAD_SIZE,
+    **options: Any,
+) -> uvicorn.Config:
+    """A ``uvicorn.Config`` serving ``app`` on ``host:port`` with the bounds above; ``options``
+    are passed on to ``uvicorn.Config`` (``log_level``, ``ssl_certfile``, ...)."""
+    # A class per server: the connections it counts are this server's alone.
+    protocol = type(
+        "BoundedH11Protocol",
+        (_BoundedH11Protocol,),
+        {
+            "max_connections": max_connections,
+            "header_timeout": header_timeout,
+            "held": set(),
+            "waiting": {},
+        },
+    )
+    return uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        http=protocol,
+        timeout_keep_alive=keep_alive_timeout,
+        h11_max_incomplete_event_size=max_head_size,
+        **options,
+    )
+
+
+def serve(app: Any, host: str = "127.0.0.1", port: int = 8000, **limits: Any) -> None:
+    """Serve ``app`` on ``host:port`` until interrupted, with the bounds of ``uvicorn_config``
+    (which takes ``limits`` and any other ``uvicorn.Config`` option).
+
+    The process's soft limit on open files is raised, as far as its hard limit allows, to hold
+    ``max_connections`` plus a full accept ``backlog``: a connection past the cap still takes a
+    file descriptor until it is closed, and an accept that fails for want of one (EMFILE) makes
+    asyncio stop accepting for a second, which would turn everyone away.
+    """
+    config = uvicorn_config(app, host, port, **limits)
+    _make_room(limits.get("max_connections", MAX_CONNECTIONS) + config.backlog + _OWN_FILES)
+    uvicorn.Server(config).run()
+
+
+_OWN_FILES = 64  # headroom for the process's other files: its modules, logs, outgoing connections
+
+
+def _make_room(needed: int) -> None:
+    """Raise the soft limit on open files to ``needed`` (or to the hard limit, with a warning)."""
+    try:
+        import resource
+    except ImportError:  # not a POSIX system: nothing to raise
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY or soft >= needed:
+        return
+    target = needed if hard == resource.RLIM_INFINITY else min(needed, hard)
+    if target > soft:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+    if target < needed:
+        _log.warning(
+            "the open-file limit (%d) is below max_connections plus the accept backlog (%d): "
+            "a flood of connections may exhaust it",
+            target,
+            needed,
+        )
+
+
+def _raw_response(status: str, code: int, message: str) -> bytes:
+    """An HTTP/1.1 response written by hand, outside h11's request cycle (there is no request to
+    answer yet), that closes the connection and carries a JSON-RPC error without id."""
+    body = msgspec.json.encode(
+        {"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}}
+    )
+    head = (
+        f"HTTP/1.1 {status}\r\ncontent-type: application/json\r\n"
+        f"content-length: {len(body)}\r\nconnection: close\r\n\r\n"
+    )
+    return head.encode() + body
+
+
+class _BoundedH11Protocol(H11Protocol):
+    """uvicorn's h11 protocol with a connection cap and a deadline for each request head."""
+
+    max_connections: ClassVar[int]
+    header_timeout: ClassVar[float]
+    held: ClassVar[set[_BoundedH11Protocol]]  # the connections counted against the cap
+    # Those waiting for a request head, longest waiting first (a dict keeps that order).
+    waiting: ClassVar[dict[_BoundedH11Protocol, None]]
+
+    _deadline: asyncio.TimerHandle | None = None
+    _partial = False  # part of a request head has arrived
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        cls = type(self)
+        if len(cls.held) >= cls.max_connections:
+            longest = next(iter(cls.waiting), None)
+            if longest is None:  # every connection is answering a request: refuse this one
+                self.transport.write(
+                    _raw_response(
+                        "503 Service Unavailable",
+                        INTERNAL_ERROR,
+                        f"Service Unavailable: the server holds max_connections "
+                        f"({cls.max_connections}) connections, all busy",
+                    )
+                )
+                self.transport.close()
+                return
+            longest._drop()
+        cls.held.add(self)
+        self._await_head()
+
+    def data_received(self, data: bytes) -> None:
+        if self._deadline is not None:
+            self._partial = True
+        super().data_received(data)
+        self._settle()
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        self._settle()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._forget()
+        super().connection_lost(exc)
+
+    def _settle(self) -> None:
+        """After anything that may start or end a request: a connection answering a request has
+        no head deadline; one that waits for the next head has one."""
+        if self.transport.is_closing() or self not in type(self).held:
+            return
+        if self.cycle is not None and not self.cycle.response_complete:
+            self._stop_waiting()
+        elif self._deadline is None:
+            self._await_head()
+
+    def _await_head(self) -> None:
+        type(self).waiting[self] = None
+        self._partial = False
+        self._deadline = self.loop.call_later(self.header_timeout, self._head_late)
+
+    def _stop_waiting(self) -> None:
+        type(self).waiting.pop(self, None)
+        if self._deadline is not None:
+            self._deadline.cancel()
+            self._deadline = None
+
+    def _head_late(self) -> None:
+        self._deadline = None
+        if self._partial and self.conn.their_state is h11.IDLE:
+            self.transport.write(
+                _raw_response(
+                    "408 Request Timeout",
+                    INVALID_REQUEST,
+                    f"Request Timeout: no complete request head within {self.header_timeout:g} s",
+                )
+            )
+        self._drop()
+
+    def _drop(self) -> None:
+        """Close this connection, which no longer counts against the cap."""
+        self._forget()
+        self.transport.close()
+
+    def _forget(self) -> None:
+        type(self).held.discard(self)
+        self._stop_waiting()
