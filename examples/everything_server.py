@@ -19,11 +19,11 @@ import secrets
 from typing import Any
 
 import msgspec
-import uvicorn
 
 from mcpbind import ProtocolError, bindings, missing_capabilities
 from mcpbind.errors import INVALID_PARAMS, METHOD_NOT_FOUND, MISSING_REQUIRED_CLIENT_CAPABILITY
 from mcpbind.transports.http_server import Call, StreamableHTTPServer
+from mcpbind.transports.serving import serve
 
 REVISIONS = ("2025-06-18", "2025-11-25", "2026-07-28")
 
@@ -495,10 +495,11 @@ def round_trip(call: Call, name: str) -> Any | None:
     return None
 
 
-# Open subscriptions/listen streams (2026-07-28 and later): the listen request, what it asked
-# for, and when to end it. A stream ends by itself after LISTEN_SECONDS, so none outlives its
-# client for long.
-LISTENERS: dict[Any, tuple[Call, dict[str, Any]]] = {}
+# Open subscriptions/listen streams (2026-07-28 and later): each listening call and what it asked
+# for. Keyed by the call itself, not its request id: every client picks its own ids, so two
+# clients may well both listen with id 1. A stream ends by itself after LISTEN_SECONDS, and at
+# once when its client leaves (the server cancels the handler).
+LISTENERS: dict[Call, dict[str, Any]] = {}
 LISTEN_SECONDS = 30.0
 SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
 
@@ -514,19 +515,19 @@ async def listen(call: Call) -> Any:
     }
     tag = {"_meta": {SUBSCRIPTION_ID: call.id}}
     call.notify("notifications/subscriptions/acknowledged", {"notifications": offered, **tag})
-    LISTENERS[call.id] = (call, offered)
+    LISTENERS[call] = offered
     try:
         await asyncio.sleep(LISTEN_SECONDS)
     finally:
-        LISTENERS.pop(call.id, None)
+        del LISTENERS[call]
     return {"resultType": "complete", **tag}
 
 
 def changed(kind: str, method: str) -> None:
     """Tell every listener that asked for ``kind`` that a list changed."""
-    for listener_id, (listener, offered) in list(LISTENERS.items()):
+    for listener, offered in list(LISTENERS.items()):
         if offered.get(kind):
-            listener.notify(method, {"_meta": {SUBSCRIPTION_ID: listener_id}})
+            listener.notify(method, {"_meta": {SUBSCRIPTION_ID: listener.id}})
 
 
 def read_resource(call: Call) -> Any:
@@ -641,8 +642,20 @@ async def answer(call: Call) -> Any:
 
 
 def app() -> StreamableHTTPServer:
-    """The ASGI application (also what tests mount in-process)."""
-    return StreamableHTTPServer(handle, revisions=REVISIONS, capabilities=CAPABILITIES, info=INFO)
+    """The ASGI application (also what tests mount in-process), its bounds written out at their
+    defaults (docs/limits.md): bodies, sessions and requests in flight."""
+    return StreamableHTTPServer(
+        handle,
+        revisions=REVISIONS,
+        capabilities=CAPABILITIES,
+        info=INFO,
+        max_body_size=4 * 1024 * 1024,
+        body_timeout=30.0,
+        max_sessions=1024,
+        session_idle_timeout=30 * 60.0,
+        session_evictable_after=60.0,
+        max_in_flight=128,
+    )
 
 
 def main() -> None:
@@ -650,7 +663,16 @@ def main() -> None:
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--host", default="127.0.0.1")
     args = parser.parse_args()
-    uvicorn.run(app(), host=args.host, port=args.port, log_level="warning")
+    # The server's bounds, at their defaults too: connections and the request-head deadline.
+    serve(
+        app(),
+        args.host,
+        args.port,
+        max_connections=1000,
+        header_timeout=10.0,
+        keep_alive_timeout=5,
+        log_level="warning",
+    )
 
 
 if __name__ == "__main__":
