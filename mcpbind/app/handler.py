@@ -38,4 +38,10 @@ class Handler:
             kwargs = {**kwargs, name: ctx}
         if self.is_async:
             return await self.func(**kwargs)
-        return await asyncio.to_thread(self.func, **kwargs)
+        try:
+            return await asyncio.to_thread(self.func, **kwargs)
+        except asyncio.CancelledError:
+            # The thread cannot be stopped: the function sees ``ctx.cancelled`` and may return.
+            if ctx is not None:
+                ctx._cancel()
+            raise

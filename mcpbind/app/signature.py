@@ -175,6 +175,11 @@ class Output:
             annotation
         ):
             return
+        origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+        if annotation in (list, tuple) or (
+            origin in (list, tuple) and args and args[0] in (Any, object)
+        ):
+            return  # a list of anything: content blocks or JSON, told apart by the value
         schema = schema_of(annotation, what)
         if schema.get("type") == "object" and "$ref" not in schema:
             self.schema = schema
