@@ -21,6 +21,7 @@ from typing import Any
 import msgspec
 
 from mcpbind import ProtocolError, bindings, missing_capabilities
+from mcpbind.auth.resource import ResourceServer
 from mcpbind.errors import INVALID_PARAMS, METHOD_NOT_FOUND, MISSING_REQUIRED_CLIENT_CAPABILITY
 from mcpbind.transports.http_server import Call, StreamableHTTPServer
 from mcpbind.transports.serving import serve
@@ -641,7 +642,7 @@ async def answer(call: Call) -> Any:
     raise ProtocolError(METHOD_NOT_FOUND, f"Method not found: {method!r}")
 
 
-def app() -> StreamableHTTPServer:
+def app(auth: ResourceServer | None = None) -> StreamableHTTPServer:
     """The ASGI application (also what tests mount in-process), its bounds written out at their
     defaults (docs/limits.md): bodies, sessions and requests in flight."""
     return StreamableHTTPServer(
@@ -655,6 +656,7 @@ def app() -> StreamableHTTPServer:
         session_idle_timeout=30 * 60.0,
         session_evictable_after=60.0,
         max_in_flight=128,
+        auth=auth,
     )
 
 
@@ -662,10 +664,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--auth-server", help="require tokens of this authorization server")
     args = parser.parse_args()
+    url = f"http://{args.host}:{args.port}/mcp"
+    auth = ResourceServer(url, args.auth_server) if args.auth_server else None
     # The server's bounds, at their defaults too: connections and the request-head deadline.
     serve(
-        app(),
+        app(auth),
         args.host,
         args.port,
         max_connections=1000,

@@ -41,6 +41,7 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from .. import bindings
+from ..auth.resource import AuthInfo, ResourceServer
 from ..errors import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -110,6 +111,7 @@ class _Stream:
     )  # of the requests it answers
     counter: int = 0
     closed: bool = False
+    auth: AuthInfo | None = None  # the verified token of the request that opened it
 
     def put(self, messages: Iterable[bytes]) -> None:
         for message in messages:
@@ -167,6 +169,8 @@ class Call:
         self.params = event.params
         self.message = event.message
         self.revision = event.revision
+        #: The verified token (subject, client id, scopes) when the server has ``auth=``.
+        self.auth = stream.auth
 
     @property
     def session(self) -> ServerSession:
@@ -254,6 +258,7 @@ class StreamableHTTPServer:
         session_evictable_after: float = SESSION_EVICTABLE_AFTER,
         max_in_flight: int = MAX_IN_FLIGHT,
         on_event: Callable[[ServerSession, Event], None] | None = None,
+        auth: ResourceServer | None = None,
     ) -> None:
         self.handler = handler
         self._config: dict[str, Any] = {
@@ -271,6 +276,7 @@ class StreamableHTTPServer:
         self.session_evictable_after = session_evictable_after
         self.max_in_flight = max_in_flight
         self.on_event = on_event
+        self.auth = auth  # bearer tokens checked before any session work (docs/auth.md)
         # By Mcp-Session-Id, least recently used first (every use moves a session to the end).
         self.sessions: dict[str, _Live] = {}
         probe = ServerSession(**self._config)
@@ -285,6 +291,7 @@ class StreamableHTTPServer:
         )
         self.app = Starlette(
             routes=[Route(path, self._endpoint, methods=["GET", "POST", "DELETE"])]
+            + ([auth.metadata_route] if auth is not None else [])
         )
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
@@ -302,6 +309,12 @@ class StreamableHTTPServer:
     async def _endpoint(self, request: Request) -> Response:
         if not self._host_allowed(request):
             return _plain_error(403, "Forbidden: Host or Origin is not an allowed host")
+        request.state.auth = None
+        if self.auth is not None:
+            checked = await self.auth.check(request.headers)
+            if isinstance(checked, Response):
+                return checked  # 401/403/503 with its challenge
+            request.state.auth = checked
         try:
             if request.method == "POST":
                 return await self._post(request)
@@ -366,7 +379,7 @@ class StreamableHTTPServer:
             if new_sid is None:
                 return self._no_room(direct)
             live.stateful = True
-        stream = _Stream()
+        stream = _Stream(auth=request.state.auth)
         for event in events:
             self._observe(live, event, stream)
         direct += session.data_to_send()  # what _observe answered itself (past max_in_flight)
