@@ -72,7 +72,9 @@ class StdioLink(PipeLink):
                 if line.strip():
                     self.feed(line)
         finally:
-            code = self.proc.returncode
+            code = None
+            with contextlib.suppress(TimeoutError):  # its status, when it is exiting
+                code = await asyncio.wait_for(asyncio.shield(self.proc.wait()), 1.0)
             self.ended(ConnectionError(f"the server closed its output (exit status {code})"))
 
     async def stop(self) -> None:
