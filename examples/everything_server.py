@@ -644,7 +644,7 @@ async def answer(call: Call) -> Any:
 
 def app(auth: ResourceServer | None = None) -> StreamableHTTPServer:
     """The ASGI application (also what tests mount in-process), its bounds written out at their
-    defaults (docs/limits.md): bodies, sessions and requests in flight."""
+    defaults (docs/limits.md): bodies, sessions, requests in flight, messages waiting."""
     return StreamableHTTPServer(
         handle,
         revisions=REVISIONS,
@@ -656,6 +656,7 @@ def app(auth: ResourceServer | None = None) -> StreamableHTTPServer:
         session_idle_timeout=30 * 60.0,
         session_evictable_after=60.0,
         max_in_flight=128,
+        max_queued=1000,
         auth=auth,
     )
 
@@ -668,13 +669,15 @@ def main() -> None:
     args = parser.parse_args()
     url = f"http://{args.host}:{args.port}/mcp"
     auth = ResourceServer(url, args.auth_server) if args.auth_server else None
-    # The server's bounds, at their defaults too: connections and the request-head deadline.
+    # The server's bounds, at their defaults too: connections, and deadlines for a request head
+    # and for a client that stops reading.
     serve(
         app(auth),
         args.host,
         args.port,
         max_connections=1000,
         header_timeout=10.0,
+        write_timeout=30.0,
         keep_alive_timeout=5,
         log_level="warning",
     )

@@ -14,12 +14,14 @@ rebinding protection).
 Everything a client can make grow is bounded by an option with a documented default (docs/limits.md
 lists them with what the client gets past each): the body of a POST (``max_body_size``, and
 ``body_timeout`` for it to arrive), the sessions kept (``max_sessions``; idle ones expire after
-``session_idle_timeout``, and only a session that is not in use may be evicted to make room), and
-the requests in flight on one session (``max_in_flight``). A client that leaves a POST takes its
-handlers with it: they are cancelled. No exception becomes a traceback: a body that cannot be read
-gets a JSON-RPC error, and anything unexpected is logged and answered -32603. The connection-level
-bounds (a connection cap, a deadline for the request head) belong to the HTTP server, not to an
-ASGI application: ``mcpbind.transports.serving`` runs this one under uvicorn with them.
+``session_idle_timeout``, and only a session that is not in use may be evicted to make room), the
+requests in flight on one session (``max_in_flight``), and the messages waiting on a stream its
+client does not read (``max_queued``). A client that leaves a POST takes its handlers with it:
+they are cancelled. No exception becomes a traceback: a body that cannot be read gets a JSON-RPC
+error, and anything unexpected is logged and answered -32603. The connection-level bounds (a
+connection cap, deadlines for a request head and for a client that stops reading) belong to the
+HTTP server, not to an ASGI application: ``mcpbind.transports.serving`` runs this one under
+uvicorn with them.
 """
 
 from __future__ import annotations
@@ -68,6 +70,7 @@ MAX_SESSIONS = 1024
 SESSION_IDLE_TIMEOUT = 30 * 60.0
 SESSION_EVICTABLE_AFTER = 60.0
 MAX_IN_FLIGHT = 128
+MAX_QUEUED = 1000
 
 # The header-mismatch error of the per-request envelope revisions' HTTP transport: the MCP
 # schema defines no such error, so the facts record does not carry it (see the report).
@@ -101,20 +104,31 @@ def _error_code(data: bytes) -> int | None:
 @dataclass
 class _Stream:
     """The messages bound for one POST's response (or the GET stream): a queue the response body
-    reads, closed once every request it carries has been answered."""
+    reads, closed once every request it carries has been answered, and given up when more than
+    ``max_queued`` messages wait on it (its client is not reading)."""
 
     queue: asyncio.Queue[bytes | None] = field(default_factory=asyncio.Queue)
     pending: set[Any] = field(default_factory=set)
     asked: dict[Any, asyncio.Future[Any]] = field(default_factory=dict)  # requests sent on it
-    handlers: dict[Any, asyncio.Task[None]] = field(
-        default_factory=dict
-    )  # of the requests it answers
+    # The handlers of the requests it answers.
+    handlers: dict[Any, asyncio.Task[None]] = field(default_factory=dict)
     counter: int = 0
     closed: bool = False
+    max_queued: int = MAX_QUEUED
+    given_up: bool = False
     auth: AuthInfo | None = None  # the verified token of the request that opened it
 
     def put(self, messages: Iterable[bytes]) -> None:
         for message in messages:
+            if self.given_up:
+                return  # nothing more goes on a stream given up
+            if self.queue.qsize() >= self.max_queued:
+                # The client is not reading: end the stream after what waits, rather than hold
+                # more and more for it; what it carried is cancelled as if the client had left.
+                self.given_up = True
+                self.abandon()
+                self.queue.put_nowait(None)
+                return
             self.queue.put_nowait(message)
 
     def abandon(self) -> None:
@@ -209,6 +223,8 @@ Handler = Callable[[Call], Awaitable[Any]]
 
 async def _ask(live: _Live, stream: _Stream, method: str, params: Any) -> Any:
     """Send a request to the client on ``stream`` and await its result."""
+    if stream.given_up:
+        raise ConnectionError("the stream was given up: its client is not reading it")
     rid = live.session.request(method, params)
     future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
     live.waiting[rid] = stream.asked[rid] = future
@@ -239,6 +255,9 @@ class StreamableHTTPServer:
     - ``session_idle_timeout`` (30 min): a session not in use and idle this long expires.
     - ``max_in_flight`` (128): requests of one session being handled at once; one more is
       answered with a -32603 error.
+    - ``max_queued`` (1000): messages waiting on one response stream or GET stream for a client
+      that does not read them; past it the stream is given up: it ends after what waits, and
+      the requests it carries are cancelled as if the client had left.
     """
 
     def __init__(
@@ -257,6 +276,7 @@ class StreamableHTTPServer:
         session_idle_timeout: float = SESSION_IDLE_TIMEOUT,
         session_evictable_after: float = SESSION_EVICTABLE_AFTER,
         max_in_flight: int = MAX_IN_FLIGHT,
+        max_queued: int = MAX_QUEUED,
         on_event: Callable[[ServerSession, Event], None] | None = None,
         auth: ResourceServer | None = None,
     ) -> None:
@@ -275,6 +295,7 @@ class StreamableHTTPServer:
         self.session_idle_timeout = session_idle_timeout
         self.session_evictable_after = session_evictable_after
         self.max_in_flight = max_in_flight
+        self.max_queued = max_queued
         self.on_event = on_event
         self.auth = auth  # bearer tokens checked before any session work (docs/auth.md)
         # By Mcp-Session-Id, least recently used first (every use moves a session to the end).
@@ -379,7 +400,7 @@ class StreamableHTTPServer:
             if new_sid is None:
                 return self._no_room(direct)
             live.stateful = True
-        stream = _Stream(auth=request.state.auth)
+        stream = _Stream(max_queued=self.max_queued, auth=request.state.auth)
         for event in events:
             self._observe(live, event, stream)
         direct += session.data_to_send()  # what _observe answered itself (past max_in_flight)
@@ -658,7 +679,7 @@ class StreamableHTTPServer:
             )
         if live.standalone is not None:
             return _plain_error(409, "Conflict: this session already has a GET stream")
-        stream = live.standalone = _Stream()
+        stream = live.standalone = _Stream(max_queued=self.max_queued)
         stream.pending.add(object())  # open until the session closes
 
         async def body() -> AsyncIterator[bytes]:
@@ -708,11 +729,11 @@ class StreamableHTTPServer:
         """Send a notification that belongs to no request on a session's GET stream; False when
         the session has no such stream open (the notification is then not sent)."""
         live = self.sessions.get(sid)
-        if live is None or live.standalone is None:
+        if live is None or live.standalone is None or live.standalone.given_up:
             return False
         live.session.notify(method, params)
         live.standalone.put(live.session.data_to_send())
-        return True
+        return not live.standalone.given_up
 
 
 _GONE = object()  # the client left before the first message of its response

@@ -13,6 +13,10 @@ request head, so connections trickling their heads hold every slot and turn ever
 - ``header_timeout`` (10 s): how long a connection may wait for a complete request head, from
   its opening or from the end of its previous response; past it, the connection is closed (with a
   408 and a JSON-RPC error when part of a head had arrived).
+- ``write_timeout`` (30 s): how long a connection may keep the server's writes waiting (its
+  client not reading what it was sent, so that uvicorn stops writing to it); past it, the
+  connection is aborted. Without it, a client that stops reading an event stream holds its
+  connection, and the handlers writing to it, for ever.
 - ``keep_alive_timeout`` (5 s): uvicorn's own idle timeout between requests.
 - ``max_head_size`` (16 KiB): the largest request head (request line and headers); past it
   uvicorn answers 400.
@@ -39,6 +43,7 @@ _log = logging.getLogger(__name__)
 
 MAX_CONNECTIONS = 1000
 HEADER_TIMEOUT = 10.0
+WRITE_TIMEOUT = 30.0
 KEEP_ALIVE_TIMEOUT = 5
 MAX_HEAD_SIZE = 16 * 1024
 
@@ -50,6 +55,7 @@ def uvicorn_config(
     *,
     max_connections: int = MAX_CONNECTIONS,
     header_timeout: float = HEADER_TIMEOUT,
+    write_timeout: float = WRITE_TIMEOUT,
     keep_alive_timeout: int = KEEP_ALIVE_TIMEOUT,
     max_head_size: int = MAX_HEAD_SIZE,
     **options: Any,
@@ -63,6 +69,7 @@ def uvicorn_config(
         {
             "max_connections": max_connections,
             "header_timeout": header_timeout,
+            "write_timeout": write_timeout,
             "held": set(),
             "waiting": {},
         },
@@ -130,15 +137,18 @@ def _raw_response(status: str, code: int, message: str) -> bytes:
 
 
 class _BoundedH11Protocol(H11Protocol):
-    """uvicorn's h11 protocol with a connection cap and a deadline for each request head."""
+    """uvicorn's h11 protocol with a connection cap, a deadline for each request head, and one
+    for a client that stops reading."""
 
     max_connections: ClassVar[int]
     header_timeout: ClassVar[float]
+    write_timeout: ClassVar[float]
     held: ClassVar[set[_BoundedH11Protocol]]  # the connections counted against the cap
     # Those waiting for a request head, longest waiting first (a dict keeps that order).
     waiting: ClassVar[dict[_BoundedH11Protocol, None]]
 
     _deadline: asyncio.TimerHandle | None = None
+    _stalled: asyncio.TimerHandle | None = None  # set while writing is paused
     _partial = False  # part of a request head has arrived
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
@@ -173,7 +183,27 @@ class _BoundedH11Protocol(H11Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._forget()
+        if self._stalled is not None:
+            self._stalled.cancel()
+            self._stalled = None
         super().connection_lost(exc)
+
+    def pause_writing(self) -> None:
+        super().pause_writing()
+        if self._stalled is None:
+            self._stalled = self.loop.call_later(self.write_timeout, self._write_late)
+
+    def resume_writing(self) -> None:
+        super().resume_writing()
+        if self._stalled is not None:
+            self._stalled.cancel()
+            self._stalled = None
+
+    def _write_late(self) -> None:
+        # abort, not close: close would wait for the write buffer to drain, which it will not.
+        self._stalled = None
+        self._forget()
+        self.transport.abort()
 
     def _settle(self) -> None:
         """After anything that may start or end a request: a connection answering a request has
