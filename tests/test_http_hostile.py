@@ -520,6 +520,34 @@ def test_a_client_that_leaves_an_event_stream_cancels_its_handler() -> None:
     run(go(), 10)
 
 
+def test_a_stream_its_client_does_not_read_is_given_up_past_max_queued() -> None:
+    cancelled: list[Any] = []
+
+    async def flood(call: Call) -> Any:
+        if call.method != "tools/call":
+            return await handler(call)
+        for n in range(1000):  # faster than anyone reads
+            call.notify("notifications/message", {"level": "info", "data": n})
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            cancelled.append(call.id)
+            raise
+
+    async def go() -> None:
+        app = server(handler=flood, max_queued=100)
+        call = post(
+            app, stateless("tools/call", {"name": "echo", "arguments": {}}, rid=13), STATELESS
+        )
+        got = [message async for message in call.events()]  # the stream ends by itself
+        assert [m["params"]["data"] for m in got] == list(range(100))
+        while not cancelled:
+            await asyncio.sleep(0.01)
+        assert cancelled == [13]
+
+    run(go(), 10)
+
+
 # -- 6. Content-Type and Host are parsed, not searched --------------------------------------------
 
 
@@ -754,5 +782,49 @@ def test_a_real_client_that_disconnects_cancels_the_stateless_handler() -> None:
                     break
                 await asyncio.sleep(0.02)
             assert cancelled == [21]
+
+    run(go(), 60)
+
+
+def test_a_client_that_stops_reading_is_disconnected_after_the_write_timeout() -> None:
+    cancelled: list[Any] = []
+
+    async def flood(call: Call) -> Any:
+        if call.method != "tools/call":
+            return await handler(call)
+        try:
+            for _ in range(200):  # 12.5 MiB: more than the socket buffers between them hold
+                call.notify("notifications/message", {"level": "info", "data": "x" * 65536})
+                await asyncio.sleep(0.001)
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            cancelled.append(call.id)
+            raise
+
+    async def go() -> None:
+        async with serving(server(handler=flood), write_timeout=0.5) as (base, web):
+            port = int(base.rsplit(":", 1)[1])
+            sock = socket.socket()
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            sock.setblocking(False)
+            await asyncio.get_running_loop().sock_connect(sock, ("127.0.0.1", port))
+            body = json.dumps(stateless("tools/call", {"name": "echo", "arguments": {}}, rid=31))
+            await asyncio.get_running_loop().sock_sendall(
+                sock,
+                (
+                    "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                    "Accept: application/json, text/event-stream\r\n"
+                    f"Mcp-Protocol-Version: 2026-07-28\r\nContent-Length: {len(body)}\r\n\r\n"
+                    f"{body}"
+                ).encode(),
+            )
+            # The client reads nothing; the server gives up on it and its handler.
+            for _ in range(500):
+                if cancelled and not web.server_state.connections:
+                    break
+                await asyncio.sleep(0.02)
+            assert cancelled == [31]
+            assert not web.server_state.connections
+            sock.close()
 
     run(go(), 60)
