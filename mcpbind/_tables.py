@@ -29,6 +29,9 @@ class _Method:
     kind_attr: str | None  # attribute of the result discriminator in its own result class
     gated: bool  # it has capability gates
     tasked: bool  # a task may ride on it: its params can ask for one, or it asks for a payload
+    # the wire keys of ``FACTS.tasks.when`` (where a task may ride on it) and of
+    # ``.payload_task_id`` (a request naming a task) in its params, for plain dicts; or None
+    task_keys: tuple[str | None, str | None]
     build: Callable[[Any], Any]  # decoded wire Struct -> what decode returns
     unbuild: Callable[[Any], Any]  # what a caller encodes -> the wire Struct
 
@@ -120,6 +123,14 @@ def _build(revision: str, role: str) -> _Tables:
             kind_attr,
             bool(spec.gates),
             tasked,
+            (
+                (
+                    _wire_key(spec.params, tasks.when) if tasked else None,
+                    _wire_key(spec.params, tasks.payload_task_id) if request else None,
+                )
+                if tasks is not None
+                else (None, None)
+            ),
             *_builders(spec, wire.wire),
         )
     peer = "server" if role == "client" else "client"
@@ -160,6 +171,14 @@ def _classes(tp: Any) -> list[Any]:
     if isinstance(members, tuple):
         return [c for m in members for c in _classes(m.type)]
     return [tp]
+
+
+def _wire_key(tp: Any, name: str) -> str | None:
+    """The JSON key of the attribute ``name`` of a params type (or an untagged union of them)."""
+    for c in _classes(tp):
+        if name in getattr(c, "__struct_fields__", ()):
+            return next(f.encode_name for f in msgspec.structs.fields(c) if f.name == name)
+    return None
 
 
 def _has_field(tp: Any, name: str) -> bool:

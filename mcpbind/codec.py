@@ -88,9 +88,9 @@ class Codec:
     capabilities from the messages that carry them, or from ``capabilities`` and
     ``peer_capabilities``. It reads a capabilities object once: assign a new one to change them.
 
-    Task-augmented requests (where ``FACTS.tasks``): a request sent with a task is answered by
-    the task's creation result; the payload request of that task by the result of the method
-    that created it. The codec remembers up to 1,024 open tasks.
+    Task-augmented requests (where ``FACTS.tasks``): a request sent with a task (or told of with
+    ``expect_request``) is answered by the task's creation result; the payload request of that
+    task by the result of the method that created it. The codec remembers up to 1,024 open tasks.
     """
 
     def __init__(
@@ -133,6 +133,56 @@ class Codec:
     def expect(self, id: RequestId, method: str) -> None:
         """Tell the codec that the response with ``id`` answers a ``method`` request."""
         self._pending[id] = method
+
+    def expect_request(self, request: Any) -> None:
+        """Tell the codec that a response will answer ``request``, one it did not encode itself
+        (a request a proxy forwards, a recorder or a validator saw): ``expect`` with what the
+        request's params decide as well, as ``encode`` learns it (``FACTS.tasks``): a request
+        asking for a task is answered by the task's creation result, the payload request of a
+        task whose creation this codec decoded by the result of the method that created it.
+
+        ``request``: a request of this revision as ``decode`` returns it (a ``Request``, the
+        message class itself, or its wire class), or the plain dict of its JSON (``id``,
+        ``method``, ``params``; its params a dict or the generated params Struct). Anything else
+        raises ``TypeError``; a dict without a string ``method`` or a valid ``id``, ``ValueError``.
+        """
+        id_, method, params = self._request_parts(request, "expect_request")
+        _check_id(id_)
+        self._pending[id_] = method
+        m = self._t.methods.get(method)
+        if m is not None and m.tasked:
+            self._expect_task(m, id_, params)
+
+    def requested_task(self, request: Any) -> str | None:
+        """The method that created the task ``request`` names (in its params, as ``tasks/get``
+        and the payload request do), when this side asked for that task and has not had its
+        payload yet; otherwise None. Only a task's requester polls it, cancels it and asks for
+        its payload, so this tells which side sends such a request. ``request`` as
+        ``expect_request`` takes it (its id is not looked at)."""
+        _, method, params = self._request_parts(request, "requested_task")
+        m = self._t.methods.get(method)
+        if m is None or not self._tasks:
+            return None
+        try:
+            return self._tasks.get(self._named_task(m, params))
+        except TypeError:  # a list or an object where the task id belongs
+            return None
+
+    def _request_parts(self, request: Any, what: str) -> tuple[Any, str, Any]:
+        """(id, method, params) of a request as ``expect_request`` takes it."""
+        t = type(request)
+        if t is dict:
+            method = request.get("method")
+            if type(method) is not str:
+                raise ValueError(f"a request has a string 'method', not {method!r}")
+            return request.get("id"), method, request.get("params")
+        m = self._t.by_message.get(type(request.message) if t is Request else t)
+        if m is None or not m.request or (t is Request) is not m.wrapped:
+            raise TypeError(
+                f"Codec.{what} takes a request of MCP {self.revision} with its id, "
+                f"or the dict of its JSON, not {t.__name__}"
+            )
+        return request.id, m.name, _params(request)
 
     @property
     def pending(self) -> dict[Any, str]:
@@ -347,7 +397,7 @@ class Codec:
                     )
             result = msgspec.convert(plain, target, dec_hook=dec_hook)
         except _FAILED as exc:
-            what = f"Invalid result: {f'the result of {method!r}' if method else 'a result'} (MCP {self.revision})"
+            what = f"Invalid result: {f'the result of {method!r}' if method else 'a result'}{_task_note(answers)} (MCP {self.revision})"
             failure = _failure(exc, INVALID_PARAMS, what, id_)
             failure.message = failure.message.replace(" - at `$", " - at `$.result", 1)
             if failure.code == INVALID_PARAMS and " - at `" not in failure.message:
@@ -423,7 +473,7 @@ class Codec:
         if m.request:
             self._pending[msg.id] = m.name
             if m.tasked:
-                self._sent_task(m, msg)
+                self._expect_task(m, msg.id, (msg.message if t is Request else msg).params)
         if m.learns:
             self._learn(_params(msg))
         return out
@@ -460,17 +510,37 @@ class Codec:
             )
         raise TypeError(self._not_sendable(msg))
 
-    def _sent_task(self, m: _Method, msg: Any) -> None:
-        """Remember what answers a request that creates a task or asks for a task's payload."""
+    def _expect_task(self, m: _Method, id_: Any, params: Any) -> None:
+        """The one place that learns what answers a request of ``m`` whose params decide it (one
+        encoded, or told of by ``expect_request``): one asking for a task, the task's creation
+        result; the payload request of a task created here, the result of the method that created
+        the task. ``params``: the generated params Struct, or the plain dict of the wire."""
         tasks = self.facts.tasks
         assert tasks is not None  # only such methods are ``tasked``
-        params = getattr(msg.message if m.wrapped else msg, "params", UNSET)
-        if getattr(params, tasks.when, UNSET) is not UNSET:
-            self._answers[msg.id] = (None, None)
+        if (
+            getattr(params, tasks.when, UNSET) is not UNSET
+            if type(params) is not dict
+            else m.task_keys[0] in params  # None where the params have no such field
+        ):
+            self._answers[id_] = (None, None)
         elif m.name == tasks.payload_method:
-            task = getattr(params, tasks.payload_task_id, UNSET)
-            if task in self._tasks:
-                self._answers[msg.id] = (self._tasks[task], task)
+            task = self._named_task(m, params)
+            try:
+                created = self._tasks.get(task)
+            except TypeError:  # a list or an object where the task id belongs
+                return
+            if created is not None:
+                self._answers[id_] = (created, task)
+
+    def _named_task(self, m: _Method, params: Any) -> Any:
+        """The task id the params of ``m`` (a Struct or the plain dict) name, or None."""
+        key = m.task_keys[1]
+        if key is None:
+            return None
+        if type(params) is dict:
+            return params.get(key)
+        assert self.facts.tasks is not None  # ``task_keys`` are None without it
+        return getattr(params, self.facts.tasks.payload_task_id, None)
 
     def _not_sendable(self, msg: Any) -> str:
         t = type(msg.message) if type(msg) is Request else type(msg)
@@ -530,6 +600,15 @@ def _where(method: str) -> str:
         if (spec := bindings(r).METHODS.get(method)) is not None
     ]
     return f"it is in {', '.join(found)}" if found else "it is not an MCP method in any revision"
+
+
+def _task_note(answers: tuple[str | None, Any] | None) -> str:
+    """What a task made of the result that failed (``Codec._answers``), for its error message."""
+    if answers is None:
+        return ""
+    if answers[0] is None:
+        return " asking for a task"
+    return f" for a {answers[0]!r} task"
 
 
 def _params(msg: Any) -> Any:
