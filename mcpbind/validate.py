@@ -9,15 +9,19 @@ no direction marks, so the direction of each line is worked out from what it is:
   names as its sender;
 - for a method both sides send, a request comes from the side that has not used its id yet
   (a sender never reuses an id, so when exactly one side has used it, the other sends it);
-  otherwise, and for every such notification, the line is read as the client's, and the
-  request's sender stays open: a response from either side answers it;
+  when neither has, a request naming a task (``tasks/get``, the payload request, ...) comes from
+  the side that asked for that task (``Codec.requested_task``); otherwise, and for every such
+  notification, the line is read as the client's, and the request's sender stays open: a
+  response from either side answers it;
 - a response answers the pending request with its id, so it goes the other way; ids are per
   sender, so requests of both sides may wait on the same id: the response answers the one
   sent last (a peer answers the request it just received before its own earlier one completes);
 - a batch comes from the sender of its members (members of both sides are a finding).
 
 Each message is then decoded by the ``Codec`` of the side that receives it, told beforehand
-(``expect``) which method a response answers, so results decode to their precise type; the two
+(``expect_request``) which request a response answers, so results decode to their precise type
+(a task-augmented request's to the task's creation result, a task's payload to the result of the
+method that created the task, in either direction); the two
 codecs share what each learned of the other side's capabilities, so capability gates hold in
 both directions. Besides what the codec refuses, a request id its sender used before and a
 response to an id no request waits on are findings (-32600). Each ``Finding`` carries the line
@@ -104,6 +108,7 @@ def validate_lines(
 class _Pending:
     method: str | None  # None: a method this revision lacks (its response decodes generically)
     sender: str | None  # None: a "both" request whose sender the transcript does not tell
+    params: Any  # as on the wire: they may decide what answers it (a task-augmented request)
 
 
 class _Session:
@@ -154,11 +159,10 @@ class _Session:
                 spec = self.methods.get(method)
                 sender = spec.sender if spec is not None else None
                 if sender == "both":
-                    sender = self._both_sender(id_) if has_id else None
+                    sender = self._both_sender(id_, raw) if has_id else None
                 if has_id and (spec is None or spec.kind == "request"):
-                    findings = self._request(
-                        number, id_, method if spec is not None else None, sender, root
-                    )
+                    sent = _Pending(method if spec is not None else None, sender, raw.get("params"))
+                    findings = self._request(number, id_, sent, root)
             elif ("result" in raw or "error" in raw) and id_ is not None:
                 request = self._answered(id_)
                 if request is None:
@@ -173,18 +177,25 @@ class _Session:
                     return None, self.stray, findings
                 requester = request.sender or "client"
                 if request.method is not None:
-                    self.codecs[requester].expect(id_, request.method)
+                    self.codecs[requester].expect_request(
+                        {"id": id_, "method": request.method, "params": request.params}
+                    )
                 return _OTHER[requester], self.codecs[requester], findings
         return sender, self.codecs[_OTHER[sender or "client"]], findings
 
-    def _both_sender(self, id_: Any) -> str | None:
+    def _both_sender(self, id_: Any, raw: dict[str, Any]) -> str | None:
         used = [side for side in _SIDES if id_ in self.used[side]]
-        return _OTHER[used[0]] if len(used) == 1 else None
+        if len(used) == 1:
+            return _OTHER[used[0]]
+        if not used:  # a request about a task comes from the side that asked for the task
+            asked = [side for side in _SIDES if self.codecs[side].requested_task(raw) is not None]
+            if len(asked) == 1:
+                return asked[0]
+        return None
 
-    def _request(
-        self, number: int, id_: Any, method: str | None, sender: str | None, root: str
-    ) -> list[Finding]:
+    def _request(self, number: int, id_: Any, request: _Pending, root: str) -> list[Finding]:
         findings = []
+        sender = request.sender
         if sender is not None:
             first = self.used[sender].get(id_)
             if first is not None:
@@ -199,7 +210,7 @@ class _Session:
                 )
             else:
                 self.used[sender][id_] = number
-        self.pending.setdefault(id_, []).append(_Pending(method, sender))
+        self.pending.setdefault(id_, []).append(request)
         return findings
 
     def _answered(self, id_: Any) -> _Pending | None:

@@ -332,5 +332,108 @@ def test_a_real_session_through_the_command(tmp_path: Path) -> None:
     assert [line.split(":")[0] for line in out.splitlines()] == ["line 18", "line 29"]
 
 
+# -- tasks (2025-11-25): a request with params.task is answered by its task, whose payload is the
+# result of the method that created it; in both directions ------------------------------------
+
+TASKS = "2025-11-25"
+TASKS_SESSION = Path(__file__).resolve().parent / "fixtures" / "sessions" / f"{TASKS}-tasks.jsonl"
+
+
+def task(task_id: str, status: str = "working") -> dict[str, Any]:
+    at = "2025-11-25T00:00:00Z"
+    return {"taskId": task_id, "status": status, "createdAt": at, "lastUpdatedAt": at, "ttl": 9}
+
+
+SAMPLED = {"role": "assistant", "content": {"type": "text", "text": "ok"}, "model": "m"}
+TASK_LINES = [
+    *initialize(
+        TASKS,
+        {"sampling": {}, "tasks": {"requests": {"sampling": {"createMessage": {}}}}},
+        {"tools": {}, "tasks": {"requests": {"tools": {"call": {}}}}},
+    ),
+    # 4-7: the client asks the server for a task, then for its payload
+    msg(id=1, method="tools/call", params={"name": "echo", "task": {"ttl": 9}}),
+    msg(id=1, result={"task": task("s-1")}),
+    msg(id=2, method="tasks/result", params={"taskId": "s-1"}),
+    msg(id=2, result={"content": [{"type": "text", "text": "done"}]}),
+    # 8-13: the server asks the client for a task, polls it and asks for its payload, on ids
+    # neither side used: only the task's requester sends these, so they are the server's
+    msg(
+        id="s1",
+        method="sampling/createMessage",
+        params={"messages": [], "maxTokens": 8, "task": {"ttl": 9}},
+    ),
+    msg(id="s1", result={"task": task("c-1")}),
+    msg(id="s2", method="tasks/get", params={"taskId": "c-1"}),
+    msg(id="s2", result=task("c-1", "completed")),
+    msg(id="s3", method="tasks/result", params={"taskId": "c-1"}),
+    msg(id="s3", result=SAMPLED),
+]
+
+
+def replaced(lines: list[str], number: int, result: Any) -> list[str]:
+    """``lines`` with the result of the response on line ``number`` replaced."""
+    out = list(lines)
+    out[number - 1] = json.dumps({**json.loads(out[number - 1]), "result": result})
+    return out
+
+
+def test_task_replies_are_valid_in_both_directions() -> None:
+    assert findings(TASK_LINES, TASKS) == []
+    assert findings(TASK_LINES, TASKS, strict=True) == []
+
+
+def test_a_task_s_payload_is_checked_as_the_result_of_the_method_that_created_it() -> None:
+    assert findings(replaced(TASK_LINES, 7, {"x": 1}), TASKS) == [(7, -32602, "$.result")]
+    no_model = {k: v for k, v in SAMPLED.items() if k != "model"}
+    broken = list(validate_lines(replaced(TASK_LINES, 13, no_model), TASKS))
+    assert [(f.line, f.code, f.path) for f in broken] == [(13, -32602, "$.result")]
+    assert "the result of 'tasks/result' for a 'sampling/createMessage' task" in broken[0].message
+    # and a task's creation result as one: the server's CreateTaskResult without its task's ttl
+    created = {"task": {k: v for k, v in task("s-1").items() if k != "ttl"}}
+    broken = list(validate_lines(replaced(TASK_LINES, 5, created), TASKS))
+    assert [(f.line, f.code, f.path) for f in broken] == [(5, -32602, "$.result.task")]
+    assert "the result of 'tools/call' asking for a task" in broken[0].message
+
+
+def test_a_real_session_with_tasks_both_ways_has_no_deviations() -> None:
+    # Recorded by tests/interop/tasks_recorder.py from server-everything (2026.8.31): the client's
+    # task-augmented tools/call (simulate-research-query: polled, its input_required elicitation
+    # answered inside tasks/result; a second one cancelled), and the server's task-augmented
+    # sampling/createMessage and elicitation/create, which it polls with tasks/get and collects
+    # with tasks/result. That server keeps to 2025-11-25 in all of it: there is no real deviation.
+    entries = [json.loads(line) for line in TASKS_SESSION.read_text().splitlines()]
+    lines = [json.dumps(e["message"]) for e in entries]
+    tasked = {
+        (e["from"], e["message"]["method"])
+        for e in entries
+        if "task" in e["message"].get("params", {})
+    }
+    assert tasked == {
+        ("client", "tools/call"),
+        ("server", "sampling/createMessage"),
+        ("server", "elicitation/create"),
+    }
+    assert findings(lines, TASKS) == []
+    assert findings(lines, TASKS, strict=True) == []
+    assert not any("violation" in e for e in entries)
+    # Each task reply (to a request with a task, or to tasks/result) is checked as what the task
+    # made of it: emptied, each is a finding.
+    asked: dict[tuple[str, Any], dict[str, Any]] = {}  # (sender, id) -> request
+    replies = []
+    for n, e in enumerate(entries, 1):
+        m = e["message"]
+        if "method" in m and "id" in m:
+            asked[e["from"], m["id"]] = m
+        elif "result" in m:
+            req = asked.pop(("server" if e["from"] == "client" else "client", m["id"]))
+            if "task" in req.get("params", {}) or req["method"] == "tasks/result":
+                replies.append(n)
+    assert replies == [14, 38, 41, 46, 50, 54, 58]
+    for n in replies:
+        got = findings(replaced(lines, n, {}), TASKS)
+        assert [(line, code) for line, code, _ in got] == [(n, -32602)], n
+
+
 def test_finding_reads_as_one_line() -> None:
     assert str(Finding(3, -32602, "$.params.name", "why")) == "line 3: [-32602] $.params.name: why"
