@@ -15,6 +15,8 @@ from typing import Any
 
 import mcpbind
 from mcpbind import events
+from mcpbind.errors import INVALID_REQUEST
+from mcpbind.transports.stdio import LineReader, Overlong
 
 # The events that end a request: its answer, or the peer's response that could not be read.
 FINAL = (events.ResultReceived, events.ErrorReceived, events.TaskCreated, events.InputRequired)
@@ -37,7 +39,7 @@ class StdioClient:
     async def start(self, *argv: str) -> events.Event:
         """Start the server and negotiate: a ``Negotiated`` or ``NegotiationFailed`` event."""
         self.proc = await asyncio.create_subprocess_exec(
-            *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, limit=1 << 24
+            *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, limit=1 << 20
         )
         self._reader = asyncio.create_task(self._read())
         self.session.connect()
@@ -78,23 +80,46 @@ class StdioClient:
 
     async def _read(self) -> None:
         assert self.proc.stdout is not None
-        async for line in self.proc.stdout:
-            for event in self.session.receive(line) if line.strip() else ():
-                self.events.append(event)
-                key: Any = None
-                if isinstance(event, (events.Negotiated, events.NegotiationFailed)):
-                    key = OPENING
-                elif isinstance(event, FINAL):
-                    key = event.id
-                elif isinstance(event, events.MessageRejected) and not event.answered:
-                    key = event.error.id  # a response to that request, unreadable
-                elif isinstance(event, events.RequestReceived):
-                    self._serve(event)
-                if key is not None and (waiter := self._waiting.pop(key, None)) is not None:
-                    waiter.set_result(event)
-            await self._flush()
-        for waiter in self._waiting.values():
-            waiter.set_exception(ConnectionError("the server closed its output"))
+        lines = LineReader(self.proc.stdout)  # at most 16 MiB a line, longer ones dropped unread
+        try:
+            while (line := await lines.read()) is not None:
+                if isinstance(line, Overlong):
+                    self._dropped(line, lines.max_line)
+                elif line and not line.isspace():
+                    self._receive(line)
+                await self._flush()
+        finally:  # the server is gone (or this reader failed): nothing more will be answered
+            for waiter in self._waiting.values():
+                if not waiter.done():
+                    waiter.set_exception(ConnectionError("the server closed its output"))
+
+    def _receive(self, line: bytes) -> None:
+        for event in self.session.receive(line):
+            self.events.append(event)
+            key: Any = None
+            if isinstance(event, (events.Negotiated, events.NegotiationFailed)):
+                key = OPENING
+            elif isinstance(event, FINAL):
+                key = event.id
+            elif isinstance(event, events.MessageRejected) and not event.answered:
+                key = event.error.id  # a response to that request, unreadable
+            elif isinstance(event, events.RequestReceived):
+                self._serve(event)
+            if key is not None and (waiter := self._waiting.pop(key, None)) is not None:
+                waiter.set_result(event)
+
+    def _dropped(self, line: Overlong, limit: int) -> None:
+        """A line over the limit, dropped unread: its request is refused, or its answer's
+        waiter fails (and the session stops waiting for it)."""
+        why = f"a message of {line.size} bytes exceeds the limit of {limit} bytes"
+        message = line.envelope
+        waiter = self._waiting.pop(message.id, None) if message.kind == "response" else None
+        if waiter is not None and message.id is not None:
+            self.session.cancel(message.id, why)
+            waiter.set_exception(ValueError(f"the answer to request {message.id!r}: {why}"))
+        elif (answer := message.answer(INVALID_REQUEST, f"Invalid Request: {why}")) is not None:
+            assert self.proc.stdin is not None
+            self.proc.stdin.write(answer + b"\n")
 
     def _serve(self, request: events.RequestReceived) -> None:
         if self.on_request is None:

@@ -3,7 +3,8 @@
     python examples/stdio_server.py [REVISION ...]
 
 Serves two tools, ``echo`` and ``add``, in every revision given (all released ones by default):
-one JSON-RPC message a line on stdin, answers a line each on stdout, peer mistakes on stderr.
+one JSON-RPC message a line on stdin (at most 16 MiB: a longer request is answered with -32600),
+answers a line each on stdout, peer mistakes on stderr.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ import msgspec
 
 import mcpbind
 from mcpbind import events
+from mcpbind.errors import INTERNAL_ERROR, INVALID_REQUEST
+from mcpbind.transports.stdio import LineReader, Overlong, envelope
 
 TOOLS = [
     {
@@ -63,9 +66,32 @@ def handle(session: mcpbind.ServerSession, event: events.RequestReceived) -> Non
         session.respond_error(event.id, -32601, f"Method not found: {event.method}")
 
 
+def receive(session: mcpbind.ServerSession, line: bytes) -> list[bytes]:
+    """Handle one line; what to write back beyond the session's own output."""
+    try:
+        received = session.receive(line)
+    except Exception as error:  # mcpbind's own mistake: the client still hears of it
+        print(f"cannot read a message: {error!r}", file=sys.stderr, flush=True)
+        message = envelope(line)
+        if message.kind == "invalid":
+            answer = message.answer(INVALID_REQUEST, "Invalid Request: it cannot be read")
+        else:
+            answer = message.answer(INTERNAL_ERROR, f"Internal error: {error}")
+        return [answer] if answer is not None else []
+    for event in received:
+        if isinstance(event, events.RequestReceived):
+            try:
+                handle(session, event)
+            except Exception as error:  # our own mistake: the client hears of it
+                session.respond_error(event.id, INTERNAL_ERROR, f"Internal error: {error}")
+        elif isinstance(event, events.MessageRejected):
+            print(f"rejected: {event.error.message}", file=sys.stderr, flush=True)
+    return []
+
+
 async def serve(revisions: list[str]) -> None:
     loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader(limit=1 << 24)
+    reader = asyncio.StreamReader(limit=1 << 20)  # how much is read at once, not the bound
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
     out, proto = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, sys.stdout)
     writer = asyncio.StreamWriter(out, proto, None, loop)
@@ -74,16 +100,17 @@ async def serve(revisions: list[str]) -> None:
         capabilities={"tools": {}},
         info={"name": "mcpbind-example-server", "version": "1.0"},
     )
-    async for line in reader:
-        for event in session.receive(line) if line.strip() else ():
-            if isinstance(event, events.RequestReceived):
-                try:
-                    handle(session, event)
-                except Exception as error:  # our own mistake: the client hears of it
-                    session.respond_error(event.id, -32603, f"Internal error: {error}")
-            elif isinstance(event, events.MessageRejected):
-                print(f"rejected: {event.error.message}", file=sys.stderr, flush=True)
-        for data in session.data_to_send():
+    lines = LineReader(reader)  # at most 16 MiB a line, longer ones dropped unread
+    while (line := await lines.read()) is not None:
+        extra: list[bytes] = []
+        if isinstance(line, Overlong):
+            print(f"dropped a line of {line.size} bytes", file=sys.stderr, flush=True)
+            why = f"Invalid Request: a message of {line.size} bytes exceeds the limit of "
+            answer = line.envelope.answer(INVALID_REQUEST, f"{why}{lines.max_line} bytes")
+            extra = [answer] if answer is not None else []
+        elif line and not line.isspace():
+            extra = receive(session, line)
+        for data in [*session.data_to_send(), *extra]:
             writer.write(data + b"\n")
         await writer.drain()
 
