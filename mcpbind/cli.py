@@ -199,11 +199,33 @@ The client runs `mcpbind bridge ... -- CMD ARGS` as its server command.""",
     help="Answer a message the other side's revision cannot carry whole with a JSON-RPC error "
     "(the lost JSON paths in its data) instead of passing it on with the loss logged on stderr.",
 )
+@click.option(
+    "--max-line-bytes",
+    type=click.IntRange(min=1),
+    metavar="N",
+    # The defaults are the bridge's own (MAX_LINE, MAX_IN_FLIGHT), not loaded for --help.
+    help="The longest message (one line) read from either side, 16777216 (16 MiB) by default. "
+    "A longer one is dropped unread: from the client it is answered with -32600, from the "
+    "server it fails the request it answers (or ends the connection when it cannot be told "
+    "what it was).",
+)
+@click.option(
+    "--max-in-flight",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="How many requests from each side may await the other side's answer at once, 1024 by "
+    "default; one more is answered at once with error -32603 (Server busy).",
+)
 @click.argument(
     "command", nargs=-1, required=True, type=click.UNPROCESSED, metavar="-- CMD ARGS..."
 )
 def bridge(
-    client_revision: str, server_revision: str, strict: bool, command: tuple[str, ...]
+    client_revision: str,
+    server_revision: str,
+    strict: bool,
+    max_line_bytes: int | None,
+    max_in_flight: int | None,
+    command: tuple[str, ...],
 ) -> None:
     """A stdio proxy between an MCP client and an MCP server of different revisions.
 
@@ -212,14 +234,26 @@ def bridge(
     (e.g. resource_link content becomes a text block holding its URI for 2024-11-05) and is
     logged on stderr with its JSON path. Handshakes are translated (initialize <->
     server/discover), as are ids, progress and cancellation. When either side goes away, every
-    pending request gets an error and the bridge exits.
+    pending request gets an error and the bridge exits (when the server went first, once the
+    client closes its input or has been silent for 2 s, its requests answered with the error).
     """
     from ._revisions import RELEASED
+    from .bridge.core import MAX_IN_FLIGHT
     from .bridge.stdio import run
+    from .transports.stdio import MAX_LINE
 
     sides = {}
     for name, value in (("client", client_revision), ("server", server_revision)):
         if value != "auto" and value not in REVISIONS:
             raise UserError(f"--{name}-revision {value!r}: one of auto, {', '.join(REVISIONS)}")
         sides[name] = RELEASED if value == "auto" else (value,)
-    sys.exit(run(list(command), sides["client"], sides["server"], strict=strict))
+    sys.exit(
+        run(
+            list(command),
+            sides["client"],
+            sides["server"],
+            strict=strict,
+            max_line=max_line_bytes or MAX_LINE,
+            max_in_flight=max_in_flight or MAX_IN_FLIGHT,
+        )
+    )

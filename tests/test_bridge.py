@@ -419,6 +419,21 @@ def test_close_answers_everything_pending_on_both_sides() -> None:
     assert t.bridge.pending() == 0
 
 
+def test_requests_after_close_are_answered_with_its_error() -> None:
+    t = Trio("2025-11-25", "2025-06-18", client_caps={"roots": {}})
+    t.bridge.close("the server exited (status 3)")
+    t.pump()
+    rid = t.client.request("tools/call", {"name": "late"})
+    t.pump()  # the session is no longer read: the bridge answers from the message itself
+    error = t.last(t.at_client, ev.ErrorReceived)
+    assert error.id == rid and error.code == CONNECTION_CLOSED
+    assert error.message == "Connection closed: the server exited (status 3)"
+    t.client.notify("notifications/roots/list_changed")
+    t.pump()
+    assert t.bridge.to_client() == []  # a notification gets no answer
+    assert t.log[-1] == "the server exited (status 3); 0 pending requests answered with an error"
+
+
 def test_a_held_handshake_is_answered_when_the_bridge_closes() -> None:
     client = mcpbind.ClientSession("2025-06-18", info=CLIENT_INFO)
     bridge = Bridge()

@@ -6,7 +6,16 @@ its own, every message projected between them (docs/bridge.md).
 
 from __future__ import annotations
 
-from .core import CONNECTION_CLOSED, LOSSY, Bridge
+from .core import CONNECTION_CLOSED, LOSSY, MAX_IN_FLIGHT, Bridge
 from .losses import Carrier, Lost, carrier, convey
 
-__all__ = ["CONNECTION_CLOSED", "LOSSY", "Bridge", "Carrier", "Lost", "carrier", "convey"]
+__all__ = [
+    "CONNECTION_CLOSED",
+    "LOSSY",
+    "MAX_IN_FLIGHT",
+    "Bridge",
+    "Carrier",
+    "Lost",
+    "carrier",
+    "convey",
+]

@@ -8,6 +8,10 @@ first message arrives, with that client's capabilities and info, and the client'
 answered once the server's is done, from what the server said. Every fact about a revision comes
 from the generated ``FACTS``/``METHODS`` (through the sessions' ``speech``); no method or
 revision is named here.
+
+Every request the bridge accepts from either side is answered, whatever happens: by the other
+side, or with an error when the other side's answer cannot be passed on, when the bridge itself
+fails on it, past the bound of requests in flight, or when the other side is gone.
 """
 
 from __future__ import annotations
@@ -20,7 +24,13 @@ import msgspec
 from msgspec import UNSET
 
 from .._revisions import RELEASED
-from ..errors import INVALID_PARAMS, METHOD_NOT_FOUND, ProtocolError
+from ..errors import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    ProtocolError,
+)
 from ..events import (
     ErrorReceived,
     Event,
@@ -40,14 +50,17 @@ from ..negotiate import negotiate
 from ..projection import ProjectionError
 from ..session import ClientSession, ServerSession
 from ..session._common import _fields, _open_class, checked, speech
+from ..transports.stdio import Envelope, envelope
 from .losses import Lost, convey
 
-__all__ = ["CONNECTION_CLOSED", "LOSSY", "Bridge"]
+__all__ = ["CONNECTION_CLOSED", "LOSSY", "MAX_IN_FLIGHT", "Bridge"]
 
 # JSON-RPC's implementation-defined server error range: the peer the request was for is gone.
 CONNECTION_CLOSED = -32000
 # What --strict answers a message with when it cannot cross without a loss.
 LOSSY = INVALID_PARAMS
+# Requests from one side that may await the other side's answer at once (per side).
+MAX_IN_FLIGHT = 1024
 
 
 _SHOWN = 3  # JSON paths shown per kind of loss in one log line
@@ -63,25 +76,53 @@ class _Held(msgspec.Struct, frozen=True, gc=False):
     message: Any
 
 
-class _Front(ServerSession):
-    """The session facing the client: it holds the client's handshake until ``open``."""
+class _Edge:
+    """What the bridge asks of each of its two sessions beyond their public API."""
 
-    def __init__(self, revisions: Iterable[str]) -> None:
+    _out: list[bytes]
+    _outgoing: dict[Any, Any]
+
+    def awaits(self, id: Any) -> bool:
+        """Whether this side's request ``id`` still awaits its response (the session has not
+        read one, nor dropped it as unreadable)."""
+        return id in self._outgoing
+
+    def reject(self, error: ProtocolError) -> None:
+        """Queue ``error`` as the answer to a message the session never read (``error.id``)."""
+        self._out.append(error.to_json())
+
+
+class _Back(_Edge, ClientSession):
+    """The session facing the server."""
+
+
+class _Front(_Edge, ServerSession):
+    """The session facing the client: it holds the client's handshake until ``open`` (at most
+    ``limit`` handshakes; more are refused)."""
+
+    def __init__(self, revisions: Iterable[str], limit: int) -> None:
         super().__init__(revisions)
         self.held: list[_Held] = []
         self.opened = False
+        self.limit = limit
 
     def _on_initialize(self, codec: Any, sp: Any, id: Any, message: Any, events: Any) -> None:
         if self.opened or self._bound:
             super()._on_initialize(codec, sp, id, message, events)
         else:
-            self.held.append(_Held(True, codec, sp, id, message))
+            self._hold(_Held(True, codec, sp, id, message))
 
     def _on_discover(self, codec: Any, sp: Any, id: Any, message: Any, events: Any) -> None:
         if self.opened:
             super()._on_discover(codec, sp, id, message, events)
         else:
-            self.held.append(_Held(False, codec, sp, id, message))
+            self._hold(_Held(False, codec, sp, id, message))
+
+    def _hold(self, held: _Held) -> None:
+        if len(self.held) < self.limit:
+            self.held.append(held)
+        else:
+            self.reject(_too_many(held.id, self.limit, "the client", "the server"))
 
     def open(self, capabilities: Any, info: Any, instructions: Any) -> list[Event]:
         """Answer the held handshakes with the server's capabilities, info and instructions."""
@@ -135,7 +176,9 @@ class Bridge:
     ``client_revisions`` are what the client side may agree on, ``server_revisions`` what the
     server side may (newest first wins; ``RELEASED`` by default). ``strict``: a message that
     cannot cross without a loss is answered with a JSON-RPC error (``LOSSY``, the paths in
-    ``data``) instead of crossing with the loss logged.
+    ``data``) instead of crossing with the loss logged. ``max_in_flight``: how many requests
+    from each side may await the other side's answer at once; a request past it is answered
+    with -32603 (``Server busy``), as the HTTP server answers past its own.
     """
 
     def __init__(
@@ -144,12 +187,18 @@ class Bridge:
         server_revisions: Iterable[str] | str = RELEASED,
         *,
         strict: bool = False,
+        max_in_flight: int = MAX_IN_FLIGHT,
     ) -> None:
-        self.front = _Front(client_revisions)
-        self.back = ClientSession(server_revisions)
+        if max_in_flight < 1:
+            raise ValueError(f"max_in_flight must be at least 1, not {max_in_flight}")
+        self.front = _Front(client_revisions, max_in_flight)
+        self.back = _Back(server_revisions)
         self.strict = strict
+        self.max_in_flight = max_in_flight
         self.log: list[str] = []
         self.closed = False
+        self.why: str | None = None  # why close() ended it
+        self._closing: ProtocolError | None = None  # ... as the error that answers from then on
         self._down: dict[Any, _Forwarded] = {}  # id to the server -> the client's request
         self._up: dict[Any, Any] = {}  # the client's request id -> id to the server
         self._served: dict[Any, _Forwarded] = {}  # id to the client -> the server's request
@@ -163,23 +212,90 @@ class Bridge:
     # -- the two transports -----------------------------------------------------------------
 
     def from_client(self, data: bytes) -> None:
-        """One message (a line) from the client."""
-        if self.closed:
+        """One message (a line) from the client. A request the bridge cannot pass on is
+        answered with an error, whatever the reason."""
+        if self._closing is not None:
+            self._after_close(envelope(data), self.front)
             return
-        events = self.front.receive(data)
-        if self.front.held and self.back.state == "idle":
-            self._connect(self.front.held[0])
-        for e in events:
-            self._client_event(e)
-        if self.front.held and self._failed is not None:
-            self.front.refuse(self._failed)
+        try:
+            events = self.front.receive(data)
+            if self.front.held and self.back.state == "idle":
+                self._connect(self.front.held[0])
+            for e in events:
+                if type(e) is RequestReceived and self._client_load() >= self.max_in_flight:
+                    self._answer_error(
+                        e.id, _too_many(e.id, self.max_in_flight, "the client", "the server")
+                    )
+                    continue
+                self._client_event(e)
+            if self.front.held and self._failed is not None:
+                self.front.refuse(self._failed)
+        except Exception as exc:  # noqa: BLE001 - a fault of the bridge's own: still an answer
+            self._client_fault(data, exc)
 
     def from_server(self, data: bytes) -> None:
-        """One message (a line) from the server."""
-        if self.closed or self.back.state == "idle":
+        """One message (a line) from the server; as ``from_client``, the other way."""
+        if self._closing is not None:
+            self._after_close(envelope(data), self.back)
             return
-        for e in self.back.receive(data):
-            self._server_event(e)
+        if self.back.state == "idle":  # nothing can be passed on before the client's handshake
+            message = envelope(data)
+            if message.kind in ("request", "invalid"):
+                self.back.reject(
+                    ProtocolError(
+                        INVALID_REQUEST,
+                        "Invalid Request: the server spoke before the client's handshake",
+                        id=message.id,
+                    )
+                )
+            return
+        try:
+            for e in self.back.receive(data):
+                if type(e) is RequestReceived and self._server_load() >= self.max_in_flight:
+                    self._quietly(
+                        self.back.respond_error,
+                        e.id,
+                        INTERNAL_ERROR,
+                        _too_many(e.id, self.max_in_flight, "the server", "the client").message,
+                    )
+                    continue
+                self._server_event(e)
+        except Exception as exc:  # noqa: BLE001 - a fault of the bridge's own: still an answer
+            self._server_fault(data, exc)
+
+    def discarded_from_client(self, message: Envelope, why: str) -> None:
+        """The client sent a message the transport dropped unread (``why``: too long), of
+        which only ``message``'s kind and id are known: a request is answered with -32600, an
+        answer to the server's request ends that request with an error."""
+        if self._closing is not None:
+            self._after_close(message, self.front)
+        elif message.kind == "response":
+            self._client_answer_lost(message.id, why)
+        elif message.kind == "notification":
+            self.log.append(f"client: a notification was dropped: {why}")
+        else:  # never read by the session: answered as it stands
+            self.log.append(f"client: a message was dropped and answered with an error: {why}")
+            self.front.reject(
+                ProtocolError(INVALID_REQUEST, f"Invalid Request: {why}", id=message.id)
+            )
+
+    def discarded_from_server(self, message: Envelope, why: str) -> None:
+        """As ``discarded_from_client``, from the server; a message that is neither a request, a
+        notification nor an answer to a request in flight ends the connection (``close``): it
+        may have been the answer to any pending request, which would then wait forever."""
+        if self._closing is not None:
+            self._after_close(message, self.back)
+        elif message.kind == "response" and message.id in self._down:
+            self._server_answer_lost(message.id, why)
+        elif message.kind == "notification":
+            self.log.append(f"server: a notification was dropped: {why}")
+        elif message.kind == "request":
+            self.log.append(f"server: a request was dropped and answered with an error: {why}")
+            self.back.reject(
+                ProtocolError(INVALID_REQUEST, f"Invalid Request: {why}", id=message.id)
+            )
+        else:
+            self.close(f"the server sent a message that could not be read: {why}")
 
     def to_client(self) -> list[bytes]:
         return self.front.data_to_send()
@@ -296,6 +412,9 @@ class Bridge:
     def _client_event(self, e: Event) -> None:
         if isinstance(e, MessageRejected):
             self.log.append(f"client: {e.error.message}")
+            rid = e.error.id
+            if not e.answered and rid is not None and not self.front.awaits(rid):
+                self._client_answer_lost(rid, e.error.message)  # an unreadable response
             return
         if isinstance(e, (Negotiated, Initialized)):
             self._flush_server()
@@ -306,6 +425,11 @@ class Bridge:
                 return
             if isinstance(e, RequestReceived) and self.back.state == "idle":
                 self._connect(e)
+            if len(self._client_waiting) >= self.max_in_flight and not isinstance(
+                e, RequestReceived  # requests are bounded by _client_load
+            ):
+                self.log.append(f"client: {type(e).__name__} dropped: the server is not ready")
+                return
             self._client_waiting.append(e)
             return
         if isinstance(e, RequestReceived):
@@ -446,6 +570,9 @@ class Bridge:
             self._server_failed(e)
         elif isinstance(e, MessageRejected):
             self.log.append(f"server: {e.error.message}")
+            rid = e.error.id
+            if not e.answered and rid in self._down and not self.back.awaits(rid):
+                self._server_answer_lost(rid, e.error.message)  # an unreadable response
         elif isinstance(e, (ResultReceived, TaskCreated)):
             self._server_result(e.id, e.result)
         elif isinstance(e, ErrorReceived):
@@ -456,8 +583,13 @@ class Bridge:
             up = self._down.get(e.id)
             if up is not None:
                 self._progress(up, e)
-        elif self.front.state != "ready":
-            self._server_waiting.append(e)  # the client's handshake is not done yet
+        elif self.front.state != "ready":  # the client's handshake is not done yet
+            if len(self._server_waiting) >= self.max_in_flight and not isinstance(
+                e, RequestReceived  # requests are bounded by _server_load
+            ):
+                self.log.append(f"server: {type(e).__name__} dropped: the client is not ready")
+                return
+            self._server_waiting.append(e)
         elif isinstance(e, RequestReceived):
             self._server_request(e)
         elif isinstance(e, NotificationReceived):
@@ -612,11 +744,14 @@ class Bridge:
     # -- the end ----------------------------------------------------------------------------
 
     def close(self, why: str) -> None:
-        """One side is gone: every request still waiting for it gets an error, on both sides."""
+        """One side is gone: every request still waiting for it gets an error, on both sides,
+        and so does every request that arrives from then on (``CONNECTION_CLOSED``)."""
         if self.closed:
             return
+        self.log.append(f"{why}; {self.pending()} pending requests answered with an error")
         self.closed = True
-        error = ProtocolError(CONNECTION_CLOSED, f"Connection closed: {why}")
+        self.why = why
+        error = self._closing = ProtocolError(CONNECTION_CLOSED, f"Connection closed: {why}")
         self.front.refuse(error)
         for up in list(self._down.values()):
             self._answer_error(up.id, error)
@@ -639,7 +774,126 @@ class Bridge:
 
     def pending(self) -> int:
         """How many requests await an answer across the bridge (either way)."""
-        return len(self._down) + len(self._served) + len({id(r) for r in self._rounds.values()})
+        waiting = (*self._client_waiting, *self._server_waiting)
+        return (
+            len(self._down)
+            + len(self._served)
+            + len({id(r) for r in self._rounds.values()})
+            + len(self.front.held)
+            + sum(type(e) is RequestReceived for e in waiting)
+        )
+
+    def _client_load(self) -> int:
+        """Requests from the client awaiting the server's answer (an upper bound)."""
+        return len(self._up) + len(self._client_waiting) + len(self._rounds) + len(self.front.held)
+
+    def _server_load(self) -> int:
+        """Requests from the server awaiting the client's answer (an upper bound)."""
+        return len(self._served) + len(self._server_waiting)
+
+    # -- failures ---------------------------------------------------------------------------
+
+    def _server_answer_lost(self, id: Any, why: str) -> None:
+        """The server's answer to the request ``id`` in flight cannot be passed on (``why``):
+        the client's request gets an error at once."""
+        up = self._down.pop(id)
+        self._up.pop(up.id, None)
+        if self.back.awaits(id):  # the session never read it: it stops waiting too
+            self._quietly(self.back.cancel, id, why)
+        self._answer_error(
+            up.id,
+            ProtocolError(
+                INTERNAL_ERROR,
+                f"Internal error: the server's answer to {up.method!r} cannot be passed on: "
+                + why.removeprefix("from the server: "),
+            ),
+        )
+
+    def _client_answer_lost(self, id: Any, why: str) -> None:
+        """The client's answer to the request ``id`` the bridge sent it cannot be passed on:
+        the request it serves (the server's, or the client's own in an input round) gets an
+        error at once."""
+        why = why.removeprefix("from the client: ")
+        round = self._rounds.pop(id, None)
+        served = self._served.pop(id, None) if round is None else None
+        if round is None and served is None:
+            return  # not an answer to the bridge's request
+        if self.front.awaits(id):  # the session never read it: it stops waiting too
+            self._quietly(self.front.cancel, id, why)
+        if round is not None:
+            for other in round.pending:
+                self._rounds.pop(other, None)
+            self._answer_error(
+                round.front.id,
+                ProtocolError(
+                    INTERNAL_ERROR,
+                    f"Internal error: the client's answer to the input the server asked for "
+                    f"cannot be passed on: {why}",
+                ),
+            )
+            return
+        assert served is not None
+        self._quietly(
+            self.back.respond_error,
+            served.id,
+            INTERNAL_ERROR,
+            f"Internal error: the client's answer to {served.method!r} cannot be passed on: {why}",
+        )
+
+    def _client_fault(self, data: bytes, exc: Exception) -> None:
+        """The bridge failed on a message from the client: its sender still hears of it."""
+        why = f"internal error ({type(exc).__name__}: {exc})"
+        self.log.append(f"{why} on a message from the client")
+        message = envelope(data)
+        if message.kind == "response":
+            self._client_answer_lost(message.id, why)
+        elif message.kind == "invalid":
+            self._refuse_client(
+                message.id, ProtocolError(INVALID_REQUEST, "Invalid Request: it cannot be read")
+            )
+        elif message.kind == "request" and message.id not in self._up:
+            self._refuse_client(
+                message.id,
+                ProtocolError(
+                    INTERNAL_ERROR, f"Internal error: the request cannot be passed on: {why}"
+                ),
+            )
+
+    def _server_fault(self, data: bytes, exc: Exception) -> None:
+        """The bridge failed on a message from the server: as ``_client_fault``."""
+        why = f"internal error ({type(exc).__name__}: {exc})"
+        self.log.append(f"{why} on a message from the server")
+        message = envelope(data)
+        if message.kind == "response" and message.id in self._down:
+            self._server_answer_lost(message.id, why)
+        elif message.kind == "invalid":
+            self._refuse_server(
+                message.id, ProtocolError(INVALID_REQUEST, "Invalid Request: it cannot be read")
+            )
+        elif message.kind == "request" and all(
+            s.id != message.id for s in self._served.values()  # else its answer will come
+        ):
+            self._refuse_server(
+                message.id,
+                ProtocolError(
+                    INTERNAL_ERROR, f"Internal error: the request cannot be passed on: {why}"
+                ),
+            )
+
+    def _refuse_client(self, id: Any, error: ProtocolError) -> None:
+        """Answer the client's message ``id`` with ``error``, read by the session or not."""
+        _refuse(self.front, id, error)
+
+    def _refuse_server(self, id: Any, error: ProtocolError) -> None:
+        """Answer the server's message ``id`` with ``error``, read by the session or not."""
+        _refuse(self.back, id, error)
+
+    def _after_close(self, message: Envelope, side: _Edge) -> None:
+        """A message after ``close``: a request gets the error of the close."""
+        error = self._closing
+        assert error is not None
+        if message.kind in ("request", "invalid"):
+            side.reject(ProtocolError(error.code, error.message, error.data, message.id))
 
     def _quietly(self, call: Any, *args: Any) -> None:
         """Do ``call``; a refusal (the peer's state moved on) is logged, never raised."""
@@ -647,6 +901,24 @@ class Bridge:
             call(*args)
         except ProtocolError as err:
             self.log.append(f"bridge: {err.message}")
+
+
+def _refuse(side: _Front | _Back, id: Any, error: ProtocolError) -> None:
+    try:
+        side.respond_error(id, error.code, error.message, error.data)
+    except ProtocolError:  # the session never read it (or its id could not be read)
+        side.reject(ProtocolError(error.code, error.message, error.data, id))
+
+
+def _too_many(id: Any, limit: int, sender: str, other: str) -> ProtocolError:
+    """The error for a request from ``sender`` past ``limit`` requests awaiting ``other``."""
+    return ProtocolError(
+        INTERNAL_ERROR,
+        f"Server busy: {limit} requests from {sender} already await an answer from {other} "
+        "(the bridge's max_in_flight)",
+        {"max_in_flight": limit},
+        id,
+    )
 
 
 def _rewrite_meta(params: Any, sp: Any, to: Any, envelope: dict[str, Any]) -> tuple[Any, Any]:
