@@ -81,9 +81,11 @@ class OAuthClient:
             }
         return {"Authorization": f"Bearer {token.access_token}"}
 
-    async def handle(self, response: httpx.Response, url: str) -> None:
+    async def handle(self, response: httpx.Response, url: str, attempt: int = 0) -> None:
         """React to a 401 or 403 from the MCP server at ``url`` so that sending the request
-        again can succeed; ``AuthorizationError`` when it cannot."""
+        again can succeed; ``AuthorizationError`` when it cannot. ``attempt`` counts the rounds
+        this request already went through: a 401 after one means the server refused the token
+        it was just given, and asking the user again would not change that."""
         challenges = parse_challenges(response.headers.get("WWW-Authenticate"))
         status = response.status_code
         nonce = response.headers.get("DPoP-Nonce")
@@ -92,6 +94,12 @@ class OAuthClient:
             if any(c.params.get("error") == "use_dpop_nonce" for c in challenges):
                 return  # RFC 9449 section 9: the same request, with the server's nonce
         challenge = _pick(challenges)
+        if status == 401 and attempt > 0:
+            raise AuthorizationError(
+                f"HTTP 401 from {url} for the token just obtained: "
+                + (response.headers.get("WWW-Authenticate") or "no challenge"),
+                status,
+            )
         if status == 403 and (
             challenge is None or challenge.params.get("error") != "insufficient_scope"
         ):

@@ -299,7 +299,7 @@ class StreamableHTTPClient:
                 f"({challenge or 'no WWW-Authenticate challenge'})",
                 status,
             )
-        await self.auth.handle(response, self.url)
+        await self.auth.handle(response, self.url, attempts)
 
     async def _post(self, message: bytes) -> None:
         owed = _owed(message)

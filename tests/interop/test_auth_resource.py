@@ -19,7 +19,7 @@ import httpx
 import pytest
 
 from mcpbind import ClientSession, ProtocolError
-from mcpbind.auth import ClientCredentials, OAuthClient, parse_challenges
+from mcpbind.auth import AuthorizationError, ClientCredentials, OAuthClient, parse_challenges
 from mcpbind.auth.resource import ResourceServer
 from mcpbind.transports.http_client import StreamableHTTPClient
 from mcpbind.transports.http_server import Call, StreamableHTTPServer
@@ -100,7 +100,8 @@ class Protected:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/mcp"
         self.subjects: list[str | None] = []
-        self.rs = ResourceServer(self.url, issuer, required_scopes=["mcp:read"], **options)
+        options.setdefault("required_scopes", ["mcp:read"])
+        self.rs = ResourceServer(self.url, issuer, **options)
         server = StreamableHTTPServer(
             self.handler,
             revisions=(REVISION,),
@@ -262,3 +263,22 @@ def test_introspection_verifies_too(issuers: tuple[str, str]) -> None:
             return ok.status_code, refused.status_code, server.subjects
 
     assert asyncio.run(run()) == (200, 401, ["app"])
+
+
+def test_a_token_the_server_refuses_ends_the_flow_at_once(issuers: tuple[str, str]) -> None:
+    """The server wants another audience than the resource it names: the token the client
+    obtains is refused, and the client says so instead of authorizing again and again."""
+    issuer, _ = issuers
+
+    async def run() -> str:
+        async with Protected(issuer, audience="http://127.0.0.1:9/elsewhere") as server:
+            auth = OAuthClient(ClientCredentials("app", "app-secret"))
+            session = ClientSession(revisions=(REVISION,), info={"name": "t", "version": "1"})
+            async with StreamableHTTPClient(server.url, session, auth=auth) as client:
+                with pytest.raises(AuthorizationError) as caught:
+                    await client.connect()
+            assert server.subjects == []
+            return caught.value.message
+
+    message = asyncio.run(run())
+    assert "for the token just obtained" in message and "invalid_token" in message
