@@ -893,7 +893,9 @@ def test_on_stdio_an_overlong_line_is_refused_and_the_next_one_served(tmp_path: 
         return found
 
     refused, opened, echoed = run(main())
-    assert refused["id"] is None and refused["error"]["code"] == -32700
-    assert "longer than the 2000 bytes allowed" in refused["error"]["message"]
+    assert refused["id"] is None and refused["error"]["code"] == -32600
+    assert refused["error"]["message"] == (
+        "Invalid Request: a message of 10003 bytes exceeds the limit of 2000 bytes"
+    )
     assert isinstance(opened, ev.Negotiated)
     assert isinstance(echoed, ev.ResultReceived) and echoed.result.content[0].text == "still here"

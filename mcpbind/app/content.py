@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Any
 
 import msgspec
@@ -18,8 +19,14 @@ __all__ = ["Results", "generated", "json_text"]
 
 def generated(value: Any) -> bool:
     """Whether ``value`` is an instance of a generated class (of any revision)."""
+    cls: Any = type(value)  # a class is hashable (the stubs of lru_cache do not say so)
+    return _generated_class(cls)
+
+
+@lru_cache(maxsize=1024)
+def _generated_class(cls: Any) -> bool:
     try:
-        revision_of_class(type(value))
+        revision_of_class(cls)
     except TypeError:
         return False
     return True

@@ -152,14 +152,14 @@ class Server:
         finally:
             self._in_flight -= 1
 
-    def to(self, result: Any, r: Rev, what: str) -> Any:
+    def to(self, result: Any, r: Rev, what: str, name: Any = "") -> Any:
         """A result of the newest revision in revision ``r``, what it cannot carry following
-        the ``[[loss]]`` rules; each loss is logged."""
+        the ``[[loss]]`` rules; each loss is logged (``what`` and ``name`` say whose result)."""
         if r.revision == LATEST:
             return result
         value, lost = convey(result, r.revision)
         for loss in lost:
-            log.info("%s into MCP %s: %s", what, r.revision, loss.describe())
+            log.info("%s %r into MCP %s: %s", what, name, r.revision, loss.describe())
         return value
 
     # -- lists --------------------------------------------------------------------------------------
@@ -191,7 +191,7 @@ class Server:
             "list_prompts": (self.results.list_prompts, "prompts"),
         }[role]
         extra = {"next_cursor": str(start + size)} if more else {}
-        result = self.to(build[0](**{build[1]: page}, **extra), r, f"the result of {role}")
+        result = self.to(build[0](**{build[1]: page}, **extra), r, "the result of", role)
         self._pages[key] = result
         return result
 
@@ -229,7 +229,7 @@ class Server:
         except ArgumentError as exc:
             message = f"Invalid arguments for tool {name!r}: {exc}"
             if r.argument_errors == "result":
-                return self.to(self.results.tool_error(message), r, "a tool error")
+                return self.to(self.results.tool_error(message), r, "the error of tool", name)
             raise ProtocolError(INVALID_PARAMS, message) from None
         results = self.results
         ctx, binding = (
@@ -237,25 +237,30 @@ class Server:
             if tool.handler.wants_context
             else (None, "")
         )
+        handler = tool.handler
         try:
-            value = await tool.handler(kwargs, ctx)
+            if handler.is_async and ctx is None:  # one coroutine less on the common path
+                value = await handler.func(**kwargs)
+            else:
+                value = await handler(kwargs, ctx)
         except InputNeeded as need:
             assert ctx is not None  # only a context asks
             return self._input_required(need, ctx, r, binding)
         except (ProtocolError, asyncio.CancelledError):
             raise
         except ToolError as exc:
-            return self.to(results.tool_error(str(exc)), r, "a tool error")
+            return self.to(results.tool_error(str(exc)), r, "the error of tool", name)
         except Exception as exc:  # a tool's failure is the model's to read, not a crash
             log.exception("tool %r failed", name)
-            return self.to(results.tool_error(f"{type(exc).__name__}: {exc}"), r, "a tool error")
+            failed = results.tool_error(f"{type(exc).__name__}: {exc}")
+            return self.to(failed, r, "the error of tool", name)
         try:
             result = tool.result(value, results)
         except ArgumentError as exc:
             raise ProtocolError(
                 INTERNAL_ERROR, f"Internal error: tool {name!r} returned {exc} (its output schema)"
             ) from None
-        return self.to(result, r, f"the result of tool {name!r}")
+        return self.to(result, r, "the result of tool", name)
 
     # -- resources --------------------------------------------------------------------------------
 
@@ -284,7 +289,7 @@ class Server:
             raise ProtocolError(
                 INTERNAL_ERROR, f"Internal error: resource {uri!r}: {exc}"
             ) from None
-        return self.to(result, r, f"the contents of {uri!r}")
+        return self.to(result, r, "the contents of", uri)
 
     async def _subscribe(self, exchange: Exchange, r: Rev) -> Any:
         uris = self._subscribed.setdefault(exchange.session, set())
@@ -323,7 +328,7 @@ class Server:
             raise ProtocolError(
                 INTERNAL_ERROR, f"Internal error: prompt {params.name!r}: {exc}"
             ) from None
-        return self.to(result, r, f"prompt {params.name!r}")
+        return self.to(result, r, "prompt", params.name)
 
     async def _complete(self, exchange: Exchange, r: Rev) -> Any:
         params = exchange.params
@@ -352,7 +357,7 @@ class Server:
                 has_more=len(values) > MAX_COMPLETIONS,
             )
         )
-        return self.to(result, r, "a completion")
+        return self.to(result, r, "the completion of", params.argument.name)
 
     # -- logging ------------------------------------------------------------------------------------
 

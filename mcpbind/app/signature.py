@@ -131,27 +131,20 @@ class Parameters:
             args = msgspec.to_builtins(args)
             if type(args) is not dict:
                 raise ArgumentError(f"Expected `object`, got `{type(args).__name__}` - at `$`")
-        if self._simple and self._fits(args):
-            if args.keys() <= self._known:
-                return args
-            return {k: v for k, v in args.items() if k in self._known}  # unknown keys ignored
+        if self._simple:  # the common case of strings, integers and booleans: no msgspec
+            for p in self.params:
+                v = args.get(p.name, _MISSING)
+                if (v is _MISSING and p.required) or (v is not _MISSING and type(v) is not p.exact):
+                    break
+            else:
+                if args.keys() <= self._known:
+                    return args
+                return {k: v for k, v in args.items() if k in self._known}  # unknown: ignored
         try:
             converted = msgspec.convert(args, self._typed, strict=self.strict)
         except msgspec.ValidationError as exc:
             raise ArgumentError(join_path(str(exc))) from None
         return dict(converted)
-
-    def _fits(self, args: dict[str, Any]) -> bool:
-        """Whether ``args`` already holds exactly what the parameters take (the common case of
-        strings, integers and booleans), so that msgspec need not look."""
-        for p in self.params:
-            v = args.get(p.name, _MISSING)
-            if v is _MISSING:
-                if p.required:
-                    return False
-            elif type(v) is not p.exact:
-                return False
-        return True
 
 
 def _json(value: Any) -> Any:

@@ -1,87 +1,56 @@
-"""An App on stdio: one JSON-RPC message a line on stdin, answers a line each on stdout. A line
-longer than ``max_line`` bytes is skipped and answered with a parse error (id null), never read
-into memory whole."""
+"""An App on stdio: one JSON-RPC message a line on stdin, answers a line each on stdout, framed by
+``mcpbind.transports.stdio.LineReader``. A line longer than ``max_line`` bytes is dropped unread
+and, when it was a request (or cannot be told), answered with -32600 (its id when readable)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import sys
+from collections.abc import Callable
 from typing import Any, BinaryIO
 
-import msgspec
-
-from ..errors import PARSE_ERROR, ProtocolError
+from ..errors import INVALID_REQUEST
+from ..transports.stdio import MAX_LINE, LineReader, Overlong
 from .connection import Connection
 
 __all__ = ["MAX_LINE", "serve_lines"]
 
-MAX_LINE = 16 * 1024 * 1024  # bytes in one message line, by default
-
 
 async def _pipes(
-    stdin: BinaryIO, stdout: BinaryIO, limit: int
+    stdin: BinaryIO, stdout: BinaryIO
 ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
     loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader(limit=limit)
+    reader = asyncio.StreamReader()
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), stdin)
     transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, stdout)
     writer = asyncio.StreamWriter(transport, protocol, None, loop)
     return reader, writer
 
 
-async def read_line(reader: asyncio.StreamReader, limit: int) -> bytes | None:
-    """The next line (with its newline, or without at the end of input), None at the end; an
-    overlong line is discarded and raises ``ProtocolError`` (parse error)."""
-    try:
-        return await reader.readuntil(b"\n")
-    except asyncio.IncompleteReadError as end:
-        return end.partial or None
-    except asyncio.LimitOverrunError as long:
-        skipped = long.consumed
-        await reader.readexactly(long.consumed)
-        while True:  # drop the rest of the line, a buffer at a time
-            try:
-                rest = await reader.readuntil(b"\n")
-            except asyncio.LimitOverrunError as more:
-                await reader.readexactly(more.consumed)
-                skipped += more.consumed
-                continue
-            except asyncio.IncompleteReadError as end:
-                rest = end.partial
-            skipped += len(rest)
-            break
-        raise ProtocolError(
-            PARSE_ERROR,
-            f"Parse error: a message line of at least {skipped} bytes is longer than the "
-            f"{limit} bytes allowed",
-        ) from None
-
-
 async def serve_lines(
-    connect: Any,
+    connect: Callable[[Callable[[bytes], Any]], Connection],
     stdin: BinaryIO | None = None,
     stdout: BinaryIO | None = None,
     max_line: int = MAX_LINE,
 ) -> None:
     """Serve one connection on ``stdin``/``stdout`` (the process's own by default) until the
     input ends; ``connect(write)`` makes the ``Connection``."""
-    reader, writer = await _pipes(stdin or sys.stdin.buffer, stdout or sys.stdout.buffer, max_line)
+    reader, writer = await _pipes(stdin or sys.stdin.buffer, stdout or sys.stdout.buffer)
 
     def write(data: bytes) -> None:
         writer.write(data + b"\n")
 
-    connection: Connection = connect(write)
+    connection = connect(write)
+    lines = LineReader(reader, max_line)
     try:
-        while True:
-            try:
-                line = await read_line(reader, max_line)
-            except ProtocolError as error:
-                write(msgspec.json.encode(error.to_dict()))
-                continue
-            if line is None:
-                break
-            if line.strip():
+        while (line := await lines.read()) is not None:
+            if isinstance(line, Overlong):
+                why = f"Invalid Request: a message of {line.size} bytes exceeds the limit of "
+                answer = line.envelope.answer(INVALID_REQUEST, f"{why}{max_line} bytes")
+                if answer is not None:
+                    write(answer)
+            elif line and not line.isspace():
                 connection.receive(line)
             await writer.drain()
     finally:

@@ -60,11 +60,13 @@ class Tool:
     def result(self, value: Any, results: Results) -> Any:
         """The newest revision's call result of what the tool returned; ``ArgumentError`` when
         a structured value does not fit the tool's output schema."""
+        output = self.output
+        if type(value) is str and output.schema is None:  # the common case, directly
+            return results.call_tool(content=[results.text(text=value)])
         if generated(value):
             value = newest(value)
             if isinstance(value, results.call_tool.cls):
                 return value
-        output = self.output
         if output.schema is not None:
             structured = output.structured(value)
             shown = structured["result"] if output.wrapped else structured

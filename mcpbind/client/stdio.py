@@ -9,8 +9,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..app.stdio import MAX_LINE, read_line
-from ..errors import ProtocolError
+from ..transports.stdio import MAX_LINE, LineReader, Overlong
 from .links import PipeLink
 
 __all__ = ["StdioLink"]
@@ -48,7 +47,6 @@ class StdioLink(PipeLink):
             stdout=asyncio.subprocess.PIPE,
             env=self.env,
             cwd=self.cwd,
-            limit=self.max_line,
         )
         self._reader = asyncio.ensure_future(self._read())
 
@@ -59,17 +57,12 @@ class StdioLink(PipeLink):
 
     async def _read(self) -> None:
         assert self.proc is not None and self.proc.stdout is not None
-        stdout = self.proc.stdout
+        lines = LineReader(self.proc.stdout, self.max_line)
         try:
-            while True:
-                try:
-                    line = await read_line(stdout, self.max_line)
-                except ProtocolError as error:  # an overlong line: reported, skipped
-                    log.warning("from the server: %s", error.message)
-                    continue
-                if line is None:
-                    break
-                if line.strip():
+            while (line := await lines.read()) is not None:
+                if isinstance(line, Overlong):  # dropped unread: a response to it is lost
+                    log.warning("the server sent a message of %d bytes (the limit)", line.size)
+                elif line and not line.isspace():
                     self.feed(line)
         finally:
             code = None
