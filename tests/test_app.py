@@ -899,3 +899,18 @@ def test_on_stdio_an_overlong_line_is_refused_and_the_next_one_served(tmp_path: 
     )
     assert isinstance(opened, ev.Negotiated)
     assert isinstance(echoed, ev.ResultReceived) and echoed.result.content[0].text == "still here"
+
+
+# -- the guide ------------------------------------------------------------------------------------------
+
+
+def test_the_guides_examples_run_verbatim() -> None:
+    import re
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "app.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
+    assert len(blocks) == 2
+    server = blocks[0].split("async def main")[0].strip().splitlines()
+    assert len(server) <= 12  # the server of the opening example: about ten lines
+    for block in blocks:
+        exec(compile(block, "docs/app.md", "exec"), {})

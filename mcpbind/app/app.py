@@ -65,6 +65,7 @@ class App:
         self._running = 0
         self._stack: contextlib.AsyncExitStack | None = None
         self._lock: asyncio.Lock | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     # -- registering ------------------------------------------------------------------------------
 
@@ -265,11 +266,12 @@ class App:
     async def running(self) -> AsyncIterator[App]:
         """Serve within this block: the lifespan is entered by the first of nested blocks and
         left by the last (stdio, an ASGI server and in-process clients all run through it)."""
-        if self._lock is None:
-            self._lock = asyncio.Lock()
+        loop = asyncio.get_running_loop()
+        if self._lock is None or self._loop is not loop:  # a lock belongs to one event loop
+            self._lock, self._loop = asyncio.Lock(), loop
         async with self._lock:
             if self._running == 0:
-                self._server._closing.clear()
+                self._server.open()
                 stack = contextlib.AsyncExitStack()
                 if self._lifespan is not None:
                     self._server.lifespan = await stack.enter_async_context(self._lifespan(self))

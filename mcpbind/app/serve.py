@@ -96,7 +96,7 @@ class Server:
         self._levels: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
         self._subscribed: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary()
         self._listeners: dict[int, _Listener] = {}
-        self._closing = asyncio.Event()
+        self._closing: asyncio.Event | None = None  # set when serving stops (one per run)
         self.peers: weakref.WeakSet[Any] = weakref.WeakSet()  # what reaches connections: notify
         self._roles: dict[str, Callable[[Exchange, Rev], Any]] = {
             "list_tools": self._list_tools,
@@ -427,7 +427,7 @@ class Server:
         messages at all: by the request's ``_meta`` where that carries them, else by what the
         connection agreed and set."""
         params = exchange.params
-        meta = getattr(params, "meta", UNSET) if params is not UNSET else UNSET
+        meta = params.meta if params is not UNSET else UNSET
         envelope = r.meta
         if envelope is not None and isinstance(meta, OpenObject):
             caps = msgspec.to_builtins(meta.get(envelope.capabilities_key) or {})
@@ -497,6 +497,9 @@ class Server:
         exchange.notify(ack, {"notifications": notifications, meta: tag})
         listener = _Listener(exchange, frozenset(wanted), uris, {meta: tag})
         self._listeners[id(listener)] = listener
+        if self._closing is None:
+            self.open()
+        assert self._closing is not None
         try:
             await asyncio.wait_for(self._closing.wait(), self.limits.listen_seconds)
         except TimeoutError:
@@ -512,9 +515,14 @@ class Server:
             data[kinds.key] = kinds.own
         return convert(data, cls)
 
+    def open(self) -> None:
+        """Serving starts (in the running event loop)."""
+        self._closing = asyncio.Event()
+
     def close(self) -> None:
         """End every subscription stream (the server is shutting down)."""
-        self._closing.set()
+        if self._closing is not None:
+            self._closing.set()
 
     def notify_all(
         self, role: str, params: dict[str, Any] | None = None, uri: str | None = None

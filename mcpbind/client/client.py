@@ -176,8 +176,9 @@ class Client:
 
     @property
     def instructions(self) -> str | None:
+        """The server's instructions from the handshake result, when it gave any."""
         result = self.negotiated.result if self.negotiated is not None else None
-        value = getattr(result, "instructions", None) if result is not None else None
+        value = result.instructions if result is not None else None
         return None if value is UNSET else value
 
     def _rev(self) -> tuple[Link, Rev]:
@@ -381,11 +382,7 @@ class Client:
             with contextlib.suppress(asyncio.CancelledError, ProtocolError, ConnectionError):
                 await old
             if rid is not None:
-                with contextlib.suppress(ProtocolError):
-                    link.session.cancel(rid, "subscription changed")
-                    flush = getattr(link, "flush", None)
-                    if flush is not None:
-                        flush()
+                await link.cancel(rid, "subscription changed")
         if not self._uris and not self._lists:
             return
         wanted: dict[str, Any] = {}

@@ -4,8 +4,10 @@ mcpbind[http])."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from typing import Any
 
+from ..errors import ProtocolError
 from ..events import Negotiated
 from .links import ObservedSession, Serve
 
@@ -48,6 +50,12 @@ class HttpLink:
 
     async def notify(self, method: str, params: Any = None) -> None:
         await self.http.notify(method, params)
+
+    async def cancel(self, request_id: Any, reason: str) -> None:
+        """Tell the server this side no longer waits for ``request_id`` (if it still did)."""
+        with contextlib.suppress(ProtocolError):
+            self.session.cancel(request_id, reason)
+        await self.http.flush()
 
     async def close(self) -> None:
         await self.http.close()

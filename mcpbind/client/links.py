@@ -80,6 +80,8 @@ class Link(Protocol):
 
     async def notify(self, method: str, params: Any = None) -> None: ...
 
+    async def cancel(self, request_id: Any, reason: str) -> None: ...
+
     async def close(self) -> None: ...
 
 
@@ -230,6 +232,12 @@ class PipeLink:
 
     async def notify(self, method: str, params: Any = None) -> None:
         self.session.notify(method, params)
+        self.flush()
+
+    async def cancel(self, request_id: Any, reason: str) -> None:
+        """Tell the server this side no longer waits for ``request_id`` (if it still did)."""
+        with contextlib.suppress(ProtocolError):
+            self.session.cancel(request_id, reason)
         self.flush()
 
     async def close(self) -> None:
