@@ -4,15 +4,16 @@ See docs/app.md. The modules, one job each: ``app`` (registering and serving), `
 request to its result), ``tools``, ``resources``, ``prompts`` (what is registered), ``signature``
 (type hints as JSON Schema, arguments checked with msgspec), ``handler`` (calling functions),
 ``content`` (return values as results), ``context`` (what a handler may do), ``rounds`` (the
-request state of multi-round-trip requests), ``revision`` (the facts read), ``connection``,
-``stdio`` and ``http`` (transports).
+request state of multi-round-trip requests), ``subscriptions`` (who hears of changes),
+``limits``, ``revision`` (the facts read), ``connection``, ``stdio`` and ``http`` (transports).
 """
 
 from __future__ import annotations
 
 from .app import App
 from .context import LEVELS, Context
-from .serve import RESOURCE_NOT_FOUND, Limits
+from .limits import Limits
+from .serve import RESOURCE_NOT_FOUND
 from .tools import ToolError
 
 __all__ = ["LEVELS", "RESOURCE_NOT_FOUND", "App", "Context", "Limits", "ToolError"]

@@ -10,9 +10,10 @@ from typing import Any, TypeVar, overload
 from .._revisions import LATEST, REVISIONS
 from ..session import ServerSession
 from .connection import Connection
+from .limits import Limits
 from .prompts import Completion, Prompt
 from .resources import Resource, Template, template_variables
-from .serve import Limits, Server
+from .serve import Server
 from .stdio import MAX_LINE, serve_lines
 from .tools import Tool
 
@@ -221,25 +222,25 @@ class App:
     def _changed(self, role: str) -> None:
         self._server.changed()
         if self._running:
-            self._server.notify_all(role)
+            self._server.subscriptions.notify(role)
 
     # -- telling clients --------------------------------------------------------------------------
 
     def tools_changed(self) -> int:
         """Tell connected clients the tool list changed; the number reached."""
-        return self._server.notify_all("tools_changed")
+        return self._server.subscriptions.notify("tools_changed")
 
     def resources_changed(self) -> int:
         """Tell connected clients the resource list changed; the number reached."""
-        return self._server.notify_all("resources_changed")
+        return self._server.subscriptions.notify("resources_changed")
 
     def prompts_changed(self) -> int:
         """Tell connected clients the prompt list changed; the number reached."""
-        return self._server.notify_all("prompts_changed")
+        return self._server.subscriptions.notify("prompts_changed")
 
     def resource_updated(self, uri: str) -> int:
         """Tell the clients subscribed to ``uri`` that it changed; the number reached."""
-        return self._server.notify_all("resource_updated", {"uri": uri}, uri=uri)
+        return self._server.subscriptions.notify("resource_updated", {"uri": uri}, uri=uri)
 
     # -- serving ----------------------------------------------------------------------------------
 
@@ -271,7 +272,7 @@ class App:
             self._lock, self._loop = asyncio.Lock(), loop
         async with self._lock:
             if self._running == 0:
-                self._server.open()
+                self._server.subscriptions.open()
                 stack = contextlib.AsyncExitStack()
                 if self._lifespan is not None:
                     self._server.lifespan = await stack.enter_async_context(self._lifespan(self))
@@ -283,7 +284,7 @@ class App:
             async with self._lock:
                 self._running -= 1
                 if self._running == 0:
-                    self._server.close()
+                    self._server.subscriptions.close()
                     done, self._stack = self._stack, None
                     self._server.lifespan = None
                     if done is not None:

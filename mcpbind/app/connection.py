@@ -72,7 +72,7 @@ class Connection:
         self._tasks: dict[Any, asyncio.Task[None]] = {}
         self._waiting: dict[Any, asyncio.Future[Any]] = {}
         self.closed = False
-        server.peers.add(self)
+        server.subscriptions.peers.add(self)
 
     def connections(self) -> Iterable[tuple[ServerSession, Callable[[str, Any], None]]]:
         """What the server reaches outside any request: this connection's session."""
@@ -170,7 +170,7 @@ class Connection:
     async def close(self) -> None:
         """The client went away: stop the handlers, fail what awaits the client."""
         self.closed = True
-        self.server.peers.discard(self)
+        self.server.subscriptions.peers.discard(self)
         for future in self._waiting.values():
             if not future.done():
                 future.set_exception(ConnectionError("the client connection closed"))

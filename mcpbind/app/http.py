@@ -62,7 +62,7 @@ class ASGIApp:
             **options,
         )
         self._sessions = _Sessions(self.http)
-        server.peers.add(self._sessions)
+        server.subscriptions.peers.add(self._sessions)
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] == "lifespan":

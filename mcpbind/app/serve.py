@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import typing
 import weakref
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -25,46 +24,21 @@ from ..bridge.losses import convey
 from ..errors import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, ProtocolError
 from .content import Results
 from .context import Context, Exchange, InputNeeded
+from .limits import Limits
 from .prompts import MAX_COMPLETIONS, Completion, Prompt
 from .resources import Resource, Template
 from .revision import Rev, fields, rev
 from .rounds import RequestState
 from .signature import ArgumentError
+from .subscriptions import Subscriptions
 from .tools import Tool, ToolError
 
-__all__ = ["RESOURCE_NOT_FOUND", "Limits", "Server"]
+__all__ = ["RESOURCE_NOT_FOUND", "Server"]
 
 log = logging.getLogger("mcpbind.app")
 
 # The resource-not-found error of the spec's resources page (every revision).
 RESOURCE_NOT_FOUND = -32002
-
-# A subscription filter's attributes (generated ``SubscriptionFilter``) -> the feature role of
-# the notifications each one asks for.
-_FILTER = {
-    "tools_list_changed": "tools_changed",
-    "prompts_list_changed": "prompts_changed",
-    "resources_list_changed": "resources_changed",
-}
-_SUBSCRIBED = "resource_subscriptions"
-
-
-class Limits(msgspec.Struct, frozen=True, kw_only=True):
-    """The bounds of what clients can make a server hold (each past its bound is an error)."""
-
-    page_size: int = 100  # items per list page (tools, resources, templates, prompts)
-    in_flight: int = 256  # requests being answered at once, over every connection
-    input_rounds: int = 8  # rounds of input one multi-round-trip request may take
-    subscriptions: int = 1000  # resource URIs one connection may subscribe to
-    listeners: int = 1024  # open subscription streams (2026-07-28 subscriptions/listen)
-    listen_seconds: float = 300.0  # how long a subscription stream stays open before it ends
-
-
-class _Listener(msgspec.Struct):
-    exchange: Any
-    wanted: frozenset[str]  # feature roles of the notifications it asked for
-    uris: frozenset[str]
-    meta: dict[str, Any]  # the _meta tagging each notification with the subscription
 
 
 class Server:
@@ -94,18 +68,15 @@ class Server:
         # subscribed to. Weak: a connection's state goes with its session.
         self.clients: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
         self._levels: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
-        self._subscribed: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary()
-        self._listeners: dict[int, _Listener] = {}
-        self._closing: asyncio.Event | None = None  # set when serving stops (one per run)
-        self.peers: weakref.WeakSet[Any] = weakref.WeakSet()  # what reaches connections: notify
+        self.subscriptions = Subscriptions(limits)
         self._roles: dict[str, Callable[[Exchange, Rev], Any]] = {
             "list_tools": self._list_tools,
             "call_tool": self._call_tool,
             "list_resources": self._list_resources,
             "list_resource_templates": self._list_templates,
             "read_resource": self._read_resource,
-            "subscribe": self._subscribe,
-            "unsubscribe": self._unsubscribe,
+            "subscribe": self.subscriptions.subscribe,
+            "unsubscribe": self.subscriptions.unsubscribe,
             "list_prompts": self._list_prompts,
             "get_prompt": self._get_prompt,
             "complete": self._complete,
@@ -291,20 +262,6 @@ class Server:
             ) from None
         return self.to(result, r, "the contents of", uri)
 
-    async def _subscribe(self, exchange: Exchange, r: Rev) -> Any:
-        uris = self._subscribed.setdefault(exchange.session, set())
-        if len(uris) >= self.limits.subscriptions:
-            raise ProtocolError(
-                INVALID_PARAMS,
-                f"Invalid params: this connection subscribed to {len(uris)} resources (the limit)",
-            )
-        uris.add(exchange.params.uri)
-        return {}
-
-    async def _unsubscribe(self, exchange: Exchange, r: Rev) -> Any:
-        self._subscribed.get(exchange.session, set()).discard(exchange.params.uri)
-        return {}
-
     # -- prompts and completions ------------------------------------------------------------------
 
     async def _get_prompt(self, exchange: Exchange, r: Rev) -> Any:
@@ -359,7 +316,15 @@ class Server:
         )
         return self.to(result, r, "the completion of", params.argument.name)
 
-    # -- logging ------------------------------------------------------------------------------------
+    # -- subscriptions and logging ------------------------------------------------------------------------------------
+
+    async def _listen(self, exchange: Exchange, r: Rev) -> Any:
+        offers = {
+            "tools_changed": bool(self.tools),
+            "prompts_changed": bool(self.prompts),
+            "resources_changed": bool(self.resources or self.templates),
+        }
+        return await self.subscriptions.listen(exchange, r, offers)
 
     async def _set_log_level(self, exchange: Exchange, r: Rev) -> Any:
         self._levels[exchange.session] = exchange.params.level
@@ -460,120 +425,8 @@ class Server:
                 INTERNAL_ERROR, f"Internal error: the {need.key} input request is invalid: {exc}"
             ) from None
 
-    # -- subscriptions ----------------------------------------------------------------------------
-
-    async def _listen(self, exchange: Exchange, r: Rev) -> Any:
-        """A subscription stream: acknowledge what the server can deliver of the filter, then
-        keep the request open (until the client cancels it, the server closes, or
-        ``listen_seconds`` pass) for the notifications it asked for."""
-        if len(self._listeners) >= self.limits.listeners:
-            raise ProtocolError(
-                INTERNAL_ERROR,
-                f"Server busy: {len(self._listeners)} subscription streams are open (the limit)",
-            )
-        asked = exchange.params.notifications
-        offers = {
-            "tools_changed": bool(self.tools),
-            "prompts_changed": bool(self.prompts),
-            "resources_changed": bool(self.resources or self.templates),
-        }
-        offered: dict[str, Any] = {}
-        wanted = set()
-        for attribute, role in _FILTER.items():
-            if getattr(asked, attribute) is True and role in r.features and offers[role]:
-                offered[attribute] = True
-                wanted.add(role)
-        uris: frozenset[str] = frozenset()
-        subscribed = getattr(asked, _SUBSCRIBED)
-        if subscribed is not UNSET and "resource_updated" in r.features:
-            uris = frozenset(subscribed[: self.limits.subscriptions])
-            offered[_SUBSCRIBED] = sorted(uris)
-        ack = r.features["acknowledged"]
-        tag_key = _meta_key(r.module.METHODS[ack].params, "subscription_id")
-        tag = {tag_key: exchange.id} if tag_key is not None else {}
-        names = fields(type(asked))
-        meta = fields(r.module.METHODS[ack].params)["meta"]
-        notifications = {names[a]: v for a, v in offered.items()}
-        exchange.notify(ack, {"notifications": notifications, meta: tag})
-        listener = _Listener(exchange, frozenset(wanted), uris, {meta: tag})
-        self._listeners[id(listener)] = listener
-        if self._closing is None:
-            self.open()
-        assert self._closing is not None
-        try:
-            await asyncio.wait_for(self._closing.wait(), self.limits.listen_seconds)
-        except TimeoutError:
-            pass
-        finally:
-            del self._listeners[id(listener)]
-        cls = r.facts.wires[exchange.method].result
-        names = fields(cls)
-        key = _meta_key(cls, "subscription_id")
-        data: dict[str, Any] = {names["meta"]: {key: exchange.id} if key is not None else {}}
-        kinds = r.facts.result_kinds
-        if kinds is not None:
-            data[kinds.key] = kinds.own
-        return convert(data, cls)
-
-    def open(self) -> None:
-        """Serving starts (in the running event loop)."""
-        self._closing = asyncio.Event()
-
-    def close(self) -> None:
-        """End every subscription stream (the server is shutting down)."""
-        if self._closing is not None:
-            self._closing.set()
-
-    def notify_all(
-        self, role: str, params: dict[str, Any] | None = None, uri: str | None = None
-    ) -> int:
-        """Send the ``role`` notification to every connection that takes it: subscribed to
-        ``uri`` when given; the number of connections reached."""
-        reached = 0
-        for peer in list(self.peers):
-            for session, send in peer.connections():
-                r = rev(session.revision) if session.revision else None
-                if r is None or session.state != "ready" or role not in r.features:
-                    continue
-                if uri is not None and uri not in self._subscribed.get(session, ()):
-                    continue
-                if r.meta is not None:
-                    continue  # per-request revisions hear of changes on their subscription stream
-                try:
-                    send(r.features[role], params)
-                except ProtocolError:
-                    continue
-                reached += 1
-        for listener in list(self._listeners.values()):
-            if uri is not None and uri not in listener.uris:
-                continue
-            if uri is None and role not in listener.wanted:
-                continue
-            exchange = listener.exchange
-            r = rev(exchange.revision)
-            method = r.features.get(role)
-            if method is None:
-                continue
-            try:
-                exchange.notify(method, {**(params or {}), **listener.meta})
-            except ProtocolError:
-                continue
-            reached += 1
-        return reached
-
 
 class _Asked(msgspec.Struct):
     """A handler's run ended asking the client for input: ``result`` asks for it."""
 
     result: Any
-
-
-def _meta_key(cls: Any, attribute: str) -> str | None:
-    """The wire key of a declared ``_meta`` key (by its attribute) of a params or result class."""
-    for f in msgspec.structs.fields(cls):
-        if f.name == "meta":
-            for t in (f.type, *typing.get_args(f.type)):
-                if isinstance(t, type) and issubclass(t, OpenObject):
-                    key: str | None = t._attributes.get(attribute)
-                    return key
-    return None
