@@ -165,6 +165,8 @@ def facts_view(rev: Revision, py: dict[str, str], annotate: Callable[[TypeExpr],
         )
     if ov.tool_argument_errors is not None:
         record.append(("tool_argument_errors", literal(ov.tool_argument_errors)))
+    if _entries("sse_priming", rev.revision):
+        record.append(("sse_priming", "True"))
     losses = _losses(rev)
     if losses:
         record.append(("losses", losses))

@@ -148,6 +148,9 @@ class Facts(msgspec.Struct, frozen=True, kw_only=True):
     # how a tools/call with arguments the tool's input schema rejects is answered: "protocol"
     # (Invalid params) or "result" (a tool result with isError)
     tool_argument_errors: str = "protocol"
+    # a POST's event stream may start with a priming event (an id, no data) and be closed for the
+    # client to poll with Last-Event-ID (Streamable HTTP, SEP-1699); older clients cannot read one
+    sse_priming: bool = False
 
 
 class Member(NamedTuple):

@@ -237,6 +237,7 @@ FACTS = Facts(
         capabilities={"elicit": "elicitation", "list_roots": "roots", "sample": "sampling"},
     ),
     tool_argument_errors="result",
+    sse_priming=True,
     losses={
         ("ServerCapabilities", "*"): Loss(
             rule="drop",

@@ -304,6 +304,7 @@ FACTS = Facts(
         payload_task_id="task_id",
     ),
     tool_argument_errors="result",
+    sse_priming=True,
     losses={
         ("ServerCapabilities", "*"): Loss(
             rule="drop",
