@@ -380,3 +380,42 @@ def test_results_of_the_app_are_schema_valid_for_the_revision() -> None:
         M = mcpbind.bindings(revision)
         again = mcpbind.decode(msgspec.json.encode(result), M.CallToolResult)
         assert again == result
+
+
+def test_requests_of_the_server_answered_at_once_are_bounded() -> None:
+    from mcpbind.client.links import MAX_SERVER_REQUESTS
+
+    app = App("flood")
+    release = asyncio.Event()
+
+    @app.tool
+    async def flood(ctx: Context) -> str:
+        asks = [ctx.roots() for _ in range(MAX_SERVER_REQUESTS + 6)]
+        found = await asyncio.gather(*asks, return_exceptions=True)
+        busy = [f for f in found if isinstance(f, mcpbind.ProtocolError)]
+        assert {e.code for e in busy} == {-32603}, busy
+        assert "Client busy" in busy[0].message
+        return f"{len(found) - len(busy)} answered, {len(busy)} refused"
+
+    async def roots() -> list[str]:
+        await release.wait()
+        return ["file:///work"]
+
+    async def main() -> Any:
+        async with mcpbind.Client(app, revisions=["2025-11-25"], roots=roots) as client:
+            link = client._link
+            assert link is not None
+            original, received = link.session.receive, []
+
+            def receive(data: bytes | str) -> list[ev.Event]:
+                found = original(data)
+                received.extend(e for e in found if isinstance(e, ev.RequestReceived))
+                if len(received) == MAX_SERVER_REQUESTS + 6:  # the whole flood has arrived
+                    release.set()
+                return found
+
+            link.session.receive = receive  # type: ignore[method-assign]
+            return await client.call_tool("flood")
+
+    result = run(main())
+    assert result.content[0].text == f"{MAX_SERVER_REQUESTS} answered, 6 refused"

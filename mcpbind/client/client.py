@@ -7,7 +7,8 @@ import asyncio
 import contextlib
 import contextvars
 import inspect
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+import logging
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -23,6 +24,8 @@ if TYPE_CHECKING:
     from ..app import App
 
 __all__ = ["Client"]
+
+log = logging.getLogger("mcpbind.client")
 
 _RELEASED = REVISIONS[: REVISIONS.index(LATEST) + 1]
 # The progress callback of the request about to be sent from this context (taken by the first).
@@ -445,12 +448,20 @@ class Client:
 
 
 def _call_soon(callback: Callable[..., Any], *args: Any) -> None:
-    """Call a user's callback; a coroutine it returns runs as a task of its own."""
+    """Call a user's callback; a coroutine it returns runs as a task of its own (at most
+    ``MAX_CALLBACK_TASKS`` at once: past it the coroutine is dropped, with a warning)."""
     result = callback(*args)
-    if inspect.isawaitable(result):
-        task: Awaitable[Any] = asyncio.ensure_future(result)
-        _TASKS.add(task)
-        task.add_done_callback(_TASKS.discard)  # type: ignore[attr-defined]
+    if not inspect.isawaitable(result):
+        return
+    if len(_TASKS) >= MAX_CALLBACK_TASKS:
+        if inspect.iscoroutine(result):
+            result.close()
+        log.warning("dropped a notification: %d callbacks are still running", len(_TASKS))
+        return
+    task = asyncio.ensure_future(result)
+    _TASKS.add(task)
+    task.add_done_callback(_TASKS.discard)
 
 
-_TASKS: set[Any] = set()
+MAX_CALLBACK_TASKS = 1024  # callbacks (notifications, progress) running at once
+_TASKS: set[asyncio.Future[Any]] = set()

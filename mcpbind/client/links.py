@@ -31,6 +31,8 @@ __all__ = ["Link", "ObservedSession", "PipeLink", "Serve"]
 log = logging.getLogger("mcpbind.client")
 
 Serve = Callable[[RequestReceived], Awaitable[Any]]
+# Requests of the server (sampling, elicitation, roots) answered at once; past it, -32603.
+MAX_SERVER_REQUESTS = 64
 _OPENING = object()  # the key the handshake's waiter is filed under
 
 
@@ -132,6 +134,16 @@ class PipeLink:
                     key = event.error.id
             elif t is RequestReceived:
                 assert isinstance(event, RequestReceived)
+                if len(self._tasks) >= MAX_SERVER_REQUESTS:
+                    _respond_error(
+                        self.session,
+                        event.id,
+                        INTERNAL_ERROR,
+                        f"Client busy: {len(self._tasks)} requests of the server are being "
+                        "answered (the limit)",
+                        None,
+                    )
+                    continue
                 task = asyncio.ensure_future(self._answer(event))
                 self._tasks.add(task)
                 task.add_done_callback(self._tasks.discard)
