@@ -5,6 +5,7 @@ responses, cancellation and progress. Every fact about a revision comes from its
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Union
@@ -103,6 +104,7 @@ class _Send:
     meta_class: Any  # the open class of the params' _meta, or None
     version_key: str | None  # the _meta key a request must carry its revision in, or None
     task_attr: str | None  # the params attribute that makes a request a task, or None
+    opening: bool  # the request that opens a session (initialize): sent by connect() alone
 
 
 class _Speech:
@@ -127,6 +129,7 @@ class _Speech:
         trip = self.facts.round_trip
         # The result class that asks for input instead of answering, or None.
         self.input_required: Any = trip.result if trip is not None else None
+        self.batches = self.facts.batches
         self._send: dict[str, _Send] = {}
 
     def send(self, method: str) -> _Send:
@@ -153,6 +156,7 @@ class _Speech:
                 _open_class(params, "meta") if params is not None else None,
                 envelope.version_key if envelope is not None and request else None,
                 tasks.when if tasks is not None and tasks.when in _fields(params) else None,
+                self.roles.get(method) == "initialize",
             )
             self._send[method] = found
         return found
@@ -301,6 +305,12 @@ class Session:
         if not send.request:
             raise ProtocolError(
                 INVALID_REQUEST, f"{method!r} is a notification in MCP {sp.revision}: use notify"
+            )
+        if send.opening and self.state == "ready":  # before, it is connect()'s own handshake
+            raise ProtocolError(
+                INVALID_REQUEST,
+                f"{type(self).__name__} is in state 'ready': {method!r} opens a session, and "
+                f"only connect() sends it, once (MCP {sp.revision})",
             )
         if id is None:
             id = self._new_id()
@@ -541,6 +551,36 @@ class Session:
 
     # -- receiving ------------------------------------------------------------------------------
 
+    def _receive(self, codec: Codec, sp: _Speech, raw: Any, events: list[Event]) -> None:
+        """Decode one message (or a batch) from the peer in ``sp``'s revision, into events."""
+        if sp.batches and _ARRAY(raw) is not None and self._batch(codec, sp, raw, events):
+            return
+        try:
+            msg = codec.decode(raw)
+        except ProtocolError as err:
+            self._refuse(raw, err, events)
+            return
+        self._dispatch(codec, sp, msg, events)
+
+    def _batch(self, codec: Codec, sp: _Speech, raw: Any, events: list[Event]) -> bool:
+        """Receive a batch member by member, as JSON-RPC asks: a member that cannot be read is
+        refused on its own and the others still count (the codec refuses a whole batch, after
+        some members may have ended their requests). False when it is not a readable, non-empty
+        array: the codec then says what is wrong with it."""
+        try:
+            members = _MEMBERS.decode(raw)
+        except (msgspec.DecodeError, ValueError, RecursionError):
+            return False
+        if not members:
+            return False
+        for member in members:
+            one = bytes(member)
+            if _ARRAY(one) is not None:
+                self._refuse(one, ProtocolError(INVALID_REQUEST, _NESTED), events)
+            else:
+                self._receive(codec, sp, one, events)
+        return True
+
     def _dispatch(self, codec: Codec, sp: _Speech, msg: Any, events: list[Event]) -> None:
         """Turn one decoded message into events (and automatic answers)."""
         t = type(msg)
@@ -550,9 +590,6 @@ class Session:
             self._on_error(msg, events)
         elif t is Request:
             self._on_request(codec, sp, msg.id, msg.message, events)
-        elif t is list:
-            for one in msg:
-                self._dispatch(codec, sp, one, events)
         else:
             _, is_request = sp.kinds[t]
             if is_request:
@@ -599,14 +636,13 @@ class Session:
         if role == "cancelled":
             rid = params.request_id
             reason = None if params.reason is UNSET else params.reason
+            # A side cancels only requests it sent: the id is one of the peer's requests (never
+            # one of this side's, which the peer could otherwise make it forget, the handshake
+            # too). None in flight: it crossed the response, nothing is left to cancel.
             if self._incoming.pop(rid, None) is not None:
                 _remember(self._cancelled_by_peer, rid, "")
                 events.append(RequestCancelled(id=rid, reason=reason))
-            elif (outgoing := self._outgoing.pop(rid, None)) is not None:
-                self._tokens.pop(outgoing.token, None)
-                _remember(self._cancelled, rid, outgoing.method)
-                events.append(RequestCancelled(id=rid, reason=reason))
-            return  # a cancellation that crossed the response: nothing left to cancel
+            return
         if role == "progress":
             token = params.progress_token
             events.append(
@@ -753,6 +789,11 @@ class Session:
     def _handshake_unreadable(self, error: ProtocolError, events: list[Event]) -> None:
         """The answer to this side's handshake request could not be read."""
         raise NotImplementedError
+
+
+_ARRAY = re.compile(rb"[ \t\r\n]*\[").match  # a batch: JSON whose first token is [
+_MEMBERS = msgspec.json.Decoder(list[msgspec.Raw])
+_NESTED = "Invalid Request: a batch inside a batch"
 
 
 class _Peek(msgspec.Struct, gc=False):

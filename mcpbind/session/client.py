@@ -10,7 +10,7 @@ from msgspec import UNSET
 
 from .._revisions import LATEST, REVISIONS
 from ..codec import ErrorObject, Response
-from ..errors import INVALID_REQUEST, ProtocolError, UnsupportedRevision
+from ..errors import INVALID_PARAMS, INVALID_REQUEST, ProtocolError, UnsupportedRevision
 from ..events import Event, InputRequired, Negotiated, NegotiationFailed
 from ._common import RequestId, Session, _Outgoing, _Speech, checked, make, open_get, speech
 
@@ -75,10 +75,19 @@ class ClientSession(Session):
                 f"ClientSession is in state {self.state!r}: call connect() before receive()",
             )
         events: list[Event] = []
+        if sp.batches:
+            raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
+            self._receive(codec, sp, raw, events)
+            return events
         try:
             msg = codec.decode(data)
         except ProtocolError as err:
-            self._refuse(data.encode() if isinstance(data, str) else data, err, events)
+            # surrogatepass: a lone surrogate in a str is what the codec refused, not a crash
+            self._refuse(
+                data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data,
+                err,
+                events,
+            )
             return events
         if type(msg) is Response:  # the common case, without the dispatch
             self._on_response(msg, events)
@@ -134,10 +143,40 @@ class ClientSession(Session):
         discover = sp.roles.get(outgoing.method) == "discover"
         if error is not None:
             self._refused(sp, discover, error, events)
+            return
+        expected = sp.facts.wires[outgoing.method].result
+        if type(result) is not expected:  # another kind of result: its resultType said so
+            self._unreadable(
+                f"the answer to {outgoing.method!r} is a {type(result).__name__}, not "
+                f"{expected.__name__} (MCP {sp.revision})",
+                events,
+            )
         elif discover:
             self._discovered(sp, result, events)
         else:
             self._initialized(sp, result, events)
+
+    def _unreadable(self, why: str, events: list[Event]) -> None:
+        """The server's answer to the handshake decoded but cannot open the session."""
+        error = ProtocolError(INVALID_PARAMS, f"Invalid result: {why}", id=None)
+        events.append(self._rejected(error))
+        self._handshake_unreadable(error, events)
+
+    def _open(self, revision: str, events: list[Event]) -> None:
+        """Try the handshake of ``revision`` after the server's answer to another one; when this
+        client's own capabilities or info do not fit that revision, negotiation fails."""
+        try:
+            if speech(revision).handshake == "initialize":
+                self._initialize(revision)
+            else:
+                self._probe(revision)
+        except ProtocolError as err:
+            self._fail(
+                None,
+                f"this client's capabilities or info do not fit MCP {revision} ({err.message})",
+                events,
+                "Negotiation failed",
+            )
 
     def _initialized(self, sp: _Speech, result: Any, events: list[Event]) -> None:
         version = result.protocol_version
@@ -147,7 +186,9 @@ class ClientSession(Session):
         if revision is None:
             self._fail(version, f"the server answered initialize with {version!r}", events)
             return
-        result = self._agree(sp, revision, result)
+        result = self._agree(sp, revision, result, events)
+        if result is None:
+            return
         agreed = speech(revision)
         self._notify(self._codec_for(revision), agreed, agreed.facts.lifecycle["initialized"], None)
         events.append(
@@ -163,7 +204,9 @@ class ClientSession(Session):
         offered = list(result.supported_versions)
         revision = next((r for r in self._discover_revisions if speech(r).version in offered), None)
         if revision is not None:
-            result = self._agree(sp, revision, result)
+            result = self._agree(sp, revision, result, events)
+            if result is None:
+                return
             events.append(
                 Negotiated(
                     revision=revision,
@@ -175,7 +218,7 @@ class ClientSession(Session):
             return
         older = self._common_initialize(offered)
         if older is not None:
-            self._initialize(older)
+            self._open(older, events)
             return
         self._fail(offered, f"the server offers {offered}", events)
 
@@ -199,7 +242,7 @@ class ClientSession(Session):
         if retry is not None:
             if retry in self._tried:
                 self._retried.add(retry)
-            self._probe(retry)
+            self._open(retry, events)
             return
         if offered is not None:
             older = self._common_initialize(offered)
@@ -207,7 +250,7 @@ class ClientSession(Session):
             older = next((r for r in self._initialize_revisions if r not in self._tried), None)
             older = older if discover else None
         if older is not None and older not in self._tried:
-            self._initialize(older)
+            self._open(older, events)
             return
         what = "the discovery probe" if discover else "the handshake"
         reason = f"the server refused {what} ({error.code}: {error.message})"
@@ -225,19 +268,30 @@ class ClientSession(Session):
             None,
         )
 
-    def _agree(self, sp: _Speech, revision: str, result: Any) -> Any:
-        """Speak ``revision`` from now on; the handshake result as that revision's class."""
-        codec = self._use(revision)
+    def _agree(self, sp: _Speech, revision: str, result: Any, events: list[Event]) -> Any:
+        """Speak ``revision`` from now on; the handshake result as that revision's class (None,
+        and negotiation failed, when it does not fit that revision)."""
         if revision != sp.revision:
             agreed = speech(revision)
             method = agreed.facts.lifecycle.get("initialize") or agreed.facts.lifecycle["discover"]
-            result = checked(
-                msgspec.to_builtins(result), agreed.facts.wires[method].result, revision, "$.result"
-            )
+            try:
+                result = checked(
+                    msgspec.to_builtins(result),
+                    agreed.facts.wires[method].result,
+                    revision,
+                    "$.result",
+                )
+                mine = checked(
+                    self.capabilities, agreed.facts.client_capabilities, revision, "$.capabilities"
+                )
+            except ProtocolError as err:
+                self._unreadable(f"in MCP {revision}, which it agreed on: {err.message}", events)
+                return None
+            codec = self._use(revision)
             codec.peer_capabilities = result.capabilities
-            codec.capabilities = checked(
-                self.capabilities, agreed.facts.client_capabilities, revision, "$.capabilities"
-            )
+            codec.capabilities = mine
+        else:
+            self._use(revision)
         self.revision = revision
         self.state = "ready"
         return result

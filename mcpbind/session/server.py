@@ -10,7 +10,7 @@ import msgspec
 
 from .._revisions import LATEST, REVISIONS
 from ..codec import Codec
-from ..errors import INVALID_REQUEST, ProtocolError, UnsupportedRevision
+from ..errors import INTERNAL_ERROR, INVALID_REQUEST, ProtocolError, UnsupportedRevision
 from ..events import Event, Initialized, Negotiated, NegotiationFailed
 from ..negotiate import negotiate
 from ._common import Session, _fields, _open_class, _Speech, checked, make, speech
@@ -58,14 +58,16 @@ class ServerSession(Session):
             r for r in self.revisions if speech(r).handshake != "initialize"
         ]
         self._bound = False  # an initialize fixed the revision of this connection
-        self._opening = {
-            speech(r).facts.lifecycle["initialize"] for r in self._initialize_revisions
-        }
-        self._opening |= {
+        # What opens a connection of an initialize revision. A tuple: the method peeked from the
+        # raw message may be any JSON value, and ``in`` a tuple hashes nothing.
+        opening = {speech(r).facts.lifecycle["initialize"] for r in self._initialize_revisions}
+        opening |= {
             speech(r).facts.lifecycle["ping"]
             for r in self._initialize_revisions
             if "ping" in speech(r).facts.lifecycle
         }
+        self._opening = tuple(sorted(opening))
+        self._peer_capabilities: Any = None  # what the client's agreed initialize advertised
         # Version string -> revision: a revision's own name wins over a later one carrying it.
         self._versions: dict[str, str] = {}
         for r in reversed(self._discover_revisions):
@@ -78,7 +80,8 @@ class ServerSession(Session):
     def receive(self, data: bytes | str) -> list[Event]:
         """The events of one message (or batch) from the client; handshakes, pings and
         undecodable requests are answered in ``data_to_send`` at once."""
-        raw = data.encode() if isinstance(data, str) else data
+        # surrogatepass: a lone surrogate becomes bytes the codec refuses as invalid UTF-8
+        raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
         events: list[Event] = []
         if self._bound and self._codec is not None and self._speech is not None:
             codec, sp = self._codec, self._speech
@@ -87,6 +90,9 @@ class ServerSession(Session):
             if route is None:
                 return events
             codec, sp = route
+        if sp.batches:
+            self._receive(codec, sp, raw, events)
+            return events
         try:
             msg = codec.decode(raw)
         except ProtocolError as err:
@@ -140,6 +146,9 @@ class ServerSession(Session):
     ) -> None:
         role = sp.roles.get(message.method)
         if role == "initialize":
+            if self.state == "ready" and not self._bound:
+                self._reject_request(codec, self._serving_per_request(message.method, id), events)
+                return
             self._on_initialize(codec, sp, id, message, events)
             return
         if sp.handshake == "initialize":
@@ -167,6 +176,8 @@ class ServerSession(Session):
         self, codec: Codec, sp: _Speech, id: Any, message: Any, events: list[Event]
     ) -> None:
         if self._bound:
+            # Decoding it taught the codec the capabilities it carries: the agreed ones stand.
+            codec.peer_capabilities = self._peer_capabilities
             self._reject_request(
                 codec,
                 ProtocolError(
@@ -185,27 +196,64 @@ class ServerSession(Session):
             events.append(NegotiationFailed(error=error))
             return
         agreed = speech(revision)
-        new = self._use(revision)
         method = agreed.facts.lifecycle["initialize"]
         if revision != sp.revision:
-            params = checked(
-                msgspec.to_builtins(params), agreed.send(method).params, revision, "$.params"
+            try:
+                params = checked(
+                    msgspec.to_builtins(params), agreed.send(method).params, revision, "$.params"
+                )
+            except ProtocolError as error:  # it fits the revision it was read in, not this one
+                error.id = id
+                self._reject_request(codec, error, events)
+                return
+        try:
+            result = make(
+                agreed.facts.wires[method].result,
+                revision,
+                protocol_version=agreed.version,
+                capabilities=self.capabilities,
+                server_info=self.info,
+                instructions=self.instructions,
             )
-            new.peer_capabilities = params.capabilities
-        result = make(
-            agreed.facts.wires[method].result,
-            revision,
-            protocol_version=agreed.version,
-            capabilities=self.capabilities,
-            server_info=self.info,
-            instructions=self.instructions,
-        )
+        except ProtocolError as error:
+            self._cannot_answer(codec, revision, id, error, events)
+            return
+        new = self._use(revision)
+        new.peer_capabilities = params.capabilities
         self._out.append(new.respond(id, result))
+        self._peer_capabilities = new.peer_capabilities
         self._bound = True
         self.revision = revision
         self.state = "initializing"
         events.append(
             Negotiated(revision=revision, capabilities=params.capabilities, info=params.client_info)
+        )
+
+    def _cannot_answer(
+        self, codec: Codec, revision: str, id: Any, error: ProtocolError, events: list[Event]
+    ) -> None:
+        """This server's own capabilities, info or instructions do not fit the handshake result
+        of ``revision``: the client gets -32603 and the application ``NegotiationFailed``."""
+        failed = UnsupportedRevision(revision, list(self.revisions), id, INTERNAL_ERROR)
+        failed.message = (
+            f"Internal error: this server cannot answer the handshake in MCP {revision}: its "
+            f"capabilities, info or instructions do not fit ({error.message})"
+        )
+        failed.args, failed.data = (failed.message,), None
+        self._out.append(codec.error_response(failed))
+        events.append(NegotiationFailed(error=failed))
+
+    def _serving_per_request(self, method: str, id: Any) -> ProtocolError:
+        """The refusal of an initialize on a connection that serves requests of a revision with
+        the per-request ``_meta`` envelope: binding it to an initialize revision would read the
+        client's next requests in the wrong revision."""
+        return ProtocolError(
+            INVALID_REQUEST,
+            f"Invalid Request: {method!r} on a connection that serves MCP {self.revision} per "
+            f"request (each request names its revision in _meta); this session does not switch "
+            f"to an initialize revision: open a new connection to initialize",
+            {"revision": self.revision},
+            id,
         )
 
     def _notification(
@@ -237,7 +285,12 @@ class ServerSession(Session):
         info_key = meta_class._attributes.get("server_info") if meta_class is not None else None
         if info_key is not None and self.info is not None:
             data[names["meta"]] = {info_key: self.info}
-        self._out.append(codec.respond(id, checked(data, cls, sp.revision, "$.result")))
+        try:
+            result = checked(data, cls, sp.revision, "$.result")
+        except ProtocolError as error:
+            self._cannot_answer(codec, sp.revision, id, error, events)
+            return
+        self._out.append(codec.respond(id, result))
         meta = message.params.meta
         envelope = facts.request_meta
         assert envelope is not None  # a discover revision has the envelope
