@@ -5,6 +5,10 @@ to clients of every released revision from 2025-06-18 on (initialize for the old
 stateless per-request ``_meta`` for 2026-07-28), with the tools, resources and prompts the suite's
 server scenarios call (`make conformance` runs them). Everything protocol-related is mcpbind's;
 this file holds only the fixtures.
+
+``--redis URL`` keeps sessions and event logs in Redis, so that several processes (``--workers
+N`` on one port, or servers on several ports sharing the URL) serve the same sessions and resume
+each other's streams.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
+import functools
 import hashlib
 import hmac
 import json
@@ -25,6 +30,7 @@ from mcpbind.auth.resource import ResourceServer
 from mcpbind.errors import INVALID_PARAMS, METHOD_NOT_FOUND, MISSING_REQUIRED_CLIENT_CAPABILITY
 from mcpbind.transports.http_server import Call, StreamableHTTPServer
 from mcpbind.transports.serving import serve
+from mcpbind.transports.store import MemoryStore, RedisStore, Store
 
 REVISIONS = ("2025-06-18", "2025-11-25", "2026-07-28")
 
@@ -72,6 +78,10 @@ TOOLS = [
     ),
     tool("test_elicitation_sep1034_defaults", "Tests elicitation with default values per SEP-1034"),
     tool("test_elicitation_sep1330_enums", "Tests elicitation with enum schema improvements"),
+    tool(
+        "test_reconnection",
+        "Closes its response stream mid-call (SEP-1699): the client resumes it with Last-Event-ID",
+    ),
 ]
 
 ROUND_TRIP_TOOLS = (
@@ -253,6 +263,13 @@ async def call_tool(call: Call) -> Any:
                 call.progress(step, 100, f"Completed step {step} of 100")
             await asyncio.sleep(0.05)
         return {"content": [text(str(token))]}
+    if name == "test_reconnection":
+        # The response is cut before the answer: the client polls with Last-Event-ID and gets the
+        # answer from the stream's log (on whichever worker it reaches).
+        closed = call.close_stream()
+        await asyncio.sleep(0.1)
+        note = "after the stream was closed" if closed else "(this revision has no polling)"
+        return {"content": [text(f"Reconnection test completed {note}")]}
     if name == "test_error_handling":
         return {
             "content": [text("This tool intentionally returns an error for testing")],
@@ -642,9 +659,15 @@ async def answer(call: Call) -> Any:
     raise ProtocolError(METHOD_NOT_FOUND, f"Method not found: {method!r}")
 
 
-def app(auth: ResourceServer | None = None) -> StreamableHTTPServer:
+def app(auth: ResourceServer | None = None, redis: str | None = None) -> StreamableHTTPServer:
     """The ASGI application (also what tests mount in-process), its bounds written out at their
-    defaults (docs/limits.md): bodies, sessions, requests in flight, messages waiting."""
+    defaults (docs/limits.md): bodies, sessions, requests in flight, messages waiting, event
+    logs; with ``redis``, sessions and event logs live in that Redis."""
+    store: Store = (
+        RedisStore(redis, max_events=1000, event_max_age=300.0)
+        if redis
+        else MemoryStore(max_events=1000, event_max_age=300.0)
+    )
     return StreamableHTTPServer(
         handle,
         revisions=REVISIONS,
@@ -657,8 +680,17 @@ def app(auth: ResourceServer | None = None) -> StreamableHTTPServer:
         session_evictable_after=60.0,
         max_in_flight=128,
         max_queued=1000,
+        retry_ms=1000,
+        resume_timeout=30.0,
+        store=store,
         auth=auth,
     )
+
+
+def build(url: str, auth_server: str | None, redis: str | None) -> StreamableHTTPServer:
+    """The application one worker process serves (``--workers`` builds one in each)."""
+    auth = ResourceServer(url, auth_server) if auth_server else None
+    return app(auth, redis)
 
 
 def main() -> None:
@@ -666,15 +698,22 @@ def main() -> None:
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--auth-server", help="require tokens of this authorization server")
+    parser.add_argument("--redis", help="keep sessions and event logs in this Redis (a URL)")
+    parser.add_argument(
+        "--workers", type=int, default=1, help="worker processes on the port (needs --redis)"
+    )
     args = parser.parse_args()
+    if args.workers > 1 and not args.redis:
+        parser.error("--workers above 1 needs --redis: the workers share sessions through it")
     url = f"http://{args.host}:{args.port}/mcp"
-    auth = ResourceServer(url, args.auth_server) if args.auth_server else None
+    factory = functools.partial(build, url, args.auth_server, args.redis)
     # The server's bounds, at their defaults too: connections, and deadlines for a request head
     # and for a client that stops reading.
     serve(
-        app(auth),
+        factory() if args.workers == 1 else factory,
         args.host,
         args.port,
+        workers=args.workers,
         max_connections=1000,
         header_timeout=10.0,
         write_timeout=30.0,

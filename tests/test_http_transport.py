@@ -214,7 +214,8 @@ def test_the_server_sends_requests_of_its_own_on_the_get_stream() -> None:
 
 
 def test_a_request_on_a_post_stream_the_client_left_raises_connection_error() -> None:
-    """A handler awaiting the client's answer on the stream of a POST the client closed."""
+    """A handler awaiting the client's answer on the stream of a POST the client closed and
+    did not resume within resume_timeout."""
     raised: list[str] = []
 
     async def handler(call: Call) -> Any:
@@ -228,7 +229,11 @@ def test_a_request_on_a_post_stream_the_client_left_raises_connection_error() ->
 
     async def go() -> None:
         server = StreamableHTTPServer(
-            handler, revisions=("2025-11-25",), capabilities={"tools": {}}, info=INFO
+            handler,
+            revisions=("2025-11-25",),
+            capabilities={"tools": {}},
+            info=INFO,
+            resume_timeout=0.2,
         )
         never = asyncio.Event()
 

@@ -22,16 +22,25 @@ error, and anything unexpected is logged and answered -32603. The connection-lev
 connection cap, deadlines for a request head and for a client that stops reading) belong to the
 HTTP server, not to an ASGI application: ``mcpbind.transports.serving`` runs this one under
 uvicorn with them.
+
+What outlives a connection lives in a store (``mcpbind.transports.store``): the event log of
+every stream of a session (each event's id names its stream, so a GET with ``Last-Event-ID``
+resumes that stream and receives what it missed), and, with a shared store such as Redis, the
+session records that rebuild a session on any worker. Only the event streams of sessions use the
+store; a POST answered with JSON never touches it, and with the memory store (the default) the
+server keeps its sessions in its own table and never awaits the store for them.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
+import itertools
 import logging
 import secrets
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,8 +61,16 @@ from ..errors import (
     PARSE_ERROR,
     ProtocolError,
 )
-from ..events import ErrorReceived, Event, RequestCancelled, RequestReceived, ResultReceived
+from ..events import (
+    ErrorReceived,
+    Event,
+    Initialized,
+    RequestCancelled,
+    RequestReceived,
+    ResultReceived,
+)
 from ..session import ServerSession
+from .store import Entry, Store, store_from
 
 __all__ = ["Call", "Handler", "StreamableHTTPServer"]
 
@@ -71,6 +88,16 @@ SESSION_IDLE_TIMEOUT = 30 * 60.0
 SESSION_EVICTABLE_AFTER = 60.0
 MAX_IN_FLIGHT = 128
 MAX_QUEUED = 1000
+RETRY_MS = 1000
+RESUME_TIMEOUT = 30.0
+
+# The stream id of a session's GET stream in event ids (``get:<position>``); a POST's stream is
+# named by 16 hex digits.
+STANDALONE = "get"
+# How long one read of an event log waits before a reader looks again (a reader is also woken when
+# its stream is closed or its session ends).
+_READ_BLOCK = 5.0
+_CLOSE: Any = object()  # queued by Call.close_stream: end the response, not the stream
 
 # The header-mismatch error of the per-request envelope revisions' HTTP transport: the MCP
 # schema defines no such error, so the facts record does not carry it (see the report).
@@ -86,6 +113,25 @@ class _Peek(msgspec.Struct, gc=False):
     method: Any = None
     params: Any = None
     error: Any = None
+    result: Any = msgspec.UNSET
+
+
+class _Record(msgspec.Struct, array_like=True):
+    """What rebuilds a session on another worker (a shared store's session record): the client's
+    initialize request as it was sent, and whether its initialized notification came."""
+
+    initialize: bytes
+    ready: bool = False
+
+
+class _Note(msgspec.Struct, array_like=True):
+    """A message between workers about one session: ``kind`` is ``answer`` (a client's response
+    to a request some worker sent), ``note`` (a client's notification), ``ended``,
+    ``attached`` or ``detached`` (a reader of the stream named by ``data``)."""
+
+    origin: str
+    kind: str
+    data: bytes = b""
 
 
 _peek = msgspec.json.Decoder(_Peek)
@@ -117,6 +163,15 @@ class _Stream:
     max_queued: int = MAX_QUEUED
     given_up: bool = False
     auth: AuthInfo | None = None  # the verified token of the request that opened it
+    # Once resumable (an event stream of a session): its id in event ids, the task moving what is
+    # queued to the store's log, the "stop now" futures of its readers on this worker, readers
+    # on other workers, and the timer that gives it up when no one resumes it.
+    key: str | None = None
+    pump: asyncio.Task[None] | None = None
+    readers: set[asyncio.Future[str]] | None = None
+    remote: int = 0
+    orphaned: asyncio.TimerHandle | None = None
+    resume_timeout: float = RESUME_TIMEOUT
 
     def put(self, messages: Iterable[bytes]) -> None:
         for message in messages:
@@ -131,13 +186,16 @@ class _Stream:
                 return
             self.queue.put_nowait(message)
 
-    def abandon(self) -> None:
+    def abandon(self, why: str = "") -> None:
         """The client went away: the requests sent on this stream will not be answered here, and
         the answers of its handlers could not reach the client any more, so they are cancelled."""
+        self.stop_readers("end")
         for rid, future in self.asked.items():
             if not future.done():
                 future.set_exception(
-                    ConnectionError(f"the stream closed before the client answered request {rid!r}")
+                    ConnectionError(
+                        f"the stream closed before the client answered request {rid!r}{why}"
+                    )
                 )
         # Cancelled a step later: a handler awaiting one of those answers hears why first.
         loop = asyncio.get_running_loop()
@@ -151,6 +209,38 @@ class _Stream:
             self.closed = True
             self.queue.put_nowait(None)
 
+    def stop_readers(self, why: str) -> None:
+        """Tell this worker's readers to end their responses: ``close`` (after what the log holds
+        already, and a retry field: the client resumes) or ``end`` (at once)."""
+        for reader in self.readers or ():
+            if not reader.done():
+                reader.set_result(why)
+
+    @property
+    def owed(self) -> bool:
+        """Something on it still waits for the client: an answer, or a request's answer."""
+        return bool(self.pending and self.handlers) or bool(self.asked)
+
+    def attached(self) -> None:
+        if self.orphaned is not None:
+            self.orphaned.cancel()
+            self.orphaned = None
+
+    def detached(self) -> None:
+        """A reader left: when none is left anywhere while something is owed, the client has
+        ``resume_timeout`` seconds to resume the stream before it is given up."""
+        if self.readers or self.remote > 0 or self.orphaned is not None or not self.owed:
+            return
+        why = f" (it was not resumed within resume_timeout, {self.resume_timeout:g} s)"
+        self.orphaned = asyncio.get_running_loop().call_later(
+            self.resume_timeout, self._orphan, why
+        )
+
+    def _orphan(self, why: str) -> None:
+        self.orphaned = None
+        if not self.readers and self.remote <= 0:
+            self.abandon(why)
+
 
 class _Live:
     """One MCP session: its ``ServerSession``, the requests it awaits from the client, and the
@@ -161,9 +251,13 @@ class _Live:
         self.stateful = stateful
         self.waiting: dict[Any, asyncio.Future[Any]] = {}
         self.tasks: dict[Any, asyncio.Task[None]] = {}
-        self.standalone: _Stream | None = None
+        self.standalone: _Stream | None = None  # its GET stream, while read on this worker
         self.sid: str | None = None  # its Mcp-Session-Id, once it has one
         self.last_used = 0.0  # time.monotonic() of its last use
+        self.streams: dict[str, _Stream] = {}  # its resumable streams with work on this worker
+        self.ready = False  # the client's initialized notification came (a shared record says)
+        self.record: bytes | None = None  # its record in a shared store
+        self.readers: set[asyncio.Future[str]] = set()  # its event streams' readers here
 
     @property
     def in_use(self) -> bool:
@@ -215,17 +309,36 @@ class Call:
     async def request(self, method: str, params: Any = None) -> Any:
         """Send a request to the client on this request's stream and await its result; an
         error response raises ``ProtocolError`` with the client's code and message."""
-        return await _ask(self._live, self._stream, method, params)
+        return await _ask(self._live, self._stream, method, params, self._ids)
+
+    _ids: Iterator[str] | None = None  # the ids of requests to the client, with a shared store
+
+    def close_stream(self) -> bool:
+        """End the HTTP response carrying this request's stream now, without ending the stream
+        (polling, SEP-1699): the client resumes it with a GET carrying ``Last-Event-ID`` after
+        the ``retry`` delay sent with it, on any worker, and receives what was sent meanwhile, the
+        answer included. Only in a session whose revision has priming events
+        (``FACTS.sse_priming``); False (nothing done) elsewhere."""
+        session = self._live.session
+        if not self._live.stateful or session.revision is None:
+            return False
+        if not bindings(session.revision).FACTS.sse_priming:
+            return False
+        self._stream.queue.put_nowait(_CLOSE)
+        return True
 
 
 Handler = Callable[[Call], Awaitable[Any]]
 
 
-async def _ask(live: _Live, stream: _Stream, method: str, params: Any) -> Any:
-    """Send a request to the client on ``stream`` and await its result."""
+async def _ask(
+    live: _Live, stream: _Stream, method: str, params: Any, ids: Iterator[str] | None = None
+) -> Any:
+    """Send a request to the client on ``stream`` and await its result (with a shared store,
+    under an id of this worker's own, so that workers never send the same id)."""
     if stream.given_up:
         raise ConnectionError("the stream was given up: its client is not reading it")
-    rid = live.session.request(method, params)
+    rid = live.session.request(method, params, id=None if ids is None else next(ids))
     future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
     live.waiting[rid] = stream.asked[rid] = future
     stream.put(live.session.data_to_send())
@@ -258,6 +371,18 @@ class StreamableHTTPServer:
     - ``max_queued`` (1000): messages waiting on one response stream or GET stream for a client
       that does not read them; past it the stream is given up: it ends after what waits, and
       the requests it carries are cancelled as if the client had left.
+
+    Resuming (docs/http.md): ``store`` (a ``Store``, a Redis URL, or None for a ``MemoryStore``)
+    keeps the event log of every event stream of a session; each event's id is
+    ``<stream>:<position>``, and a GET with ``Last-Event-ID`` receives what followed it on that
+    stream, then the rest as it comes. A POST's event stream of a revision with priming
+    (``FACTS.sse_priming``) starts with a priming event carrying ``retry`` (``retry_ms``, 1000);
+    ``Call.close_stream`` ends its response for the client to poll. A client that leaves an
+    event stream of a session does not cancel it: its handlers go on, and the requests sent on
+    it await their answers, for ``resume_timeout`` (30 s) without a reader, after which they
+    raise ``ConnectionError`` and the handlers are cancelled. With a shared store (Redis) any
+    worker serves any session: it rebuilds the session from its record, a client's answer to a
+    request another worker sent reaches that worker, and DELETE ends the session everywhere.
     """
 
     def __init__(
@@ -279,8 +404,20 @@ class StreamableHTTPServer:
         max_queued: int = MAX_QUEUED,
         on_event: Callable[[ServerSession, Event], None] | None = None,
         auth: ResourceServer | None = None,
+        store: Store | str | None = None,
+        retry_ms: int = RETRY_MS,
+        resume_timeout: float = RESUME_TIMEOUT,
     ) -> None:
         self.handler = handler
+        self.store = store_from(store)
+        self._owns_store = not isinstance(store, Store)  # closed with the app
+        self._shared = self.store.shared
+        self.retry_ms = retry_ms
+        self.resume_timeout = resume_timeout
+        self.worker = secrets.token_hex(8)  # names this worker in the ids it gives requests
+        self._ids = (f"{self.worker}-{n}" for n in itertools.count(1)) if self._shared else None
+        self._started: asyncio.Future[None] | None = None
+        self._background: set[asyncio.Task[Any]] = set()
         self._config: dict[str, Any] = {
             "capabilities": capabilities,
             "info": info,
@@ -312,11 +449,52 @@ class StreamableHTTPServer:
         )
         self.app = Starlette(
             routes=[Route(path, self._endpoint, methods=["GET", "POST", "DELETE"])]
-            + ([auth.metadata_route] if auth is not None else [])
+            + ([auth.metadata_route] if auth is not None else []),
+            lifespan=self._lifespan,
         )
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         await self.app(scope, receive, send)
+
+    @contextlib.asynccontextmanager
+    async def _lifespan(self, app: Any) -> AsyncIterator[None]:
+        yield
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Stop listening to other workers, and close the store when the server made it from a
+        URL (run at the end of the ASGI lifespan)."""
+        if self._owns_store:
+            await self.store.close()
+        self._started = None
+
+    async def _start(self) -> None:
+        """Listen to the other workers sharing the store (once, on the first request)."""
+        if self._started is None:
+            self._started = asyncio.get_running_loop().create_future()
+            try:
+                await self.store.start(self._on_message)
+            except BaseException as error:
+                self._started.set_exception(error)
+                self._started = None
+                raise
+            self._started.set_result(None)
+        await self._started
+
+    def _spawn(self, work: Awaitable[Any]) -> asyncio.Task[Any]:
+        """Run ``work`` in the background, keeping a reference until it is done."""
+        task = asyncio.ensure_future(work)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+        return task
+
+    async def _publish(self, sid: str, kind: str, data: bytes = b"") -> None:
+        try:
+            await self.store.publish(
+                sid, msgspec.msgpack.encode(_Note(origin=self.worker, kind=kind, data=data))
+            )
+        except Exception:  # the store is down: the other workers learn it from the store later
+            _log.exception("publishing %s of session %s", kind, sid)
 
     # -- checks -----------------------------------------------------------------------------------
 
@@ -331,6 +509,8 @@ class StreamableHTTPServer:
         if not self._host_allowed(request):
             return _plain_error(403, "Forbidden: Host or Origin is not an allowed host")
         request.state.auth = None
+        if self._shared and (self._started is None or not self._started.done()):
+            await self._start()
         if self.auth is not None:
             checked = await self.auth.check(request.headers)
             if isinstance(checked, Response):
@@ -341,7 +521,7 @@ class StreamableHTTPServer:
                 return await self._post(request)
             if request.method == "GET":
                 return await self._get(request)
-            return self._delete(request)
+            return await self._delete(request)
         except Exception:  # a bug of ours or of a hook is the client's internal error, not a crash
             _log.exception("internal error answering %s %s", request.method, request.url.path)
             return _plain_error(
@@ -366,9 +546,12 @@ class StreamableHTTPServer:
             return body
         sid = request.headers.get(SESSION_HEADER)
         if sid is not None:
-            live = self._session(sid)
-            if live is None:
+            found = await self._find(sid) if self._shared else self._session(sid)
+            if isinstance(found, Response):
+                return found
+            if found is None:
                 return _plain_error(404, f"Not Found: no MCP session {sid!r}", INVALID_REQUEST)
+            live = found
             header = request.headers.get(VERSION_HEADER)
             revision = live.session.revision
             if (
@@ -382,6 +565,8 @@ class StreamableHTTPServer:
                     f"version of this session",
                     INVALID_REQUEST,
                 )
+            if self._shared and await self._forwarded(live, body):
+                return Response(status_code=202)
         else:
             mismatch = self._header_mismatch(request, body)
             if mismatch is not None:
@@ -397,18 +582,20 @@ class StreamableHTTPServer:
         if sid is None and session.state == "initializing":
             # An initialize was answered: the connection is a session of its own from now on.
             new_sid = self._register(live)
-            if new_sid is None:
+            if new_sid is None or (self._shared and not await self._opened(live, body)):
                 return self._no_room(direct)
             live.stateful = True
         stream = _Stream(max_queued=self.max_queued, auth=request.state.auth)
         for event in events:
             self._observe(live, event, stream)
         direct += session.data_to_send()  # what _observe answered itself (past max_in_flight)
+        if self._shared and live.sid is not None and not live.ready:
+            await self._became_ready(live, events)
         headers = {SESSION_HEADER: new_sid} if new_sid is not None else {}
         if not stream.pending:
             return self._direct(live, direct, headers)
         stream.put(direct)
-        return await self._respond(request, stream, headers, stateful=live.stateful)
+        return await self._respond(request, live, stream, headers)
 
     async def _body(self, request: Request) -> bytes | Response:
         """The body of a POST, read in chunks up to ``max_body_size`` within ``body_timeout``;
@@ -529,15 +716,16 @@ class StreamableHTTPServer:
                 continue
             self._end(live)
 
-    def _evict(self, now: float) -> bool:
+    def _evict(self, now: float, copies: bool = False) -> bool:
         """Make room for one session by evicting the least recently used one not in use and idle
-        for ``session_evictable_after``; False when there is none."""
+        for ``session_evictable_after`` (any not in use, when ``copies`` of a shared store's
+        sessions are evicted); False when there is none."""
         for _ in range(len(self.sessions)):
             live = next(iter(self.sessions.values()))
             if live.in_use:
                 self._touch(live, now)
                 continue
-            if now - live.last_used < self.session_evictable_after:
+            if not copies and now - live.last_used < self.session_evictable_after:
                 return False  # the least recently used one is too recent: so are all the others
             self._end(live)
             return True
@@ -555,9 +743,316 @@ class StreamableHTTPServer:
         return sid
 
     def _end(self, live: _Live) -> None:
+        """Forget a session here: expired or evicted (with a shared store, only this worker's
+        copy, which any worker rebuilds from the store's record while it lasts)."""
         if live.sid is not None:
             self.sessions.pop(live.sid, None)
+            if not self._shared:  # its event logs go with it
+                self._spawn(self.store.end_session(live.sid))
         self._close(live)
+
+    # -- sessions in a shared store ---------------------------------------------------------------
+
+    async def _find(self, sid: str) -> _Live | Response | None:
+        """The session ``sid`` if the shared store still holds it (its idle time restarted),
+        rebuilt from its record when this worker has no copy; None when it ended or expired
+        (this worker's copy is dropped then), a 503 when there is no room for a copy."""
+        live = self._session(sid)
+        record = await self.store.load_session(sid, self.session_idle_timeout)
+        if record is None:
+            live = self.sessions.pop(sid, None)
+            if live is not None:
+                self._close(live)
+            return None
+        try:
+            kept = msgspec.msgpack.decode(record, type=_Record)
+        except msgspec.DecodeError:
+            _log.error("the record of session %s cannot be read: it is ended", sid)
+            return None
+        live = self.sessions.get(sid)  # a request may have rebuilt it while this one waited
+        if live is None:
+            live = self._rebuild(sid, kept)
+            if live is None:
+                return None
+            now = time.monotonic()
+            self._expire(now)
+            if len(self.sessions) >= self.max_sessions and not self._evict(now, copies=True):
+                return _plain_error(
+                    503,
+                    f"Service Unavailable: this worker holds max_sessions ({self.max_sessions}) "
+                    "sessions, all in use; try again later",
+                    INTERNAL_ERROR,
+                )
+            live.last_used = now
+            self.sessions[sid] = live
+        elif kept.ready and not live.ready:
+            self._initialized(live)
+        return live
+
+    def _rebuild(self, sid: str, kept: _Record) -> _Live | None:
+        """A copy of a session opened on another worker: a new ``ServerSession`` that reads the
+        client's initialize again (and its initialized notification, when it came)."""
+        session = ServerSession(**self._config)
+        session.receive(kept.initialize)
+        session.data_to_send()
+        if session.state != "initializing":
+            _log.error("session %s cannot be rebuilt from its initialize: it is ended", sid)
+            return None
+        live = _Live(session, stateful=True)
+        live.sid = sid
+        if kept.ready:
+            self._initialized(live)
+        return live
+
+    def _initialized(self, live: _Live) -> None:
+        """Tell a rebuilt session what the client told the worker that has its record: the
+        initialized notification (its method from the agreed revision's facts)."""
+        revision = live.session.revision
+        if revision is not None and live.session.state == "initializing":
+            method = bindings(revision).FACTS.lifecycle.get("initialized")
+            if method is not None:
+                live.session.receive(msgspec.json.encode({"jsonrpc": "2.0", "method": method}))
+                live.session.data_to_send()
+        live.ready = True
+
+    async def _opened(self, live: _Live, initialize: bytes) -> bool:
+        """Keep a new session's record in the shared store; False (the session forgotten here
+        too) when the store holds ``max_sessions`` already."""
+        assert live.sid is not None
+        record = msgspec.msgpack.encode(_Record(initialize=initialize))
+        live.record = record
+        if await self.store.open_session(
+            live.sid, record, self.session_idle_timeout, self.max_sessions
+        ):
+            return True
+        self.sessions.pop(live.sid, None)
+        return False
+
+    async def _became_ready(self, live: _Live, events: list[Event]) -> None:
+        """The client's initialized notification came: every worker's copy learns it from the
+        record."""
+        if not any(isinstance(event, Initialized) for event in events) or live.sid is None:
+            return
+        live.ready = True
+        kept = msgspec.msgpack.decode(live.record or b"", type=_Record) if live.record else None
+        if kept is None:
+            found = await self.store.load_session(live.sid, self.session_idle_timeout)
+            kept = msgspec.msgpack.decode(found, type=_Record) if found else None
+        if kept is not None:
+            kept.ready = True
+            live.record = msgspec.msgpack.encode(kept)
+            await self.store.save_session(live.sid, live.record, self.session_idle_timeout)
+
+    async def _forwarded(self, live: _Live, body: bytes) -> bool:
+        """With a shared store: a client's answer to a request this worker did not send goes to
+        the worker that sent it (True: nothing more to do here); a client's notification is also
+        told to the other workers, where the request it cancels may run."""
+        try:
+            peek = _peek.decode(body)
+        except (msgspec.DecodeError, ValueError, RecursionError):
+            return False  # a batch, or what cannot be read: this worker's session answers it
+        assert live.sid is not None
+        if peek.method is None and peek.id is not None:
+            if peek.result is msgspec.UNSET and peek.error is None:
+                return False
+            if peek.id in live.waiting:
+                return False
+            await self._publish(live.sid, "answer", body)
+            return True
+        if isinstance(peek.method, str) and peek.id is None:
+            await self._publish(live.sid, "note", body)
+        return False
+
+    def _on_message(self, sid: str, data: bytes) -> None:
+        """What another worker said about a session this worker may hold a copy of."""
+        try:
+            note = msgspec.msgpack.decode(data, type=_Note)
+        except msgspec.DecodeError:
+            _log.warning("an unreadable message from another worker about session %s", sid)
+            return
+        if note.origin == self.worker:
+            return
+        live = self.sessions.get(sid)
+        if live is None:
+            return
+        if note.kind == "ended":
+            self.sessions.pop(sid, None)
+            self._close(live)
+        elif note.kind in ("answer", "note"):
+            try:
+                peek = _peek.decode(note.data)
+            except (msgspec.DecodeError, ValueError, RecursionError):
+                return
+            if note.kind == "answer" and peek.id not in live.waiting:
+                return
+            for event in live.session.receive(note.data):
+                if isinstance(event, Initialized):
+                    live.ready = True
+                elif not isinstance(event, RequestReceived):
+                    _settle(live, event)
+            live.session.data_to_send()  # what a copy would say is said by the one asked
+        elif note.kind in ("attached", "detached"):
+            stream = live.streams.get(note.data.decode(errors="replace"))
+            if stream is None:
+                return
+            if note.kind == "attached":
+                stream.remote += 1
+                stream.attached()
+            else:
+                stream.remote = max(0, stream.remote - 1)
+                stream.detached()
+
+    # -- resumable event streams ------------------------------------------------------------------
+
+    def _resumable(self, live: _Live, stream: _Stream, key: str, first: list[Any]) -> None:
+        """Make ``stream`` one of the session's logged streams: what is queued on it goes to the
+        store's log under ``key``, where its readers (on any worker) read it."""
+        stream.key = key
+        stream.resume_timeout = self.resume_timeout
+        stream.readers = set()
+        live.streams[key] = stream
+        stream.pump = self._spawn(self._pump(live, stream, first))
+
+    async def _pump(self, live: _Live, stream: _Stream, batch: list[Any]) -> None:
+        """Move what is queued on ``stream`` to its log, in order, until the stream ends; a
+        ``Call.close_stream`` on the way stops its readers after what came before it."""
+        sid, key = live.sid, stream.key
+        assert sid is not None and key is not None
+        try:
+            while True:
+                while not stream.queue.empty():
+                    batch.append(stream.queue.get_nowait())
+                items: list[bytes | None] = []
+                ended = False
+                for item in batch:
+                    if item is _CLOSE:
+                        if items:
+                            await self.store.append(sid, key, items, self.session_idle_timeout)
+                            items = []
+                        stream.stop_readers("close")
+                        continue
+                    items.append(item)
+                    ended = ended or item is None
+                if items:
+                    await self.store.append(sid, key, items, self.session_idle_timeout)
+                if ended:
+                    return
+                batch = [await stream.queue.get()]
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # the store failed: the stream cannot carry anything any more
+            _log.exception("logging the events of session %s stream %s", sid, key)
+            stream.given_up = True
+            stream.abandon(" (the event log failed)")
+        finally:
+            if live.streams.get(key) is stream and key != STANDALONE:
+                del live.streams[key]
+
+    def _attach(self, live: _Live, key: str, local: _Stream | None) -> asyncio.Future[str]:
+        """Count a new reader of stream ``key`` (``local``: its ``_Stream`` on this worker, if
+        any) before its response starts, so that a ``close_stream`` already on its way stops it;
+        its "stop now" future."""
+        assert live.sid is not None
+        stop: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        live.readers.add(stop)
+        if local is not None:
+            local.readers = local.readers or set()
+            local.readers.add(stop)
+            local.attached()
+        if self._shared:
+            self._spawn(self._publish(live.sid, "attached", key.encode()))
+        return stop
+
+    def _release(
+        self, live: _Live, key: str, local: _Stream | None, stop: asyncio.Future[str]
+    ) -> None:
+        """The reader of ``stop`` is gone (once, however its response ended)."""
+        if stop not in live.readers:
+            return
+        live.readers.discard(stop)
+        if local is not None and local.readers is not None:
+            local.readers.discard(stop)
+            if live.standalone is local and not local.readers:
+                live.standalone = None
+                self._touch(live, time.monotonic())
+            local.detached()
+        if self._shared and live.sid is not None:
+            self._spawn(self._publish(live.sid, "detached", key.encode()))
+
+    def _stream_response(
+        self,
+        live: _Live,
+        key: str,
+        after: str | None,
+        local: _Stream | None,
+        entries: list[Entry] | None = None,
+        greet: bool = False,
+        headers: dict[str, str] | None = None,
+    ) -> Response:
+        """The event-stream response of a reader of stream ``key`` from ``after`` on."""
+        stop = self._attach(live, key, local)
+        return _EventStream(
+            self._events(live, key, after, stop, entries, greet),
+            media_type="text/event-stream",
+            headers={**(headers or {}), "cache-control": "no-cache"},
+            on_close=functools.partial(self._release, live, key, local, stop),
+        )
+
+    async def _events(
+        self,
+        live: _Live,
+        key: str,
+        after: str | None,
+        stop: asyncio.Future[str],
+        entries: list[Entry] | None = None,
+        greet: bool = False,
+    ) -> AsyncIterator[bytes]:
+        """The server-sent events of one stream's log from position ``after`` on, as they come,
+        until the stream ends, its session ends (``stop``: "end"), or its handler closes the
+        response (``stop``: "close"); ``greet``: a comment first, so that the response starts
+        at once."""
+        sid = live.sid
+        assert sid is not None
+        prefix = key.encode() + b":"
+        cursor = after
+        if greet:
+            yield b": stream open\n\n"
+        while True:
+            if entries is None:
+                read = asyncio.ensure_future(self.store.read(sid, key, cursor, _READ_BLOCK))
+                await asyncio.wait((read, stop), return_when=asyncio.FIRST_COMPLETED)
+                if read.done():
+                    entries = read.result()
+                else:
+                    read.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await read
+                    entries = []
+                if entries is None:
+                    _log.warning(
+                        "session %s stream %s: the events after %s are no longer kept, so "
+                        "its reader is ended",
+                        sid,
+                        key,
+                        cursor,
+                    )
+                    return
+            for position, message in entries:
+                if message is None:  # the stream ended
+                    return
+                cursor = position
+                yield self._event(prefix, position, message)
+            entries = None
+            if stop.done():
+                if stop.result() != "close":
+                    return
+                # Closed for polling: what the log holds already, then the retry delay.
+                for position, message in await self.store.read(sid, key, cursor) or []:
+                    if message is None:
+                        return
+                    yield self._event(prefix, position, message)
+                yield b"retry: %d\n\n" % self.retry_ms
+                return
 
     # -- handlers ---------------------------------------------------------------------------------
 
@@ -578,20 +1073,12 @@ class StreamableHTTPServer:
                 return
             stream.pending.add(event.id)
             call = Call(live, stream, event)
+            if self._ids is not None:
+                call._ids = self._ids
             task = asyncio.ensure_future(self._run(live, stream, call))
             live.tasks[event.id] = stream.handlers[event.id] = task
-        elif isinstance(event, ResultReceived):
-            future = live.waiting.get(event.id)
-            if future is not None and not future.done():
-                future.set_result(event.result)
-        elif isinstance(event, ErrorReceived):
-            future = live.waiting.get(event.id)
-            if future is not None and not future.done():
-                future.set_exception(ProtocolError(event.code, event.message, event.data))
-        elif isinstance(event, RequestCancelled):
-            cancelled = live.tasks.get(event.id)
-            if cancelled is not None:
-                cancelled.cancel()
+        else:
+            _settle(live, event)
 
     async def _run(self, live: _Live, stream: _Stream, call: Call) -> None:
         session = live.session
@@ -636,18 +1123,20 @@ class StreamableHTTPServer:
         )
 
     async def _respond(
-        self, request: Request, stream: _Stream, headers: dict[str, str], stateful: bool
+        self, request: Request, live: _Live, stream: _Stream, headers: dict[str, str]
     ) -> Response:
         """A POST's response: JSON when its one answer is all there is to send, else an event
-        stream carrying everything the handlers send before their answers."""
+        stream carrying everything the handlers send before their answers (resumable in a
+        session: its events are logged in the store)."""
         first = await _first_or_gone(stream, request.receive)
         if first is _GONE:
             stream.abandon()
             return _Gone()
         if first is None:
             return Response(status_code=202, headers=headers)
-        assert isinstance(first, bytes)
-        if stream.closed and stream.queue.qsize() == 1:  # only the end of the stream is left
+        stateful = live.stateful
+        if isinstance(first, bytes) and stream.closed and stream.queue.qsize() == 1:
+            # only the end of the stream is left
             status = 200
             code = _error_code(first)
             if code is not None and not stateful:
@@ -655,11 +1144,26 @@ class StreamableHTTPServer:
             return Response(
                 first, status_code=status, media_type="application/json", headers=headers
             )
-        return _EventStream(
-            _sse(first, stream),
-            media_type="text/event-stream",
-            headers={**headers, "cache-control": "no-cache"},
-        )
+        if live.sid is None:  # no session to resume it in
+            assert isinstance(first, bytes)  # only a session's stream is closed for polling
+            return _EventStream(
+                _sse(first, stream),
+                media_type="text/event-stream",
+                headers={**headers, "cache-control": "no-cache"},
+            )
+        revision = live.session.revision
+        primed = revision is not None and bindings(revision).FACTS.sse_priming
+        key = secrets.token_hex(8)
+        self._resumable(live, stream, key, ([b""] if primed else []) + [first])
+        return self._stream_response(live, key, None, stream, headers=headers)
+
+    def _event(self, prefix: bytes, position: str, message: bytes) -> bytes:
+        """One server-sent event of a logged stream (empty: the priming event, with the retry
+        delay)."""
+        head = b"id: " + prefix + position.encode()
+        if not message:
+            return head + b"\nretry: %d\ndata: \n\n" % self.retry_ms
+        return head + b"\nevent: message\ndata: " + message + b"\n\n"
 
     # -- GET and DELETE ---------------------------------------------------------------------------
 
@@ -667,48 +1171,93 @@ class StreamableHTTPServer:
         if "text/event-stream" not in _media_types(request.headers.get("accept", "")):
             return _plain_error(406, "Not Acceptable: a GET stream needs Accept: text/event-stream")
         sid = request.headers.get(SESSION_HEADER)
-        live = self._session(sid) if sid is not None else None
-        if live is None:
-            return _plain_error(
-                405 if sid is None else 404,
-                (
-                    "no MCP session for a standalone stream"
-                    if sid is None
-                    else f"Not Found: no MCP session {sid!r}"
-                ),
-            )
+        if sid is None:
+            return _plain_error(405, "no MCP session for a standalone stream")
+        found = await self._find(sid) if self._shared else self._session(sid)
+        if isinstance(found, Response):
+            return found
+        if found is None:
+            return _plain_error(404, f"Not Found: no MCP session {sid!r}")
+        live = found
+        last = request.headers.get("last-event-id")
+        if last is not None:
+            return await self._resume(live, last)
         if live.standalone is not None:
             return _plain_error(409, "Conflict: this session already has a GET stream")
-        stream = live.standalone = _Stream(max_queued=self.max_queued)
-        stream.pending.add(object())  # open until the session closes
+        stream = self._standalone(live)
+        after = await self.store.last(sid, STANDALONE)  # only what comes from now on
+        if live.standalone is not None:
+            return _plain_error(409, "Conflict: this session already has a GET stream")
+        live.standalone = stream
+        return self._stream_response(live, STANDALONE, after, stream, greet=True)
 
-        async def body() -> AsyncIterator[bytes]:
-            try:
-                yield b": stream open\n\n"
-                while (message := await stream.queue.get()) is not None:
-                    yield b"event: message\ndata: " + message + b"\n\n"
-            finally:
-                live.standalone = None
-                stream.abandon()
-                self._touch(live, time.monotonic())
+    async def _resume(self, live: _Live, last: str) -> Response:
+        """A GET with ``Last-Event-ID``: the rest of the stream that event belongs to."""
+        assert live.sid is not None
+        key, sep, position = last.partition(":")
+        if not (sep and position and len(last) <= 64 and _stream_key(key)):
+            return _plain_error(
+                400, f"Bad Request: Last-Event-ID {last[:64]!r} is no event id of this server"
+            )
+        entries = await self.store.read(live.sid, key, position)
+        if entries is None:
+            return _plain_error(
+                410,
+                f"Gone: the events after {last!r} are no longer kept (max_events, "
+                "event_max_age), or there never was such an event",
+            )
+        local = live.streams.get(key)
+        if key == STANDALONE:
+            if live.standalone is not None:
+                return _plain_error(409, "Conflict: this session already has a GET stream")
+            local = live.standalone = self._standalone(live)
+        return self._stream_response(live, key, position, local, entries)
 
-        return _EventStream(
-            body(), media_type="text/event-stream", headers={"cache-control": "no-cache"}
-        )
+    def _standalone(self, live: _Live) -> _Stream:
+        """The session's GET stream on this worker: what belongs to no request goes to its log
+        through it (read by a GET stream open on any worker)."""
+        stream = live.streams.get(STANDALONE)
+        if stream is None:
+            stream = _Stream(max_queued=self.max_queued)
+            stream.pending.add(object())  # open until the session closes
+            self._resumable(live, stream, STANDALONE, [])
+        return stream
 
-    def _delete(self, request: Request) -> Response:
+    async def _delete(self, request: Request) -> Response:
         sid = request.headers.get(SESSION_HEADER)
-        live = self.sessions.pop(sid, None) if sid is not None else None
-        if live is None:
-            return _plain_error(404 if sid is not None else 400, "no such MCP session")
-        self._close(live)
+        if sid is None:
+            return _plain_error(400, "no such MCP session")
+        live = self.sessions.pop(sid, None)
+        if live is not None:
+            self._close(live)
+        if self._shared:  # ended in the store, and on every worker that holds a copy
+            found = await self.store.end_session(sid)
+            await self._publish(sid, "ended")
+        else:
+            found = live is not None
+            if found:
+                await self.store.end_session(sid)  # its event logs
+        if not found:
+            return _plain_error(404, "no such MCP session")
         return Response(status_code=200)
 
     def _close(self, live: _Live) -> None:
+        """The session ended here: its handlers are cancelled, its readers end, and what its
+        streams awaited from the client raises ``ConnectionError``."""
         for task in live.tasks.values():
             task.cancel()
-        if live.standalone is not None:
-            live.standalone.queue.put_nowait(None)
+        for reader in live.readers:
+            if not reader.done():
+                reader.set_result("end")
+        for stream in list(live.streams.values()):
+            stream.abandon()
+            if stream.orphaned is not None:
+                stream.orphaned.cancel()
+                stream.orphaned = None
+            if stream.pump is not None:
+                stream.pump.cancel()
+        live.streams.clear()
+        live.standalone = None
 
     async def request(self, sid: str, method: str, params: Any = None) -> Any:
         """Send a request that belongs to no client request (``roots/list``, a sampling or an
@@ -717,23 +1266,56 @@ class StreamableHTTPServer:
 
         An error response raises ``ProtocolError`` with the client's code and message; a request
         the session cannot send (the client did not advertise its capability) raises it before
-        anything is sent. ``LookupError`` when the session has no GET stream open;
-        ``ConnectionError`` when the stream closes before the answer comes.
+        anything is sent. ``LookupError`` when the session has no GET stream open (with a shared
+        store: when there is no such session; the request then goes to the session's GET stream
+        wherever it is read, and waits for one to be opened or resumed); ``ConnectionError``
+        when the stream closes and is not resumed within ``resume_timeout`` before the answer
+        comes, or the session ends.
         """
         live = self.sessions.get(sid)
-        if live is None or live.standalone is None:
+        if live is None and self._shared:
+            found = await self._find(sid)
+            live = found if isinstance(found, _Live) else None
+        if live is None or (not self._shared and live.standalone is None):
             raise LookupError(f"MCP session {sid!r} has no GET stream open to send a request on")
-        return await _ask(live, live.standalone, method, params)
+        return await _ask(live, self._standalone(live), method, params, self._ids)
 
     def notify(self, sid: str, method: str, params: Any = None) -> bool:
         """Send a notification that belongs to no request on a session's GET stream; False when
-        the session has no such stream open (the notification is then not sent)."""
+        the session has no such stream open (the notification is then not sent). With a shared
+        store, it is sent whenever this worker holds the session, to the GET stream read on any
+        worker."""
         live = self.sessions.get(sid)
-        if live is None or live.standalone is None or live.standalone.given_up:
+        if live is None or (not self._shared and live.standalone is None):
+            return False
+        stream = self._standalone(live)
+        if stream.given_up:
             return False
         live.session.notify(method, params)
-        live.standalone.put(live.session.data_to_send())
-        return not live.standalone.given_up
+        stream.put(live.session.data_to_send())
+        return not stream.given_up
+
+
+def _stream_key(key: str) -> bool:
+    """Whether ``key`` names a stream in this server's event ids."""
+    return key == STANDALONE or (len(key) == 16 and all(c in "0123456789abcdef" for c in key))
+
+
+def _settle(live: _Live, event: Event) -> None:
+    """Act on an event that answers or cancels: settle an awaited client answer, cancel the
+    handler of a request the client cancelled."""
+    if isinstance(event, ResultReceived):
+        future = live.waiting.get(event.id)
+        if future is not None and not future.done():
+            future.set_result(event.result)
+    elif isinstance(event, ErrorReceived):
+        future = live.waiting.get(event.id)
+        if future is not None and not future.done():
+            future.set_exception(ProtocolError(event.code, event.message, event.data))
+    elif isinstance(event, RequestCancelled):
+        cancelled = live.tasks.get(event.id)
+        if cancelled is not None:
+            cancelled.cancel()
 
 
 _GONE = object()  # the client left before the first message of its response
@@ -772,15 +1354,26 @@ class _Gone(Response):
 
 class _EventStream(StreamingResponse):
     """An event stream whose generator is closed however the response ends (the client leaving
-    included), so that its clean-up runs at once rather than when it is collected."""
+    included), so that its clean-up runs at once rather than when it is collected; ``on_close``
+    runs then too (even when the response never started)."""
+
+    def __init__(
+        self, content: Any, *, on_close: Callable[[], None] | None = None, **options: Any
+    ) -> None:
+        super().__init__(content, **options)
+        self.on_close = on_close
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
             await super().__call__(scope, receive, send)
         finally:
             events = self.body_iterator
-            if isinstance(events, AsyncGenerator):
-                await events.aclose()
+            try:
+                if isinstance(events, AsyncGenerator):
+                    await events.aclose()
+            finally:
+                if self.on_close is not None:
+                    self.on_close()
 
 
 async def _sse(first: bytes, stream: _Stream) -> AsyncIterator[bytes]:

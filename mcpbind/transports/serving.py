@@ -22,12 +22,23 @@ request head, so connections trickling their heads hold every slot and turn ever
   uvicorn answers 400.
 
 The request body and what follows are the application's to bound (``StreamableHTTPServer`` does).
+
+``serve(factory, host, port, workers=N)`` runs N worker processes accepting on one listening
+socket (the kernel spreads connections among them), each serving the application its own call of
+``factory`` builds, with the bounds above per process. Workers share nothing but what the
+application keeps outside the process: a ``StreamableHTTPServer`` needs a shared store (Redis)
+for a session to be served by whichever worker a request reaches.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import multiprocessing
+import multiprocessing.connection
+import signal
+import socket
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import h11
@@ -85,7 +96,9 @@ def uvicorn_config(
     )
 
 
-def serve(app: Any, host: str = "127.0.0.1", port: int = 8000, **limits: Any) -> None:
+def serve(
+    app: Any, host: str = "127.0.0.1", port: int = 8000, *, workers: int = 1, **limits: Any
+) -> None:
     """Serve ``app`` on ``host:port`` until interrupted, with the bounds of ``uvicorn_config``
     (which takes ``limits`` and any other ``uvicorn.Config`` option).
 
@@ -93,10 +106,64 @@ def serve(app: Any, host: str = "127.0.0.1", port: int = 8000, **limits: Any) ->
     ``max_connections`` plus a full accept ``backlog``: a connection past the cap still takes a
     file descriptor until it is closed, and an accept that fails for want of one (EMFILE) makes
     asyncio stop accepting for a second, which would turn everyone away.
+
+    With ``workers`` above 1, ``app`` is a factory instead: a picklable callable without
+    arguments (a module-level function, or a ``functools.partial`` of one) that each worker
+    process calls to build its own application. This process binds the socket, starts the
+    workers (``multiprocessing``'s spawn method) and stops them all on SIGINT or SIGTERM, or
+    when one of them exits.
     """
+    if workers > 1:
+        _serve_workers(app, host, port, workers, limits)
+        return
     config = uvicorn_config(app, host, port, **limits)
     _make_room(limits.get("max_connections", MAX_CONNECTIONS) + config.backlog + _OWN_FILES)
     uvicorn.Server(config).run()
+
+
+def _serve_workers(
+    factory: Callable[[], Any], host: str, port: int, workers: int, limits: dict[str, Any]
+) -> None:
+    """Run ``workers`` processes serving ``factory()`` on one socket bound here."""
+    config = uvicorn_config(None, host, port, **limits)
+    sock = config.bind_socket()
+    context = multiprocessing.get_context("spawn")
+    processes = [
+        context.Process(target=_worker, args=(factory, host, port, limits, sock), daemon=True)
+        for _ in range(workers)
+    ]
+    stopping = False
+
+    def stop(signum: int, frame: Any) -> None:
+        nonlocal stopping
+        stopping = True
+
+    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        for process in processes:
+            process.start()
+        while not stopping and all(p.is_alive() for p in processes):
+            multiprocessing.connection.wait([p.sentinel for p in processes], timeout=0.5)
+    finally:
+        for process in processes:
+            if process.is_alive():
+                process.terminate()
+        for process in processes:
+            process.join(timeout=10)
+            if process.is_alive():
+                process.kill()
+        sock.close()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _worker(
+    factory: Callable[[], Any], host: str, port: int, limits: dict[str, Any], sock: socket.socket
+) -> None:
+    """One worker process: its own application on the socket its parent bound."""
+    config = uvicorn_config(factory(), host, port, **limits)
+    _make_room(limits.get("max_connections", MAX_CONNECTIONS) + config.backlog + _OWN_FILES)
+    uvicorn.Server(config).run(sockets=[sock])
 
 
 _OWN_FILES = 64  # headroom for the process's other files: its modules, logs, outgoing connections

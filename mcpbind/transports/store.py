@@ -1,0 +1,615 @@
+"""Where the Streamable HTTP server keeps what outlives one connection: session records, the event
+log of every stream, and the messages its workers send each other.
+
+``StreamableHTTPServer(store=...)`` takes a ``Store``: ``MemoryStore()`` (the default) keeps
+everything in the process; ``RedisStore(url)`` (or just the URL) keeps it in Redis, so that any
+worker process sharing that Redis serves any session and resumes any stream (docs/http.md,
+"Sessions in Redis").
+
+What a store holds:
+
+- **Session records**: opaque bytes the server writes when a session opens (what rebuilds its
+  ``ServerSession`` on another worker), each expiring after the idle time the server gives, at
+  most ``max_sessions`` at once. ``end_session`` drops a record and the session's event logs.
+- **Event logs**: per stream of a session, the messages sent on it, in order, each at a
+  *position* (a string; the server's event ids are ``<stream>:<position>``). A log keeps at most
+  ``max_events`` entries and none older than ``event_max_age`` seconds. ``read`` returns what
+  follows a position, or None when entries after it are no longer kept (so that nothing is
+  silently skipped); ``None`` in a log marks the end of its stream.
+- **Messages between workers**: ``publish(sid, data)`` reaches the ``on_message`` callback every
+  worker gave to ``start``, the publisher's own included (what a client sent to one worker for a
+  request another worker is waiting on, or the end of a session).
+
+``shared`` says whether the records are seen by other processes: a server whose store is not
+shared keeps its sessions in its own table (and never awaits the store for them), as the memory
+store's single process needs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from abc import ABC, abstractmethod
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+if TYPE_CHECKING:  # the redis client is imported only by RedisStore
+    import redis.asyncio
+
+__all__ = ["Entry", "MemoryStore", "RedisStore", "Store", "store_from"]
+
+_log = logging.getLogger(__name__)
+
+# The defaults of the bounds (docs/limits.md).
+MAX_EVENTS = 1000
+EVENT_MAX_AGE = 300.0
+
+#: One entry of an event log: its position and the message (None: the stream ended there).
+Entry = tuple[str, bytes | None]
+
+OnMessage = Callable[[str, bytes], None]
+
+
+class Store(ABC):
+    """The interface of a store (module docstring). Every method is safe to call from any task
+    of the event loop the server runs on."""
+
+    shared: bool = False
+    max_events: int = MAX_EVENTS
+    event_max_age: float = EVENT_MAX_AGE
+
+    # -- lifetime -------------------------------------------------------------------------------
+
+    @abstractmethod
+    async def start(self, on_message: OnMessage) -> None:
+        """Begin delivering what any worker ``publish``es to ``on_message(sid, data)``."""
+
+    @abstractmethod
+    async def close(self) -> None:
+        """Stop delivering messages and release connections."""
+
+    # -- session records ------------------------------------------------------------------------
+
+    @abstractmethod
+    async def open_session(self, sid: str, record: bytes, idle: float, max_sessions: int) -> bool:
+        """Keep a new session's record for ``idle`` seconds from now; False (nothing kept) when
+        ``max_sessions`` records that have not expired are kept already."""
+
+    @abstractmethod
+    async def load_session(self, sid: str, idle: float) -> bytes | None:
+        """A session's record, its idle time restarted; None when it ended or expired."""
+
+    @abstractmethod
+    async def save_session(self, sid: str, record: bytes, idle: float) -> bool:
+        """Replace a session's record (its idle time restarted); False when it is gone."""
+
+    @abstractmethod
+    async def end_session(self, sid: str) -> bool:
+        """Drop a session's record and its event logs; False when there was none."""
+
+    # -- event logs -----------------------------------------------------------------------------
+
+    @abstractmethod
+    async def append(
+        self, sid: str, stream: str, messages: Sequence[bytes | None], idle: float
+    ) -> list[str]:
+        """Add ``messages`` (None: the end of the stream) to a stream's log; their positions.
+        The log lives as long as its session (``idle`` seconds past its last append)."""
+
+    @abstractmethod
+    async def read(
+        self, sid: str, stream: str, after: str | None, block: float = 0.0, count: int = 100
+    ) -> list[Entry] | None:
+        """Up to ``count`` entries that follow position ``after`` (None: the stream's start),
+        waiting up to ``block`` seconds for one when there is none yet; None when ``after`` is
+        not a position of this log, or entries after it are no longer kept."""
+
+    @abstractmethod
+    async def last(self, sid: str, stream: str) -> str | None:
+        """The position of the last entry of a stream's log (None when it has none): where a
+        reader that wants only what comes next starts."""
+
+    # -- messages between workers ---------------------------------------------------------------
+
+    @abstractmethod
+    async def publish(self, sid: str, data: bytes) -> None:
+        """Send ``data`` about session ``sid`` to every worker's ``on_message``."""
+
+
+def store_from(store: Store | str | None) -> Store:
+    """The store a server option names: a ``Store``, a ``redis://`` (``rediss://``, ``unix://``)
+    URL, or None for a new ``MemoryStore``."""
+    if store is None:
+        return MemoryStore()
+    if isinstance(store, str):
+        return RedisStore(store)
+    return store
+
+
+# -- in memory --------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Log:
+    entries: deque[tuple[int, bytes | None, float]] = field(default_factory=deque)
+    last: int = 0  # the position of the last entry appended (positions count from 1)
+    waiters: list[asyncio.Future[None]] = field(default_factory=list)
+    deadline: float = 0.0
+
+
+class MemoryStore(Store):
+    """A store in this process: one worker's (the default of ``StreamableHTTPServer``).
+
+    With ``shared=True`` several servers in one process may share it as workers share Redis (each
+    rebuilding the others' sessions from their records); otherwise a server keeps its sessions in
+    its own table and uses this store for event logs only. ``clock`` (seconds, monotonic) is what
+    expiry and age are measured with.
+    """
+
+    def __init__(
+        self,
+        *,
+        max_events: int = MAX_EVENTS,
+        event_max_age: float = EVENT_MAX_AGE,
+        shared: bool = False,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if max_events <= 0 or event_max_age <= 0:
+            raise ValueError("max_events and event_max_age must be positive")
+        self.max_events = max_events
+        self.event_max_age = event_max_age
+        self.shared = shared
+        self.clock = clock
+        self._sessions: dict[str, tuple[bytes, float]] = {}  # sid -> (record, deadline)
+        self._logs: dict[tuple[str, str], _Log] = {}  # least recently appended first
+        self._subscribers: list[OnMessage] = []  # the on_message of every server sharing it
+
+    async def start(self, on_message: OnMessage) -> None:
+        self._subscribers.append(on_message)
+
+    async def close(self) -> None:
+        self._subscribers.clear()
+
+    # -- session records
+
+    def _live(self, sid: str) -> tuple[bytes, float] | None:
+        kept = self._sessions.get(sid)
+        if kept is not None and kept[1] <= self.clock():
+            self._drop(sid)
+            return None
+        return kept
+
+    def _drop(self, sid: str) -> bool:
+        found = self._sessions.pop(sid, None) is not None
+        for key in [k for k in self._logs if k[0] == sid]:
+            self._wake(self._logs.pop(key))
+        return found
+
+    async def open_session(self, sid: str, record: bytes, idle: float, max_sessions: int) -> bool:
+        now = self.clock()
+        for old in [s for s, (_, deadline) in self._sessions.items() if deadline <= now]:
+            self._drop(old)
+        if len(self._sessions) >= max_sessions:
+            return False
+        self._sessions[sid] = (record, now + idle)
+        return True
+
+    async def load_session(self, sid: str, idle: float) -> bytes | None:
+        kept = self._live(sid)
+        if kept is None:
+            return None
+        self._sessions[sid] = (kept[0], self.clock() + idle)
+        return kept[0]
+
+    async def save_session(self, sid: str, record: bytes, idle: float) -> bool:
+        if self._live(sid) is None:
+            return False
+        self._sessions[sid] = (record, self.clock() + idle)
+        return True
+
+    async def end_session(self, sid: str) -> bool:
+        return self._drop(sid)
+
+    # -- event logs
+
+    def _trim(self, log: _Log, now: float) -> None:
+        entries = log.entries
+        while entries and entries[0][2] <= now - self.event_max_age:
+            entries.popleft()
+
+    def _sweep(self, now: float) -> None:
+        """Drop the logs not appended to for as long as their session may idle: the table is in
+        order of last append, so this stops at the first log still alive."""
+        while self._logs:
+            key, log = next(iter(self._logs.items()))
+            if log.deadline > now:
+                return
+            del self._logs[key]
+            self._wake(log)
+
+    @staticmethod
+    def _wake(log: _Log) -> None:
+        waiters, log.waiters = log.waiters, []
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+
+    async def append(
+        self, sid: str, stream: str, messages: Sequence[bytes | None], idle: float
+    ) -> list[str]:
+        return self.append_now(sid, stream, messages, idle)
+
+    def append_now(
+        self, sid: str, stream: str, messages: Sequence[bytes | None], idle: float
+    ) -> list[str]:
+        """``append``, done before it returns (the memory store never waits)."""
+        now = self.clock()
+        key = (sid, stream)
+        log = self._logs.pop(key, None) or _Log()
+        self._logs[key] = log  # to the end: appended last
+        log.deadline = now + idle
+        positions = []
+        for message in messages:
+            log.last += 1
+            log.entries.append((log.last, message, now))
+            positions.append(str(log.last))
+        while len(log.entries) > self.max_events:
+            log.entries.popleft()
+        self._trim(log, now)
+        self._sweep(now)
+        self._wake(log)
+        return positions
+
+    async def read(
+        self, sid: str, stream: str, after: str | None, block: float = 0.0, count: int = 100
+    ) -> list[Entry] | None:
+        found = self.read_now(sid, stream, after, count)
+        if found is None or found or block <= 0:
+            return found
+        log = self._logs.get((sid, stream))
+        if log is None:
+            log = self._logs[(sid, stream)] = _Log(deadline=self.clock() + block)
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        log.waiters.append(waiter)
+        try:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(waiter, block)
+        finally:
+            with contextlib.suppress(ValueError):
+                log.waiters.remove(waiter)
+        return self.read_now(sid, stream, after, count)
+
+    def read_now(
+        self, sid: str, stream: str, after: str | None, count: int = 100
+    ) -> list[Entry] | None:
+        """``read`` without waiting."""
+        try:
+            cursor = 0 if after is None else int(after)
+        except ValueError:
+            return None
+        log = self._logs.get((sid, stream))
+        if log is None:
+            return [] if cursor == 0 else None
+        self._trim(log, self.clock())
+        first = log.entries[0][0] if log.entries else log.last + 1
+        if not first - 1 <= cursor <= log.last:
+            return None  # entries after it were dropped (or it never was)
+        start = cursor - first + 1
+        return [
+            (str(position), message)
+            for position, message, _ in list(log.entries)[start : start + count]
+        ]
+
+    async def last(self, sid: str, stream: str) -> str | None:
+        log = self._logs.get((sid, stream))
+        return str(log.last) if log is not None and log.last else None
+
+    # -- messages between workers
+
+    async def publish(self, sid: str, data: bytes) -> None:
+        loop = asyncio.get_running_loop()
+        for subscriber in self._subscribers:
+            loop.call_soon(subscriber, sid, data)
+
+
+# -- in Redis ---------------------------------------------------------------------------------------
+
+# Positions are Redis stream entry ids "<ms>-<n>": <ms> the time of the append (for trimming by
+# age with MINID), <n> counting the log's entries from 1 without a gap, so that whether entries
+# after a position were trimmed is one comparison with the first kept entry.
+_LUA_HELPERS = """
+local function split(id)
+  local dash = string.find(id, '-', 1, true)
+  return tonumber(string.sub(id, 1, dash - 1)), tonumber(string.sub(id, dash + 1))
+end
+local function last_id(key)
+  if redis.call('EXISTS', key) == 0 then return nil end
+  local info = redis.call('XINFO', 'STREAM', key)
+  for i = 1, #info, 2 do
+    if info[i] == 'last-generated-id' then return info[i + 1] end
+  end
+  return nil
+end
+"""
+
+# KEYS: log, the session's set of logs. ARGV: now (ms), max_events, max_age (ms), idle (ms),
+# then one (kind, data) pair per message: kind "d" with the message, "e" for the end.
+_APPEND = _LUA_HELPERS + """
+local ms, n = 0, 0
+local last = last_id(KEYS[1])
+if last then ms, n = split(last) end
+local now = tonumber(ARGV[1])
+if now > ms then ms = now end
+local ids = {}
+for i = 5, #ARGV, 2 do
+  n = n + 1
+  local id = ms .. '-' .. n
+  redis.call('XADD', KEYS[1], id, ARGV[i], ARGV[i + 1])
+  ids[#ids + 1] = id
+end
+redis.call('XTRIM', KEYS[1], 'MAXLEN', tonumber(ARGV[2]))
+redis.call('XTRIM', KEYS[1], 'MINID', now - tonumber(ARGV[3]))
+redis.call('PEXPIRE', KEYS[1], ARGV[4])
+redis.call('SADD', KEYS[2], KEYS[1])
+redis.call('PEXPIRE', KEYS[2], ARGV[4])
+return ids
+"""
+
+# KEYS: log. ARGV: after ('' for the start), count, now (ms), max_age (ms). Returns {1, entries}
+# or {0} when entries after `after` are no longer kept (or it is no position of this log).
+_READ = _LUA_HELPERS + """
+redis.call('XTRIM', KEYS[1], 'MINID', tonumber(ARGV[3]) - tonumber(ARGV[4]))
+local after_n = 0
+local after = '0-0'
+if ARGV[1] ~= '' then
+  if not string.match(ARGV[1], '^%d+%-%d+$') then return {0} end
+  after = ARGV[1]
+  local _, parsed = split(after)
+  after_n = parsed
+end
+local last = last_id(KEYS[1])
+if not last then
+  if after_n == 0 then return {1, {}} end
+  return {0}
+end
+local _, last_n = split(last)
+local first = redis.call('XRANGE', KEYS[1], '-', '+', 'COUNT', 1)
+local first_n = last_n + 1
+if #first > 0 then
+  local _, parsed = split(first[1][1])
+  first_n = parsed
+end
+if after_n < first_n - 1 or after_n > last_n then return {0} end
+return {1, redis.call('XRANGE', KEYS[1], '(' .. after, '+', 'COUNT', tonumber(ARGV[2]))}
+"""
+
+# KEYS: log.
+_LAST = _LUA_HELPERS + "return last_id(KEYS[1])\n"
+
+# KEYS: record, the table of sessions. ARGV: sid, record, now (ms), idle (ms), max_sessions.
+_OPEN = """
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', ARGV[3])
+if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[5]) then return 0 end
+redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[4])
+redis.call('ZADD', KEYS[2], tonumber(ARGV[3]) + tonumber(ARGV[4]), ARGV[1])
+return 1
+"""
+
+# KEYS: record, the table of sessions, the session's set of logs. ARGV: sid, now (ms), idle (ms),
+# and a new record ('' to keep it). Returns the record, or false when the session is gone.
+_TOUCH = """
+local record = redis.call('GET', KEYS[1])
+if not record then
+  redis.call('ZREM', KEYS[2], ARGV[1])
+  return false
+end
+if ARGV[4] ~= '' then record = ARGV[4] end
+redis.call('SET', KEYS[1], record, 'PX', ARGV[3])
+redis.call('ZADD', KEYS[2], tonumber(ARGV[2]) + tonumber(ARGV[3]), ARGV[1])
+if redis.call('EXISTS', KEYS[3]) == 1 then
+  for _, log in ipairs(redis.call('SMEMBERS', KEYS[3])) do redis.call('PEXPIRE', log, ARGV[3]) end
+  redis.call('PEXPIRE', KEYS[3], ARGV[3])
+end
+return record
+"""
+
+# KEYS: record, the table of sessions, the session's set of logs. ARGV: sid.
+_END = """
+local found = redis.call('DEL', KEYS[1])
+redis.call('ZREM', KEYS[2], ARGV[1])
+for _, log in ipairs(redis.call('SMEMBERS', KEYS[3])) do redis.call('DEL', log) end
+redis.call('DEL', KEYS[3])
+return found
+"""
+
+
+class RedisStore(Store):
+    """A store in Redis (``url``: ``redis://host:port/db``, ``rediss://`` or ``unix://``), shared
+    by every worker that uses the same ``url`` and ``prefix``, on the official ``redis`` client's
+    asyncio API. Each key is named ``<prefix>...``.
+
+    Keys: ``<prefix>s:<sid>`` (a session's record, with the session's idle time as its TTL),
+    ``<prefix>sessions`` (a sorted set of session ids by deadline: the count ``max_sessions``
+    bounds), ``<prefix>e:<sid>:<stream>`` (a stream's log, a Redis stream trimmed to
+    ``max_events`` entries and ``event_max_age`` seconds), ``<prefix>l:<sid>`` (the set of a
+    session's logs); channel ``<prefix>m`` carries the messages between workers. Each change is
+    one Lua script, so workers never see half of one. One Redis server (or a primary with
+    replicas); the scripts touch several keys, so not Redis Cluster.
+
+    A read that waits (``block``) holds one connection of the pool for that long: a worker needs
+    about one connection per event stream it serves (``max_connections``, 2048; Redis's own
+    ``maxclients`` is 10,000 by default).
+    """
+
+    shared = True
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        prefix: str = "mcpbind:",
+        max_events: int = MAX_EVENTS,
+        event_max_age: float = EVENT_MAX_AGE,
+        max_connections: int = 2048,
+    ) -> None:
+        try:
+            import redis.asyncio as aioredis
+        except ImportError as error:  # pragma: no cover - the http extra installs it
+            raise ImportError(
+                'RedisStore needs the redis client: pip install "mcpbind[http]"'
+            ) from error
+        if max_events <= 0 or event_max_age <= 0:
+            raise ValueError("max_events and event_max_age must be positive")
+        self.url = url
+        self.prefix = prefix
+        self.max_events = max_events
+        self.event_max_age = event_max_age
+        self.redis: redis.asyncio.Redis = aioredis.Redis.from_url(
+            url, max_connections=max_connections
+        )
+        self._append = self.redis.register_script(_APPEND)
+        self._read = self.redis.register_script(_READ)
+        self._last = self.redis.register_script(_LAST)
+        self._open = self.redis.register_script(_OPEN)
+        self._touch = self.redis.register_script(_TOUCH)
+        self._end = self.redis.register_script(_END)
+        self._listener: asyncio.Task[None] | None = None
+
+    def __repr__(self) -> str:
+        return f"RedisStore({self.url!r}, prefix={self.prefix!r})"
+
+    def _keys(self, sid: str) -> list[str]:
+        return [f"{self.prefix}s:{sid}", f"{self.prefix}sessions", f"{self.prefix}l:{sid}"]
+
+    # -- lifetime
+
+    async def start(self, on_message: OnMessage) -> None:
+        if self._listener is not None:
+            return
+        pubsub = self.redis.pubsub()
+        await pubsub.subscribe(f"{self.prefix}m")
+        self._listener = asyncio.ensure_future(self._listen(pubsub, on_message))
+
+    async def _listen(self, pubsub: Any, on_message: OnMessage) -> None:
+        try:
+            while True:
+                message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=None)
+                if message is None:
+                    continue
+                try:
+                    sid, data = msgspec.msgpack.decode(message["data"], type=tuple[str, bytes])
+                except msgspec.DecodeError:
+                    _log.warning("a message on %sm that no worker sent: ignored", self.prefix)
+                    continue
+                try:
+                    on_message(sid, data)
+                except Exception:  # one bad message must not stop the others
+                    _log.exception("handling a message from another worker")
+        finally:
+            with contextlib.suppress(Exception):
+                await pubsub.aclose()
+
+    async def close(self) -> None:
+        if self._listener is not None:
+            self._listener.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._listener
+            self._listener = None
+        await self.redis.aclose()
+
+    # -- session records
+
+    @staticmethod
+    def _ms(seconds: float) -> int:
+        return max(1, int(seconds * 1000))
+
+    async def open_session(self, sid: str, record: bytes, idle: float, max_sessions: int) -> bool:
+        keys = self._keys(sid)
+        now = int(time.time() * 1000)
+        done = await self._open(
+            keys=keys[:2], args=[sid, record, now, self._ms(idle), max_sessions]
+        )
+        return bool(done)
+
+    async def load_session(self, sid: str, idle: float) -> bytes | None:
+        now = int(time.time() * 1000)
+        record = await self._touch(keys=self._keys(sid), args=[sid, now, self._ms(idle), ""])
+        return bytes(record) if record else None
+
+    async def save_session(self, sid: str, record: bytes, idle: float) -> bool:
+        now = int(time.time() * 1000)
+        done = await self._touch(keys=self._keys(sid), args=[sid, now, self._ms(idle), record])
+        return bool(done)
+
+    async def end_session(self, sid: str) -> bool:
+        return bool(await self._end(keys=self._keys(sid), args=[sid]))
+
+    # -- event logs
+
+    def _log_key(self, sid: str, stream: str) -> str:
+        return f"{self.prefix}e:{sid}:{stream}"
+
+    async def append(
+        self, sid: str, stream: str, messages: Sequence[bytes | None], idle: float
+    ) -> list[str]:
+        args: list[Any] = [
+            int(time.time() * 1000),
+            self.max_events,
+            self._ms(self.event_max_age),
+            self._ms(max(idle, self.event_max_age)),
+        ]
+        for message in messages:
+            args += ["e", b""] if message is None else ["d", message]
+        ids = await self._append(keys=[self._log_key(sid, stream), self._keys(sid)[2]], args=args)
+        return [i.decode() if isinstance(i, bytes) else str(i) for i in ids]
+
+    async def read(
+        self, sid: str, stream: str, after: str | None, block: float = 0.0, count: int = 100
+    ) -> list[Entry] | None:
+        key = self._log_key(sid, stream)
+        now = int(time.time() * 1000)
+        found = await self._read(
+            keys=[key], args=[after or "", count, now, self._ms(self.event_max_age)]
+        )
+        if not found or found[0] == 0:
+            return None
+        entries = _entries(found[1])
+        if entries or block <= 0:
+            return entries
+        answer: Any = await self.redis.xread(
+            {key: after or "0-0"}, count=count, block=self._ms(block)
+        )
+        if not answer:
+            return []
+        if isinstance(answer, dict):  # RESP3: by key
+            return _entries(next(iter(answer.values()))[0])
+        return _entries(answer[0][1])
+
+    async def last(self, sid: str, stream: str) -> str | None:
+        found = await self._last(keys=[self._log_key(sid, stream)], args=[])
+        return found.decode() if isinstance(found, bytes) else found or None
+
+    # -- messages between workers
+
+    async def publish(self, sid: str, data: bytes) -> None:
+        payload = msgspec.msgpack.encode((sid, data))
+        await self.redis.publish(f"{self.prefix}m", payload)
+
+
+def _entries(raw: Any) -> list[Entry]:
+    """Entries of XRANGE/XREAD (``[id, fields]`` each; fields a flat list from a script, a dict
+    from the client) as (position, message or None)."""
+    out: list[Entry] = []
+    for rid, fields in raw:
+        if isinstance(fields, list):
+            fields = dict(zip(fields[::2], fields[1::2], strict=True))
+        position = rid.decode() if isinstance(rid, bytes) else str(rid)
+        data = fields.get(b"d", fields.get("d"))
+        out.append((position, None if data is None else bytes(data)))
+    return out
