@@ -222,7 +222,13 @@ class Bridge:
             if self.front.held and self.back.state == "idle":
                 self._connect(self.front.held[0])
             for e in events:
-                if type(e) is RequestReceived and self._client_load() >= self.max_in_flight:
+                # Requests from the client awaiting the server (an upper bound; the handshakes
+                # held are bounded by the front itself), counted inline: it is on every request.
+                if (
+                    type(e) is RequestReceived
+                    and len(self._up) + len(self._rounds) + len(self._client_waiting)
+                    >= self.max_in_flight
+                ):
                     self._answer_error(
                         e.id, _too_many(e.id, self.max_in_flight, "the client", "the server")
                     )
@@ -251,7 +257,11 @@ class Bridge:
             return
         try:
             for e in self.back.receive(data):
-                if type(e) is RequestReceived and self._server_load() >= self.max_in_flight:
+                # Requests from the server awaiting the client (an upper bound).
+                if (
+                    type(e) is RequestReceived
+                    and len(self._served) + len(self._server_waiting) >= self.max_in_flight
+                ):
                     self._quietly(
                         self.back.respond_error,
                         e.id,
@@ -426,7 +436,7 @@ class Bridge:
             if isinstance(e, RequestReceived) and self.back.state == "idle":
                 self._connect(e)
             if len(self._client_waiting) >= self.max_in_flight and not isinstance(
-                e, RequestReceived  # requests are bounded by _client_load
+                e, RequestReceived  # requests are bounded in from_client
             ):
                 self.log.append(f"client: {type(e).__name__} dropped: the server is not ready")
                 return
@@ -585,7 +595,7 @@ class Bridge:
                 self._progress(up, e)
         elif self.front.state != "ready":  # the client's handshake is not done yet
             if len(self._server_waiting) >= self.max_in_flight and not isinstance(
-                e, RequestReceived  # requests are bounded by _server_load
+                e, RequestReceived  # requests are bounded in from_server
             ):
                 self.log.append(f"server: {type(e).__name__} dropped: the client is not ready")
                 return
@@ -782,14 +792,6 @@ class Bridge:
             + len(self.front.held)
             + sum(type(e) is RequestReceived for e in waiting)
         )
-
-    def _client_load(self) -> int:
-        """Requests from the client awaiting the server's answer (an upper bound)."""
-        return len(self._up) + len(self._client_waiting) + len(self._rounds) + len(self.front.held)
-
-    def _server_load(self) -> int:
-        """Requests from the server awaiting the client's answer (an upper bound)."""
-        return len(self._served) + len(self._server_waiting)
 
     # -- failures ---------------------------------------------------------------------------
 
