@@ -1,0 +1,261 @@
+"""Two worker processes of examples/everything_server.py sharing one real Redis (`--redis URL`),
+each on its own port, with the client's requests sent to one or the other on purpose: a session
+opened on one continues on the other, a stream dropped on one resumes on the other with
+Last-Event-ID (nothing lost, nothing repeated), the client's answer to a request one worker sent
+reaches it through the other, and DELETE on one ends the session on both. Every message of the
+session, both ways, validates against its revision."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from mcpbind.validate import validate_lines
+
+pytestmark = [pytest.mark.interop, pytest.mark.timeout(120)]
+
+ROOT = Path(__file__).resolve().parents[2]
+REVISION = "2025-11-25"
+ACCEPT = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class Worker:
+    """One everything_server process on its own port, sharing the Redis."""
+
+    def __init__(self, redis_url: str, prefix: str) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}/mcp"
+        self.process = subprocess.Popen(
+            [
+                sys.executable,
+                "examples/everything_server.py",
+                "--port",
+                str(self.port),
+                "--redis",
+                redis_url,
+            ],
+            cwd=ROOT,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
+                    break
+            except OSError:
+                if self.process.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"the worker did not start: {self.errors()}") from None
+                time.sleep(0.1)
+
+    def errors(self) -> str:
+        if self.process.poll() is None:
+            return ""
+        assert self.process.stderr is not None
+        return self.process.stderr.read().decode(errors="replace")
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+
+
+@pytest.fixture
+def workers(redis_url: str) -> Iterator[tuple[Worker, Worker]]:
+    import redis
+
+    # The example's store uses the default prefix: start from an empty Redis.
+    redis.Redis.from_url(redis_url).flushdb()
+    a, b = Worker(redis_url, "a"), Worker(redis_url, "b")
+    try:
+        yield a, b
+    finally:
+        a.stop()
+        b.stop()
+
+
+class Client:
+    """A 2025-11-25 client speaking raw Streamable HTTP, to either worker; ``wire`` is the
+    transcript of the session, both ways."""
+
+    def __init__(self) -> None:
+        self.http = httpx.Client(timeout=20)
+        self.sid: str | None = None
+        self.wire: list[str] = []
+
+    def headers(self, **extra: str) -> dict[str, str]:
+        out = dict(ACCEPT)
+        if self.sid is not None:
+            out["mcp-session-id"] = self.sid
+            out["mcp-protocol-version"] = REVISION
+        return {**out, **extra}
+
+    def post(self, url: str, message: dict[str, Any], keep: int | None = None) -> Any:
+        """POST ``message``; its JSON answer, or the events of its stream (all of them, or the
+        first ``keep`` before the connection is dropped)."""
+        self.wire.append(json.dumps(message))
+        body = json.dumps(message).encode()
+        with self.http.stream("POST", url, content=body, headers=self.headers()) as response:
+            if "mcp-session-id" in response.headers:
+                self.sid = response.headers["mcp-session-id"]
+            kind = response.headers.get("content-type", "")
+            if response.status_code == 202:
+                return None
+            if kind.startswith("application/json"):
+                answer = json.loads(response.read())
+                self.wire.append(json.dumps(answer))
+                return answer
+            assert kind.startswith("text/event-stream"), (response.status_code, kind)
+            return self.events(response, keep)
+
+    def get(self, url: str, last: str, keep: int | None = None) -> list[dict[str, Any]]:
+        headers = self.headers(accept="text/event-stream")
+        headers["last-event-id"] = last
+        with self.http.stream("GET", url, headers=headers) as response:
+            assert response.status_code == 200, response.read()
+            return self.events(response, keep)
+
+    def events(self, response: httpx.Response, keep: int | None) -> list[dict[str, Any]]:
+        """The events of a stream (id, data and retry of each), up to ``keep`` of them."""
+        out: list[dict[str, Any]] = []
+        event: dict[str, Any] = {}
+        for line in response.iter_lines():
+            if line:
+                name, _, value = line.partition(":")
+                event[name] = value.removeprefix(" ")
+                continue
+            if "id" in event or "data" in event:
+                if event.get("data"):
+                    self.wire.append(event["data"])
+                out.append(event)
+                if keep is not None and len(out) >= keep:
+                    break  # the connection is dropped here
+            event = {}
+        return out
+
+    def open(self, url: str, notify_url: str) -> None:
+        answer = self.post(
+            url,
+            {
+                "jsonrpc": "2.0",
+                "id": 0,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": REVISION,
+                    "capabilities": {"sampling": {}},
+                    "clientInfo": {"name": "two-workers", "version": "1"},
+                },
+            },
+        )
+        assert answer["result"]["protocolVersion"] == REVISION and self.sid
+        assert (
+            self.post(notify_url, {"jsonrpc": "2.0", "method": "notifications/initialized"}) is None
+        )
+
+
+def call(rid: int, name: str, **arguments: Any) -> dict[str, Any]:
+    params = {"name": name, "arguments": arguments}
+    return {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": params}
+
+
+def messages(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [json.loads(e["data"]) for e in events if e.get("data")]
+
+
+def test_a_session_opened_on_one_worker_continues_on_the_other(workers: Any) -> None:
+    a, b = workers
+    client = Client()
+    client.open(a.url, b.url)  # initialized told to the other worker
+    listed = client.post(b.url, {"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+    assert "test_reconnection" in {t["name"] for t in listed["result"]["tools"]}
+    for rid, url in ((2, a.url), (3, b.url)):
+        answer = client.post(url, call(rid, "test_simple_text"))
+        assert answer["result"]["content"][0]["text"].startswith("This is a simple text")
+    assert list(validate_lines(client.wire, REVISION, strict=True)) == []
+
+
+def test_a_stream_dropped_on_one_worker_resumes_on_the_other(workers: Any) -> None:
+    a, b = workers
+    client = Client()
+    client.open(a.url, a.url)
+    # Three log messages 50 ms apart, then the answer: the connection is dropped after the
+    # priming event and the first log message, and the rest is asked of the other worker.
+    first = client.post(a.url, call(5, "test_tool_with_logging"), keep=2)
+    assert first[0]["data"] == "" and "retry" in first[0]  # the priming event
+    assert messages(first)[0]["params"]["data"] == "Tool execution started"
+    rest = client.get(b.url, first[-1]["id"])
+    got = messages(first) + messages(rest)
+    assert [m.get("params", {}).get("data") for m in got[:3]] == [
+        "Tool execution started",
+        "Tool processing data",
+        "Tool execution completed",
+    ]
+    assert len(got) == 4 and got[3]["id"] == 5 and "result" in got[3]
+    ids = [e["id"] for e in first + rest]
+    assert len(set(ids)) == len(ids)  # nothing repeated
+    assert all(i.split(":")[0] == ids[0].split(":")[0] for i in ids)  # ids name their stream
+
+    # The server closes a stream for polling on one worker; the answer comes from the other.
+    polled = client.post(a.url, call(6, "test_reconnection"))
+    assert [e.get("data") for e in polled] == [""] and polled[-1].get("retry") == "1000"
+    answer = messages(client.get(b.url, polled[0]["id"]))
+    assert answer[-1]["id"] == 6 and "after the stream was closed" in json.dumps(answer[-1])
+    assert list(validate_lines(client.wire, REVISION, strict=True)) == []
+
+
+def test_an_answer_sent_to_the_other_worker_reaches_the_one_that_asked(workers: Any) -> None:
+    a, b = workers
+    client = Client()
+    client.open(a.url, b.url)
+    # Worker a asks the client for a sampling on the call's stream; the client reads the request,
+    # drops the stream, answers through worker b, and resumes the stream on b.
+    first = client.post(a.url, call(7, "test_sampling", prompt="hi"), keep=2)
+    (asked,) = messages(first)
+    assert asked["method"] == "sampling/createMessage"
+    result = {"role": "assistant", "content": {"type": "text", "text": "hello"}, "model": "m"}
+    assert client.post(b.url, {"jsonrpc": "2.0", "id": asked["id"], "result": result}) is None
+    rest = messages(client.get(b.url, first[-1]["id"]))
+    assert rest == [
+        {
+            "jsonrpc": "2.0",
+            "id": 7,
+            "result": {"content": [{"type": "text", "text": "LLM response: hello"}]},
+        }
+    ]
+    assert list(validate_lines(client.wire, REVISION, strict=True)) == []
+
+
+def test_delete_on_one_worker_ends_the_session_on_the_other(workers: Any) -> None:
+    a, b = workers
+    client = Client()
+    client.open(a.url, b.url)
+    assert client.post(a.url, {"jsonrpc": "2.0", "id": 1, "method": "ping"})["result"] == {}
+    gone = client.http.delete(b.url, headers=client.headers())
+    assert gone.status_code == 200
+    for url in (a.url, b.url):
+        after = client.http.post(
+            url,
+            content=json.dumps({"jsonrpc": "2.0", "id": 2, "method": "ping"}),
+            headers=client.headers(),
+        )
+        assert after.status_code == 404, after.text
+        stream = client.http.get(url, headers=client.headers(accept="text/event-stream"))
+        assert stream.status_code == 404
+    assert client.http.delete(a.url, headers=client.headers()).status_code == 404
