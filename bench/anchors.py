@@ -303,6 +303,68 @@ class Dmcg(Anchor):
 
 
 # ---------------------------------------------------------------------------------------------
+# The floors: what the codec is measured against (docs/benchmarks.md, "What is measured")
+
+
+class _Floor:
+    """The least a codec written in Python does to send one message: a method call, msgspec's
+    encode of the exact wire value, and the message's id remembered in a dict. No checks."""
+
+    def __init__(self) -> None:
+        self.sent: dict[Any, bool] = {}
+
+    def encode(self, wire: Any, encode: Any = msgspec.json.encode) -> bytes:
+        out = encode(wire)
+        self.sent[getattr(wire, "id", None)] = True
+        return out
+
+
+def encode_floor(w: Workload, decoded: list[Any]) -> Any:
+    """The floor's runner over the wire values of ``w``'s messages (each made outside the timing
+    by the sending codec's own tables: the very Struct that codec encodes)."""
+    import mcpbind
+
+    codecs = {r: mcpbind.Codec(w.revision, r) for r in ("client", "server")}
+    wires = []
+    for m, value in zip(w.messages, decoded, strict=True):
+        t = type(value)
+        method = codecs[m.sender]._send.get(type(value.message) if t is mcpbind.Request else t)
+        wires.append(value if method is None else method.unbuild(value))
+    floor = _Floor()
+    return lambda wires=wires, encode=floor.encode: [encode(v) for v in wires]
+
+
+def decode_floor(w: Workload) -> Any:
+    """The decode floor's runner: for each message, one Python call running the msgspec decoder
+    the receiving codec uses for it (the union of what that side receives, or the response
+    decoder of the request's method), hooks for open objects and untagged unions included, and
+    nothing of the codec's own (no dispatch, no bookkeeping, no wrapper)."""
+    import mcpbind
+    from mcpbind import codec
+
+    tables = {r: mcpbind.Codec(w.revision, r)._t for r in ("client", "server")}
+    steps = []
+    for m in w.messages:
+        t = tables[m.receiver]
+        method = t.methods.get(m.method or "")
+        tried = [t.fast.decode, t.generic.decode, codec._ERROR.decode]  # request, result, error
+        if m.kind == "response" and method is not None and method.response is not None:
+            tried.insert(0, method.response.decode)
+        for decode in tried:  # the first that reads it, as the codec's paths would
+            try:
+                decode(m.data)
+            except msgspec.ValidationError:
+                continue
+            steps.append((decode, m.data))
+            break
+
+    def run(steps: list[tuple[Any, bytes]] = steps) -> list[Any]:
+        return [decode(data) for decode, data in steps]
+
+    return run
+
+
+# ---------------------------------------------------------------------------------------------
 
 
 class Orjson(Anchor):
@@ -340,4 +402,6 @@ __all__ = [
     "Orjson",
     "SESSIONS",
     "accepted_by_mcpbind",
+    "decode_floor",
+    "encode_floor",
 ]

@@ -1,98 +1,177 @@
 """Instructions, not seconds: the workloads' decode and encode counted under valgrind.
 
-    .venv/bin/python -m bench.instructions [--runs 30] [--what decode,encode] TEXT...
+    .venv/bin/python -m bench.instructions [--runs 20] [--what decode,encode]
+        [--anchors mcpbind,floor,orjson] [--keep DIR] TEXT...
 
 On the shared 2-core machine the times of `make bench` move by a third from run to run, too much
-to see a change of a few percent in the codec's per-message Python. Instruction counts move by
-a few percent at most (the allocator's first passes among them; more runs, less of that): each
-workload whose name contains one of the TEXTs is decoded (or encoded) ``--runs``
-times in a process under ``valgrind --tool=cachegrind``, and once with no runs; the difference
-divided by the runs is the count of one pass over the workload, for mcpbind and for orjson.
-Instructions are a proxy: orjson does more per instruction than Python does, so a ratio of
-instructions is lower than the ratio of times (about 1.1-1.4x lower on the sessions).
+to see a change of a few percent in the codec's per-message Python. Instruction counts do not
+move with the load. One process runs under ``valgrind --tool=callgrind`` with instrumentation
+off; for each workload whose name contains one of the TEXTs, each direction and each anchor, it
+runs the anchor's runner twice (everything built, caches warm), then switches counting on, runs
+it ``--runs`` times and dumps the count through callgrind's client requests (a ten-line C shim
+compiled with ``cc`` into a temporary folder). The count divided by the runs is one pass over
+the workload, in the very runners `make bench` times:
+
+- ``mcpbind``: ``Codec.decode`` / ``Codec.encode`` per message (bench/anchors.py ``Mcpbind``);
+- ``floor``: the decode and encode floors of `make bench` (bench/anchors.py ``decode_floor``,
+  ``encode_floor``), the anchors of the codec's targets;
+- ``orjson``: ``orjson.loads`` / ``dumps``.
+
+Each line prints the counts and codec / floor. Instructions are a proxy for time: orjson does
+more per instruction than Python does. ``--keep DIR`` keeps callgrind's files, one per count,
+for ``callgrind_annotate`` (where the instructions went, by C function).
 """
 
 from __future__ import annotations
 
 import argparse
+import ctypes
 import gc
 import re
 import shutil
 import subprocess
 import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
-from .anchors import Mcpbind, Orjson, accepted_by_mcpbind
+from .anchors import Mcpbind, Orjson, accepted_by_mcpbind, decode_floor, encode_floor
 from .workloads import ROOT, all_workloads
 
+SHIM = r"""
+#include <valgrind/callgrind.h>
+void bench_start(void) { CALLGRIND_START_INSTRUMENTATION; }
+void bench_stop(void) { CALLGRIND_STOP_INSTRUMENTATION; }
+void bench_zero(void) { CALLGRIND_ZERO_STATS; }
+void bench_dump(const char *label) { CALLGRIND_DUMP_STATS_AT(label); }
+"""
+ANCHORS = ("mcpbind", "floor", "orjson")
 
-def run(anchor: str, what: str, names: list[str], runs: int) -> None:
-    """The body measured: one workload pass ``runs`` times, after everything is built."""
-    fns = []
+
+def runners(anchor: str, what: str, names: list[str]) -> list[tuple[str, Callable[[], Any]]]:
+    """(workload name, runner) of ``anchor`` for every workload a TEXT of ``names`` selects."""
+    out = []
     for w in all_workloads():
-        if any(text in f"{w.name} ({w.revision})" for text in names):
-            w = accepted_by_mcpbind(w)
+        label = f"{w.name} ({w.revision})"
+        if not any(text in label for text in names):
+            continue
+        w = accepted_by_mcpbind(w)
+        decode, _ = Mcpbind().decoder(w)
+        assert decode is not None
+        if anchor == "floor":
+            fn = decode_floor(w) if what == "decode" else encode_floor(w, decode())
+        else:
             a = Mcpbind() if anchor == "mcpbind" else Orjson()
-            decode, _ = a.decoder(w)
-            if what == "decode":
-                fns.append(decode)
-            else:
-                encode, note = a.encoder(w, decode())
-                if encode is None:
-                    raise SystemExit(f"{w.name}: {note}")
-                fns.append(encode)
-    for fn in fns:
-        fn()
+            fn, note = a.decoder(w)
+            if what == "encode" and fn is not None:
+                fn, note = a.encoder(w, fn())
+            if fn is None:
+                raise SystemExit(f"{w.name}: {note}")
+        out.append((label, fn))
+    return out
+
+
+def child(shim: str, runs: int, whats: list[str], anchors: list[str], names: list[str]) -> None:
+    """Under callgrind: count each runner's ``runs`` passes, one dump each."""
+    lib = ctypes.CDLL(shim)
+    lib.bench_dump.argtypes = [ctypes.c_char_p]
+
+    def nothing() -> None:
+        return None
+
+    jobs: list[tuple[str, Callable[[], Any]]] = [("empty\tempty\tempty", nothing)]
+    for what in whats:
+        for anchor in anchors:
+            for label, fn in runners(anchor, what, names):
+                jobs.append((f"{label}\t{what}\t{anchor}", fn))
+    gc.collect()
     gc.disable()
-    for _ in range(runs):
-        for fn in fns:
+    for label, fn in jobs:
+        fn()
+        fn()
+        lib.bench_start()
+        lib.bench_zero()
+        for _ in range(runs):
             fn()
+        lib.bench_dump(label.encode())
+        lib.bench_stop()
 
 
-def count(anchor: str, what: str, names: list[str], runs: int) -> int:
-    argv = [
-        "valgrind",
-        "--tool=cachegrind",
-        "--cache-sim=no",
-        "--cachegrind-out-file=/dev/null",
-        sys.executable,
-        "-m",
-        "bench.instructions",
-        "--child",
-        anchor,
-        what,
-        str(runs),
-        *names,
-    ]
-    proc = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, check=True)
-    found = re.search(r"I\s+refs:\s+([\d,]+)", proc.stderr)
-    if found is None:
-        raise SystemExit(f"no instruction count from valgrind:\n{proc.stderr[-2000:]}")
-    return int(found.group(1).replace(",", ""))
+def counts(
+    runs: int, whats: list[str], anchors: list[str], names: list[str], keep: Path | None
+) -> dict[tuple[str, str, str], int]:
+    """(workload, what, anchor) -> instructions of one pass."""
+    with tempfile.TemporaryDirectory(prefix="bench-instructions-") as tmp:
+        folder = Path(tmp)
+        source = folder / "shim.c"
+        source.write_text(SHIM)
+        shim = folder / "shim.so"
+        subprocess.run(["cc", "-O2", "-shared", "-fPIC", "-o", str(shim), str(source)], check=True)
+        out_dir = keep or folder
+        out_dir.mkdir(parents=True, exist_ok=True)
+        argv = [
+            "valgrind",
+            "--tool=callgrind",
+            "--instr-atstart=no",
+            f"--callgrind-out-file={out_dir}/callgrind.%p",
+            sys.executable,
+            "-m",
+            "bench.instructions",
+            "--child",
+            str(shim),
+            str(runs),
+            ",".join(whats),
+            ",".join(anchors),
+            *names,
+        ]
+        proc = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise SystemExit(f"the counting process failed:\n{proc.stderr[-3000:]}")
+        found: dict[tuple[str, str, str], int] = {}
+        dumps = [p for p in out_dir.glob("callgrind.*.*") if p.suffix[1:].isdigit()]
+        for path in sorted(dumps, key=lambda p: int(p.suffix[1:])):  # in the order counted
+            text = path.read_text(errors="replace")
+            trigger = re.search(r"^desc: Trigger: Client Request: (.*)$", text, re.M)
+            total = re.search(r"^(?:summary|totals):\s+(\d+)", text, re.M)
+            if trigger is None or total is None:
+                continue
+            workload, what, anchor = trigger.group(1).split("\t")
+            found[workload, what, anchor] = int(total.group(1))
+        empty = found.pop(("empty", "empty", "empty"), 0)
+        return {k: (v - empty) // runs for k, v in found.items()}
 
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if args[:1] == ["--child"]:
-        anchor, what, runs, *names = args[1:]
-        run(anchor, what, names, int(runs))
+        shim, runs, whats, anchors, *names = args[1:]
+        child(shim, int(runs), whats.split(","), anchors.split(","), names)
         return 0
-    parser = argparse.ArgumentParser(prog="python -m bench.instructions", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.instructions",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("names", nargs="+", metavar="TEXT")
-    parser.add_argument("--runs", type=int, default=30)
+    parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--what", default="decode,encode")
+    parser.add_argument("--anchors", default=",".join(ANCHORS))
+    parser.add_argument("--keep", type=Path, default=None, help="keep callgrind's files here")
     parsed = parser.parse_args(args)
-    if shutil.which("valgrind") is None:
-        raise SystemExit("valgrind is not installed")
-    for what in parsed.what.split(","):
-        per_run = {}
-        for anchor in ("mcpbind", "orjson"):
-            base = count(anchor, what, parsed.names, 0)
-            per_run[anchor] = (count(anchor, what, parsed.names, parsed.runs) - base) // parsed.runs
-        ratio = per_run["mcpbind"] / per_run["orjson"]
-        print(
-            f"{what:6s} {' + '.join(parsed.names)}: mcpbind {per_run['mcpbind']:,} "
-            f"orjson {per_run['orjson']:,} instructions per pass, ratio {ratio:.2f}"
-        )
+    if shutil.which("valgrind") is None or shutil.which("cc") is None:
+        raise SystemExit("needs valgrind (callgrind) and a C compiler (cc)")
+    whats, anchors = parsed.what.split(","), parsed.anchors.split(",")
+    found = counts(parsed.runs, whats, anchors, parsed.names, parsed.keep)
+    workloads = list(dict.fromkeys(w for w, _, _ in found))
+    for what in whats:
+        for w in workloads:
+            row = {a: found.get((w, what, a)) for a in anchors}
+            cells = "  ".join(f"{a} {v:>12,}" for a, v in row.items() if v is not None)
+            ratio = ""
+            if row.get("mcpbind") and row.get("floor"):
+                ratio = f"  codec/floor {row['mcpbind'] / row['floor']:.2f}"
+            print(f"{what:6s} {w[:56]:56s} {cells}{ratio}")
     return 0
 
 
