@@ -113,7 +113,18 @@ class _Peek(msgspec.Struct, gc=False):
     method: Any = None
     params: Any = None
     error: Any = None
-    result: Any = msgspec.UNSET
+
+
+class _PeekAnswer(msgspec.Struct, gc=False):
+    """Enough of a client's message to tell an answer (to a request of some worker) apart."""
+
+    id: Any = None
+    method: Any = None
+    result: msgspec.Raw = msgspec.Raw()  # empty when absent
+    error: msgspec.Raw = msgspec.Raw()
+
+
+_peek_answer = msgspec.json.Decoder(_PeekAnswer)
 
 
 class _Record(msgspec.Struct, array_like=True):
@@ -848,12 +859,12 @@ class StreamableHTTPServer:
         the worker that sent it (True: nothing more to do here); a client's notification is also
         told to the other workers, where the request it cancels may run."""
         try:
-            peek = _peek.decode(body)
+            peek = _peek_answer.decode(body)
         except (msgspec.DecodeError, ValueError, RecursionError):
             return False  # a batch, or what cannot be read: this worker's session answers it
         assert live.sid is not None
         if peek.method is None and peek.id is not None:
-            if peek.result is msgspec.UNSET and peek.error is None:
+            if not peek.result and not peek.error:
                 return False
             if peek.id in live.waiting:
                 return False

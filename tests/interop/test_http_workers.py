@@ -37,7 +37,7 @@ def free_port() -> int:
 class Worker:
     """One everything_server process on its own port, sharing the Redis."""
 
-    def __init__(self, redis_url: str, prefix: str) -> None:
+    def __init__(self, redis_url: str, *options: str) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/mcp"
         self.process = subprocess.Popen(
@@ -48,6 +48,7 @@ class Worker:
                 str(self.port),
                 "--redis",
                 redis_url,
+                *options,
             ],
             cwd=ROOT,
             stdout=subprocess.DEVNULL,
@@ -83,7 +84,7 @@ def workers(redis_url: str) -> Iterator[tuple[Worker, Worker]]:
 
     # The example's store uses the default prefix: start from an empty Redis.
     redis.Redis.from_url(redis_url).flushdb()
-    a, b = Worker(redis_url, "a"), Worker(redis_url, "b")
+    a, b = Worker(redis_url), Worker(redis_url)
     try:
         yield a, b
     finally:
@@ -259,3 +260,38 @@ def test_delete_on_one_worker_ends_the_session_on_the_other(workers: Any) -> Non
         stream = client.http.get(url, headers=client.headers(accept="text/event-stream"))
         assert stream.status_code == 404
     assert client.http.delete(a.url, headers=client.headers()).status_code == 404
+
+
+def workers_of(pid: int) -> list[int]:
+    """The worker processes ``pid`` spawned (Linux /proc: children running spawn_main)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+                command = (entry / "cmdline").read_bytes()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid and b"spawn_main" in command:
+                found.append(int(entry.name))
+    return found
+
+
+def test_workers_on_one_port_serve_one_session(redis_url: str) -> None:
+    import redis
+
+    redis.Redis.from_url(redis_url).flushdb()
+    server = Worker(redis_url, "--workers", "2")
+    workers = workers_of(server.process.pid)
+    try:
+        assert len(workers) == 2
+        client = Client()
+        client.http = httpx.Client(timeout=20, headers={"connection": "close"})  # new each time
+        client.open(server.url, server.url)
+        for rid in range(1, 21):
+            answer = client.post(server.url, call(rid, "test_simple_text"))
+            assert answer["id"] == rid and "result" in answer
+        assert list(validate_lines(client.wire, REVISION, strict=True)) == []
+    finally:
+        server.stop()
+    assert not [w for w in workers if Path(f"/proc/{w}").exists()]  # stopped with it
