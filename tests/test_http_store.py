@@ -150,6 +150,22 @@ def test_entries_older_than_event_max_age_are_dropped(make_store: MakeStore) -> 
     run(go())
 
 
+def test_the_log_of_a_stream_that_ended_is_dropped_after_event_max_age(
+    make_store: MakeStore,
+) -> None:
+    async def go() -> None:
+        store = make_store(event_max_age=0.2)
+        ended = await store.append("s", "done", [b"a", None], 60)
+        going = await store.append("s", "going", [b"b"], 60)
+        await asyncio.sleep(0.4)
+        assert await store.last("s", "done") is None
+        assert await store.read("s", "done", ended[0]) is None
+        assert await store.last("s", "going") == going[0]  # an open stream keeps its place
+        await store.close()
+
+    run(go())
+
+
 def test_ending_a_session_drops_its_event_logs(make_store: MakeStore) -> None:
     async def go() -> None:
         store = make_store()

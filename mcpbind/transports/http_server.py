@@ -249,7 +249,7 @@ class _Stream:
 
     def _orphan(self, why: str) -> None:
         self.orphaned = None
-        if not self.readers and self.remote <= 0:
+        if not self.readers and self.remote <= 0 and self.owed:
             self.abandon(why)
 
 

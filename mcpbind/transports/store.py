@@ -168,6 +168,8 @@ class MemoryStore(Store):
         self.clock = clock
         self._sessions: dict[str, tuple[bytes, float]] = {}  # sid -> (record, deadline)
         self._logs: dict[tuple[str, str], _Log] = {}  # least recently appended first
+        # Logs of streams that ended, by when they are dropped (event_max_age after their end).
+        self._ended: dict[tuple[str, str], float] = {}
         self._subscribers: list[OnMessage] = []  # the on_message of every server sharing it
 
     async def start(self, on_message: OnMessage) -> None:
@@ -188,6 +190,7 @@ class MemoryStore(Store):
     def _drop(self, sid: str) -> bool:
         found = self._sessions.pop(sid, None) is not None
         for key in [k for k in self._logs if k[0] == sid]:
+            self._ended.pop(key, None)
             self._wake(self._logs.pop(key))
         return found
 
@@ -224,8 +227,17 @@ class MemoryStore(Store):
             entries.popleft()
 
     def _sweep(self, now: float) -> None:
-        """Drop the logs not appended to for as long as their session may idle: the table is in
-        order of last append, so this stops at the first log still alive."""
+        """Drop the logs of streams that ended ``event_max_age`` ago, and those not appended to
+        for as long as their session may idle: both tables are in order of last append, so this
+        stops at the first log still alive."""
+        while self._ended:
+            key, deadline = next(iter(self._ended.items()))
+            if deadline > now:
+                break
+            del self._ended[key]
+            log = self._logs.pop(key, None)
+            if log is not None:
+                self._wake(log)
         while self._logs:
             key, log = next(iter(self._logs.items()))
             if log.deadline > now:
@@ -262,6 +274,9 @@ class MemoryStore(Store):
         while len(log.entries) > self.max_events:
             log.entries.popleft()
         self._trim(log, now)
+        if messages and messages[-1] is None:  # nothing more comes: kept while it may be read
+            self._ended.pop(key, None)
+            self._ended[key] = now + self.event_max_age
         self._sweep(now)
         self._wake(log)
         return positions
@@ -293,10 +308,12 @@ class MemoryStore(Store):
             cursor = 0 if after is None else int(after)
         except ValueError:
             return None
+        now = self.clock()
+        self._sweep(now)
         log = self._logs.get((sid, stream))
         if log is None:
             return [] if cursor == 0 else None
-        self._trim(log, self.clock())
+        self._trim(log, now)
         first = log.entries[0][0] if log.entries else log.last + 1
         if not first - 1 <= cursor <= log.last:
             return None  # entries after it were dropped (or it never was)
@@ -307,6 +324,7 @@ class MemoryStore(Store):
         ]
 
     async def last(self, sid: str, stream: str) -> str | None:
+        self._sweep(self.clock())
         log = self._logs.get((sid, stream))
         return str(log.last) if log is not None and log.last else None
 
@@ -355,7 +373,11 @@ for i = 5, #ARGV, 2 do
 end
 redis.call('XTRIM', KEYS[1], 'MAXLEN', tonumber(ARGV[2]))
 redis.call('XTRIM', KEYS[1], 'MINID', now - tonumber(ARGV[3]))
-redis.call('PEXPIRE', KEYS[1], ARGV[4])
+if ARGV[#ARGV - 1] == 'e' then
+  redis.call('PEXPIRE', KEYS[1], ARGV[3])  -- the stream ended: kept while it may be read
+else
+  redis.call('PEXPIRE', KEYS[1], ARGV[4])
+end
 redis.call('SADD', KEYS[2], KEYS[1])
 redis.call('PEXPIRE', KEYS[2], ARGV[4])
 return ids
@@ -497,23 +519,38 @@ class RedisStore(Store):
         self._listener = asyncio.ensure_future(self._listen(pubsub, on_message))
 
     async def _listen(self, pubsub: Any, on_message: OnMessage) -> None:
-        try:
-            while True:
-                message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=None)
-                if message is None:
-                    continue
-                try:
-                    sid, data = msgspec.msgpack.decode(message["data"], type=tuple[str, bytes])
-                except msgspec.DecodeError:
-                    _log.warning("a message on %sm that no worker sent: ignored", self.prefix)
-                    continue
-                try:
-                    on_message(sid, data)
-                except Exception:  # one bad message must not stop the others
-                    _log.exception("handling a message from another worker")
-        finally:
-            with contextlib.suppress(Exception):
-                await pubsub.aclose()
+        """Deliver the channel's messages; when the connection to Redis drops, subscribe again
+        (a second later, and then every second until Redis answers)."""
+        while True:
+            try:
+                await self._deliver(pubsub, on_message)
+            except asyncio.CancelledError:
+                with contextlib.suppress(Exception):
+                    await pubsub.aclose()
+                raise
+            except Exception:
+                _log.exception("listening to %sm: subscribing again in a second", self.prefix)
+                with contextlib.suppress(Exception):
+                    await pubsub.aclose()
+                await asyncio.sleep(1.0)
+                with contextlib.suppress(Exception):
+                    pubsub = self.redis.pubsub()
+                    await pubsub.subscribe(f"{self.prefix}m")
+
+    async def _deliver(self, pubsub: Any, on_message: OnMessage) -> None:
+        while True:
+            message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=None)
+            if message is None:
+                continue
+            try:
+                sid, data = msgspec.msgpack.decode(message["data"], type=tuple[str, bytes])
+            except msgspec.DecodeError:
+                _log.warning("a message on %sm that no worker sent: ignored", self.prefix)
+                continue
+            try:
+                on_message(sid, data)
+            except Exception:  # one bad message must not stop the others
+                _log.exception("handling a message from another worker")
 
     async def close(self) -> None:
         if self._listener is not None:
