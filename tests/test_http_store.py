@@ -365,6 +365,9 @@ def test_close_stream_polls_where_the_revision_has_priming_and_only_there(
         # 2025-06-18 clients are sent no empty event, and the stream is not cut.
         answer = await old.post(app, poll)
         assert answer["result"]["content"][0]["text"] == "closed=False"
+        streamed = await old.post(app, count_call(3))
+        assert all(e.get("data") for e in streamed) and len(data(streamed)) == 4
+        assert all("retry" not in e for e in streamed)
 
     run(go())
 
