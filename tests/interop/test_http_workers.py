@@ -79,12 +79,19 @@ class Worker:
 
 
 @pytest.fixture
-def workers(redis_url: str) -> Iterator[tuple[Worker, Worker]]:
+def example_redis(redis_url: str) -> str:
+    """A database of the test Redis of its own, empty: the example's store uses the default key
+    prefix."""
     import redis
 
-    # The example's store uses the default prefix: start from an empty Redis.
-    redis.Redis.from_url(redis_url).flushdb()
-    a, b = Worker(redis_url), Worker(redis_url)
+    url = redis_url.rsplit("/", 1)[0] + "/1"
+    redis.Redis.from_url(url).flushdb()
+    return url
+
+
+@pytest.fixture
+def workers(example_redis: str) -> Iterator[tuple[Worker, Worker]]:
+    a, b = Worker(example_redis), Worker(example_redis)
     try:
         yield a, b
     finally:
@@ -277,11 +284,8 @@ def workers_of(pid: int) -> list[int]:
     return found
 
 
-def test_workers_on_one_port_serve_one_session(redis_url: str) -> None:
-    import redis
-
-    redis.Redis.from_url(redis_url).flushdb()
-    server = Worker(redis_url, "--workers", "2")
+def test_workers_on_one_port_serve_one_session(example_redis: str) -> None:
+    server = Worker(example_redis, "--workers", "2")
     workers = workers_of(server.process.pid)
     try:
         assert len(workers) == 2
