@@ -29,6 +29,7 @@ class _Method:
     kind_attr: str | None  # attribute of the result discriminator in its own result class
     gated: bool  # it has capability gates
     tasked: bool  # a task may ride on it: its params can ask for one, or it asks for a payload
+    payload: bool  # it asks for a task's payload (``FACTS.tasks.payload_method``)
     # the wire keys of ``FACTS.tasks.when`` (where a task may ride on it) and of
     # ``.payload_task_id`` (a request naming a task) in its params, for plain dicts; or None
     task_keys: tuple[str | None, str | None]
@@ -123,6 +124,7 @@ def _build(revision: str, role: str) -> _Tables:
             kind_attr,
             bool(spec.gates),
             tasked,
+            tasks is not None and name == tasks.payload_method,
             (
                 (
                     _wire_key(spec.params, tasks.when) if tasked else None,

@@ -114,6 +114,7 @@ class Codec:
         self._fast, self._by_wire, self._send = self._t.fast, self._t.by_wire, self._t.send
         kinds = self.facts.result_kinds
         self._own_kind = kinds.own if kinds is not None else None
+        self._task_when = self.facts.tasks.when if self.facts.tasks is not None else ""
         self._pending: dict[Any, str] = {}  # id of a request sent -> its method
         # id -> (the method whose result answers it, None for a task's creation; the task id)
         self._answers: dict[Any, tuple[str | None, Any]] = {}
@@ -472,8 +473,14 @@ class Codec:
             _finite(msg, out)
         if m.request:
             self._pending[msg.id] = m.name
-            if m.tasked:
-                self._expect_task(m, msg.id, (msg.message if t is Request else msg).params)
+            if m.tasked:  # the call only when a task rides on it (a Python call costs 1,000+)
+                params = (msg.message if t is Request else msg).params
+                if (
+                    m.payload
+                    or getattr(params, self._task_when, UNSET) is not UNSET
+                    or type(params) is dict
+                ):
+                    self._expect_task(m, msg.id, params)
         if m.learns:
             self._learn(_params(msg))
         return out
