@@ -442,6 +442,39 @@ def test_two_servers_sharing_a_store_serve_one_session_and_delete_ends_it_on_bot
     run(go())
 
 
+def test_what_one_server_sends_outside_any_request_reaches_the_get_stream_read_on_the_other(
+    make_store: MakeStore,
+) -> None:
+    from mcpbind import v2025_11_25 as v4
+    from mcpbind.events import NotificationReceived
+
+    async def go() -> None:
+        one, two = server(make_store(share=True)), server(make_store(share=True))
+
+        async def on_request(event: Any) -> Any:
+            return {"roots": [{"uri": "file:///seen-by-two"}]}
+
+        session = ClientSession(revisions=("2025-11-25",), info=INFO, capabilities={"roots": {}})
+        async with StreamableHTTPClient(
+            URL, session, http=http(one), on_request=on_request
+        ) as client:
+            await client.connect()  # its GET stream is read by server one
+            sid = client.session_id
+            assert sid is not None and sid not in two.sessions
+            result = await two.request(sid, "roots/list")  # two rebuilds the session
+            assert type(result) is v4.ListRootsResult
+            assert result.roots[0].uri == "file:///seen-by-two"
+            assert two.notify(sid, "notifications/message", {"level": "info", "data": "from two"})
+            while not any(isinstance(e, NotificationReceived) for e in client.events):
+                await asyncio.sleep(0.01)
+        (heard,) = [e for e in client.events if isinstance(e, NotificationReceived)]
+        assert heard.params.data == "from two"
+        for store in {id(one.store): one.store, id(two.store): two.store}.values():
+            await store.close()
+
+    run(go())
+
+
 def test_the_typed_client_resumes_a_polled_stream_on_either_store(make_store: MakeStore) -> None:
     async def go() -> None:
         app = server(make_store())

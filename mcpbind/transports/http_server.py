@@ -42,7 +42,7 @@ import secrets
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgspec
 from starlette.applications import Starlette
@@ -98,6 +98,15 @@ STANDALONE = "get"
 # its stream is closed or its session ends).
 _READ_BLOCK = 5.0
 _CLOSE: Any = object()  # queued by Call.close_stream: end the response, not the stream
+
+
+class _Stop(NamedTuple):
+    """Why a reader is told to stop: ``close`` (its response ends after the entry at ``until``:
+    polling) or ``end`` (at once: the stream or session is over)."""
+
+    why: str
+    until: str | None = None
+
 
 # The header-mismatch error of the per-request envelope revisions' HTTP transport: the MCP
 # schema defines no such error, so the facts record does not carry it (see the report).
@@ -179,7 +188,7 @@ class _Stream:
     # on other workers, and the timer that gives it up when no one resumes it.
     key: str | None = None
     pump: asyncio.Task[None] | None = None
-    readers: set[asyncio.Future[str]] | None = None
+    readers: set[asyncio.Future[_Stop]] | None = None
     remote: int = 0
     orphaned: asyncio.TimerHandle | None = None
     resume_timeout: float = RESUME_TIMEOUT
@@ -220,12 +229,12 @@ class _Stream:
             self.closed = True
             self.queue.put_nowait(None)
 
-    def stop_readers(self, why: str) -> None:
-        """Tell this worker's readers to end their responses: ``close`` (after what the log holds
-        already, and a retry field: the client resumes) or ``end`` (at once)."""
+    def stop_readers(self, why: str, until: str | None = None) -> None:
+        """Tell this worker's readers to end their responses: ``close`` (after the entries up to
+        position ``until``, and a retry field: the client resumes) or ``end`` (at once)."""
         for reader in self.readers or ():
             if not reader.done():
-                reader.set_result(why)
+                reader.set_result(_Stop(why, until))
 
     @property
     def owed(self) -> bool:
@@ -268,7 +277,7 @@ class _Live:
         self.streams: dict[str, _Stream] = {}  # its resumable streams with work on this worker
         self.ready = False  # the client's initialized notification came (a shared record says)
         self.record: bytes | None = None  # its record in a shared store
-        self.readers: set[asyncio.Future[str]] = set()  # its event streams' readers here
+        self.readers: set[asyncio.Future[_Stop]] = set()  # its event streams' readers here
 
     @property
     def in_use(self) -> bool:
@@ -480,7 +489,8 @@ class StreamableHTTPServer:
         self._started = None
 
     async def _start(self) -> None:
-        """Listen to the other workers sharing the store (once, on the first request)."""
+        """Listen to the other workers sharing the store (once, on the first request, or the
+        first ``request`` of the server's own)."""
         if self._started is None:
             self._started = asyncio.get_running_loop().create_future()
             try:
@@ -929,6 +939,7 @@ class StreamableHTTPServer:
         ``Call.close_stream`` on the way stops its readers after what came before it."""
         sid, key = live.sid, stream.key
         assert sid is not None and key is not None
+        last: str | None = None  # the position of the last entry appended
         try:
             while True:
                 while not stream.queue.empty():
@@ -938,14 +949,17 @@ class StreamableHTTPServer:
                 for item in batch:
                     if item is _CLOSE:
                         if items:
-                            await self.store.append(sid, key, items, self.session_idle_timeout)
-                            items = []
-                        stream.stop_readers("close")
+                            positions = await self.store.append(
+                                sid, key, items, self.session_idle_timeout
+                            )
+                            last, items = positions[-1], []
+                        stream.stop_readers("close", last)
                         continue
                     items.append(item)
                     ended = ended or item is None
                 if items:
-                    await self.store.append(sid, key, items, self.session_idle_timeout)
+                    positions = await self.store.append(sid, key, items, self.session_idle_timeout)
+                    last = positions[-1]
                 if ended:
                     return
                 batch = [await stream.queue.get()]
@@ -959,12 +973,12 @@ class StreamableHTTPServer:
             if live.streams.get(key) is stream and key != STANDALONE:
                 del live.streams[key]
 
-    def _attach(self, live: _Live, key: str, local: _Stream | None) -> asyncio.Future[str]:
+    def _attach(self, live: _Live, key: str, local: _Stream | None) -> asyncio.Future[_Stop]:
         """Count a new reader of stream ``key`` (``local``: its ``_Stream`` on this worker, if
         any) before its response starts, so that a ``close_stream`` already on its way stops it;
         its "stop now" future."""
         assert live.sid is not None
-        stop: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        stop: asyncio.Future[_Stop] = asyncio.get_running_loop().create_future()
         live.readers.add(stop)
         if local is not None:
             local.readers = local.readers or set()
@@ -975,7 +989,7 @@ class StreamableHTTPServer:
         return stop
 
     def _release(
-        self, live: _Live, key: str, local: _Stream | None, stop: asyncio.Future[str]
+        self, live: _Live, key: str, local: _Stream | None, stop: asyncio.Future[_Stop]
     ) -> None:
         """The reader of ``stop`` is gone (once, however its response ended)."""
         if stop not in live.readers:
@@ -1014,7 +1028,7 @@ class StreamableHTTPServer:
         live: _Live,
         key: str,
         after: str | None,
-        stop: asyncio.Future[str],
+        stop: asyncio.Future[_Stop],
         entries: list[Entry] | None = None,
         greet: bool = False,
     ) -> AsyncIterator[bytes]:
@@ -1026,44 +1040,62 @@ class StreamableHTTPServer:
         assert sid is not None
         prefix = key.encode() + b":"
         cursor = after
+        read: asyncio.Future[list[Entry] | None] | None = None
         if greet:
             yield b": stream open\n\n"
-        while True:
-            if entries is None:
-                read = asyncio.ensure_future(self.store.read(sid, key, cursor, _READ_BLOCK))
-                await asyncio.wait((read, stop), return_when=asyncio.FIRST_COMPLETED)
-                if read.done():
-                    entries = read.result()
-                else:
-                    read.cancel()
-                    with contextlib.suppress(asyncio.CancelledError):
-                        await read
-                    entries = []
+        try:
+            while True:
                 if entries is None:
-                    _log.warning(
-                        "session %s stream %s: the events after %s are no longer kept, so "
-                        "its reader is ended",
-                        sid,
-                        key,
-                        cursor,
-                    )
-                    return
-            for position, message in entries:
-                if message is None:  # the stream ended
-                    return
-                cursor = position
-                yield self._event(prefix, position, message)
-            entries = None
-            if stop.done():
-                if stop.result() != "close":
-                    return
-                # Closed for polling: what the log holds already, then the retry delay.
-                for position, message in await self.store.read(sid, key, cursor) or []:
-                    if message is None:
+                    read = asyncio.ensure_future(self.store.read(sid, key, cursor, _READ_BLOCK))
+                    await asyncio.wait((read, stop), return_when=asyncio.FIRST_COMPLETED)
+                    if read.done():
+                        entries = read.result()
+                    else:
+                        read.cancel()
+                        with contextlib.suppress(asyncio.CancelledError):
+                            await read
+                        entries = []
+                    if entries is None:
+                        _log.warning(
+                            "session %s stream %s: the events after %s are no longer kept, so "
+                            "its reader is ended",
+                            sid,
+                            key,
+                            cursor,
+                        )
                         return
+                for position, message in entries:
+                    if message is None:  # the stream ended
+                        return
+                    cursor = position
                     yield self._event(prefix, position, message)
-                yield b"retry: %d\n\n" % self.retry_ms
-                return
+                    if stop.done() and stop.result() == ("close", position):
+                        break  # what follows the close is for the client's next GET
+                entries = None
+                if stop.done():
+                    why, until = stop.result()
+                    if why != "close":
+                        return
+                    # Closed for polling: what was logged before the close, then the retry.
+                    while cursor != until:
+                        more = await self.store.read(sid, key, cursor)
+                        if not more:
+                            break
+                        for position, message in more:
+                            if message is None:
+                                return
+                            cursor = position
+                            yield self._event(prefix, position, message)
+                            if position == until:
+                                break
+                    yield b"retry: %d\n\n" % self.retry_ms
+                    return
+        except Exception:  # the store failed: the client may resume the stream later
+            _log.exception("reading the events of session %s stream %s", sid, key)
+        finally:
+            if read is not None and not read.done():
+                read.cancel()  # the response ended while it waited
+                read.add_done_callback(_quiet)
 
     # -- handlers ---------------------------------------------------------------------------------
 
@@ -1259,7 +1291,7 @@ class StreamableHTTPServer:
             task.cancel()
         for reader in live.readers:
             if not reader.done():
-                reader.set_result("end")
+                reader.set_result(_Stop("end"))
         for stream in list(live.streams.values()):
             stream.abandon()
             if stream.orphaned is not None:
@@ -1283,6 +1315,8 @@ class StreamableHTTPServer:
         when the stream closes and is not resumed within ``resume_timeout`` before the answer
         comes, or the session ends.
         """
+        if self._shared:
+            await self._start()  # the client's answer may come through another worker
         live = self.sessions.get(sid)
         if live is None and self._shared:
             found = await self._find(sid)
@@ -1305,6 +1339,12 @@ class StreamableHTTPServer:
         live.session.notify(method, params)
         stream.put(live.session.data_to_send())
         return not stream.given_up
+
+
+def _quiet(future: asyncio.Future[Any]) -> None:
+    """Retrieve the outcome of a future no one awaits any more (so it is not logged)."""
+    if not future.cancelled():
+        future.exception()
 
 
 def _stream_key(key: str) -> bool:
