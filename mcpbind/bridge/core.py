@@ -24,13 +24,7 @@ import msgspec
 from msgspec import UNSET
 
 from .._revisions import RELEASED
-from ..errors import (
-    INTERNAL_ERROR,
-    INVALID_PARAMS,
-    INVALID_REQUEST,
-    METHOD_NOT_FOUND,
-    ProtocolError,
-)
+from ..errors import INTERNAL_ERROR, INVALID_REQUEST, ProtocolError
 from ..events import (
     ErrorReceived,
     Event,
@@ -47,23 +41,17 @@ from ..events import (
     TaskCreated,
 )
 from ..negotiate import negotiate
-from ..projection import ProjectionError
-from ..session import ClientSession, ServerSession
-from ..session._common import _fields, _open_class, checked, speech
+from ..session import ServerSession
+from ..session._common import speech
 from ..transports.stdio import Envelope, envelope
-from .losses import Lost, convey
+from .crossing import LOSSY, NOT_SENT, Back, Crossing, Edge, too_many
 
 __all__ = ["CONNECTION_CLOSED", "LOSSY", "MAX_IN_FLIGHT", "Bridge"]
 
 # JSON-RPC's implementation-defined server error range: the peer the request was for is gone.
 CONNECTION_CLOSED = -32000
-# What --strict answers a message with when it cannot cross without a loss.
-LOSSY = INVALID_PARAMS
 # Requests from one side that may await the other side's answer at once (per side).
 MAX_IN_FLIGHT = 1024
-
-
-_SHOWN = 3  # JSON paths shown per kind of loss in one log line
 
 
 class _Held(msgspec.Struct, frozen=True, gc=False):
@@ -76,27 +64,7 @@ class _Held(msgspec.Struct, frozen=True, gc=False):
     message: Any
 
 
-class _Edge:
-    """What the bridge asks of each of its two sessions beyond their public API."""
-
-    _out: list[bytes]
-    _outgoing: dict[Any, Any]
-
-    def awaits(self, id: Any) -> bool:
-        """Whether this side's request ``id`` still awaits its response (the session has not
-        read one, nor dropped it as unreadable)."""
-        return id in self._outgoing
-
-    def reject(self, error: ProtocolError) -> None:
-        """Queue ``error`` as the answer to a message the session never read (``error.id``)."""
-        self._out.append(error.to_json())
-
-
-class _Back(_Edge, ClientSession):
-    """The session facing the server."""
-
-
-class _Front(_Edge, ServerSession):
+class _Front(Edge, ServerSession):
     """The session facing the client: it holds the client's handshake until ``open`` (at most
     ``limit`` handshakes; more are refused)."""
 
@@ -122,7 +90,7 @@ class _Front(_Edge, ServerSession):
         if len(self.held) < self.limit:
             self.held.append(held)
         else:
-            self.reject(_too_many(held.id, self.limit, "the client", "the server"))
+            self.reject(too_many(held.id, self.limit, "the client", "the server"))
 
     def open(self, capabilities: Any, info: Any, instructions: Any) -> list[Event]:
         """Answer the held handshakes with the server's capabilities, info and instructions."""
@@ -170,7 +138,7 @@ class _Round(msgspec.Struct, gc=False):
     responses: dict[str, Any]
 
 
-class Bridge:
+class Bridge(Crossing):
     """One client connected through one bridge to one server, sans-IO.
 
     ``client_revisions`` are what the client side may agree on, ``server_revisions`` what the
@@ -191,11 +159,9 @@ class Bridge:
     ) -> None:
         if max_in_flight < 1:
             raise ValueError(f"max_in_flight must be at least 1, not {max_in_flight}")
+        super().__init__(server_revisions, strict=strict)
         self.front = _Front(client_revisions, max_in_flight)
-        self.back = _Back(server_revisions)
-        self.strict = strict
         self.max_in_flight = max_in_flight
-        self.log: list[str] = []
         self.closed = False
         self.why: str | None = None  # why close() ended it
         self._closing: ProtocolError | None = None  # ... as the error that answers from then on
@@ -205,9 +171,6 @@ class Bridge:
         self._rounds: dict[Any, _Round] = {}  # id to the client -> the input round it serves
         self._client_waiting: list[Event] = []  # client events until the server side is ready
         self._server_waiting: list[Event] = []  # server events until the client side is ready
-        self._client_caps: Any = None
-        self._failed: ProtocolError | None = None
-        self._envelope_cache: tuple[Any, dict[str, Any]] | None = None
 
     # -- the two transports -----------------------------------------------------------------
 
@@ -230,7 +193,7 @@ class Bridge:
                     >= self.max_in_flight
                 ):
                     self._answer_error(
-                        e.id, _too_many(e.id, self.max_in_flight, "the client", "the server")
+                        e.id, too_many(e.id, self.max_in_flight, "the client", "the server")
                     )
                     continue
                 self._client_event(e)
@@ -266,7 +229,7 @@ class Bridge:
                         self.back.respond_error,
                         e.id,
                         INTERNAL_ERROR,
-                        _too_many(e.id, self.max_in_flight, "the server", "the client").message,
+                        too_many(e.id, self.max_in_flight, "the server", "the client").message,
                     )
                     continue
                 self._server_event(e)
@@ -313,105 +276,22 @@ class Bridge:
     def to_server(self) -> list[bytes]:
         return self.back.data_to_send()
 
-    def take_log(self) -> list[str]:
-        out, self.log = self.log, []
-        return out
-
-    # -- crossing ---------------------------------------------------------------------------
-
-    def _cross(self, obj: Any, target: str, what: str) -> tuple[Any, list[Lost]]:
-        """``obj`` into ``target``; every loss is logged (and returned, for --strict)."""
-        if obj is UNSET or obj is None:
-            return obj, []
-        try:
-            value, lost = convey(obj, target)
-        except ProjectionError as exc:
-            if exc.path != "$":
-                raise ProtocolError(INVALID_PARAMS, f"{what} cannot cross: {exc}") from None
-            # The type has another name there (2026-07-28's ElicitRequestFormParams is
-            # 2025-06-18's ElicitRequestParams): the session checks the plain value into the
-            # method's own class of the target revision.
-            return msgspec.to_builtins(obj), []
-        refused = [one for one in lost if one.rule == "refuse"]
-        if refused:
-            raise self._lossy_error(what, target, refused, "")
-        if lost:
-            self._log_losses(what, target, lost)
-        return value, lost
-
-    def _log_losses(self, what: str, target: str, lost: list[Lost]) -> None:
-        """One line per kind of loss: its first paths and how many there were (a list of 100
-        tools loses the same field 100 times)."""
-        kinds: dict[tuple[str, str, str], list[Lost]] = {}
-        for one in lost:
-            kinds.setdefault((one.type, one.field, one.rule), []).append(one)
-        for same in kinds.values():
-            first = same[0].describe()
-            if len(same) > 1:
-                more = ", ".join(x.path for x in same[1:_SHOWN])
-                rest = f", ... ({len(same)} in all)" if len(same) > _SHOWN else ""
-                first = first.replace(": ", f", {more}{rest}: ", 1)
-            self.log.append(f"loss: {what} into MCP {target}: {first}")
-
-    def _lossy_error(
-        self, what: str, target: str, lost: list[Lost], why: str = "--strict: "
-    ) -> ProtocolError:
-        return ProtocolError(
-            LOSSY,
-            f"{why}{what} cannot be carried to MCP {target} without loss at "
-            + ", ".join(one.path for one in lost)
-            + "".join(f" ({one.reason})" for one in lost if one.rule == "refuse"),
-            {"lost": [{"path": one.path, "rule": one.rule, "reason": one.reason} for one in lost]},
-        )
-
     # -- opening ----------------------------------------------------------------------------
 
     def _connect(self, held: Any) -> None:
         """Open the server side with what the client's first message says about it."""
         sp = held.speech if isinstance(held, _Held) else speech(held.revision)
-        message = held.message
-        if sp.handshake == "initialize":
-            caps, info = message.params.capabilities, message.params.client_info
-        else:
-            meta = message.params.meta if message.params is not UNSET else None
-            envelope = sp.facts.request_meta
-            assert envelope is not None  # a revision without initialize has the envelope
-            caps = meta.get(envelope.capabilities_key) if meta else None
-            info = meta.get(envelope.info_key) if meta else None
-            if isinstance(caps, dict):
-                caps = checked(caps, sp.facts.client_capabilities, sp.revision, "$.capabilities")
-        self._client_caps = caps
-        target = self.back.revisions[0]
-        if caps is not None:
-            projected, lost = self._cross(caps, target, "the client's capabilities")
-            if lost and self.strict:
-                self._failed = self._lossy_error("the client's capabilities", target, lost)
-                self.back.state = "failed"
-                return
-            self.back.capabilities = msgspec.to_builtins(projected)
-        self.back.info = msgspec.to_builtins(info) if info is not None else None
-        self.back.connect()
+        self._open_back(*self.client_identity(sp, held.message))
 
     def _server_ready(self, e: Negotiated) -> None:
-        if self._client_caps is not None and e.revision != self.back.revisions[0]:
-            caps, _ = self._cross(self._client_caps, e.revision, "the client's capabilities")
-            self.back.capabilities = msgspec.to_builtins(caps)
+        self._back_agreed(e)
         revision = next((r for h in self.front.held if (r := self.front.revision_of(h))), None)
-        caps = e.capabilities
-        if revision is not None:
-            caps, lost = self._cross(caps, revision, "the server's capabilities")
-            if lost and self.strict:
-                self.front.refuse(self._lossy_error("the server's capabilities", revision, lost))
-                return
-        info = e.info
-        if revision is not None and isinstance(info, msgspec.Struct):
-            info, _ = self._cross(info, revision, "the server's info")
-        instructions = getattr(e.result, "instructions", UNSET)
-        for one in self.front.open(
-            msgspec.to_builtins(caps),
-            msgspec.to_builtins(info) if info is not None else None,
-            None if instructions is UNSET else instructions,
-        ):
+        try:
+            face = self._server_face(e, revision)
+        except ProtocolError as error:
+            self.front.refuse(error)
+            return
+        for one in self.front.open(*face):
             self._client_event(one)
         waiting, self._client_waiting = self._client_waiting, []
         for one in waiting:
@@ -462,26 +342,8 @@ class Bridge:
             self.front.respond_error(id, error.code, error.message, error.data)
 
     def _client_request(self, e: RequestReceived) -> None:
-        target = self.back.revision
-        assert target is not None
-        front_sp = speech(e.revision)
-        if e.method not in speech(target).methods:
-            self._answer_error(
-                e.id,
-                ProtocolError(
-                    METHOD_NOT_FOUND,
-                    f"Method not found: {e.method!r} is not part of MCP {target}, "
-                    "the revision the server speaks",
-                    {"method": e.method},
-                ),
-            )
-            return
-        params, token = _rewrite_meta(e.params, front_sp, speech(target), self._envelope(target))
-        what = f"the params of {e.method!r}"
         try:
-            params, lost = self._cross(params, target, what)
-            if lost and self.strict:
-                raise self._lossy_error(what, target, lost)
+            params, token = self._down_params(e.method, e.params, e.revision)
             down = self.back.request(
                 e.method, None if params is UNSET else params, progress=token is not None
             )
@@ -491,46 +353,15 @@ class Bridge:
         self._down[down] = _Forwarded(e.id, e.method, e.revision)
         self._up[e.id] = down
 
-    def _envelope(self, target: str) -> dict[str, Any]:
-        """The per-request ``_meta`` envelope of the server's revision (empty if it has none),
-        built once per agreed revision and capabilities."""
-        key = (target, id(self.back.capabilities))
-        if self._envelope_cache is not None and self._envelope_cache[0] == key:
-            return self._envelope_cache[1]
-        out = self._build_envelope(target)
-        self._envelope_cache = (key, out)
-        return out
-
-    def _build_envelope(self, target: str) -> dict[str, Any]:
-        envelope = speech(target).facts.request_meta
-        if envelope is None:
-            return {}
-        out = {
-            envelope.version_key: speech(target).version,
-            envelope.capabilities_key: self.back.capabilities,
-        }
-        if self.back.info is not None:
-            out[envelope.info_key] = self.back.info
-        return out
-
     def _client_notification(self, e: NotificationReceived) -> None:
         target = self.back.revision
         assert target is not None
-        if e.method not in speech(target).methods:
-            self.log.append(
-                f"loss: the client's {e.method!r} notification does not exist in MCP {target}: "
-                "not forwarded"
-            )
-            return
         self._quietly(self._notify, self.back, e.method, e.params, target, "the client's")
 
     def _notify(self, session: Any, method: str, params: Any, target: str, whose: str) -> None:
-        what = f"{whose} {method!r} notification"
-        params, lost = self._cross(params, target, what)
-        if lost and self.strict:
-            self.log.append(f"--strict: {what} not forwarded (it would lose data)")
-            return
-        session.notify(method, None if params is UNSET else params)
+        params = self._notification(method, params, target, whose)
+        if params is not NOT_SENT:
+            session.notify(method, params)
 
     def _client_cancelled(self, e: RequestCancelled) -> None:
         down = self._up.pop(e.id, None)
@@ -546,12 +377,10 @@ class Bridge:
         served = self._served.pop(e.id, None)
         if served is None:
             return
-        what = f"the client's result of {served.method!r}"
         try:
-            result, lost = self._cross(e.result, served.revision, what)
-            if lost and self.strict:
-                raise self._lossy_error(what, served.revision, lost)
-            self.back.respond(served.id, result)
+            self.back.respond(
+                served.id, self._client_answer(e.result, served.revision, served.method)
+            )
         except ProtocolError as err:
             self._quietly(self.back.respond_error, served.id, err.code, err.message, err.data)
 
@@ -601,7 +430,7 @@ class Bridge:
                 return
             self._server_waiting.append(e)
         elif isinstance(e, RequestReceived):
-            self._server_request(e)
+            self._server_event_request(e)
         elif isinstance(e, NotificationReceived):
             self._server_notification(e)
         elif isinstance(e, RequestCancelled):
@@ -630,24 +459,10 @@ class Bridge:
     def _server_notification(self, e: NotificationReceived) -> None:
         target = self.front.revision
         assert target is not None
-        if e.method not in speech(target).methods:
-            self.log.append(
-                f"loss: the server's {e.method!r} notification does not exist in MCP {target}: "
-                "not forwarded"
-            )
-            return
         self._quietly(self._notify, self.front, e.method, e.params, target, "the server's")
 
     def _progress(self, up: _Forwarded, e: ProgressReceived) -> None:
-        message = e.message
-        progress = speech(up.revision).facts.lifecycle.get("progress")
-        spec = speech(up.revision).methods.get(progress or "")
-        if message is not None and spec is not None and "message" not in _fields(spec.params):
-            self.log.append(
-                f"loss: the server's progress message {message!r} into MCP {up.revision}: "
-                "its progress notification has no message; dropped"
-            )
-            message = None
+        message = self._progress_message(up.revision, e.message)
         self._quietly(self.front.progress, up.id, e.progress, e.total, message)
 
     def _flush_server(self) -> None:
@@ -662,31 +477,16 @@ class Bridge:
         if up is None:
             return
         self._up.pop(up.id, None)
-        what = f"the result of {up.method!r}"
         try:
-            result, lost = self._cross(result, up.revision, what)
-            if lost and self.strict:
-                raise self._lossy_error(what, up.revision, lost)
-            self.front.respond(up.id, result)
+            self.front.respond(up.id, self._up_result(result, up.revision, up.method))
         except ProtocolError as err:
             self._answer_error(up.id, err)
 
-    def _server_request(self, e: RequestReceived) -> None:
+    def _server_event_request(self, e: RequestReceived) -> None:
         target = self.front.revision
         assert target is not None
-        what = f"the params of the server's {e.method!r}"
         try:
-            if e.method not in speech(target).methods:
-                raise ProtocolError(
-                    METHOD_NOT_FOUND,
-                    f"Method not found: {e.method!r} is not part of MCP {target}, "
-                    "the revision the client speaks",
-                    {"method": e.method},
-                )
-            params, lost = self._cross(e.params, target, what)
-            if lost and self.strict:
-                raise self._lossy_error(what, target, lost)
-            up = self.front.request(e.method, None if params is UNSET else params)
+            up = self.front.request(e.method, self._server_request(e.method, e.params, target))
         except ProtocolError as err:
             self._quietly(self.back.respond_error, e.id, err.code, err.message, err.data)
             return
@@ -707,15 +507,9 @@ class Bridge:
         try:
             for name, request in (e.input_requests or {}).items():
                 method = request.method
-                if method not in speech(up.revision).methods:
-                    raise ProtocolError(
-                        METHOD_NOT_FOUND,
-                        f"the server needs {method!r} input to answer {up.method!r}, which MCP "
-                        f"{up.revision} (the client's revision) cannot ask for",
-                    )
-                params, _ = self._cross(request.params, up.revision, f"the server's {method!r}")
+                params = self._input_request(method, request.params, up.method, up.revision)
                 try:
-                    asked = self.front.request(method, None if params is UNSET else params)
+                    asked = self.front.request(method, params)
                 except ProtocolError as err:
                     raise ProtocolError(
                         err.code,
@@ -735,10 +529,7 @@ class Bridge:
 
     def _round_answer(self, id: Any, round: _Round, result: Any) -> None:
         name = round.pending.pop(id)
-        target = self.back.revision
-        assert target is not None
-        value, _ = self._cross(result, target, "the client's input")
-        round.responses[name] = value
+        round.responses[name] = self._input_answer(result)
         if not round.pending:
             self._retry(round)
 
@@ -890,7 +681,7 @@ class Bridge:
         """Answer the server's message ``id`` with ``error``, read by the session or not."""
         _refuse(self.back, id, error)
 
-    def _after_close(self, message: Envelope, side: _Edge) -> None:
+    def _after_close(self, message: Envelope, side: Edge) -> None:
         """A message after ``close``: a request gets the error of the close."""
         error = self._closing
         assert error is not None
@@ -905,49 +696,8 @@ class Bridge:
             self.log.append(f"bridge: {err.message}")
 
 
-def _refuse(side: _Front | _Back, id: Any, error: ProtocolError) -> None:
+def _refuse(side: _Front | Back, id: Any, error: ProtocolError) -> None:
     try:
         side.respond_error(id, error.code, error.message, error.data)
     except ProtocolError:  # the session never read it (or its id could not be read)
         side.reject(ProtocolError(error.code, error.message, error.data, id))
-
-
-def _too_many(id: Any, limit: int, sender: str, other: str) -> ProtocolError:
-    """The error for a request from ``sender`` past ``limit`` requests awaiting ``other``."""
-    return ProtocolError(
-        INTERNAL_ERROR,
-        f"Server busy: {limit} requests from {sender} already await an answer from {other} "
-        "(the bridge's max_in_flight)",
-        {"max_in_flight": limit},
-        id,
-    )
-
-
-def _rewrite_meta(params: Any, sp: Any, to: Any, envelope: dict[str, Any]) -> tuple[Any, Any]:
-    """``params`` with the client side's per-request ``_meta`` envelope and progress token
-    taken out and the server side's ``envelope`` put in (so that it projects into a revision
-    that requires one); and the token (the server side sets its own)."""
-    if params is UNSET:
-        return params, None
-    meta = getattr(params, "meta", UNSET)
-    token = None
-    if isinstance(meta, dict) and meta:
-        drop = set()
-        own = sp.facts.request_meta
-        if own is not None:
-            drop |= {own.version_key, own.capabilities_key, own.info_key}
-        token = meta.get(sp.progress_key) if sp.progress_key is not None else None
-        if token is not None:
-            drop.add(sp.progress_key)
-        if not envelope and not drop.intersection(meta):
-            return params, token
-        kept = {k: v for k, v in meta.items() if k not in drop}
-    elif envelope:
-        kept = {}
-    else:
-        return params, None
-    kept.update(envelope)
-    cls = type(meta) if isinstance(meta, dict) else _open_class(type(params), "meta")
-    if cls is None:
-        return params, token
-    return msgspec.structs.replace(params, meta=cls(kept)), token

@@ -1,0 +1,404 @@
+"""What a message becomes on its way from one side of a bridge to the other, whatever carries it:
+the rules both fronts of ``mcpbind bridge`` (stdio, ``core.Bridge``; HTTP, ``gateway``) share.
+
+``Crossing`` is the part of a bridge facing the server: its ``ClientSession`` (``back``), what
+the client said about itself, and every translation between the client's revision and the
+server's (params down, results up, notifications, progress, the server's requests, input rounds
+both ways), with the ``[[loss]]`` rules applied and each loss logged with its JSON path
+(``log``). It does no I/O and keeps no request table: each front keeps its own.
+
+Every fact about a revision comes from the generated ``FACTS``/``METHODS`` (through the sessions'
+``speech``); no method or revision is named here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import msgspec
+from msgspec import UNSET
+
+from ..errors import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, ProtocolError
+from ..events import Negotiated
+from ..projection import ProjectionError
+from ..session import ClientSession
+from ..session._common import _fields, _open_class, checked, speech
+from .losses import Lost, convey
+
+__all__ = ["LOSSY", "NOT_SENT", "Back", "Crossing", "Edge", "too_many"]
+
+# What --strict answers a message with when it cannot cross without a loss.
+LOSSY = INVALID_PARAMS
+
+_SHOWN = 3  # JSON paths shown per kind of loss in one log line
+
+
+class Edge:
+    """What a bridge asks of each of its sessions beyond their public API."""
+
+    _out: list[bytes]
+    _outgoing: dict[Any, Any]
+
+    def awaits(self, id: Any) -> bool:
+        """Whether this side's request ``id`` still awaits its response (the session has not
+        read one, nor dropped it as unreadable)."""
+        return id in self._outgoing
+
+    def reject(self, error: ProtocolError) -> None:
+        """Queue ``error`` as the answer to a message the session never read (``error.id``)."""
+        self._out.append(error.to_json())
+
+
+class Back(Edge, ClientSession):
+    """The session facing the server."""
+
+
+class Crossing:
+    """The server side of a bridge and the translations to and from it (module docstring).
+
+    ``strict``: a message that cannot cross without a loss raises ``ProtocolError`` (``LOSSY``,
+    the paths in ``data``) instead of crossing with the loss logged.
+    """
+
+    def __init__(self, server_revisions: Iterable[str] | str, *, strict: bool = False) -> None:
+        self.back = Back(server_revisions)
+        self.strict = strict
+        self.log: list[str] = []
+        self._client_caps: Any = None  # the client's capabilities, in its own revision
+        self._failed: ProtocolError | None = None  # the server side could not be opened
+        self._envelope_cache: tuple[Any, dict[str, Any]] | None = None
+
+    def take_log(self) -> list[str]:
+        out, self.log = self.log, []
+        return out
+
+    # -- values -----------------------------------------------------------------------------
+
+    def _cross(self, obj: Any, target: str, what: str) -> tuple[Any, list[Lost]]:
+        """``obj`` into ``target``; every loss is logged (and returned, for --strict)."""
+        if obj is UNSET or obj is None:
+            return obj, []
+        try:
+            value, lost = convey(obj, target)
+        except ProjectionError as exc:
+            if exc.path != "$":
+                raise ProtocolError(INVALID_PARAMS, f"{what} cannot cross: {exc}") from None
+            # The type has another name there (2026-07-28's ElicitRequestFormParams is
+            # 2025-06-18's ElicitRequestParams): the session checks the plain value into the
+            # method's own class of the target revision.
+            return msgspec.to_builtins(obj), []
+        refused = [one for one in lost if one.rule == "refuse"]
+        if refused:
+            raise self._lossy_error(what, target, refused, "")
+        if lost:
+            self._log_losses(what, target, lost)
+        return value, lost
+
+    def _carry(self, obj: Any, target: str, what: str) -> Any:
+        """``obj`` into ``target``; with --strict, a loss raises the ``LOSSY`` error."""
+        value, lost = self._cross(obj, target, what)
+        if lost and self.strict:
+            raise self._lossy_error(what, target, lost)
+        return value
+
+    def _log_losses(self, what: str, target: str, lost: list[Lost]) -> None:
+        """One line per kind of loss: its first paths and how many there were (a list of 100
+        tools loses the same field 100 times)."""
+        kinds: dict[tuple[str, str, str], list[Lost]] = {}
+        for one in lost:
+            kinds.setdefault((one.type, one.field, one.rule), []).append(one)
+        for same in kinds.values():
+            first = same[0].describe()
+            if len(same) > 1:
+                more = ", ".join(x.path for x in same[1:_SHOWN])
+                rest = f", ... ({len(same)} in all)" if len(same) > _SHOWN else ""
+                first = first.replace(": ", f", {more}{rest}: ", 1)
+            self.log.append(f"loss: {what} into MCP {target}: {first}")
+
+    def _lossy_error(
+        self, what: str, target: str, lost: list[Lost], why: str = "--strict: "
+    ) -> ProtocolError:
+        return ProtocolError(
+            LOSSY,
+            f"{why}{what} cannot be carried to MCP {target} without loss at "
+            + ", ".join(one.path for one in lost)
+            + "".join(f" ({one.reason})" for one in lost if one.rule == "refuse"),
+            {"lost": [{"path": one.path, "rule": one.rule, "reason": one.reason} for one in lost]},
+        )
+
+    # -- opening ----------------------------------------------------------------------------
+
+    @staticmethod
+    def client_identity(sp: Any, message: Any) -> tuple[Any, Any]:
+        """The capabilities and info a client's first message (an initialize, or any request of
+        a revision with the per-request ``_meta`` envelope) gives, in its own revision."""
+        if sp.handshake == "initialize":
+            return message.params.capabilities, message.params.client_info
+        meta = message.params.meta if message.params is not UNSET else None
+        envelope = sp.facts.request_meta
+        assert envelope is not None  # a revision without initialize has the envelope
+        caps = meta.get(envelope.capabilities_key) if meta else None
+        info = meta.get(envelope.info_key) if meta else None
+        if isinstance(caps, dict):
+            caps = checked(caps, sp.facts.client_capabilities, sp.revision, "$.capabilities")
+        return caps, info
+
+    def _open_back(self, caps: Any, info: Any) -> None:
+        """Open the server side (queue its handshake) with the client's capabilities and info;
+        with --strict, capabilities the server's revision cannot carry fail it (``_failed``)."""
+        self._client_caps = caps
+        target = self.back.revisions[0]
+        if caps is not None:
+            projected, lost = self._cross(caps, target, "the client's capabilities")
+            if lost and self.strict:
+                self._failed = self._lossy_error("the client's capabilities", target, lost)
+                self.back.state = "failed"
+                return
+            self.back.capabilities = msgspec.to_builtins(projected)
+        self.back.info = msgspec.to_builtins(info) if info is not None else None
+        self.back.connect()
+
+    def _back_agreed(self, e: Negotiated) -> None:
+        """The server side agreed on ``e.revision``: the client's capabilities go in that one."""
+        if self._client_caps is not None and e.revision != self.back.revisions[0]:
+            caps, _ = self._cross(self._client_caps, e.revision, "the client's capabilities")
+            self.back.capabilities = msgspec.to_builtins(caps)
+
+    def _server_face(self, e: Negotiated, revision: str | None) -> tuple[Any, Any, Any]:
+        """What a client of ``revision`` is told of the server the handshake ``e`` opened: its
+        capabilities, info and instructions, as plain JSON (raises the ``LOSSY`` error with
+        --strict when the capabilities lose anything)."""
+        caps = e.capabilities
+        if revision is not None:
+            caps, lost = self._cross(caps, revision, "the server's capabilities")
+            if lost and self.strict:
+                raise self._lossy_error("the server's capabilities", revision, lost)
+        info = e.info
+        if revision is not None and isinstance(info, msgspec.Struct):
+            info, _ = self._cross(info, revision, "the server's info")
+        instructions = getattr(e.result, "instructions", UNSET)
+        return (
+            msgspec.to_builtins(caps),
+            msgspec.to_builtins(info) if info is not None else None,
+            None if instructions is UNSET else instructions,
+        )
+
+    # -- the client's messages, down ----------------------------------------------------------
+
+    def _down_params(self, method: str, params: Any, revision: str) -> tuple[Any, Any]:
+        """The params of the client's ``method`` request (of ``revision``) for the server's
+        revision, and the client's progress token (None: none); ``ProtocolError`` when the
+        request cannot go down (the server's revision has no such method, a refused loss)."""
+        target = self.back.revision
+        assert target is not None
+        if method not in speech(target).methods:
+            raise ProtocolError(
+                METHOD_NOT_FOUND,
+                f"Method not found: {method!r} is not part of MCP {target}, "
+                "the revision the server speaks",
+                {"method": method},
+            )
+        params, token = _rewrite_meta(params, speech(revision), self._envelope(target))
+        what = f"the params of {method!r}"
+        params, lost = self._cross(params, target, what)  # _carry inline: on every request
+        if lost and self.strict:
+            raise self._lossy_error(what, target, lost)
+        return params, token
+
+    def _envelope(self, target: str) -> dict[str, Any]:
+        """The per-request ``_meta`` envelope of the server's revision (empty if it has none),
+        built once per agreed revision and capabilities."""
+        key = (target, id(self.back.capabilities))
+        if self._envelope_cache is not None and self._envelope_cache[0] == key:
+            return self._envelope_cache[1]
+        out = self._build_envelope(target)
+        self._envelope_cache = (key, out)
+        return out
+
+    def _build_envelope(self, target: str) -> dict[str, Any]:
+        envelope = speech(target).facts.request_meta
+        if envelope is None:
+            return {}
+        out = {
+            envelope.version_key: speech(target).version,
+            envelope.capabilities_key: self.back.capabilities,
+        }
+        if self.back.info is not None:
+            out[envelope.info_key] = self.back.info
+        return out
+
+    def _notification(self, method: str, params: Any, target: str, whose: str) -> Any:
+        """The params of ``whose`` ``method`` notification for ``target``; ``_NOT_SENT`` (said in
+        the log) when ``target`` has no such notification, or it would lose data under
+        --strict."""
+        if method not in speech(target).methods:
+            self.log.append(
+                f"loss: {whose} {method!r} notification does not exist in MCP {target}: "
+                "not forwarded"
+            )
+            return NOT_SENT
+        what = f"{whose} {method!r} notification"
+        params, lost = self._cross(params, target, what)
+        if lost and self.strict:
+            self.log.append(f"--strict: {what} not forwarded (it would lose data)")
+            return NOT_SENT
+        return None if params is UNSET else params
+
+    def _client_answer(self, result: Any, revision: str, method: str) -> Any:
+        """The client's result of the server's ``method`` request, in the server's ``revision``."""
+        return self._carry(result, revision, f"the client's result of {method!r}")
+
+    # -- the server's messages, up ------------------------------------------------------------
+
+    def _up_result(self, result: Any, revision: str, method: str) -> Any:
+        """The server's result of the client's ``method`` request, in the client's ``revision``."""
+        what = f"the result of {method!r}"
+        result, lost = self._cross(result, revision, what)  # _carry inline: on every result
+        if lost and self.strict:
+            raise self._lossy_error(what, revision, lost)
+        return result
+
+    def _progress_message(self, revision: str, message: Any) -> Any:
+        """The message of a progress notification for a client of ``revision`` (None, logged as
+        a loss, when its progress notification has none)."""
+        progress = speech(revision).facts.lifecycle.get("progress")
+        spec = speech(revision).methods.get(progress or "")
+        if message is not None and spec is not None and "message" not in _fields(spec.params):
+            self.log.append(
+                f"loss: the server's progress message {message!r} into MCP {revision}: "
+                "its progress notification has no message; dropped"
+            )
+            return None
+        return message
+
+    def _server_request(self, method: str, params: Any, target: str) -> Any:
+        """The params of the server's ``method`` request for a client of ``target``, which has
+        the method (``ProtocolError`` otherwise, or on a refused loss)."""
+        if method not in speech(target).methods:
+            raise ProtocolError(
+                METHOD_NOT_FOUND,
+                f"Method not found: {method!r} is not part of MCP {target}, "
+                "the revision the client speaks",
+                {"method": method},
+            )
+        params = self._carry(params, target, f"the params of the server's {method!r}")
+        return None if params is UNSET else params
+
+    # -- input rounds -------------------------------------------------------------------------
+
+    def _input_request(self, method: str, params: Any, asking: str, revision: str) -> Any:
+        """The params of an input request (``method``) a server of the round-trip revisions
+        needs to answer the client's ``asking``, for an older client of ``revision`` to be asked
+        as its own request."""
+        if method not in speech(revision).methods:
+            raise ProtocolError(
+                METHOD_NOT_FOUND,
+                f"the server needs {method!r} input to answer {asking!r}, which MCP "
+                f"{revision} (the client's revision) cannot ask for",
+            )
+        params, _ = self._cross(params, revision, f"the server's {method!r}")
+        return None if params is UNSET else params
+
+    def _input_answer(self, result: Any) -> Any:
+        """An older client's answer to an input request, for the server's retry."""
+        target = self.back.revision
+        assert target is not None
+        value, _ = self._cross(result, target, "the client's input")
+        return value
+
+    def _round_trip_ask(
+        self, asked: Mapping[str, tuple[str, Any]], revision: str, state: str
+    ) -> Any:
+        """The result asking a client of a round-trip ``revision`` for input: ``asked`` are the
+        server's own requests (name -> method, params in the server's revision), ``state`` what
+        the client's retry hands back. The reverse of ``_input_request``."""
+        sp = speech(revision)
+        trip, kinds = sp.facts.round_trip, sp.facts.result_kinds
+        assert trip is not None
+        requests = {}
+        for name, (method, params) in asked.items():
+            request: dict[str, Any] = {"method": method}
+            params = self._server_request(method, params, revision)
+            if params is not None:
+                request["params"] = msgspec.to_builtins(params)
+            requests[name] = request
+        data: dict[str, Any] = {trip.input_requests: requests, trip.request_state: state}
+        if kinds is not None:
+            kind = next((k for k, c in kinds.classes.items() if c is trip.result), None)
+            if kind is not None:
+                data[kinds.key] = kind
+        return checked(data, trip.result, revision, "$.result")
+
+    @staticmethod
+    def round_trip_retry(params: Any, revision: str) -> tuple[str | None, dict[str, Any]]:
+        """The request state and input responses a request of a round-trip ``revision``
+        carries (None and nothing: it is not a retry)."""
+        trip = speech(revision).facts.round_trip
+        if trip is None or params is UNSET or params is None:
+            return None, {}
+        names = {key: attr for attr, key in _fields(type(params)).items()}
+        state_attr, answers_attr = names.get(trip.request_state), names.get(trip.input_responses)
+        state = getattr(params, state_attr, UNSET) if state_attr else UNSET
+        answers = getattr(params, answers_attr, UNSET) if answers_attr else UNSET
+        return (
+            state if isinstance(state, str) else None,
+            dict(answers) if isinstance(answers, Mapping) else {},
+        )
+
+    def _input_response(self, method: str, response: Any) -> Any:
+        """A round-trip client's response to the server's own ``method`` request, as the result
+        of that request in the server's revision."""
+        target = self.back.revision
+        assert target is not None
+        result_class = speech(target).facts.wires[method].result
+        value = self._carry(response, target, f"the client's result of {method!r}")
+        return checked(msgspec.to_builtins(value), result_class, target, "$.result")
+
+
+class _NotSent:
+    """The notification is not forwarded (``Crossing._notification``)."""
+
+
+NOT_SENT: Any = _NotSent()
+
+
+def too_many(id: Any, limit: int, sender: str, other: str) -> ProtocolError:
+    """The error for a request from ``sender`` past ``limit`` requests awaiting ``other``."""
+    return ProtocolError(
+        INTERNAL_ERROR,
+        f"Server busy: {limit} requests from {sender} already await an answer from {other} "
+        "(the bridge's max_in_flight)",
+        {"max_in_flight": limit},
+        id,
+    )
+
+
+def _rewrite_meta(params: Any, sp: Any, envelope: dict[str, Any]) -> tuple[Any, Any]:
+    """``params`` with the client side's per-request ``_meta`` envelope and progress token
+    taken out and the server side's ``envelope`` put in (so that it projects into a revision
+    that requires one); and the token (the server side sets its own)."""
+    if params is UNSET:
+        return params, None
+    meta = getattr(params, "meta", UNSET)
+    token = None
+    if isinstance(meta, dict) and meta:
+        drop = set()
+        own = sp.facts.request_meta
+        if own is not None:
+            drop |= {own.version_key, own.capabilities_key, own.info_key}
+        token = meta.get(sp.progress_key) if sp.progress_key is not None else None
+        if token is not None:
+            drop.add(sp.progress_key)
+        if not envelope and not drop.intersection(meta):
+            return params, token
+        kept = {k: v for k, v in meta.items() if k not in drop}
+    elif envelope:
+        kept = {}
+    else:
+        return params, None
+    kept.update(envelope)
+    cls = type(meta) if isinstance(meta, dict) else _open_class(type(params), "meta")
+    if cls is None:
+        return params, token
+    return msgspec.structs.replace(params, meta=cls(kept)), token
