@@ -60,6 +60,7 @@ class _Tables:
     """One revision's tables for one role, built once: msgspec builds nothing after this."""
 
     facts: Facts
+    module: Any  # the generated package of the revision
     methods: dict[str, _Method]
     receive: dict[str, _Method]  # what this role may receive
     by_wire: dict[type, _Method]
@@ -79,8 +80,15 @@ _TABLES: dict[tuple[str, str], _Tables] = {}  # two per pinned revision at most
 
 
 def _tables(revision: str, role: str) -> _Tables:
-    found = _TABLES.get((revision, role))
+    """The tables of ``revision`` for ``role``; UnknownRevisionError for a revision not pinned."""
+    try:
+        found = _TABLES.get((revision, role))
+    except TypeError:  # an unhashable revision
+        found = None
     if found is None:
+        from . import bindings
+
+        bindings(revision)  # UnknownRevisionError for anything but a pinned revision
         with _BUILD_LOCK:  # built once, by one thread (docs/threads.md)
             found = _TABLES.get((revision, role))
             if found is None:
@@ -143,6 +151,7 @@ def _build(revision: str, role: str) -> _Tables:
     }
     return _Tables(
         facts=facts,
+        module=module,
         methods=methods,
         receive=receive,
         by_wire={m.wire.wire: m for m in receive.values()},

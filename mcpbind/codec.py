@@ -104,12 +104,10 @@ class Codec:
     ) -> None:
         if role not in ("client", "server"):
             raise ValueError(f"role must be 'client' or 'server', not {role!r}")
-        from . import bindings
-
-        self.module = bindings(revision)  # UnknownRevisionError for a revision not pinned
+        self._t = _tables(revision, role)  # UnknownRevisionError for a revision not pinned
+        self.module = self._t.module
         self.revision, self.role = revision, role
         self.peer = "server" if role == "client" else "client"
-        self._t = _tables(revision, role)
         self.facts: Facts = self._t.facts
         self._fast, self._by_wire, self._send = self._t.fast, self._t.by_wire, self._t.send
         kinds = self.facts.result_kinds
