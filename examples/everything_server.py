@@ -609,12 +609,17 @@ def get_prompt(call: Call) -> Any:
 def cacheable(call: Call, result: dict[str, Any]) -> dict[str, Any]:
     """The result with caching hints where the request's revision defines them: the fixtures
     change only when the process restarts, so any client may keep them for a minute."""
-    cls = bindings(call.revision).FACTS.wires[call.method].result
-    is_struct = isinstance(cls, type) and issubclass(cls, msgspec.Struct)
-    names = {f.encode_name for f in msgspec.structs.fields(cls)} if is_struct else set()
-    if "cacheScope" in names:
+    if _caches(call.revision, call.method):
         result = {**result, "cacheScope": "public", "ttlMs": 60_000}
     return result
+
+
+@functools.cache  # one entry per (revision, method): msgspec.structs.fields evaluates annotations
+def _caches(revision: str, method: str) -> bool:
+    """Whether the result of ``method`` in ``revision`` has the caching hints."""
+    cls = bindings(revision).FACTS.wires[method].result
+    is_struct = isinstance(cls, type) and issubclass(cls, msgspec.Struct)
+    return is_struct and "cacheScope" in {f.encode_name for f in msgspec.structs.fields(cls)}
 
 
 async def handle(call: Call) -> Any:
