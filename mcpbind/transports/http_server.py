@@ -170,8 +170,9 @@ def _error_code(data: bytes) -> int | None:
 @dataclass
 class _Stream:
     """The messages bound for one POST's response (or the GET stream): a queue the response body
-    reads, closed once every request it carries has been answered, and given up when more than
-    ``max_queued`` messages wait on it (its client is not reading)."""
+    reads (in a session, once it is an event stream, a pump moves it to the store's log, which
+    its readers read), closed once every request it carries has been answered, and given up when
+    more than ``max_queued`` messages wait on it."""
 
     queue: asyncio.Queue[bytes | None] = field(default_factory=asyncio.Queue)
     pending: set[Any] = field(default_factory=set)
@@ -756,7 +757,7 @@ class StreamableHTTPServer:
         """Keep ``live`` as a session of its own: its new id, or None when there is no room."""
         now = time.monotonic()
         self._expire(now)
-        if len(self.sessions) >= self.max_sessions and not self._evict(now):
+        if len(self.sessions) >= self.max_sessions and not self._evict(now, self._shared):
             return None
         sid = live.sid = secrets.token_hex(16)
         live.last_used = now
