@@ -4,8 +4,8 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup generate test test-deep check lint format types drift bench diff clean interop interop-setup \
-	conformance conformance-setup
+.PHONY: setup generate test test-deep check lint format types drift bench bench-setup diff clean \
+	interop interop-setup conformance conformance-setup
 
 setup: $(STAMP)
 
@@ -66,8 +66,17 @@ types: $(STAMP)
 # Benchmarks against the official bindings (mcp-types), datamodel-code-generator's msgspec output,
 # orjson and json, in one run: prints the tables, writes docs/benchmarks.md and docs/benchmarks.png.
 # The interop sessions it decodes are recorded in bench/sessions/ (`python -m bench --record`
-# records them anew from the real peers; that needs the interop stamp).
-bench: $(STAMP)
+# records them anew from the real peers; that needs the interop stamp). Its whole-server row loads
+# both servers with autocannon, from npm at the version pinned in bench/package-lock.json.
+BENCH_STAMP := bench/node_modules/.installed
+
+bench-setup: $(BENCH_STAMP)
+
+$(BENCH_STAMP): bench/package.json bench/package-lock.json
+	cd bench && npm ci --no-audit --no-fund
+	touch $(BENCH_STAMP)
+
+bench: $(STAMP) $(BENCH_STAMP)
 	$(BIN)/python -m bench
 
 drift: $(STAMP)
