@@ -175,9 +175,12 @@ class Advertised:
                 del self.caps[side]
             else:
                 self.caps[side] = caps
-            self._verdicts = {k: v for k, v in self._verdicts.items() if k[0] != side}
-            for settled in (*self.passed, *self.conditional):
-                settled.clear()
+            # A handshake's capabilities arrive before anything is settled: nothing to forget.
+            if self._verdicts:
+                self._verdicts = {k: v for k, v in self._verdicts.items() if k[0] != side}
+            for settled in self.passed + self.conditional:
+                if settled:
+                    settled.clear()
 
     def check(self, m: Any, params: Any, id_: Any, *, incoming: bool) -> None:
         """Refuse (-32601) a message of method ``m`` that needs a capability the side that must
