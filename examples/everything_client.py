@@ -4,7 +4,8 @@ transport.
 The suite runs ``python examples/everything_client.py URL`` with ``MCP_CONFORMANCE_SCENARIO`` and
 ``MCP_CONFORMANCE_PROTOCOL_VERSION`` set. The client speaks the revision it is asked for: it
 negotiates, lists the tools and calls each tool whose input schema it can fill (numbers for
-``number`` properties, strings for ``string`` ones), answers elicitations by accepting the
+``number`` properties, strings for ``string`` ones), passes every tool's input schema back verbatim
+to a ``json_schema_echo`` tool where the server offers one, answers elicitations by accepting the
 schema's defaults (server requests arrive on a request's stream or on the standalone GET stream
 the transport opens after initialization), and exits 0 when the conversation completed (a
 refused tool call is reported on stderr), 1 with the error otherwise.
@@ -45,6 +46,8 @@ INFO = {"name": "mcpbind-everything-client", "version": "0.1.0"}
 CAPABILITIES: dict[str, Any] = {"elicitation": {"form": {}}, "sampling": {}, "roots": {}}
 # The client ID metadata document URL the suite expects a client to present.
 CLIENT_METADATA_URL = "https://conformance-test.local/client-metadata.json"
+# The suite's tool that echoes a JSON Schema back (json-schema-2020-12-preservation).
+ECHO_TOOL = "json_schema_echo"
 
 
 async def headless_user_agent(url: str) -> str:
@@ -128,23 +131,38 @@ async def run(url: str, revision: str) -> None:
     session = ClientSession(revisions=(revision,), capabilities=CAPABILITIES, info=INFO)
     auth = OAuthClient(grant_for(context), dpop=True)
     async with StreamableHTTPClient(url, session, on_request=on_request, auth=auth) as client:
-        negotiated = await client.connect()
-        if not supports(negotiated.capabilities, "tools"):
-            return
-        listed = msgspec.to_builtins(await client.call("tools/list", {}))
-        # The harness may name the calls to make (MCP_CONFORMANCE_CONTEXT); else call each tool.
-        calls = context.get("toolCalls") or [
-            {"name": t["name"], "arguments": sample_arguments(t.get("inputSchema"))}
-            for t in listed.get("tools", [])
+        await converse(client, context)
+
+
+async def converse(client: StreamableHTTPClient, context: dict[str, Any]) -> None:
+    """Connect, list the tools and call them: the ones the context names, else each tool with
+    sample arguments, and the echo tool (where offered) with every other tool's input schema."""
+    negotiated = await client.connect()
+    if not supports(negotiated.capabilities, "tools"):
+        return
+    listed = msgspec.to_builtins(await client.call("tools/list", {}))
+    tools = listed.get("tools", [])
+    calls = context.get("toolCalls") or [
+        {"name": t["name"], "arguments": sample_arguments(t.get("inputSchema"))}
+        for t in tools
+        if t["name"] != ECHO_TOOL
+    ]
+    # A server that offers the echo tool wants to see each other tool's input schema as the
+    # client holds it: passed back verbatim, it shows what the client kept of it.
+    if any(t["name"] == ECHO_TOOL for t in tools):
+        calls += [
+            {"name": ECHO_TOOL, "arguments": {"schema": t["inputSchema"]}}
+            for t in tools
+            if t["name"] != ECHO_TOOL and "inputSchema" in t
         ]
-        for tool in calls:
-            arguments = tool.get("arguments", {})
-            try:
-                await client.call("tools/call", {"name": tool["name"], "arguments": arguments})
-            except ProtocolError as error:
-                # The server refused this tool call: a finding about the server, reported,
-                # while the conversation itself went on as the protocol says.
-                print(f"everything_client: tools/call {tool['name']}: {error}", file=sys.stderr)
+    for tool in calls:
+        arguments = tool.get("arguments", {})
+        try:
+            await client.call("tools/call", {"name": tool["name"], "arguments": arguments})
+        except ProtocolError as error:
+            # The server refused this tool call: a finding about the server, reported,
+            # while the conversation itself went on as the protocol says.
+            print(f"everything_client: tools/call {tool['name']}: {error}", file=sys.stderr)
 
 
 def main() -> int:

@@ -84,6 +84,35 @@ TOOLS = [
     ),
 ]
 
+# A tool whose input schema uses the JSON Schema 2020-12 vocabulary (SEP-1613, SEP-2106): every
+# keyword must reach the client exactly as written.
+SCHEMA_2020_12 = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "type": "object",
+    "$defs": {
+        "address": {
+            "$anchor": "addressDef",
+            "type": "object",
+            "properties": {"street": {"type": "string"}, "city": {"type": "string"}},
+        }
+    },
+    "properties": {
+        "name": {"type": "string"},
+        "address": {"$ref": "#/$defs/address"},
+        "contactMethod": {"type": "string", "enum": ["phone", "email"]},
+        "phone": {"type": "string"},
+        "email": {"type": "string"},
+    },
+    "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+    "if": {"properties": {"contactMethod": {"const": "phone"}}, "required": ["contactMethod"]},
+    "then": {"required": ["phone"]},
+    "else": {"required": ["email"]},
+    "additionalProperties": False,
+}
+TOOLS.append(
+    tool("json_schema_2020_12_tool", "Tool with JSON Schema 2020-12 features", SCHEMA_2020_12)
+)
+
 ROUND_TRIP_TOOLS = (
     "test_streaming_elicitation",
     "test_input_required_result_elicitation",
@@ -220,6 +249,8 @@ async def call_tool(call: Call) -> Any:
         return {"content": [text("Logged only when asked to")]}
     if name == "test_simple_text":
         return {"content": [text("This is a simple text response for testing.")]}
+    if name == "json_schema_2020_12_tool":
+        return {"content": [text(f"Received: {json.dumps(args, sort_keys=True)}")]}
     if name == "test_image_content":
         return {"content": [{"type": "image", "data": PNG, "mimeType": "image/png"}]}
     if name == "test_audio_content":
