@@ -428,6 +428,8 @@ class StreamableHTTPServer:
         store: Store | str | None = None,
         retry_ms: int = RETRY_MS,
         resume_timeout: float = RESUME_TIMEOUT,
+        session_class: Callable[..., ServerSession] = ServerSession,
+        on_close: Callable[[str], None] | None = None,
     ) -> None:
         self.handler = handler
         self.store = store_from(store)
@@ -455,10 +457,12 @@ class StreamableHTTPServer:
         self.max_in_flight = max_in_flight
         self.max_queued = max_queued
         self.on_event = on_event
+        self.session_class = session_class  # builds each ServerSession from the config
+        self.on_close = on_close  # told the id of each session this worker forgets
         self.auth = auth  # bearer tokens checked before any session work (docs/auth.md)
         # By Mcp-Session-Id, least recently used first (every use moves a session to the end).
         self.sessions: dict[str, _Live] = {}
-        probe = ServerSession(**self._config)
+        probe = self.session_class(**self._config)
         # The _meta keys naming a request's protocol version, from the facts of the revisions
         # served that carry the per-request envelope.
         self._version_keys = tuple(
@@ -593,7 +597,7 @@ class StreamableHTTPServer:
             mismatch = self._header_mismatch(request, body)
             if mismatch is not None:
                 return mismatch
-            live = _Live(ServerSession(**self._config), stateful=False)
+            live = _Live(self.session_class(**self._config), stateful=False)
         session = live.session
         try:
             events = session.receive(body)
@@ -814,7 +818,7 @@ class StreamableHTTPServer:
     def _rebuild(self, sid: str, kept: _Record) -> _Live | None:
         """A copy of a session opened on another worker: a new ``ServerSession`` that reads the
         client's initialize again (and its initialized notification, when it came)."""
-        session = ServerSession(**self._config)
+        session = self.session_class(**self._config)
         session.receive(kept.initialize)
         session.data_to_send()
         if session.state != "initializing":
@@ -1286,8 +1290,10 @@ class StreamableHTTPServer:
         return Response(status_code=200)
 
     def _close(self, live: _Live) -> None:
-        """The session ended here: its handlers are cancelled, its readers end, and what its
-        streams awaited from the client raises ``ConnectionError``."""
+        """The session ended here: its handlers are cancelled, its readers end, what its
+        streams awaited from the client raises ``ConnectionError``, and ``on_close`` hears."""
+        if self.on_close is not None and live.sid is not None:
+            self.on_close(live.sid)
         for task in live.tasks.values():
             task.cancel()
         for reader in live.readers:

@@ -153,6 +153,8 @@ class SSEServer:
         max_in_flight: int = MAX_IN_FLIGHT,
         ping_interval: float = 15.0,
         on_event: Callable[[ServerSession, Event], None] | None = None,
+        session_class: Callable[..., ServerSession] = ServerSession,
+        on_close: Callable[[str], None] | None = None,
     ) -> None:
         for name, value in (
             ("max_sessions", max_sessions),
@@ -185,6 +187,8 @@ class SSEServer:
         self.max_in_flight = max_in_flight
         self.ping_interval = ping_interval
         self.on_event = on_event
+        self.session_class = session_class  # builds each ServerSession from the config
+        self.on_close = on_close  # told the id of each session that ends
         self.messages_path = messages_path
         self.sessions: dict[str, _Session] = {}
         self.routes = [
@@ -227,7 +231,7 @@ class SSEServer:
             return response
         sid = secrets.token_hex(16)
         feed = _Feed(max_queued=self.max_queued, last=now)
-        live = _Session(ServerSession(**self._config), sid, feed)
+        live = _Session(self.session_class(**self._config), sid, feed)
         feed.overrun = lambda rest: self._overrun(live, rest)
         self.sessions[sid] = live
         endpoint = f"{request.scope.get('root_path', '')}{self.messages_path}?session_id={sid}"
@@ -399,6 +403,8 @@ class SSEServer:
         live.ended = True
         if self.sessions.get(live.sid or "") is live:
             del self.sessions[live.sid or ""]
+        if self.on_close is not None and live.sid is not None:
+            self.on_close(live.sid)
         for task in list(live.tasks.values()):
             task.cancel()
         live.feed.abandon()
