@@ -103,7 +103,7 @@ def app_path(revision: str) -> Callable[[], list[bytes]]:
 
     def answer() -> list[bytes]:
         for event in session.receive(raw):
-            coro = serve(_Exchange(connection, event))  # type: ignore[arg-type]
+            coro = serve(_Exchange.of(connection, event))  # type: ignore[arg-type]
             try:
                 coro.send(None)
             except StopIteration as done:

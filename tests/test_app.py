@@ -843,6 +843,25 @@ def test_what_an_older_revision_cannot_carry_follows_the_loss_rules(
     )
 
 
+def test_text_results_are_built_in_each_revision_as_their_projection() -> None:
+    """The commonest result, one text block (a tool's text, a tool error), is built in the
+    request's revision directly, in every released revision: exactly what projecting the newest
+    revision's result gives."""
+    from mcpbind.app.content import Results
+    from mcpbind.app.revision import rev
+    from mcpbind.bridge.losses import convey
+
+    results = Results("private", 0)
+    for revision in RELEASED:
+        for extra in ({}, {"is_error": True}):
+            newest = results.call_tool(content=[results.text(text="42")], **extra)
+            error = bool(extra)
+            got = results.text_result("42", rev(revision), "the result of tool", "t", error=error)
+            assert got == convey(newest, revision)[0], revision
+            assert type(got) is module(revision).CallToolResult
+        assert results._texts[revision] is not None  # built directly, not conveyed
+
+
 # -- stdio ----------------------------------------------------------------------------------------------------
 
 

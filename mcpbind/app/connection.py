@@ -31,34 +31,36 @@ __all__ = ["Connection"]
 log = logging.getLogger("mcpbind.app")
 
 
-class _Exchange:
-    """One request of the connection being answered (what ``Server.serve`` reads)."""
+class _Exchange(msgspec.Struct):
+    """One request of the connection being answered (what ``Server.serve`` reads): the fields
+    of its ``RequestReceived``, and the connection. A Struct: one is made per request."""
 
-    __slots__ = ("_conn", "id", "message", "method", "params", "revision")
+    conn: Connection
+    id: Any
+    method: str
+    params: Any
+    message: Any
+    revision: str
 
-    def __init__(self, conn: Connection, event: RequestReceived) -> None:
-        self._conn = conn
-        self.id = event.id
-        self.method = event.method
-        self.params = event.params
-        self.message = event.message
-        self.revision = event.revision
+    @classmethod
+    def of(cls, conn: Connection, event: RequestReceived) -> _Exchange:
+        return cls(conn, event.id, event.method, event.params, event.message, event.revision)
 
     @property
     def session(self) -> ServerSession:
-        return self._conn.session
+        return self.conn.session
 
     def notify(self, method: str, params: Any = None) -> None:
-        self._conn.notify(method, params)
+        self.conn.notify(method, params)
 
     def progress(
         self, progress: float, total: float | None = None, message: str | None = None
     ) -> None:
-        self._conn.session.progress(self.id, progress, total, message)
-        self._conn.flush()
+        self.conn.session.progress(self.id, progress, total, message)
+        self.conn.flush()
 
     async def request(self, method: str, params: Any = None) -> Any:
-        return await self._conn.request(method, params)
+        return await self.conn.request(method, params)
 
 
 class Connection:
@@ -90,7 +92,7 @@ class Connection:
         t = type(event)
         if t is RequestReceived:
             assert isinstance(event, RequestReceived)
-            self._tasks[event.id] = asyncio.ensure_future(self._answer(_Exchange(self, event)))
+            self._tasks[event.id] = asyncio.ensure_future(self._answer(_Exchange.of(self, event)))
         elif t is RequestCancelled:
             task = self._tasks.get(event.id)  # type: ignore[union-attr]
             if task is not None:

@@ -1,20 +1,33 @@
-"""What handlers return, as the newest revision's generated results: text, bytes, structured
-values, generated content blocks and results (of any revision, projected to the newest)."""
+"""What handlers return, as results: built once in the newest revision's generated classes (text,
+bytes, structured values, generated content blocks and results of any revision, projected to the
+newest), then projected to each request's revision with the overlay's ``[[loss]]`` rules
+(``mcpbind.bridge.losses.convey``), every loss logged with its JSON path."""
 
 from __future__ import annotations
 
 import base64
-from collections.abc import Sequence
+import functools
+import logging
+import threading
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 from typing import Any
 
 import msgspec
 
 from .._support import convert
+from ..bridge.losses import convey
 from ..projection import project, revision_of_class
-from .revision import Build, latest
+from .revision import Build, Rev, attribute, latest
 
 __all__ = ["Results", "generated", "json_text"]
+
+log = logging.getLogger("mcpbind.app")
+
+# A text that stands for any text in the specimens projected once per revision (projection
+# copies strings as they are).
+_SPECIMEN = "specimen"
+_UNSEEN: Any = object()
 
 
 def generated(value: Any) -> bool:
@@ -47,12 +60,10 @@ class Results:
 
     def __init__(self, cache_scope: str, ttl_ms: int) -> None:
         r = latest()
+        self.revision = r.revision
         self.module = M = r.module
-        fixed: dict[str, Any] = {"cache_scope": cache_scope, "ttl_ms": ttl_ms}
-        kinds = r.facts.result_kinds
-        if kinds is not None:
-            kind = next(a for a, k in _fields(r.result("call_tool")).items() if k == kinds.key)
-            fixed[kind] = kinds.own
+        self._hints = {"cache_scope": cache_scope, "ttl_ms": ttl_ms}
+        fixed = _fixed(r, self._hints)
         self.call_tool = Build(r.result("call_tool"), fixed)
         self.list_tools = Build(r.result("list_tools"), fixed)
         self.list_resources = Build(r.result("list_resources"), fixed)
@@ -66,6 +77,54 @@ class Results:
         self.blob_contents = M.BlobResourceContents
         self.message = M.PromptMessage
         self.completion = M.CompleteResultCompletion
+        # revision -> how a text result is built there directly (None: it is conveyed)
+        self._texts: dict[str, tuple[Callable[..., Any], Any] | None] = {}
+        self._lock = threading.Lock()
+
+    # -- into the request's revision --------------------------------------------------------------
+
+    def to(self, result: Any, r: Rev, what: str, name: Any = "") -> Any:
+        """A result of the newest revision in revision ``r``, what it cannot carry following
+        the ``[[loss]]`` rules; each loss is logged (``what`` and ``name`` say whose result)."""
+        if r.revision == self.revision:
+            return result
+        value, lost = convey(result, r.revision)
+        for loss in lost:
+            log.info("%s %r into MCP %s: %s", what, name, r.revision, loss.describe())
+        return value
+
+    def text_result(self, text: str, r: Rev, what: str, name: Any, error: bool = False) -> Any:
+        """The call result of one text block (a tool error when ``error``) in revision ``r``.
+
+        The commonest result, so its projection is worked out once per revision: a specimen is
+        built in the newest revision and conveyed; where that equals the same result built in
+        ``r`` and lost nothing, results of this shape are built in ``r`` directly (what the
+        projection would give); else each is built in the newest revision and conveyed."""
+        direct = self._texts.get(r.revision, _UNSEEN)
+        if direct is _UNSEEN:
+            direct = self._direct_text(r)
+        if direct is not None:
+            result, block = direct
+            if error:
+                return result(content=[block(text=text)], is_error=True)
+            return result(content=[block(text=text)])
+        extra = {"is_error": True} if error else {}
+        return self.to(self.call_tool(content=[self.text(text=text)], **extra), r, what, name)
+
+    def _direct_text(self, r: Rev) -> tuple[Callable[..., Any], Any] | None:
+        """(the result class with the values every result carries, the text block class) of
+        revision ``r`` when the projection of text results into ``r`` is building them there,
+        else None."""
+        cls, block = r.result("call_tool"), r.module.TextContent
+        fixed = Build(cls, _fixed(r, self._hints)).fixed
+        direct: tuple[Callable[..., Any], Any] | None = (functools.partial(cls, **fixed), block)
+        for extra in ({}, {"is_error": True}):
+            specimen = self.call_tool(content=[self.text(text=_SPECIMEN)], **extra)
+            projected, lost = convey(specimen, r.revision)
+            if lost or projected != cls(content=[block(text=_SPECIMEN)], **extra, **fixed):
+                direct = None
+        with self._lock:
+            return self._texts.setdefault(r.revision, direct)
 
     # -- tools ----------------------------------------------------------------------------------
 
@@ -80,9 +139,6 @@ class Results:
         if isinstance(value, (list, tuple)) and all(generated(v) for v in value):
             return [newest(v) for v in value]
         return [self.text(text=json_text(msgspec.to_builtins(value)))]
-
-    def tool_error(self, message: str) -> Any:
-        return self.call_tool(content=[self.text(text=message)], is_error=True)
 
     # -- resources --------------------------------------------------------------------------------
 
@@ -133,5 +189,13 @@ class Results:
         return convert(value, self.message)
 
 
-def _fields(cls: Any) -> dict[str, str]:
-    return {f.name: f.encode_name for f in msgspec.structs.fields(cls)}
+def _fixed(r: Rev, hints: dict[str, Any]) -> dict[str, Any]:
+    """What every result of revision ``r`` carries (``Build`` keeps those a class has): the cache
+    hints, and the result kind meaning "the method's own result"."""
+    fixed = dict(hints)
+    kinds = r.facts.result_kinds
+    if kinds is not None:
+        kind = attribute(r.result("call_tool"), kinds.key)
+        if kind is not None:
+            fixed[kind] = kinds.own
+    return fixed

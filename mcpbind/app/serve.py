@@ -1,10 +1,9 @@
 """Answering requests: from a request of any revision to the result in that revision.
 
 ``Server.serve(exchange)`` finds what the request asks for by the revision's ``FACTS.features``
-(method -> role), runs the registered function, builds the result once in the newest revision's
-generated classes and projects it to the request's revision with the overlay's ``[[loss]]`` rules
-(``mcpbind.bridge.losses.convey``; each loss is logged with its JSON path). It raises
-``ProtocolError`` for what is answered with a JSON-RPC error; transports respond.
+(method -> role), runs the registered function and gives its result in the request's revision
+(``content.Results``: built once in the newest revision, projected with the ``[[loss]]`` rules).
+It raises ``ProtocolError`` for what is answered with a JSON-RPC error; transports respond.
 """
 
 from __future__ import annotations
@@ -18,9 +17,7 @@ from typing import Any
 import msgspec
 from msgspec import UNSET
 
-from .._revisions import LATEST
 from .._support import OpenObject, convert
-from ..bridge.losses import convey
 from ..errors import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, ProtocolError
 from .content import Results
 from .context import Context, Exchange, InputNeeded
@@ -123,16 +120,6 @@ class Server:
         finally:
             self._in_flight -= 1
 
-    def to(self, result: Any, r: Rev, what: str, name: Any = "") -> Any:
-        """A result of the newest revision in revision ``r``, what it cannot carry following
-        the ``[[loss]]`` rules; each loss is logged (``what`` and ``name`` say whose result)."""
-        if r.revision == LATEST:
-            return result
-        value, lost = convey(result, r.revision)
-        for loss in lost:
-            log.info("%s %r into MCP %s: %s", what, name, r.revision, loss.describe())
-        return value
-
     # -- lists --------------------------------------------------------------------------------------
 
     def _page(self, role: str, exchange: Exchange, r: Rev, items: Callable[[], list[Any]]) -> Any:
@@ -162,7 +149,7 @@ class Server:
             "list_prompts": (self.results.list_prompts, "prompts"),
         }[role]
         extra = {"next_cursor": str(start + size)} if more else {}
-        result = self.to(build[0](**{build[1]: page}, **extra), r, "the result of", role)
+        result = self.results.to(build[0](**{build[1]: page}, **extra), r, "the result of", role)
         self._pages[key] = result
         return result
 
@@ -194,23 +181,23 @@ class Server:
         tool = self.tools.get(name)
         if tool is None:
             raise ProtocolError(INVALID_PARAMS, f"Unknown tool: {name!r}")
-        arguments = None if params.arguments is UNSET else params.arguments
+        handler = tool.handler
+        arguments = params.arguments
+        if arguments is UNSET:
+            arguments = None
         try:
-            kwargs = tool.handler.parameters.convert(arguments)
+            kwargs = handler.parameters.convert(arguments)
         except ArgumentError as exc:
             message = f"Invalid arguments for tool {name!r}: {exc}"
             if r.argument_errors == "result":
-                return self.to(self.results.tool_error(message), r, "the error of tool", name)
+                return self.results.text_result(message, r, "the error of tool", name, error=True)
             raise ProtocolError(INVALID_PARAMS, message) from None
         results = self.results
-        ctx, binding = (
-            self._context(exchange, r, name, arguments)
-            if tool.handler.wants_context
-            else (None, "")
-        )
-        handler = tool.handler
+        ctx, binding = None, ""
+        if handler.wants_context:
+            ctx, binding = self._context(exchange, r, name, arguments)
         try:
-            if handler.is_async and ctx is None:  # one coroutine less on the common path
+            if ctx is None and handler.is_async:  # one coroutine less on the common path
                 value = await handler.func(**kwargs)
             else:
                 value = await handler(kwargs, ctx)
@@ -220,18 +207,17 @@ class Server:
         except (ProtocolError, asyncio.CancelledError):
             raise
         except ToolError as exc:
-            return self.to(results.tool_error(str(exc)), r, "the error of tool", name)
+            return results.text_result(str(exc), r, "the error of tool", name, error=True)
         except Exception as exc:  # a tool's failure is the model's to read, not a crash
             log.exception("tool %r failed", name)
-            failed = results.tool_error(f"{type(exc).__name__}: {exc}")
-            return self.to(failed, r, "the error of tool", name)
+            failed = f"{type(exc).__name__}: {exc}"
+            return results.text_result(failed, r, "the error of tool", name, error=True)
         try:
-            result = tool.result(value, results)
+            return tool.result(value, results, r)
         except ArgumentError as exc:
             raise ProtocolError(
                 INTERNAL_ERROR, f"Internal error: tool {name!r} returned {exc} (its output schema)"
             ) from None
-        return self.to(result, r, "the result of tool", name)
 
     # -- resources --------------------------------------------------------------------------------
 
@@ -260,7 +246,7 @@ class Server:
             raise ProtocolError(
                 INTERNAL_ERROR, f"Internal error: resource {uri!r}: {exc}"
             ) from None
-        return self.to(result, r, "the contents of", uri)
+        return self.results.to(result, r, "the contents of", uri)
 
     # -- prompts and completions ------------------------------------------------------------------
 
@@ -285,7 +271,7 @@ class Server:
             raise ProtocolError(
                 INTERNAL_ERROR, f"Internal error: prompt {params.name!r}: {exc}"
             ) from None
-        return self.to(result, r, "prompt", params.name)
+        return self.results.to(result, r, "prompt", params.name)
 
     async def _complete(self, exchange: Exchange, r: Rev) -> Any:
         params = exchange.params
@@ -314,7 +300,7 @@ class Server:
                 has_more=len(values) > MAX_COMPLETIONS,
             )
         )
-        return self.to(result, r, "the completion of", params.argument.name)
+        return results.to(result, r, "the completion of", params.argument.name)
 
     # -- subscriptions and logging ------------------------------------------------------------------------------------
 

@@ -110,6 +110,7 @@ class Parameters:
         self._typed: Any = _TYPED_DICT(f"{what} arguments", fields)
         self.schema = self._schema()
         self._simple = all(p.exact is not None for p in params)
+        self._checks = tuple((p.name, p.exact, p.required) for p in params)
         self._known = frozenset(self.names)
 
     def _schema(self) -> dict[str, Any]:
@@ -132,9 +133,10 @@ class Parameters:
             if type(args) is not dict:
                 raise ArgumentError(f"Expected `object`, got `{type(args).__name__}` - at `$`")
         if self._simple:  # the common case of strings, integers and booleans: no msgspec
-            for p in self.params:
-                v = args.get(p.name, _MISSING)
-                if (v is _MISSING and p.required) or (v is not _MISSING and type(v) is not p.exact):
+            for name, exact, required in self._checks:
+                v = args.get(name, _MISSING)
+                # a value of another class, or none where one is required (_MISSING is a class)
+                if type(v) is not exact and (v is not _MISSING or required):
                     break
             else:
                 if args.keys() <= self._known:

@@ -12,7 +12,7 @@ import msgspec
 from .._support import convert
 from .content import Results, generated, json_text, newest
 from .handler import Handler, describe
-from .revision import latest
+from .revision import Rev, latest
 from .signature import Output
 
 __all__ = ["Tool", "ToolError"]
@@ -57,12 +57,16 @@ class Tool:
         except msgspec.ValidationError as exc:
             raise ValueError(f"{what} cannot be described in MCP: {exc}") from None
 
-    def result(self, value: Any, results: Results) -> Any:
-        """The newest revision's call result of what the tool returned; ``ArgumentError`` when
-        a structured value does not fit the tool's output schema."""
+    def result(self, value: Any, results: Results, r: Rev) -> Any:
+        """The call result, in revision ``r``, of what the tool returned (built in the newest
+        revision and projected); ``ArgumentError`` when a structured value does not fit the
+        tool's output schema."""
+        if type(value) is str and self.output.schema is None:  # the common case, directly
+            return results.text_result(value, r, "the result of tool", self.name)
+        return results.to(self._newest(value, results), r, "the result of tool", self.name)
+
+    def _newest(self, value: Any, results: Results) -> Any:
         output = self.output
-        if type(value) is str and output.schema is None:  # the common case, directly
-            return results.call_tool(content=[results.text(text=value)])
         if generated(value):
             value = newest(value)
             if isinstance(value, results.call_tool.cls):
@@ -70,15 +74,13 @@ class Tool:
         if output.schema is not None:
             structured = output.structured(value)
             shown = structured["result"] if output.wrapped else structured
-            return results.call_tool(
-                content=[results.text(text=json_text(shown))], structured_content=structured
-            )
-        if _is_object(value):
-            structured = msgspec.to_builtins(value)
-            return results.call_tool(
-                content=[results.text(text=json_text(structured))], structured_content=structured
-            )
-        return results.call_tool(content=results.tool_content(value))
+        elif _is_object(value):
+            structured = shown = msgspec.to_builtins(value)
+        else:
+            return results.call_tool(content=results.tool_content(value))
+        return results.call_tool(
+            content=[results.text(text=json_text(shown))], structured_content=structured
+        )
 
 
 def _is_object(value: Any) -> bool:
