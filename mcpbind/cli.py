@@ -214,20 +214,95 @@ The client runs `mcpbind bridge ... -- CMD ARGS` as its server command.""",
     type=click.IntRange(min=1),
     metavar="N",
     help="How many requests from each side may await the other side's answer at once, 1024 by "
-    "default; one more is answered at once with error -32603 (Server busy).",
+    "default; one more is answered at once with error -32603 (Server busy). With --listen: the "
+    "requests of one client session (or identity) awaiting the server, 128 by default.",
 )
-@click.argument(
-    "command", nargs=-1, required=True, type=click.UNPROCESSED, metavar="-- CMD ARGS..."
+@click.option(
+    "--listen",
+    metavar="HOST:PORT",
+    help="Serve MCP over HTTP on HOST:PORT instead of stdio (the gateway): Streamable HTTP at "
+    "--path for every revision, HTTP+SSE at /sse and /messages for 2024-11-05 clients; any number "
+    "of clients, each in its own revision. The server is CMD (a child per client session) or "
+    "--upstream.",
 )
+@click.option(
+    "--path", default="/mcp", show_default=True, help="The Streamable HTTP endpoint (--listen)."
+)
+@click.option(
+    "--upstream",
+    metavar="URL",
+    help="With --listen: the MCP server at URL (Streamable HTTP, or HTTP+SSE when it answers the "
+    "opening POST with a 4xx) instead of CMD.",
+)
+@click.option(
+    "--redis",
+    metavar="URL",
+    help="With --listen: keep sessions and event logs in this Redis, so that any worker serves "
+    "any session and a client resumes its streams on any of them (docs/bridge.md).",
+)
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="With --listen --upstream --redis: gateway processes on one port.",
+)
+@click.option(
+    "--max-sessions",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="With --listen: client sessions held per front (each with its own link to the server), "
+    "64 with CMD (a child each), 1024 with --upstream.",
+)
+@click.option(
+    "--max-shared",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="With --listen: links of clients without a session (2026-07-28 on), one per client "
+    "identity, 16 by default.",
+)
+@click.option(
+    "--input-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    metavar="S",
+    help="With --listen: seconds a server's request waits for a 2026-07-28 client to retry "
+    "with its answer, 300 by default.",
+)
+@click.option(
+    "--allowed-host",
+    "allowed_hosts",
+    multiple=True,
+    metavar="NAME",
+    help="With --listen: a host name clients may reach the gateway by (Host and Origin are "
+    "checked); the loopback names by default. Repeat for several.",
+)
+@click.option(
+    "--auth-server",
+    metavar="URL",
+    help="With --listen: clients present bearer tokens of this authorization server "
+    "(Streamable HTTP only: HTTP+SSE is then off). The gateway never passes them on.",
+)
+@click.argument("command", nargs=-1, type=click.UNPROCESSED, metavar="-- CMD ARGS...")
 def bridge(
     client_revision: str,
     server_revision: str,
     strict: bool,
     max_line_bytes: int | None,
     max_in_flight: int | None,
+    listen: str | None,
+    path: str,
+    upstream: str | None,
+    redis: str | None,
+    workers: int,
+    max_sessions: int | None,
+    max_shared: int | None,
+    input_timeout: float | None,
+    allowed_hosts: tuple[str, ...],
+    auth_server: str | None,
     command: tuple[str, ...],
 ) -> None:
-    """A stdio proxy between an MCP client and an MCP server of different revisions.
+    """A proxy between MCP clients and an MCP server of different revisions: on stdio (one
+    client), or with --listen over HTTP (any number of clients, each in its own revision).
 
     Each side negotiates its own revision; every message crossing is projected into the other
     side's revision. What the target revision cannot carry follows the overlay's [[loss]] rules
@@ -247,6 +322,40 @@ def bridge(
         if value != "auto" and value not in REVISIONS:
             raise UserError(f"--{name}-revision {value!r}: one of auto, {', '.join(REVISIONS)}")
         sides[name] = RELEASED if value == "auto" else (value,)
+    gateway_only = {
+        "--upstream": upstream,
+        "--redis": redis,
+        "--max-sessions": max_sessions,
+        "--max-shared": max_shared,
+        "--input-timeout": input_timeout,
+        "--allowed-host": allowed_hosts or None,
+        "--auth-server": auth_server,
+        "--workers": workers if workers != 1 else None,
+    }
+    if listen is not None:
+        _listen(
+            listen,
+            path,
+            list(command),
+            sides,
+            strict=strict,
+            max_line=max_line_bytes,
+            max_in_flight=max_in_flight,
+            upstream=upstream,
+            redis=redis,
+            workers=workers,
+            max_sessions=max_sessions,
+            max_shared=max_shared,
+            input_timeout=input_timeout,
+            allowed_hosts=allowed_hosts,
+            auth_server=auth_server,
+        )
+        return
+    given = [name for name, value in gateway_only.items() if value is not None]
+    if given:
+        raise UserError(f"{', '.join(given)} only go with --listen")
+    if not command:
+        raise UserError("the server to start is missing: -- CMD ARGS...")
     sys.exit(
         run(
             list(command),
@@ -257,3 +366,64 @@ def bridge(
             max_in_flight=max_in_flight or MAX_IN_FLIGHT,
         )
     )
+
+
+def _listen(
+    listen: str,
+    path: str,
+    command: list[str],
+    sides: dict[str, Any],
+    *,
+    strict: bool,
+    max_line: int | None,
+    max_in_flight: int | None,
+    upstream: str | None,
+    redis: str | None,
+    workers: int,
+    max_sessions: int | None,
+    max_shared: int | None,
+    input_timeout: float | None,
+    allowed_hosts: tuple[str, ...],
+    auth_server: str | None,
+) -> None:
+    """``mcpbind bridge --listen``: check the options, then serve the gateway."""
+    from .bridge import gateway
+
+    host, colon, port = listen.rpartition(":")
+    if not colon or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise UserError(f"--listen {listen!r}: HOST:PORT, such as 127.0.0.1:8000")
+    host = host.strip("[]")
+    if (upstream is None) == (not command):
+        raise UserError("--listen serves either a server command (-- CMD ARGS) or --upstream URL")
+    if upstream is not None and not upstream.startswith(("http://", "https://")):
+        raise UserError(f"--upstream {upstream!r}: an http:// or https:// URL")
+    if workers > 1 and (upstream is None or redis is None):
+        raise UserError(
+            "--workers above 1 needs --upstream and --redis: the workers share sessions through "
+            "Redis, and a session with a child of its own lives in the worker running it "
+            "(docs/bridge.md says how to route such sessions)"
+        )
+    if not path.startswith("/"):
+        raise UserError(f"--path {path!r}: a path starting with /")
+    options: dict[str, Any] = {
+        "command": command or None,
+        "upstream": upstream,
+        "client_revisions": sides["client"],
+        "server_revisions": sides["server"],
+        "strict": strict,
+        "path": path,
+        "store": redis,
+        "max_sessions": max_sessions or (64 if command else None),
+        "resource": f"http://{listen}{path}",
+    }
+    for name, value in (
+        ("max_line", max_line),
+        ("max_in_flight", max_in_flight),
+        ("max_shared", max_shared),
+        ("input_timeout", input_timeout),
+    ):
+        if value is not None:
+            options[name] = value
+    if allowed_hosts:
+        options["allowed_hosts"] = tuple(h.lower() for h in allowed_hosts)
+    gateway.run(host, int(port), options, workers=workers, auth_server=auth_server)

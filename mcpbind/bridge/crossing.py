@@ -144,8 +144,9 @@ class Crossing:
             caps = checked(caps, sp.facts.client_capabilities, sp.revision, "$.capabilities")
         return caps, info
 
-    def _open_back(self, caps: Any, info: Any) -> None:
-        """Open the server side (queue its handshake) with the client's capabilities and info;
+    def _open_back(self, caps: Any, info: Any, connect: bool = True) -> None:
+        """Open the server side (queue its handshake; ``connect=False``: only prepare it, for a
+        transport that connects the session itself) with the client's capabilities and info;
         with --strict, capabilities the server's revision cannot carry fail it (``_failed``)."""
         self._client_caps = caps
         target = self.back.revisions[0]
@@ -157,7 +158,8 @@ class Crossing:
                 return
             self.back.capabilities = msgspec.to_builtins(projected)
         self.back.info = msgspec.to_builtins(info) if info is not None else None
-        self.back.connect()
+        if connect:
+            self.back.connect()
 
     def _back_agreed(self, e: Negotiated) -> None:
         """The server side agreed on ``e.revision``: the client's capabilities go in that one."""
@@ -319,8 +321,8 @@ class Crossing:
         requests = {}
         for name, (method, params) in asked.items():
             request: dict[str, Any] = {"method": method}
-            params = self._server_request(method, params, revision)
-            if params is not None:
+            params = self._carry(params, revision, f"the params of the server's {method!r}")
+            if params is not None and params is not UNSET:
                 request["params"] = msgspec.to_builtins(params)
             requests[name] = request
         data: dict[str, Any] = {trip.input_requests: requests, trip.request_state: state}

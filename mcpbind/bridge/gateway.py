@@ -1,0 +1,1016 @@
+"""``mcpbind bridge --listen``: the bridge as an HTTP gateway any MCP client can reach, each client
+in its own revision, in front of one server of its own (docs/bridge.md, "The HTTP front").
+
+The front is mcpbind's own HTTP servers on one port: ``StreamableHTTPServer`` (every revision) and
+``SSEServer`` (HTTP+SSE, the transport of 2024-11-05 clients). Each request they hand over goes
+down a ``Link``: a ``Crossing`` (the translations of the stdio bridge, shared) whose
+``ClientSession`` talks to the server over an ``upstream`` transport: a child process per client
+session (``--listen ... -- CMD``), or an MCP server over HTTP (``--upstream URL``).
+
+- A client session of a revision with the initialize handshake gets a link of its own, opened on
+  its first request with the client's capabilities and info and ended with the session (DELETE,
+  idle expiry, the HTTP+SSE stream closed).
+- Clients of the per-request ``_meta`` revisions have no session: their requests go down one link
+  per client identity (its info, capabilities and authenticated subject), at most
+  ``max_shared`` of them; the least recently used one with nothing in flight makes room.
+- The server's handshake is learnt once, on the first request (a probe connection), and every
+  client is answered from it in its own revision (``Face``).
+- A server's own request (sampling, elicitation, roots) reaches a client that has the method as
+  that request, and a client of a round-trip revision (which has none) as an input-required
+  result of the request it belongs to; the client's retry carries the answer back (``_Pending``).
+- Nothing is lost: every request gets the server's answer or an error naming why (the server is
+  gone, past ``max_in_flight``, the link could not open); a client that leaves cancels its
+  requests on the server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import hashlib
+import itertools
+import secrets
+import sys
+import time
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from typing import Any
+
+import httpx
+import msgspec
+from msgspec import UNSET
+from starlette.applications import Starlette
+from starlette.responses import JSONResponse
+
+from .. import bindings
+from .._revisions import RELEASED
+from ..errors import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    METHOD_NOT_FOUND,
+    ProtocolError,
+    UnsupportedRevision,
+)
+from ..events import (
+    ErrorReceived,
+    Event,
+    InputRequired,
+    MessageRejected,
+    Negotiated,
+    NegotiationFailed,
+    NotificationReceived,
+    ProgressReceived,
+    RequestCancelled,
+    RequestReceived,
+    ResultReceived,
+    TaskCreated,
+)
+from ..negotiate import negotiate
+from ..session import ServerSession
+from ..session._common import speech
+from ..transports.http_server import SESSION_IDLE_TIMEOUT, Call, StreamableHTTPServer
+from ..transports.sse_server import SSEServer
+from ..transports.stdio import MAX_LINE
+from .crossing import NOT_SENT, Crossing, too_many
+from .upstream import HttpUpstream, StdioUpstream, Upstream, upstream_kind
+
+__all__ = [
+    "INPUT_TIMEOUT",
+    "MAX_IN_FLIGHT",
+    "MAX_SHARED",
+    "OPEN_TIMEOUT",
+    "Gateway",
+]
+
+CONNECTION_CLOSED = -32000  # as the stdio bridge answers: the peer the request was for is gone
+MAX_IN_FLIGHT = 128  # requests of one link awaiting the server's answer (the HTTP server's own)
+MAX_SHARED = 16  # links for clients without a session (one per client identity)
+INPUT_TIMEOUT = 300.0  # seconds a server's request waits for the round-trip client's retry
+OPEN_TIMEOUT = 30.0  # seconds the server's handshake may take
+STATE_PREFIX = "mcpbind-gateway:"  # the request states the gateway issues (others pass through)
+CLIENT_INFO = {"name": "mcpbind-gateway", "version": "1"}  # the probe's own info
+
+
+class Face:
+    """What every client is told of the server: its handshake (learnt once, ``learn``), crossed
+    into each client revision on first use, with the losses logged once. A revision whose
+    handshake would lose capabilities under --strict is refused (``of`` raises)."""
+
+    def __init__(self, crossing: Crossing) -> None:
+        self.crossing = crossing
+        self.negotiated: Negotiated | None = None
+        self._faces: dict[str, tuple[Any, Any, Any] | ProtocolError] = {}
+
+    def learn(self, negotiated: Negotiated) -> None:
+        self.negotiated = negotiated
+        self._faces.clear()
+
+    def of(self, revision: str) -> tuple[Any, Any, Any]:
+        """(capabilities, info, instructions) for a client of ``revision``."""
+        found = self._faces.get(revision)
+        if found is None:
+            assert self.negotiated is not None  # the gateway learns it before serving
+            try:
+                found = self.crossing._server_face(self.negotiated, revision)
+            except ProtocolError as error:
+                found = error
+            self._faces[revision] = found
+        if isinstance(found, ProtocolError):
+            raise ProtocolError(found.code, found.message, found.data)
+        return found
+
+
+class _Front(ServerSession):
+    """The session facing one client (or one stateless POST): its handshake is answered with the
+    server's ``Face`` in the agreed revision; ``client`` keeps what its initialize said of it."""
+
+    def __init__(self, *args: Any, face: Face, **options: Any) -> None:
+        super().__init__(*args, **options)
+        self.face = face
+        self.client: tuple[Any, Any, Any] | None = None  # (capabilities, info, speech)
+        self.link: Link | None = None  # the link its requests go down, once there is one
+
+    def _on_initialize(self, codec: Any, sp: Any, id: Any, message: Any, events: Any) -> None:
+        if not self._bound:
+            try:
+                revision: str | None = negotiate(
+                    message.params.protocol_version, self._initialize_revisions
+                )
+            except ProtocolError:
+                revision = None  # answered by the session: no revision fits
+            if revision is not None and not self._face(revision, codec, id, events):
+                return
+            self.client = (message.params.capabilities, message.params.client_info, sp)
+        super()._on_initialize(codec, sp, id, message, events)
+
+    def _on_discover(self, codec: Any, sp: Any, id: Any, message: Any, events: Any) -> None:
+        if self._face(sp.revision, codec, id, events):
+            super()._on_discover(codec, sp, id, message, events)
+
+    def _face(self, revision: str, codec: Any, id: Any, events: list[Event]) -> bool:
+        """Take the server's face in ``revision``; False (the handshake answered with the
+        error) when it cannot be shown there without loss (--strict)."""
+        try:
+            self.capabilities, self.info, self.instructions = self.face.of(revision)
+        except ProtocolError as error:
+            failed = UnsupportedRevision(revision, list(self.revisions), id, error.code)
+            failed.message = error.message
+            failed.args, failed.data = (error.message,), error.data
+            self._out.append(codec.error_response(failed))
+            events.append(NegotiationFailed(error=failed))
+            return False
+        return True
+
+
+class _Pending:
+    """One client request sent down a link: the request it serves now (``call``; None while it
+    waits for a round-trip client's retry), how it ends (``answer``), and the server's requests
+    waiting for that client's input (``asks``: name -> the request, and where its answer goes).
+    """
+
+    __slots__ = ("answer", "asks", "call", "method", "revision", "rid", "timer", "wake")
+
+    def __init__(self, rid: Any, call: Call, loop: asyncio.AbstractEventLoop) -> None:
+        self.rid = rid
+        self.call: Call | None = call
+        self.method = call.method
+        self.revision = call.revision
+        self.answer: asyncio.Future[Event] = loop.create_future()
+        self.asks: dict[str, tuple[RequestReceived, asyncio.Future[Any]]] = {}
+        self.wake = asyncio.Event()  # set when the server asks for input
+        self.timer: asyncio.TimerHandle | None = None
+
+
+class Link(Crossing):
+    """One connection to the server, for one client session or one client identity."""
+
+    def __init__(
+        self,
+        gateway: Gateway,
+        key: Any,
+        caps: Any,
+        info: Any,
+        *,
+        front: Any = None,
+        sid: str | None = None,
+    ) -> None:
+        super().__init__(gateway.server_revisions, strict=gateway.strict)
+        self.gateway = gateway
+        self.key = key
+        self.caps, self.info = caps, info
+        self.front, self.sid = front, sid  # the HTTP server and session id the client is on
+        self.transport: Upstream = gateway._transport(self)
+        self.pending: dict[Any, _Pending] = {}
+        self.counted = 0  # requests awaiting the link to open
+        self.used = time.monotonic()
+        self.why: str | None = None  # why it ended, once it has
+        self._opening: asyncio.Future[None] | None = None
+        self._negotiated: asyncio.Future[Negotiated] | None = None
+        self._serving: set[asyncio.Task[Any]] = set()
+        self._closing: str | None = None  # why the client side ended it
+
+    # -- opening and closing ----------------------------------------------------------------------
+
+    async def open(self) -> None:
+        """Open the connection once (every request before it is done waits for it)."""
+        if self._opening is None:
+            self._opening = asyncio.ensure_future(self._open())
+        await asyncio.shield(self._opening)
+
+    async def _open(self) -> None:
+        loop = asyncio.get_running_loop()
+        self._negotiated = loop.create_future()
+        self._open_back(self.caps, self.info, connect=False)
+        if self._failed is not None:
+            self._end(self._failed.message)
+            raise self._failed
+        try:
+            async with asyncio.timeout(self.gateway.open_timeout):
+                await self.transport.open()
+                negotiated = await self._negotiated
+        except ProtocolError as error:
+            why = f"the server refused the handshake: {error.message}"
+        except (OSError, httpx.HTTPError) as error:
+            why = f"the server cannot be reached: {error}"
+        except TimeoutError:
+            why = (
+                f"the server did not complete its handshake within {self.gateway.open_timeout:g} s"
+            )
+        else:
+            self._back_agreed(negotiated)
+            self._say()
+            return
+        self._end(why)
+        await self.transport.close()
+        raise ProtocolError(CONNECTION_CLOSED, f"Connection closed: {why}")
+
+    def gone(self, why: str) -> None:
+        """The connection is over (``why``): every request on it gets an error, and the link is
+        forgotten (a later request opens another)."""
+        if self.why is None:
+            self._end(why)
+            self.gateway._spawn(self.transport.close())
+
+    def _end(self, why: str) -> None:
+        self.why = why
+        self.gateway._forget(self)
+        error = ProtocolError(CONNECTION_CLOSED, f"Connection closed: {why}", {"reason": why})
+        count = 0
+        for pending in list(self.pending.values()):
+            count += 1
+            self._settle(pending, error)
+            for _, future in pending.asks.values():
+                if not future.done():
+                    future.set_exception(error)
+            if pending.timer is not None:
+                pending.timer.cancel()
+        self.pending.clear()
+        if self._negotiated is not None and not self._negotiated.done():
+            self._negotiated.set_exception(ProtocolError(CONNECTION_CLOSED, why))
+        for task in self._serving:
+            task.cancel()
+        if count or why is not self._closing:
+            self.log.append(f"{why}; {count} pending requests answered with an error")
+        self._say()
+
+    async def close(self, why: str) -> None:
+        """End the link because its client is gone: what it sent is cancelled on the server."""
+        if self.why is not None:
+            return
+        for pending in list(self.pending.values()):
+            self._cancel(pending, why)
+        self._flush()
+        self._closing = why  # said only when it answers something with an error
+        self._end(why)
+        await self.transport.close()
+
+    # -- the client's requests --------------------------------------------------------------------
+
+    async def forward(self, call: Call) -> Any:
+        """The answer to the client's request ``call``, from the server."""
+        self.used = time.monotonic()
+        state, answers = self.round_trip_retry(call.params, call.revision)
+        if state is not None and state.startswith(STATE_PREFIX):
+            pending = self.gateway._resume(state, call, self)
+            self._answer_asks(pending, answers)
+        else:
+            pending = await self._send(call)
+        try:
+            return await self._outcome(pending)
+        except asyncio.CancelledError:
+            # The client cancelled it, or left: the server stops working on it too.
+            if pending.call is call and self.pending.get(pending.rid) is pending:
+                self._cancel(pending, "the client cancelled the request or went away")
+                self._flush()
+            raise
+        finally:
+            self._say()
+
+    async def _send(self, call: Call) -> _Pending:
+        if self.why is not None:
+            raise ProtocolError(CONNECTION_CLOSED, f"Connection closed: {self.why}")
+        limit = self.gateway.max_in_flight
+        if len(self.pending) + self.counted >= limit:
+            raise too_many(call.id, limit, "the client", "the server")
+        self.counted += 1
+        try:
+            await self.open()
+        finally:
+            self.counted -= 1
+        if self.why is not None:
+            raise ProtocolError(CONNECTION_CLOSED, f"Connection closed: {self.why}")
+        params, token = self._down_params(call.method, call.params, call.revision)
+        rid = self.back.request(
+            call.method, None if params is UNSET else params, progress=token is not None
+        )
+        pending = self.pending[rid] = _Pending(rid, call, asyncio.get_running_loop())
+        self._flush()
+        return pending
+
+    async def _outcome(self, pending: _Pending) -> Any:
+        """Wait for the server's answer to ``pending`` and give it in the client's revision;
+        an input-required result instead when the server asks a round-trip client for input."""
+        while True:
+            if not pending.answer.done():
+                woken = asyncio.ensure_future(pending.wake.wait())
+                try:
+                    await asyncio.wait((pending.answer, woken), return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    woken.cancel()
+            if not pending.answer.done():
+                pending.wake.clear()
+                if pending.asks:
+                    return self._ask_input(pending)
+                continue
+            event = pending.answer.result()
+            call = pending.call
+            assert call is not None
+            if isinstance(event, ResultReceived | TaskCreated):
+                return self._up_result(event.result, call.revision, call.method)
+            if isinstance(event, ErrorReceived):
+                raise ProtocolError(event.code, event.message, event.data)
+            if isinstance(event, InputRequired):
+                if speech(call.revision).facts.round_trip is not None:
+                    return self._up_result(event.result, call.revision, call.method)
+                await self._ask_older_client(pending, event)
+                continue
+            assert isinstance(event, MessageRejected)
+            raise ProtocolError(
+                INTERNAL_ERROR,
+                f"Internal error: the server's answer to {call.method!r} cannot be passed on: "
+                + event.error.message,
+            )
+
+    async def _ask_older_client(self, pending: _Pending, event: InputRequired) -> None:
+        """A server of the round-trip revisions asks an older client for input: the client gets
+        its own requests, and the server the retry with the answers (``Bridge`` does the same)."""
+        call = pending.call
+        assert call is not None
+        responses = {}
+        for name, request in (event.input_requests or {}).items():
+            method = request.method
+            params = self._input_request(method, request.params, call.method, call.revision)
+            try:
+                result = await call.request(method, params)
+            except ProtocolError as error:
+                raise ProtocolError(
+                    error.code,
+                    f"the server needs {method!r} input to answer {call.method!r}, and the "
+                    f"client cannot take it: {error.message}",
+                    error.data,
+                ) from None
+            responses[name] = self._input_answer(result)
+        if self.why is not None:
+            raise ProtocolError(CONNECTION_CLOSED, f"Connection closed: {self.why}")
+        pending.rid = self.back.answer(event, responses)
+        pending.answer = asyncio.get_running_loop().create_future()
+        self.pending[pending.rid] = pending
+        self._flush()
+
+    def _ask_input(self, pending: _Pending) -> Any:
+        """The input-required result carrying the server's requests waiting on ``pending`` to a
+        round-trip client; the request waits (``input_timeout``) for the client's retry."""
+        call = pending.call
+        assert call is not None
+        asked = {
+            name: (event.method, event.params)
+            for name, (event, future) in pending.asks.items()
+            if not future.done()
+        }
+        state = self.gateway._hold(pending, self)
+        result = self._round_trip_ask(asked, call.revision, state)
+        pending.call = None
+        return result
+
+    def _answer_asks(self, pending: _Pending, answers: dict[str, Any]) -> None:
+        """The round-trip client's retry: its responses answer the server's waiting requests."""
+        for name, (event, future) in list(pending.asks.items()):
+            if future.done():
+                continue
+            if name not in answers:
+                continue  # asked again in the next input-required result
+            del pending.asks[name]
+            try:
+                future.set_result(self._input_response(event.method, answers[name]))
+            except ProtocolError as error:
+                future.set_exception(error)
+
+    def _cancel(self, pending: _Pending, why: str) -> None:
+        self.pending.pop(pending.rid, None)
+        if pending.timer is not None:
+            pending.timer.cancel()
+        if self.back.awaits(pending.rid):
+            with contextlib.suppress(ProtocolError):
+                self.back.cancel(pending.rid, why)
+        error = ProtocolError(INTERNAL_ERROR, f"Request cancelled: {why}")
+        for _, future in pending.asks.values():
+            if not future.done():
+                future.set_exception(error)
+
+    # -- what the server sends --------------------------------------------------------------------
+
+    def received(self, events: list[Event], related: Any) -> None:
+        """Events of the server's messages (``related``: the id of the request whose response
+        carried them, when the transport knows it)."""
+        for event in events:
+            if isinstance(event, ResultReceived | ErrorReceived | InputRequired | TaskCreated):
+                pending = self.pending.pop(event.id, None)
+                if pending is not None:
+                    self._settle(pending, event)
+                elif isinstance(event, ErrorReceived) and event.id is None:
+                    self.log.append(f"server: error {event.code}: {event.message}")
+            elif isinstance(event, MessageRejected):
+                self.log.append(f"server: {event.error.message}")
+                pending = self.pending.pop(event.error.id, None) if not event.answered else None
+                if pending is not None:
+                    self._settle(pending, event)
+            elif isinstance(event, Negotiated):
+                if self._negotiated is not None and not self._negotiated.done():
+                    self._negotiated.set_result(event)
+            elif isinstance(event, NegotiationFailed):
+                if self._negotiated is not None and not self._negotiated.done():
+                    self._negotiated.set_exception(event.error)
+            elif isinstance(event, ProgressReceived):
+                self._progress_up(event)
+            elif isinstance(event, NotificationReceived):
+                self._notify_up(event, related)
+            elif isinstance(event, RequestCancelled):
+                self.log.append(f"server: cancelled its request {event.id!r}")
+            elif isinstance(event, RequestReceived):  # a transport without its own answering
+                task = asyncio.ensure_future(self._serve_and_answer(event, related))
+                self._serving.add(task)
+                task.add_done_callback(self._serving.discard)
+        self._say()
+
+    def _settle(self, pending: _Pending, event: Any) -> None:
+        if pending.answer.done():
+            return
+        if isinstance(event, BaseException):
+            pending.answer.set_exception(event)
+        else:
+            pending.answer.set_result(event)
+
+    def failed(self, id: Any, why: str) -> None:
+        """The transport could not deliver request ``id`` or its answer (``why``)."""
+        pending = self.pending.pop(id, None)
+        if pending is not None and not pending.answer.done():
+            self.log.append(f"{why}: the request is answered with an error")
+            self._settle(pending, ProtocolError(CONNECTION_CLOSED, f"Connection closed: {why}"))
+            self._say()
+
+    def discarded(self, size: int, why: str) -> None:
+        """A message from the server was dropped unread (over ``max_line``)."""
+        self.log.append(f"server: a message was dropped: {why}")
+        self._say()
+
+    def _progress_up(self, event: ProgressReceived) -> None:
+        pending = self.pending.get(event.id)
+        call = pending.call if pending is not None else None
+        if call is None:
+            return
+        message = self._progress_message(call.revision, event.message)
+        with contextlib.suppress(ProtocolError):  # the client's request had no progress token
+            call.progress(event.progress, event.total, message)
+
+    def _notify_up(self, event: NotificationReceived, related: Any) -> None:
+        """A notification of the server's: on the stream of the request it came with, else on
+        the session's own stream, else on the stream of the newest request in flight."""
+        pending = self.pending.get(related) if related is not None else None
+        call = pending.call if pending is not None else None
+        revision = call.revision if call is not None else self._client_revision()
+        if revision is None:
+            return
+        try:
+            params = self._notification(event.method, event.params, revision, "the server's")
+        except ProtocolError as error:
+            self.log.append(f"bridge: {error.message}")
+            return
+        if params is NOT_SENT:
+            return
+        if call is None and self.sid is not None and self.front is not None:
+            with contextlib.suppress(ProtocolError):
+                if self.front.notify(self.sid, event.method, params):
+                    return
+        if call is None:
+            call = self._newest_call()
+        if call is None:
+            self.log.append(
+                f"server: {event.method!r} notification dropped: the client has no stream open "
+                "to carry it"
+            )
+            return
+        with contextlib.suppress(ProtocolError, ConnectionError):
+            call.notify(event.method, params)
+
+    def _client_revision(self) -> str | None:
+        call = self._newest_call()
+        if call is not None:
+            return call.revision
+        if self.front is not None and self.sid is not None:
+            live = self.front.sessions.get(self.sid)
+            return live.session.revision if live is not None else None
+        return None
+
+    def _newest_call(self) -> Call | None:
+        for pending in reversed(self.pending.values()):
+            if pending.call is not None:
+                return pending.call
+        return None
+
+    async def serve(self, event: RequestReceived, related: Any) -> Any:
+        """The client's answer to a request of the server's, in the server's revision: passed to
+        a client that has the method, else asked of a round-trip client through the result of
+        the request it belongs to (the related one, else the newest in flight)."""
+        try:
+            return await self._serve(event, related)
+        finally:
+            self._say()
+
+    async def _serve(self, event: RequestReceived, related: Any) -> Any:
+        pending = self.pending.get(related) if related is not None else None
+        if pending is None:
+            pending = next(reversed(self.pending.values()), None)
+        call = pending.call if pending is not None else None
+        revision = pending.revision if pending is not None else self._client_revision()
+        if revision is None:
+            raise ProtocolError(
+                METHOD_NOT_FOUND,
+                f"Method not found: {event.method!r} cannot reach the client: it has no request "
+                "in flight and no stream open",
+            )
+        if event.method in speech(revision).methods:
+            params = self._server_request(event.method, event.params, revision)
+            if call is not None:
+                result = await call.request(event.method, params)
+            elif self.sid is not None and self.front is not None:
+                try:
+                    result = await self.front.request(self.sid, event.method, params)
+                except LookupError as error:
+                    raise ProtocolError(INTERNAL_ERROR, f"Internal error: {error}") from None
+                except ConnectionError as error:
+                    raise ProtocolError(CONNECTION_CLOSED, f"Connection closed: {error}") from None
+            else:
+                raise ProtocolError(
+                    INTERNAL_ERROR,
+                    f"Internal error: {event.method!r} cannot reach the client: no stream open",
+                )
+            return self._client_answer(result, event.revision, event.method)
+        trip = speech(revision).facts.round_trip
+        if pending is None or trip is None or event.method not in trip.requests.values():
+            raise ProtocolError(
+                METHOD_NOT_FOUND,
+                f"Method not found: {event.method!r} is not part of MCP {revision}, the revision "
+                "the client speaks"
+                + ("" if trip is None else ", and no request of it is in flight to ask through"),
+                {"method": event.method},
+            )
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        pending.asks[f"input-{next(_ASKS)}"] = (event, future)
+        pending.wake.set()
+        return await future
+
+    async def _serve_and_answer(self, event: RequestReceived, related: Any) -> None:
+        try:
+            result = await self.serve(event, related)
+        except ProtocolError as error:
+            with contextlib.suppress(ProtocolError):
+                self.back.respond_error(event.id, error.code, error.message, error.data)
+        else:
+            try:
+                self.back.respond(event.id, result)
+            except ProtocolError as error:
+                with contextlib.suppress(ProtocolError):
+                    self.back.respond_error(event.id, INTERNAL_ERROR, error.message)
+        self._flush()
+
+    # -- the client's notifications ---------------------------------------------------------------
+
+    def notify_down(self, event: NotificationReceived) -> None:
+        target = self.back.revision
+        if target is None or self.back.state != "ready":
+            return
+        try:
+            params = self._notification(event.method, event.params, target, "the client's")
+            if params is not NOT_SENT:
+                self.back.notify(event.method, params)
+        except ProtocolError as error:
+            self.log.append(f"bridge: {error.message}")
+        self._flush()
+        self._say()
+
+    # -- plumbing ---------------------------------------------------------------------------------
+
+    def _flush(self) -> None:
+        out = self.back.data_to_send()
+        if out:
+            self.transport.send(out)
+
+    def _say(self) -> None:
+        if self.log:
+            self.gateway._say(self.take_log())
+
+
+_ASKS = itertools.count(1)
+
+
+class Gateway:
+    """The ASGI application of ``mcpbind bridge --listen``: Streamable HTTP at ``path`` and
+    HTTP+SSE at ``/sse`` and ``/messages``, in front of the server ``command`` (a child per
+    client session) or the MCP server at ``upstream`` (a URL).
+
+    Bounds (docs/bridge.md, "Limits"): ``max_sessions`` client sessions per front (each with a
+    link of its own; past it the HTTP servers refuse or evict as they do), ``max_shared`` links
+    of clients without a session, ``max_in_flight`` requests of one link awaiting the server,
+    ``input_timeout`` seconds a server's request waits for a round-trip client's retry,
+    ``open_timeout`` seconds for the server's handshake, ``max_line`` bytes of a child's line.
+    ``store`` (a Redis URL) is the Streamable HTTP front's store (docs/http.md); ``auth`` (a
+    ``ResourceServer``) makes its clients present tokens, and turns HTTP+SSE off. The client's
+    credentials never go to the server: each link is a connection of the gateway's own.
+    """
+
+    def __init__(
+        self,
+        *,
+        command: Sequence[str] | None = None,
+        upstream: str | None = None,
+        client_revisions: Iterable[str] | str = RELEASED,
+        server_revisions: Iterable[str] | str = RELEASED,
+        strict: bool = False,
+        path: str = "/mcp",
+        allowed_hosts: Iterable[str] | None = None,
+        max_sessions: int | None = None,
+        max_shared: int = MAX_SHARED,
+        max_in_flight: int = MAX_IN_FLIGHT,
+        session_idle_timeout: float | None = None,
+        input_timeout: float = INPUT_TIMEOUT,
+        open_timeout: float = OPEN_TIMEOUT,
+        max_line: int = MAX_LINE,
+        store: Any = None,
+        auth: Any = None,
+        http: httpx.AsyncClient | None = None,
+        log: Callable[[str], None] | None = None,
+    ) -> None:
+        if (command is None) == (upstream is None):
+            raise ValueError("a gateway needs a command or an upstream URL, and only one")
+        for name, value in (
+            ("max_shared", max_shared),
+            ("max_in_flight", max_in_flight),
+            ("input_timeout", input_timeout),
+            ("open_timeout", open_timeout),
+        ):
+            if value <= 0:
+                raise ValueError(f"{name} must be positive, not {value!r}")
+        self.command = list(command) if command is not None else None
+        self.upstream = upstream
+        self.server_revisions = (
+            (server_revisions,) if isinstance(server_revisions, str) else tuple(server_revisions)
+        )
+        self.strict = strict
+        self.max_shared = max_shared
+        self.max_in_flight = max_in_flight
+        self.input_timeout = input_timeout
+        self.open_timeout = open_timeout
+        self.max_line = max_line
+        self._log = log or _stderr
+        self._http = http
+        self._own_http = http is None
+        self._kind: Any = None  # the upstream transport class, once probed
+        self._probed: asyncio.Future[None] | None = None
+        self.face = Face(Crossing(self.server_revisions, strict=strict))
+        self.sessions: dict[tuple[int, str], Link] = {}  # (front, session id) -> its link
+        self.shared: dict[str, Link] = {}  # client identity -> link, least recently used first
+        self._holds: dict[str, tuple[Link, _Pending]] = {}
+        self._background: set[asyncio.Task[Any]] = set()
+        self.idle_timeout = (
+            session_idle_timeout if session_idle_timeout is not None else SESSION_IDLE_TIMEOUT
+        )
+        self._sweeper: asyncio.Task[None] | None = None
+        clients = (
+            (client_revisions,) if isinstance(client_revisions, str) else tuple(client_revisions)
+        )
+        session_class = functools.partial(_Front, face=self.face)
+        limits: dict[str, Any] = {}
+        if allowed_hosts is not None:
+            limits["allowed_hosts"] = allowed_hosts
+        if max_sessions is not None:
+            limits["max_sessions"] = max_sessions
+        if session_idle_timeout is not None:
+            limits["session_idle_timeout"] = session_idle_timeout
+        self.http = StreamableHTTPServer(
+            self._handle_http,
+            revisions=clients,
+            path=path,
+            store=store,
+            session_class=session_class,
+            on_event=self._on_event,
+            on_close=functools.partial(self._on_close, 0),
+            auth=auth,
+            **limits,
+        )
+        # HTTP+SSE has no authorization: with tokens required, it is not served at all.
+        with_sessions = [
+            r for r in clients if bindings(r).FACTS.handshake == "initialize" and auth is None
+        ]
+        self.sse = (
+            SSEServer(
+                self._handle_sse,
+                revisions=with_sessions,
+                session_class=session_class,
+                on_event=self._on_event,
+                on_close=functools.partial(self._on_close, 1),
+                **limits,
+            )
+            if with_sessions
+            else None
+        )
+        routes = list(self.http.app.routes) + (self.sse.routes if self.sse is not None else [])
+        self.app = Starlette(routes=routes, lifespan=self._lifespan)
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and (self._probed is None or not self._probed.done()):
+            try:
+                await self._probe()
+            except Exception as error:  # noqa: BLE001 - said to the client, and tried again
+                response = JSONResponse(
+                    {
+                        "jsonrpc": "2.0",
+                        "id": None,
+                        "error": {
+                            "code": INTERNAL_ERROR,
+                            "message": f"Bad Gateway: the server cannot be reached: {error}",
+                        },
+                    },
+                    status_code=502,
+                )
+                await response(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+    @contextlib.asynccontextmanager
+    async def _lifespan(self, app: Any) -> AsyncIterator[None]:
+        yield
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """End every link (children exit, HTTP sessions are deleted) and the stores."""
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+            self._sweeper = None
+        links = list(self.sessions.values()) + list(self.shared.values())
+        await asyncio.gather(
+            *(link.close("the gateway is shutting down") for link in links),
+            return_exceptions=True,
+        )
+        await self.http.aclose()
+        if self._http is not None and self._own_http:
+            await self._http.aclose()
+            self._http = None
+
+    # -- the server -------------------------------------------------------------------------------
+
+    async def _probe(self) -> None:
+        """Learn the server's handshake once (a connection opened and closed again)."""
+        if self._probed is None:
+            self._probed = asyncio.ensure_future(self._learn())
+            self._probed.add_done_callback(self._probe_done)
+        await asyncio.shield(self._probed)
+
+    def _probe_done(self, probed: asyncio.Future[None]) -> None:
+        if probed.cancelled() or probed.exception() is not None:
+            self._probed = None  # the next request tries again
+
+    async def _learn(self) -> None:
+        if self._sweeper is None:
+            self._sweeper = asyncio.ensure_future(self._sweep())
+        if self.upstream is not None:
+            if self._http is None:
+                self._http = httpx.AsyncClient(
+                    timeout=httpx.Timeout(30.0, read=None),
+                    limits=httpx.Limits(max_connections=None, max_keepalive_connections=100),
+                )
+            session = Crossing(self.server_revisions).back
+            session.info = dict(CLIENT_INFO)
+            self._kind, negotiated = await upstream_kind(self.upstream, self._http, session)
+        else:
+            probe = Link(self, None, None, CLIENT_INFO)
+            try:
+                await probe.open()
+                assert probe._negotiated is not None
+                negotiated = probe._negotiated.result()
+            finally:
+                await probe.close("the probe is done")
+        self.face.learn(negotiated)
+        self._say(self.face.crossing.take_log())
+
+    def _transport(self, link: Link) -> Upstream:
+        if self.command is not None:
+            return StdioUpstream(self.command, link, self.max_line)
+        assert self._http is not None and self.upstream is not None
+        kind = self._kind or HttpUpstream
+        transport: Upstream = kind(self.upstream, link, self._http)
+        return transport
+
+    # -- the client's requests --------------------------------------------------------------------
+
+    async def _handle_http(self, call: Call) -> Any:
+        return await self._handle(call, 0, self.http)
+
+    async def _handle_sse(self, call: Call) -> Any:
+        return await self._handle(call, 1, self.sse)
+
+    async def _handle(self, call: Call, which: int, front: Any) -> Any:
+        link = self._link(call, which, front)
+        return await link.forward(call)
+
+    def _link(self, call: Call, which: int, front: Any) -> Link:
+        """The link a request goes down: its session's, else its client identity's."""
+        sid = call.session_id
+        if sid is not None:
+            key = (which, sid)
+            link = self.sessions.get(key)
+            if link is None:
+                session = call.session
+                caps = info = None
+                if isinstance(session, _Front) and session.client is not None:
+                    caps, info, _ = session.client
+                link = Link(self, key, caps, info, front=front, sid=sid)
+                self.sessions[key] = link
+            if isinstance(call.session, _Front):
+                call.session.link = link
+            return link
+        caps, info = Crossing.client_identity(speech(call.revision), call.message)
+        subject = call.auth.subject if call.auth is not None else None
+        identity = hashlib.sha256(
+            msgspec.json.encode(
+                [subject, msgspec.to_builtins(info), msgspec.to_builtins(caps)], order="sorted"
+            )
+        ).hexdigest()
+        link = self.shared.pop(identity, None)
+        if link is None:
+            if len(self.shared) >= self.max_shared and not self._evict_shared():
+                raise ProtocolError(
+                    INTERNAL_ERROR,
+                    f"Server busy: {self.max_shared} client identities without a session have "
+                    "requests in flight (the gateway's max_shared)",
+                    {"max_shared": self.max_shared},
+                )
+            link = Link(self, identity, caps, info)
+        self.shared[identity] = link  # to the end: used last
+        return link
+
+    async def _sweep(self) -> None:
+        """End the links idle for ``session_idle_timeout`` (nothing in flight, no request for
+        that long): their children exit, their HTTP sessions are deleted. A session that comes
+        back later gets a new one."""
+        every = min(max(self.idle_timeout / 4, 0.05), 30.0)
+        why = f"idle for session_idle_timeout ({self.idle_timeout:g} s)"
+        while True:
+            await asyncio.sleep(every)
+            now = time.monotonic()
+            for link in [*self.sessions.values(), *self.shared.values()]:
+                if not link.pending and not link.counted and now - link.used >= self.idle_timeout:
+                    self._forget(link)
+                    self._spawn(link.close(why))
+
+    def _evict_shared(self) -> bool:
+        for identity, link in self.shared.items():
+            if not link.pending and not link.counted:
+                del self.shared[identity]
+                self._spawn(link.close("its place went to another client identity (max_shared)"))
+                return True
+        return False
+
+    def _forget(self, link: Link) -> None:
+        if isinstance(link.key, tuple):
+            if self.sessions.get(link.key) is link:
+                del self.sessions[link.key]
+        elif link.key is not None and self.shared.get(link.key) is link:
+            del self.shared[link.key]
+        for state, (held, _) in list(self._holds.items()):
+            if held is link:
+                del self._holds[state]
+
+    def _on_event(self, session: ServerSession, event: Event) -> None:
+        """A client's notification goes down its link (requests come through the handlers)."""
+        if type(event) is NotificationReceived and isinstance(session, _Front):
+            link = session.link
+            if link is not None and link.why is None:
+                link.notify_down(event)
+
+    def _on_close(self, which: int, sid: str) -> None:
+        """A front forgot a session: its link ends, and what it had in flight is cancelled."""
+        link = self.sessions.pop((which, sid), None)
+        if link is not None:
+            self._spawn(link.close("the client's session ended"))
+
+    # -- input rounds with round-trip clients -----------------------------------------------------
+
+    def _hold(self, pending: _Pending, link: Link) -> str:
+        """Keep ``pending`` for the client's retry; its request state."""
+        state = STATE_PREFIX + secrets.token_urlsafe(18)
+        self._holds[state] = (link, pending)
+        if pending.timer is not None:
+            pending.timer.cancel()
+        pending.timer = asyncio.get_running_loop().call_later(
+            self.input_timeout, self._expire_hold, state
+        )
+        return state
+
+    def _expire_hold(self, state: str) -> None:
+        found = self._holds.pop(state, None)
+        if found is None:
+            return
+        link, pending = found
+        pending.timer = None
+        link._cancel(
+            pending,
+            f"the client did not retry within input_timeout ({self.input_timeout:g} s) with the "
+            "input the server asked for",
+        )
+        link._flush()
+        link._say()
+
+    def _resume(self, state: str, call: Call, link: Link) -> _Pending:
+        """The held request a retry's ``state`` names, now serving ``call``."""
+        found = self._holds.pop(state, None)
+        if found is None or found[0] is not link or found[1].method != call.method:
+            raise ProtocolError(
+                INVALID_PARAMS,
+                "Invalid params: requestState names no input round this gateway holds for this "
+                f"client and method (it expired after input_timeout, {self.input_timeout:g} s, "
+                "its server connection ended, or another gateway process issued it)",
+            )
+        pending = found[1]
+        if pending.timer is not None:
+            pending.timer.cancel()
+            pending.timer = None
+        pending.call = call
+        pending.revision = call.revision
+        return pending
+
+    # -- plumbing ---------------------------------------------------------------------------------
+
+    def _spawn(self, work: Any) -> None:
+        task = asyncio.ensure_future(work)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    def _say(self, lines: list[str]) -> None:
+        for line in lines:
+            self._log(line)
+
+
+def _stderr(line: str) -> None:
+    sys.stderr.write(f"mcpbind bridge: {line}\n")
+    sys.stderr.flush()
+
+
+def build(options: dict[str, Any], auth_server: str | None = None) -> Gateway:
+    """The application one gateway process serves (``--workers`` builds one in each):
+    ``Gateway(**options)``, with its Streamable HTTP front protected by ``auth_server``'s tokens
+    when given (docs/auth.md; the HTTP+SSE front, which has no authorization, is then off)."""
+    options = dict(options)
+    if auth_server is not None:
+        from ..auth.resource import ResourceServer
+
+        options["auth"] = ResourceServer(options.pop("resource"), auth_server)
+    else:
+        options.pop("resource", None)
+    return Gateway(**options)
+
+
+def run(host: str, port: int, options: dict[str, Any], *, workers: int = 1, **extra: Any) -> None:
+    """``mcpbind bridge --listen HOST:PORT``: serve ``build(options, ...)`` until interrupted,
+    with the connection bounds of ``mcpbind.transports.serving`` (``workers`` processes on one
+    port, each with its own gateway; they share sessions through the ``store``)."""
+    from ..transports.serving import serve
+
+    factory = functools.partial(build, options, extra.pop("auth_server", None))
+    serve(
+        factory() if workers == 1 else factory,
+        host,
+        port,
+        workers=workers,
+        log_level="warning",
+        **extra,
+    )

@@ -1,0 +1,377 @@
+"""How the HTTP gateway reaches the server behind it: a child process on stdio, or an MCP server
+over Streamable HTTP (or HTTP+SSE, when the server answers the opening POST with a 4xx).
+
+Each transport carries one upstream connection of one ``Link`` (``gateway.py``): ``send`` takes
+the messages the link's ``ClientSession`` queued, and what the server sends goes back to the
+link (``Link.received``, with the id of the request whose response carried it when the transport
+knows it; ``Link.serve`` for a request of the server's, whose answer the transport sends;
+``Link.gone`` when the connection is over). The protocol work is the link's; this is plumbing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+import httpx
+import msgspec
+
+from ..errors import ProtocolError
+from ..events import (
+    ErrorReceived,
+    Event,
+    InputRequired,
+    MessageRejected,
+    Negotiated,
+    NegotiationFailed,
+    RequestReceived,
+    ResultReceived,
+    TaskCreated,
+)
+from ..session import ClientSession
+from ..transports.http_client import StreamableHTTPClient
+from ..transports.sse_client import SSEClient, connect_http
+from ..transports.stdio import MAX_LINE, LineReader, Overlong
+
+__all__ = ["GRACE", "HttpUpstream", "SseUpstream", "StdioUpstream", "Upstream", "upstream_kind"]
+
+GRACE = 2.0  # seconds a child gets to exit after its input closes, before it is terminated
+_CHUNK = 1 << 20  # bytes a reader takes from a pipe at once (longer lines are put together)
+_ANSWERS = (ResultReceived, ErrorReceived, InputRequired, TaskCreated)
+
+
+class Peer(Protocol):
+    """What a transport tells the link it carries."""
+
+    @property
+    def back(self) -> ClientSession: ...
+
+    def received(self, events: list[Event], related: Any) -> None: ...
+
+    def discarded(self, size: int, why: str) -> None: ...
+
+    def failed(self, id: Any, why: str) -> None: ...
+
+    async def serve(self, event: RequestReceived, related: Any) -> Any: ...
+
+    def gone(self, why: str) -> None: ...
+
+
+class Upstream(Protocol):
+    """One connection to the server, for one link."""
+
+    async def open(self) -> None:
+        """Connect and open the link's session on it (its handshake goes out; the link hears
+        of ``Negotiated``); raises ``ProtocolError``, ``OSError`` or ``httpx.HTTPError`` when
+        the server cannot be reached or refuses it."""
+
+    def send(self, messages: Sequence[bytes]) -> None:
+        """Send messages (in order where the transport has an order)."""
+
+    async def close(self) -> None:
+        """End the connection (the child exits; the HTTP session is deleted)."""
+
+
+class StdioUpstream:
+    """A child process speaking MCP on its stdin/stdout, one message a line of at most
+    ``max_line`` bytes; when it exits, closes its output or stops reading, the link is told why
+    (with its exit status when it exits within ``GRACE`` seconds)."""
+
+    def __init__(self, argv: Sequence[str], peer: Peer, max_line: int = MAX_LINE) -> None:
+        self.argv = list(argv)
+        self.peer = peer
+        self.max_line = max_line
+        self.process: asyncio.subprocess.Process | None = None
+        self._reader: asyncio.Task[None] | None = None
+        self._ended = False
+
+    async def open(self) -> None:
+        self.process = await asyncio.create_subprocess_exec(
+            *self.argv,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            limit=min(self.max_line, _CHUNK),
+        )
+        self._reader = asyncio.ensure_future(self._read())
+        self.peer.back.connect()
+        self.send(self.peer.back.data_to_send())
+
+    def send(self, messages: Sequence[bytes]) -> None:
+        process = self.process
+        if not messages or process is None or process.stdin is None:
+            return
+        if process.stdin.is_closing():
+            return
+        try:
+            process.stdin.write(b"".join(m + b"\n" for m in messages))
+        except (ConnectionError, RuntimeError):
+            self._end("the server stopped reading its input")
+
+    async def _read(self) -> None:
+        process = self.process
+        assert process is not None and process.stdout is not None
+        lines = LineReader(process.stdout, self.max_line)
+        why: str | None = None
+        try:
+            while True:
+                line = await lines.read()
+                if line is None:
+                    break
+                if isinstance(line, Overlong):
+                    self.peer.discarded(
+                        line.size,
+                        f"a message of {line.size} bytes exceeds the limit of {self.max_line} "
+                        "bytes",
+                    )
+                elif line and not line.isspace():
+                    self.peer.received(self.peer.back.receive(line), None)
+                    self.send(self.peer.back.data_to_send())
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:  # noqa: BLE001 - the link's fault: said, and the end
+            why = f"internal error reading the server ({error!r})"
+        if why is None:
+            # Its status follows the end of its output at once, unless it hangs on.
+            try:
+                status = await asyncio.wait_for(process.wait(), GRACE)
+                why = f"the server exited (status {status})"
+            except TimeoutError:
+                why = "the server closed its output"
+        self._end(why)
+
+    def _end(self, why: str) -> None:
+        if not self._ended:
+            self._ended = True
+            self.peer.gone(why)
+
+    async def close(self) -> None:
+        self._ended = True
+        process = self.process
+        if process is None:
+            return
+        if process.stdin is not None:
+            with contextlib.suppress(ConnectionError, RuntimeError):
+                process.stdin.close()
+        try:
+            await asyncio.wait_for(process.wait(), GRACE)
+        except TimeoutError:
+            process.terminate()
+            try:
+                await asyncio.wait_for(process.wait(), GRACE)
+            except TimeoutError:
+                process.kill()
+                await process.wait()
+        if self._reader is not None:
+            self._reader.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._reader
+
+
+class _Peek(msgspec.Struct, gc=False):
+    id: Any = None
+    method: Any = None
+
+
+_peek = msgspec.json.Decoder(_Peek)
+
+
+class HttpUpstream(StreamableHTTPClient):
+    """A Streamable HTTP connection to the server, on an ``httpx.AsyncClient`` shared by every
+    link (its pool bounds the connections). Each message is POSTed in a task of its own, so
+    any number of requests are in flight; what a POST's answer carries goes to the link with the
+    id of the request it answers (its notifications, progress and requests belong to that
+    request). A POST that fails, or ends without the answers it owes, fails those requests."""
+
+    def __init__(self, url: str, peer: Peer, http: httpx.AsyncClient, **options: Any) -> None:
+        super().__init__(url, peer.back, http=http, listen=False, **options)
+        self.peer = peer
+        self._posting: set[asyncio.Task[None]] = set()
+        self._closed = False
+        self._forgotten = False  # the server answered 404 to the session's id
+
+    async def open(self) -> None:
+        # The handshake: StreamableHTTPClient.connect (which opens the session itself).
+        await self.connect()
+
+    def send(self, messages: Sequence[bytes]) -> None:
+        for message in messages:
+            task = asyncio.ensure_future(self._send(message))
+            self._posting.add(task)
+            task.add_done_callback(self._posting.discard)
+
+    async def _send(self, message: bytes) -> None:
+        try:
+            await self._post(message)
+        except asyncio.CancelledError:
+            raise
+        except (httpx.HTTPError, ProtocolError, OSError) as error:
+            self._unanswered(message, f"{_reason(error, self.url)} (sending {_what(message)})")
+        except Exception as error:  # noqa: BLE001 - a fault of ours: the request still hears
+            self._unanswered(message, f"internal error ({error!r})")
+        else:
+            self._unanswered(message, f"the server at {self.url} ended its answer without it")
+        if self._forgotten and not self._closed:
+            self._closed = True
+            self.peer.gone(f"the server at {self.url} no longer knows the session (HTTP 404)")
+
+    async def _answer_post(self, response: httpx.Response, owed: set[Any]) -> Any:
+        if response.status_code == 404 and self.session_id is not None:
+            self._forgotten = True
+        return await super()._answer_post(response, owed)
+
+    def _unanswered(self, message: bytes, why: str) -> None:
+        """The request ``message`` carried, if still unanswered, fails with ``why``."""
+        try:
+            peek = _peek.decode(message)
+        except (msgspec.DecodeError, ValueError):
+            return
+        if isinstance(peek.method, str) and peek.id is not None:
+            self.peer.failed(peek.id, why)
+
+    async def _receive(self, data: bytes, owed: set[Any]) -> None:
+        """What a POST's answer (or the GET stream) carries goes to the link: the base class's
+        bookkeeping of what is owed, without its event log (a gateway keeps none)."""
+        related = next(iter(owed)) if len(owed) == 1 else None
+        events = self.session.receive(data)
+        rest: list[Event] = []
+        for event in events:
+            if isinstance(event, _ANSWERS):
+                owed.discard(event.id)
+                self._arrived.set()
+            elif isinstance(event, MessageRejected) and event.error.id in owed:
+                owed.discard(event.error.id)
+                self._arrived.set()
+            elif isinstance(event, Negotiated | NegotiationFailed):
+                owed.clear()
+                self.events.append(event)  # what connect() reads; nothing else is kept
+            elif isinstance(event, RequestReceived):
+                await self._answer_server(event, related)
+                continue
+            rest.append(event)
+        if rest:
+            self.peer.received(rest, related)
+        out = self.session.data_to_send()
+        if out:
+            self.send(out)
+
+    async def _answer_server(self, event: RequestReceived, related: Any) -> None:
+        """Answer a request of the server's through the link (the stream that carried it waits
+        for the answer), in the request's own revision."""
+        try:
+            result = await self.peer.serve(event, related)
+        except ProtocolError as error:
+            _quietly(self.session.respond_error, event.id, error.code, error.message, error.data)
+        else:
+            try:
+                self.session.respond(event.id, result)
+            except ProtocolError as error:
+                _quietly(self.session.respond_error, event.id, -32603, error.message)
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        for task in list(self._posting):
+            task.cancel()
+        await super().close()  # DELETE of the session; the shared HTTP client stays open
+
+
+class SseUpstream(SSEClient):
+    """An HTTP+SSE connection to the server (the older transport, when the server refused the
+    opening POST with a 4xx): one event stream per link, messages POSTed in order."""
+
+    def __init__(self, url: str, peer: Peer, http: httpx.AsyncClient, **options: Any) -> None:
+        super().__init__(url, peer.back, http=http, on_request=self._serve, **options)
+        self.peer = peer
+        self._closed = False
+        self._sender: asyncio.Task[None] | None = None
+        self._queue: list[bytes] = []
+
+    async def open(self) -> None:
+        await self.connect()
+
+    def send(self, messages: Sequence[bytes]) -> None:
+        self._queue.extend(messages)
+        if self._sender is None or self._sender.done():
+            self._sender = asyncio.ensure_future(self._drain())
+
+    async def _drain(self) -> None:
+        while self._queue:
+            batch, self._queue = self._queue, []
+            for message in batch:
+                try:
+                    async with self._sending:
+                        await self._post(message)
+                except (httpx.HTTPError, ProtocolError) as error:
+                    self._end(_reason(error, self.url))
+                    return
+
+    async def _serve(self, event: RequestReceived) -> Any:
+        return await self.peer.serve(event, None)
+
+    async def _receive(self, data: bytes) -> None:
+        events = self.session.receive(data)
+        rest: list[Event] = []
+        for event in events:
+            if isinstance(event, Negotiated | NegotiationFailed):
+                if self._negotiation is not None and not self._negotiation.done():
+                    self._negotiation.set_result(event)
+                self.events.append(event)
+                rest.append(event)
+            elif isinstance(event, RequestReceived):
+                self._answer(event)
+            else:
+                rest.append(event)
+        if rest:
+            self.peer.received(rest, None)
+        out = self.session.data_to_send()
+        if out:
+            self.send(out)
+
+    def _end(self, why: str) -> None:
+        first = self._ended is None
+        super()._end(why)
+        if first and not self._closed:
+            self.peer.gone(self._ended or why)
+
+    async def close(self) -> None:
+        self._closed = True
+        if self._sender is not None:
+            self._sender.cancel()
+        await super().close()
+
+
+async def upstream_kind(url: str, http: httpx.AsyncClient, session: ClientSession) -> Any:
+    """Which HTTP transport the server at ``url`` speaks (``HttpUpstream`` or ``SseUpstream``),
+    found the way ``connect_http`` finds it, with ``session`` opened (and closed again); and
+    the ``Negotiated`` event of that handshake."""
+    client = await connect_http(url, session, http=http)
+    try:
+        negotiated = next(e for e in client.events if isinstance(e, Negotiated))
+        kind = SseUpstream if isinstance(client, SSEClient) else HttpUpstream
+        return kind, negotiated
+    finally:
+        await client.close()
+
+
+def _reason(error: BaseException, url: str) -> str:
+    if isinstance(error, ProtocolError):
+        return error.message
+    if isinstance(error, httpx.ConnectError):
+        return f"the server at {url} cannot be reached ({error})"
+    return f"the connection to the server at {url} failed ({type(error).__name__}: {error})"
+
+
+def _what(message: bytes) -> str:
+    try:
+        peek = _peek.decode(message)
+    except (msgspec.DecodeError, ValueError):
+        return "a message"
+    return f"{peek.method!r}" if isinstance(peek.method, str) else "an answer"
+
+
+def _quietly(call: Any, *args: Any) -> None:
+    with contextlib.suppress(ProtocolError):
+        call(*args)

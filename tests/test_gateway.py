@@ -1,0 +1,573 @@
+"""`mcpbind bridge --listen`: the HTTP gateway in front of real servers of the project's own (the
+stdio example server, the failing fixture server, the everything server over HTTP), with clients
+of several revisions at once over Streamable HTTP and HTTP+SSE. Each client's wire (both ways) is
+recorded at the gateway's door and validated against that client's own revision.
+
+The gateway runs under uvicorn in the test's event loop (``Served``); its servers are real child
+processes. The real npm and PyPI peers are in tests/interop/test_gateway_peers.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+import mcpbind
+from mcpbind.bridge.gateway import Gateway
+from mcpbind.transports.http_client import StreamableHTTPClient
+from mcpbind.transports.sse_client import SSEClient
+from mcpbind.validate import validate_lines
+
+pytestmark = pytest.mark.timeout(120)
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = [sys.executable, str(ROOT / "examples" / "stdio_server.py")]
+FAILING = [sys.executable, str(ROOT / "tests" / "fixtures" / "failing_server.py")]
+CONNECTION_CLOSED = -32000  # docs/bridge.md
+INFO = {"name": "gateway-test", "version": "1"}
+ACCEPT = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class Wire:
+    """An ASGI wrapper recording every JSON-RPC message through the gateway's door, both ways, in
+    order, per client: ``by[key]`` where the key is the session id (Streamable HTTP or HTTP+SSE),
+    else the protocol version header of a session-less client."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.by: dict[str, list[str]] = {}
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}
+        query = dict(
+            part.split("=", 1) for part in scope["query_string"].decode().split("&") if "=" in part
+        )
+        key = [headers.get("mcp-session-id") or query.get("session_id")]
+        version = headers.get("mcp-protocol-version", "")
+        early: list[str] = []  # the request's messages, until its key is known
+        body: list[bytes] = []
+        kind = [""]
+        pending = [b""]
+
+        def keep(line: str) -> None:
+            if key[0] is None:
+                early.append(line)
+            else:
+                self.by.setdefault(key[0], []).append(line)
+
+        async def receiving() -> Any:
+            message = await receive()
+            if message["type"] == "http.request":
+                body.append(message.get("body", b""))
+                if not message.get("more_body") and b"".join(body).strip():
+                    _json(b"".join(body), keep)
+            return message
+
+        async def sending(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                answer = {k.decode().lower(): v.decode() for k, v in message.get("headers") or []}
+                kind[0] = answer.get("content-type", "")
+                if key[0] is None and scope["path"] != "/sse":
+                    key[0] = answer.get("mcp-session-id") or f"stateless {version}"
+                if key[0] is not None:
+                    for line in early:
+                        keep(line)
+                    early.clear()
+            elif message["type"] == "http.response.body":
+                chunk = message.get("body", b"")
+                if kind[0].startswith("text/event-stream"):
+                    pending[0] += chunk
+                    *events, pending[0] = pending[0].split(b"\n\n")
+                    for event in events:
+                        self._event(event, key, keep)
+                elif kind[0].startswith("application/json"):
+                    pending[0] += chunk
+                    if not message.get("more_body") and pending[0].strip():
+                        _json(pending[0], keep)
+            await send(message)
+
+        await self.app(scope, receiving, sending)
+
+    @staticmethod
+    def _event(event: bytes, key: list[str | None], keep: Callable[[str], None]) -> None:
+        fields = dict(
+            line.split(b":", 1) for line in event.split(b"\n") if b":" in line and line[:1] != b":"
+        )
+        data = fields.get(b"data", b"").strip().decode()
+        name = fields.get(b"event", b"message").strip()
+        if name == b"endpoint":  # HTTP+SSE: the stream names its session
+            key[0] = data.partition("session_id=")[2]
+        elif name == b"message" and data:
+            keep(data)
+
+    def invalid(self, key: str, revision: str) -> list[str]:
+        """What ``key``'s messages hold that ``revision`` does not validate (strictly)."""
+        lines = self.by.get(key, [])
+        assert lines, f"nothing recorded for {key!r} (recorded: {list(self.by)})"
+        return [str(f) for f in validate_lines(lines, revision, strict=True)]
+
+
+def _json(data: bytes, keep: Callable[[str], None]) -> None:
+    value = json.loads(data)
+    if isinstance(value, dict) and value.get("id") is None and "error" in value:
+        return  # an HTTP refusal that is also a JSON-RPC error without id: no message
+    keep(data.decode())
+
+
+class Served:
+    """A gateway under uvicorn on a free loopback port, in this event loop; ``log`` collects
+    what it says."""
+
+    def __init__(self, **options: Any) -> None:
+        self.log: list[str] = []
+        self.gateway = Gateway(log=self.log.append, **options)
+        self.wire = Wire(self.gateway)
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}/mcp"
+        self.sse_url = f"http://127.0.0.1:{self.port}/sse"
+
+    @contextlib.asynccontextmanager
+    async def running(self) -> AsyncIterator[Served]:
+        import uvicorn
+
+        config = uvicorn.Config(
+            self.wire,
+            host="127.0.0.1",
+            port=self.port,
+            log_level="warning",
+            timeout_graceful_shutdown=2,  # event streams a test left open end then
+        )
+        web = uvicorn.Server(config)
+        serving = asyncio.ensure_future(web.serve())
+        try:
+            while not web.started:
+                if serving.done():
+                    serving.result()
+                await asyncio.sleep(0.02)
+            yield self
+        finally:
+            web.should_exit = True
+            await serving
+
+
+def run(coroutine: Awaitable[Any]) -> Any:
+    return asyncio.run(asyncio.wait_for(coroutine, 100))
+
+
+async def eventually(check: Callable[[], Any], what: str) -> Any:
+    """Wait (a hang guard, not a timing check) for ``check()`` to be true."""
+    for _ in range(1000):
+        found = check()
+        if found:
+            return found
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"never happened: {what}")
+
+
+def children(script: str) -> list[int]:
+    """The pids of this process's children running ``script``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            command = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if int(stat.rsplit(")", 1)[1].split()[1]) == os.getpid() and script.encode() in command:
+            found.append(int(entry.name))
+    return found
+
+
+def client(revision: str, **options: Any) -> mcpbind.ClientSession:
+    return mcpbind.ClientSession(revision, info=INFO, **options)
+
+
+# -- a child per session ----------------------------------------------------------------------------
+
+
+def test_clients_of_three_revisions_each_get_a_child_of_their_own_ended_with_their_session() -> (
+    None
+):
+    async def main() -> dict[str, Any]:
+        served = Served(command=EXAMPLE)
+        found: dict[str, Any] = {}
+        async with served.running():
+            modern = StreamableHTTPClient(served.url, client("2025-11-25"))
+            old = SSEClient(served.sse_url, client("2024-11-05"))
+            await modern.connect()
+            await old.connect()
+            modern_sid = modern.session_id or ""
+            found["before"] = len(children("stdio_server.py"))  # the probe's has ended
+            found["2025-11-25"] = await modern.call(
+                "tools/call", {"name": "echo", "arguments": {"message": "new"}}
+            )
+            found["2024-11-05"] = await old.call(
+                "tools/call", {"name": "echo", "arguments": {"message": "old"}}
+            )
+            found["during"] = len(children("stdio_server.py"))
+            await modern.close()  # DELETE
+            found["after DELETE"] = await eventually(
+                lambda: len(children("stdio_server.py")) == 1 or None, "the child ended"
+            )
+            await old.close()  # the event stream closed
+            await eventually(lambda: not children("stdio_server.py"), "the other child ended")
+            found["wire"] = {
+                "2025-11-25": served.wire.invalid(modern_sid, "2025-11-25"),
+                "2024-11-05": served.wire.invalid(old.session_id or "", "2024-11-05"),
+            }
+        return found
+
+    found = run(main())
+    assert found["before"] == 0  # started lazily, on a session's first request
+    assert found["during"] == 2
+    assert found["2025-11-25"].content[0].text == "new"
+    assert type(found["2025-11-25"]) is mcpbind.bindings("2025-11-25").CallToolResult
+    assert found["2024-11-05"].content[0].text == "old"
+    assert type(found["2024-11-05"]) is mcpbind.bindings("2024-11-05").CallToolResult
+    assert found["wire"] == {"2025-11-25": [], "2024-11-05": []}
+
+
+def test_a_session_idle_for_its_timeout_has_its_child_ended() -> None:
+    async def main() -> tuple[int, int]:
+        served = Served(command=EXAMPLE, session_idle_timeout=0.5)
+        async with served.running():
+            session = StreamableHTTPClient(served.url, client("2025-06-18"))
+            await session.connect()
+            await session.call("tools/call", {"name": "add", "arguments": {"a": 1, "b": 2}})
+            during = len(children("stdio_server.py"))
+            await eventually(lambda: not children("stdio_server.py"), "the idle child ended")
+            return during, len(children("stdio_server.py"))
+
+    assert run(main()) == (1, 0)
+
+
+# -- an HTTP server behind the gateway, both directions -------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def everything() -> Any:
+    """examples/everything_server.py on a free port (2025-06-18, 2025-11-25, 2026-07-28)."""
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "examples/everything_server.py", "--port", str(port)],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            break
+        except OSError:
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("everything_server did not start") from None
+            time.sleep(0.1)
+    yield f"http://127.0.0.1:{port}/mcp"
+    process.terminate()
+    process.wait(10)
+
+
+SAMPLED = {
+    "role": "assistant",
+    "content": {"type": "text", "text": "from the client"},
+    "model": "m",
+}
+
+
+def asked_log() -> tuple[list[Any], Callable[[Any], Awaitable[Any]]]:
+    """What a client was asked (the ids: a name for an input request of an input-required
+    result, a number for a request of the server's own), and the answers it gives."""
+    asked: list[Any] = []
+
+    async def on_request(event: Any) -> Any:
+        asked.append((event.method, event.id))
+        if event.method == "elicitation/create":
+            return {"action": "accept", "content": {"ok": True}}
+        return SAMPLED
+
+    return asked, on_request
+
+
+def test_an_older_server_asks_a_2026_client_through_input_required_results(everything: str) -> None:
+    """A 2025-11-25 server's own sampling and elicitation requests, in the middle of a
+    tools/call, reach a 2026-07-28 client (which has no such methods) as input-required results
+    of that call; its retry carries the answers back and the call completes."""
+
+    async def main() -> tuple[Any, ...]:
+        served = Served(upstream=everything, server_revisions=("2025-11-25",))
+        asked, on_request = asked_log()
+        async with served.running():
+            modern = StreamableHTTPClient(
+                served.url,
+                client("2026-07-28", capabilities={"sampling": {}, "elicitation": {}}),
+                on_request=on_request,
+            )
+            await modern.connect()
+            sampled = await modern.call(
+                "tools/call", {"name": "test_sampling", "arguments": {"prompt": "hi"}}
+            )
+            elicited = await modern.call(
+                "tools/call", {"name": "test_elicitation", "arguments": {"message": "ok?"}}
+            )
+            wire = served.wire.by["stateless 2026-07-28"]
+            return (
+                sampled,
+                elicited,
+                asked,
+                wire,
+                served.wire.invalid("stateless 2026-07-28", "2026-07-28"),
+            )
+
+    sampled, elicited, asked, wire, invalid = run(main())
+    assert sampled.content[0].text == "LLM response: from the client"
+    assert "action=accept" in elicited.content[0].text
+    # Asked as input requests (named), not as requests of the server's own (numbered).
+    assert [(m, isinstance(i, str)) for m, i in asked] == [
+        ("sampling/createMessage", True),
+        ("elicitation/create", True),
+    ]
+    assert sum('"resultType":"input_required"' in line for line in wire) == 2
+    assert invalid == []
+
+
+def test_older_clients_answer_a_2026_servers_input_requests_as_their_own_requests(
+    everything: str,
+) -> None:
+    """The other way: a 2026-07-28 server's input-required result reaches a 2025-11-25 client
+    (Streamable HTTP) and a 2024-11-05 client (HTTP+SSE) as sampling requests of their own, and
+    their answers go back in the retry."""
+
+    async def main() -> tuple[Any, ...]:
+        served = Served(upstream=everything, server_revisions=("2026-07-28",))
+        asked, on_request = asked_log()
+        async with served.running():
+            caps = {"sampling": {}}
+            new = StreamableHTTPClient(
+                served.url, client("2025-11-25", capabilities=caps), on_request=on_request
+            )
+            old = SSEClient(
+                served.sse_url, client("2024-11-05", capabilities=caps), on_request=on_request
+            )
+            await new.connect()
+            await old.connect()
+            call = {"name": "test_input_required_result_sampling", "arguments": {}}
+            results = await asyncio.gather(
+                new.call("tools/call", call), old.call("tools/call", call)
+            )
+            invalid = (
+                served.wire.invalid(new.session_id or "", "2025-11-25"),
+                served.wire.invalid(old.session_id or "", "2024-11-05"),
+            )
+            await new.close()
+            await old.close()
+            return results, asked, invalid
+
+    results, asked, invalid = run(main())
+    assert [r.content[0].text for r in results] == ["Sampled: from the client"] * 2
+    assert [(m, isinstance(i, int)) for m, i in asked] == [("sampling/createMessage", True)] * 2
+    assert invalid == ([], [])
+
+
+def test_losses_are_logged_with_their_path_and_refused_with_strict(everything: str) -> None:
+    """What a 2024-11-05 client cannot carry: an audio block is replaced (and logged with its
+    path); with --strict, the server's completions capability already refuses the handshake."""
+
+    async def main(strict: bool) -> tuple[Any, list[str]]:
+        served = Served(upstream=everything, server_revisions=("2025-11-25",), strict=strict)
+        async with served.running():
+            old = SSEClient(served.sse_url, client("2024-11-05"))
+            try:
+                await old.connect()
+                found: Any = await old.call(
+                    "tools/call", {"name": "test_audio_content", "arguments": {}}
+                )
+            except mcpbind.ProtocolError as error:
+                found = error
+            finally:
+                await old.close()
+            return found, served.log
+
+    carried, log = run(main(strict=False))
+    assert carried.content[0].text.startswith("[audio content (audio/wav) cannot be carried")
+    assert any(
+        line.startswith("loss: the result of 'tools/call' into MCP 2024-11-05: $.content[0]")
+        for line in log
+    ), log
+    refused, _ = run(main(strict=True))
+    assert isinstance(refused, mcpbind.ProtocolError) and refused.code == -32602
+    assert (
+        "--strict: the server's capabilities cannot be carried to MCP 2024-11-05 without "
+        "loss at $.completions" in refused.message
+    )
+
+
+def test_the_clients_credentials_never_reach_the_server() -> None:
+    """The client's Authorization header stays at the gateway: its connection to the server is
+    its own (the server here records the headers it is sent)."""
+    from mcpbind.transports.http_server import StreamableHTTPServer
+
+    seen: list[dict[str, str]] = []
+
+    async def handler(call: Any) -> Any:
+        return {"content": [{"type": "text", "text": "ok"}]}
+
+    upstream = StreamableHTTPServer(handler, capabilities={"tools": {}}, info=INFO)
+
+    async def recording(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            seen.append({k.decode().lower(): v.decode() for k, v in scope["headers"]})
+        await upstream(scope, receive, send)
+
+    async def main() -> Any:
+        import uvicorn
+
+        port = free_port()
+        web = uvicorn.Server(
+            uvicorn.Config(recording, host="127.0.0.1", port=port, log_level="warning")
+        )
+        serving = asyncio.ensure_future(web.serve())
+        while not web.started:
+            await asyncio.sleep(0.02)
+        try:
+            served = Served(upstream=f"http://127.0.0.1:{port}/mcp")
+            async with served.running():
+                secret = {"Authorization": "Bearer the-clients-own"}
+                async with StreamableHTTPClient(
+                    served.url, client("2025-11-25"), headers=secret
+                ) as session:
+                    await session.connect()
+                    return await session.call("tools/call", {"name": "x", "arguments": {}})
+        finally:
+            web.should_exit = True
+            await serving
+
+    result = run(main())
+    assert result.content[0].text == "ok"
+    assert len(seen) >= 3 and not [h for h in seen if "authorization" in h]
+
+
+# -- nothing lost -----------------------------------------------------------------------------------
+
+
+def test_a_server_that_dies_fails_every_pending_request_of_every_client_with_why() -> None:
+    """Two session-less clients of one identity share a child; it exits on the third call it
+    reads: the three calls of both clients are answered with -32000 naming its status."""
+
+    async def main() -> list[Any]:
+        served = Served(command=[*FAILING, "die", "3"], server_revisions=("2025-06-18",))
+        async with served.running():
+            one = StreamableHTTPClient(served.url, client("2026-07-28"))
+            two = StreamableHTTPClient(served.url, client("2026-07-28"))
+            await one.connect()
+            await two.connect()
+            call = {"name": "x", "arguments": {}}
+
+            async def outcome(session: StreamableHTTPClient) -> Any:
+                try:
+                    return await session.call("tools/call", call)
+                except mcpbind.ProtocolError as error:
+                    return error
+
+            return await asyncio.gather(outcome(one), outcome(two), outcome(one))
+
+    errors = run(main())
+    assert [(e.code, e.message) for e in errors] == [
+        (CONNECTION_CLOSED, "Connection closed: the server exited (status 3)")
+    ] * 3
+
+
+def test_a_client_that_leaves_has_its_request_cancelled_on_the_server(tmp_path: Path) -> None:
+    heard = tmp_path / "server-stderr"
+    command = ["sh", "-c", f'exec "$@" 2>>{heard}', "sh", *FAILING, "silent"]
+
+    async def main() -> str:
+        served = Served(command=command, server_revisions=("2025-06-18",))
+        async with served.running(), httpx.AsyncClient(timeout=10) as http:
+            opened = await http.post(
+                served.url,
+                headers=ACCEPT,
+                json={
+                    "jsonrpc": "2.0",
+                    "id": 0,
+                    "method": "initialize",
+                    "params": {
+                        "protocolVersion": "2025-11-25",
+                        "capabilities": {},
+                        "clientInfo": INFO,
+                    },
+                },
+            )
+            headers = {**ACCEPT, "mcp-session-id": opened.headers["mcp-session-id"]}
+            await http.post(
+                served.url,
+                headers=headers,
+                json={"jsonrpc": "2.0", "method": "notifications/initialized"},
+            )
+            call = {"name": "x", "arguments": {}}
+            with pytest.raises(httpx.ReadTimeout):  # the client gives up and leaves
+                await http.post(
+                    served.url,
+                    headers=headers,
+                    json={"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": call},
+                    timeout=httpx.Timeout(10, read=1.0),
+                )
+            return await eventually(
+                lambda: "notifications/cancelled" in heard.read_text() and heard.read_text(),
+                "the server heard of the cancellation",
+            )
+
+    text = run(main())
+    cancelled = [json.loads(line[5:]) for line in text.splitlines() if "cancelled" in line]
+    called = [json.loads(line[5:]) for line in text.splitlines() if '"tools/call"' in line]
+    assert cancelled[0]["params"]["requestId"] == called[0]["id"]
+
+
+def test_past_max_in_flight_a_request_is_refused_at_once() -> None:
+    async def main() -> Any:
+        served = Served(
+            command=[*FAILING, "silent"], server_revisions=("2025-06-18",), max_in_flight=2
+        )
+        async with served.running():
+            session = StreamableHTTPClient(served.url, client("2026-07-28"))
+            await session.connect()
+            call = {"name": "x", "arguments": {}}
+            held = [asyncio.ensure_future(session.call("tools/call", call)) for _ in range(2)]
+            await eventually(
+                lambda: any(len(link.pending) == 2 for link in served.gateway.shared.values()),
+                "two calls in flight",
+            )
+            try:
+                await session.call("tools/call", call)
+            except mcpbind.ProtocolError as error:
+                return error
+            finally:
+                for task in held:
+                    task.cancel()
+                await asyncio.gather(*held, return_exceptions=True)
+
+    error = run(main())
+    assert error.code == -32603 and error.message.startswith("Server busy: 2 requests")
