@@ -131,28 +131,19 @@ class App:
         resource contents / a read result."""
 
         def register(f: F) -> F:
-            item: Resource | Template
-            if template_variables(uri):
-                item = Template(
-                    f,
-                    uri,
-                    name=name,
-                    title=title,
-                    description=description,
-                    mime_type=mime_type,
-                    meta=meta,
-                )
+            kind = Template if template_variables(uri) else Resource
+            item = kind(
+                f,
+                uri,
+                name=name,
+                title=title,
+                description=description,
+                mime_type=mime_type,
+                meta=meta,
+            )
+            if isinstance(item, Template):
                 self._server.templates.append(item)
             else:
-                item = Resource(
-                    f,
-                    uri,
-                    name=name,
-                    title=title,
-                    description=description,
-                    mime_type=mime_type,
-                    meta=meta,
-                )
                 self._server.resources[uri] = item
             self._changed("resources_changed")
             return f

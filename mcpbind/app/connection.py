@@ -13,7 +13,7 @@ from typing import Any
 
 import msgspec
 
-from ..errors import INTERNAL_ERROR, ProtocolError
+from ..errors import ProtocolError
 from ..events import (
     ErrorReceived,
     Event,
@@ -24,6 +24,7 @@ from ..events import (
     ResultReceived,
 )
 from ..session import ServerSession
+from .reply import reply
 from .serve import Server
 
 __all__ = ["Connection"]
@@ -123,22 +124,12 @@ class Connection:
             future.set_exception(error)
 
     async def _answer(self, exchange: _Exchange) -> None:
-        session = self.session
+        what = f"answering {exchange.method!r}"
         try:
-            result = await self.server.serve(exchange)
+            await reply(self.session, exchange.id, self.server.serve(exchange), log, what)
         except asyncio.CancelledError:
             self._tasks.pop(exchange.id, None)
             return
-        except ProtocolError as error:
-            _answer_error(session, exchange.id, error.code, error.message, error.data)
-        except Exception as error:  # a handler's bug is the client's internal error, not a crash
-            log.exception("answering %r failed", exchange.method)
-            _answer_error(session, exchange.id, INTERNAL_ERROR, f"Internal error: {error}", None)
-        else:
-            try:
-                session.respond(exchange.id, result)
-            except ProtocolError as error:
-                _answer_error(session, exchange.id, INTERNAL_ERROR, error.message, None)
         self._tasks.pop(exchange.id, None)
         self.flush()
 
@@ -182,11 +173,3 @@ class Connection:
         for task in tasks:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
-
-
-def _answer_error(
-    session: ServerSession, request_id: Any, code: int, message: str, data: Any
-) -> None:
-    # The client cancelled it, or it was answered already: nothing is owed then.
-    with contextlib.suppress(ProtocolError):
-        session.respond_error(request_id, code, message, data)

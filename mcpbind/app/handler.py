@@ -1,23 +1,38 @@
-"""Calling a user's function: asynchronous ones awaited, synchronous ones in a worker thread (the
-event loop stays free for other requests), the request's context passed where it asks for one."""
+"""A registered function: how it is called (asynchronous ones awaited, synchronous ones in a worker
+thread, so the event loop stays free for other requests; the request's context passed where it
+asks for one) and how it is described (its definition in the newest revision)."""
 
 from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
+import msgspec
+
+from .._support import convert
 from .context import Context
 from .signature import Parameters
 
-__all__ = ["Handler", "describe"]
+__all__ = ["Handler", "definition", "describe"]
 
 
 def describe(func: Callable[..., Any]) -> str | None:
     """A function's description: its docstring, cleaned."""
     doc = inspect.getdoc(func)
     return doc or None
+
+
+def definition(cls: Any, data: Mapping[str, Any], what: str) -> Any:
+    """The generated definition ``cls`` (a ``Tool``, ``Prompt``, ``Resource``, ...) from its wire
+    keys, those given as None left out; ``ValueError`` naming ``what`` when MCP cannot describe
+    it (a title that is not a string, ...)."""
+    given = {k: msgspec.to_builtins(v) for k, v in data.items() if v is not None}
+    try:
+        return convert(given, cls)
+    except msgspec.ValidationError as exc:
+        raise ValueError(f"{what} cannot be described in MCP: {exc}") from None
 
 
 class Handler:

@@ -7,10 +7,7 @@ import inspect
 from collections.abc import Callable, Mapping
 from typing import Any
 
-import msgspec
-
-from .._support import convert
-from .handler import Handler, describe
+from .handler import Handler, definition, describe
 from .revision import latest
 
 __all__ = ["Completion", "Prompt"]
@@ -43,14 +40,14 @@ class Prompt:
             if text is not None:
                 argument["description"] = text
             arguments.append(argument)
-        data: dict[str, Any] = {"name": self.name, "arguments": arguments}
-        for key, value in (("title", title), ("description", self.description), ("_meta", meta)):
-            if value is not None:
-                data[key] = msgspec.to_builtins(value)
-        try:
-            self.definition = convert(data, latest().module.Prompt)
-        except msgspec.ValidationError as exc:
-            raise ValueError(f"{what} cannot be described in MCP: {exc}") from None
+        data = {
+            "name": self.name,
+            "title": title,
+            "description": self.description,
+            "arguments": arguments,
+            "_meta": meta,
+        }
+        self.definition = definition(latest().module.Prompt, data, what)
 
 
 class Completion:

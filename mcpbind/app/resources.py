@@ -8,10 +8,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import unquote
 
-import msgspec
-
-from .._support import convert
-from .handler import Handler, describe
+from .handler import Handler, definition, describe
 from .revision import latest
 
 __all__ = ["Resource", "Template", "template_variables"]
@@ -24,15 +21,11 @@ def template_variables(uri: str) -> list[str]:
     return [m.group(2) for m in _EXPRESSION.finditer(uri)]
 
 
-def _definition(cls: Any, data: dict[str, Any], what: str) -> Any:
-    try:
-        return convert({k: v for k, v in data.items() if v is not None}, cls)
-    except msgspec.ValidationError as exc:
-        raise ValueError(f"{what} cannot be described in MCP: {exc}") from None
-
-
 class Resource:
-    """A resource at a fixed URI."""
+    """A resource at a fixed URI; its function takes no arguments."""
+
+    kind = "resource"
+    uri_key = "uri"  # the definition's key holding the URI
 
     def __init__(
         self,
@@ -47,67 +40,51 @@ class Resource:
     ) -> None:
         self.uri = uri
         self.mime_type = mime_type
-        what = f"resource {uri!r}"
+        what = f"{self.kind} {uri!r}"
         self.handler = Handler(func, what, strict=False)
+        self._check(what)
+        data = {
+            self.uri_key: uri,
+            "name": name or func.__name__,
+            "title": title,
+            "description": description or describe(func),
+            "mimeType": mime_type,
+            "_meta": meta,
+        }
+        self.definition = definition(self._class(), data, what)
+
+    def _class(self) -> Any:
+        return latest().module.Resource
+
+    def _check(self, what: str) -> None:
         if self.handler.parameters.required:
             raise TypeError(f"{what}: a fixed URI's function takes no arguments")
-        self.definition = _definition(
-            latest().module.Resource,
-            {
-                "uri": uri,
-                "name": name or func.__name__,
-                "title": title,
-                "description": description or describe(func),
-                "mimeType": mime_type,
-                "_meta": meta,
-            },
-            what,
-        )
 
 
-class Template:
-    """Resources whose URIs match a template; the function takes its variables."""
+class Template(Resource):
+    """Resources whose URIs match the template ``uri``; the function takes its variables."""
 
-    def __init__(
-        self,
-        func: Callable[..., Any],
-        uri_template: str,
-        *,
-        name: str | None = None,
-        title: str | None = None,
-        description: str | None = None,
-        mime_type: str | None = None,
-        meta: Mapping[str, Any] | None = None,
-    ) -> None:
-        self.uri_template = uri_template
-        self.mime_type = mime_type
-        what = f"resource template {uri_template!r}"
-        self.handler = Handler(func, what, strict=False)
-        variables = template_variables(uri_template)
+    kind = "resource template"
+    uri_key = "uriTemplate"
+
+    def _class(self) -> Any:
+        return latest().module.ResourceTemplate
+
+    def _check(self, what: str) -> None:
+        template = self.uri
+        variables = template_variables(template)
         if sorted(variables) != sorted(self.handler.parameters.names):
             raise TypeError(
                 f"{what}: the function's parameters {list(self.handler.parameters.names)} must "
                 f"be the template's variables {variables}"
             )
-        self._reserved = {m.group(2) for m in _EXPRESSION.finditer(uri_template) if m.group(1)}
+        self._reserved = {m.group(2) for m in _EXPRESSION.finditer(template) if m.group(1)}
         pattern, at = "", 0
-        for m in _EXPRESSION.finditer(uri_template):
-            pattern += re.escape(uri_template[at : m.start()])
+        for m in _EXPRESSION.finditer(template):
+            pattern += re.escape(template[at : m.start()])
             pattern += f"(?P<{m.group(2)}>.+?)" if m.group(1) else f"(?P<{m.group(2)}>[^/?#]+)"
             at = m.end()
-        self._pattern = re.compile(pattern + re.escape(uri_template[at:]))
-        self.definition = _definition(
-            latest().module.ResourceTemplate,
-            {
-                "uriTemplate": uri_template,
-                "name": name or func.__name__,
-                "title": title,
-                "description": description or describe(func),
-                "mimeType": mime_type,
-                "_meta": meta,
-            },
-            what,
-        )
+        self._pattern = re.compile(pattern + re.escape(template[at:]))
 
     def match(self, uri: str) -> dict[str, str] | None:
         """The variables of ``uri`` when it matches the template, else None."""

@@ -21,6 +21,7 @@ from .._support import OpenObject, convert
 from ..errors import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, ProtocolError
 from .content import Results
 from .context import Context, Exchange, InputNeeded
+from .handler import Handler
 from .limits import Limits
 from .prompts import MAX_COMPLETIONS, Completion, Prompt
 from .resources import Resource, Template
@@ -223,7 +224,7 @@ class Server:
 
     async def _read_resource(self, exchange: Exchange, r: Rev) -> Any:
         uri = exchange.params.uri
-        found: Resource | Template | None = self.resources.get(uri)
+        found: Resource | None = self.resources.get(uri)
         variables: dict[str, str] = {}
         if found is None:
             for template in self.templates:
@@ -233,45 +234,27 @@ class Server:
                     break
         if found is None:
             raise ProtocolError(RESOURCE_NOT_FOUND, f"Resource not found: {uri}", {"uri": uri})
-        try:
-            kwargs = found.handler.parameters.convert(variables)
-        except ArgumentError as exc:
-            raise ProtocolError(INVALID_PARAMS, f"Invalid params: {uri!r}: {exc}") from None
-        value = await self._run(found.handler, kwargs, exchange, r, uri, None)
+        value = await self._run(found.handler, variables, exchange, r, uri, None, repr(uri))
         if isinstance(value, _Asked):
             return value.result
-        try:
-            result = self.results.contents(uri, found.mime_type, value)
-        except (msgspec.ValidationError, TypeError, ValueError) as exc:
-            raise ProtocolError(
-                INTERNAL_ERROR, f"Internal error: resource {uri!r}: {exc}"
-            ) from None
+        result = _built(self.results.contents, f"resource {uri!r}", uri, found.mime_type, value)
         return self.results.to(result, r, "the contents of", uri)
 
     # -- prompts and completions ------------------------------------------------------------------
 
     async def _get_prompt(self, exchange: Exchange, r: Rev) -> Any:
         params = exchange.params
-        prompt = self.prompts.get(params.name)
+        name = params.name
+        prompt = self.prompts.get(name)
         if prompt is None:
-            raise ProtocolError(INVALID_PARAMS, f"Invalid params: unknown prompt {params.name!r}")
+            raise ProtocolError(INVALID_PARAMS, f"Invalid params: unknown prompt {name!r}")
         arguments = None if params.arguments is UNSET else params.arguments
-        try:
-            kwargs = prompt.handler.parameters.convert(arguments)
-        except ArgumentError as exc:
-            raise ProtocolError(
-                INVALID_PARAMS, f"Invalid params: arguments of prompt {params.name!r}: {exc}"
-            ) from None
-        value = await self._run(prompt.handler, kwargs, exchange, r, params.name, arguments)
+        what = f"arguments of prompt {name!r}"
+        value = await self._run(prompt.handler, arguments, exchange, r, name, arguments, what)
         if isinstance(value, _Asked):
             return value.result
-        try:
-            result = self.results.prompt(value, prompt.description)
-        except (msgspec.ValidationError, TypeError, ValueError) as exc:
-            raise ProtocolError(
-                INTERNAL_ERROR, f"Internal error: prompt {params.name!r}: {exc}"
-            ) from None
-        return self.results.to(result, r, "prompt", params.name)
+        result = _built(self.results.prompt, f"prompt {name!r}", value, prompt.description)
+        return self.results.to(result, r, "prompt", name)
 
     async def _complete(self, exchange: Exchange, r: Rev) -> Any:
         params = exchange.params
@@ -320,17 +303,24 @@ class Server:
 
     async def _run(
         self,
-        handler: Any,
-        kwargs: dict[str, Any],
+        handler: Handler,
+        arguments: Any,
         exchange: Exchange,
         r: Rev,
         target: Any,
-        args: Any,
+        bound: Any,
+        what: str,
     ) -> Any:
-        """Run a resource's or prompt's function; an ``_Asked`` when it needs input first."""
+        """Run a resource's or prompt's function with ``arguments`` (-32602 naming ``what`` when
+        they do not convert); an ``_Asked`` when it needs input first. ``target`` and ``bound``
+        are what a request state of this request is bound to."""
+        try:
+            kwargs = handler.parameters.convert(arguments)
+        except ArgumentError as exc:
+            raise ProtocolError(INVALID_PARAMS, f"Invalid params: {what}: {exc}") from None
         if not handler.wants_context:
             return await handler(kwargs, None)
-        ctx, binding = self._context(exchange, r, target, args)
+        ctx, binding = self._context(exchange, r, target, bound)
         try:
             return await handler(kwargs, ctx)
         except InputNeeded as need:
@@ -410,6 +400,15 @@ class Server:
             raise ProtocolError(
                 INTERNAL_ERROR, f"Internal error: the {need.key} input request is invalid: {exc}"
             ) from None
+
+
+def _built(build: Callable[..., Any], what: str, *args: Any) -> Any:
+    """``build(*args)``: a result from what a handler returned; -32603 naming ``what`` when the
+    value cannot be one."""
+    try:
+        return build(*args)
+    except (msgspec.ValidationError, TypeError, ValueError) as exc:
+        raise ProtocolError(INTERNAL_ERROR, f"Internal error: {what}: {exc}") from None
 
 
 class _Asked(msgspec.Struct):

@@ -9,9 +9,8 @@ from typing import Any
 
 import msgspec
 
-from .._support import convert
 from .content import Results, generated, json_text, newest
-from .handler import Handler, describe
+from .handler import Handler, definition, describe
 from .revision import Rev, latest
 from .signature import Output
 
@@ -42,20 +41,16 @@ class Tool:
         self.handler = Handler(func, what)
         returns = typing.get_type_hints(func, include_extras=True).get("return", Any)
         self.output = Output(returns, f"{what} result")
-        data: dict[str, Any] = {"name": self.name, "inputSchema": self.handler.parameters.schema}
-        for key, value in (
-            ("title", title),
-            ("description", description or describe(func)),
-            ("annotations", annotations),
-            ("outputSchema", self.output.schema),
-            ("_meta", meta),
-        ):
-            if value is not None:
-                data[key] = msgspec.to_builtins(value)
-        try:
-            self.definition = convert(data, latest().module.Tool)
-        except msgspec.ValidationError as exc:
-            raise ValueError(f"{what} cannot be described in MCP: {exc}") from None
+        data = {
+            "name": self.name,
+            "title": title,
+            "description": description or describe(func),
+            "inputSchema": self.handler.parameters.schema,
+            "outputSchema": self.output.schema,
+            "annotations": annotations,
+            "_meta": meta,
+        }
+        self.definition = definition(latest().module.Tool, data, what)
 
     def result(self, value: Any, results: Results, r: Rev) -> Any:
         """The call result, in revision ``r``, of what the tool returned (built in the newest

@@ -349,19 +349,24 @@ class Client:
 
     async def subscribe(self, uri: str) -> None:
         """Be told (``on_notification``) when the resource ``uri`` changes."""
-        link, r = self._rev()
-        if "subscribe" in r.features:
-            await self.request(r.features["subscribe"], {"uri": uri})
-            return
-        self._uris.add(uri)
-        await self._listen(r)
+        await self._subscription("subscribe", uri)
 
     async def unsubscribe(self, uri: str) -> None:
-        link, r = self._rev()
-        if "unsubscribe" in r.features:
-            await self.request(r.features["unsubscribe"], {"uri": uri})
+        """No longer be told when the resource ``uri`` changes."""
+        await self._subscription("unsubscribe", uri)
+
+    async def _subscription(self, role: str, uri: str) -> None:
+        """``role`` ("subscribe" or "unsubscribe") ``uri``: by its request where the revision
+        has one, else on the subscription stream, reopened with the URIs asked for now."""
+        _, r = self._rev()
+        method = r.features.get(role)
+        if method is not None:
+            await self.request(method, {"uri": uri})
             return
-        self._uris.discard(uri)
+        if role == "subscribe":
+            self._uris.add(uri)
+        else:
+            self._uris.discard(uri)
         await self._listen(r)
 
     async def watch_lists(self) -> None:

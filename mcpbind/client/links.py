@@ -10,6 +10,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
+from ..app.reply import reply
 from ..errors import INTERNAL_ERROR, METHOD_NOT_FOUND, ProtocolError
 from ..events import (
     ErrorReceived,
@@ -135,14 +136,13 @@ class PipeLink:
             elif t is RequestReceived:
                 assert isinstance(event, RequestReceived)
                 if len(self._tasks) >= MAX_SERVER_REQUESTS:
-                    _respond_error(
-                        self.session,
-                        event.id,
-                        INTERNAL_ERROR,
-                        f"Client busy: {len(self._tasks)} requests of the server are being "
-                        "answered (the limit)",
-                        None,
-                    )
+                    with contextlib.suppress(ProtocolError):  # the server cancelled it meanwhile
+                        self.session.respond_error(
+                            event.id,
+                            INTERNAL_ERROR,
+                            f"Client busy: {len(self._tasks)} requests of the server are being "
+                            "answered (the limit)",
+                        )
                     continue
                 task = asyncio.ensure_future(self._answer(event))
                 self._tasks.add(task)
@@ -161,19 +161,8 @@ class PipeLink:
         self._waiting.clear()
 
     async def _answer(self, event: RequestReceived) -> None:
-        session = self.session
-        try:
-            result = await self.serve(event)
-        except ProtocolError as error:
-            _respond_error(session, event.id, error.code, error.message, error.data)
-        except Exception as error:  # a handler's bug is the server's error, not a crash
-            log.exception("answering the server's %r failed", event.method)
-            _respond_error(session, event.id, INTERNAL_ERROR, f"Internal error: {error}", None)
-        else:
-            try:
-                session.respond(event.id, result)
-            except ProtocolError as error:
-                _respond_error(session, event.id, INTERNAL_ERROR, error.message, None)
+        what = f"answering the server's {event.method!r}"
+        await reply(self.session, event.id, self.serve(event), log, what)
         self.flush()
 
     # -- out -------------------------------------------------------------------------------------
@@ -272,8 +261,3 @@ def result_of(event: Event) -> Any:
             METHOD_NOT_FOUND, "the server answered with a task, which this client does not poll"
         )
     raise ProtocolError(INTERNAL_ERROR, f"unexpected answer {type(event).__name__}")
-
-
-def _respond_error(session: ClientSession, rid: Any, code: int, message: str, data: Any) -> None:
-    with contextlib.suppress(ProtocolError):  # the server cancelled it meanwhile
-        session.respond_error(rid, code, message, data)
