@@ -113,6 +113,18 @@ TOOLS.append(
     tool("json_schema_2020_12_tool", "Tool with JSON Schema 2020-12 features", SCHEMA_2020_12)
 )
 
+# A tool with an argument designated for an Mcp-Param-* header (SEP-2243): the server refuses a
+# call whose header disagrees with the argument.
+HEADER_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "region": {"type": "string", "x-mcp-header": "Region"},
+        "priority": {"type": "integer", "x-mcp-header": "Priority"},
+        "query": {"type": "string"},
+    },
+    "required": ["region"],
+}
+
 ROUND_TRIP_TOOLS = (
     "test_streaming_elicitation",
     "test_input_required_result_elicitation",
@@ -249,6 +261,8 @@ async def call_tool(call: Call) -> Any:
         return {"content": [text("Logged only when asked to")]}
     if name == "test_simple_text":
         return {"content": [text("This is a simple text response for testing.")]}
+    if name == "test_custom_headers":
+        return {"content": [text(f"Region: {args.get('region')}")]}
     if name == "json_schema_2020_12_tool":
         return {"content": [text(f"Received: {json.dumps(args, sort_keys=True)}")]}
     if name == "test_image_content":
@@ -670,6 +684,7 @@ async def answer(call: Call) -> Any:
             tool("test_logging_tool", "Logs only when the request's _meta sets a log level"),
             tool("test_trigger_tool_change", "Announces a tool list change to listeners"),
             tool("test_trigger_prompt_change", "Announces a prompt list change to listeners"),
+            tool("test_custom_headers", "Mirrors its region into Mcp-Param-Region", HEADER_SCHEMA),
         ]
         return {"tools": TOOLS + extra if trips else TOOLS}
     if method == "tools/call":

@@ -51,6 +51,7 @@ def stateless(method: str, params: dict[str, Any] | None = None, rid: Any = 7) -
 
 
 STATELESS = [(b"mcp-protocol-version", b"2026-07-28")]
+TOOLS_LIST = [(b"mcp-method", b"tools/list")]
 
 
 class Exchange:
@@ -164,7 +165,20 @@ def post(
     app: Any, message: Any, headers: Iterable[tuple[bytes, bytes]] = (), **kw: Any
 ) -> Exchange:
     body = message if isinstance(message, bytes) else json.dumps(message).encode()
-    return Exchange(app, "POST", [*JSON_ACCEPT, *headers], body, **kw)
+    return Exchange(app, "POST", [*JSON_ACCEPT, *mirrored(message, headers)], body, **kw)
+
+
+def mirrored(message: Any, headers: Iterable[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
+    """The headers, with the Mcp-Method and Mcp-Name a stateless request must mirror from its
+    body (as every 2026-07-28 client sends them)."""
+    out = list(headers)
+    if (b"mcp-protocol-version", b"2026-07-28") in out and isinstance(message, dict):
+        if isinstance(message.get("method"), str):
+            out.append((b"mcp-method", message["method"].encode()))
+        name = (message.get("params") or {}).get("name")
+        if isinstance(name, str):
+            out.append((b"mcp-name", name.encode()))
+    return out
 
 
 async def handler(call: Call) -> Any:
@@ -554,7 +568,7 @@ def test_a_stream_its_client_does_not_read_is_given_up_past_max_queued() -> None
 def status_of(headers: list[tuple[bytes, bytes]]) -> int:
     async def go() -> int:
         body = json.dumps(stateless("tools/list")).encode()
-        exchange = Exchange(server(), "POST", [*headers, *STATELESS], body)
+        exchange = Exchange(server(), "POST", [*headers, *STATELESS, *TOOLS_LIST], body)
         status = await exchange.status
         await exchange.body()
         return status
@@ -704,6 +718,7 @@ async def ping_over_http(base: str) -> httpx.Response:
             headers={
                 "accept": "application/json, text/event-stream",
                 "mcp-protocol-version": "2026-07-28",
+                "mcp-method": "tools/list",
             },
         )
 
@@ -771,6 +786,7 @@ def test_a_real_client_that_disconnects_cancels_the_stateless_handler() -> None:
                 (
                     "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
                     "Accept: application/json, text/event-stream\r\n"
+                    "Mcp-Method: tools/call\r\nMcp-Name: echo\r\n"
                     f"Mcp-Protocol-Version: 2026-07-28\r\nContent-Length: {len(body)}\r\n\r\n{body}"
                 ).encode()
             )
@@ -814,6 +830,7 @@ def test_a_client_that_stops_reading_is_disconnected_after_the_write_timeout() -
                 (
                     "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
                     "Accept: application/json, text/event-stream\r\n"
+                    "Mcp-Method: tools/call\r\nMcp-Name: echo\r\n"
                     f"Mcp-Protocol-Version: 2026-07-28\r\nContent-Length: {len(body)}\r\n\r\n"
                     f"{body}"
                 ).encode(),

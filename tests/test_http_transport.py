@@ -323,15 +323,18 @@ def test_stateless_header_mismatch_and_status_codes() -> None:
             assert missing.status_code == 400
             assert missing.json()["error"]["code"] == HEADER_MISMATCH
             assert missing.json()["id"] == 7
-            ok = await client.post(
-                URL, content=body, headers={**ACCEPT, "mcp-protocol-version": "2026-07-28"}
-            )
+            stateless_headers = {
+                **ACCEPT,
+                "mcp-protocol-version": "2026-07-28",
+                "mcp-method": "tools/list",
+            }
+            ok = await client.post(URL, content=body, headers=stateless_headers)
             assert ok.status_code == 200
             assert ok.json()["result"]["tools"][0]["name"] == "echo"
             unknown = await client.post(
                 URL,
                 content=json.dumps(stateless("prompts/list")),
-                headers={**ACCEPT, "mcp-protocol-version": "2026-07-28"},
+                headers={**stateless_headers, "mcp-method": "prompts/list"},
             )
             # The server advertised no prompts: method not found, which is 404 without a session.
             assert unknown.status_code == 404

@@ -70,6 +70,8 @@ from ..events import (
     ResultReceived,
 )
 from ..session import ServerSession
+from .header_check import param_mismatch, standard_mismatch
+from .http_client import _designations as designations
 from .store import Entry, Store, store_from
 
 __all__ = ["Call", "Handler", "StreamableHTTPServer"]
@@ -90,6 +92,8 @@ MAX_IN_FLIGHT = 128
 MAX_QUEUED = 1000
 RETRY_MS = 1000
 RESUME_TIMEOUT = 30.0
+# The tools whose x-mcp-header designations are kept to check Mcp-Param-* headers against.
+MAX_DESIGNATED = 4096
 
 # The stream id of a session's GET stream in event ids (``get:<position>``); a POST's stream is
 # named by 16 hex digits.
@@ -472,6 +476,15 @@ class StreamableHTTPServer:
                 if (meta := bindings(r).FACTS.request_meta) is not None
             )
         )
+        # The versions whose requests carry the envelope, each with its revision; and the
+        # x-mcp-header designations of the tools this server listed, by tool name.
+        self._by_version = {
+            v: r
+            for r in probe.revisions
+            if bindings(r).FACTS.request_meta is not None
+            for v in bindings(r).FACTS.versions
+        }
+        self._designated: dict[str, dict[str, str]] = {}
         self.app = Starlette(
             routes=[Route(path, self._endpoint, methods=["GET", "POST", "DELETE"])]
             + ([auth.metadata_route] if auth is not None else []),
@@ -689,8 +702,9 @@ class StreamableHTTPServer:
 
     def _header_mismatch(self, request: Request, body: bytes) -> Response | None:
         """A stateless POST's protocol version header must name the version the request's
-        ``_meta`` names (absent counts as a mismatch); a request that disagrees is refused with
-        the header-mismatch error before the session reads it."""
+        ``_meta`` names (absent counts as a mismatch), and its ``Mcp-Method``, ``Mcp-Name`` and
+        ``Mcp-Param-*`` headers must agree with the body (``header_check``); a request that
+        disagrees is refused with the header-mismatch error before the session reads it."""
         try:
             peek = _peek.decode(body)
         except RecursionError:
@@ -702,17 +716,57 @@ class StreamableHTTPServer:
             return None
         version = next((meta[k] for k in self._version_keys if k in meta), None)
         header = request.headers.get(VERSION_HEADER)
-        if version is None or header == version:
-            return None
         rid = peek.id if type(peek.id) in (str, int) else None
-        message = (
-            f"Header mismatch: {VERSION_HEADER} is {header!r} but the request's _meta names "
-            f"{version!r}"
-        )
+        if version is None:
+            return None
+        if header == version:
+            wrong = standard_mismatch(request.headers, peek.method, peek.params)
+            if wrong is None:
+                wrong = self._param_mismatch(request, version, peek)
+            if wrong is None:
+                return None
+            message = f"Header mismatch: {wrong}"
+        else:
+            message = (
+                f"Header mismatch: {VERSION_HEADER} is {header!r} but the request's _meta names "
+                f"{version!r}"
+            )
         return JSONResponse(
             {"jsonrpc": "2.0", "id": rid, "error": {"code": HEADER_MISMATCH, "message": message}},
             status_code=400,
         )
+
+    def _param_mismatch(self, request: Request, version: Any, peek: _Peek) -> str | None:
+        """What is wrong with the ``Mcp-Param-*`` headers of a tool call, by the designations of
+        the tool as this server last listed it (a tool it has not listed is not checked)."""
+        revision = self._by_version.get(version) if isinstance(version, str) else None
+        params = peek.params if isinstance(peek.params, dict) else {}
+        name = params.get("name")
+        if revision is None or not isinstance(name, str):
+            return None
+        if peek.method != bindings(revision).FACTS.features.get("call_tool"):
+            return None
+        designated = self._designated.get(name)
+        if not designated:
+            return None
+        return param_mismatch(request.headers, designated, params.get("arguments"))
+
+    def _learn_tools(self, call: Call, result: Any) -> None:
+        """Remember the ``x-mcp-header`` designations of the tools a tool list result names (at
+        most ``MAX_DESIGNATED`` tools, the least recently listed forgotten first); a tool whose
+        designations are invalid is not checked."""
+        if call.method != bindings(call.revision).FACTS.features.get("list_tools"):
+            return
+        tools = msgspec.to_builtins(result).get("tools") if result is not None else None
+        for tool in tools if isinstance(tools, list) else ():
+            if not isinstance(tool, dict) or not isinstance(tool.get("name"), str):
+                continue
+            designated, problem = designations(tool.get("inputSchema"))
+            self._designated.pop(tool["name"], None)
+            if problem is None and designated:
+                self._designated[tool["name"]] = designated
+                while len(self._designated) > MAX_DESIGNATED:
+                    del self._designated[next(iter(self._designated))]
 
     # -- the session table ------------------------------------------------------------------------
 
@@ -1141,6 +1195,8 @@ class StreamableHTTPServer:
         except Exception as error:  # a handler's bug is the client's internal error, not a crash
             _answer_error(session, call.id, INTERNAL_ERROR, f"Internal error: {error}", None)
         else:
+            if self._by_version:
+                self._learn_tools(call, result)
             try:
                 session.respond(call.id, result)
             except ProtocolError as error:

@@ -1,0 +1,90 @@
+"""The request headers a stateless Streamable HTTP POST must agree with its body on (SEP-2243).
+
+A client of a per-request-envelope revision mirrors parts of its request into headers so that
+proxies and load balancers can route without reading the body: ``Mcp-Method`` (the method),
+``Mcp-Name`` (the request's target: its ``name``, ``uri`` or ``taskId`` param) and one
+``Mcp-Param-<Header>`` per tool argument the tool's input schema designates with
+``x-mcp-header``. A server must refuse a request whose headers disagree with its body, since
+whatever routed it by the headers may have routed it wrongly. Header names are matched without
+regard to case (HTTP), values exactly, after the optional whitespace around a field value is
+dropped (RFC 9110 section 5.5); a value of the form ``=?base64?...?=`` is the Base64 of the UTF-8
+text (strict: padding and alphabet), anything else is the text itself.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Mapping
+from typing import Any
+
+from .http_client import encode_header_value
+
+METHOD_HEADER = "mcp-method"
+NAME_HEADER = "mcp-name"
+PARAM_PREFIX = "mcp-param-"
+# What names a request's target in its params, for Mcp-Name (the first present, as a string).
+NAME_KEYS = ("name", "uri", "taskId")
+_WORD_START, _WORD_END = "=?base64?", "?="
+# The optional whitespace around a field value (RFC 9110): space and horizontal tab.
+_OWS = " \t"
+
+
+def decode_header_value(raw: str) -> str | None:
+    """The text a header value carries, or None when its Base64 form is malformed."""
+    value = raw.strip(_OWS)
+    if not (value.startswith(_WORD_START) and value.endswith(_WORD_END)):
+        return value
+    if len(value) < len(_WORD_START) + len(_WORD_END):
+        return value  # "=?base64?=" overlaps its own markers: plain text
+    encoded = value[len(_WORD_START) : -len(_WORD_END)]
+    try:
+        return base64.b64decode(encoded, validate=True).decode("utf-8")
+    except (binascii.Error, ValueError):
+        return None
+
+
+def standard_mismatch(headers: Mapping[str, str], method: Any, params: Any) -> str | None:
+    """What is wrong with the ``Mcp-Method`` and ``Mcp-Name`` headers of a request, or None."""
+    if not isinstance(method, str):
+        return None  # an answer to the server's request: no method to mirror
+    got = headers.get(METHOD_HEADER)
+    if got is None:
+        return f"the Mcp-Method header is missing (the body's method is {method!r})"
+    if got.strip(_OWS) != method:
+        return f"Mcp-Method is {got!r} but the body's method is {method!r}"
+    args = params if isinstance(params, dict) else {}
+    name = next((args[k] for k in NAME_KEYS if isinstance(args.get(k), str)), None)
+    header = headers.get(NAME_HEADER)
+    if name is None:
+        return None
+    if header is None:
+        return f"the Mcp-Name header is missing (the body names {name!r})"
+    if header.strip(_OWS) != name:
+        return f"Mcp-Name is {header!r} but the body names {name!r}"
+    return None
+
+
+def param_mismatch(
+    headers: Mapping[str, str], designated: Mapping[str, str], arguments: Any
+) -> str | None:
+    """What is wrong with the ``Mcp-Param-*`` headers mirroring a tool's designated arguments
+    (argument -> header name), or None. An argument that is null or absent has no header."""
+    args = arguments if isinstance(arguments, dict) else {}
+    for argument, suffix in designated.items():
+        value = args.get(argument)
+        raw = headers.get(PARAM_PREFIX + suffix.lower())
+        name = f"Mcp-Param-{suffix}"
+        if value is None:
+            if raw is not None:
+                return f"{name} is present but the argument {argument!r} is not"
+            continue
+        if raw is None:
+            return f"the {name} header is missing (the argument {argument!r} is in the body)"
+        text = decode_header_value(raw)
+        if text is None:
+            return f"{name} is not valid Base64 of UTF-8 text: {raw!r}"
+        expected = value if isinstance(value, str) else encode_header_value(value)
+        if text != expected:
+            return f"{name} says {text!r} but the argument {argument!r} is {expected!r}"
+    return None

@@ -1,0 +1,171 @@
+"""A stateless (2026-07-28) POST whose Mcp-Method, Mcp-Name or Mcp-Param-* headers disagree with
+its body is refused with HTTP 400 and the header-mismatch error (-32020), as the suite's
+http-header-validation and http-custom-header-server-validation scenarios ask (SEP-2243)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from mcpbind import ClientSession
+from mcpbind.transports.header_check import decode_header_value
+from mcpbind.transports.http_client import StreamableHTTPClient
+from mcpbind.transports.http_server import HEADER_MISMATCH, Call, StreamableHTTPServer
+from tests.test_http_transport import ACCEPT, INFO, URL, http, run
+
+SCHEMA = {
+    "type": "object",
+    "properties": {
+        "region": {"type": "string", "x-mcp-header": "Region"},
+        "priority": {"type": "integer", "x-mcp-header": "Priority"},
+        "query": {"type": "string"},
+    },
+    "required": ["region"],
+}
+META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
+
+
+async def handler(call: Call) -> Any:
+    if call.method == "tools/list":
+        tools = [{"name": "routed", "inputSchema": SCHEMA}]
+        return {"tools": tools, "cacheScope": "private", "ttlMs": 0}
+    return {"content": [{"type": "text", "text": "ok"}]}
+
+
+def app() -> StreamableHTTPServer:
+    return StreamableHTTPServer(
+        handler, revisions=("2026-07-28",), capabilities={"tools": {}}, info=INFO
+    )
+
+
+def request(method: str, params: dict[str, Any] | None = None) -> str:
+    body = {
+        "jsonrpc": "2.0",
+        "id": 3,
+        "method": method,
+        "params": {**(params or {}), "_meta": META},
+    }
+    return json.dumps(body)
+
+
+def call(arguments: dict[str, Any]) -> str:
+    return request("tools/call", {"name": "routed", "arguments": arguments})
+
+
+BASE = {**ACCEPT, "mcp-protocol-version": "2026-07-28"}
+CALL = {**BASE, "mcp-method": "tools/call", "mcp-name": "routed"}
+
+# (body, headers, accepted)
+CASES = {
+    "method matches": (request("tools/list"), {**BASE, "mcp-method": "tools/list"}, True),
+    "header name in any case": (request("tools/list"), {**BASE, "MCP-METHOD": "tools/list"}, True),
+    "method missing": (request("tools/list"), BASE, False),
+    "method differs": (request("tools/list"), {**BASE, "mcp-method": "prompts/list"}, False),
+    "method in another case": (request("tools/list"), {**BASE, "mcp-method": "TOOLS/LIST"}, False),
+    "name with whitespace around": (
+        call({"region": "eu"}),
+        {**CALL, "mcp-name": "  routed  ", "mcp-param-region": "eu"},
+        True,
+    ),
+    "name missing": (
+        call({"region": "eu"}),
+        {**BASE, "mcp-method": "tools/call", "mcp-param-region": "eu"},
+        False,
+    ),
+    "name differs": (
+        call({"region": "eu"}),
+        {**CALL, "mcp-name": "other", "mcp-param-region": "eu"},
+        False,
+    ),
+    "param plain": (
+        call({"region": "eu", "priority": 2}),
+        {**CALL, "mcp-param-region": "eu", "mcp-param-priority": "2"},
+        True,
+    ),
+    "param base64": (
+        call({"region": "Hello"}),
+        {**CALL, "mcp-param-region": "=?base64?SGVsbG8=?="},
+        True,
+    ),
+    "param base64 without padding": (
+        call({"region": "Hello"}),
+        {**CALL, "mcp-param-region": "=?base64?SGVsbG8?="},
+        False,
+    ),
+    "param base64 outside the alphabet": (
+        call({"region": "Hello"}),
+        {**CALL, "mcp-param-region": "=?base64?SGVs!!!bG8=?="},
+        False,
+    ),
+    "param without the suffix is literal": (
+        call({"region": "=?base64?SGVsbG8="}),
+        {**CALL, "mcp-param-region": "=?base64?SGVsbG8="},
+        True,
+    ),
+    "param missing": (call({"region": "eu"}), CALL, False),
+    "param differs": (call({"region": "eu"}), {**CALL, "mcp-param-region": "us"}, False),
+    "integer param differs": (
+        call({"region": "eu", "priority": 2}),
+        {**CALL, "mcp-param-region": "eu", "mcp-param-priority": "3"},
+        False,
+    ),
+    "param for an absent argument": (
+        call({"region": "eu"}),
+        {**CALL, "mcp-param-region": "eu", "mcp-param-priority": "3"},
+        False,
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_headers_are_checked_against_the_body(case: str) -> None:
+    body, headers, accepted = CASES[case]
+
+    async def go() -> Any:
+        async with http(app()) as client:
+            listed = await client.post(
+                URL, content=request("tools/list"), headers={**BASE, "mcp-method": "tools/list"}
+            )
+            assert listed.status_code == 200  # the server now knows the tool's designations
+            return await client.post(URL, content=body, headers=headers)
+
+    response = run(go())
+    if accepted:
+        assert response.status_code == 200, response.text
+        assert "result" in response.json()
+    else:
+        assert response.status_code == 400
+        assert response.json()["error"]["code"] == HEADER_MISMATCH
+        assert response.json()["id"] == 3
+
+
+def test_mcpbinds_client_sends_headers_the_server_accepts() -> None:
+    async def go() -> Any:
+        session = ClientSession(revisions=("2026-07-28",), info=INFO)
+        async with StreamableHTTPClient(URL, session, http=http(app())) as client:
+            await client.connect()
+            await client.call("tools/list", {})
+            arguments = {"region": " Zürich ", "priority": 7, "query": "q"}
+            return await client.call("tools/call", {"name": "routed", "arguments": arguments})
+
+    assert run(go()).content[0].text == "ok"
+
+
+@pytest.mark.parametrize(
+    ("raw", "text"),
+    [
+        ("plain", "plain"),
+        ("  padded\t", "padded"),
+        ("=?base64?SGVsbG8=?=", "Hello"),
+        ("=?base64?SGVsbG8?=", None),
+        ("=?base64?//79?=", None),  # not UTF-8
+        ("=?base64?SGVsbG8=", "=?base64?SGVsbG8="),
+    ],
+)
+def test_header_values_decode(raw: str, text: str | None) -> None:
+    assert decode_header_value(raw) == text
