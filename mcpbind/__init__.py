@@ -112,7 +112,19 @@ class UnknownRevisionError(ValueError):
 def bindings(revision: str) -> ModuleType:
     """The generated package of ``revision`` (``bindings("2025-11-25") is mcpbind.v2025_11_25``)."""
     try:
+        return _LOADED[revision]
+    except (KeyError, TypeError):
+        pass
+    try:
         package = PACKAGES[revision]
     except (KeyError, TypeError):
         raise UnknownRevisionError(revision) from None
-    return importlib.import_module(f"{__name__}.{package}")
+    # The import system's own lock makes the import safe from any thread; the cache holds one
+    # entry per pinned revision, so it is bounded by PACKAGES.
+    module = _LOADED[revision] = importlib.import_module(f"{__name__}.{package}")
+    return module
+
+
+# Revision -> its imported package: transports look a revision up on every request, and
+# import_module costs several hundred nanoseconds even for a loaded module.
+_LOADED: dict[str, ModuleType] = {}
