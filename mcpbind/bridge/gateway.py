@@ -781,6 +781,8 @@ class Gateway:
             *(link.close("the gateway is shutting down") for link in links),
             return_exceptions=True,
         )
+        # Links ending on their own (a session that ended just before) finish ending first.
+        await asyncio.gather(*self._background, return_exceptions=True)
         await self.http.aclose()
         if self._http is not None and self._own_http:
             await self._http.aclose()
