@@ -1,23 +1,33 @@
-"""A server at a URL, over Streamable HTTP (``StreamableHTTPClient`` of mcpbind.transports,
-mcpbind[http])."""
+"""A server at a URL, over HTTP (mcpbind[http]): Streamable HTTP, or HTTP+SSE (the HTTP transport
+of 2024-11-05) for a server that refuses the opening POST the way such servers do
+(``mcpbind.transports.sse_client.connect_http``)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ProtocolError
 from ..events import Negotiated
 from .links import ObservedSession, Serve
 
+if TYPE_CHECKING:
+    from ..transports.http_client import StreamableHTTPClient
+    from ..transports.sse_client import SSEClient
+
 __all__ = ["HttpLink"]
+
+# The options both HTTP transports take; any other (``auth``, ``max_resumptions``, ...) is
+# Streamable HTTP's alone, and keeps the link on it (no fall-back).
+_SHARED = frozenset(("http", "headers"))
 
 
 class HttpLink:
-    """``options`` go to ``StreamableHTTPClient`` (``headers``, ``max_resumptions``, ...). Each
-    request waits at most ``timeout`` seconds for its answer (None: no bound), a subscription
-    stream as long as it is open."""
+    """``options`` go to the transport: ``http`` (an ``httpx.AsyncClient``), ``headers``, and
+    Streamable HTTP's own (``auth``, ``max_resumptions``, ...), which rule out the fall-back to
+    HTTP+SSE. Each request waits at most ``timeout`` seconds for its answer (None: no bound), a
+    subscription stream as long as it is open."""
 
     def __init__(
         self,
@@ -29,35 +39,53 @@ class HttpLink:
     ) -> None:
         import httpx
 
-        from ..transports.http_client import StreamableHTTPClient
-
+        self.url = url
         self.session = session
+        self.serve = serve
         self.timeout = timeout
         self._own = options.get("http") is None
         if self._own:
             # No read timeout on the connection: a stream may stay quiet for long (a
             # subscription); each request is bounded by ``timeout`` instead.
             options["http"] = httpx.AsyncClient(timeout=httpx.Timeout(30.0, read=None))
-        self.http = StreamableHTTPClient(url, session, on_request=serve, **options)
+        self.options = options
+        self.http: StreamableHTTPClient | SSEClient | None = None
 
     async def open(self) -> Negotiated:
-        return await asyncio.wait_for(self.http.connect(), self.timeout)
+        from ..transports.http_client import StreamableHTTPClient
+        from ..transports.sse_client import connect_http
+
+        if self.options.keys() <= _SHARED:
+            opening = connect_http(self.url, self.session, on_request=self.serve, **self.options)
+            self.http = await asyncio.wait_for(opening, self.timeout)
+            assert self.session.negotiated is not None  # connected: the handshake is done
+            return self.session.negotiated
+        http = StreamableHTTPClient(self.url, self.session, on_request=self.serve, **self.options)
+        self.http = http
+        return await asyncio.wait_for(http.connect(), self.timeout)
+
+    def _open(self) -> StreamableHTTPClient | SSEClient:
+        if self.http is None:
+            raise ConnectionError("the connection is not open")
+        return self.http
 
     async def call(self, method: str, params: Any = None, *, stream: bool = False) -> Any:
+        call = self._open().call(method, params)
         if stream:
-            return await self.http.call(method, params)
-        return await asyncio.wait_for(self.http.call(method, params), self.timeout)
+            return await call
+        return await asyncio.wait_for(call, self.timeout)
 
     async def notify(self, method: str, params: Any = None) -> None:
-        await self.http.notify(method, params)
+        await self._open().notify(method, params)
 
     async def cancel(self, request_id: Any, reason: str) -> None:
         """Tell the server this side no longer waits for ``request_id`` (if it still did)."""
         with contextlib.suppress(ProtocolError):
             self.session.cancel(request_id, reason)
-        await self.http.flush()
+        await self._open().flush()
 
     async def close(self) -> None:
-        await self.http.close()
+        if self.http is not None:
+            await self.http.close()
         if self._own:
-            await self.http.http.aclose()
+            await self.options["http"].aclose()

@@ -39,12 +39,14 @@ _OPENING = object()  # the key the handshake's waiter is filed under
 
 class ObservedSession(ClientSession):
     """A ``ClientSession`` that shows every notification and progress event it reports to
-    ``observe``, remembers the id of the last request of each method, and binds a progress
-    callback set with ``expect_progress`` to the next request sent."""
+    ``observe``, keeps the ``Negotiated`` event of its handshake (``negotiated``), remembers the
+    id of the last request of each method, and binds a progress callback set with
+    ``expect_progress`` to the next request sent."""
 
     def __init__(self, *args: Any, observe: Callable[[Event], None], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._observe = observe
+        self.negotiated: Negotiated | None = None
         self.last_ids: dict[str, Any] = {}
         self.progress_of: dict[Any, Callable[..., Any]] = {}
         self._next_progress: Callable[..., Any] | None = None
@@ -69,6 +71,8 @@ class ObservedSession(ClientSession):
                 self._observe(event)
             elif type(event) in (ResultReceived, ErrorReceived):
                 self.progress_of.pop(event.id, None)  # type: ignore[union-attr]
+            elif type(event) is Negotiated:
+                self.negotiated = event
         return events
 
 

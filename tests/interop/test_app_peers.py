@@ -2,7 +2,8 @@
 serves the official `mcp` client (PyPI, pinned in the dev extras) at 2025-11-25 and 2026-07-28,
 over stdio and over Streamable HTTP, and the official `ClientSession` held to 2024-11-05; the
 typed Client speaks to `@modelcontextprotocol/server-everything` (npm) in each of its
-revisions, every result of the precise generated class."""
+revisions, every result of the precise generated class, on its stdio and, at a URL, in its HTTP+SSE
+mode (the fall-back from Streamable HTTP)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ import mcpbind
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import driver  # noqa: E402
+from test_sse_peers import everything as everything_sse  # noqa: E402,F401 - its fixture
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(180)]
 
@@ -241,3 +243,51 @@ def test_the_typed_client_with_server_everything(revision: str) -> None:
     assert {type(r) for r in found["resources"]} == {M.Resource}
     assert type(found["read"]) is M.ReadResourceResult
     assert {type(t) for t in found["templates"]} == {M.ResourceTemplate}
+
+
+# -- the typed Client against an HTTP+SSE server (2024-11-05's HTTP transport) --------------------
+
+
+@pytest.mark.parametrize("revision", driver.EVERYTHING_REVISIONS)
+def test_the_typed_client_at_a_url_falls_back_to_http_sse(
+    everything_sse: str, revision: str  # noqa: F811 - the fixture
+) -> None:
+    """``Client(url)`` of a server that speaks only HTTP+SSE (server-everything's ``sse`` mode
+    refuses the Streamable HTTP POST to its stream's URL): the same typed client, over the old
+    transport, the server's requests answered too."""
+    from mcpbind.transports.sse_client import SSEClient
+
+    def sampling(params: Any) -> dict[str, Any]:
+        return {
+            "role": "assistant",
+            "content": {"type": "text", "text": "sampled over sse"},
+            "model": "mcpbind-test",
+        }
+
+    async def main() -> dict[str, Any]:
+        client = mcpbind.Client(
+            everything_sse,
+            revisions=[revision],
+            sampling=sampling,
+            roots=lambda: ["file:///tmp/mcpbind-sse"],
+        )
+        async with client:
+            return {
+                "revision": client.revision,
+                "transport": type(client._link.http),  # type: ignore[union-attr]
+                "tools": await client.list_tools(),
+                "echo": await client.call_tool("echo", {"message": "over sse"}),
+                "sampled": await client.call_tool(
+                    "trigger-sampling-request", {"prompt": "hi", "maxTokens": 5}
+                ),
+                "roots": await client.call_tool("get-roots-list", {}),
+            }
+
+    found = run(main())
+    M = mcpbind.bindings(revision)
+    assert found["revision"] == revision and found["transport"] is SSEClient
+    assert {type(t) for t in found["tools"]} == {M.Tool} and len(found["tools"]) >= 10
+    assert type(found["echo"]) is M.CallToolResult
+    assert found["echo"].content[0].text == "Echo: over sse"
+    assert "sampled over sse" in found["sampled"].content[0].text
+    assert "file:///tmp/mcpbind-sse" in " ".join(c.text for c in found["roots"].content)
