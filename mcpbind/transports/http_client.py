@@ -43,6 +43,7 @@ from ..events import (
     ResultReceived,
 )
 from ..session import ClientSession
+from ._answer import answer_request
 
 __all__ = ["StreamableHTTPClient"]
 
@@ -452,26 +453,7 @@ class StreamableHTTPClient:
 
     async def _answer(self, event: RequestReceived) -> None:
         """Answer a request from the server at once (its stream waits for the answer)."""
-        if self.on_request is None:
-            self.session.respond_error(
-                event.id, -32601, f"Method not found: this client handles no {event.method!r}"
-            )
-        else:
-            try:
-                result = await self.on_request(event)
-            except ProtocolError as error:
-                self.session.respond_error(event.id, error.code, error.message, error.data)
-            except Exception as error:  # noqa: BLE001 - a handler's bug is the server's error
-                # Answered as the server transport answers a failing handler: the stream it
-                # came on (the standalone one, too) stays open for what follows.
-                self.session.respond_error(event.id, INTERNAL_ERROR, f"Internal error: {error}")
-            else:
-                try:
-                    self.session.respond(event.id, result)
-                except ProtocolError as error:
-                    # The answer does not fit the revision: the server still gets one, an
-                    # error, rather than waiting forever for a response that was never sent.
-                    self.session.respond_error(event.id, INTERNAL_ERROR, error.message)
+        await answer_request(self.session, event, self.on_request)
         for message in self.session.data_to_send():
             await self._post(message)
 

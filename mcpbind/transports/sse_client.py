@@ -23,7 +23,7 @@ import httpx
 import msgspec
 from httpx_sse import EventSource, ServerSentEvent
 
-from ..errors import INTERNAL_ERROR, METHOD_NOT_FOUND, ProtocolError
+from ..errors import METHOD_NOT_FOUND, ProtocolError
 from ..events import (
     ErrorReceived,
     Event,
@@ -36,6 +36,7 @@ from ..events import (
     TaskCreated,
 )
 from ..session import ClientSession
+from ._answer import answer_request
 from .http_client import StreamableHTTPClient
 
 __all__ = ["CONNECTION_CLOSED", "SSEClient", "connect_http"]
@@ -343,19 +344,7 @@ class SSEClient:
         task.add_done_callback(self._answering.discard)
 
     async def _respond(self, event: RequestReceived) -> None:
-        try:
-            result = await self._input(event)
-        except ProtocolError as error:
-            self.session.respond_error(event.id, error.code, error.message, error.data)
-        except Exception as error:  # noqa: BLE001 - a handler's bug is the server's error
-            self.session.respond_error(event.id, INTERNAL_ERROR, f"Internal error: {error}")
-        else:
-            try:
-                self.session.respond(event.id, result)
-            except ProtocolError as error:
-                # The answer does not fit the revision: the server still gets one, an error,
-                # rather than waiting for a response that was never sent.
-                self.session.respond_error(event.id, INTERNAL_ERROR, error.message)
+        await answer_request(self.session, event, self.on_request)
         try:
             await self.flush()
         except (ProtocolError, httpx.HTTPError) as error:

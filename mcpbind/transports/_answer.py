@@ -1,0 +1,41 @@
+"""Answering a request of the peer with what an application callback makes of it: the one rule
+every client transport follows, so that each request gets exactly one answer whatever the
+callback does."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from ..errors import INTERNAL_ERROR, METHOD_NOT_FOUND, ProtocolError
+from ..events import RequestReceived
+from ..session import ClientSession
+
+__all__ = ["answer_request"]
+
+
+async def answer_request(
+    session: ClientSession,
+    event: RequestReceived,
+    on_request: Callable[[RequestReceived], Awaitable[Any]] | None,
+) -> None:
+    """Queue in ``session`` the answer to ``event``: ``on_request``'s result, its
+    ``ProtocolError`` as the error response, -32601 when there is no callback, and -32603 when
+    the callback fails otherwise or returns what the revision cannot carry (the peer still gets
+    an answer, rather than waiting for one that was never sent)."""
+    if on_request is None:
+        session.respond_error(
+            event.id, METHOD_NOT_FOUND, f"Method not found: this client handles no {event.method!r}"
+        )
+        return
+    try:
+        result = await on_request(event)
+    except ProtocolError as error:
+        session.respond_error(event.id, error.code, error.message, error.data)
+    except Exception as error:  # noqa: BLE001 - a callback's bug is the peer's error, not ours
+        session.respond_error(event.id, INTERNAL_ERROR, f"Internal error: {error}")
+    else:
+        try:
+            session.respond(event.id, result)
+        except ProtocolError as error:
+            session.respond_error(event.id, INTERNAL_ERROR, error.message)
