@@ -57,6 +57,15 @@ def _key_path(at: str, key: str | int) -> str:
     return f"{at}.{key}" if key.isidentifier() else f"{at}[{msgspec.json.encode(key).decode()}]"
 
 
+def _render(at: Any) -> str:
+    """The JSON path of ``at``: a root path, or a (parent, key) pair. The walk passes pairs and
+    renders one only when it records a loss (most walks record none)."""
+    if type(at) is str:
+        return at
+    parent, key = at
+    return _key_path(_render(parent), key)
+
+
 _REACH: dict[type, frozenset[type]] = {}  # class -> Struct classes its fields can hold
 _REACH_LOCK = threading.Lock()
 
@@ -236,7 +245,7 @@ class Carrier:
         except msgspec.ValidationError:
             return None
 
-    def _walk(self, v: Any, at: str, lost: list[Lost]) -> Any:
+    def _walk(self, v: Any, at: Any, lost: list[Lost]) -> Any:
         t = type(v)
         if t is list:
             return self._items(v, enumerate(v), at, lost)
@@ -252,29 +261,30 @@ class Carrier:
         for attr, wire, rule in plan.lacking:
             value = getattr(v, attr)
             if value is not UNSET and self._implied.get(wire, UNSET) != value:
-                lost.append(Lost(_key_path(at, wire), plan.name, wire, rule.rule, rule.reason))
+                path = _key_path(_render(at), wire)
+                lost.append(Lost(path, plan.name, wire, rule.rule, rule.reason))
         changes = {}
         for attr, wire in plan.descend:
             value = getattr(v, attr)
             if value is UNSET or value is None:
                 continue
-            new = self._walk(value, _key_path(at, wire), lost)
+            new = self._walk(value, (at, wire), lost)
             if new is not value:
                 changes[attr] = new
         return msgspec.structs.replace(v, **changes) if changes else v
 
-    def _items(self, v: Any, items: Iterable[tuple[Any, Any]], at: str, lost: list[Lost]) -> Any:
+    def _items(self, v: Any, items: Iterable[tuple[Any, Any]], at: Any, lost: list[Lost]) -> Any:
         out = None
         for k, x in items:
             if isinstance(x, (msgspec.Struct, list)):
-                y = self._walk(x, _key_path(at, k), lost)
+                y = self._walk(x, (at, k), lost)
                 if y is not x:
                     if out is None:
                         out = list(v) if type(v) is list else dict(v)
                     out[k] = y
         return v if out is None else out
 
-    def _replace(self, v: Any, plan: _Plan, at: str, lost: list[Lost]) -> Any:
+    def _replace(self, v: Any, plan: _Plan, at: Any, lost: list[Lost]) -> Any:
         rule = plan.member
         assert rule is not None and rule.into is not None
         values = _Values(msgspec.to_builtins(v), self.target)
@@ -284,7 +294,7 @@ class Carrier:
             new = convert(data, into)
         except msgspec.ValidationError:
             return v  # the rule's template does not fit here: projection drops the value
-        lost.append(Lost(at, plan.name, "", "replace", rule.reason))
+        lost.append(Lost(_render(at), plan.name, "", "replace", rule.reason))
         return new
 
 
