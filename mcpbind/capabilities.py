@@ -156,11 +156,9 @@ class Advertised:
         # method -> the client capabilities its requests' _meta must declare
         self._requires: dict[str, Any] = {}
         if self.meta_checked:
-            for name, m in tables.receive.items():
-                for g in m.spec.gates:
-                    if m.spec.kind == "request" and g.side == "client" and not g.when:
-                        self._requires[name] = _path_object(g.path)
-            self._requires.update({k: msgspec.to_builtins(v) for k, v in (requires or {}).items()})
+            self._requires = dict(_gated_requests(tables, revision, role))
+            if requires:
+                self._requires.update({k: msgspec.to_builtins(v) for k, v in requires.items()})
 
     def learn(self, carrier: Any) -> None:
         """Remember the capabilities a message's params or result carries (its sender's)."""
@@ -278,6 +276,26 @@ def _attribute(params: Any, when: tuple[str, ...]) -> str | None:
     if len(when) != 1 or when[0] not in keys:
         return None
     return str(params.__struct_fields__[keys.index(when[0])])
+
+
+# (revision, role) -> method -> the client capabilities its requests' _meta must declare: read
+# from the gates once, as a stateless HTTP server builds a codec (and so this table) per request.
+# Two entries per pinned revision at most; two threads racing build the same table.
+_GATED_REQUESTS: dict[tuple[str, str], dict[str, Any]] = {}
+
+
+def _gated_requests(tables: Any, revision: str, role: str) -> dict[str, Any]:
+    found = _GATED_REQUESTS.get((revision, role))
+    if found is None:
+        found = {
+            name: _path_object(g.path)
+            for name, m in tables.receive.items()
+            if m.spec.kind == "request"
+            for g in m.spec.gates
+            if g.side == "client" and not g.when
+        }
+        _GATED_REQUESTS[revision, role] = found
+    return found
 
 
 def _path_object(path: str) -> dict[str, Any]:
