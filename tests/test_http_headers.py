@@ -156,6 +156,19 @@ def test_mcpbinds_client_sends_headers_the_server_accepts() -> None:
     assert run(go()).content[0].text == "ok"
 
 
+def test_a_method_the_revision_does_not_know_is_not_found_whatever_its_mcp_name() -> None:
+    body = request("tasks/result", {"taskId": "t-1"})
+    headers = {**BASE, "mcp-method": "tasks/result"}  # no Mcp-Name for the taskId
+
+    async def go() -> Any:
+        async with http(app()) as client:
+            return await client.post(URL, content=body, headers=headers)
+
+    response = run(go())
+    assert response.status_code == 404
+    assert response.json()["error"]["code"] == -32601
+
+
 @pytest.mark.parametrize(
     ("raw", "text"),
     [

@@ -44,8 +44,11 @@ def decode_header_value(raw: str) -> str | None:
         return None
 
 
-def standard_mismatch(headers: Mapping[str, str], method: Any, params: Any) -> str | None:
-    """What is wrong with the ``Mcp-Method`` and ``Mcp-Name`` headers of a request, or None."""
+def standard_mismatch(
+    headers: Mapping[str, str], method: Any, params: Any, *, named: bool = True
+) -> str | None:
+    """What is wrong with the ``Mcp-Method`` and (when ``named``) ``Mcp-Name`` headers of a
+    request, or None."""
     if not isinstance(method, str):
         return None  # an answer to the server's request: no method to mirror
     got = headers.get(METHOD_HEADER)
@@ -56,7 +59,7 @@ def standard_mismatch(headers: Mapping[str, str], method: Any, params: Any) -> s
     args = params if isinstance(params, dict) else {}
     name = next((args[k] for k in NAME_KEYS if isinstance(args.get(k), str)), None)
     header = headers.get(NAME_HEADER)
-    if name is None:
+    if name is None or not named:
         return None
     if header is None:
         return f"the Mcp-Name header is missing (the body names {name!r})"

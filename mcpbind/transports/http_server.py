@@ -720,7 +720,11 @@ class StreamableHTTPServer:
         if version is None:
             return None
         if header == version:
-            wrong = standard_mismatch(request.headers, peek.method, peek.params)
+            # Mcp-Name is checked for the methods of the revision only: one it does not know is
+            # answered method-not-found by the session, whatever its headers say.
+            revision = self._by_version.get(version) if isinstance(version, str) else None
+            known = revision is not None and peek.method in bindings(revision).FACTS.wires
+            wrong = standard_mismatch(request.headers, peek.method, peek.params, named=known)
             if wrong is None:
                 wrong = self._param_mismatch(request, version, peek)
             if wrong is None:
