@@ -81,6 +81,8 @@ class Server:
             "set_log_level": self._set_log_level,
             "listen": self._listen,
         }
+        # revision -> (its record, method -> what answers it): one per revision at most
+        self._answers: dict[str, tuple[Rev, dict[str, Callable[[Exchange, Rev], Any]]]] = {}
 
     # -- what the server offers -------------------------------------------------------------------
 
@@ -106,8 +108,11 @@ class Server:
     async def serve(self, exchange: Exchange) -> Any:
         """The result of ``exchange``'s request in its revision; ``ProtocolError`` for an
         error response."""
-        r = rev(exchange.revision)
-        answer = self._roles.get(r.roles.get(exchange.method, ""))
+        found = self._answers.get(exchange.revision)
+        if found is None:
+            found = self._answering(exchange.revision)
+        r, answers = found
+        answer = answers.get(exchange.method)
         if answer is None:
             raise ProtocolError(METHOD_NOT_FOUND, f"Method not found: {exchange.method!r}")
         if self._in_flight >= self.limits.in_flight:
@@ -120,6 +125,11 @@ class Server:
             return await answer(exchange, r)
         finally:
             self._in_flight -= 1
+
+    def _answering(self, revision: str) -> tuple[Rev, dict[str, Callable[[Exchange, Rev], Any]]]:
+        r = rev(revision)
+        answers = {m: self._roles[role] for m, role in r.roles.items() if role in self._roles}
+        return self._answers.setdefault(revision, (r, answers))
 
     # -- lists --------------------------------------------------------------------------------------
 
@@ -194,7 +204,7 @@ class Server:
                 return self.results.text_result(message, r, "the error of tool", name, error=True)
             raise ProtocolError(INVALID_PARAMS, message) from None
         results = self.results
-        ctx, binding = None, ""
+        ctx = None
         if handler.wants_context:
             ctx, binding = self._context(exchange, r, name, arguments)
         try:
@@ -213,6 +223,8 @@ class Server:
             log.exception("tool %r failed", name)
             failed = f"{type(exc).__name__}: {exc}"
             return results.text_result(failed, r, "the error of tool", name, error=True)
+        if type(value) is str and tool.text:  # the commonest result: one text block
+            return results.text_result(value, r, "the result of tool", name)
         try:
             return tool.result(value, results, r)
         except ArgumentError as exc:

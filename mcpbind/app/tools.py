@@ -41,6 +41,7 @@ class Tool:
         self.handler = Handler(func, what)
         returns = typing.get_type_hints(func, include_extras=True).get("return", Any)
         self.output = Output(returns, f"{what} result")
+        self.text = self.output.schema is None  # a string it returns is one text block
         data = {
             "name": self.name,
             "title": title,
@@ -55,9 +56,8 @@ class Tool:
     def result(self, value: Any, results: Results, r: Rev) -> Any:
         """The call result, in revision ``r``, of what the tool returned (built in the newest
         revision and projected); ``ArgumentError`` when a structured value does not fit the
-        tool's output schema."""
-        if type(value) is str and self.output.schema is None:  # the common case, directly
-            return results.text_result(value, r, "the result of tool", self.name)
+        tool's output schema. (A string of a tool without an output schema, the commonest
+        value, is one text block: ``Results.text_result``, which the server calls directly.)"""
         return results.to(self._newest(value, results), r, "the result of tool", self.name)
 
     def _newest(self, value: Any, results: Results) -> Any:
