@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import msgspec
 import pytest
 
 import mcpbind
@@ -48,8 +49,8 @@ def free_port() -> int:
 
 class Wire:
     """An ASGI wrapper recording every JSON-RPC message through the gateway's door, both ways, in
-    order, per client: ``by[key]`` where the key is the session id (Streamable HTTP or HTTP+SSE),
-    else the protocol version header of a session-less client."""
+    order, per client: ``by[key]`` where the key is the client's ``x-wire`` header, else the
+    session id (Streamable HTTP or HTTP+SSE), else the protocol version header."""
 
     def __init__(self, app: Any) -> None:
         self.app = app
@@ -63,7 +64,7 @@ class Wire:
         query = dict(
             part.split("=", 1) for part in scope["query_string"].decode().split("&") if "=" in part
         )
-        key = [headers.get("mcp-session-id") or query.get("session_id")]
+        key = [headers.get("x-wire") or headers.get("mcp-session-id") or query.get("session_id")]
         version = headers.get("mcp-protocol-version", "")
         early: list[str] = []  # the request's messages, until its key is known
         body: list[bytes] = []
@@ -117,7 +118,7 @@ class Wire:
         data = fields.get(b"data", b"").strip().decode()
         name = fields.get(b"event", b"message").strip()
         if name == b"endpoint":  # HTTP+SSE: the stream names its session
-            key[0] = data.partition("session_id=")[2]
+            key[0] = key[0] or data.partition("session_id=")[2]
         elif name == b"message" and data:
             keep(data)
 
@@ -571,3 +572,114 @@ def test_past_max_in_flight_a_request_is_refused_at_once() -> None:
 
     error = run(main())
     assert error.code == -32603 and error.message.startswith("Server busy: 2 requests")
+
+
+# -- every pair of revisions, both ways ------------------------------------------------------------
+
+TOOLS = [
+    {"name": "echo", "inputSchema": {"type": "object"}},
+    {"name": "ask", "inputSchema": {"type": "object"}},
+]
+SAMPLE = {
+    "messages": [{"role": "user", "content": {"type": "text", "text": "say hi"}}],
+    "maxTokens": 5,
+}
+
+
+def text(value: str) -> dict[str, Any]:
+    return {"content": [{"type": "text", "text": value}]}
+
+
+def sampled_text(result: Any) -> str:
+    content = msgspec.to_builtins(result)["content"]
+    return str((content[0] if isinstance(content, list) else content)["text"])
+
+
+async def upstream_handler(call: Any) -> Any:
+    """A server of any revision: ``echo``, and ``ask``, which needs a sampling from the client:
+    a request of its own up to 2025-11-25, an input-required result from 2026-07-28 on."""
+    if call.method == "tools/list":
+        return {"tools": TOOLS}
+    if call.method != "tools/call":
+        raise mcpbind.ProtocolError(-32601, f"Method not found: {call.method!r}")
+    if call.params.name == "echo":
+        return text(f"echo {call.params.arguments['message']} from {call.revision}")
+    trip = mcpbind.bindings(call.revision).FACTS.round_trip
+    if trip is None:
+        result = await call.request("sampling/createMessage", SAMPLE)
+        return text(f"{call.revision} was told {sampled_text(result)}")
+    answers = msgspec.to_builtins(call.params).get(trip.input_responses)
+    if not answers:
+        return {
+            "resultType": "input_required",
+            "inputRequests": {"s": {"method": "sampling/createMessage", "params": SAMPLE}},
+            "requestState": "asked",
+        }
+    return text(f"{call.revision} was told {answers['s']['content']['text']}")
+
+
+@pytest.mark.parametrize("server_revision", mcpbind.REVISIONS)
+def test_clients_of_every_revision_at_once_in_front_of_a_server_of_each(
+    server_revision: str,
+) -> None:
+    """Six clients at once (2024-11-05 over HTTP+SSE, the others over Streamable HTTP, draft
+    included) through the gateway to an HTTP server of ``server_revision``: each calls a tool,
+    and answers the server's need for a sampling however the pair carries it (a request of the
+    server's own, or an input-required result, either way round)."""
+    from mcpbind.transports.http_server import StreamableHTTPServer
+
+    async def main() -> dict[str, Any]:
+        import uvicorn
+
+        upstream = StreamableHTTPServer(
+            upstream_handler, revisions=(server_revision,), capabilities={"tools": {}}, info=INFO
+        )
+        port = free_port()
+        web = uvicorn.Server(
+            uvicorn.Config(upstream, host="127.0.0.1", port=port, log_level="warning")
+        )
+        serving = asyncio.ensure_future(web.serve())
+        while not web.started:
+            await asyncio.sleep(0.02)
+        try:
+            served = Served(
+                upstream=f"http://127.0.0.1:{port}/mcp",
+                client_revisions=mcpbind.REVISIONS,
+                server_revisions=(server_revision,),
+            )
+            async with served.running():
+                found = await asyncio.gather(
+                    *(one_client(served, revision) for revision in mcpbind.REVISIONS)
+                )
+            return dict(zip(mcpbind.REVISIONS, found, strict=True))
+        finally:
+            web.should_exit = True
+            await serving
+
+    found = run(main())
+    for revision, (echoed, told, asked, invalid) in found.items():
+        assert echoed == f"echo {revision} from {server_revision}", revision
+        assert told == f"{server_revision} was told from the client", revision
+        assert [method for method, _ in asked] == ["sampling/createMessage"], revision
+        assert invalid == [], revision
+
+
+async def one_client(served: Served, revision: str) -> tuple[str, str, list[Any], list[str]]:
+    asked, on_request = asked_log()
+    session = client(revision, capabilities={"sampling": {}})
+    mark = {"x-wire": revision}  # its messages recorded apart
+    transport: Any = (
+        SSEClient(served.sse_url, session, on_request=on_request, headers=mark)
+        if revision == "2024-11-05"
+        else StreamableHTTPClient(served.url, session, on_request=on_request, headers=mark)
+    )
+    try:
+        await transport.connect()
+        echoed = await transport.call(
+            "tools/call", {"name": "echo", "arguments": {"message": revision}}
+        )
+        told = await transport.call("tools/call", {"name": "ask", "arguments": {}})
+        invalid = served.wire.invalid(revision, revision)
+    finally:
+        await transport.close()
+    return echoed.content[0].text, sampled_text(told), asked, invalid

@@ -19,6 +19,7 @@ from typing import Any
 import msgspec
 from msgspec import UNSET
 
+from .._support import convert
 from ..errors import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, ProtocolError
 from ..events import Negotiated
 from ..projection import ProjectionError
@@ -68,6 +69,7 @@ class Crossing:
         self._client_caps: Any = None  # the client's capabilities, in its own revision
         self._failed: ProtocolError | None = None  # the server side could not be opened
         self._envelope_cache: tuple[Any, dict[str, Any]] | None = None
+        self._typed_cache: tuple[Any, dict[str, Any]] | None = None
 
     def take_log(self) -> list[str]:
         out, self.log = self.log, []
@@ -201,7 +203,7 @@ class Crossing:
                 "the revision the server speaks",
                 {"method": method},
             )
-        params, token = _rewrite_meta(params, speech(revision), self._envelope(target))
+        params, token = _rewrite_meta(params, speech(revision), self._envelope(target), self)
         what = f"the params of {method!r}"
         params, lost = self._cross(params, target, what)  # _carry inline: on every request
         if lost and self.strict:
@@ -216,6 +218,16 @@ class Crossing:
             return self._envelope_cache[1]
         out = self._build_envelope(target)
         self._envelope_cache = (key, out)
+        return out
+
+    def _typed_envelope(self, envelope: dict[str, Any], cls: Any) -> dict[str, Any]:
+        """``envelope`` with its values in the types ``cls`` (the client side's ``_meta`` class,
+        which declares the envelope's keys) gives them, so that it projects; built once."""
+        key = (id(envelope), cls)
+        if self._typed_cache is not None and self._typed_cache[0] == key:
+            return self._typed_cache[1]
+        out = dict(convert(envelope, cls))
+        self._typed_cache = (key, out)
         return out
 
     def _build_envelope(self, target: str) -> dict[str, Any]:
@@ -376,10 +388,13 @@ def too_many(id: Any, limit: int, sender: str, other: str) -> ProtocolError:
     )
 
 
-def _rewrite_meta(params: Any, sp: Any, envelope: dict[str, Any]) -> tuple[Any, Any]:
+def _rewrite_meta(
+    params: Any, sp: Any, envelope: dict[str, Any], crossing: Crossing
+) -> tuple[Any, Any]:
     """``params`` with the client side's per-request ``_meta`` envelope and progress token
     taken out and the server side's ``envelope`` put in (so that it projects into a revision
-    that requires one); and the token (the server side sets its own)."""
+    that requires one; in the types of the client side's ``_meta`` class where that declares
+    the envelope's keys); and the token (the server side sets its own)."""
     if params is UNSET:
         return params, None
     meta = getattr(params, "meta", UNSET)
@@ -399,8 +414,9 @@ def _rewrite_meta(params: Any, sp: Any, envelope: dict[str, Any]) -> tuple[Any, 
         kept = {}
     else:
         return params, None
-    kept.update(envelope)
     cls = type(meta) if isinstance(meta, dict) else _open_class(type(params), "meta")
     if cls is None:
         return params, token
+    if envelope:
+        kept.update(crossing._typed_envelope(envelope, cls) if sp.facts.request_meta else envelope)
     return msgspec.structs.replace(params, meta=cls(kept)), token
