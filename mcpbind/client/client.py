@@ -45,9 +45,9 @@ class _Session(ObservedSession):
 
 
 class Client:
-    """An MCP client for ``target``: a URL (Streamable HTTP, mcpbind[http]), a command (a list:
-    the server is started as a subprocess and spoken to on its stdio), or an ``App`` (in this
-    process). ``async with Client(target) as client`` opens the connection and agrees on a
+    """An MCP client for ``target``: a URL (Streamable HTTP, or HTTP+SSE for a server that
+    refuses it as 2024-11-05 servers do; mcpbind[http]), a command (a list: the server is started
+    as a subprocess and spoken to on its stdio), or an ``App`` (in this process). ``async with Client(target) as client`` opens the connection and agrees on a
     revision (the newest of ``revisions`` the server speaks; ``client.revision``).
 
     ``sampling(params)``, ``elicitation(params)`` and ``roots()`` answer what the server asks
@@ -56,7 +56,8 @@ class Client:
     ``on_notification(event)`` gets every notification (``mcpbind.events.NotificationReceived``).
     ``timeout`` bounds the wait for each answer (seconds; None: no bound), ``max_pages`` the pages
     one listing reads, ``max_rounds`` the input rounds of one request. Further ``options`` go to
-    the transport (HTTP: ``headers``, ``http``, ...; a command: ``env``, ``cwd``, ``grace``).
+    the transport (HTTP: ``headers``, ``http``, and Streamable HTTP's own ``auth``, ...; a command:
+    ``env``, ``cwd``, ``grace``).
     """
 
     def __init__(
