@@ -207,73 +207,35 @@ def targets(extra: dict[str, Any]) -> list[tuple[str, str, str, bool | None]]:
     ]
 
 
-def _count(shim: str, runs: int) -> None:
-    """Under callgrind: ``runs`` requests of each path, one dump each (bench.instructions' way)."""
-    import ctypes
-    import gc
-
-    lib = ctypes.CDLL(shim)
-    lib.bench_dump.argtypes = [ctypes.c_char_p]
-    jobs: list[tuple[str, Callable[[], Any]]] = [("empty empty", lambda: None)]
+def _jobs() -> list[tuple[str, Callable[[], Any]]]:
+    jobs: list[tuple[str, Callable[[], Any]]] = []
     for revision in REVISIONS:
         jobs += [
             (f"{revision} app", app_path(revision)),
             (f"{revision} session", session_path(revision)),
         ]
-    gc.collect()
-    gc.disable()
-    for label, fn in jobs:
-        fn()
-        fn()
-        lib.bench_start()
-        lib.bench_zero()
-        for _ in range(runs):
-            fn()
-        lib.bench_dump(label.encode())
-        lib.bench_stop()
+    return jobs
 
 
 def instructions(runs: int) -> dict[str, dict[str, int]]:
     """revision -> instructions of one request through each path (``app``, ``session``),
-    counted by valgrind's callgrind, which the machine's load does not move."""
-    import re
-    import subprocess
-    import tempfile
-    from pathlib import Path
+    counted by valgrind's callgrind (bench.instructions), which the machine's load does not
+    move."""
+    from .instructions import callgrind
 
-    from .instructions import SHIM
-    from .workloads import ROOT
-
-    with tempfile.TemporaryDirectory(prefix="bench-app-") as tmp:
-        folder = Path(tmp)
-        (folder / "shim.c").write_text(SHIM)
-        shim = str(folder / "shim.so")
-        subprocess.run(
-            ["cc", "-O2", "-shared", "-fPIC", "-o", shim, str(folder / "shim.c")], check=True
-        )
-        argv = ["valgrind", "--tool=callgrind", "--instr-atstart=no"]
-        argv += [f"--callgrind-out-file={folder}/callgrind.%p", sys.executable, "-m", "bench.app"]
-        subprocess.run(
-            [*argv, "--child", shim, str(runs)], cwd=ROOT, check=True, capture_output=True
-        )
-        found: dict[str, int] = {}
-        for path in folder.glob("callgrind.*.*"):
-            text = path.read_text(errors="replace")
-            label = re.search(r"^desc: Trigger: Client Request: (.*)$", text, re.M)
-            total = re.search(r"^(?:summary|totals):\s+(\d+)", text, re.M)
-            if label is not None and total is not None:
-                found[label.group(1)] = int(total.group(1))
-    empty = found.pop("empty empty", 0)
     out: dict[str, dict[str, int]] = {}
+    found = callgrind(lambda shim: ["-m", "bench.app", "--child", shim, str(runs)], runs)
     for label, count in found.items():
         revision, path = label.split()
-        out.setdefault(revision, {})[path] = (count - empty) // runs
+        out.setdefault(revision, {})[path] = count
     return out
 
 
 if __name__ == "__main__":
     if "--child" in sys.argv:
-        _count(sys.argv[-2], int(sys.argv[-1]))
+        from .instructions import count_each
+
+        count_each(sys.argv[-2], int(sys.argv[-1]), _jobs())
     elif "--instructions" in sys.argv:
         runs = int(sys.argv[-1]) if sys.argv[-1].isdigit() else 200
         for revision, n in sorted(instructions(runs).items()):

@@ -72,22 +72,18 @@ def runners(anchor: str, what: str, names: list[str]) -> list[tuple[str, Callabl
     return out
 
 
-def child(shim: str, runs: int, whats: list[str], anchors: list[str], names: list[str]) -> None:
-    """Under callgrind: count each runner's ``runs`` passes, one dump each."""
+def count_each(shim: str, runs: int, jobs: list[tuple[str, Callable[[], Any]]]) -> None:
+    """Under callgrind: each job run twice (warm), then ``runs`` times counted, one dump each
+    labelled with its name; an "empty" job first, whose count ``callgrind`` subtracts."""
     lib = ctypes.CDLL(shim)
     lib.bench_dump.argtypes = [ctypes.c_char_p]
 
     def nothing() -> None:
         return None
 
-    jobs: list[tuple[str, Callable[[], Any]]] = [("empty\tempty\tempty", nothing)]
-    for what in whats:
-        for anchor in anchors:
-            for label, fn in runners(anchor, what, names):
-                jobs.append((f"{label}\t{what}\t{anchor}", fn))
     gc.collect()
     gc.disable()
-    for label, fn in jobs:
+    for label, fn in [("empty", nothing), *jobs]:
         fn()
         fn()
         lib.bench_start()
@@ -98,10 +94,21 @@ def child(shim: str, runs: int, whats: list[str], anchors: list[str], names: lis
         lib.bench_stop()
 
 
-def counts(
-    runs: int, whats: list[str], anchors: list[str], names: list[str], keep: Path | None
-) -> dict[tuple[str, str, str], int]:
-    """(workload, what, anchor) -> instructions of one pass."""
+def child(shim: str, runs: int, whats: list[str], anchors: list[str], names: list[str]) -> None:
+    """Under callgrind: count each runner's ``runs`` passes, one dump each."""
+    jobs: list[tuple[str, Callable[[], Any]]] = []
+    for what in whats:
+        for anchor in anchors:
+            for label, fn in runners(anchor, what, names):
+                jobs.append((f"{label}\t{what}\t{anchor}", fn))
+    count_each(shim, runs, jobs)
+
+
+def callgrind(
+    child_argv: Callable[[str], list[str]], runs: int, keep: Path | None = None
+) -> dict[str, int]:
+    """Run ``python *child_argv(shim)`` (which calls ``count_each`` with ``runs``) under
+    callgrind with the shim compiled; label -> instructions of one pass, "empty" subtracted."""
     with tempfile.TemporaryDirectory(prefix="bench-instructions-") as tmp:
         folder = Path(tmp)
         source = folder / "shim.c"
@@ -116,30 +123,38 @@ def counts(
             "--instr-atstart=no",
             f"--callgrind-out-file={out_dir}/callgrind.%p",
             sys.executable,
-            "-m",
-            "bench.instructions",
-            "--child",
-            str(shim),
-            str(runs),
-            ",".join(whats),
-            ",".join(anchors),
-            *names,
+            *child_argv(str(shim)),
         ]
         proc = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True)
         if proc.returncode != 0:
             raise SystemExit(f"the counting process failed:\n{proc.stderr[-3000:]}")
-        found: dict[tuple[str, str, str], int] = {}
+        found: dict[str, int] = {}
         dumps = [p for p in out_dir.glob("callgrind.*.*") if p.suffix[1:].isdigit()]
         for path in sorted(dumps, key=lambda p: int(p.suffix[1:])):  # in the order counted
             text = path.read_text(errors="replace")
             trigger = re.search(r"^desc: Trigger: Client Request: (.*)$", text, re.M)
             total = re.search(r"^(?:summary|totals):\s+(\d+)", text, re.M)
-            if trigger is None or total is None:
-                continue
-            workload, what, anchor = trigger.group(1).split("\t")
-            found[workload, what, anchor] = int(total.group(1))
-        empty = found.pop(("empty", "empty", "empty"), 0)
+            if trigger is not None and total is not None:
+                found[trigger.group(1)] = int(total.group(1))
+        empty = found.pop("empty", 0)
         return {k: (v - empty) // runs for k, v in found.items()}
+
+
+def counts(
+    runs: int, whats: list[str], anchors: list[str], names: list[str], keep: Path | None
+) -> dict[tuple[str, str, str], int]:
+    """(workload, what, anchor) -> instructions of one pass."""
+
+    def child_argv(shim: str) -> list[str]:
+        lists = [",".join(whats), ",".join(anchors)]
+        return ["-m", "bench.instructions", "--child", shim, str(runs), *lists, *names]
+
+    found = callgrind(child_argv, runs, keep)
+    out: dict[tuple[str, str, str], int] = {}
+    for label, count in found.items():
+        workload, what, anchor = label.split("\t")
+        out[workload, what, anchor] = count
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
