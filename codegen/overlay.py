@@ -162,7 +162,7 @@ def _tool_argument_errors(found: list[dict[str, Any]], revision: str) -> str | N
     answer = found[0].get("answer")
     if answer not in ("protocol", "result") or not found[0].get("reason"):
         raise OverlayError(
-            f"{revision}: [[tool_argument_errors]] answer must be \"protocol\" or \"result\", "
+            f'{revision}: [[tool_argument_errors]] answer must be "protocol" or "result", '
             "with a reason"
         )
     return str(answer)
