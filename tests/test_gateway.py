@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -683,3 +684,69 @@ async def one_client(served: Served, revision: str) -> tuple[str, str, list[Any]
     finally:
         await transport.close()
     return echoed.content[0].text, sampled_text(told), asked, invalid
+
+
+def test_an_http_server_that_dies_fails_the_pending_calls_of_every_client() -> None:
+    """Two clients each have a call in flight on the HTTP server (it waits for their answer to
+    its elicitation); the server is killed: both calls end with -32000 naming the failure."""
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "examples/everything_server.py", "--port", str(port)],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            break
+        except OSError:
+            assert process.poll() is None and time.monotonic() < deadline
+            time.sleep(0.1)
+
+    async def main() -> list[Any]:
+        served = Served(upstream=f"http://127.0.0.1:{port}/mcp", server_revisions=("2025-11-25",))
+        killed = asyncio.Event()
+        asked: list[str] = []
+
+        async def on_request(event: Any) -> Any:
+            asked.append(event.method)
+            await killed.wait()  # answered only once the server is gone
+            return {"action": "accept", "content": {}}
+
+        async with served.running():
+            sessions = [
+                StreamableHTTPClient(
+                    served.url,
+                    client("2025-11-25", capabilities={"elicitation": {}}),
+                    on_request=on_request,
+                )
+                for _ in range(2)
+            ]
+            for session in sessions:
+                await session.connect()
+
+            async def outcome(session: StreamableHTTPClient) -> Any:
+                try:
+                    return await session.call(
+                        "tools/call", {"name": "test_elicitation", "arguments": {"message": "?"}}
+                    )
+                except mcpbind.ProtocolError as error:
+                    return error
+
+            calls = [asyncio.ensure_future(outcome(s)) for s in sessions]
+            await eventually(lambda: len(asked) == 2, "both clients asked")
+            process.send_signal(signal.SIGKILL)
+            process.wait(10)
+            killed.set()
+            return await asyncio.gather(*calls)
+
+    try:
+        errors = run(main())
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert [type(e) for e in errors] == [mcpbind.ProtocolError] * 2
+    assert [e.code for e in errors] == [CONNECTION_CLOSED] * 2
+    assert all("Connection closed: the connection to the server at" in e.message for e in errors)
