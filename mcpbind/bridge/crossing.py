@@ -414,9 +414,21 @@ def _rewrite_meta(
         kept = {}
     else:
         return params, None
-    cls = type(meta) if isinstance(meta, dict) else _open_class(type(params), "meta")
+    cls = type(meta) if isinstance(meta, dict) else _meta_class(type(params))
     if cls is None:
         return params, token
     if envelope:
         kept.update(crossing._typed_envelope(envelope, cls) if sp.facts.request_meta else envelope)
     return msgspec.structs.replace(params, meta=cls(kept)), token
+
+
+_META_CLASSES: dict[type, Any] = {}  # params class -> the open class of its _meta (generated: few)
+
+
+def _meta_class(params_class: type) -> Any:
+    """The open class of a params class's ``_meta`` (looked up once per class: reading a
+    class's type information evaluates its annotations)."""
+    found = _META_CLASSES.get(params_class, _META_CLASSES)
+    if found is _META_CLASSES:
+        found = _META_CLASSES.setdefault(params_class, _open_class(params_class, "meta"))
+    return found

@@ -72,7 +72,8 @@ from ..transports.http_server import SESSION_IDLE_TIMEOUT, Call, StreamableHTTPS
 from ..transports.sse_server import SSEServer
 from ..transports.stdio import MAX_LINE
 from .crossing import NOT_SENT, Crossing, too_many
-from .upstream import HttpUpstream, StdioUpstream, Upstream, upstream_kind
+from .pool import Pool
+from .upstream import HttpUpstream, SseUpstream, StdioUpstream, Upstream, upstream_kind
 
 __all__ = [
     "INPUT_TIMEOUT",
@@ -168,17 +169,22 @@ class _Pending:
     waiting for that client's input (``asks``: name -> the request, and where its answer goes).
     """
 
-    __slots__ = ("answer", "asks", "call", "method", "revision", "rid", "timer", "wake")
+    __slots__ = ("answer", "asks", "call", "method", "revision", "rid", "timer", "waiter")
 
-    def __init__(self, rid: Any, call: Call, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, rid: Any, call: Call) -> None:
         self.rid = rid
         self.call: Call | None = call
         self.method = call.method
         self.revision = call.revision
-        self.answer: asyncio.Future[Event] = loop.create_future()
+        self.answer: Any = None  # the server's answer (an event), or the error it ended with
         self.asks: dict[str, tuple[RequestReceived, asyncio.Future[Any]]] = {}
-        self.wake = asyncio.Event()  # set when the server asks for input
+        self.waiter: asyncio.Future[None] | None = None  # what its handler awaits, if anything
         self.timer: asyncio.TimerHandle | None = None
+
+    def wake(self) -> None:
+        """Its handler has something to act on: the answer, or the server asking for input."""
+        if self.waiter is not None and not self.waiter.done():
+            self.waiter.set_result(None)
 
 
 class Link(Crossing):
@@ -215,6 +221,9 @@ class Link(Crossing):
         """Open the connection once (every request before it is done waits for it)."""
         if self._opening is None:
             self._opening = asyncio.ensure_future(self._open())
+        elif self._opening.done():
+            self._opening.result()  # opened (or raises why not)
+            return
         await asyncio.shield(self._opening)
 
     async def _open(self) -> None:
@@ -323,7 +332,7 @@ class Link(Crossing):
         rid = self.back.request(
             call.method, None if params is UNSET else params, progress=token is not None
         )
-        pending = self.pending[rid] = _Pending(rid, call, asyncio.get_running_loop())
+        pending = self.pending[rid] = _Pending(rid, call)
         self._flush()
         return pending
 
@@ -331,18 +340,17 @@ class Link(Crossing):
         """Wait for the server's answer to ``pending`` and give it in the client's revision;
         an input-required result instead when the server asks a round-trip client for input."""
         while True:
-            if not pending.answer.done():
-                woken = asyncio.ensure_future(pending.wake.wait())
-                try:
-                    await asyncio.wait((pending.answer, woken), return_when=asyncio.FIRST_COMPLETED)
-                finally:
-                    woken.cancel()
-            if not pending.answer.done():
-                pending.wake.clear()
-                if pending.asks:
+            while pending.answer is None:
+                if pending.asks:  # the server's requests no retry has answered yet
                     return self._ask_input(pending)
-                continue
-            event = pending.answer.result()
+                pending.waiter = asyncio.get_running_loop().create_future()
+                try:
+                    await pending.waiter
+                finally:
+                    pending.waiter = None
+            event = pending.answer
+            if isinstance(event, BaseException):
+                raise event
             call = pending.call
             assert call is not None
             if isinstance(event, ResultReceived | TaskCreated):
@@ -383,7 +391,7 @@ class Link(Crossing):
         if self.why is not None:
             raise ProtocolError(CONNECTION_CLOSED, f"Connection closed: {self.why}")
         pending.rid = self.back.answer(event, responses)
-        pending.answer = asyncio.get_running_loop().create_future()
+        pending.answer = None
         self.pending[pending.rid] = pending
         self._flush()
 
@@ -463,17 +471,15 @@ class Link(Crossing):
         self._say()
 
     def _settle(self, pending: _Pending, event: Any) -> None:
-        if pending.answer.done():
-            return
-        if isinstance(event, BaseException):
-            pending.answer.set_exception(event)
-        else:
-            pending.answer.set_result(event)
+        """``pending`` is answered by ``event`` (or ends with an error), unless it was already."""
+        if pending.answer is None:
+            pending.answer = event
+            pending.wake()
 
     def failed(self, id: Any, why: str) -> None:
         """The transport could not deliver request ``id`` or its answer (``why``)."""
         pending = self.pending.pop(id, None)
-        if pending is not None and not pending.answer.done():
+        if pending is not None and pending.answer is None:
             self.log.append(f"{why}: the request is answered with an error")
             self._settle(pending, ProtocolError(CONNECTION_CLOSED, f"Connection closed: {why}"))
             self._say()
@@ -586,7 +592,7 @@ class Link(Crossing):
             )
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         pending.asks[f"input-{next(_ASKS)}"] = (event, future)
-        pending.wake.set()
+        pending.wake()
         return await future
 
     async def _serve_and_answer(self, event: RequestReceived, related: Any) -> None:
@@ -695,6 +701,7 @@ class Gateway:
         self._http = http
         self._own_http = http is None
         self._kind: Any = None  # the upstream transport class, once probed
+        self._pool: Pool | None = None  # keep-alive connections to an HTTP server
         self._probed: asyncio.Future[None] | None = None
         self.face = Face(Crossing(self.server_revisions, strict=strict))
         self.sessions: dict[tuple[int, str], Link] = {}  # (front, session id) -> its link
@@ -787,6 +794,8 @@ class Gateway:
         if self._http is not None and self._own_http:
             await self._http.aclose()
             self._http = None
+        if self._pool is not None:
+            self._pool.close()
 
     # -- the server -------------------------------------------------------------------------------
 
@@ -828,9 +837,11 @@ class Gateway:
         if self.command is not None:
             return StdioUpstream(self.command, link, self.max_line)
         assert self._http is not None and self.upstream is not None
-        kind = self._kind or HttpUpstream
-        transport: Upstream = kind(self.upstream, link, self._http)
-        return transport
+        if self._kind is SseUpstream:
+            return SseUpstream(self.upstream, link, self._http)
+        if self._pool is None:
+            self._pool = Pool(self.upstream)
+        return HttpUpstream(self.upstream, link, self._http, self._pool)
 
     # -- the client's requests --------------------------------------------------------------------
 

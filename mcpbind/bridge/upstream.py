@@ -15,10 +15,11 @@ import contextlib
 from collections.abc import Sequence
 from typing import Any, Protocol
 
+import h11
 import httpx
 import msgspec
 
-from ..errors import ProtocolError
+from ..errors import INTERNAL_ERROR, ProtocolError
 from ..events import (
     ErrorReceived,
     Event,
@@ -31,9 +32,10 @@ from ..events import (
     TaskCreated,
 )
 from ..session import ClientSession
-from ..transports.http_client import StreamableHTTPClient
+from ..transports.http_client import SESSION_HEADER, StreamableHTTPClient, _owed
 from ..transports.sse_client import SSEClient, connect_http
 from ..transports.stdio import MAX_LINE, LineReader, Overlong
+from .pool import Pool, event_stream
 
 __all__ = ["GRACE", "HttpUpstream", "SseUpstream", "StdioUpstream", "Upstream", "upstream_kind"]
 
@@ -178,15 +180,20 @@ _peek = msgspec.json.Decoder(_Peek)
 
 
 class HttpUpstream(StreamableHTTPClient):
-    """A Streamable HTTP connection to the server, on an ``httpx.AsyncClient`` shared by every
-    link (its pool bounds the connections). Each message is POSTed in a task of its own, so
-    any number of requests are in flight; what a POST's answer carries goes to the link with the
-    id of the request it answers (its notifications, progress and requests belong to that
-    request). A POST that fails, or ends without the answers it owes, fails those requests."""
+    """A Streamable HTTP connection to the server. Each message is POSTed in a task of its own
+    on the ``Pool`` of keep-alive connections every link shares (``StreamableHTTPClient`` does
+    the rest: the headers, the handshake, resuming a stream, DELETE, on the shared
+    ``httpx.AsyncClient``), so any number of requests are in flight; what a POST's answer
+    carries goes to the link with the id of the request it answers (its notifications, progress
+    and requests belong to that request). A POST that fails, or ends without the answers it
+    owes, fails those requests."""
 
-    def __init__(self, url: str, peer: Peer, http: httpx.AsyncClient, **options: Any) -> None:
+    def __init__(
+        self, url: str, peer: Peer, http: httpx.AsyncClient, pool: Pool, **options: Any
+    ) -> None:
         super().__init__(url, peer.back, http=http, listen=False, **options)
         self.peer = peer
+        self.pool = pool
         self._posting: set[asyncio.Task[None]] = set()
         self._closed = False
         self._forgotten = False  # the server answered 404 to the session's id
@@ -206,7 +213,7 @@ class HttpUpstream(StreamableHTTPClient):
             await self._post(message)
         except asyncio.CancelledError:
             raise
-        except (httpx.HTTPError, ProtocolError, OSError) as error:
+        except (httpx.HTTPError, ProtocolError, OSError, h11.ProtocolError) as error:
             self._unanswered(message, f"{_reason(error, self.url)} (sending {_what(message)})")
         except Exception as error:  # noqa: BLE001 - a fault of ours: the request still hears
             self._unanswered(message, f"internal error ({error!r})")
@@ -216,10 +223,54 @@ class HttpUpstream(StreamableHTTPClient):
             self._closed = True
             self.peer.gone(f"the server at {self.url} no longer knows the session (HTTP 404)")
 
-    async def _answer_post(self, response: httpx.Response, owed: set[Any]) -> Any:
-        if response.status_code == 404 and self.session_id is not None:
-            self._forgotten = True
-        return await super()._answer_post(response, owed)
+    async def _post(self, message: bytes) -> None:
+        """POST one message on the pool and give what its answer carries to the link (a JSON
+        body, or an event stream read as it comes, resumed with ``Last-Event-ID`` when it ends
+        before the answers it owes)."""
+        owed = _owed(message)
+        headers = self._headers(message)
+        last: str | None = None
+        async with self.pool.post(headers, message) as answer:
+            sid = answer.headers.get(SESSION_HEADER.lower())
+            if sid is not None:
+                self.session_id = sid
+            status = answer.status
+            if status == 404 and self.session_id is not None:
+                self._forgotten = True
+            if status in (401, 403):
+                raise ProtocolError(
+                    INTERNAL_ERROR,
+                    f"HTTP {status} from {self.url}: the server requires authorization, and the "
+                    "gateway has no credentials for it",
+                )
+            kind = answer.headers.get("content-type", "")
+            if status == 202 or (not owed and status < 300):
+                await answer.read()
+                return
+            if kind.startswith("text/event-stream"):
+                buffer = bytearray()
+                async for chunk in answer.chunks():
+                    for event in event_stream(buffer, chunk):
+                        if "id" in event:
+                            last = event["id"].decode(errors="replace")
+                        retry = event.get("retry", b"")
+                        if retry.isdigit():
+                            self.retry_ms = int(retry)
+                        if event.get("data"):
+                            await self._receive(event["data"], owed)
+                    if not owed:
+                        return  # the rest of the stream is not waited for (nor kept)
+            else:
+                body = await answer.read()
+                if kind.startswith("application/json") and body:
+                    await self._receive(body, owed)
+                elif owed:
+                    raise ProtocolError(
+                        INTERNAL_ERROR, f"HTTP {status} without a JSON-RPC answer: {body[:200]!r}"
+                    )
+                return
+        if last is not None and owed:
+            await self._resume_post(last, owed)
 
     def _unanswered(self, message: bytes, why: str) -> None:
         """The request ``message`` carried, if still unanswered, fails with ``why``."""
@@ -359,7 +410,7 @@ async def upstream_kind(url: str, http: httpx.AsyncClient, session: ClientSessio
 def _reason(error: BaseException, url: str) -> str:
     if isinstance(error, ProtocolError):
         return error.message
-    if isinstance(error, httpx.ConnectError):
+    if isinstance(error, httpx.ConnectError | ConnectionRefusedError):
         return f"the server at {url} cannot be reached ({error})"
     return f"the connection to the server at {url} failed ({type(error).__name__}: {error})"
 
