@@ -9,7 +9,8 @@ def test_readme_usage_examples_run_verbatim():
     text = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
     blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
     assert blocks, "README has no python example"
-    assert "ClientSession" in blocks[0], "the README opens with a session"
+    assert "@app.tool" in blocks[0] and "Client(" in blocks[0], "the README opens with an App"
+    assert any("ClientSession" in block for block in blocks), "the README shows a session"
     for block in blocks:
         exec(compile(block, "README.md", "exec"), {})
 
