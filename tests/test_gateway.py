@@ -750,3 +750,30 @@ def test_an_http_server_that_dies_fails_the_pending_calls_of_every_client() -> N
     assert [type(e) for e in errors] == [mcpbind.ProtocolError] * 2
     assert [e.code for e in errors] == [CONNECTION_CLOSED] * 2
     assert all("Connection closed: the connection to the server at" in e.message for e in errors)
+
+
+def test_an_answer_over_max_line_fails_its_request_and_the_link_goes_on() -> None:
+    async def main() -> tuple[Any, Any]:
+        served = Served(
+            command=[*FAILING, "long-answer", "5000"],
+            server_revisions=("2025-06-18",),
+            max_line=1000,
+        )
+        async with served.running():
+            session = StreamableHTTPClient(served.url, client("2025-11-25"))
+            await session.connect()
+            try:
+                await session.call("tools/call", {"name": "x", "arguments": {}})
+            except mcpbind.ProtocolError as error:
+                failed = error
+            links = [link.why for link in served.gateway.sessions.values()]
+            await session.close()
+            return failed, links
+
+    failed, links = run(main())
+    assert failed.code == -32603
+    assert failed.message.startswith(
+        "Internal error: the server's answer to 'tools/call' cannot be passed on: a message of "
+    )
+    assert failed.message.endswith("bytes exceeds the limit of 1000 bytes")
+    assert links == [None]  # the session's link (its child) goes on

@@ -47,6 +47,7 @@ from .._revisions import RELEASED
 from ..errors import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
+    INVALID_REQUEST,
     METHOD_NOT_FOUND,
     ProtocolError,
     UnsupportedRevision,
@@ -70,7 +71,7 @@ from ..session import ServerSession
 from ..session._common import speech
 from ..transports.http_server import SESSION_IDLE_TIMEOUT, Call, StreamableHTTPServer
 from ..transports.sse_server import SSEServer
-from ..transports.stdio import MAX_LINE
+from ..transports.stdio import MAX_LINE, Envelope
 from .crossing import NOT_SENT, Crossing, too_many
 from .pool import Pool
 from .upstream import HttpUpstream, SseUpstream, StdioUpstream, Upstream, upstream_kind
@@ -484,9 +485,35 @@ class Link(Crossing):
             self._settle(pending, ProtocolError(CONNECTION_CLOSED, f"Connection closed: {why}"))
             self._say()
 
-    def discarded(self, size: int, why: str) -> None:
-        """A message from the server was dropped unread (over ``max_line``)."""
-        self.log.append(f"server: a message was dropped: {why}")
+    def discarded(self, message: Envelope, why: str) -> None:
+        """A message from the server was dropped unread (over ``max_line``), of which only its
+        kind and id are known: an answer fails the request it answers, a request is answered
+        -32600; a message that cannot be told ends the link (it may have been any answer)."""
+        rid = message.id
+        if message.kind == "response" and rid is not None and rid in self.pending:
+            pending = self.pending.pop(rid)
+            if self.back.awaits(rid):  # the session never read it: it stops waiting too
+                with contextlib.suppress(ProtocolError):
+                    self.back.cancel(rid, why)
+            self._settle(
+                pending,
+                ProtocolError(
+                    INTERNAL_ERROR,
+                    f"Internal error: the server's answer to {pending.method!r} cannot be passed "
+                    f"on: {why}",
+                ),
+            )
+        elif message.kind == "request":
+            self.log.append(f"server: a request was dropped and answered with an error: {why}")
+            self.back.reject(
+                ProtocolError(INVALID_REQUEST, f"Invalid Request: {why}", id=message.id)
+            )
+        elif message.kind == "notification":
+            self.log.append(f"server: a notification was dropped: {why}")
+        else:
+            self.gone(f"the server sent a message that could not be read: {why}")
+            return
+        self._flush()
         self._say()
 
     def _progress_up(self, event: ProgressReceived) -> None:

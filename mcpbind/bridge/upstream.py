@@ -34,7 +34,7 @@ from ..events import (
 from ..session import ClientSession
 from ..transports.http_client import SESSION_HEADER, StreamableHTTPClient, _owed
 from ..transports.sse_client import SSEClient, connect_http
-from ..transports.stdio import MAX_LINE, LineReader, Overlong
+from ..transports.stdio import MAX_LINE, Envelope, LineReader, Overlong
 from .pool import Pool, event_stream
 
 __all__ = ["GRACE", "HttpUpstream", "SseUpstream", "StdioUpstream", "Upstream", "upstream_kind"]
@@ -52,7 +52,7 @@ class Peer(Protocol):
 
     def received(self, events: list[Event], related: Any) -> None: ...
 
-    def discarded(self, size: int, why: str) -> None: ...
+    def discarded(self, message: Envelope, why: str) -> None: ...
 
     def failed(self, id: Any, why: str) -> None: ...
 
@@ -123,7 +123,7 @@ class StdioUpstream:
                     break
                 if isinstance(line, Overlong):
                     self.peer.discarded(
-                        line.size,
+                        line.envelope,
                         f"a message of {line.size} bytes exceeds the limit of {self.max_line} "
                         "bytes",
                     )
