@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import threading
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Iterable, Sequence
+from typing import Any, NamedTuple
 
 import msgspec
 
@@ -51,31 +52,15 @@ class ServerSession(Session):
         self.instructions = instructions
         self.cache_scope = cache_scope  # of discover results: "private" or "public"
         self.ttl_ms = ttl_ms  # how long a client may cache a discover result
-        self._initialize_revisions = [
-            r for r in self.revisions if speech(r).handshake == "initialize"
-        ]
-        self._discover_revisions = [
-            r for r in self.revisions if speech(r).handshake != "initialize"
-        ]
+        plan = _plan(self.revisions)
+        self._initialize_revisions = plan.initialize_revisions
+        self._discover_revisions = plan.discover_revisions
         self._bound = False  # an initialize fixed the revision of this connection
-        # What opens a connection of an initialize revision. A tuple: the method peeked from the
-        # raw message may be any JSON value, and ``in`` a tuple hashes nothing.
-        opening = {speech(r).facts.lifecycle["initialize"] for r in self._initialize_revisions}
-        opening |= {
-            speech(r).facts.lifecycle["ping"]
-            for r in self._initialize_revisions
-            if "ping" in speech(r).facts.lifecycle
-        }
-        self._opening = tuple(sorted(opening))
+        self._opening = plan.opening
         self._peer_capabilities: Any = None  # what the client's agreed initialize advertised
-        # Version string -> revision: a revision's own name wins over a later one carrying it.
-        self._versions: dict[str, str] = {}
-        for r in reversed(self._discover_revisions):
-            for v in speech(r).facts.versions:
-                if v == r or v not in self._versions:
-                    self._versions[v] = r
-        self.supported_versions = list(dict.fromkeys(speech(r).version for r in self.revisions))
-        self._peek = _peek_decoder(self._discover_revisions)
+        self._versions = plan.versions
+        self.supported_versions = list(plan.supported_versions)
+        self._peek = plan.peek
 
     def receive(self, data: bytes | str) -> list[Event]:
         """The events of one message (or batch) from the client; handshakes, pings and
@@ -303,7 +288,45 @@ class ServerSession(Session):
         )
 
 
-def _peek_decoder(revisions: list[str]) -> msgspec.json.Decoder[Any] | None:
+class _Plan(NamedTuple):
+    """What a server session reads off its revisions alone, worked out once per set of revisions:
+    a stateless HTTP server builds a session per request."""
+
+    initialize_revisions: tuple[str, ...]
+    discover_revisions: tuple[str, ...]
+    # What opens a connection of an initialize revision. A tuple: the method peeked from the raw
+    # message may be any JSON value, and ``in`` a tuple hashes nothing.
+    opening: tuple[str, ...]
+    versions: dict[str, str]  # version string -> revision; read only
+    supported_versions: tuple[str, ...]
+    peek: msgspec.json.Decoder[Any] | None
+
+
+@functools.lru_cache(maxsize=64)  # sets of revisions a process serves: a handful
+def _plan(revisions: tuple[str, ...]) -> _Plan:
+    initialize = tuple(r for r in revisions if speech(r).handshake == "initialize")
+    discover = tuple(r for r in revisions if speech(r).handshake != "initialize")
+    opening = {speech(r).facts.lifecycle["initialize"] for r in initialize}
+    opening |= {
+        speech(r).facts.lifecycle["ping"] for r in initialize if "ping" in speech(r).facts.lifecycle
+    }
+    # Version string -> revision: a revision's own name wins over a later one carrying it.
+    versions: dict[str, str] = {}
+    for r in reversed(discover):
+        for v in speech(r).facts.versions:
+            if v == r or v not in versions:
+                versions[v] = r
+    return _Plan(
+        initialize,
+        discover,
+        tuple(sorted(opening)),
+        versions,
+        tuple(dict.fromkeys(speech(r).version for r in revisions)),
+        _peek_decoder(discover),
+    )
+
+
+def _peek_decoder(revisions: Sequence[str]) -> msgspec.json.Decoder[Any] | None:
     """A decoder reading only a message's method, id and ``_meta`` protocol version (the
     generated ``RequestMeta.peek`` of the newest revision with the per-request envelope)."""
     envelope = speech(revisions[0]).facts.request_meta if revisions else None
