@@ -415,6 +415,8 @@ def _listen(
         "store": redis,
         "max_sessions": max_sessions or (64 if command else None),
         "resource": f"http://{listen}{path}",
+        # HTTP+SSE sessions live in one process: processes sharing a port cannot serve them.
+        "sse": workers == 1,
     }
     for name, value in (
         ("max_line", max_line),

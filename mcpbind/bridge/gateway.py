@@ -677,7 +677,8 @@ class Gateway:
     ``input_timeout`` seconds a server's request waits for a round-trip client's retry,
     ``open_timeout`` seconds for the server's handshake, ``max_line`` bytes of a child's line.
     ``store`` (a Redis URL) is the Streamable HTTP front's store (docs/http.md); ``auth`` (a
-    ``ResourceServer``) makes its clients present tokens, and turns HTTP+SSE off. The client's
+    ``ResourceServer``) makes its clients present tokens, and turns HTTP+SSE off, as does
+    ``sse=False`` (HTTP+SSE sessions live in one process). The client's
     credentials never go to the server: each link is a connection of the gateway's own.
     """
 
@@ -700,6 +701,7 @@ class Gateway:
         max_line: int = MAX_LINE,
         store: Any = None,
         auth: Any = None,
+        sse: bool = True,
         http: httpx.AsyncClient | None = None,
         log: Callable[[str], None] | None = None,
     ) -> None:
@@ -761,9 +763,12 @@ class Gateway:
             auth=auth,
             **limits,
         )
-        # HTTP+SSE has no authorization: with tokens required, it is not served at all.
+        # HTTP+SSE has no authorization (with tokens required it is not served at all), and
+        # keeps its sessions in the process (``sse=False`` where processes share a port).
         with_sessions = [
-            r for r in clients if bindings(r).FACTS.handshake == "initialize" and auth is None
+            r
+            for r in clients
+            if bindings(r).FACTS.handshake == "initialize" and auth is None and sse
         ]
         self.sse = (
             SSEServer(
