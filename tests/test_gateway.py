@@ -777,3 +777,49 @@ def test_an_answer_over_max_line_fails_its_request_and_the_link_goes_on() -> Non
     )
     assert failed.message.endswith("bytes exceeds the limit of 1000 bytes")
     assert links == [None]  # the session's link (its child) goes on
+
+
+def test_a_server_of_the_older_http_transport_is_reached_over_http_sse() -> None:
+    """``--upstream`` names an HTTP+SSE server (it refuses the opening POST with 405): the
+    gateway falls back to that transport, and clients of both eras reach it, the server's
+    sampling request included."""
+    from mcpbind.transports.sse_server import SSEServer
+
+    async def main() -> list[Any]:
+        import uvicorn
+
+        upstream = SSEServer(
+            upstream_handler, revisions=("2024-11-05",), capabilities={"tools": {}}, info=INFO
+        )
+        port = free_port()
+        web = uvicorn.Server(
+            uvicorn.Config(
+                upstream,
+                host="127.0.0.1",
+                port=port,
+                log_level="warning",
+                timeout_graceful_shutdown=2,
+            )
+        )
+        serving = asyncio.ensure_future(web.serve())
+        while not web.started:
+            await asyncio.sleep(0.02)
+        try:
+            served = Served(upstream=f"http://127.0.0.1:{port}/sse")
+            async with served.running():
+                found = await asyncio.gather(
+                    one_client(served, "2025-11-25"), one_client(served, "2026-07-28")
+                )
+                kind = type(next(iter(served.gateway.shared.values())).transport).__name__
+            return [*found, kind]
+        finally:
+            web.should_exit = True
+            await serving
+
+    new, modern, kind = run(main())
+    assert kind == "SseUpstream"
+    for revision, (echoed, told, asked, invalid) in (("2025-11-25", new), ("2026-07-28", modern)):
+        assert echoed == f"echo {revision} from 2024-11-05"
+        assert told == "2024-11-05 was told from the client"
+        assert [method for method, _ in asked] == ["sampling/createMessage"]
+        assert invalid == []
