@@ -432,6 +432,7 @@ class Link(Crossing):
             with contextlib.suppress(ProtocolError):
                 self.back.cancel(pending.rid, why)
         error = ProtocolError(INTERNAL_ERROR, f"Request cancelled: {why}")
+        self._settle(pending, error)  # a handler still waiting for it hears why
         for _, future in pending.asks.values():
             if not future.done():
                 future.set_exception(error)
