@@ -282,6 +282,18 @@ The client runs `mcpbind bridge ... -- CMD ARGS` as its server command.""",
     help="With --listen: clients present bearer tokens of this authorization server "
     "(Streamable HTTP only: HTTP+SSE is then off). The gateway never passes them on.",
 )
+@click.option(
+    "--upstream-client-id",
+    metavar="ID",
+    help="With --listen --upstream: the gateway's own OAuth client at the upstream's "
+    "authorization server (client credentials grant); clients' tokens are never passed on.",
+)
+@click.option(
+    "--upstream-client-secret",
+    metavar="SECRET",
+    envvar="MCPBIND_UPSTREAM_CLIENT_SECRET",
+    help="The secret of --upstream-client-id (or the MCPBIND_UPSTREAM_CLIENT_SECRET variable).",
+)
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, metavar="-- CMD ARGS...")
 def bridge(
     client_revision: str,
@@ -299,6 +311,8 @@ def bridge(
     input_timeout: float | None,
     allowed_hosts: tuple[str, ...],
     auth_server: str | None,
+    upstream_client_id: str | None,
+    upstream_client_secret: str | None,
     command: tuple[str, ...],
 ) -> None:
     """A proxy between MCP clients and an MCP server of different revisions: on stdio (one
@@ -330,6 +344,7 @@ def bridge(
         "--input-timeout": input_timeout,
         "--allowed-host": allowed_hosts or None,
         "--auth-server": auth_server,
+        "--upstream-client-id": upstream_client_id,
         "--workers": workers if workers != 1 else None,
     }
     if listen is not None:
@@ -349,6 +364,7 @@ def bridge(
             input_timeout=input_timeout,
             allowed_hosts=allowed_hosts,
             auth_server=auth_server,
+            upstream_client=(upstream_client_id, upstream_client_secret),
         )
         return
     given = [name for name, value in gateway_only.items() if value is not None]
@@ -385,6 +401,7 @@ def _listen(
     input_timeout: float | None,
     allowed_hosts: tuple[str, ...],
     auth_server: str | None,
+    upstream_client: tuple[str | None, str | None] = (None, None),
 ) -> None:
     """``mcpbind bridge --listen``: check the options, then serve the gateway."""
     from .bridge import gateway
@@ -405,6 +422,14 @@ def _listen(
         )
     if not path.startswith("/"):
         raise UserError(f"--path {path!r}: a path starting with /")
+    client_id, client_secret = upstream_client
+    if client_id is not None and upstream is None:
+        raise UserError("--upstream-client-id goes with --upstream URL")
+    if client_id is not None and not client_secret:
+        raise UserError(
+            "--upstream-client-id needs its secret: --upstream-client-secret or "
+            "MCPBIND_UPSTREAM_CLIENT_SECRET"
+        )
     options: dict[str, Any] = {
         "command": command or None,
         "upstream": upstream,
@@ -428,4 +453,6 @@ def _listen(
             options[name] = value
     if allowed_hosts:
         options["allowed_hosts"] = tuple(h.lower() for h in allowed_hosts)
+    if client_id is not None:
+        options["upstream_client"] = (client_id, client_secret)
     gateway.run(host, int(port), options, workers=workers, auth_server=auth_server)

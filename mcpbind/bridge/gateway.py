@@ -44,6 +44,7 @@ from starlette.responses import JSONResponse
 
 from .. import bindings
 from .._revisions import RELEASED
+from ..auth.client import OAuthClient
 from ..errors import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -681,6 +682,8 @@ class Gateway:
     ``ResourceServer``) makes its clients present tokens, and turns HTTP+SSE off, as does
     ``sse=False`` (HTTP+SSE sessions live in one process). The client's
     credentials never go to the server: each link is a connection of the gateway's own.
+    ``upstream_auth`` (an ``OAuthClient``) gets the gateway's own tokens for a protected
+    ``upstream``.
     """
 
     def __init__(
@@ -702,6 +705,7 @@ class Gateway:
         max_line: int = MAX_LINE,
         store: Any = None,
         auth: Any = None,
+        upstream_auth: OAuthClient | None = None,
         sse: bool = True,
         http: httpx.AsyncClient | None = None,
         log: Callable[[str], None] | None = None,
@@ -718,6 +722,7 @@ class Gateway:
                 raise ValueError(f"{name} must be positive, not {value!r}")
         self.command = list(command) if command is not None else None
         self.upstream = upstream
+        self.upstream_auth = upstream_auth
         self.server_revisions = (
             (server_revisions,) if isinstance(server_revisions, str) else tuple(server_revisions)
         )
@@ -854,7 +859,9 @@ class Gateway:
                 )
             session = Crossing(self.server_revisions).back
             session.info = dict(CLIENT_INFO)
-            self._kind, negotiated = await upstream_kind(self.upstream, self._http, session)
+            self._kind, negotiated = await upstream_kind(
+                self.upstream, self._http, session, self.upstream_auth
+            )
         else:
             probe = Link(self, None, None, CLIENT_INFO)
             try:
@@ -874,7 +881,7 @@ class Gateway:
             return SseUpstream(self.upstream, link, self._http)
         if self._pool is None:
             self._pool = Pool(self.upstream)
-        return HttpUpstream(self.upstream, link, self._http, self._pool)
+        return HttpUpstream(self.upstream, link, self._http, self._pool, self.upstream_auth)
 
     # -- the client's requests --------------------------------------------------------------------
 
@@ -1034,8 +1041,16 @@ def _stderr(line: str) -> None:
 def build(options: dict[str, Any], auth_server: str | None = None) -> Gateway:
     """The application one gateway process serves (``--workers`` builds one in each):
     ``Gateway(**options)``, with its Streamable HTTP front protected by ``auth_server``'s tokens
-    when given (docs/auth.md; the HTTP+SSE front, which has no authorization, is then off)."""
+    when given (docs/auth.md; the HTTP+SSE front, which has no authorization, is then off), and
+    its own client credentials for the upstream when ``options["upstream_client"]`` holds an
+    ``(id, secret)`` pair."""
     options = dict(options)
+    client = options.pop("upstream_client", None)
+    if client is not None:
+        # Built here, in the process serving: an OAuthClient holds a lock of its event loop.
+        from ..auth.grants import ClientCredentials
+
+        options["upstream_auth"] = OAuthClient(ClientCredentials(*client))
     if auth_server is not None:
         from ..auth.resource import ResourceServer
 

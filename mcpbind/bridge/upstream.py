@@ -19,6 +19,7 @@ import h11
 import httpx
 import msgspec
 
+from ..auth.client import OAuthClient
 from ..errors import INTERNAL_ERROR, ProtocolError
 from ..events import (
     ErrorReceived,
@@ -35,7 +36,7 @@ from ..session import ClientSession
 from ..transports.http_client import SESSION_HEADER, StreamableHTTPClient, _owed
 from ..transports.sse_client import SSEClient, connect_http
 from ..transports.stdio import MAX_LINE, Envelope, LineReader, Overlong
-from .pool import Pool, event_stream
+from .pool import Answer, Pool, event_stream
 
 __all__ = ["GRACE", "HttpUpstream", "SseUpstream", "StdioUpstream", "Upstream", "upstream_kind"]
 
@@ -186,12 +187,24 @@ class HttpUpstream(StreamableHTTPClient):
     ``httpx.AsyncClient``), so any number of requests are in flight; what a POST's answer
     carries goes to the link with the id of the request it answers (its notifications, progress
     and requests belong to that request). A POST that fails, or ends without the answers it
-    owes, fails those requests."""
+    owes, fails those requests.
+
+    ``auth`` (an ``OAuthClient`` of the gateway's own) authorizes every request: a 401, or a 403
+    with a challenge, goes to it and the POST is sent again, at most ``auth.max_attempts``
+    times; when it cannot help, the request fails with its ``AuthorizationError``. Without
+    ``auth`` such an answer fails the request at once. A client's own credentials never reach
+    the server."""
 
     def __init__(
-        self, url: str, peer: Peer, http: httpx.AsyncClient, pool: Pool, **options: Any
+        self,
+        url: str,
+        peer: Peer,
+        http: httpx.AsyncClient,
+        pool: Pool,
+        auth: OAuthClient | None = None,
+        **options: Any,
     ) -> None:
-        super().__init__(url, peer.back, http=http, listen=False, **options)
+        super().__init__(url, peer.back, http=http, listen=False, auth=auth, **options)
         self.peer = peer
         self.pool = pool
         self._posting: set[asyncio.Task[None]] = set()
@@ -226,51 +239,77 @@ class HttpUpstream(StreamableHTTPClient):
     async def _post(self, message: bytes) -> None:
         """POST one message on the pool and give what its answer carries to the link (a JSON
         body, or an event stream read as it comes, resumed with ``Last-Event-ID`` when it ends
-        before the answers it owes)."""
+        before the answers it owes); a challenge goes to ``auth`` and the POST again."""
         owed = _owed(message)
-        headers = self._headers(message)
+        attempts = 0
         last: str | None = None
-        async with self.pool.post(headers, message) as answer:
-            sid = answer.headers.get(SESSION_HEADER.lower())
-            if sid is not None:
-                self.session_id = sid
-            status = answer.status
-            if status == 404 and self.session_id is not None:
-                self._forgotten = True
-            if status in (401, 403):
+        while True:
+            headers = await self._authorized(self._headers(message), "POST")
+            challenged: httpx.Response | None = None
+            async with self.pool.post(headers, message) as answer:
+                if answer.status == 401 or (
+                    answer.status == 403 and "www-authenticate" in answer.headers
+                ):
+                    await answer.read()
+                    challenged = httpx.Response(answer.status, headers=answer.headers)
+                else:
+                    last = await self._read(answer, owed)
+            if challenged is None:
+                break
+            if self.auth is None:
                 raise ProtocolError(
                     INTERNAL_ERROR,
-                    f"HTTP {status} from {self.url}: the server requires authorization, and the "
-                    "gateway has no credentials for it",
+                    f"HTTP {challenged.status_code} from {self.url}: the server requires "
+                    "authorization, and the gateway has no credentials for it "
+                    f"({challenged.headers.get('www-authenticate', 'no challenge')})",
                 )
-            kind = answer.headers.get("content-type", "")
-            if status == 202 or (not owed and status < 300):
-                await answer.read()
-                return
-            if kind.startswith("text/event-stream"):
-                buffer = bytearray()
-                async for chunk in answer.chunks():
-                    for event in event_stream(buffer, chunk):
-                        if "id" in event:
-                            last = event["id"].decode(errors="replace")
-                        retry = event.get("retry", b"")
-                        if retry.isdigit():
-                            self.retry_ms = int(retry)
-                        if event.get("data"):
-                            await self._receive(event["data"], owed)
-                    if not owed:
-                        return  # the rest of the stream is not waited for (nor kept)
-            else:
-                body = await answer.read()
-                if kind.startswith("application/json") and body:
-                    await self._receive(body, owed)
-                elif owed:
-                    raise ProtocolError(
-                        INTERNAL_ERROR, f"HTTP {status} without a JSON-RPC answer: {body[:200]!r}"
-                    )
-                return
+            # Outside the exchange: the pool's connection is not held while a token is got.
+            await self._challenged(challenged, attempts)
+            attempts += 1
         if last is not None and owed:
             await self._resume_post(last, owed)
+
+    async def _read(self, answer: Answer, owed: set[Any]) -> str | None:
+        """Read one POST's answer; the last event id of its stream when it is one."""
+        last: str | None = None
+        sid = answer.headers.get(SESSION_HEADER.lower())
+        if sid is not None:
+            self.session_id = sid
+        status = answer.status
+        if status == 404 and self.session_id is not None:
+            self._forgotten = True
+        if status == 403:
+            raise ProtocolError(
+                INTERNAL_ERROR,
+                f"HTTP 403 from {self.url}: the server refused the gateway's request, without "
+                "an authorization challenge",
+            )
+        kind = answer.headers.get("content-type", "")
+        if status == 202 or (not owed and status < 300):
+            await answer.read()
+            return None
+        if kind.startswith("text/event-stream"):
+            buffer = bytearray()
+            async for chunk in answer.chunks():
+                for event in event_stream(buffer, chunk):
+                    if "id" in event:
+                        last = event["id"].decode(errors="replace")
+                    retry = event.get("retry", b"")
+                    if retry.isdigit():
+                        self.retry_ms = int(retry)
+                    if event.get("data"):
+                        await self._receive(event["data"], owed)
+                if not owed:
+                    return None  # the rest of the stream is not waited for (nor kept)
+            return last
+        body = await answer.read()
+        if kind.startswith("application/json") and body:
+            await self._receive(body, owed)
+        elif owed:
+            raise ProtocolError(
+                INTERNAL_ERROR, f"HTTP {status} without a JSON-RPC answer: {body[:200]!r}"
+            )
+        return None
 
     def _unanswered(self, message: bytes, why: str) -> None:
         """The request ``message`` carried, if still unanswered, fails with ``why``."""
@@ -394,11 +433,24 @@ class SseUpstream(SSEClient):
         await super().close()
 
 
-async def upstream_kind(url: str, http: httpx.AsyncClient, session: ClientSession) -> Any:
+async def upstream_kind(
+    url: str, http: httpx.AsyncClient, session: ClientSession, auth: OAuthClient | None = None
+) -> Any:
     """Which HTTP transport the server at ``url`` speaks (``HttpUpstream`` or ``SseUpstream``),
     found the way ``connect_http`` finds it, with ``session`` opened (and closed again); and
-    the ``Negotiated`` event of that handshake."""
-    client = await connect_http(url, session, http=http)
+    the ``Negotiated`` event of that handshake. With ``auth`` the server is taken for a
+    Streamable HTTP one (authorization is not defined for HTTP+SSE), and the handshake is
+    authorized: the token it obtains is kept in ``auth``'s store for the links."""
+    client: StreamableHTTPClient | SSEClient
+    if auth is not None:
+        client = StreamableHTTPClient(url, session, http=http, listen=False, auth=auth)
+        try:
+            await client.connect()
+        except BaseException:
+            await client.close()
+            raise
+    else:
+        client = await connect_http(url, session, http=http)
     try:
         negotiated = next(e for e in client.events if isinstance(e, Negotiated))
         kind = SseUpstream if isinstance(client, SSEClient) else HttpUpstream
