@@ -189,6 +189,13 @@ class HttpUpstream(StreamableHTTPClient):
     and requests belong to that request). A POST that fails, or ends without the answers it
     owes, fails those requests.
 
+    Once the server gave the session an ``Mcp-Session-Id`` (a handshake-era server), the
+    session's standalone GET stream is opened as ``StreamableHTTPClient`` opens it (authorized
+    like the POSTs, resumed with ``Last-Event-ID`` at most ``max_resumptions`` times, closed with
+    the link): what the server sends on it outside any request goes to the link as a POST
+    stream's messages do, related to no request. A server without sessions (2026-07-28) offers
+    no such stream: its clients subscribe with ``subscriptions/listen``.
+
     ``auth`` (an ``OAuthClient`` of the gateway's own) authorizes every request: a 401, or a 403
     with a challenge, goes to it and the POST is sent again, at most ``auth.max_attempts``
     times; when it cannot help, the request fails with its ``AuthorizationError``. Without
@@ -204,7 +211,7 @@ class HttpUpstream(StreamableHTTPClient):
         auth: OAuthClient | None = None,
         **options: Any,
     ) -> None:
-        super().__init__(url, peer.back, http=http, listen=False, auth=auth, **options)
+        super().__init__(url, peer.back, http=http, listen=True, auth=auth, **options)
         self.peer = peer
         self.pool = pool
         self._posting: set[asyncio.Task[None]] = set()
@@ -323,7 +330,10 @@ class HttpUpstream(StreamableHTTPClient):
     async def _receive(self, data: bytes, owed: set[Any]) -> None:
         """What a POST's answer (or the GET stream) carries goes to the link: the base class's
         bookkeeping of what is owed, without its event log (a gateway keeps none)."""
+        # The GET stream owes no request (its ``owed`` holds a marker that is no JSON-RPC id).
         related = next(iter(owed)) if len(owed) == 1 else None
+        if not isinstance(related, str | int):
+            related = None
         events = self.session.receive(data)
         rest: list[Event] = []
         for event in events:
@@ -361,6 +371,12 @@ class HttpUpstream(StreamableHTTPClient):
 
     async def close(self) -> None:
         if self._closed:
+            # Gone already (the server forgot the session): no DELETE, but the GET stream ends.
+            listener, self._listener = self._listener, None
+            if listener is not None:
+                listener.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await listener
             return
         self._closed = True
         for task in list(self._posting):
