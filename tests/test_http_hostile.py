@@ -845,3 +845,40 @@ def test_a_client_that_stops_reading_is_disconnected_after_the_write_timeout() -
             sock.close()
 
     run(go(), 60)
+
+
+def test_a_socket_bound_as_serve_workers_binds_it_sends_without_delay() -> None:
+    # serve(workers=N) binds the socket itself (protocol 0), and asyncio then leaves Nagle on:
+    # every small answer waited ~40 ms for the client's delayed ACK.
+    import uvicorn
+
+    from mcpbind.transports.serving import uvicorn_config
+
+    async def go() -> None:
+        port = free_port()
+        config = uvicorn_config(server(), "127.0.0.1", port, log_level="error")
+        sock = config.bind_socket()
+        web = uvicorn.Server(config)
+        task = asyncio.ensure_future(web.serve(sockets=[sock]))
+        try:
+            while not web.started:
+                assert not task.done(), "uvicorn did not start"
+                await asyncio.sleep(0.02)
+            assert (await ping_over_http(f"http://127.0.0.1:{port}")).status_code == 200
+            _, writer = await asyncio.open_connection("127.0.0.1", port)
+            for _ in range(500):
+                if web.server_state.connections:
+                    break
+                await asyncio.sleep(0.02)
+            assert web.server_state.connections
+            for held in web.server_state.connections:
+                accepted = held.transport.get_extra_info("socket")
+                assert accepted.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) == 1
+            writer.close()
+        finally:
+            web.should_exit = True
+            web.force_exit = True
+            await asyncio.wait_for(task, 10)
+            sock.close()
+
+    run(go(), 30)

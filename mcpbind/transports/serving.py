@@ -203,6 +203,16 @@ def _raw_response(status: str, code: int, message: str) -> bytes:
     return head.encode() + body
 
 
+def _no_delay(transport: asyncio.BaseTransport) -> None:
+    """Send each write at once (TCP_NODELAY) on a TCP connection. asyncio does so only when the
+    listening socket says its protocol is TCP, and a socket bound by hand (``serve(workers=N)``
+    binds it with ``config.bind_socket()``, protocol 0) does not: small answers then wait for the
+    client's delayed ACK, about 40 ms each, capping a connection at ~25 requests per second."""
+    sock = transport.get_extra_info("socket")
+    if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+
 class _BoundedH11Protocol(H11Protocol):
     """uvicorn's h11 protocol with a connection cap, a deadline for each request head, and one
     for a client that stops reading."""
@@ -219,6 +229,7 @@ class _BoundedH11Protocol(H11Protocol):
     _partial = False  # part of a request head has arrived
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        _no_delay(transport)
         super().connection_made(transport)
         cls = type(self)
         if len(cls.held) >= cls.max_connections:
