@@ -119,6 +119,21 @@ class InputRequired(_Event, frozen=True):
     request_state: Any  # opaque state to send back, or UNSET
     result: Any
 
+    def asked(self, revision: str) -> dict[str, RequestReceived]:
+        """Each input request by its name (the key of its response in ``client.answer``), as
+        the request event a client already answers (its ``id`` that name), in ``revision``, the
+        revision agreed."""
+        return {
+            name: RequestReceived(
+                id=name,
+                method=asked.method,
+                params=getattr(asked, "params", None),
+                message=asked,
+                revision=revision,
+            )
+            for name, asked in (self.input_requests or {}).items()
+        }
+
 
 class ProgressReceived(_Event, frozen=True):
     """Progress on the request ``id`` (None when the token matches no request in flight)."""

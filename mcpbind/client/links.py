@@ -221,17 +221,10 @@ class PipeLink:
                     INTERNAL_ERROR,
                     f"the server asked for input more than {self.max_rounds} times for {method!r}",
                 )
-            responses = {}
-            for key, asked in (event.input_requests or {}).items():
-                responses[key] = await self.serve(
-                    RequestReceived(
-                        id=key,
-                        method=asked.method,
-                        params=asked.params,
-                        message=asked,
-                        revision=self.session.revision or "",
-                    )
-                )
+            responses = {
+                name: await self.serve(asked)
+                for name, asked in event.asked(self.session.revision or "").items()
+            }
             event = await self._wait(self.session.answer(event, responses), timeout)
         return result_of(event)
 

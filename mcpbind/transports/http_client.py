@@ -181,16 +181,10 @@ class StreamableHTTPClient:
         await self.flush()
         event = self._results.pop(rid, None)
         while isinstance(event, InputRequired):
-            responses = {}
-            for name, asked in (event.input_requests or {}).items():
-                received = RequestReceived(
-                    id=name,
-                    method=asked.method,
-                    params=getattr(asked, "params", None),
-                    message=asked,
-                    revision=self.session.revision or "",
-                )
-                responses[name] = await self._input(received)
+            responses = {
+                name: await self._input(asked)
+                for name, asked in event.asked(self.session.revision or "").items()
+            }
             rid = self.session.answer(event, responses)
             await self.flush()
             event = self._results.pop(rid, None)

@@ -177,16 +177,10 @@ class SSEClient:
         result arrives."""
         event = await self._ask(self.session.request(method, params, progress=progress))
         while isinstance(event, InputRequired):
-            responses = {}
-            for name, asked in (event.input_requests or {}).items():
-                received = RequestReceived(
-                    id=name,
-                    method=asked.method,
-                    params=getattr(asked, "params", None),
-                    message=asked,
-                    revision=self.session.revision or "",
-                )
-                responses[name] = await self._input(received)
+            responses = {
+                name: await self._input(asked)
+                for name, asked in event.asked(self.session.revision or "").items()
+            }
             event = await self._ask(self.session.answer(event, responses))
         if isinstance(event, ErrorReceived):
             raise ProtocolError(event.code, event.message, event.data, event.id)
