@@ -14,6 +14,7 @@ import sys
 from importlib.metadata import version
 from pathlib import Path
 
+from .extensions import EXTENSIONS_FILE
 from .paths import CACHE_DIR, OVERLAY_FILE, PINS_FILE, REPO_ROOT, TEMPLATES_DIR
 
 STAMP = CACHE_DIR.parent / "generate.json"
@@ -24,6 +25,7 @@ def fingerprint() -> str:
     h = hashlib.sha256()
     inputs = [
         PINS_FILE,
+        EXTENSIONS_FILE,
         OVERLAY_FILE,
         *sorted(TEMPLATES_DIR.glob("*")),
         *sorted(Path(__file__).parent.glob("*.py")),

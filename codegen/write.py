@@ -6,6 +6,7 @@ imports, and msgspec has built a decoder for every type it defines.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import os
 import subprocess
@@ -16,7 +17,7 @@ from pathlib import Path
 
 import libcst
 
-from . import diff_render, digest, projection
+from . import diff_render, digest, extensions, projection
 from .diff import compare
 from .emit import format_python, on_all_cores, render, revision_files
 from .ir import Revision
@@ -39,13 +40,28 @@ def revisions_file() -> str:
     )
 
 
+def extensions_file() -> str:
+    """generated/mcpbind/_extensions.py: the facts of the pinned extensions."""
+    tasks = extensions.extension_facts().get("tasks")
+    # repr of str and tuple[str, ...] is a Python literal of the same value (black formats it).
+    fields = (
+        [(f.name, repr(getattr(tasks, f.name))) for f in dataclasses.fields(tasks)]
+        if tasks is not None
+        else []
+    )
+    return render("extensions.py.j2", tasks=tasks, tasks_fields=fields)
+
+
 def generate(revisions: Iterable[str] | None = None, *, settle: bool = False) -> dict[Path, str]:
     """Every generated file (absolute path -> content) for ``revisions`` (default: all).
 
     With ``settle``, also prove that black's one pass settled every Python file
     (``emit.format_python``); ``mcpbind generate --check`` asks for it."""
     wanted = list(revisions) if revisions is not None else [p.revision for p in pins()]
-    files: dict[Path, str] = {GENERATED_DIR / "_revisions.py": revisions_file()}
+    files: dict[Path, str] = {
+        GENERATED_DIR / "_revisions.py": revisions_file(),
+        GENERATED_DIR / "_extensions.py": extensions_file(),
+    }
     irs = {revision: build(revision) for revision in wanted}
     for revision, rev in irs.items():
         package = GENERATED_DIR / package_name(revision)

@@ -1,0 +1,229 @@
+"""The pinned protocol extensions (``schema/extensions.toml``) and the facts read from them.
+
+An extension is pinned as an npm package (name, version, the registry's tarball URL, sha256);
+its tarball lives in the schema directory under ``extensions/`` like a revision's schema file,
+downloaded on first use and refused unless its sha256 matches the pin. The tasks extension is
+published only as zod schemas (``dist/core/v2/schemas.js``): its open objects are
+``z.unknown().transform(...)`` and its JSON values ``z.custom``, which no zod-to-JSON-Schema
+conversion can describe, so what the generator takes from it is the facts the runtime needs,
+each read from the module's own declarations: the extension id, the ``_meta`` key clients
+declare it under, the methods, the notification, the result discriminators, the statuses with
+the field each one carries, the task fields, and the method a task may answer. A declaration the
+reader cannot find is an error naming it, never a guess.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import tarfile
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .paths import SCHEMA_DIR
+from .pin import PinError, _download, _fetch, _sha256, _write_atomic, schema_dir
+
+EXTENSIONS_FILE = SCHEMA_DIR / "extensions.toml"
+
+
+@dataclass(frozen=True)
+class ExtensionPin:
+    name: str
+    package: str
+    version: str
+    source: str
+    sha256: str
+    module: str
+    extends: str
+
+
+def read_extension_pins(path: Path | None = None) -> tuple[ExtensionPin, ...]:
+    path = path or EXTENSIONS_FILE
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return ()
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise PinError(f"{path}: {exc}") from exc
+    return tuple(ExtensionPin(**entry) for entry in data.get("extension", []))
+
+
+def tarball_path(p: ExtensionPin) -> Path:
+    return schema_dir() / "extensions" / f"{p.name}-{p.version}.tgz"
+
+
+def read_tarball(p: ExtensionPin) -> bytes:
+    """The verified tarball of ``p``: from the schema directory, else downloaded and stored."""
+    where = tarball_path(p)
+    try:
+        data = where.read_bytes()
+    except FileNotFoundError:
+        data = _fetch(p.source, _download)
+        _check(p, data, p.source)
+        _write_atomic(where, data)
+    except OSError as exc:
+        raise PinError(f"cannot read {where}: {exc.strerror}") from exc
+    _check(p, data, str(where))
+    return data
+
+
+def _check(p: ExtensionPin, data: bytes, where: str) -> None:
+    actual = _sha256(data)
+    if actual != p.sha256:
+        raise PinError(
+            f"{where}: sha256 mismatch for extension {p.name} ({p.package} {p.version}): "
+            f"expected {p.sha256}, got {actual}"
+        )
+
+
+def module_text(p: ExtensionPin) -> str:
+    with tarfile.open(fileobj=io.BytesIO(read_tarball(p)), mode="r:gz") as tar:
+        try:
+            member = tar.extractfile(p.module)
+        except KeyError:
+            member = None
+        if member is None:
+            raise PinError(f"{p.package} {p.version} has no file {p.module}")
+        return member.read().decode("utf-8")
+
+
+# -- reading the tasks module ------------------------------------------------------------------
+
+
+class _Module:
+    """Declarations of one JavaScript module, found by name."""
+
+    def __init__(self, text: str, where: str) -> None:
+        self.text = text
+        self.where = where
+
+    def declaration(self, name: str) -> str:
+        """The text of ``const NAME = ...`` (or ``export const``) up to the next declaration."""
+        found = re.search(
+            rf"^(?:export )?const {re.escape(name)} = (.*?)(?=^(?:export |const |function |//))",
+            self.text,
+            re.S | re.M,
+        )
+        if found is None:
+            raise PinError(f"{self.where}: no declaration of {name}")
+        return found.group(1)
+
+    def string(self, name: str) -> str:
+        found = re.fullmatch(r'\s*"([^"]+)";\s*', self.declaration(name))
+        if found is None:
+            raise PinError(f"{self.where}: {name} is not a string constant")
+        return found.group(1)
+
+    def literal(self, name: str, key: str | None = None) -> str:
+        """The ``z.literal("...")`` of a declaration (of its field ``key`` when given)."""
+        body = self.declaration(name)
+        pattern = (
+            rf'\b{re.escape(key)}: z\.literal\("([^"]+)"\)' if key else r'z\.literal\("([^"]+)"\)'
+        )
+        found = re.search(pattern, body)
+        if found is None:
+            raise PinError(f"{self.where}: no literal {key or ''} in {name}")
+        return found.group(1)
+
+    def call_argument(self, name: str, function: str) -> str:
+        found = re.fullmatch(rf'\s*{re.escape(function)}\("([^"]+)"\);\s*', self.declaration(name))
+        if found is None:
+            raise PinError(f"{self.where}: {name} is not {function}(...)")
+        return found.group(1)
+
+    def enum(self, name: str) -> tuple[str, ...]:
+        found = re.search(r"z\.enum\(\[(.*?)\]\)", self.declaration(name), re.S)
+        if found is None:
+            raise PinError(f"{self.where}: {name} is not a z.enum")
+        return tuple(re.findall(r'"([^"]+)"', found.group(1)))
+
+    def keys(self, name: str) -> tuple[str, ...]:
+        """The keys of an object shape (``{ key: ..., ... }``), spreads left out."""
+        body = self.declaration(name)
+        return tuple(re.findall(r"^\s{4}(\w+):", body, re.M))
+
+
+@dataclass(frozen=True)
+class TasksFacts:
+    """What the tasks extension says, as the runtime reads it (``mcpbind._extensions``)."""
+
+    revision: str
+    package: str
+    version: str
+    sha256: str
+    extension: str
+    capabilities_key: str
+    get: str
+    update: str
+    cancel: str
+    notification: str
+    task_result: str
+    complete_result: str
+    eligible: str
+    statuses: tuple[str, ...]
+    working: str
+    input_required: str
+    completed: str
+    failed: str
+    cancelled: str
+    task_fields: tuple[str, ...]
+    input_responses: str
+
+
+# Each status variant of DetailedTask, by the declaration that holds it, with the field (if any)
+# that it alone carries: the name of the fact is the generator's, the wire values upstream's.
+_VARIANTS = {
+    "working": ("WorkingTaskV2Schema", None),
+    "input_required": ("InputRequiredTaskV2Schema", "inputRequests"),
+    "completed": ("CompletedTaskV2Schema", "result"),
+    "failed": ("FailedTaskV2Schema", "error"),
+    "cancelled": ("CancelledTaskV2Schema", None),
+}
+
+
+def tasks_facts(p: ExtensionPin) -> TasksFacts:
+    m = _Module(module_text(p), f"{p.package} {p.version} {p.module}")
+    statuses = m.enum("TaskStatusV2Schema")
+    variant: dict[str, str] = {}
+    for fact, (name, field) in _VARIANTS.items():
+        status = m.literal(name, "status")
+        if status not in statuses:
+            raise PinError(f"{m.where}: {name} has status {status!r}, not one of {statuses}")
+        if field is not None and f"    {field}:" not in m.declaration(name):
+            raise PinError(f"{m.where}: {name} does not carry {field}")
+        variant[fact] = status
+    update_params = m.declaration("UpdateTaskRequestV2Schema")
+    responses = re.search(r"taskId: z\.string\(\),\s*(\w+): InputResponsesV2Schema", update_params)
+    if responses is None:
+        raise PinError(f"{m.where}: UpdateTaskRequestV2Schema has no input responses field")
+    return TasksFacts(
+        revision=p.extends,
+        package=p.package,
+        version=p.version,
+        sha256=p.sha256,
+        extension=m.string("TASKS_EXTENSION_ID_V2"),
+        capabilities_key=m.string("CLIENT_CAPABILITIES_META_KEY_V2"),
+        get=m.call_argument("GetTaskRequestV2Schema", "taskIdRequestV2Schema"),
+        update=m.literal("UpdateTaskRequestV2Schema", "method"),
+        cancel=m.call_argument("CancelTaskRequestV2Schema", "taskIdRequestV2Schema"),
+        notification=m.literal("TaskStatusNotificationV2Schema", "method"),
+        task_result=m.literal("CreateTaskResultV2Schema", "resultType"),
+        complete_result=m.literal("CompleteResultTypeSchema"),
+        eligible=m.literal("TaskEligibleMethodV2Schema"),
+        statuses=statuses,
+        task_fields=m.keys("TaskBaseShape"),
+        input_responses=responses.group(1),
+        **variant,
+    )
+
+
+def extension_facts() -> dict[str, Any]:
+    """Every pinned extension's facts, by name (only the tasks extension is known)."""
+    facts: dict[str, Any] = {}
+    for p in read_extension_pins():
+        if p.name != "tasks":
+            raise PinError(f"{EXTENSIONS_FILE}: no reader for extension {p.name!r}")
+        facts[p.name] = tasks_facts(p)
+    return facts
