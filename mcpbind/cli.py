@@ -265,8 +265,8 @@ The client runs `mcpbind bridge ... -- CMD ARGS` as its server command.""",
     "--input-timeout",
     type=click.FloatRange(min=0, min_open=True),
     metavar="S",
-    help="With --listen: seconds a server's request waits for a 2026-07-28 client to retry "
-    "with its answer, 300 by default.",
+    help="Seconds a server's request waits for a 2026-07-28 client to retry with its answer, "
+    "300 by default.",
 )
 @click.option(
     "--allowed-host",
@@ -327,7 +327,7 @@ def bridge(
     client closes its input or has been silent for 2 s, its requests answered with the error).
     """
     from ._revisions import RELEASED
-    from .bridge.core import MAX_IN_FLIGHT
+    from .bridge.core import INPUT_TIMEOUT, MAX_IN_FLIGHT
     from .bridge.stdio import run
     from .transports.stdio import MAX_LINE
 
@@ -341,7 +341,6 @@ def bridge(
         "--redis": redis,
         "--max-sessions": max_sessions,
         "--max-shared": max_shared,
-        "--input-timeout": input_timeout,
         "--allowed-host": allowed_hosts or None,
         "--auth-server": auth_server,
         "--upstream-client-id": upstream_client_id,
@@ -380,6 +379,7 @@ def bridge(
             strict=strict,
             max_line=max_line_bytes or MAX_LINE,
             max_in_flight=max_in_flight or MAX_IN_FLIGHT,
+            input_timeout=input_timeout or INPUT_TIMEOUT,
         )
     )
 

@@ -397,6 +397,77 @@ def test_input_required_reaches_a_client_of_the_same_revision_as_is() -> None:
     assert got.id == rid and got.request_state == "s"
 
 
+ELICIT = {
+    "message": "When?",
+    "requestedSchema": {"type": "object", "properties": {"day": {"type": "string"}}},
+}
+
+
+def asked_through_input_required() -> tuple[Trio, Any, Any, Any]:
+    """A 2026-07-28 client's tools/call, on which a 2025-11-25 server asks for elicitation with
+    a request of its own: (the trio, the call at the server, the server's elicitation id, the
+    client's InputRequired event)."""
+    t = Trio("2026-07-28", "2025-11-25", client_caps={"elicitation": {}})
+    request, rid = t.call("tools/call", {"name": "book"})
+    asked = t.server.request("elicitation/create", ELICIT)
+    t.pump()
+    got = t.last(t.at_client, ev.InputRequired)
+    assert got.id == rid
+    return t, request, asked, got
+
+
+def test_a_servers_own_request_reaches_a_round_trip_client_through_its_retry() -> None:
+    t, request, asked, got = asked_through_input_required()
+    [(name, ask)] = got.input_requests.items()
+    assert ask.method == "elicitation/create" and ask.params.message == "When?"
+    assert got.request_state.startswith("mcpbind-gateway:")
+    retry = t.client.answer(got, {name: {"action": "accept", "content": {"day": "monday"}}})
+    t.pump()
+    answer = t.last(t.at_server, ev.ResultReceived)
+    assert answer.id == asked and answer.result.content == {"day": "monday"}
+    result = t.answer(request, {"content": [{"type": "text", "text": "booked"}]})
+    assert isinstance(result, ev.ResultReceived) and result.id == retry
+    assert result.result.content[0].text == "booked"
+    assert t.bridge.pending() == 0
+
+
+def test_a_server_answer_before_the_retry_answers_the_retry() -> None:
+    t, request, asked, got = asked_through_input_required()
+    t.server.respond_error(request.id, -32000, "gave up waiting")
+    t.pump()
+    [name] = got.input_requests
+    retry = t.client.answer(got, {name: {"action": "decline"}})
+    t.pump()
+    error = t.last(t.at_client, ev.ErrorReceived)
+    assert error.id == retry and error.message == "gave up waiting"
+    assert t.last(t.at_server, ev.ResultReceived).id == asked  # its request was still answered
+
+
+def test_a_round_trip_client_that_never_retries_is_given_up_on() -> None:
+    t, request, asked, got = asked_through_input_required()
+    assert t.bridge.pending() == 2  # the call held, and the server's request asked through it
+    t.bridge.expire(now=10**9)
+    t.pump()
+    refused = t.last(t.at_server, ev.ErrorReceived)
+    assert refused.id == asked and "input_timeout (300 s)" in refused.message
+    assert t.last(t.at_server, ev.RequestCancelled).id == request.id
+    assert t.bridge.pending() == 0
+    [name] = got.input_requests
+    late = t.client.answer(got, {name: {"action": "decline"}})
+    t.pump()
+    error = t.last(t.at_client, ev.ErrorReceived)
+    assert error.id == late and error.code == -32602 and "requestState" in error.message
+
+
+def test_a_servers_request_with_nothing_in_flight_cannot_reach_a_round_trip_client() -> None:
+    t = Trio("2026-07-28", "2025-11-25", client_caps={"elicitation": {}})
+    asked = t.server.request("elicitation/create", ELICIT)
+    t.pump()
+    error = t.last(t.at_server, ev.ErrorReceived)
+    assert error.id == asked and error.code == -32601
+    assert "no request of it is in flight" in error.message
+
+
 # -- the end ----------------------------------------------------------------------------------
 
 

@@ -17,6 +17,7 @@ fails on it, past the bound of requests in flight, or when the other side is gon
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Iterable
 from typing import Any
 
@@ -24,7 +25,13 @@ import msgspec
 from msgspec import UNSET
 
 from .._revisions import RELEASED
-from ..errors import INTERNAL_ERROR, INVALID_REQUEST, ProtocolError
+from ..errors import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    ProtocolError,
+)
 from ..events import (
     ErrorReceived,
     Event,
@@ -44,9 +51,9 @@ from ..negotiate import negotiate
 from ..session import ServerSession
 from ..session._common import speech
 from ..transports.stdio import Envelope, envelope
-from .crossing import LOSSY, NOT_SENT, Back, Crossing, Edge, too_many
+from .crossing import INPUT_TIMEOUT, LOSSY, NOT_SENT, STATE_PREFIX, Back, Crossing, Edge, too_many
 
-__all__ = ["CONNECTION_CLOSED", "LOSSY", "MAX_IN_FLIGHT", "Bridge"]
+__all__ = ["CONNECTION_CLOSED", "INPUT_TIMEOUT", "LOSSY", "MAX_IN_FLIGHT", "Bridge"]
 
 # JSON-RPC's implementation-defined server error range: the peer the request was for is gone.
 CONNECTION_CLOSED = -32000
@@ -138,6 +145,20 @@ class _Round(msgspec.Struct, gc=False):
     responses: dict[str, Any]
 
 
+class _Hold(msgspec.Struct, gc=False):
+    """A client's request (of a round-trip revision) still in flight on the server, whose
+    server asked for input: the client was answered with an input-required result, and its
+    retry takes the request up again."""
+
+    down: Any  # the request's id on the server
+    method: str
+    revision: str
+    asks: dict[str, tuple[Any, str, Any]]  # input name -> the server's request (id, method, params)
+    since: float  # when the client was asked (time.monotonic())
+    # The server's answer, when it came before the retry: (its result, None) or (None, error).
+    answer: tuple[Any, ProtocolError | None] | None = None
+
+
 class Bridge(Crossing):
     """One client connected through one bridge to one server, sans-IO.
 
@@ -147,6 +168,8 @@ class Bridge(Crossing):
     ``data``) instead of crossing with the loss logged. ``max_in_flight``: how many requests
     from each side may await the other side's answer at once; a request past it is answered
     with -32603 (``Server busy``), as the HTTP server answers past its own.
+    ``input_timeout``: seconds a server's request asked of a round-trip client waits for its
+    retry (``expire``).
     """
 
     def __init__(
@@ -156,12 +179,16 @@ class Bridge(Crossing):
         *,
         strict: bool = False,
         max_in_flight: int = MAX_IN_FLIGHT,
+        input_timeout: float = INPUT_TIMEOUT,
     ) -> None:
         if max_in_flight < 1:
             raise ValueError(f"max_in_flight must be at least 1, not {max_in_flight}")
+        if input_timeout <= 0:
+            raise ValueError(f"input_timeout must be positive, not {input_timeout!r}")
         super().__init__(server_revisions, strict=strict)
         self.front = _Front(client_revisions, max_in_flight)
         self.max_in_flight = max_in_flight
+        self.input_timeout = input_timeout
         self.closed = False
         self.why: str | None = None  # why close() ended it
         self._closing: ProtocolError | None = None  # ... as the error that answers from then on
@@ -169,6 +196,9 @@ class Bridge(Crossing):
         self._up: dict[Any, Any] = {}  # the client's request id -> id to the server
         self._served: dict[Any, _Forwarded] = {}  # id to the client -> the server's request
         self._rounds: dict[Any, _Round] = {}  # id to the client -> the input round it serves
+        self._held: dict[str, _Hold] = {}  # request state -> a round-trip client's request
+        self._held_down: dict[Any, str] = {}  # id to the server -> the state holding it
+        self._asked = 0  # the server's requests held for a round-trip client's retry
         self._client_waiting: list[Event] = []  # client events until the server side is ready
         self._server_waiting: list[Event] = []  # server events until the client side is ready
 
@@ -189,7 +219,10 @@ class Bridge(Crossing):
                 # held are bounded by the front itself), counted inline: it is on every request.
                 if (
                     type(e) is RequestReceived
-                    and len(self._up) + len(self._rounds) + len(self._client_waiting)
+                    and len(self._up)
+                    + len(self._rounds)
+                    + len(self._held)
+                    + len(self._client_waiting)
                     >= self.max_in_flight
                 ):
                     self._answer_error(
@@ -223,7 +256,8 @@ class Bridge(Crossing):
                 # Requests from the server awaiting the client (an upper bound).
                 if (
                     type(e) is RequestReceived
-                    and len(self._served) + len(self._server_waiting) >= self.max_in_flight
+                    and len(self._served) + self._asked + len(self._server_waiting)
+                    >= self.max_in_flight
                 ):
                     self._quietly(
                         self.back.respond_error,
@@ -342,6 +376,10 @@ class Bridge(Crossing):
             self.front.respond_error(id, error.code, error.message, error.data)
 
     def _client_request(self, e: RequestReceived) -> None:
+        state, answers = self.round_trip_retry(e.params, e.revision)
+        if state is not None and state.startswith(STATE_PREFIX):
+            self._resume(e, state, answers)
+            return
         try:
             params, token = self._down_params(e.method, e.params, e.revision)
             down = self.back.request(
@@ -451,6 +489,10 @@ class Bridge(Crossing):
     def _server_error(self, e: ErrorReceived) -> None:
         up = self._down.pop(e.id, None)
         if up is None:
+            if e.id in self._held_down:  # the client answers it on its retry
+                error = ProtocolError(e.code, e.message, e.data)
+                self._held[self._held_down[e.id]].answer = (None, error)
+                return
             self.log.append(f"server: error {e.code}: {e.message}")
             return
         self._up.pop(up.id, None)
@@ -475,6 +517,8 @@ class Bridge(Crossing):
     def _server_result(self, id: Any, result: Any) -> None:
         up = self._down.pop(id, None)
         if up is None:
+            if id in self._held_down:  # the client answers it on its retry
+                self._held[self._held_down[id]].answer = (result, None)
             return
         self._up.pop(up.id, None)
         try:
@@ -485,6 +529,9 @@ class Bridge(Crossing):
     def _server_event_request(self, e: RequestReceived) -> None:
         target = self.front.revision
         assert target is not None
+        if self.asks_through(e.method, target):
+            self._ask_through(e, target)
+            return
         try:
             up = self.front.request(e.method, self._server_request(e.method, e.params, target))
         except ProtocolError as err:
@@ -527,6 +574,120 @@ class Bridge(Crossing):
         if not round.pending:
             self._retry(round)
 
+    # -- input rounds with round-trip clients (the reverse of the ones above) ------------------
+
+    def _ask_through(self, e: RequestReceived, revision: str) -> None:
+        """The server's request ``e`` for a client of a round-trip ``revision``: the newest of
+        the client's requests in flight is answered with an input-required result asking it
+        (the request itself stays in flight on the server), or, when every one of them already
+        waits for a retry, the newest of those asks it too on its retry."""
+        ask = (e.id, e.method, e.params)
+        for down in reversed(self._down):
+            up = self._down[down]
+            if speech(up.revision).facts.round_trip is not None:
+                del self._down[down]
+                self._up.pop(up.id, None)
+                hold = _Hold(down, up.method, up.revision, {self.input_name(): ask}, 0.0)
+                self._asked += 1
+                self._ask(up.id, hold)
+                return
+        if self._held:
+            hold = next(reversed(self._held.values()))
+            hold.asks[self.input_name()] = ask
+            self._asked += 1
+            return
+        self._quietly(
+            self.back.respond_error,
+            e.id,
+            METHOD_NOT_FOUND,
+            f"Method not found: {e.method!r} is not part of MCP {revision}, the revision the "
+            "client speaks, and no request of it is in flight to ask through",
+            {"method": e.method},
+        )
+
+    def _ask(self, id: Any, hold: _Hold) -> None:
+        """Answer the client's request ``id`` with the input-required result asking what
+        ``hold`` holds, and keep it for the retry."""
+        state = self.new_state()
+        asked = {name: (method, params) for name, (_, method, params) in hold.asks.items()}
+        try:
+            result = self._round_trip_ask(asked, hold.revision, state)
+        except ProtocolError as err:  # the client's revision cannot carry what is asked
+            self._answer_error(id, err)
+            self._drop(hold, err)
+            return
+        hold.since = time.monotonic()
+        self._held[state] = hold
+        self._held_down[hold.down] = state
+        self.front.respond(id, result)
+
+    def _resume(self, e: RequestReceived, state: str, answers: dict[str, Any]) -> None:
+        """A round-trip client's retry ``e``: its answers go to the server's requests, and it
+        takes up the request the server is still working on."""
+        hold = self._held.pop(state, None)
+        if hold is None or hold.method != e.method:
+            if hold is not None:
+                self._held[state] = hold
+            self._answer_error(
+                e.id,
+                ProtocolError(
+                    INVALID_PARAMS,
+                    "Invalid params: requestState names no input round this bridge holds for "
+                    f"this method (it expired after input_timeout, {self.input_timeout:g} s)",
+                ),
+            )
+            return
+        del self._held_down[hold.down]
+        for name in [n for n in hold.asks if n in answers]:
+            sid, method, _ = hold.asks.pop(name)
+            self._asked -= 1
+            try:
+                self.back.respond(sid, self._input_response(method, answers[name]))
+            except ProtocolError as err:
+                self._quietly(self.back.respond_error, sid, err.code, err.message, err.data)
+        if hold.answer is not None:
+            result, error = hold.answer
+            self._drop(hold, ProtocolError(INTERNAL_ERROR, "the client's request was answered"))
+            if error is not None:
+                self._answer_error(e.id, error)
+            else:
+                try:
+                    self.front.respond(e.id, self._up_result(result, e.revision, e.method))
+                except ProtocolError as err:
+                    self._answer_error(e.id, err)
+        elif hold.asks:  # asked while the client was answering: asked again
+            hold.revision = e.revision
+            self._ask(e.id, hold)
+        else:
+            self._down[hold.down] = _Forwarded(e.id, e.method, e.revision)
+            self._up[e.id] = hold.down
+
+    def _drop(self, hold: _Hold, error: ProtocolError) -> None:
+        """The server's requests ``hold`` still asks get ``error``."""
+        for sid, _, _ in hold.asks.values():
+            self._quietly(self.back.respond_error, sid, error.code, error.message, error.data)
+        self._asked -= len(hold.asks)
+        hold.asks.clear()
+
+    def expire(self, now: float | None = None) -> None:
+        """End the input rounds whose client has not retried within ``input_timeout`` seconds
+        (``now``: ``time.monotonic()``): the server's requests get an error, and the client's
+        request is cancelled on the server."""
+        now = time.monotonic() if now is None else now
+        why = (
+            f"the client did not retry within input_timeout ({self.input_timeout:g} s) with the "
+            "input the server asked for"
+        )
+        for state, hold in list(self._held.items()):
+            if now - hold.since < self.input_timeout:
+                continue
+            del self._held[state]
+            del self._held_down[hold.down]
+            self._drop(hold, ProtocolError(INTERNAL_ERROR, f"Request cancelled: {why}"))
+            if hold.answer is None:
+                self._quietly(self.back.cancel, hold.down, why)
+            self.log.append(f"bridge: {hold.method!r} cancelled: {why}")
+
     def _round_answer(self, id: Any, round: _Round, result: Any) -> None:
         name = round.pending.pop(id)
         round.responses[name] = self._input_answer(result)
@@ -566,6 +727,10 @@ class Bridge(Crossing):
         for e in self._server_waiting:
             if type(e) is RequestReceived:
                 self._quietly(self.back.respond_error, e.id, error.code, error.message)
+        for hold in self._held.values():
+            self._drop(hold, error)
+        self._held.clear()
+        self._held_down.clear()
         self._down.clear()
         self._up.clear()
         self._rounds.clear()
@@ -581,6 +746,8 @@ class Bridge(Crossing):
             + len(self._served)
             + len({id(r) for r in self._rounds.values()})
             + len(self.front.held)
+            + len(self._held)
+            + self._asked
             + sum(type(e) is RequestReceived for e in waiting)
         )
 

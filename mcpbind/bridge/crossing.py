@@ -13,6 +13,8 @@ Every fact about a revision comes from the generated ``FACTS``/``METHODS`` (thro
 
 from __future__ import annotations
 
+import itertools
+import secrets
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -27,10 +29,24 @@ from ..session import ClientSession
 from ..session._common import _fields, _open_class, checked, speech
 from .losses import Lost, convey
 
-__all__ = ["LOSSY", "NOT_SENT", "Back", "Crossing", "Edge", "too_many"]
+__all__ = [
+    "INPUT_TIMEOUT",
+    "LOSSY",
+    "NOT_SENT",
+    "STATE_PREFIX",
+    "Back",
+    "Crossing",
+    "Edge",
+    "too_many",
+]
 
 # What --strict answers a message with when it cannot cross without a loss.
 LOSSY = INVALID_PARAMS
+# Seconds a server's own request, asked of a round-trip client through an input-required result,
+# waits for that client's retry (both fronts; --input-timeout).
+INPUT_TIMEOUT = 300.0
+STATE_PREFIX = "mcpbind-gateway:"  # the request states a bridge issues (others pass through)
+_ASKS = itertools.count(1)  # names of the input requests a bridge asks (unique per process)
 
 _SHOWN = 3  # JSON paths shown per kind of loss in one log line
 
@@ -300,6 +316,26 @@ class Crossing:
         return None if params is UNSET else params
 
     # -- input rounds -------------------------------------------------------------------------
+
+    @staticmethod
+    def asks_through(method: str, revision: str) -> bool:
+        """Whether the server's own ``method`` request reaches a client of ``revision`` as
+        input asked through the result of one of its requests (an input-required result,
+        answered by its retry): its revision has no such request and round trips carry it."""
+        sp = speech(revision)
+        trip = sp.facts.round_trip
+        return trip is not None and method not in sp.methods and method in trip.requests.values()
+
+    @staticmethod
+    def input_name() -> str:
+        """A name for one server request asked of a round-trip client (``_round_trip_ask``)."""
+        return f"input-{next(_ASKS)}"
+
+    @staticmethod
+    def new_state() -> str:
+        """A fresh request state naming one held input round (``round_trip_retry`` reads it
+        back; a state without ``STATE_PREFIX`` is the server's own and passes through)."""
+        return STATE_PREFIX + secrets.token_urlsafe(18)
 
     def _input_request(self, method: str, params: Any, asking: str, revision: str) -> Any:
         """The params of an input request (``method``) a server of the round-trip revisions

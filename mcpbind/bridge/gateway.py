@@ -29,8 +29,6 @@ import asyncio
 import contextlib
 import functools
 import hashlib
-import itertools
-import secrets
 import sys
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
@@ -73,7 +71,7 @@ from ..session._common import speech
 from ..transports.http_server import SESSION_IDLE_TIMEOUT, Call, StreamableHTTPServer
 from ..transports.sse_server import SSEServer
 from ..transports.stdio import MAX_LINE, Envelope
-from .crossing import NOT_SENT, Crossing, too_many
+from .crossing import INPUT_TIMEOUT, NOT_SENT, STATE_PREFIX, Crossing, too_many
 from .pool import Pool
 from .upstream import HttpUpstream, SseUpstream, StdioUpstream, Upstream, upstream_kind
 
@@ -88,9 +86,7 @@ __all__ = [
 CONNECTION_CLOSED = -32000  # as the stdio bridge answers: the peer the request was for is gone
 MAX_IN_FLIGHT = 128  # requests of one link awaiting the server's answer (the HTTP server's own)
 MAX_SHARED = 16  # links for clients without a session (one per client identity)
-INPUT_TIMEOUT = 300.0  # seconds a server's request waits for the round-trip client's retry
 OPEN_TIMEOUT = 30.0  # seconds the server's handshake may take
-STATE_PREFIX = "mcpbind-gateway:"  # the request states the gateway issues (others pass through)
 CLIENT_INFO = {"name": "mcpbind-gateway", "version": "1"}  # the probe's own info
 
 
@@ -610,17 +606,20 @@ class Link(Crossing):
                     f"Internal error: {event.method!r} cannot reach the client: no stream open",
                 )
             return self._client_answer(result, event.revision, event.method)
-        trip = speech(revision).facts.round_trip
-        if pending is None or trip is None or event.method not in trip.requests.values():
+        if pending is None or not self.asks_through(event.method, revision):
             raise ProtocolError(
                 METHOD_NOT_FOUND,
                 f"Method not found: {event.method!r} is not part of MCP {revision}, the revision "
                 "the client speaks"
-                + ("" if trip is None else ", and no request of it is in flight to ask through"),
+                + (
+                    ""
+                    if speech(revision).facts.round_trip is None
+                    else ", and no request of it is in flight to ask through"
+                ),
                 {"method": event.method},
             )
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        pending.asks[f"input-{next(_ASKS)}"] = (event, future)
+        pending.asks[self.input_name()] = (event, future)
         pending.wake()
         return await future
 
@@ -663,9 +662,6 @@ class Link(Crossing):
     def _say(self) -> None:
         if self.log:
             self.gateway._say(self.take_log())
-
-
-_ASKS = itertools.count(1)
 
 
 class Gateway:
@@ -980,7 +976,7 @@ class Gateway:
 
     def _hold(self, pending: _Pending, link: Link) -> str:
         """Keep ``pending`` for the client's retry; its request state."""
-        state = STATE_PREFIX + secrets.token_urlsafe(18)
+        state = Crossing.new_state()
         self._holds[state] = (link, pending)
         if pending.timer is not None:
             pending.timer.cancel()

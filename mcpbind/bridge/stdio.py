@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from typing import IO
 
 from ..transports.stdio import MAX_LINE, LineReader, Overlong
-from .core import MAX_IN_FLIGHT, Bridge
+from .core import INPUT_TIMEOUT, MAX_IN_FLIGHT, Bridge
 
 __all__ = ["GRACE", "LINGER", "run", "serve"]
 
@@ -104,6 +104,14 @@ async def serve(
                 bridge.from_server(line)
             flush()
 
+    async def expiring() -> None:
+        """Input rounds a round-trip client never retried end after ``input_timeout``."""
+        every = min(max(bridge.input_timeout / 4, 0.05), 30.0)
+        while True:
+            await asyncio.sleep(every)
+            bridge.expire()
+            flush()
+
     def lost(pipe: asyncio.Future[None]) -> None:
         if not pipe.cancelled():
             pipe.exception()  # a broken pipe: the server's doing, said in the reason
@@ -120,6 +128,7 @@ async def serve(
 
     reading_client = asyncio.ensure_future(from_client())
     reading_server = asyncio.ensure_future(from_server())
+    sweeping = asyncio.ensure_future(expiring())
     exited = asyncio.ensure_future(server.wait())
     # The pipe to the server breaks when its reader closes it, written to or not.
     input_lost = asyncio.ensure_future(server_in.wait_closed())
@@ -129,6 +138,7 @@ async def serve(
     input_lost.add_done_callback(lost)
 
     side, why = await ended
+    sweeping.cancel()
     if side == "server" and bridge.why is None:
         # The server's last answers are in its output when it exits, its status comes after
         # the end of its output: the one follows the other at once, unless it hangs.
@@ -181,9 +191,16 @@ def run(
     *,
     max_line: int = MAX_LINE,
     max_in_flight: int = MAX_IN_FLIGHT,
+    input_timeout: float = INPUT_TIMEOUT,
 ) -> int:
     """``mcpbind bridge``: this process's stdin/stdout are the client, ``argv`` the server."""
-    bridge = Bridge(client_revisions, server_revisions, strict=strict, max_in_flight=max_in_flight)
+    bridge = Bridge(
+        client_revisions,
+        server_revisions,
+        strict=strict,
+        max_in_flight=max_in_flight,
+        input_timeout=input_timeout,
+    )
 
     async def main() -> int:
         reader = await _stdin_reader(max_line)

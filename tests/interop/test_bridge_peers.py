@@ -323,3 +323,77 @@ def test_official_client_in_front_of_a_2026_server() -> None:
     stderr = log.read_text()
     assert "cacheScope" in stderr and "$.cacheScope" in stderr  # 2026-07-28's hints, logged
     log.unlink()
+
+
+def test_official_2026_client_answers_server_everythings_requests_through_retries(
+    tmp_path: Path,
+) -> None:
+    """server-everything (2025-11-25) asks for sampling and elicitation with requests of its own;
+    a 2026-07-28 client has no such methods: over stdio it gets each as an input-required result
+    of its tools/call and answers through its retry, as through the HTTP front. Every line the
+    client receives validates against 2026-07-28."""
+    need_everything()
+    pytest.importorskip("mcp.client", reason="the pinned `mcp` package (dev extras) is needed")
+    import anyio
+    from mcp import Client, types
+    from mcp.client.stdio import StdioServerParameters
+
+    from mcpbind.validate import validate_lines
+
+    seen = tmp_path / "session.jsonl"
+    # The session is written down on its way (bridge_tap.py), to be validated; stderr kept.
+    argv = [
+        "sh",
+        "-c",
+        'exec "$@" 2>"$0.err"',
+        str(seen),
+        sys.executable,
+        str(Path(__file__).resolve().parent / "bridge_tap.py"),
+        str(seen),
+        *bridge_argv(
+            "--client-revision", "2026-07-28", server=["node", str(driver.EVERYTHING), "stdio"]
+        ),
+    ]
+    asked: list[str] = []
+
+    async def sampling(context: Any, params: Any) -> types.CreateMessageResult:
+        asked.append("sampling")
+        return types.CreateMessageResult(
+            role="assistant",
+            content=types.TextContent(type="text", text="sampled through the bridge"),
+            model="test-model",
+        )
+
+    async def elicitation(context: Any, params: Any) -> types.ElicitResult:
+        asked.append("elicitation")
+        return types.ElicitResult(action="accept", content={"name": "Ada", "check": True})
+
+    async def main() -> dict[str, Any]:
+        async with Client(
+            StdioServerParameters(command=argv[0], args=argv[1:]),
+            mode="2026-07-28",
+            cache=None,
+            sampling_callback=sampling,
+            elicitation_callback=elicitation,
+        ) as client:
+            return {
+                "version": client.protocol_version,
+                "sampled": await client.call_tool(
+                    "trigger-sampling-request", {"prompt": "hello", "maxTokens": 5}
+                ),
+                "elicited": await client.call_tool("trigger-elicitation-request", {}),
+                "echo": await client.call_tool("echo", {"message": "after the rounds"}),
+            }
+
+    found = anyio.run(main)
+    err = Path(f"{seen}.err")
+    stderr = err.read_text() if err.exists() else ""
+    assert found["version"] == "2026-07-28"
+    assert not found["sampled"].is_error, (found["sampled"], stderr)
+    assert "sampled through the bridge" in found["sampled"].content[0].text
+    assert not found["elicited"].is_error and "Ada" in str(found["elicited"].content), stderr
+    assert found["echo"].content[0].text == "Echo: after the rounds"
+    assert asked == ["sampling", "elicitation"]
+    lines = [line for line in seen.read_text().splitlines() if line.strip()]
+    assert sum('"resultType":"input_required"' in line for line in lines) == 2
+    assert [str(f) for f in validate_lines(lines, "2026-07-28", strict=True)] == []
