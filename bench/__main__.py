@@ -737,8 +737,8 @@ message of a request), against decode alone; 2025-11-25 workloads go to 2024-11-
 SERVER_TEXT = """\
 `python -m bench.server`: `tools/call` of one text tool over Streamable HTTP, answered by
 examples/everything_server.py (mcpbind's sessions and HTTP transport) and by bench/sdk_server.py
-(the official `mcp` 2.3.0 SDK, the same tool), one process each on a loopback port, h11 for both.
-Load from autocannon (npm, pinned in bench/package-lock.json; `make bench-setup`), 16
+(the official `mcp` 2.3.0 SDK, the same tool), one process each on a loopback port, uvicorn's
+httptools protocol for both. Load from autocannon (npm, pinned in bench/package-lock.json; `make bench-setup`), 16
 connections, after a warm-up: 2025-11-25 within one session (initialize first), 2026-07-28
 stateless (each request with its `_meta` and the `Mcp-Method` / `Mcp-Name` headers), a fresh
 JSON-RPC id per request. Requests per second are autocannon's mean of its one-second samples;

@@ -4,7 +4,7 @@ Streamable HTTP, with the one tool the row calls.
     .venv/bin/python bench/sdk_server.py --port PORT      (bench/server.py starts it)
 
 ``test_simple_text`` answers what examples/everything_server.py's tool of that name answers. One
-uvicorn process, its HTTP/1.1 protocol h11 (as mcpbind's server), logging at warnings only (as
+uvicorn process, its HTTP/1.1 protocol httptools (as mcpbind's server), logging at warnings only (as
 mcpbind's server: no line per request); everything else is the SDK's default: a session per
 initialize for 2025-11-25 clients, the stateless per-request path for 2026-07-28 ones.
 """
@@ -30,7 +30,7 @@ def main() -> None:
     parser.add_argument("--port", type=int, required=True)
     args = parser.parse_args()
     app = server.streamable_http_app(streamable_http_path="/mcp", host="127.0.0.1")
-    uvicorn.run(app, host="127.0.0.1", port=args.port, http="h11", log_level="warning")
+    uvicorn.run(app, host="127.0.0.1", port=args.port, http="httptools", log_level="warning")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,223 @@
+"""Instructions per tools/call of the whole server (uvicorn, the ASGI app, the session, the codec),
+counted under valgrind where `python -m bench.server`'s requests per second move with the load.
+
+    .venv/bin/python -m bench.server_instructions [--runs 200] [--warmup 100]
+        [--app everything|empty] [--http httptools|h11] [--keep DIR] [ERA ...]
+
+One server process runs under ``valgrind --tool=callgrind`` with instrumentation off: the app of
+examples/everything_server.py (``--app empty``: an ASGI app answering every request with a
+fixed 200, what uvicorn alone costs) served by ``mcpbind.transports.serving.uvicorn_config`` on
+a loopback port (uvicorn's ``--http`` protocol), wrapped in a counter of HTTP requests. This process (not counted) sends each
+era's tools/call of bench/server.py one after another on one keep-alive connection: ``--warmup``
+requests, then ``--runs`` counted ones. The counter switches counting on as the first counted
+request reaches the app and dumps the count as the one after the last does, so that a count
+holds whole request cycles: the request's parsing, the app, the response's writing and the
+event loop's turns in between. The count divided by the runs is one request.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import ctypes
+import http.client
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from .instructions import SHIM
+from .server import ERAS, ROOT, _free_port, request
+
+EMPTY_BODY = b'{"jsonrpc":"2.0","id":1,"result":{}}'
+
+
+def _empty_app() -> Any:
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        while (await receive()).get("more_body"):
+            pass
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [(b"content-type", b"application/json")],
+            }
+        )
+        await send({"type": "http.response.body", "body": EMPTY_BODY})
+
+    return app
+
+
+def child(shim: str, port: int, app_name: str, http: str, plan: list[tuple[str, int, int]]) -> None:
+    """The server, under callgrind: ``plan`` is (label, first counted request, runs) per era, the
+    requests numbered from 1 as they reach the app."""
+    sys.path.insert(0, str(ROOT / "examples"))
+    import uvicorn
+
+    from mcpbind.transports.serving import uvicorn_config
+
+    lib = ctypes.CDLL(shim)
+    lib.bench_dump.argtypes = [ctypes.c_char_p]
+    if app_name == "empty":
+        inner = _empty_app()
+    else:
+        import everything_server
+
+        inner = everything_server.build(f"http://127.0.0.1:{port}/mcp", None, None)
+    starts = {first: label for label, first, _ in plan}
+    ends = {first + runs: label for label, first, runs in plan}
+    seen = 0
+
+    async def counted(scope: Any, receive: Any, send: Any) -> None:
+        nonlocal seen
+        if scope["type"] == "http":
+            seen += 1
+            if seen in ends:
+                lib.bench_dump(ends[seen].encode())
+                lib.bench_stop()
+            if seen in starts:
+                lib.bench_start()
+                lib.bench_zero()
+        await inner(scope, receive, send)
+
+    config = uvicorn_config(counted, "127.0.0.1", port, log_level="warning", http=http)
+    uvicorn.Server(config).run()
+
+
+def _post(conn: http.client.HTTPConnection, headers: dict[str, str], body: bytes) -> bytes:
+    conn.request("POST", "/mcp", body=body, headers=headers)
+    answer = conn.getresponse()
+    data = answer.read()
+    if answer.status != 200:
+        raise RuntimeError(f"unexpected answer {answer.status}: {data[:300]!r}")
+    return data
+
+
+def count(
+    eras: list[str], app_name: str, http: str, runs: int, warmup: int, keep: Path | None
+) -> dict[str, int]:
+    """era -> instructions of one tools/call request cycle."""
+    with tempfile.TemporaryDirectory(prefix="bench-server-instructions-") as tmp:
+        folder = Path(tmp)
+        source = folder / "shim.c"
+        source.write_text(SHIM)
+        shim = folder / "shim.so"
+        subprocess.run(["cc", "-O2", "-shared", "-fPIC", "-o", str(shim), str(source)], check=True)
+        out_dir = keep or folder
+        out_dir.mkdir(parents=True, exist_ok=True)
+        port = _free_port()
+        # Request numbers as the app sees them: per era, (the setup requests of the era: the
+        # initialize and initialized of a session, and the check), warmup, runs, one more.
+        plan: list[tuple[str, int, int]] = []
+        n = 0
+        for era in eras:
+            n += (2 if era == "2025-11-25" and app_name != "empty" else 0) + warmup
+            plan.append((era, n + 1, runs))
+            n += runs + 1
+        argv = [
+            "valgrind",
+            "--tool=callgrind",
+            "--instr-atstart=no",
+            f"--callgrind-out-file={out_dir}/callgrind.%p",
+            sys.executable,
+            "-m",
+            "bench.server_instructions",
+            "--child",
+            str(shim),
+            str(port),
+            app_name,
+            http,
+            json.dumps(plan),
+        ]
+        with tempfile.TemporaryFile() as log:
+            proc = subprocess.Popen(
+                argv, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=log, start_new_session=True
+            )
+            try:
+                _drive(port, eras, app_name, runs, warmup, proc, log)
+            finally:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGTERM)
+                try:
+                    proc.wait(60)
+                except subprocess.TimeoutExpired:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    proc.wait()
+        found: dict[str, int] = {}
+        dumps = [p for p in out_dir.glob("callgrind.*.*") if p.suffix[1:].isdigit()]
+        for path in dumps:
+            text = path.read_text(errors="replace")
+            trigger = re.search(r"^desc: Trigger: Client Request: (.*)$", text, re.M)
+            total = re.search(r"^(?:summary|totals):\s+(\d+)", text, re.M)
+            if trigger is not None and total is not None:
+                found[trigger.group(1)] = int(total.group(1)) // runs
+        return found
+
+
+def _drive(
+    port: int, eras: list[str], app_name: str, runs: int, warmup: int, proc: Any, log: Any
+) -> None:
+    """Wait for the server (valgrind starts it slowly), then send each era's requests."""
+    deadline = time.monotonic() + 300
+    while True:
+        if proc.poll() is not None:
+            log.seek(0)
+            raise SystemExit(f"the counted server exited: {log.read().decode()[-3000:]}")
+        with contextlib.suppress(OSError):
+            import socket
+
+            socket.create_connection(("127.0.0.1", port), 0.2).close()
+            break
+        if time.monotonic() > deadline:
+            raise SystemExit("the counted server did not listen within 300 s")
+        time.sleep(0.5)
+    url = f"http://127.0.0.1:{port}/mcp"
+    for era in eras:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+        if app_name == "empty":
+            headers, body = {"content-type": "application/json"}, {"jsonrpc": "2.0", "id": 1}
+        else:
+            headers, body = request(url, era)  # opens the session of a 2025-11-25 era
+        for i in range(warmup + runs + 1):
+            data = json.dumps(dict(body, id=i), separators=(",", ":")).encode()
+            _post(conn, headers, data)
+        conn.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if args[:1] == ["--child"]:
+        shim, port, app_name, http, plan = args[1:]
+        child(shim, int(port), app_name, http, [tuple(p) for p in json.loads(plan)])  # type: ignore
+        return 0
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.server_instructions",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("eras", nargs="*", metavar="ERA", default=list(ERAS))
+    parser.add_argument("--runs", type=int, default=200)
+    parser.add_argument("--warmup", type=int, default=100)
+    parser.add_argument("--app", choices=("everything", "empty"), default="everything")
+    parser.add_argument("--http", choices=("httptools", "h11"), default="httptools")
+    parser.add_argument("--keep", type=Path, default=None, help="keep callgrind's files here")
+    parsed = parser.parse_args(args)
+    if shutil.which("valgrind") is None or shutil.which("cc") is None:
+        raise SystemExit("needs valgrind (callgrind) and a C compiler (cc)")
+    found = count(parsed.eras, parsed.app, parsed.http, parsed.runs, parsed.warmup, parsed.keep)
+    for era in parsed.eras:
+        print(f"{parsed.app} ({parsed.http}) {era}: {found.get(era, 0):,} instructions per request")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
