@@ -480,6 +480,132 @@ def test_input_rounds_are_bounded() -> None:
     assert error.code == -32603 and "asked for input 3 times (the limit is 2)" in error.message
 
 
+def gathering_app(runs: list[str]) -> App:
+    app = App("gathering")
+
+    @app.tool
+    async def survey(ctx: Context) -> str:
+        runs.append(ctx.revision)
+        name, sampled, roots = await ctx.gather(
+            ctx.elicit("Your name?", Name, key="name"),
+            ctx.sample("A greeting", max_tokens=10, key="greeting"),
+            ctx.roots(key="roots"),
+        )
+        return f"{name.content['name']} {sampled.content.text} {[r.uri for r in roots.roots]}"
+
+    return app
+
+
+@pytest.mark.parametrize("revision", [*REQUESTS, ROUND_TRIP])
+def test_gathered_asks_are_asked_together(revision: str) -> None:
+    runs: list[str] = []
+    asked: list[Any] = []
+
+    async def main() -> Any:
+        async with client(gathering_app(runs), revision, **answers()) as c:
+            link = c._link
+            assert link is not None
+            original = link.session.receive
+
+            def receive(data: bytes | str) -> list[ev.Event]:
+                found = original(data)
+                asked.extend(e.method for e in found if isinstance(e, ev.RequestReceived))
+                asked.extend(
+                    sorted(e.input_requests) for e in found if isinstance(e, ev.InputRequired)
+                )
+                return found
+
+            link.session.receive = receive  # type: ignore[method-assign]
+            return await c.call_tool("survey")
+
+    result = run(main())
+    assert result.content[0].text == "Ada hi (A greeting) ['file:///work']"
+    if revision == ROUND_TRIP:  # one round asking for all three, by the keys given
+        assert asked == [["greeting", "name", "roots"]] and runs == [revision] * 2
+    else:  # three requests sent at once, in one run of the handler
+        assert sorted(asked) == ["elicitation/create", "roots/list", "sampling/createMessage"]
+        assert runs == [revision]
+
+
+def test_a_handler_can_require_a_client_capability() -> None:
+    app = App("demanding")
+
+    @app.tool
+    def needs_sampling(ctx: Context) -> str:
+        ctx.require("sampling")
+        return "has sampling"
+
+    async def main(revision: str, **handlers: Any) -> Any:
+        async with client(app, revision, **handlers) as c:
+            try:
+                return (await c.call_tool("needs_sampling")).content[0].text
+            except mcpbind.ProtocolError as error:
+                return error
+
+    error = run(main(ROUND_TRIP))
+    assert error.code == -32021 and error.data == {"requiredCapabilities": {"sampling": {}}}
+    error = run(main("2025-11-25"))
+    assert error.code == -32602 and "'sampling'" in error.message
+    for revision in (ROUND_TRIP, "2025-11-25"):
+        assert run(main(revision, sampling=answers()["sampling"])) == "has sampling"
+
+
+def test_a_tool_may_list_a_schema_of_its_own_and_still_convert_its_arguments() -> None:
+    schema = {
+        "type": "object",
+        "properties": {"n": {"type": "integer"}, "unit": {"type": "string"}},
+        "if": {"required": ["unit"]},
+        "then": {"properties": {"n": {"minimum": 0}}},
+    }
+    app = App("schemas")
+
+    @app.tool(input_schema=schema)
+    def measure(n: int, unit: str = "m") -> str:
+        return f"{n}{unit}"
+
+    async def main() -> tuple[Any, Any, Any]:
+        async with client(app, "2025-11-25") as c:
+            (listed,) = await c.list_tools()
+            good = await c.call_tool("measure", {"n": 3})
+            bad = await c.call_tool("measure", {"n": "three"})
+            return listed, good, bad
+
+    listed, good, bad = run(main())
+    assert msgspec.to_builtins(listed.input_schema) == schema
+    assert good.content[0].text == "3m"
+    assert bad.is_error and "Expected `int`, got `str` - at `$.n`" in bad.content[0].text
+    with pytest.raises(ValueError, match="cannot be described"):
+        app.tool(input_schema={"type": "array"})(measure)
+
+
+def test_close_stream_polls_over_http_and_is_false_elsewhere() -> None:
+    from mcpbind.transports.http_client import StreamableHTTPClient
+    from tests.test_http_transport import INFO, URL, http
+
+    app = App("polling")
+
+    @app.tool
+    async def poll(ctx: Context) -> str:
+        return f"closed={ctx.close_stream()}"
+
+    async def over_http(revision: str) -> str:
+        session = mcpbind.ClientSession(revisions=(revision,), info=INFO)
+        transport = http(app.asgi(retry_ms=10))
+        async with StreamableHTTPClient(URL, session, http=transport, listen=False) as c:
+            await c.connect()
+            result = await c.call("tools/call", {"name": "poll", "arguments": {}})
+        return str(result.content[0].text)
+
+    async def in_process() -> str:
+        async with client(app, "2025-11-25") as c:
+            return str((await c.call_tool("poll")).content[0].text)
+
+    # 2025-11-25 sessions have priming events: the response ends, the client resumes it
+    assert run(over_http("2025-11-25")) == "closed=True"
+    assert run(over_http("2025-06-18")) == "closed=False"  # no priming events: nothing cut
+    assert run(in_process()) == "closed=False"
+
+
 # -- progress, logging, cancellation --------------------------------------------------------------------
 
 

@@ -82,6 +82,7 @@ class App:
         description: str | None = None,
         annotations: Mapping[str, Any] | None = None,
         meta: Mapping[str, Any] | None = None,
+        input_schema: Mapping[str, Any] | None = None,
     ) -> Callable[[F], F]: ...
 
     def tool(
@@ -93,12 +94,16 @@ class App:
         description: str | None = None,
         annotations: Mapping[str, Any] | None = None,
         meta: Mapping[str, Any] | None = None,
+        input_schema: Mapping[str, Any] | None = None,
     ) -> Any:
         """Register a tool: its name is the function's (or ``name``), its description the
         docstring, its input schema the parameters' type hints, its output schema the return
         annotation when that is structured (a Struct, a TypedDict, a dataclass, a dict; any other
         type but ``str`` travels as ``{"result": value}``). ``annotations`` are the tool's
-        behaviour hints (``readOnlyHint``, ...)."""
+        behaviour hints (``readOnlyHint``, ...). ``input_schema``, a JSON Schema object, is
+        listed instead of the one of the type hints (for keywords msgspec does not write:
+        ``if``/``then``, ``$anchor``, ...); the arguments are still converted to the
+        parameters, which must accept what it allows."""
 
         def register(f: F) -> F:
             tool = Tool(
@@ -108,6 +113,7 @@ class App:
                 description=description,
                 annotations=annotations,
                 meta=meta,
+                input_schema=input_schema,
             )
             self._server.tools[tool.name] = tool
             self._changed("tools_changed")
@@ -232,6 +238,12 @@ class App:
     def resource_updated(self, uri: str) -> int:
         """Tell the clients subscribed to ``uri`` that it changed; the number reached."""
         return self._server.subscriptions.notify("resource_updated", {"uri": uri}, uri=uri)
+
+    @property
+    def listening(self) -> int:
+        """How many subscription streams (``subscriptions/listen``) are open now, over every
+        transport."""
+        return self._server.subscriptions.listening
 
     # -- serving ----------------------------------------------------------------------------------
 

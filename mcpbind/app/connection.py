@@ -63,6 +63,9 @@ class _Exchange(msgspec.Struct):
     async def request(self, method: str, params: Any = None) -> Any:
         return await self.conn.request(method, params)
 
+    def close_stream(self) -> bool:
+        return False  # a message channel has no response stream to end early
+
 
 class Connection:
     """The server side of one connection: feed it each message with ``receive``; what it sends

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 import msgspec
 
 from ..capabilities import missing_capabilities, supports
-from ..errors import METHOD_NOT_FOUND, ProtocolError
+from ..errors import INVALID_PARAMS, METHOD_NOT_FOUND, ProtocolError
 from .revision import Rev
 
 if TYPE_CHECKING:
@@ -52,16 +52,18 @@ class Exchange(Protocol):
 
     async def request(self, method: str, params: Any = None) -> Any: ...
 
+    def close_stream(self) -> bool: ...
+
 
 class InputNeeded(BaseException):
-    """Raised by an ask that has no answer yet, in a revision with multi-round-trip results: the
-    handler's run ends and the client is asked. A BaseException, so that a handler's ``except
-    Exception`` does not swallow it (as with cancellation)."""
+    """Raised by asks that have no answer yet, in a revision with multi-round-trip results: the
+    handler's run ends and the client is asked (``requests``: ask key -> input request). A
+    BaseException, so that a handler's ``except Exception`` does not swallow it (as with
+    cancellation)."""
 
-    def __init__(self, key: str, request: dict[str, Any]) -> None:
-        super().__init__(key)
-        self.key = key
-        self.request = request
+    def __init__(self, requests: dict[str, dict[str, Any]]) -> None:
+        super().__init__(", ".join(requests))
+        self.requests = requests
 
 
 class Context:
@@ -70,9 +72,11 @@ class Context:
     ``revision`` is the revision the request came in; ``request_id`` its id; ``client`` the
     client's capabilities as plain JSON (``{}`` when it declared none); ``lifespan`` what the
     App's lifespan yielded. ``progress`` and ``log`` send notifications about this request;
-    ``sample``, ``elicit`` and ``roots`` ask the client; ``cancelled`` says whether the client
-    cancelled the request. A synchronous handler (run in a worker thread) may call all of them;
-    it waits for an ask with ``wait(ctx.elicit(...))``.
+    ``sample``, ``elicit`` and ``roots`` ask the client (``gather`` several at once);
+    ``require`` refuses a client without a capability; ``close_stream`` ends the HTTP response
+    early (the client polls for the rest); ``cancelled`` says whether the client cancelled the
+    request. A synchronous handler (run in a worker thread) may call all of them; it waits for an
+    ask with ``wait(ctx.elicit(...))``.
     """
 
     def __init__(
@@ -170,36 +174,78 @@ class Context:
         with contextlib.suppress(ProtocolError):
             self._exchange.notify(method, params)
 
+    # -- the response stream ----------------------------------------------------------------------
+
+    def close_stream(self) -> bool:
+        """End the HTTP response carrying this request now, without ending the request: the
+        client reconnects after the server's retry delay and receives what was sent meanwhile,
+        the result included (SSE polling, in revisions with priming events and a stateful
+        session; see docs/http.md). False, and nothing done, on other transports and
+        revisions."""
+        if threading.get_ident() == self._thread:
+            return self._exchange.close_stream()
+
+        async def close() -> bool:
+            return self._exchange.close_stream()
+
+        return asyncio.run_coroutine_threadsafe(close(), self._loop).result()
+
     # -- asking the client ------------------------------------------------------------------------
 
     async def sample(
-        self, messages: Any, *, max_tokens: int, system_prompt: str | None = None, **params: Any
+        self,
+        messages: Any,
+        *,
+        max_tokens: int,
+        system_prompt: str | None = None,
+        key: str | None = None,
+        **params: Any,
     ) -> Any:
         """Ask the client's model: ``messages`` is a string (one user message) or a list of
         sampling messages (plain JSON or generated); further ``params`` are wire keys of the
         request (``temperature``, ``modelPreferences``, ...). Returns the generated
-        ``CreateMessageResult`` of the request's revision."""
+        ``CreateMessageResult`` of the request's revision. ``key`` names the ask in an
+        input-required result (see ``gather``)."""
         if isinstance(messages, str):
             messages = [{"role": "user", "content": {"type": "text", "text": messages}}]
         data = {"messages": msgspec.to_builtins(messages), "maxTokens": max_tokens, **params}
         if system_prompt is not None:
             data["systemPrompt"] = system_prompt
-        return await self._ask("sample", data)
+        return await self._ask("sample", data, key)
 
-    async def elicit(self, message: str, schema: Any) -> Any:
+    async def elicit(self, message: str, schema: Any, *, key: str | None = None) -> Any:
         """Ask the user, through the client, to fill a form: ``schema`` is a JSON Schema object
         of flat properties, or a type whose msgspec schema is one (a Struct, a TypedDict).
         Returns the generated ``ElicitResult`` of the request's revision (``action``, and the
-        ``content`` when accepted)."""
+        ``content`` when accepted). ``key`` names the ask in an input-required result."""
         if not isinstance(schema, dict):
             from .signature import schema_of
 
             schema = schema_of(schema, "elicitation")
-        return await self._ask("elicit", {"message": message, "requestedSchema": schema})
+        return await self._ask("elicit", {"message": message, "requestedSchema": schema}, key)
 
-    async def roots(self) -> Any:
-        """The client's roots: the generated ``ListRootsResult`` of the request's revision."""
-        return await self._ask("list_roots", {})
+    async def roots(self, *, key: str | None = None) -> Any:
+        """The client's roots: the generated ``ListRootsResult`` of the request's revision.
+        ``key`` names the ask in an input-required result."""
+        return await self._ask("list_roots", {}, key)
+
+    async def gather(self, *asks: Awaitable[Any]) -> list[Any]:
+        """The answers of several asks (``ctx.elicit(...)``, ``ctx.sample(...)``,
+        ``ctx.roots()``), in order. In revisions with multi-round-trip results, every ask not
+        answered yet goes into one input-required result, so the client answers them all in
+        one round; in older revisions the requests are sent at once and awaited together."""
+        if self._rev.trip is None:
+            return list(await asyncio.gather(*asks))
+        answers: list[Any] = []
+        needed: dict[str, dict[str, Any]] = {}
+        for ask in asks:
+            try:
+                answers.append(await ask)
+            except InputNeeded as need:
+                needed.update(need.requests)
+        if needed:
+            raise InputNeeded(needed)
+        return answers
 
     def wait(self, ask: Awaitable[T]) -> T:
         """The result of ``ask`` (``ctx.elicit(...)``, ...) for a synchronous handler: it runs on
@@ -212,23 +258,39 @@ class Context:
 
         return asyncio.run_coroutine_threadsafe(run(), self._loop).result()
 
-    async def _ask(self, role: str, params: dict[str, Any]) -> Any:
+    async def _ask(self, role: str, params: dict[str, Any], key: str | None) -> Any:
         rev = self._rev
         trip = rev.trip
         if trip is not None and role in trip.requests:
-            key = f"{role}-{self._asked}"
+            if key is None:
+                key = f"{role}-{self._asked}"
             self._asked += 1
             answer = self._answers.get(key)
             if answer is not None:
                 return answer
             self._require(trip.capabilities.get(role))
-            raise InputNeeded(key, {"method": trip.requests[role], "params": params})
+            raise InputNeeded({key: {"method": trip.requests[role], "params": params}})
         method = rev.features.get(role)
         if method is None:
             raise ProtocolError(
                 METHOD_NOT_FOUND, f"MCP {rev.revision} has no way to ask the client for {role!r}"
             )
         return await self._exchange.request(method, params)
+
+    def require(self, capability: str) -> None:
+        """Refuse the request unless the client declared ``capability`` (a dotted path into
+        its capabilities: ``"sampling"``, ``"elicitation.form"``, ...): in revisions that
+        carry the client's capabilities on each request, the missing-capability error (with
+        ``requiredCapabilities``); in older ones, -32602 naming the capability."""
+        if supports(dict(self.client), capability):
+            return
+        meta = self._rev.meta
+        if meta is None:
+            raise ProtocolError(
+                INVALID_PARAMS,
+                f"Invalid params: this request needs the client capability {capability!r}",
+            )
+        self._require(capability)
 
     def _require(self, path: str | None) -> None:
         """The missing-capability error when the client did not declare ``path``."""

@@ -403,14 +403,15 @@ class Server:
             )
         data = {
             r.kind_key: r.input_required,
-            trip.input_requests: {need.key: need.request},
+            trip.input_requests: need.requests,
             trip.request_state: self._state.sign(binding, answers),
         }
         try:
             return convert(data, trip.result)
         except msgspec.ValidationError as exc:
             raise ProtocolError(
-                INTERNAL_ERROR, f"Internal error: the {need.key} input request is invalid: {exc}"
+                INTERNAL_ERROR,
+                f"Internal error: the input requests {', '.join(need.requests)} are invalid: {exc}",
             ) from None
 
 

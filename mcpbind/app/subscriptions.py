@@ -50,6 +50,11 @@ class Subscriptions:
         self._listeners: dict[int, _Listener] = {}
         self._closing: asyncio.Event | None = None  # set when serving stops (one per run)
 
+    @property
+    def listening(self) -> int:
+        """The subscription streams open now."""
+        return len(self._listeners)
+
     async def subscribe(self, exchange: Exchange, r: Rev) -> Any:
         """The connection of ``exchange`` hears of updates of the resource its request names."""
         uris = self._subscribed.setdefault(exchange.session, set())
@@ -100,7 +105,9 @@ class Subscriptions:
             self.open()
         assert self._closing is not None
         try:
-            await asyncio.wait_for(self._closing.wait(), self.limits.listen_seconds)
+            # awaited in this task (not wait_for's own): a cancelled stream is gone at once
+            async with asyncio.timeout(self.limits.listen_seconds):
+                await self._closing.wait()
         except TimeoutError:
             pass
         finally:

@@ -35,6 +35,7 @@ class Tool:
         description: str | None = None,
         annotations: Mapping[str, Any] | None = None,
         meta: Mapping[str, Any] | None = None,
+        input_schema: Mapping[str, Any] | None = None,
     ) -> None:
         self.name = name or func.__name__
         what = f"tool {self.name!r}"
@@ -46,7 +47,9 @@ class Tool:
             "name": self.name,
             "title": title,
             "description": description or describe(func),
-            "inputSchema": self.handler.parameters.schema,
+            "inputSchema": (
+                self.handler.parameters.schema if input_schema is None else dict(input_schema)
+            ),
             "outputSchema": self.output.schema,
             "annotations": annotations,
             "_meta": meta,
