@@ -213,7 +213,7 @@ def tasks_facts(p: ExtensionPin) -> TasksFacts:
         complete_result=m.literal("CompleteResultTypeSchema"),
         eligible=m.literal("TaskEligibleMethodV2Schema"),
         statuses=statuses,
-        task_fields=m.keys("TaskBaseShape"),
+        task_fields=m.keys("TaskBaseShape") + m.keys("TaskV2Schema"),
         input_responses=responses.group(1),
         **variant,
     )

@@ -59,6 +59,7 @@ TASKS: dict[str, TasksFacts] = {
             "lastUpdatedAt",
             "ttlMs",
             "pollIntervalMs",
+            "status",
         ),
         input_responses="inputResponses",
     ),

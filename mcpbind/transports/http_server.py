@@ -42,7 +42,7 @@ import secrets
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import msgspec
 from starlette.applications import Starlette
@@ -70,9 +70,12 @@ from ..events import (
     ResultReceived,
 )
 from ..session import ServerSession
-from .header_check import param_mismatch, standard_mismatch
+from .header_check import METHOD_HEADER, NAME_HEADER, param_mismatch, standard_mismatch
 from .http_client import _designations as designations
 from .store import Entry, Store, store_from
+
+if TYPE_CHECKING:
+    from ..tasks import Tasks
 
 __all__ = ["Call", "Handler", "StreamableHTTPServer"]
 
@@ -434,8 +437,14 @@ class StreamableHTTPServer:
         resume_timeout: float = RESUME_TIMEOUT,
         session_class: Callable[..., ServerSession] = ServerSession,
         on_close: Callable[[str], None] | None = None,
+        tasks: Tasks | None = None,
     ) -> None:
         self.handler = handler
+        # The tasks extension's layer (mcpbind.tasks): it answers the stateless requests it owns
+        # before any session reads them, and the capabilities advertise the extension.
+        self.tasks = tasks
+        if tasks is not None:
+            capabilities = tasks.advertise(capabilities)
         self.store = store_from(store)
         self._owns_store = not isinstance(store, Store)  # closed with the app
         self._shared = self.store.shared
@@ -610,6 +619,12 @@ class StreamableHTTPServer:
             mismatch = self._header_mismatch(request, body)
             if mismatch is not None:
                 return mismatch
+            if self.tasks is not None and self.tasks.owns(
+                request.headers.get(METHOD_HEADER), request.headers.get(NAME_HEADER)
+            ):
+                answered = self._tasks_answer(body)
+                if answered is not None:
+                    return answered
             live = _Live(self.session_class(**self._config), stateful=False)
         session = live.session
         try:
@@ -724,6 +739,7 @@ class StreamableHTTPServer:
             # answered method-not-found by the session, whatever its headers say.
             revision = self._by_version.get(version) if isinstance(version, str) else None
             known = revision is not None and peek.method in bindings(revision).FACTS.wires
+            known = known or (self.tasks is not None and peek.method in self.tasks.methods)
             wrong = standard_mismatch(request.headers, peek.method, peek.params, named=known)
             if wrong is None:
                 wrong = self._param_mismatch(request, version, peek)
@@ -739,6 +755,34 @@ class StreamableHTTPServer:
             {"jsonrpc": "2.0", "id": rid, "error": {"code": HEADER_MISMATCH, "message": message}},
             status_code=400,
         )
+
+    def _tasks_answer(self, body: bytes) -> Response | None:
+        """The tasks layer's answer to a stateless request it owns, or None for the session to
+        read it (not a request of the revision the extension extends, or a tool call the
+        layer leaves to the handler)."""
+        assert self.tasks is not None
+        try:
+            message = msgspec.json.decode(body)
+        except (msgspec.DecodeError, RecursionError):
+            return None
+        if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
+            return None
+        rid, method, params = message.get("id"), message.get("method"), message.get("params")
+        if type(rid) not in (str, int) or not isinstance(params, dict):
+            return None
+        if not isinstance(method, str) or not self.tasks.speaks(params):
+            return None
+        try:
+            result = self.tasks.answer(method, params)
+        except ProtocolError as error:
+            failure: dict[str, Any] = {"code": error.code, "message": error.message}
+            if error.data is not None:
+                failure["data"] = error.data
+            status = _STATUS.get(error.code, 500 if error.code == INTERNAL_ERROR else 400)
+            return JSONResponse({"jsonrpc": "2.0", "id": rid, "error": failure}, status_code=status)
+        if result is None:
+            return None
+        return JSONResponse({"jsonrpc": "2.0", "id": rid, "result": result})
 
     def _param_mismatch(self, request: Request, version: Any, peek: _Peek) -> str | None:
         """What is wrong with the ``Mcp-Param-*`` headers of a tool call, by the designations of

@@ -1,0 +1,339 @@
+"""The tasks extension (SEP-2663) on a server: tools whose call may become a task the client polls.
+
+``Tasks`` keeps the tasks of one server process and answers the extension's methods; give it to
+``StreamableHTTPServer(tasks=...)`` (or ``App.asgi(tasks=...)``), which hands it the requests it
+owns. Every method name, key and status comes from the generated facts of the pinned extension
+(``mcpbind._extensions.TASKS``) and of the revision it extends; the results a task ends with are
+checked against that revision's generated result class. docs/tasks.md describes the behaviour
+and every bound.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import secrets
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import msgspec
+
+from . import bindings
+from ._extensions import TASKS, TasksFacts
+from .errors import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    MISSING_REQUIRED_CLIENT_CAPABILITY,
+    ProtocolError,
+)
+from .session._common import checked
+
+__all__ = ["MAX_INPUT_REQUESTS", "MAX_TASKS", "POLL_INTERVAL_MS", "TTL_MS", "TaskContext", "Tasks"]
+
+MAX_TASKS = 1000
+TTL_MS = 300_000
+POLL_INTERVAL_MS = 500
+MAX_INPUT_REQUESTS = 16
+
+# The task fields this layer writes; checked against the pinned extension's (TasksFacts).
+_TASK_FIELDS = ("taskId", "status", "createdAt", "lastUpdatedAt", "ttlMs", "pollIntervalMs")
+
+Work = Callable[["TaskContext", dict[str, Any]], Awaitable[Any]]
+When = Callable[[dict[str, Any]], bool]
+
+
+@dataclass(eq=False)
+class _Task:
+    """One task and what it ended with (a result, or an error object)."""
+
+    id: str
+    created: str
+    updated: str
+    expires: float  # monotonic seconds
+    status: str
+    runner: asyncio.Task[None] | None = None
+    result: Any = None
+    error: dict[str, Any] | None = None
+    pending: dict[str, Any] = field(default_factory=dict)  # input requests not yet answered
+    answers: dict[str, Any] = field(default_factory=dict)
+    answered: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+@dataclass(frozen=True)
+class _Tool:
+    work: Work
+    required: bool
+    when: When | None
+
+
+class TaskContext:
+    """What a task's work can do besides returning its result: ask the client for input."""
+
+    def __init__(self, tasks: Tasks, task: _Task) -> None:
+        self._tasks = tasks
+        self._task = task
+
+    @property
+    def task_id(self) -> str:
+        return self._task.id
+
+    async def ask(self, requests: Mapping[str, Any]) -> dict[str, Any]:
+        """Put the task in input_required with ``requests`` (key -> an input request such as
+        ``{"method": "elicitation/create", "params": {...}}``) and wait until the client has
+        answered every one through the update method; the answers, by key. More than
+        ``max_input_requests`` at once is a -32603 error."""
+        return await self._tasks._ask(self._task, dict(requests))
+
+
+class Tasks:
+    """The tasks of one server process, for the revision the pinned extension extends.
+
+    Bounds (docs/tasks.md): ``max_tasks`` (1000) tasks kept at once, a task created past it is
+    refused with -32603; each task is kept ``ttl_ms`` (5 min) after its creation, then forgotten
+    (a running one is cancelled first), and its ``ttlMs`` says so; a task asks at most
+    ``max_input_requests`` (16) input requests at once. ``poll_interval_ms`` (500) is the
+    interval suggested to clients.
+    """
+
+    def __init__(
+        self,
+        *,
+        max_tasks: int = MAX_TASKS,
+        ttl_ms: int = TTL_MS,
+        poll_interval_ms: int = POLL_INTERVAL_MS,
+        max_input_requests: int = MAX_INPUT_REQUESTS,
+        revision: str | None = None,
+    ) -> None:
+        if revision is None:
+            if len(TASKS) != 1:
+                raise ValueError(f"name the revision: the extension extends {sorted(TASKS)}")
+            revision = next(iter(TASKS))
+        self.facts: TasksFacts = TASKS[revision]
+        self.revision = revision
+        meta = bindings(revision).FACTS.request_meta
+        assert meta is not None  # the extension rides on the per-request envelope
+        self._meta = meta
+        self._result_class = bindings(revision).FACTS.wires[self.facts.eligible].result
+        self.max_tasks = max_tasks
+        self.ttl_ms = ttl_ms
+        self.poll_interval_ms = poll_interval_ms
+        self.max_input_requests = max_input_requests
+        self._tools: dict[str, _Tool] = {}
+        self._tasks: dict[str, _Task] = {}  # oldest first
+        f = self.facts
+        self.methods = frozenset((f.get, f.update, f.cancel))
+        unknown = set(_TASK_FIELDS) - set(f.task_fields)
+        if unknown:  # the pinned extension renamed a field this layer writes
+            raise ValueError(f"{f.package} {f.version} has no task fields {sorted(unknown)}")
+
+    # -- configuration ------------------------------------------------------------------------
+
+    def tool(
+        self, name: str, work: Work, *, required: bool = False, when: When | None = None
+    ) -> None:
+        """Run calls of the tool ``name`` as tasks for clients that declare the extension.
+
+        ``work(context, params)`` gets the request's params (plain JSON) and returns the tool's
+        result (a result Struct or plain JSON); a ``ProtocolError`` it raises fails the task with
+        that error. ``required``: a client that did not declare the extension gets -32021
+        instead of a synchronous call. ``when(params)``, if given, decides per call whether
+        this call becomes a task (else the server's handler answers it as usual)."""
+        self._tools[name] = _Tool(work, required, when)
+
+    def advertise(self, capabilities: Any) -> Any:
+        """``capabilities`` (plain JSON, or None) with the extension under its extensions."""
+        caps = dict(msgspec.to_builtins(capabilities) or {})
+        caps["extensions"] = {**(caps.get("extensions") or {}), self.facts.extension: {}}
+        return caps
+
+    # -- serving ------------------------------------------------------------------------------
+
+    def owns(self, method: str | None, name: str | None) -> bool:
+        """Whether a request of ``method`` (naming ``name``, its Mcp-Name) may be this layer's:
+        one of the extension's methods, or a call of a tool registered here."""
+        return method in self.methods or (method == self.facts.eligible and name in self._tools)
+
+    def opted_in(self, params: Any) -> bool:
+        """Whether the request's ``_meta`` declares the extension among the client's capabilities."""
+        meta = params.get("_meta") if isinstance(params, dict) else None
+        caps = meta.get(self._meta.capabilities_key) if isinstance(meta, dict) else None
+        extensions = caps.get("extensions") if isinstance(caps, dict) else None
+        return isinstance(extensions, dict) and isinstance(
+            extensions.get(self.facts.extension), dict
+        )
+
+    def speaks(self, params: Any) -> bool:
+        """Whether the request's ``_meta`` names the revision the extension extends."""
+        meta = params.get("_meta") if isinstance(params, dict) else None
+        version = meta.get(self._meta.version_key) if isinstance(meta, dict) else None
+        return version in bindings(self.revision).FACTS.versions
+
+    def answer(self, method: str, params: dict[str, Any]) -> Any:
+        """The result of a request this layer owns (plain JSON), or None when a tool call is
+        to be answered by the server's handler after all. Raises ``ProtocolError``."""
+        self._expire()
+        f = self.facts
+        if method == f.eligible:
+            return self._call(params)
+        if not self.opted_in(params):
+            raise self._missing(method)
+        task_id = params.get("taskId")
+        if not isinstance(task_id, str):
+            raise ProtocolError(INVALID_PARAMS, f"Invalid params: {method!r} needs a string taskId")
+        task = self._tasks.get(task_id)
+        if task is None:
+            raise ProtocolError(INVALID_PARAMS, f"Invalid params: no task {task_id!r}")
+        if method == f.get:
+            return {**self._detailed(task), "resultType": f.complete_result}
+        if method == f.update:
+            self._update(task, params.get(f.input_responses))
+        elif task.status not in (f.completed, f.failed, f.cancelled):
+            self._settle(task, f.cancelled)
+            if task.runner is not None:
+                task.runner.cancel()
+        return {"resultType": f.complete_result}
+
+    def _missing(self, what: str) -> ProtocolError:
+        ext = self.facts.extension
+        return ProtocolError(
+            MISSING_REQUIRED_CLIENT_CAPABILITY,
+            f"Missing required client capability: {what!r} needs the {ext} extension declared "
+            f"in the request's _meta {self._meta.capabilities_key}",
+            {"requiredCapabilities": {"extensions": {ext: {}}}},
+        )
+
+    def _call(self, params: dict[str, Any]) -> Any:
+        tool = self._tools[params.get("name")]  # type: ignore[index]
+        if not self.opted_in(params):
+            if tool.required:
+                raise self._missing(f"{self.facts.eligible} {params.get('name')}")
+            return None
+        if tool.when is not None and not tool.when(params):
+            return None
+        if len(self._tasks) >= self.max_tasks:
+            raise ProtocolError(
+                INTERNAL_ERROR, f"Too many tasks: this server keeps at most {self.max_tasks}"
+            )
+        now = _now()
+        task = _Task(
+            id=secrets.token_urlsafe(16),
+            created=now,
+            updated=now,
+            expires=time.monotonic() + self.ttl_ms / 1000,
+            status=self.facts.working,
+        )
+        self._tasks[task.id] = task  # durable before the creation result is sent
+        task.runner = asyncio.get_running_loop().create_task(self._run(task, tool, params))
+        return {**self._base(task), "resultType": self.facts.task_result}
+
+    async def _run(self, task: _Task, tool: _Tool, params: dict[str, Any]) -> None:
+        f = self.facts
+        try:
+            result = await tool.work(TaskContext(self, task), params)
+            plain = msgspec.to_builtins(result)
+            if isinstance(plain, dict):
+                plain.setdefault("resultType", f.complete_result)
+            checked(plain, self._result_class, self.revision, "$.result")
+        except asyncio.CancelledError:
+            if task.status != f.cancelled:
+                self._settle(task, f.cancelled)
+            raise
+        except ProtocolError as error:
+            self._fail(task, error)
+        except Exception as error:  # the tool's own failure: the task fails, the server goes on
+            self._fail(task, ProtocolError(INTERNAL_ERROR, f"Internal error: {error}"))
+        else:
+            task.result = plain
+            self._settle(task, f.completed)
+
+    def _fail(self, task: _Task, error: ProtocolError) -> None:
+        task.error = {"code": error.code, "message": error.message}
+        if error.data is not None:
+            task.error["data"] = msgspec.to_builtins(error.data)
+        self._settle(task, self.facts.failed)
+
+    def _settle(self, task: _Task, status: str) -> None:
+        if task.status in (self.facts.completed, self.facts.failed, self.facts.cancelled):
+            return
+        task.status = status
+        task.updated = _now()
+        task.pending.clear()
+
+    async def _ask(self, task: _Task, requests: dict[str, Any]) -> dict[str, Any]:
+        if len(requests) > self.max_input_requests:
+            raise ProtocolError(
+                INTERNAL_ERROR,
+                f"Too many input requests: a task asks at most {self.max_input_requests} at once",
+            )
+        task.pending = {key: msgspec.to_builtins(r) for key, r in requests.items()}
+        task.answers = {}
+        task.status = self.facts.input_required
+        task.updated = _now()
+        while task.pending:
+            task.answered.clear()
+            await task.answered.wait()
+        task.status = self.facts.working
+        task.updated = _now()
+        return task.answers
+
+    def _update(self, task: _Task, responses: Any) -> None:
+        if not isinstance(responses, dict):
+            raise ProtocolError(
+                INVALID_PARAMS,
+                f"Invalid params: {self.facts.input_responses} must be an object of responses",
+            )
+        # Answers to requests the task is not waiting for are ignored (SEP-2663).
+        for key, response in responses.items():
+            if key in task.pending and isinstance(response, dict):
+                del task.pending[key]
+                task.answers[key] = response
+        task.answered.set()
+
+    def _base(self, task: _Task) -> dict[str, Any]:
+        base = {
+            "taskId": task.id,
+            "status": task.status,
+            "createdAt": task.created,
+            "lastUpdatedAt": task.updated,
+            "ttlMs": self.ttl_ms,
+            "pollIntervalMs": self.poll_interval_ms,
+        }
+        return base
+
+    def _detailed(self, task: _Task) -> dict[str, Any]:
+        f = self.facts
+        out = self._base(task)
+        if task.status == f.input_required:
+            out["inputRequests"] = dict(task.pending)
+        elif task.status == f.completed:
+            out["result"] = task.result
+        elif task.status == f.failed:
+            out["error"] = task.error
+        return out
+
+    def _expire(self) -> None:
+        now = time.monotonic()
+        while self._tasks:
+            oldest = next(iter(self._tasks.values()))
+            if oldest.expires > now:
+                return
+            del self._tasks[oldest.id]
+            if oldest.runner is not None and not oldest.runner.done():
+                oldest.runner.cancel()
+
+    async def aclose(self) -> None:
+        """Cancel every running task (the server is stopping)."""
+        runners = [t.runner for t in self._tasks.values() if t.runner is not None]
+        self._tasks.clear()
+        for runner in runners:
+            runner.cancel()
+        for runner in runners:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await runner
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
