@@ -1,0 +1,38 @@
+"""The tasks extension's facts: read by the generator from the pinned npm package (by sha256),
+never guessed: a tampered tarball or a missing declaration is an error naming it."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from pathlib import Path
+
+import pytest
+
+from codegen.extensions import _Module, read_extension_pins, tarball_path, tasks_facts
+from codegen.pin import PinError
+from mcpbind._extensions import TASKS
+
+
+def test_the_generated_facts_are_what_the_pinned_package_declares() -> None:
+    (pin,) = read_extension_pins()
+    facts = tasks_facts(pin)
+    assert facts.sha256 == pin.sha256
+    assert asdict(facts) == TASKS[pin.extends]._asdict()
+
+
+def test_a_tarball_that_is_not_the_pinned_one_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MCPBIND_SCHEMA_DIR", str(tmp_path))
+    (pin,) = read_extension_pins()
+    where = tarball_path(pin)
+    where.parent.mkdir(parents=True)
+    where.write_bytes(b"not the package")
+    with pytest.raises(PinError, match="sha256 mismatch for extension tasks"):
+        tasks_facts(pin)
+
+
+def test_a_declaration_the_module_lacks_is_named() -> None:
+    module = _Module('export const OTHER = "x";\n', "pkg 1.0 schemas.js")
+    with pytest.raises(PinError, match="no declaration of TASKS_EXTENSION_ID_V2"):
+        module.string("TASKS_EXTENSION_ID_V2")
