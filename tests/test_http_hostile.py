@@ -676,7 +676,7 @@ def test_two_listeners_with_the_same_request_id_both_hear_a_list_change() -> Non
             assert changed["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == 1
         for listener in listeners:
             await listener.leave()
-        assert not example.LISTENERS  # the listen handlers ended with their clients
+        assert example.mcp.listening == 0  # the listen handlers ended with their clients
 
     run(go())
 
