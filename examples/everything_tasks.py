@@ -1,8 +1,10 @@
-"""The task fixtures of the MCP conformance suite (the tasks extension, SEP-2663).
+"""The task fixtures of the MCP conformance suite (the tasks extension, SEP-2663), for an App.
 
-``tasks()`` builds the ``mcpbind.tasks.Tasks`` layer that runs the tools the suite's ``tasks-*``
-scenarios call as tasks; ``add_to(app)`` also registers those tools on an ``mcpbind.App`` (what
-they do when a call is no task) and returns the layer: ``app.asgi(tasks=add_to(app))``.
+``add_to(app)`` registers the tools the suite's ``tasks-*`` scenarios call on an
+``mcpbind.App`` and returns the ``mcpbind.tasks.Tasks`` layer that runs them as tasks for
+clients that declare the extension: ``app.asgi(tasks=add_to(app))``. Plain tools become tasks
+through ``mcpbind.app.tasks.app_tasks``; the ones that ask the client for input in a task are
+written against ``TaskContext`` and, for a call that is no task, against the App's ``Context``.
 """
 
 from __future__ import annotations
@@ -14,53 +16,44 @@ import msgspec
 
 from mcpbind import ProtocolError
 from mcpbind.app import App, Context
+from mcpbind.app.tasks import app_tasks
+from mcpbind.app.tools import ToolError
 from mcpbind.errors import INTERNAL_ERROR
 from mcpbind.tasks import TaskContext, Tasks
 
 MAX_SECONDS = 60.0  # slow_compute sleeps at most this long
-
-
-def _text(value: str) -> dict[str, Any]:
-    return {"type": "text", "text": value}
-
 
 NAME_SCHEMA = {
     "type": "object",
     "properties": {"name": {"type": "string"}},
     "required": ["name"],
 }
-ASK_NAME: dict[str, Any] = {
-    "method": "elicitation/create",
-    "params": {"message": "What is your name?", "requestedSchema": NAME_SCHEMA},
+CONFIRM_SCHEMA = {
+    "type": "object",
+    "properties": {"confirm": {"type": "boolean"}},
+    "required": ["confirm"],
 }
 
 
-def _confirm(message: str) -> dict[str, Any]:
+def elicit(message: str, schema: dict[str, Any]) -> dict[str, Any]:
+    """An input request of a task: an elicitation the client answers through tasks/update."""
     return {
         "method": "elicitation/create",
-        "params": {
-            "message": message,
-            "requestedSchema": {
-                "type": "object",
-                "properties": {"confirm": {"type": "boolean"}},
-                "required": ["confirm"],
-            },
-        },
+        "params": {"message": message, "requestedSchema": schema},
     }
 
 
-def _arguments(params: dict[str, Any]) -> dict[str, Any]:
-    args = params.get("arguments")
-    return args if isinstance(args, dict) else {}
+def text_result(value: str) -> dict[str, Any]:
+    return {"content": [{"type": "text", "text": value}]}
 
 
-def _seconds(params: dict[str, Any]) -> float:
-    value = _arguments(params).get("seconds", 0)
-    number = float(value) if isinstance(value, int | float) else 0.0
-    return min(max(number, 0.0), MAX_SECONDS)
+def deleted(filename: str, answer: Any) -> str:
+    accepted = msgspec.to_builtins(answer).get("action") == "accept"
+    return f"{'Deleted' if accepted else 'Kept'} {filename}"
 
 
-def _name_given(params: dict[str, Any]) -> str | None:
+def name_given(params: dict[str, Any]) -> str | None:
+    """The name the multi-round-trip round of ``test_tool_with_task`` brought, if any."""
     answers = params.get("inputResponses")
     answer = answers.get("user_name") if isinstance(answers, dict) else None
     content = answer.get("content") if isinstance(answer, dict) else None
@@ -68,62 +61,30 @@ def _name_given(params: dict[str, Any]) -> str | None:
     return name if isinstance(name, str) else None
 
 
-async def _slow_compute(context: TaskContext, params: dict[str, Any]) -> Any:
-    seconds = _seconds(params)
-    await asyncio.sleep(seconds)
-    label = _arguments(params).get("label", "")
-    return {"content": [_text(f"Computed {label!r} in {seconds:g} s")]}
+# -- work of the tasks that ask the client -------------------------------------------------------
 
 
-async def _failing_job(context: TaskContext, params: dict[str, Any]) -> Any:
-    await asyncio.sleep(1.0)
-    return {"content": [_text("The job failed")], "isError": True}
+async def confirm_delete_task(context: TaskContext, params: dict[str, Any]) -> Any:
+    filename = str((params.get("arguments") or {}).get("filename", ""))
+    answers = await context.ask({"confirm": elicit(f"Delete {filename}?", CONFIRM_SCHEMA)})
+    return text_result(deleted(filename, answers["confirm"]))
 
 
-async def _protocol_error_job(context: TaskContext, params: dict[str, Any]) -> Any:
-    raise ProtocolError(INTERNAL_ERROR, "Internal error: the job broke down")
+async def multi_input_task(context: TaskContext, params: dict[str, Any]) -> Any:
+    asks = {
+        "name": elicit("What is your name?", NAME_SCHEMA),
+        "confirm": elicit("Go ahead?", CONFIRM_SCHEMA),
+    }
+    answers = await context.ask(asks)
+    return text_result(f"Received {len(answers)} answers")
 
 
-async def _confirm_delete(context: TaskContext, params: dict[str, Any]) -> Any:
-    filename = str(_arguments(params).get("filename", ""))
-    answers = await context.ask({"confirm": _confirm(f"Delete {filename}?")})
-    action = answers["confirm"].get("action")
-    verb = "Deleted" if action == "accept" else "Kept"
-    return {"content": [_text(f"{verb} {filename}")]}
-
-
-async def _multi_input(context: TaskContext, params: dict[str, Any]) -> Any:
-    answers = await context.ask({"name": ASK_NAME, "confirm": _confirm("Go ahead?")})
-    return {"content": [_text(f"Received {len(answers)} answers")]}
-
-
-async def _with_task(context: TaskContext, params: dict[str, Any]) -> Any:
-    return {"content": [_text(f"Hello, {_name_given(params)}! (from a task)")]}
-
-
-def tasks() -> Tasks:
-    """The tasks layer with the suite's task fixtures, at its default bounds."""
-    layer = Tasks()
-    layer.tool("slow_compute", _slow_compute)
-    layer.tool("failing_job", _failing_job, required=True)
-    layer.tool("protocol_error_job", _protocol_error_job)
-    layer.tool("confirm_delete", _confirm_delete, required=True)
-    layer.tool("multi_input", _multi_input, required=True)
-    # The first round gathers the name by the multi-round-trip result; the round that brings
-    # it becomes the task.
-    layer.tool(
-        "test_tool_with_task",
-        _with_task,
-        required=True,
-        when=lambda params: _name_given(params) is not None,
-    )
-    return layer
+async def test_tool_with_task_task(context: TaskContext, params: dict[str, Any]) -> Any:
+    return text_result(f"Hello, {name_given(params)}! (from a task)")
 
 
 def add_to(app: App) -> Tasks:
-    """Register the fixtures' tools on ``app`` (what they do when the call is no task: a client
-    that did not declare the extension, the first round of ``test_tool_with_task``) and return
-    the tasks layer that runs them as tasks: ``app.asgi(tasks=add_to(app))``."""
+    """Register the fixtures on ``app`` and return the tasks layer that runs them as tasks."""
 
     @app.tool
     def greet(name: str = "stranger") -> str:
@@ -132,38 +93,53 @@ def add_to(app: App) -> Tasks:
 
     @app.tool
     async def slow_compute(seconds: float = 0, label: str = "") -> str:
-        """Sleeps `seconds` (at most 60); a task when the client declares the extension"""
+        """Sleeps `seconds` (at most 60); a task for a client that declares the extension"""
         seconds = min(max(seconds, 0.0), MAX_SECONDS)
         await asyncio.sleep(seconds)
         return f"Computed {label!r} in {seconds:g} s"
 
     @app.tool
-    def failing_job() -> str:
-        """A task whose tool fails (a task only: -32021 without the extension)"""
-        raise AssertionError("the tasks layer refuses this call without the extension")
+    async def failing_job() -> str:
+        """Fails as a tool after a second (a task only, at 2026-07-28)"""
+        await asyncio.sleep(1.0)
+        raise ToolError("The job failed")
 
     @app.tool
     def protocol_error_job() -> str:
-        """A task that fails with a protocol error"""
+        """Fails with a protocol error"""
         raise ProtocolError(INTERNAL_ERROR, "Internal error: the job broke down")
 
     @app.tool
-    def confirm_delete(filename: str = "") -> str:
-        """A task that asks the client to confirm (a task only)"""
-        raise AssertionError("the tasks layer refuses this call without the extension")
+    async def confirm_delete(ctx: Context, filename: str = "") -> str:
+        """Asks the client to confirm a deletion (a task only, at 2026-07-28)"""
+        return deleted(filename, await ctx.elicit(f"Delete {filename}?", CONFIRM_SCHEMA))
 
     @app.tool
-    def multi_input() -> str:
-        """A task that asks two questions at once (a task only)"""
-        raise AssertionError("the tasks layer refuses this call without the extension")
+    async def multi_input(ctx: Context) -> str:
+        """Asks two questions at once (a task only, at 2026-07-28)"""
+        answers = await ctx.gather(
+            ctx.elicit("What is your name?", NAME_SCHEMA, key="name"),
+            ctx.elicit("Go ahead?", CONFIRM_SCHEMA, key="confirm"),
+        )
+        return f"Received {len(answers)} answers"
 
     @app.tool
     async def test_tool_with_task(ctx: Context) -> str:
-        """Asks for a name in a round trip, then answers it in a task"""
-        # Reached for the first round only: the round that brings the name becomes the task.
+        """Asks for a name in a round trip, then answers in a task (a task only, at 2026-07-28)"""
+        # At 2026-07-28 only the first round gets here: the round that brings the name becomes
+        # the task (``when`` below).
         answer = msgspec.to_builtins(
-            await ctx.elicit(ASK_NAME["params"]["message"], NAME_SCHEMA, key="user_name")
+            await ctx.elicit("What is your name?", NAME_SCHEMA, key="user_name")
         )
         return f"Hello, {(answer.get('content') or {}).get('name', 'stranger')}!"
 
-    return tasks()
+    layer = app_tasks(app, "slow_compute", "protocol_error_job", required=("failing_job",))
+    layer.tool("confirm_delete", confirm_delete_task, required=True)
+    layer.tool("multi_input", multi_input_task, required=True)
+    layer.tool(
+        "test_tool_with_task",
+        test_tool_with_task_task,
+        required=True,
+        when=lambda params: name_given(params) is not None,
+    )
+    return layer
