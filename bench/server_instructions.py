@@ -2,11 +2,12 @@
 counted under valgrind where `python -m bench.server`'s requests per second move with the load.
 
     .venv/bin/python -m bench.server_instructions [--runs 200] [--warmup 100]
-        [--app everything|empty] [--http httptools|h11] [--keep DIR] [ERA ...]
+        [--app everything|bare|empty] [--http httptools|h11] [--keep DIR] [ERA ...]
 
 One server process runs under ``valgrind --tool=callgrind`` with instrumentation off: the app of
 examples/everything_server.py (``--app empty``: an ASGI app answering every request with a
-fixed 200, what uvicorn alone costs) served by ``mcpbind.transports.serving.uvicorn_config`` on
+fixed 200, what uvicorn alone costs; ``--app bare``: a ``StreamableHTTPServer`` whose handler
+is a coroutine returning the tool's text result, the transport and session without the App) served by ``mcpbind.transports.serving.uvicorn_config`` on
 a loopback port (uvicorn's ``--http`` protocol), wrapped in a counter of HTTP requests. This process (not counted) sends each
 era's tools/call of bench/server.py one after another on one keep-alive connection: ``--warmup``
 requests, then ``--runs`` counted ones. The counter switches counting on as the first counted
@@ -34,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from .instructions import SHIM
-from .server import ERAS, ROOT, _free_port, request
+from .server import ERAS, ROOT, TEXT, _free_port, request
 
 EMPTY_BODY = b'{"jsonrpc":"2.0","id":1,"result":{}}'
 
@@ -57,6 +58,22 @@ def _empty_app() -> Any:
     return app
 
 
+def _bare_app() -> Any:
+    from mcpbind.transports.http_server import Call, StreamableHTTPServer
+
+    result = {"content": [{"type": "text", "text": TEXT}]}
+
+    async def handler(call: Call) -> Any:
+        return result
+
+    return StreamableHTTPServer(
+        handler,
+        revisions=("2025-06-18", "2025-11-25", "2026-07-28"),
+        capabilities={"tools": {}},
+        info={"name": "bench", "version": "1"},
+    )
+
+
 def child(shim: str, port: int, app_name: str, http: str, plan: list[tuple[str, int, int]]) -> None:
     """The server, under callgrind: ``plan`` is (label, first counted request, runs) per era, the
     requests numbered from 1 as they reach the app."""
@@ -69,6 +86,8 @@ def child(shim: str, port: int, app_name: str, http: str, plan: list[tuple[str, 
     lib.bench_dump.argtypes = [ctypes.c_char_p]
     if app_name == "empty":
         inner = _empty_app()
+    elif app_name == "bare":
+        inner = _bare_app()
     else:
         import everything_server
 
@@ -207,7 +226,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("eras", nargs="*", metavar="ERA", default=list(ERAS))
     parser.add_argument("--runs", type=int, default=200)
     parser.add_argument("--warmup", type=int, default=100)
-    parser.add_argument("--app", choices=("everything", "empty"), default="everything")
+    parser.add_argument("--app", choices=("everything", "bare", "empty"), default="everything")
     parser.add_argument("--http", choices=("httptools", "h11"), default="httptools")
     parser.add_argument("--keep", type=Path, default=None, help="keep callgrind's files here")
     parsed = parser.parse_args(args)

@@ -1,6 +1,7 @@
 """A session's round trip against the bare codec's: what ``ClientSession`` adds per message.
 
     .venv/bin/python -m bench.sessions      (also a target row of `make bench`)
+    .venv/bin/python -m bench.sessions --instructions [RUNS]   (counted under valgrind)
 
 For ``tools/call`` in 2024-11-05, 2025-11-25 and 2026-07-28: the session builds the request
 (``request`` with the revision's generated params Struct, the fast path; ``data_to_send``) and
@@ -99,7 +100,34 @@ def targets(extra: dict[str, Any]) -> list[tuple[str, str, str, bool | None]]:
     ]
 
 
-if __name__ == "__main__":
+def instructions(runs: int) -> dict[str, dict[str, int]]:
+    """revision -> instructions of one round trip through each path (``session``, ``codec``),
+    counted by valgrind's callgrind (bench.instructions), which the machine's load does not
+    move."""
+    from .instructions import callgrind
+
+    out: dict[str, dict[str, int]] = {}
+    found = callgrind(lambda shim: ["-m", "bench.sessions", "--child", shim, str(runs)], runs)
+    for label, count in found.items():
+        revision, path = label.split()
+        out.setdefault(revision, {})[path] = count
+    return out
+
+
+if __name__ == "__main__" and "--child" in sys.argv:
+    from .instructions import count_each
+
+    jobs = []
+    for revision in REVISIONS:
+        session, bare = pair(revision)
+        jobs += [(f"{revision} session", session), (f"{revision} codec", bare)]
+    count_each(sys.argv[-2], int(sys.argv[-1]), jobs)
+elif __name__ == "__main__" and "--instructions" in sys.argv:
+    runs = int(sys.argv[-1]) if sys.argv[-1].isdigit() else 200
+    for revision, n in sorted(instructions(runs).items()):
+        ratio = n["session"] / n["codec"]
+        print(f"{revision}: session {n['session']:,} / codec {n['codec']:,} = {ratio:.2f}x")
+elif __name__ == "__main__":
     from .__main__ import Timer
 
     quick = "--quick" in sys.argv

@@ -174,6 +174,18 @@ def _error_code(data: bytes) -> int | None:
     return code if isinstance(code, int) else None
 
 
+class _Queue(asyncio.Queue[Any]):
+    """A stream's queue, which also wakes the one ``waiter`` set on it when a message arrives (a
+    response's first message is awaited without a task reading the queue)."""
+
+    waiter: asyncio.Future[None] | None = None
+
+    def _put(self, item: Any) -> None:
+        super()._put(item)  # asyncio.Queue's hook for subclasses
+        if self.waiter is not None and not self.waiter.done():
+            self.waiter.set_result(None)
+
+
 @dataclass
 class _Stream:
     """The messages bound for one POST's response (or the GET stream): a queue the response body
@@ -181,7 +193,7 @@ class _Stream:
     its readers read), closed once every request it carries has been answered, and given up when
     more than ``max_queued`` messages wait on it."""
 
-    queue: asyncio.Queue[bytes | None] = field(default_factory=asyncio.Queue)
+    queue: _Queue = field(default_factory=lambda: _Queue())
     pending: set[Any] = field(default_factory=set)
     asked: dict[Any, asyncio.Future[Any]] = field(default_factory=dict)  # requests sent on it
     # The handlers of the requests it answers.
@@ -1486,16 +1498,27 @@ _GONE = object()  # the client left before the first message of its response
 async def _first_or_gone(stream: _Stream, receive: Receive) -> bytes | None | object:
     """The first message of a POST's response, or ``_GONE`` when the client disconnects before it:
     a handler that sends nothing before its answer is watched for its client leaving too."""
-    get = asyncio.ensure_future(stream.queue.get())
-    gone = asyncio.ensure_future(_disconnected(receive))
-    try:
-        await asyncio.wait((get, gone), return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        get.cancel()
-        gone.cancel()
-    if get.done() and not get.cancelled():
-        return get.result()
-    return _GONE
+    queue = stream.queue
+    if queue.empty():
+        waiter = queue.waiter = asyncio.get_running_loop().create_future()
+        gone = asyncio.ensure_future(_disconnected(receive))
+        gone.add_done_callback(functools.partial(_wake, waiter))
+        try:
+            await waiter
+        finally:
+            queue.waiter = None
+            gone.cancel()
+        if queue.empty():
+            return _GONE
+    first: bytes | None | object = queue.get_nowait()
+    return first
+
+
+def _wake(waiter: asyncio.Future[None], gone: asyncio.Future[None]) -> None:
+    """The client left (or its receive failed, which is told no further): wake ``waiter``."""
+    _quiet(gone)
+    if not waiter.done():
+        waiter.set_result(None)
 
 
 async def _disconnected(receive: Receive) -> None:
