@@ -18,7 +18,9 @@ import argparse
 import asyncio
 import base64
 import functools
+import importlib.util
 import json
+from pathlib import Path
 from typing import Annotated, Any
 
 import msgspec
@@ -478,6 +480,17 @@ async def no_suggestions(value: str, arguments: dict[str, str]) -> list[str]:
     return []
 
 
+# -- tasks (the tasks extension of 2026-07-28) ----------------------------------------------------
+
+# The fixtures of the suite's tasks-* scenarios live beside this file (examples/ is no package).
+_spec = importlib.util.spec_from_file_location(
+    "everything_tasks", Path(__file__).with_name("everything_tasks.py")
+)
+assert _spec is not None and _spec.loader is not None
+everything_tasks = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(everything_tasks)
+TASKS = everything_tasks.add_to(mcp)  # one layer per process: its tasks live in this process
+
 # -- serving ---------------------------------------------------------------------------------------
 
 
@@ -491,6 +504,7 @@ def app(auth: ResourceServer | None = None, redis: str | None = None) -> Any:
         else MemoryStore(max_events=1000, event_max_age=300.0)
     )
     return mcp.asgi(
+        tasks=TASKS,
         max_body_size=4 * 1024 * 1024,
         body_timeout=30.0,
         max_sessions=1024,
