@@ -527,6 +527,23 @@ def test_gathered_asks_are_asked_together(revision: str) -> None:
         assert runs == [revision]
 
 
+def test_an_ask_key_used_twice_in_one_request_is_refused() -> None:
+    app = App("forgetful")
+
+    @app.tool
+    async def twice(ctx: Context) -> str:
+        await ctx.elicit("Your name?", Name, key="name")
+        await ctx.elicit("Your name again?", Name, key="name")
+        return "never"
+
+    async def main() -> Any:
+        async with client(app, ROUND_TRIP, **answers()) as c:
+            return await c.call_tool("twice")
+
+    result = run(main())
+    assert result.is_error and "ask key 'name' used twice in one request" in result.content[0].text
+
+
 def test_a_handler_can_require_a_client_capability() -> None:
     app = App("demanding")
 

@@ -97,6 +97,7 @@ class Context:
         self._thread = threading.get_ident()
         self._answers = answers
         self._asked = 0
+        self._keys: set[str] = set()  # the ask keys used by this run of the handler
         self._cancelled = False
         self._log_level = log_level
         self._logs = logs
@@ -264,6 +265,9 @@ class Context:
         if trip is not None and role in trip.requests:
             if key is None:
                 key = f"{role}-{self._asked}"
+            if key in self._keys:  # its answer would be taken for another question's
+                raise ValueError(f"ask key {key!r} used twice in one request")
+            self._keys.add(key)
             self._asked += 1
             answer = self._answers.get(key)
             if answer is not None:
