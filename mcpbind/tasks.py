@@ -31,9 +31,18 @@ from .errors import (
 )
 from .session._common import checked
 
-__all__ = ["MAX_INPUT_REQUESTS", "MAX_TASKS", "POLL_INTERVAL_MS", "TTL_MS", "TaskContext", "Tasks"]
+__all__ = [
+    "MAX_INPUT_REQUESTS",
+    "MAX_TASKS",
+    "MAX_TASKS_PER_OWNER",
+    "POLL_INTERVAL_MS",
+    "TTL_MS",
+    "TaskContext",
+    "Tasks",
+]
 
 MAX_TASKS = 1000
+MAX_TASKS_PER_OWNER = 100
 TTL_MS = 300_000
 POLL_INTERVAL_MS = 500
 MAX_INPUT_REQUESTS = 16
@@ -54,6 +63,7 @@ class _Task:
     updated: str
     expires: float  # monotonic seconds
     status: str
+    owner: str | None  # who created it (the token's subject or client); only they reach it
     runner: asyncio.Task[None] | None = None
     result: Any = None
     error: dict[str, Any] | None = None
@@ -91,8 +101,10 @@ class TaskContext:
 class Tasks:
     """The tasks of one server process, for the revision the pinned extension extends.
 
-    Bounds (docs/tasks.md): ``max_tasks`` (1000) tasks kept at once, a task created past it is
-    refused with -32603; each task is kept ``ttl_ms`` (5 min) after its creation, then forgotten
+    Bounds (docs/tasks.md): ``max_tasks`` (1000) tasks kept at once, and
+    ``max_tasks_per_owner`` (100) of one owner (the subject of the request's bearer token, or its
+    client; all unauthenticated requests are one owner), a task created past either is refused
+    with -32603; each task is kept ``ttl_ms`` (5 min) after its creation, then forgotten
     (a running one is cancelled first), and its ``ttlMs`` says so; a task asks at most
     ``max_input_requests`` (16) input requests at once. ``poll_interval_ms`` (500) is the
     interval suggested to clients.
@@ -102,6 +114,7 @@ class Tasks:
         self,
         *,
         max_tasks: int = MAX_TASKS,
+        max_tasks_per_owner: int = MAX_TASKS_PER_OWNER,
         ttl_ms: int = TTL_MS,
         poll_interval_ms: int = POLL_INTERVAL_MS,
         max_input_requests: int = MAX_INPUT_REQUESTS,
@@ -118,6 +131,11 @@ class Tasks:
         self._meta = meta
         self._result_class = bindings(revision).FACTS.wires[self.facts.eligible].result
         self.max_tasks = max_tasks
+        self.max_tasks_per_owner = max_tasks_per_owner
+        self._owned: dict[str | None, int] = {}  # tasks kept, by owner
+        kinds = bindings(revision).FACTS.result_kinds
+        assert kinds is not None  # the extension's results are told apart by it
+        self._kind = kinds.key  # the result discriminator's key (resultType)
         self.ttl_ms = ttl_ms
         self.poll_interval_ms = poll_interval_ms
         self.max_input_requests = max_input_requests
@@ -171,30 +189,31 @@ class Tasks:
         version = meta.get(self._meta.version_key) if isinstance(meta, dict) else None
         return version in bindings(self.revision).FACTS.versions
 
-    def answer(self, method: str, params: dict[str, Any]) -> Any:
+    def answer(self, method: str, params: dict[str, Any], owner: str | None = None) -> Any:
         """The result of a request this layer owns (plain JSON), or None when a tool call is
-        to be answered by the server's handler after all. Raises ``ProtocolError``."""
+        to be answered by the server's handler after all. ``owner`` names who sent it (see
+        the class); a task of another owner is unknown to it. Raises ``ProtocolError``."""
         self._expire()
         f = self.facts
         if method == f.eligible:
-            return self._call(params)
+            return self._call(params, owner)
         if not self.opted_in(params):
             raise self._missing(method)
         task_id = params.get("taskId")
         if not isinstance(task_id, str):
             raise ProtocolError(INVALID_PARAMS, f"Invalid params: {method!r} needs a string taskId")
         task = self._tasks.get(task_id)
-        if task is None:
+        if task is None or task.owner != owner:
             raise ProtocolError(INVALID_PARAMS, f"Invalid params: no task {task_id!r}")
         if method == f.get:
-            return {**self._detailed(task), "resultType": f.complete_result}
+            return {**self._detailed(task), self._kind: f.complete_result}
         if method == f.update:
             self._update(task, params.get(f.input_responses))
         elif task.status not in (f.completed, f.failed, f.cancelled):
             self._settle(task, f.cancelled)
             if task.runner is not None:
                 task.runner.cancel()
-        return {"resultType": f.complete_result}
+        return {self._kind: f.complete_result}
 
     def _missing(self, what: str) -> ProtocolError:
         ext = self.facts.extension
@@ -205,7 +224,7 @@ class Tasks:
             {"requiredCapabilities": {"extensions": {ext: {}}}},
         )
 
-    def _call(self, params: dict[str, Any]) -> Any:
+    def _call(self, params: dict[str, Any], owner: str | None) -> Any:
         tool = self._tools[params.get("name")]  # type: ignore[index]
         if not self.opted_in(params):
             if tool.required:
@@ -217,6 +236,12 @@ class Tasks:
             raise ProtocolError(
                 INTERNAL_ERROR, f"Too many tasks: this server keeps at most {self.max_tasks}"
             )
+        if self._owned.get(owner, 0) >= self.max_tasks_per_owner:
+            raise ProtocolError(
+                INTERNAL_ERROR,
+                f"Too many tasks: this server keeps at most {self.max_tasks_per_owner} of one "
+                f"client",
+            )
         now = _now()
         task = _Task(
             id=secrets.token_urlsafe(16),
@@ -224,10 +249,12 @@ class Tasks:
             updated=now,
             expires=time.monotonic() + self.ttl_ms / 1000,
             status=self.facts.working,
+            owner=owner,
         )
         self._tasks[task.id] = task  # durable before the creation result is sent
+        self._owned[owner] = self._owned.get(owner, 0) + 1
         task.runner = asyncio.get_running_loop().create_task(self._run(task, tool, params))
-        return {**self._base(task), "resultType": self.facts.task_result}
+        return {**self._base(task), self._kind: self.facts.task_result}
 
     async def _run(self, task: _Task, tool: _Tool, params: dict[str, Any]) -> None:
         f = self.facts
@@ -235,7 +262,7 @@ class Tasks:
             result = await tool.work(TaskContext(self, task), params)
             plain = msgspec.to_builtins(result)
             if isinstance(plain, dict):
-                plain.setdefault("resultType", f.complete_result)
+                plain.setdefault(self._kind, f.complete_result)
             checked(plain, self._result_class, self.revision, "$.result")
         except asyncio.CancelledError:
             if task.status != f.cancelled:
@@ -320,14 +347,23 @@ class Tasks:
             oldest = next(iter(self._tasks.values()))
             if oldest.expires > now:
                 return
-            del self._tasks[oldest.id]
+            self._forget(oldest)
             if oldest.runner is not None and not oldest.runner.done():
                 oldest.runner.cancel()
+
+    def _forget(self, task: _Task) -> None:
+        del self._tasks[task.id]
+        left = self._owned[task.owner] - 1
+        if left:
+            self._owned[task.owner] = left
+        else:
+            del self._owned[task.owner]
 
     async def aclose(self) -> None:
         """Cancel every running task (the server is stopping)."""
         runners = [t.runner for t in self._tasks.values() if t.runner is not None]
         self._tasks.clear()
+        self._owned.clear()
         for runner in runners:
             runner.cancel()
         for runner in runners:

@@ -301,3 +301,24 @@ def test_a_task_is_forgotten_after_its_ttl() -> None:
     created, (status, error) = scenario(test, ttl_ms=0)
     assert created["ttlMs"] == 0
     assert status == 400 and error["code"] == -32602
+
+
+def test_a_task_belongs_to_its_owner_and_each_owner_has_a_bound() -> None:
+    async def go() -> Any:
+        tasks = layer(max_tasks_per_owner=1)
+        call = {"name": "forever", "arguments": {}, "_meta": meta(OPTED_IN)}
+        try:
+            created = tasks.answer("tools/call", call, "alice")
+            get = {"taskId": created["taskId"], "_meta": meta(OPTED_IN)}
+            with pytest.raises(ProtocolError) as foreign:
+                tasks.answer("tasks/get", get, "bob")
+            with pytest.raises(ProtocolError) as more:
+                tasks.answer("tools/call", call, "alice")
+            return foreign.value, more.value, tasks.answer("tools/call", call, "bob")
+        finally:
+            await tasks.aclose()
+
+    foreign, more, other = run(go())
+    assert foreign.code == -32602  # another owner's task is unknown, not forbidden
+    assert more.code == INTERNAL_ERROR and "at most 1 of one client" in more.message
+    assert other["resultType"] == "task"
