@@ -20,6 +20,7 @@ import base64
 import functools
 import importlib.util
 import json
+import secrets
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -519,8 +520,13 @@ def app(auth: ResourceServer | None = None, redis: str | None = None) -> Any:
     )
 
 
-def build(url: str, auth_server: str | None, redis: str | None) -> Any:
-    """The application one worker process serves (``--workers`` builds one in each)."""
+def build(
+    url: str, auth_server: str | None, redis: str | None, state_key: bytes | None = None
+) -> Any:
+    """The application one worker process serves (``--workers`` builds one in each, all signing
+    request states with the same ``state_key``, so that a retry may reach any of them)."""
+    if state_key is not None:
+        mcp.sign_with(state_key)
     auth = ResourceServer(url, auth_server) if auth_server else None
     return app(auth, redis)
 
@@ -538,7 +544,8 @@ def main() -> None:
     if args.workers > 1 and not args.redis:
         parser.error("--workers above 1 needs --redis: the workers share sessions through it")
     url = f"http://{args.host}:{args.port}/mcp"
-    factory = functools.partial(build, url, args.auth_server, args.redis)
+    key = secrets.token_bytes(32)  # this run's, shared by its workers
+    factory = functools.partial(build, url, args.auth_server, args.redis, key)
     # The server's bounds, at their defaults too: connections, and deadlines for a request head
     # and for a client that stops reading.
     serve(

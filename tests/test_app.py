@@ -446,6 +446,36 @@ def test_a_request_state_the_server_did_not_issue_is_refused() -> None:
         assert error.code == -32602 and "requestState was not issued" in error.message
 
 
+def test_apps_sharing_a_state_key_take_each_others_request_states() -> None:
+    key = bytes(range(32))
+    first, second, stranger = asking_app([]), asking_app([]), asking_app([])
+    first.sign_with(key)
+    second.sign_with(key)
+
+    async def retried_on(other: App) -> ev.Event:
+        caps = {"elicitation": {}, "sampling": {}}
+        session, connection, out = raw_pair(first, ROUND_TRIP, caps)
+        session.connect()
+        await exchange(session, connection, out)
+        session.request("tools/call", {"name": "greet", "arguments": {"style": "warm"}})
+        (needed,) = await exchange(session, connection, out)
+        assert isinstance(needed, ev.InputRequired)
+        session.answer(needed, {"elicit-0": {"action": "accept", "content": {"name": "Ada"}}})
+        out.clear()
+        (answer,) = await exchange(session, other.connect(out.append), out)
+        return answer
+
+    # the second App asks the next question (sampling): it took the first App's state
+    moved = run(retried_on(second))
+    assert isinstance(moved, ev.InputRequired) and list(moved.input_requests) == ["sample-1"]
+    refused = run(retried_on(stranger))
+    assert isinstance(refused, ev.ErrorReceived) and refused.code == -32602
+    with pytest.raises(ValueError, match="at least 32 bytes"):
+        stranger.sign_with(b"short")
+    with pytest.raises(ValueError, match="at least 32 bytes"):
+        App("weak", state_key=b"short")
+
+
 def test_asking_for_a_capability_the_client_lacks_is_refused() -> None:
     runs: list[str] = []
 

@@ -32,9 +32,10 @@ class App:
     ``lifespan(app)``, an async context manager, runs while the App serves; what it yields is
     ``ctx.lifespan`` in handlers. ``cache_scope`` and ``ttl_ms`` are the cache hints of results
     that carry them (2026-07-28 and later: ``"private"`` and 0, never served from a cache, by
-    default). ``state_key`` signs the request state of multi-round-trip requests (random per
-    process by default: give every worker behind one load balancer the same key). ``limits``
-    bounds what clients can make the server hold (see ``Limits``).
+    default). ``state_key`` (32 bytes or more) signs the request state of multi-round-trip
+    requests (random per process by default: give every worker behind one load balancer the
+    same key, or ``sign_with`` it). ``limits`` bounds what clients can make the server hold (see
+    ``Limits``).
     """
 
     def __init__(
@@ -220,6 +221,13 @@ class App:
         self._server.changed()
         if self._running:
             self._server.subscriptions.notify(role)
+
+    def sign_with(self, key: bytes) -> None:
+        """Sign the request states of multi-round-trip requests with ``key`` from now on, as
+        ``App(state_key=key)`` does (for a key known only once the App is defined: a worker
+        process given its key by the process that started it). States signed before are
+        refused from then on. A key shorter than 32 bytes is refused (``ValueError``)."""
+        self._server.sign_with(key)
 
     # -- telling clients --------------------------------------------------------------------------
 

@@ -20,7 +20,9 @@ import msgspec
 from .._support import convert
 from ..errors import INVALID_PARAMS, ProtocolError
 
-__all__ = ["RequestState"]
+__all__ = ["KEY_BYTES", "RequestState"]
+
+KEY_BYTES = 32  # the shortest key taken, and the length of a random one
 
 
 def _b64(data: bytes) -> str:
@@ -36,7 +38,9 @@ class RequestState:
     default; give the same key to every worker behind one load balancer)."""
 
     def __init__(self, key: bytes | None = None) -> None:
-        self._key = key if key is not None else secrets.token_bytes(32)
+        if key is not None and len(key) < KEY_BYTES:  # HMAC-SHA256 wants a key as long as it
+            raise ValueError(f"a request state key needs at least {KEY_BYTES} bytes")
+        self._key = key if key is not None else secrets.token_bytes(KEY_BYTES)
 
     @staticmethod
     def binding(method: str, target: Any, arguments: Any) -> str:

@@ -99,6 +99,10 @@ class Server:
             caps["completions"] = {}
         return caps
 
+    def sign_with(self, key: bytes) -> None:
+        """Sign and check request states with ``key`` from now on."""
+        self._state = RequestState(key)
+
     def changed(self) -> None:
         """Something was registered: the cached list pages are stale."""
         self._pages.clear()

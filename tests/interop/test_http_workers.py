@@ -299,3 +299,38 @@ def test_workers_on_one_port_serve_one_session(example_redis: str) -> None:
     finally:
         server.stop()
     assert not [w for w in workers if Path(f"/proc/{w}").exists()]  # stopped with it
+
+
+def test_workers_on_one_port_take_each_others_request_states(example_redis: str) -> None:
+    """A 2026-07-28 input round answered on whichever worker the retry reaches: the workers of
+    one run sign request states with one key."""
+    server = Worker(example_redis, "--workers", "2")
+    name = "test_input_required_result_elicitation"
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
+    }
+    headers = {
+        **ACCEPT,
+        "mcp-protocol-version": "2026-07-28",
+        "mcp-method": "tools/call",
+        "mcp-name": name,
+        "connection": "close",  # a new connection, and so any worker, for each request
+    }
+
+    def post(params: dict[str, Any]) -> Any:
+        message = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}
+        response = httpx.post(server.url, json=message, headers=headers, timeout=20)
+        return response.json()["result"]
+
+    try:
+        for _ in range(8):
+            asked = post({"name": name, "arguments": {}, "_meta": meta})
+            assert asked["resultType"] == "input_required"
+            answers = {"user_name": {"action": "accept", "content": {"name": "Ada"}}}
+            retry = {"inputResponses": answers, "requestState": asked["requestState"]}
+            done = post({"name": name, "arguments": {}, "_meta": meta, **retry})
+            assert done["content"][0]["text"] == "Hello, Ada!"
+    finally:
+        server.stop()
