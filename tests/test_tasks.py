@@ -322,3 +322,11 @@ def test_a_task_belongs_to_its_owner_and_each_owner_has_a_bound() -> None:
     assert foreign.code == -32602  # another owner's task is unknown, not forbidden
     assert more.code == INTERNAL_ERROR and "at most 1 of one client" in more.message
     assert other["resultType"] == "task"
+
+
+def test_a_call_of_a_tool_the_layer_does_not_run_is_left_to_the_handler() -> None:
+    async def go() -> Any:
+        call = {"name": "unregistered", "arguments": {}, "_meta": meta(OPTED_IN)}
+        return layer().answer("tools/call", call)
+
+    assert run(go()) is None
