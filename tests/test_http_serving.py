@@ -182,3 +182,52 @@ def test_a_client_that_stops_reading_is_aborted_after_the_write_timeout(http: st
             sock.close()
 
     run(go())
+
+
+@pytest.mark.parametrize("pause", [0.0, 0.2])
+def test_a_body_in_parts_is_read_whole_by_the_mcp_server(pause: float) -> None:
+    # The body is read at once when it came with the head, and awaited (within body_timeout)
+    # when its parts come later: both give the same answer.
+    from mcpbind.transports.http_server import StreamableHTTPServer
+
+    async def handler(call: Any) -> Any:
+        raise AssertionError("no request reaches the handler")
+
+    mcp = StreamableHTTPServer(
+        handler, revisions=("2025-11-25",), info={"name": "t", "version": "1"}
+    )
+    body = (
+        b'{"jsonrpc":"2.0","id":3,"method":"initialize","params":{"protocolVersion":"2025-11-25",'
+        b'"capabilities":{},"clientInfo":{"name":"c","version":"1"}}}'
+    )
+    head = (
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        f"Accept: application/json, text/event-stream\r\nContent-Length: {len(body)}\r\n\r\n"
+    ).encode()
+
+    async def go() -> None:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = int(s.getsockname()[1])
+        web = uvicorn.Server(uvicorn_config(mcp, "127.0.0.1", port, log_level="error"))
+        task = asyncio.ensure_future(web.serve())
+        try:
+            while not web.started:
+                await asyncio.sleep(0.02)
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            if pause:
+                writer.write(head + body[:40])
+                await writer.drain()
+                await asyncio.sleep(pause)
+                writer.write(body[40:])
+            else:
+                writer.write(head + body)
+            got = await asyncio.wait_for(answer(reader), 10)
+            assert got.startswith(b"HTTP/1.1 200 ")
+            assert b'"id":3' in got and b'"protocolVersion":"2025-11-25"' in got
+            writer.close()
+        finally:
+            web.should_exit = True
+            await asyncio.wait_for(task, 10)
+
+    run(go())

@@ -40,16 +40,26 @@ import itertools
 import logging
 import secrets
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable, Iterator
+import types
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Coroutine,
+    Generator,
+    Iterable,
+    Iterator,
+)
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import msgspec
 from starlette.applications import Starlette
-from starlette.requests import ClientDisconnect, Request
+from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
-from starlette.types import Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 from .. import bindings
 from ..auth.resource import AuthInfo, ResourceServer
@@ -695,22 +705,26 @@ class StreamableHTTPServer:
                 return self._too_large()
         chunks: list[bytes] = []
         size = 0
+        receive = request.receive
+        deadline = asyncio.get_running_loop().time() + self.body_timeout
         try:
-            async with asyncio.timeout(self.body_timeout):
-                async with contextlib.aclosing(request.stream()) as stream:
-                    async for chunk in stream:
-                        size += len(chunk)
-                        if size > self.max_body_size:
-                            return self._too_large()
-                        chunks.append(chunk)
+            while True:
+                message = await _received(receive, deadline)
+                if message["type"] != "http.request":  # http.disconnect
+                    return _Gone()
+                chunk = message.get("body", b"")
+                size += len(chunk)
+                if size > self.max_body_size:
+                    return self._too_large()
+                chunks.append(chunk)
+                if not message.get("more_body", False):
+                    break
         except TimeoutError:
             return _plain_error(
                 408,
                 f"Request Timeout: the body did not arrive within {self.body_timeout:g} s",
                 headers={"connection": "close"},
             )
-        except ClientDisconnect:
-            return _Gone()
         return b"".join(chunks)
 
     def _too_large(self) -> Response:
@@ -1550,6 +1564,51 @@ def _wake(waiter: asyncio.Future[None], gone: asyncio.Future[None]) -> None:
         waiter.set_result(None)
 
 
+async def _received(receive: Receive, deadline: float) -> Message:
+    """The next ASGI message of ``receive``: at once when it is ready (the common case: the body
+    came with the request head), without setting a timer; else by ``deadline`` (the loop's time;
+    TimeoutError past it)."""
+    pending = receive()
+    waiting: Awaitable[Message] = pending
+    if isinstance(pending, types.CoroutineType):
+        try:
+            step = pending.send(None)
+        except StopIteration as done:
+            message: Message = done.value
+            return message
+        waiting = _Resumed(pending, step)
+    async with asyncio.timeout_at(deadline):
+        return await waiting
+
+
+class _Resumed(Awaitable[Any]):
+    """A coroutine run up to its first suspension (``step``, what it yielded), awaited on from
+    there in the same task: the task waits on ``step``, then everything goes to the coroutine."""
+
+    def __init__(self, coroutine: Coroutine[Any, Any, Any], step: Any) -> None:
+        self._coroutine = coroutine
+        self._step = step
+
+    def __await__(self) -> Generator[Any, Any, Any]:
+        coroutine, step = self._coroutine, self._step
+        while True:
+            try:
+                sent = yield step
+            except GeneratorExit:
+                coroutine.close()
+                raise
+            except BaseException as error:  # thrown in by the task (a cancellation): passed on
+                try:
+                    step = coroutine.throw(error)
+                except StopIteration as done:
+                    return done.value
+            else:
+                try:
+                    step = coroutine.send(sent)
+                except StopIteration as done:
+                    return done.value
+
+
 async def _disconnected(receive: Receive) -> None:
     """Return once the client of a request whose body was read disconnects."""
     while (await receive())["type"] != "http.disconnect":
@@ -1616,6 +1675,7 @@ def _media_types(header: str) -> set[str]:
     return {part.split(";", 1)[0].strip().lower() for part in header.split(",")}
 
 
+@functools.lru_cache(maxsize=64)  # a client sends the same Host on every request
 def _authority_host(authority: str) -> str | None:
     """The host of ``host[:port]`` (a Host header, or an origin's authority) in lower case, IPv6
     literals in their brackets; None when it is anything else, such as text after the ``]`` of
@@ -1637,6 +1697,7 @@ def _authority_host(authority: str) -> str | None:
     return name.lower()
 
 
+@functools.lru_cache(maxsize=64)
 def _origin_host(origin: str) -> str | None:
     """The host of an ``Origin`` header (``scheme://host[:port]``, nothing more); None for
     ``null`` or anything that is not such an origin."""
