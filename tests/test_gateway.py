@@ -823,3 +823,49 @@ def test_a_server_of_the_older_http_transport_is_reached_over_http_sse() -> None
         assert told == "2024-11-05 was told from the client"
         assert [method for method, _ in asked] == ["sampling/createMessage"]
         assert invalid == []
+
+
+def test_the_pool_keeps_its_connection_to_the_server_alive_and_sends_no_broken_header() -> None:
+    """The gateway's POSTs to an HTTP server (``Pool``) go over one kept-alive connection, one
+    exchange after the other; a header holding a line break is refused before anything is
+    sent."""
+    from mcpbind.bridge.pool import HttpError, Pool
+    from mcpbind.transports.http_server import StreamableHTTPServer
+
+    async def main() -> tuple[list[Any], list[int], str]:
+        import uvicorn
+
+        upstream = StreamableHTTPServer(
+            upstream_handler, revisions=("2025-11-25",), capabilities={"tools": {}}, info=INFO
+        )
+        port = free_port()
+        web = uvicorn.Server(
+            uvicorn.Config(upstream, host="127.0.0.1", port=port, log_level="warning")
+        )
+        serving = asyncio.ensure_future(web.serve())
+        while not web.started:
+            await asyncio.sleep(0.02)
+        pool = Pool(f"http://127.0.0.1:{port}/mcp")
+        headers = dict(ACCEPT)
+        used: list[Any] = []
+        statuses: list[int] = []
+        try:
+            for n in range(3):
+                body = json.dumps({"jsonrpc": "2.0", "id": n, "method": "ping"}).encode()
+                async with pool.post(headers, body) as answer:
+                    statuses.append(answer.status)
+                    await answer.read()
+                    used.append(answer._connection)
+            with pytest.raises(HttpError) as refused:
+                async with pool.post({**headers, "x-evil": "a\r\nx-injected: 1"}, b"{}"):
+                    pass
+        finally:
+            pool.close()
+            web.should_exit = True
+            await serving
+        return used, statuses, str(refused.value)
+
+    used, statuses, refused = run(main())
+    assert len(statuses) == 3 and all(status < 500 for status in statuses), statuses
+    assert used[0] is used[1] is used[2]  # one connection, kept alive between the exchanges
+    assert "'x-evil' holds a line break" in refused

@@ -15,7 +15,6 @@ import contextlib
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-import h11
 import httpx
 import msgspec
 
@@ -36,7 +35,7 @@ from ..session import ClientSession
 from ..transports.http_client import SESSION_HEADER, StreamableHTTPClient, _owed
 from ..transports.sse_client import SSEClient, connect_http
 from ..transports.stdio import MAX_LINE, Envelope, LineReader, Overlong
-from .pool import Answer, Pool, event_stream
+from .pool import Answer, HttpError, Pool, event_stream
 
 __all__ = ["GRACE", "HttpUpstream", "SseUpstream", "StdioUpstream", "Upstream", "upstream_kind"]
 
@@ -233,7 +232,7 @@ class HttpUpstream(StreamableHTTPClient):
             await self._post(message)
         except asyncio.CancelledError:
             raise
-        except (httpx.HTTPError, ProtocolError, OSError, h11.ProtocolError) as error:
+        except (httpx.HTTPError, ProtocolError, OSError, HttpError) as error:
             self._unanswered(message, f"{_reason(error, self.url)} (sending {_what(message)})")
         except Exception as error:  # noqa: BLE001 - a fault of ours: the request still hears
             self._unanswered(message, f"internal error ({error!r})")
