@@ -2,6 +2,7 @@
 the same server direct, and the gateway's memory per idle session.
 
     .venv/bin/python -m bench.gateway [--duration 10] [--connections 16] [--sessions 10000]
+                                      [--rows direct,gateway,translated,workers,memory]
 
 The server is examples/everything_server.py (one process, on a loopback port). The load is
 bench/server.py's: autocannon (npm, pinned in bench/package-lock.json, `make bench-setup`), one
@@ -219,11 +220,18 @@ def memory(upstream: str, sessions: int) -> dict[str, Any]:
     }
 
 
+ROWS = ("direct", "gateway", "translated", "workers", "memory")
+
+
 def measure(
-    duration: float = 10, connections: int = 16, warmup: float = 2, sessions: int = 10_000
+    duration: float = 10,
+    connections: int = 16,
+    warmup: float = 2,
+    sessions: int = 10_000,
+    rows: tuple[str, ...] = ROWS,
 ) -> dict[str, Any]:
-    """{direct, gateway, workers: {rps, p99, requests, failed}, memory: {...}}; {} without
-    autocannon."""
+    """{direct, gateway, translated, workers: {rps, p99, requests, failed}, memory: {...}}, of
+    those in ``rows`` (the server direct is always measured); {} without autocannon."""
     if not whole.AUTOCANNON.exists():
         print("bench/gateway.py: no autocannon (make bench-setup); skipped", file=sys.stderr)
         return {}
@@ -232,25 +240,27 @@ def measure(
         out["direct"] = _load(upstream, duration, connections, warmup)
         print(f"  gateway: the server direct: {out['direct']}", file=sys.stderr)
         same = ("--server-revision", ERA)
-        with gateway(upstream, *same) as (url, _):
-            out["gateway"] = _load(url, duration, connections, warmup)
-        print(f"  gateway: one gateway: {out['gateway']}", file=sys.stderr)
-        with gateway(upstream, "--server-revision", "2026-07-28") as (url, _):
-            out["translated"] = _load(url, duration, connections, warmup)
-        print(
-            f"  gateway: one gateway, 2026-07-28 server side: {out['translated']}", file=sys.stderr
-        )
-        with (
-            redis() as store,
-            gateway(upstream, "--redis", store, "--workers", "2", *same) as (
-                url,
-                _,
-            ),
-        ):
-            out["workers"] = _load(url, duration, connections, warmup)
-        print(f"  gateway: two workers, Redis: {out['workers']}", file=sys.stderr)
-        out["memory"] = memory(upstream, sessions)
-        print(f"  gateway: memory: {out['memory']}", file=sys.stderr)
+        if "gateway" in rows:
+            with gateway(upstream, *same) as (url, _):
+                out["gateway"] = _load(url, duration, connections, warmup)
+            print(f"  gateway: one gateway: {out['gateway']}", file=sys.stderr)
+        if "translated" in rows:
+            with gateway(upstream, "--server-revision", "2026-07-28") as (url, _):
+                out["translated"] = _load(url, duration, connections, warmup)
+            print(
+                f"  gateway: one gateway, 2026-07-28 server side: {out['translated']}",
+                file=sys.stderr,
+            )
+        if "workers" in rows:
+            with (
+                redis() as store,
+                gateway(upstream, "--redis", store, "--workers", "2", *same) as (url, _),
+            ):
+                out["workers"] = _load(url, duration, connections, warmup)
+            print(f"  gateway: two workers, Redis: {out['workers']}", file=sys.stderr)
+        if "memory" in rows:
+            out["memory"] = memory(upstream, sessions)
+            print(f"  gateway: memory: {out['memory']}", file=sys.stderr)
     return out
 
 
@@ -271,6 +281,8 @@ def targets(extra: dict[str, Any]) -> list[tuple[str, str, str, bool | None]]:
         ("translated", "one gateway, 2026-07-28 to the server"),
         ("workers", "two gateway workers + Redis"),
     ):
+        if key not in found:
+            continue
         ratio = found[key]["rps"] / direct["rps"]
         target = key != "translated"
         rows.append(
@@ -283,7 +295,9 @@ def targets(extra: dict[str, Any]) -> list[tuple[str, str, str, bool | None]]:
                 (ratio >= RATIO and not found[key]["failed"]) if target else None,
             )
         )
-    memory = found["memory"]
+    memory = found.get("memory")
+    if memory is None:
+        return rows
     rows.append(
         (
             f"gateway memory per idle session <= {PER_SESSION // 1024} KiB "
@@ -302,8 +316,15 @@ def main() -> None:
     parser.add_argument("--connections", type=int, default=16)
     parser.add_argument("--warmup", type=float, default=2)
     parser.add_argument("--sessions", type=int, default=10_000)
+    parser.add_argument(
+        "--rows", default=",".join(ROWS), help="which rows to measure, comma-separated"
+    )
     args = parser.parse_args()
-    found = measure(args.duration, args.connections, args.warmup, args.sessions)
+    rows = tuple(args.rows.split(","))
+    unknown = set(rows) - set(ROWS)
+    if unknown:
+        parser.error(f"--rows: unknown {', '.join(sorted(unknown))}; known: {', '.join(ROWS)}")
+    found = measure(args.duration, args.connections, args.warmup, args.sessions, rows)
     for row in targets({"gateway": found}):
         print(*row, sep="\n  ")
 
