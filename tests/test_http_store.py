@@ -487,3 +487,37 @@ def test_the_typed_client_resumes_a_polled_stream_on_either_store(make_store: Ma
             await app.store.close()
 
     run(go())
+
+
+def test_a_workers_copy_of_a_session_asks_redis_about_it_at_most_once_a_recheck(
+    redis_url: str,
+) -> None:
+    """Requests on a session this worker holds a ready copy of do not each ask Redis whether the
+    session still lasts (one script call each, before): within SESSION_RECHECK, once."""
+    import redis.asyncio as aioredis
+
+    from mcpbind.transports.http_server import SESSION_RECHECK
+
+    async def calls(db: Any) -> int:
+        stats = await db.info("commandstats")
+        return int(stats.get("cmdstat_evalsha", {}).get("calls", 0))
+
+    async def go() -> tuple[int, list[Any]]:
+        store = RedisStore(redis_url, prefix=f"t{secrets.token_hex(4)}:")
+        app = server(store)
+        db = aioredis.Redis.from_url(redis_url)
+        peer = Peer()
+        await peer.open(app)
+        before = await calls(db)
+        answers = [
+            await peer.post(app, {"jsonrpc": "2.0", "id": n, "method": "ping"}) for n in range(10)
+        ]
+        asked = await calls(db) - before
+        await app.aclose()
+        await store.close()
+        await db.aclose()
+        return asked, answers
+
+    asked, answers = run(go())
+    assert [a["result"] for a in answers] == [{}] * 10
+    assert SESSION_RECHECK > 0 and asked <= 2, asked
