@@ -11,7 +11,8 @@ it has at least one successful check and no failed one (the rule of the suite's 
 and a client scenario also needs the suite's own exit status of 0 (the suite already excuses a
 client's error exit where the scenario expects the client to refuse). Scenarios a requirement
 set runs without scoring (pending, added after release) are reported and marked as such; the
-client extension scenarios are scored in a group of their own ("extension").
+client extension scenarios are scored in a group of their own ("extension"). A scenario for which
+the suite ran no check at all (every check SKIPPED) is shown as "no check" and counts as no pass.
 
 The exit status is 1 when any scored scenario fails, 0 otherwise.
 """
@@ -59,6 +60,7 @@ class Row:
     passed: int = 0
     failed: int = 0
     warnings: int = 0
+    skipped: int = 0  # checks the suite reported as SKIPPED (it ran nothing for them)
     exit_ok: bool = True
     failures: list[str] = field(default_factory=list)
     found: bool = True
@@ -67,6 +69,12 @@ class Row:
     def ok(self) -> bool:
         """Whether the suite's checks count this run as a pass."""
         return self.found and self.exit_ok and self.failed == 0 and self.passed > 0
+
+    @property
+    def unchecked(self) -> bool:
+        """Whether the suite ran no check at all for this scenario (every check SKIPPED): it
+        neither passes nor fails, and counts as no pass."""
+        return self.found and self.passed == self.failed == 0 and self.skipped > 0
 
 
 def requirements(revision: str) -> dict[str, object]:
@@ -132,6 +140,9 @@ def read_checks(files: list[Path], row: Row) -> None:
             row.failures.append(f"{check.get('id')}: {message}")
         elif status == "WARNING":
             row.warnings += 1
+        elif status == "SKIPPED":
+            row.skipped += 1
+            row.failures.append(f"{check.get('id')}: {check.get('errorMessage') or ''}")
 
 
 def suite_env() -> dict[str, str]:
@@ -260,7 +271,8 @@ def table(rows: list[Row]) -> str:
             first = first[:117] + "..."
         lines.append(
             f"| {row.scenario} | {row.revision} | {row.leg} | {row.scored} | "
-            f"{'pass' if row.ok else 'FAIL'} | {row.passed}/{row.failed}/{row.warnings} | {first} |"
+            f"{'pass' if row.ok else 'no check' if row.unchecked else 'FAIL'} | "
+            f"{row.passed}/{row.failed}/{row.warnings} | {first} |"
         )
     lines.append("")
     for revision in sorted({r.revision for r in rows}, key=lambda r: (r == EXTENSION, r)):
@@ -270,9 +282,11 @@ def table(rows: list[Row]) -> str:
             bonus = [r for r in mine if r.scored != "yes"]
             if not mine:
                 continue
+            unchecked = sum(r.unchecked for r in bonus)
             lines.append(
                 f"{revision} {leg}: {sum(r.ok for r in scored)}/{len(scored)} scored scenarios pass"
                 + (f"; not scored: {sum(r.ok for r in bonus)}/{len(bonus)} pass" if bonus else "")
+                + (f" ({unchecked} ran no check: the suite skipped it)" if unchecked else "")
             )
     return "\n".join(lines)
 
