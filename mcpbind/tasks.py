@@ -129,7 +129,9 @@ class Tasks:
         meta = bindings(revision).FACTS.request_meta
         assert meta is not None  # the extension rides on the per-request envelope
         self._meta = meta
-        self._result_class = bindings(revision).FACTS.wires[self.facts.eligible].result
+        wire = bindings(revision).FACTS.wires[self.facts.eligible]
+        self._result_class = wire.result
+        self._request_class = wire.wire  # the whole request message of a call
         self.max_tasks = max_tasks
         self.max_tasks_per_owner = max_tasks_per_owner
         self._owned: dict[str | None, int] = {}  # tasks kept, by owner
@@ -197,6 +199,9 @@ class Tasks:
         f = self.facts
         if method == f.eligible:
             return self._call(params, owner)
+        # The envelope is checked as the session checks it (a malformed one is -32602 naming
+        # the path), before the gate.
+        checked(params.get("_meta"), self._meta.type, self.revision, "$.params._meta")
         if not self.opted_in(params):
             raise self._missing(method)
         task_id = params.get("taskId")
@@ -228,6 +233,8 @@ class Tasks:
         tool = self._tools.get(params.get("name"))  # type: ignore[arg-type]
         if tool is None:  # the headers named a task tool, the body another: the handler's
             return None
+        message = {"jsonrpc": "2.0", "id": 0, "method": self.facts.eligible, "params": params}
+        checked(message, self._request_class, self.revision, "$")  # as the session would
         if not self.opted_in(params):
             if tool.required:
                 raise self._missing(f"{self.facts.eligible} {params.get('name')}")

@@ -330,3 +330,35 @@ def test_a_call_of_a_tool_the_layer_does_not_run_is_left_to_the_handler() -> Non
         return layer().answer("tools/call", call)
 
     assert run(go()) is None
+
+
+def test_a_malformed_call_or_envelope_is_refused_before_any_task() -> None:
+    async def test(peer: Peer) -> Any:
+        bad_call = await peer.error("tools/call", {"name": "quick", "arguments": "not an object"})
+        no_caps = await peer.client.post(
+            URL,
+            content=json.dumps(
+                {
+                    "jsonrpc": "2.0",
+                    "id": 9,
+                    "method": "tasks/get",
+                    "params": {
+                        "taskId": "t",
+                        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"},
+                    },
+                }
+            ),
+            headers={
+                **ACCEPT,
+                "mcp-protocol-version": "2026-07-28",
+                "mcp-method": "tasks/get",
+                "mcp-name": "t",
+            },
+        )
+        return bad_call, no_caps
+
+    (status, error), no_caps = scenario(test)
+    assert status == 400 and error["code"] == -32602
+    assert "$.params.arguments" in error["message"]
+    assert no_caps.status_code == 400 and no_caps.json()["error"]["code"] == -32602
+    assert "clientCapabilities" in no_caps.json()["error"]["message"]
