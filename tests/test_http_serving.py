@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import socket
 from collections.abc import AsyncIterator
 from typing import Any
@@ -229,5 +230,99 @@ def test_a_body_in_parts_is_read_whole_by_the_mcp_server(pause: float) -> None:
         finally:
             web.should_exit = True
             await asyncio.wait_for(task, 10)
+
+    run(go())
+
+
+@pytest.mark.parametrize("kind", ["coroutine on an event", "future", "coroutine polling"])
+def test_a_client_leaving_during_a_handler_cancels_it_whatever_its_receive(kind: str) -> None:
+    # The disconnect is watched by stepping receive's coroutine by hand when it waits on a
+    # future, and by a task otherwise (a receive that is not a coroutine, or polls).
+    from mcpbind.transports.http_server import StreamableHTTPServer
+
+    started = asyncio.Event()
+    cancelled: list[Any] = []
+
+    async def handler(call: Any) -> Any:
+        started.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            cancelled.append(call.id)
+            raise
+
+    mcp = StreamableHTTPServer(
+        handler,
+        revisions=("2026-07-28",),
+        capabilities={"tools": {}},
+        info={"name": "t", "version": "1"},
+    )
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "c", "version": "1"},
+    }
+    body = (
+        b'{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"echo","arguments":{},'
+        b'"_meta":' + json.dumps(meta).encode() + b"}}"
+    )
+    headers = [
+        (b"host", b"127.0.0.1"),
+        (b"content-type", b"application/json"),
+        (b"accept", b"application/json, text/event-stream"),
+        (b"mcp-protocol-version", b"2026-07-28"),
+        (b"mcp-method", b"tools/call"),
+        (b"mcp-name", b"echo"),
+    ]
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "path": "/mcp",
+        "root_path": "",
+        "query_string": b"",
+        "headers": headers,
+        "http_version": "1.1",
+        "scheme": "http",
+        "server": ("127.0.0.1", 80),
+        "client": ("127.0.0.1", 5),
+    }
+
+    async def go() -> None:
+        left = asyncio.Event()
+        messages = [{"type": "http.request", "body": body, "more_body": False}]
+        sent: list[Any] = []
+
+        async def on_event() -> Any:
+            if messages:
+                return messages.pop()
+            await left.wait()
+            return {"type": "http.disconnect"}
+
+        def as_future() -> Any:
+            future = asyncio.ensure_future(on_event())
+            return future
+
+        async def polling() -> Any:
+            if messages:
+                return messages.pop()
+            while not left.is_set():
+                await asyncio.sleep(0)
+            return {"type": "http.disconnect"}
+
+        receive = {"coroutine on an event": on_event, "future": as_future}.get(kind, polling)
+
+        async def send(message: Any) -> None:
+            sent.append(message)
+
+        call = asyncio.ensure_future(mcp(scope, receive, send))
+        await asyncio.wait_for(started.wait(), 10)
+        left.set()
+        await asyncio.wait_for(call, 10)
+        for _ in range(100):
+            if cancelled:
+                break
+            await asyncio.sleep(0.01)
+        assert cancelled == [9]
+        assert not sent  # nobody to answer
 
     run(go())

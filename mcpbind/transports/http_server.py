@@ -553,7 +553,9 @@ class StreamableHTTPServer:
 
     async def aclose(self) -> None:
         """Stop listening to other workers, and close the store when the server made it from a
-        URL (run at the end of the ASGI lifespan)."""
+        URL (run at the end of the ASGI lifespan); cancel the running tasks of its tasks layer."""
+        if self.tasks is not None:
+            await self.tasks.aclose()
         if self._owns_store:
             await self.store.close()
         self._started = None
@@ -1543,18 +1545,73 @@ async def _first_or_gone(stream: _Stream, receive: Receive) -> bytes | None | ob
     a handler that sends nothing before its answer is watched for its client leaving too."""
     queue = stream.queue
     if queue.empty():
-        waiter = queue.waiter = asyncio.get_running_loop().create_future()
-        gone = asyncio.ensure_future(_disconnected(receive))
-        gone.add_done_callback(functools.partial(_wake, waiter))
+        loop = asyncio.get_running_loop()
+        departure = _Departure(receive)
         try:
-            await waiter
+            while queue.empty():
+                waiter = queue.waiter = loop.create_future()
+                if not departure.watch(waiter):
+                    return _GONE
+                await waiter  # a message came, or the client may have left
         finally:
             queue.waiter = None
-            gone.cancel()
-        if queue.empty():
-            return _GONE
+            departure.close()
     first: bytes | None | object = queue.get_nowait()
     return first
+
+
+class _Departure:
+    """Watches ``receive`` for the client's disconnect without a task of its own (a task a
+    request less): the receive coroutine is stepped here each time what it waits on is done. A
+    receive that is not a coroutine, or waits on anything but a future, is left to a task."""
+
+    def __init__(self, receive: Receive) -> None:
+        self.receive = receive
+        self.pending: Coroutine[Any, Any, Message] | None = None  # the receive being stepped
+        self.task: asyncio.Task[None] | None = None
+
+    def watch(self, waiter: asyncio.Future[None]) -> bool:
+        """Arrange for ``waiter`` to be woken once the client may have left; False when it has
+        (or its receive failed)."""
+        wake = functools.partial(_wake, waiter)
+        if self.task is not None:
+            if self.task.done():
+                return False
+            self.task.add_done_callback(wake)
+            return True
+        while True:
+            if self.pending is None:
+                pending = self.receive()
+                if not isinstance(pending, types.CoroutineType):
+                    return self._to_task(pending, wake)
+                self.pending = pending
+            try:
+                step = self.pending.send(None)
+            except StopIteration as done:
+                self.pending = None
+                if done.value["type"] == "http.disconnect":
+                    return False
+                continue  # another message than a disconnect: read past it
+            except Exception:
+                self.pending = None
+                return False
+            if isinstance(step, asyncio.Future):
+                step.add_done_callback(wake)
+                return True
+            resumed, self.pending = _Resumed(self.pending, step), None
+            return self._to_task(resumed, wake)
+
+    def _to_task(self, first: Awaitable[Message], wake: Callable[[Any], None]) -> bool:
+        self.task = asyncio.ensure_future(_disconnected(self.receive, first))
+        self.task.add_done_callback(wake)
+        return True
+
+    def close(self) -> None:
+        if self.pending is not None:
+            self.pending.close()
+            self.pending = None
+        if self.task is not None:
+            self.task.cancel()
 
 
 def _wake(waiter: asyncio.Future[None], gone: asyncio.Future[None]) -> None:
@@ -1609,8 +1666,11 @@ class _Resumed(Awaitable[Any]):
                     return done.value
 
 
-async def _disconnected(receive: Receive) -> None:
-    """Return once the client of a request whose body was read disconnects."""
+async def _disconnected(receive: Receive, first: Awaitable[Message] | None = None) -> None:
+    """Return once the client of a request whose body was read disconnects (``first``: a
+    receive already under way, awaited first)."""
+    if first is not None and (await first)["type"] == "http.disconnect":
+        return
     while (await receive())["type"] != "http.disconnect":
         pass
 
