@@ -362,3 +362,19 @@ def test_a_malformed_call_or_envelope_is_refused_before_any_task() -> None:
     assert "$.params.arguments" in error["message"]
     assert no_caps.status_code == 400 and no_caps.json()["error"]["code"] == -32602
     assert "clientCapabilities" in no_caps.json()["error"]["message"]
+
+
+def test_closing_the_server_cancels_its_running_tasks() -> None:
+    async def go() -> Any:
+        tasks = layer()
+        srv = server(tasks)
+        async with http(srv) as client:
+            peer = Peer(client, OPTED_IN)
+            created = await peer.result("tools/call", {"name": "forever", "arguments": {}})
+            runner = tasks._tasks[created["taskId"]].runner
+            await srv.aclose()
+            return runner, await peer.error("tasks/get", {"taskId": created["taskId"]})
+
+    runner, (status, error) = run(go())
+    assert runner is not None and runner.cancelled()
+    assert error["code"] == -32602
