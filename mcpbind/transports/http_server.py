@@ -1321,15 +1321,8 @@ class StreamableHTTPServer:
         if code is not None and not live.stateful:
             status = _STATUS.get(code, 500 if code == INTERNAL_ERROR else 400)
         if len(direct) == 1:
-            return Response(
-                direct[0], status_code=status, media_type="application/json", headers=headers
-            )
-        return Response(
-            b"[" + b",".join(direct) + b"]",
-            status_code=status,
-            media_type="application/json",
-            headers=headers,
-        )
+            return _JSONAnswer(direct[0], status, headers)
+        return _JSONAnswer(b"[" + b",".join(direct) + b"]", status, headers)
 
     async def _respond(
         self, request: Request, live: _Live, stream: _Stream, headers: dict[str, str]
@@ -1350,9 +1343,7 @@ class StreamableHTTPServer:
             code = _error_code(first)
             if code is not None and not stateful:
                 status = _STATUS.get(code, 500 if code == INTERNAL_ERROR else 400)
-            return Response(
-                first, status_code=status, media_type="application/json", headers=headers
-            )
+            return _JSONAnswer(first, status, headers)
         if live.sid is None:  # no session to resume it in
             assert isinstance(first, bytes)  # only a session's stream is closed for polling
             return _EventStream(
@@ -1673,6 +1664,23 @@ async def _disconnected(receive: Receive, first: Awaitable[Message] | None = Non
         return
     while (await receive())["type"] != "http.disconnect":
         pass
+
+
+class _JSONAnswer(Response):
+    """A JSON body already encoded, its head made directly (``Response`` works the same two
+    headers out of its arguments on every answer): ``headers`` first, then content-length and
+    content-type, as ``Response`` orders them."""
+
+    media_type = "application/json"
+
+    def __init__(self, body: bytes, status_code: int, headers: dict[str, str]) -> None:
+        self.status_code = status_code
+        self.body = body
+        self.background = None
+        raw = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in headers.items()]
+        raw.append((b"content-length", b"%d" % len(body)))
+        raw.append((b"content-type", b"application/json"))
+        self.raw_headers = raw
 
 
 class _Gone(Response):
