@@ -805,6 +805,15 @@ class Gateway:
                 )
                 await response(scope, receive, send)
                 return
+        if (
+            scope["type"] == "http"
+            and scope["method"] == "POST"
+            and scope["path"] == self.http.path
+        ):
+            # The hot path: the Streamable HTTP server takes its POSTs without Starlette's
+            # routing (the routes below would find the same endpoint).
+            await self.http(scope, receive, send)
+            return
         await self.app(scope, receive, send)
 
     @contextlib.asynccontextmanager
