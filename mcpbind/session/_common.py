@@ -5,6 +5,7 @@ responses, cancellation and progress. Every fact about a revision comes from its
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -13,6 +14,7 @@ from typing import Any, Union
 import msgspec
 from msgspec import UNSET
 
+from .._revisions import REVISIONS
 from .._support import Facts, MethodSpec, OpenObject, convert, ready
 from ..codec import Codec, ErrorObject, ErrorResponse, Request, Response
 from ..errors import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, ProtocolError
@@ -198,6 +200,20 @@ def _remember(store: dict[Any, Any], key: Any, value: Any) -> None:
     store[key] = value
 
 
+@functools.lru_cache(maxsize=64)  # a stateless HTTP server builds a session per request
+def _newest_first(offered: tuple[str, ...]) -> tuple[str, ...]:
+    """The revisions offered, known ones only (ValueError otherwise), newest first: the order a
+    client prefers them in."""
+    unknown = [r for r in offered if r not in REVISIONS]
+    if unknown or not offered:
+        raise ValueError(
+            f"unknown MCP revision(s) {unknown}; known revisions: {', '.join(REVISIONS)}"
+            if unknown
+            else "a session needs at least one revision"
+        )
+    return tuple(sorted(set(offered), key=REVISIONS.index, reverse=True))
+
+
 class Session:
     """The part of a client or server session that does not depend on the handshake."""
 
@@ -205,20 +221,11 @@ class Session:
     peer = ""
 
     def __init__(self, revisions: Any, capabilities: Any, info: Any) -> None:
-        from .. import REVISIONS
-
-        offered = [revisions] if isinstance(revisions, str) else list(revisions)
-        unknown = [r for r in offered if r not in REVISIONS]
-        if unknown or not offered:
-            raise ValueError(
-                f"unknown MCP revision(s) {unknown}; known revisions: {', '.join(REVISIONS)}"
-                if unknown
-                else "a session needs at least one revision"
-            )
-        # Newest first: the order a client prefers them in.
-        self.revisions: tuple[str, ...] = tuple(
-            sorted(set(offered), key=REVISIONS.index, reverse=True)
-        )
+        offered = (revisions,) if isinstance(revisions, str) else tuple(revisions)
+        try:
+            self.revisions: tuple[str, ...] = _newest_first(offered)
+        except TypeError:  # an unhashable revision: refused as unknown, uncached
+            self.revisions = _newest_first.__wrapped__(offered)
         self.capabilities = msgspec.to_builtins(capabilities) if capabilities is not None else {}
         self.info = msgspec.to_builtins(info) if info is not None else None
         self.state = "idle"
