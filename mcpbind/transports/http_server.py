@@ -50,6 +50,7 @@ from collections.abc import (
     Generator,
     Iterable,
     Iterator,
+    Mapping,
 )
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -541,7 +542,7 @@ class StreamableHTTPServer:
             # The hot path, straight to the endpoint: Starlette's routing and middleware would
             # find this same endpoint (and add nothing it uses) at about a sixth of a request's
             # instructions.
-            response = await self._endpoint(Request(scope, receive, send))
+            response = await self._endpoint(_Request(scope, receive, send))
             await response(scope, receive, send)
             return
         await self.app(scope, receive, send)
@@ -1664,6 +1665,44 @@ async def _disconnected(receive: Receive, first: Awaitable[Message] | None = Non
         return
     while (await receive())["type"] != "http.disconnect":
         pass
+
+
+class _Headers(Mapping[str, str]):
+    """A request's headers as Starlette's ``Headers`` answers them (any case, the first value of
+    a repeated name), from a dict of the raw ones built once: ``Headers`` scans the list on every
+    lookup, and a POST makes about ten (a missing name, raising inside, costs the most)."""
+
+    __slots__ = ("_raw",)
+
+    def __init__(self, raw: Iterable[tuple[bytes, bytes]]) -> None:
+        self._raw = dict(reversed(list(raw)))  # ASGI names are lower case; the first one wins
+
+    def get(self, key: str, default: Any = None) -> Any:
+        value = self._raw.get(key.lower().encode("latin-1"))
+        return default if value is None else value.decode("latin-1")
+
+    def __getitem__(self, key: str) -> str:
+        value = self._raw.get(key.lower().encode("latin-1"))
+        if value is None:
+            raise KeyError(key)
+        return value.decode("latin-1")
+
+    def __iter__(self) -> Iterator[str]:
+        return (key.decode("latin-1") for key in self._raw)
+
+    def __len__(self) -> int:
+        return len(self._raw)
+
+
+class _Request(Request):
+    """Starlette's ``Request`` with its headers in a ``_Headers``."""
+
+    @property
+    def headers(self) -> _Headers:  # type: ignore[override]
+        found: _Headers | None = self.__dict__.get("_raw_headers")
+        if found is None:
+            found = self.__dict__["_raw_headers"] = _Headers(self.scope["headers"])
+        return found
 
 
 class _JSONAnswer(Response):
