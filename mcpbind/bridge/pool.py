@@ -26,7 +26,6 @@ __all__ = ["MAX_CONNECTIONS", "MAX_HEAD", "Answer", "HttpError", "Pool"]
 MAX_CONNECTIONS = 256  # connections to the server held at once (a request past it waits)
 MAX_HEAD = 65536  # bytes of an answer's status line and headers, at most
 _READ = 65536
-_UNSAFE = ("\r", "\n", "\0")  # never in a header: they would end it, or the head
 
 
 class HttpError(Exception):
@@ -173,10 +172,11 @@ class Pool:
                 self._release(connection)
 
     def _head(self, headers: dict[str, str], length: int) -> bytes:
-        for name, value in headers.items():
-            if any(c in value or c in name for c in _UNSAFE):
-                raise HttpError(f"the header {name!r} holds a line break or NUL: not sent")
         lines = "".join(f"{name}: {value}\r\n" for name, value in headers.items())
+        # One line per header, or a name or value holds a line break (or a NUL): one scan each.
+        if lines.count("\n") != len(headers) or lines.count("\r") != len(headers) or "\0" in lines:
+            bad = next(n for n, v in headers.items() if any(c in n + v for c in "\r\n\0"))
+            raise HttpError(f"the header {bad!r} holds a line break or NUL: not sent")
         try:
             return f"{self._line}{lines}content-length: {length}\r\n\r\n".encode("latin-1")
         except UnicodeEncodeError as error:
