@@ -154,11 +154,15 @@ class Advertised:
         if requires and not self.meta_checked:
             raise ValueError("requires= is for a server codec of a revision with per-request _meta")
         # method -> the client capabilities its requests' _meta must declare
-        self._requires: dict[str, Any] = {}
+        self._requires: Mapping[str, Any] = {}
         if self.meta_checked:
-            self._requires = dict(_gated_requests(tables, revision, role))
+            # Shared by every codec of the revision and role (read only), copied only to add to.
+            self._requires = _gated_requests(tables, revision, role)
             if requires:
-                self._requires.update({k: msgspec.to_builtins(v) for k, v in requires.items()})
+                self._requires = {
+                    **self._requires,
+                    **{k: msgspec.to_builtins(v) for k, v in requires.items()},
+                }
 
     def learn(self, carrier: Any) -> None:
         """Remember the capabilities a message's params or result carries (its sender's)."""

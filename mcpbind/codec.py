@@ -123,8 +123,10 @@ class Codec:
         # the gates' own dict and sets, read on the hot paths without another attribute hop
         self._caps, self._passed = self._gates.caps, self._gates.passed
         self._learn = self._gates.learn
-        self.capabilities = capabilities
-        self.peer_capabilities = peer_capabilities
+        if capabilities is not None:  # (a new codec knows none: None changes nothing)
+            self.capabilities = capabilities
+        if peer_capabilities is not None:
+            self.peer_capabilities = peer_capabilities
 
     def __repr__(self) -> str:
         return f"Codec({self.revision!r}, role={self.role!r})"
