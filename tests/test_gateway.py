@@ -869,3 +869,44 @@ def test_the_pool_keeps_its_connection_to_the_server_alive_and_sends_no_broken_h
     assert len(statuses) == 3 and all(status < 500 for status in statuses), statuses
     assert used[0] is used[1] is used[2]  # one connection, kept alive between the exchanges
     assert "'x-evil' holds a line break" in refused
+
+
+def test_an_answer_head_past_max_head_fails_the_post_with_why() -> None:
+    """A hostile HTTP server answering with a header of 70,000 bytes: the pool stops reading at
+    MAX_HEAD and the POST fails naming it, on a fresh connection and on a kept one."""
+    from mcpbind.bridge.pool import MAX_HEAD, HttpError, Pool
+
+    async def main() -> list[str]:
+        async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            with contextlib.suppress(ConnectionError, asyncio.IncompleteReadError):
+                while True:
+                    head = await reader.readuntil(b"\r\n\r\n")
+                    size = int(head.lower().split(b"content-length:")[1].split(b"\r\n")[0])
+                    body = await reader.readexactly(size)
+                    big = b"x" * 70_000 if body == b"big" else b"small"
+                    writer.write(
+                        b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\nx-big: " + big + b"\r\n\r\n{}"
+                    )
+                    await writer.drain()
+            writer.close()
+
+        server = await asyncio.start_server(answer, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        pool = Pool(f"http://127.0.0.1:{port}/mcp")
+        found = []
+        try:
+            for body in (b"big", b"ok", b"big"):  # fresh, then kept, then kept again
+                try:
+                    async with pool.post({"content-type": "application/json"}, body) as reply:
+                        found.append(f"{reply.status} {(await reply.read()).decode()}")
+                except HttpError as error:
+                    found.append(str(error))
+        finally:
+            pool.close()
+            server.close()
+            await server.wait_closed()
+        return found
+
+    found = run(main())
+    refused = f"the server's answer cannot be read: the answer's head exceeds {MAX_HEAD} bytes"
+    assert found == [refused, "200 {}", refused]

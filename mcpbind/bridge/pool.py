@@ -50,12 +50,14 @@ class _Connection:
         self.keep = False  # the server keeps the connection open after the answer
         self.complete = False
         self.body: list[bytes] = []
+        self.failure: str | None = None  # why a callback stopped the parser
 
     # httptools' callbacks
     def on_header(self, name: bytes, value: bytes) -> None:
         self.head += len(name) + len(value)
         if self.head > MAX_HEAD:
-            raise HttpError(f"the answer's head exceeds {MAX_HEAD} bytes")
+            self.failure = f"the answer's head exceeds {MAX_HEAD} bytes"
+            raise HttpError(self.failure)  # httptools stops parsing, raising HttpParserError
         key = name.decode("latin-1").lower()
         text = value.decode("latin-1")
         self.headers[key] = f"{self.headers[key]}, {text}" if key in self.headers else text
@@ -82,8 +84,9 @@ class _Connection:
         try:
             self.parser.feed_data(data)
         except httptools.HttpParserError as error:
-            cause = error.__context__ if isinstance(error.__context__, HttpError) else error
-            raise HttpError(f"the server's answer cannot be read: {cause}") from None
+            raise HttpError(
+                f"the server's answer cannot be read: {self.failure or error}"
+            ) from None
 
     def reusable(self) -> bool:
         """Whether the next exchange may use it: its answer read whole, and kept alive."""
