@@ -619,7 +619,7 @@ class Bridge(Crossing):
         hold.since = time.monotonic()
         self._held[state] = hold
         self._held_down[hold.down] = state
-        self.front.respond(id, result)
+        self._quietly(self.front.respond, id, result)  # (the client may have cancelled it)
 
     def _resume(self, e: RequestReceived, state: str, answers: dict[str, Any]) -> None:
         """A round-trip client's retry ``e``: its answers go to the server's requests, and it
