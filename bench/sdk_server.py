@@ -4,8 +4,9 @@ Streamable HTTP, with the one tool the row calls.
     .venv/bin/python bench/sdk_server.py --port PORT      (bench/server.py starts it)
 
 ``test_simple_text`` answers what examples/everything_server.py's tool of that name answers. One
-uvicorn process, its HTTP/1.1 protocol httptools (as mcpbind's server), logging at warnings only (as
-mcpbind's server: no line per request); everything else is the SDK's default: a session per
+uvicorn process, its HTTP/1.1 protocol httptools and its default event loop (uvloop, installed by
+mcpbind's http extra), as mcpbind's server, logging at warnings only (no line per request, as
+mcpbind's server); everything else is the SDK's default: a session per
 initialize for 2025-11-25 clients, the stateless per-request path for 2026-07-28 ones.
 """
 

@@ -25,6 +25,8 @@ Python) or its h11 protocol (``http="h11"``), subclassed, with the same bounds:
   its own: the bytes received while a head is incomplete are counted) and closed.
 
 The request body and what follows are the application's to bound (``StreamableHTTPServer`` does).
+The event loop is uvicorn's choice (``loop="auto"``): uvloop when it is installed (the ``http``
+extra installs it where it exists, not on Windows), else asyncio's.
 
 ``serve(factory, host, port, workers=N)`` runs N worker processes accepting on one listening
 socket (the kernel spreads connections among them), each serving the application its own call of
