@@ -16,6 +16,9 @@ import uvicorn
 from mcpbind.transports.serving import uvicorn_config
 
 PROTOCOLS = ("httptools", "h11")
+# serve() runs on uvloop where the http extra installed it (uvicorn's loop="auto"): the bounds
+# are checked on both loops.
+LOOPS = ("asyncio", "uvloop")
 BODY = b'{"jsonrpc":"2.0","id":1,"result":{}}'
 
 
@@ -36,7 +39,11 @@ async def app(scope: Any, receive: Any, send: Any) -> None:
     await send({"type": "http.response.body", "body": BODY})
 
 
-def run(coro: Any, seconds: float = 60) -> Any:
+def run(coro: Any, seconds: float = 60, loop: str = "asyncio") -> Any:
+    if loop == "uvloop":
+        import uvloop
+
+        return uvloop.run(asyncio.wait_for(coro, seconds))
     return asyncio.run(asyncio.wait_for(coro, seconds))
 
 
@@ -81,8 +88,9 @@ def test_an_unknown_protocol_is_refused() -> None:
         uvicorn_config(app, http="wsproto")
 
 
+@pytest.mark.parametrize("loop", LOOPS)
 @pytest.mark.parametrize("http", PROTOCOLS)
-def test_requests_on_a_kept_alive_connection_are_answered(http: str) -> None:
+def test_requests_on_a_kept_alive_connection_are_answered(http: str, loop: str) -> None:
     async def go() -> None:
         async with serving(http) as (port, _):
             reader, writer = await asyncio.open_connection("127.0.0.1", port)
@@ -92,11 +100,12 @@ def test_requests_on_a_kept_alive_connection_are_answered(http: str) -> None:
                 assert got.startswith(b"HTTP/1.1 200 ") and got.endswith(BODY)
             writer.close()
 
-    run(go())
+    run(go(), loop=loop)
 
 
+@pytest.mark.parametrize("loop", LOOPS)
 @pytest.mark.parametrize("http", PROTOCOLS)
-def test_a_head_past_max_head_size_is_answered_400_and_closed(http: str) -> None:
+def test_a_head_past_max_head_size_is_answered_400_and_closed(http: str, loop: str) -> None:
     async def go() -> None:
         async with serving(http, max_head_size=4096, header_timeout=60) as (port, web):
             reader, writer = await asyncio.open_connection("127.0.0.1", port)
@@ -109,7 +118,7 @@ def test_a_head_past_max_head_size_is_answered_400_and_closed(http: str) -> None
             assert not web.server_state.connections
             writer.close()
 
-    run(go())
+    run(go(), loop=loop)
 
 
 @pytest.mark.parametrize("http", PROTOCOLS)
@@ -130,8 +139,11 @@ def test_a_head_within_max_head_size_is_served(http: str) -> None:
     run(go())
 
 
+@pytest.mark.parametrize("loop", LOOPS)
 @pytest.mark.parametrize("http", PROTOCOLS)
-def test_an_unfinished_head_gets_408_and_a_silent_connection_is_closed(http: str) -> None:
+def test_an_unfinished_head_gets_408_and_a_silent_connection_is_closed(
+    http: str, loop: str
+) -> None:
     async def go() -> None:
         async with serving(http, header_timeout=0.3) as (port, _):
             reader, writer = await asyncio.open_connection("127.0.0.1", port)
@@ -142,11 +154,12 @@ def test_an_unfinished_head_gets_408_and_a_silent_connection_is_closed(http: str
             writer.close()
             silent_writer.close()
 
-    run(go())
+    run(go(), loop=loop)
 
 
+@pytest.mark.parametrize("loop", LOOPS)
 @pytest.mark.parametrize("http", PROTOCOLS)
-def test_trickling_connections_past_the_cap_leave_room_for_a_request(http: str) -> None:
+def test_trickling_connections_past_the_cap_leave_room_for_a_request(http: str, loop: str) -> None:
     async def go() -> None:
         async with serving(http, max_connections=20, header_timeout=60) as (port, web):
             slow = []
@@ -162,11 +175,14 @@ def test_trickling_connections_past_the_cap_leave_room_for_a_request(http: str) 
             for w in [*slow, writer]:
                 w.close()
 
-    run(go())
+    run(go(), loop=loop)
 
 
+@pytest.mark.parametrize("loop", LOOPS)
 @pytest.mark.parametrize("http", PROTOCOLS)
-def test_a_client_that_stops_reading_is_aborted_after_the_write_timeout(http: str) -> None:
+def test_a_client_that_stops_reading_is_aborted_after_the_write_timeout(
+    http: str, loop: str
+) -> None:
     async def go() -> None:
         async with serving(http, write_timeout=0.5) as (port, web):
             sock = socket.socket()
@@ -182,7 +198,7 @@ def test_a_client_that_stops_reading_is_aborted_after_the_write_timeout(http: st
             assert not web.server_state.connections
             sock.close()
 
-    run(go())
+    run(go(), loop=loop)
 
 
 @pytest.mark.parametrize("pause", [0.0, 0.2])
