@@ -62,16 +62,18 @@ class ServerSession(Session):
         self.supported_versions = list(plan.supported_versions)
         self._peek = plan.peek
 
-    def receive(self, data: bytes | str) -> list[Event]:
+    def receive(self, data: bytes | str, *, version: str | None = None) -> list[Event]:
         """The events of one message (or batch) from the client; handshakes, pings and
-        undecodable requests are answered in ``data_to_send`` at once."""
+        undecodable requests are answered in ``data_to_send`` at once. ``version``: the protocol
+        version the message's ``_meta`` names, when the caller has read it already (a stateless
+        HTTP server does, to check the request's headers against it), not read again here."""
         # surrogatepass: a lone surrogate becomes bytes the codec refuses as invalid UTF-8
         raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
         events: list[Event] = []
         if self._bound and self._codec is not None and self._speech is not None:
             codec, sp = self._codec, self._speech
         else:
-            route = self._route(raw, events)
+            route = self._route(raw, events, version)
             if route is None:
                 return events
             codec, sp = route
@@ -86,14 +88,20 @@ class ServerSession(Session):
         self._dispatch(codec, sp, msg, events)
         return events
 
-    def _route(self, raw: bytes, events: list[Event]) -> tuple[Codec, _Speech] | None:
-        """The revision to read a message in before initialize fixed one."""
+    def _route(
+        self, raw: bytes, events: list[Event], known: str | None = None
+    ) -> tuple[Codec, _Speech] | None:
+        """The revision to read a message in before initialize fixed one (``known``: the version
+        its ``_meta`` names, read by the caller)."""
         if not self._discover_revisions:
             r = self._initialize_revisions[0]
             return self._codec_for(r), speech(r)
         if self._peek is None or (len(self.revisions) == 1):
             r = self._discover_revisions[0]
             return self._codec_for(r), speech(r)
+        found = self._versions.get(known) if known is not None else None
+        if found is not None:
+            return self._codec_for(found), speech(found)  # what the peek below would find
         try:
             peek = self._peek.decode(raw)
         except (msgspec.DecodeError, ValueError, RecursionError):

@@ -639,6 +639,7 @@ class StreamableHTTPServer:
         if isinstance(body, Response):
             return body
         sid = request.headers.get(SESSION_HEADER)
+        version: str | None = None  # what a stateless request's _meta names, read once
         if sid is not None:
             found = await self._find(sid) if self._shared else self._session(sid)
             if isinstance(found, Response):
@@ -662,7 +663,7 @@ class StreamableHTTPServer:
             if self._shared and await self._forwarded(live, body):
                 return Response(status_code=202)
         else:
-            mismatch = self._header_mismatch(request, body)
+            mismatch, version = self._header_mismatch(request, body)
             if mismatch is not None:
                 return mismatch
             if self.tasks is not None and self.tasks.owns(
@@ -674,7 +675,7 @@ class StreamableHTTPServer:
             live = _Live(self.session_class(**self._config), stateful=False)
         session = live.session
         try:
-            events = session.receive(body)
+            events = session.receive(body, version=version) if version else session.receive(body)
         except RecursionError:  # msgspec's bound on nesting: the body cannot be read
             return self._too_deep(live.stateful)
         direct = session.data_to_send()
@@ -765,25 +766,27 @@ class StreamableHTTPServer:
             status_code=503,
         )
 
-    def _header_mismatch(self, request: Request, body: bytes) -> Response | None:
+    def _header_mismatch(self, request: Request, body: bytes) -> tuple[Response | None, str | None]:
         """A stateless POST's protocol version header must name the version the request's
         ``_meta`` names (absent counts as a mismatch), and its ``Mcp-Method``, ``Mcp-Name`` and
         ``Mcp-Param-*`` headers must agree with the body (``header_check``); a request that
-        disagrees is refused with the header-mismatch error before the session reads it."""
+        disagrees is refused with the header-mismatch error before the session reads it. With
+        the response refusing it (or None), the version its ``_meta`` names when it is a string
+        (for the session, which need not read it again)."""
         try:
             peek = _peek.decode(body)
         except RecursionError:
-            return self._too_deep(stateful=False)
+            return self._too_deep(stateful=False), None
         except (msgspec.DecodeError, ValueError):
-            return None  # the session answers what cannot be read
+            return None, None  # the session answers what cannot be read
         meta = peek.params.get("_meta") if isinstance(peek.params, dict) else None
         if not isinstance(meta, dict):
-            return None
+            return None, None
         version = next((meta[k] for k in self._version_keys if k in meta), None)
         header = request.headers.get(VERSION_HEADER)
         rid = peek.id if type(peek.id) in (str, int) else None
         if version is None:
-            return None
+            return None, None
         if header == version:
             # Mcp-Name is checked for the methods of the revision only: one it does not know is
             # answered method-not-found by the session, whatever its headers say.
@@ -794,16 +797,23 @@ class StreamableHTTPServer:
             if wrong is None:
                 wrong = self._param_mismatch(request, version, peek)
             if wrong is None:
-                return None
+                return None, version if isinstance(version, str) else None
             message = f"Header mismatch: {wrong}"
         else:
             message = (
                 f"Header mismatch: {VERSION_HEADER} is {header!r} but the request's _meta names "
                 f"{version!r}"
             )
-        return JSONResponse(
-            {"jsonrpc": "2.0", "id": rid, "error": {"code": HEADER_MISMATCH, "message": message}},
-            status_code=400,
+        return (
+            JSONResponse(
+                {
+                    "jsonrpc": "2.0",
+                    "id": rid,
+                    "error": {"code": HEADER_MISMATCH, "message": message},
+                },
+                status_code=400,
+            ),
+            None,
         )
 
     def _tasks_answer(self, body: bytes, auth: AuthInfo | None) -> Response | None:
