@@ -96,6 +96,7 @@ def uvicorn_config(
             "max_head_size": max_head_size,
             "held": set(),
             "waiting": {},
+            "sweeper": None,
         },
     )
     return uvicorn.Config(
@@ -235,14 +236,17 @@ class _Bounded(asyncio.Protocol):
     write_timeout: ClassVar[float]
     max_head_size: ClassVar[int]
     held: ClassVar[set[_Bounded]]  # the connections counted against the cap
-    # Those waiting for a request head, longest waiting first (a dict keeps that order).
-    waiting: ClassVar[dict[_Bounded, None]]
+    # Those waiting for a request head, with the loop time they started at, longest waiting first
+    # (a dict keeps that order): one timer for them all, set for the first deadline, rather than
+    # a timer made and cancelled for each request.
+    waiting: ClassVar[dict[_Bounded, float]]
+    sweeper: ClassVar[asyncio.TimerHandle | None]
     # What the uvicorn protocol it is mixed into provides.
     transport: asyncio.Transport
     loop: asyncio.AbstractEventLoop
     cycle: Any
 
-    _deadline: asyncio.TimerHandle | None = None
+    _deadline = False  # waiting for a request head (in ``waiting``)
     _stalled: asyncio.TimerHandle | None = None  # set while writing is paused
     _partial = False  # part of a request head has arrived
 
@@ -268,7 +272,7 @@ class _Bounded(asyncio.Protocol):
         self._await_head()
 
     def data_received(self, data: bytes) -> None:
-        if self._deadline is not None:
+        if self._deadline:
             self._partial = True
         super().data_received(data)
         self._settle()
@@ -308,26 +312,39 @@ class _Bounded(asyncio.Protocol):
             return
         if self.cycle is not None and not self.cycle.response_complete:
             self._stop_waiting()
-        elif self._deadline is None:
+        elif not self._deadline:
             self._await_head()
 
     def _await_head(self) -> None:
-        type(self).waiting[self] = None
+        cls = type(self)
+        cls.waiting.pop(self, None)  # to the end: the order is the order of their starts
+        cls.waiting[self] = self.loop.time()
         self._partial = False
-        self._deadline = self.loop.call_later(self.header_timeout, self._head_late)
+        self._deadline = True
+        if cls.sweeper is None:
+            cls.sweeper = self.loop.call_later(self.header_timeout, cls._sweep, self.loop)
 
     def _stop_waiting(self) -> None:
         type(self).waiting.pop(self, None)
-        if self._deadline is not None:
-            self._deadline.cancel()
-            self._deadline = None
+        self._deadline = False
+
+    @classmethod
+    def _sweep(cls, loop: asyncio.AbstractEventLoop) -> None:
+        """The header deadline of the connections waiting longest has come: close those past it,
+        and set the timer for the next one's."""
+        cls.sweeper = None
+        now = loop.time()
+        for connection, since in list(cls.waiting.items()):
+            if since + cls.header_timeout > now:
+                cls.sweeper = loop.call_later(since + cls.header_timeout - now, cls._sweep, loop)
+                return
+            connection._head_late()
 
     def _head_started(self) -> bool:
         """Whether part of a request head has arrived (and no more)."""
         return self._partial
 
     def _head_late(self) -> None:
-        self._deadline = None
         if self._head_started():
             self.transport.write(
                 _raw_response(
