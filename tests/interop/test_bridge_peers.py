@@ -397,3 +397,44 @@ def test_official_2026_client_answers_server_everythings_requests_through_retrie
     lines = [line for line in seen.read_text().splitlines() if line.strip()]
     assert sum('"resultType":"input_required"' in line for line in lines) == 2
     assert [str(f) for f in validate_lines(lines, "2026-07-28", strict=True)] == []
+
+
+def test_an_input_round_the_2026_client_never_retries_ends_after_input_timeout() -> None:
+    """`--input-timeout` bounds the stdio front's input rounds: server-everything's elicitation,
+    asked of a 2026-07-28 client that never retries, is answered with an error after it, and
+    the tool call is cancelled on the server (said on stderr)."""
+    need_everything()
+    client = mcpbind.ClientSession(
+        "2026-07-28", capabilities={"elicitation": {}}, info={"name": "t", "version": "1"}
+    )
+    argv = bridge_argv(
+        "--client-revision",
+        "2026-07-28",
+        "--input-timeout",
+        "0.2",
+        server=["node", str(driver.EVERYTHING), "stdio"],
+    )
+    pipe = _Pipe(argv)
+    asked: list[Any] = []
+    try:
+        deadline = time.monotonic() + 30
+        client.connect()
+        pipe.send(client.data_to_send())
+        while client.state != "ready":
+            assert time.monotonic() < deadline and client.state != "failed"
+            client.receive(pipe.lines.get(timeout=30))
+        rid = client.request("tools/call", {"name": "trigger-elicitation-request", "arguments": {}})
+        pipe.send(client.data_to_send())
+        while not asked:
+            assert time.monotonic() < deadline, b"".join(pipe.stderr).decode()
+            line = pipe.lines.get(timeout=30)
+            assert line, b"".join(pipe.stderr).decode()
+            asked += [e for e in client.receive(line) if isinstance(e, ev.InputRequired)]
+        assert asked[0].id == rid
+        while "input_timeout (0.2 s)" not in b"".join(pipe.stderr).decode():
+            assert time.monotonic() < deadline, b"".join(pipe.stderr).decode()
+            time.sleep(0.05)
+    finally:
+        code, stderr = pipe.close()
+    assert code == 0, stderr
+    assert "'tools/call' cancelled: the client did not retry within input_timeout (0.2 s)" in stderr
