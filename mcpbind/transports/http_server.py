@@ -783,7 +783,8 @@ class StreamableHTTPServer:
         if not isinstance(meta, dict):
             return None, None
         version = next((meta[k] for k in self._version_keys if k in meta), None)
-        header = request.headers.get(VERSION_HEADER)
+        headers = request.headers
+        header = headers.get(VERSION_HEADER)
         rid = peek.id if type(peek.id) in (str, int) else None
         if version is None:
             return None, None
@@ -793,9 +794,9 @@ class StreamableHTTPServer:
             revision = self._by_version.get(version) if isinstance(version, str) else None
             known = revision is not None and peek.method in bindings(revision).FACTS.wires
             known = known or (self.tasks is not None and peek.method in self.tasks.methods)
-            wrong = standard_mismatch(request.headers, peek.method, peek.params, named=known)
-            if wrong is None:
-                wrong = self._param_mismatch(request, version, peek)
+            wrong = standard_mismatch(headers, peek.method, peek.params, named=known)
+            if wrong is None and self._designated:
+                wrong = self._param_mismatch(headers, revision, peek)
             if wrong is None:
                 return None, version if isinstance(version, str) else None
             message = f"Header mismatch: {wrong}"
@@ -845,10 +846,11 @@ class StreamableHTTPServer:
             return None
         return JSONResponse({"jsonrpc": "2.0", "id": rid, "result": result})
 
-    def _param_mismatch(self, request: Request, version: Any, peek: _Peek) -> str | None:
+    def _param_mismatch(
+        self, headers: Mapping[str, str], revision: str | None, peek: _Peek
+    ) -> str | None:
         """What is wrong with the ``Mcp-Param-*`` headers of a tool call, by the designations of
         the tool as this server last listed it (a tool it has not listed is not checked)."""
-        revision = self._by_version.get(version) if isinstance(version, str) else None
         params = peek.params if isinstance(peek.params, dict) else {}
         name = params.get("name")
         if revision is None or not isinstance(name, str):
@@ -858,7 +860,7 @@ class StreamableHTTPServer:
         designated = self._designated.get(name)
         if not designated:
             return None
-        return param_mismatch(request.headers, designated, params.get("arguments"))
+        return param_mismatch(headers, designated, params.get("arguments"))
 
     def _learn_tools(self, call: Call, result: Any) -> None:
         """Remember the ``x-mcp-header`` designations of the tools a tool list result names (at
@@ -1786,10 +1788,11 @@ def _answer_error(
         session.respond_error(request_id, code, message, data)
 
 
-def _media_types(header: str) -> set[str]:
+@functools.lru_cache(maxsize=64)  # a client sends the same Accept and Content-Type every time
+def _media_types(header: str) -> frozenset[str]:
     """The media types a header lists (``Accept``, or ``Content-Type`` with its one), lower case
     and without their parameters."""
-    return {part.split(";", 1)[0].strip().lower() for part in header.split(",")}
+    return frozenset(part.split(";", 1)[0].strip().lower() for part in header.split(","))
 
 
 @functools.lru_cache(maxsize=64)  # a client sends the same Host on every request
