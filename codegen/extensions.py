@@ -1,8 +1,9 @@
 """The pinned protocol extensions (``schema/extensions.toml``) and the facts read from them.
 
 An extension is pinned as an npm package (name, version, the registry's tarball URL, sha256);
-its tarball lives in the schema directory under ``extensions/`` like a revision's schema file,
-downloaded on first use and refused unless its sha256 matches the pin. The tasks extension is
+its tarball is read from the schema directory's ``extensions/`` if there, else from the per-user
+cache (``MCPBIND_SCHEMA_DIR`` if set), where it is downloaded on first use; it is refused unless
+its sha256 matches the pin. The tasks extension is
 published only as zod schemas (``dist/core/v2/schemas.js``): its open objects are
 ``z.unknown().transform(...)`` and its JSON values ``z.custom``, which no zod-to-JSON-Schema
 conversion can describe, so what the generator takes from it is the facts the runtime needs,
@@ -15,6 +16,7 @@ reader cannot find is an error naming it, never a guess.
 from __future__ import annotations
 
 import io
+import os
 import re
 import tarfile
 import tomllib
@@ -23,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from .paths import SCHEMA_DIR
-from .pin import PinError, _download, _fetch, _sha256, _write_atomic, schema_dir
+from .pin import PinError, _download, _fetch, _sha256, _user_cache, _write_atomic, schema_dir
 
 EXTENSIONS_FILE = SCHEMA_DIR / "extensions.toml"
 
@@ -51,21 +53,37 @@ def read_extension_pins(path: Path | None = None) -> tuple[ExtensionPin, ...]:
 
 
 def tarball_path(p: ExtensionPin) -> Path:
+    """Where the tarball of ``p`` is looked for first: the schema directory's ``extensions/``."""
     return schema_dir() / "extensions" / f"{p.name}-{p.version}.tgz"
 
 
+def cache_path(p: ExtensionPin) -> Path:
+    """Where a downloaded tarball of ``p`` is kept: ``MCPBIND_SCHEMA_DIR`` if set, else the
+    per-user cache. Never ``../shared/schemas``: that directory is the upstream data as given
+    (often read-only), not a place to write."""
+    base = (
+        Path(os.environ["MCPBIND_SCHEMA_DIR"])
+        if os.environ.get("MCPBIND_SCHEMA_DIR")
+        else _user_cache()
+    )
+    return base / "extensions" / f"{p.name}-{p.version}.tgz"
+
+
 def read_tarball(p: ExtensionPin) -> bytes:
-    """The verified tarball of ``p``: from the schema directory, else downloaded and stored."""
-    where = tarball_path(p)
-    try:
-        data = where.read_bytes()
-    except FileNotFoundError:
-        data = _fetch(p.source, _download)
-        _check(p, data, p.source)
-        _write_atomic(where, data)
-    except OSError as exc:
-        raise PinError(f"cannot read {where}: {exc.strerror}") from exc
-    _check(p, data, str(where))
+    """The verified tarball of ``p``: from the schema directory or the cache, else downloaded
+    into the cache."""
+    for where in dict.fromkeys((tarball_path(p), cache_path(p))):
+        try:
+            data = where.read_bytes()
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            raise PinError(f"cannot read {where}: {exc.strerror}") from exc
+        _check(p, data, str(where))
+        return data
+    data = _fetch(p.source, _download)
+    _check(p, data, p.source)
+    _write_atomic(cache_path(p), data)
     return data
 
 

@@ -8,7 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from codegen.extensions import _Module, read_extension_pins, tarball_path, tasks_facts
+import codegen.extensions
+from codegen.extensions import (
+    _Module,
+    cache_path,
+    read_extension_pins,
+    tarball_path,
+    tasks_facts,
+)
 from codegen.pin import PinError
 from mcpbind._extensions import TASKS
 
@@ -36,3 +43,23 @@ def test_a_declaration_the_module_lacks_is_named() -> None:
     module = _Module('export const OTHER = "x";\n', "pkg 1.0 schemas.js")
     with pytest.raises(PinError, match="no declaration of TASKS_EXTENSION_ID_V2"):
         module.string("TASKS_EXTENSION_ID_V2")
+
+
+def test_a_download_is_kept_in_the_user_cache_never_in_the_shared_schemas(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # ../shared/schemas is the upstream data as given, often read-only: a tarball it lacks is
+    # looked for, and kept, in the per-user cache.
+    shared = tmp_path / "shared"
+    shared.mkdir(mode=0o555)
+    monkeypatch.delenv("MCPBIND_SCHEMA_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setattr(codegen.extensions, "schema_dir", lambda: shared)
+    (pin,) = read_extension_pins()
+    where = cache_path(pin)
+    assert where.is_relative_to(tmp_path / "cache")
+    assert tarball_path(pin).is_relative_to(shared)
+    where.parent.mkdir(parents=True)
+    where.write_bytes(b"not the package")
+    with pytest.raises(PinError, match=f"{where}: sha256 mismatch"):
+        tasks_facts(pin)
