@@ -165,6 +165,34 @@ def test_progress_travels_on_the_request_stream() -> None:
     run(go())
 
 
+def test_the_event_window_is_bounded_and_calls_go_on_past_it() -> None:
+    """``max_events``: a long-lived client keeps the newest events only, and what ``flush``
+    returns (what ``call`` reads its answer from) is right after the window has let go of older
+    events."""
+
+    async def go() -> None:
+        session = ClientSession(revisions=("2025-11-25",), info=INFO)
+        async with StreamableHTTPClient(
+            URL, session, http=http(app()), max_events=3, listen=False
+        ) as client:
+            await client.connect()
+            for n in range(6):  # each call reports two progress events and a result
+                result = await client.call(
+                    "tools/call", {"name": "echo", "arguments": {"n": n}}, progress=True
+                )
+                assert json.loads(result.content[0].text) == {"n": n}
+            assert len(client.events) == 3
+            assert [type(e).__name__ for e in client.events] == [
+                "ProgressReceived",
+                "ProgressReceived",
+                "ResultReceived",
+            ]
+        with pytest.raises(ValueError, match="max_events"):
+            StreamableHTTPClient(URL, ClientSession(info=INFO), max_events=0)
+
+    run(go())
+
+
 def test_the_server_sends_requests_of_its_own_on_the_get_stream() -> None:
     """``StreamableHTTPServer.request``: answered through the client's ``on_request``, a result of
     the precise class; an error answer, a capability the client lacks, a stream that closes

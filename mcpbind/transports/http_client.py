@@ -21,6 +21,8 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import itertools
+from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -74,7 +76,8 @@ _peek = msgspec.json.Decoder(_Peek)
 class StreamableHTTPClient:
     """One MCP connection over Streamable HTTP, for the given ``ClientSession``.
 
-    ``events`` collects every event the session reported, in order. ``max_resumptions`` bounds
+    ``events`` holds the last ``max_events`` events the session reported (1,000), in order: a
+    long-lived connection keeps a window, not its whole history. ``max_resumptions`` bounds
     how often one POST's event stream is resumed; ``default_retry_ms`` is the delay before a
     resumption when the server set none. ``listen`` (on by default) opens the session's standalone
     GET stream once negotiated, for what the server sends outside any request (answers arriving
@@ -96,7 +99,10 @@ class StreamableHTTPClient:
         default_retry_ms: int = 1000,
         listen: bool = True,
         auth: OAuthClient | None = None,
+        max_events: int = 1000,
     ) -> None:
+        if max_events < 1:
+            raise ValueError(f"max_events must be at least 1, not {max_events}")
         self.url = url
         self.session = session
         self.http = http or httpx.AsyncClient(timeout=httpx.Timeout(30.0))
@@ -109,7 +115,8 @@ class StreamableHTTPClient:
         self.listen = listen
         self.auth = auth
         self._listener: asyncio.Task[None] | None = None
-        self.events: list[Event] = []
+        self.events: deque[Event] = deque(maxlen=max_events)
+        self._reported = 0  # events reported so far, including those the window let go
         self._results: dict[Any, Event] = {}
         self._arrived = asyncio.Event()  # set whenever an answer arrives, on any stream
         self.designated: dict[str, dict[str, str]] = {}  # tool -> argument -> header name
@@ -204,11 +211,12 @@ class StreamableHTTPClient:
 
     async def flush(self) -> list[Event]:
         """POST everything the session queued; return the events the answers produced."""
-        start = len(self.events)
+        start = self._reported
         while out := self.session.data_to_send():
             for message in out:
                 await self._post(message)
-        return self.events[start:]
+        new = min(self._reported - start, len(self.events))
+        return list(itertools.islice(self.events, len(self.events) - new, None))
 
     # -- HTTP ------------------------------------------------------------------------------------
 
@@ -421,6 +429,7 @@ class StreamableHTTPClient:
     async def _receive(self, data: bytes, owed: set[Any]) -> None:
         for event in self.session.receive(data):
             self.events.append(event)
+            self._reported += 1
             if isinstance(event, ResultReceived):
                 self._learn(event.result)
             if isinstance(event, ResultReceived | ErrorReceived | InputRequired):
