@@ -42,6 +42,7 @@ class _Exchange(msgspec.Struct):
     params: Any
     message: Any
     revision: str
+    auth: Any = None  # a message channel (stdio) carries no bearer token
 
     @classmethod
     def of(cls, conn: Connection, event: RequestReceived) -> _Exchange:

@@ -40,6 +40,7 @@ class Exchange(Protocol):
     params: Any
     message: Any
     revision: str
+    auth: Any  # the verified token (``AuthInfo``) of a protected server's request, else None
 
     @property
     def session(self) -> ServerSession: ...
@@ -71,7 +72,9 @@ class Context:
 
     ``revision`` is the revision the request came in; ``request_id`` its id; ``client`` the
     client's capabilities as plain JSON (``{}`` when it declared none); ``lifespan`` what the
-    App's lifespan yielded. ``progress`` and ``log`` send notifications about this request;
+    App's lifespan yielded; ``auth`` the verified bearer token (``mcpbind.auth.resource.AuthInfo``:
+    subject, client id, scopes) when the server checks tokens (``app.asgi(auth=...)``), else
+    None. ``progress`` and ``log`` send notifications about this request;
     ``sample``, ``elicit`` and ``roots`` ask the client (``gather`` several at once);
     ``require`` refuses a client without a capability; ``close_stream`` ends the HTTP response
     early (the client polls for the rest); ``cancelled`` says whether the client cancelled the
@@ -105,6 +108,7 @@ class Context:
         self.request_id = exchange.id
         self.client: Mapping[str, Any] = client
         self.lifespan = lifespan
+        self.auth: Any = exchange.auth
 
     # -- state ------------------------------------------------------------------------------------
 

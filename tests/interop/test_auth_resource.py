@@ -19,6 +19,7 @@ import httpx
 import pytest
 
 from mcpbind import ClientSession, ProtocolError
+from mcpbind.app import App, Context
 from mcpbind.auth import AuthorizationError, ClientCredentials, OAuthClient, parse_challenges
 from mcpbind.auth.resource import ResourceServer
 from mcpbind.transports.http_client import StreamableHTTPClient
@@ -282,3 +283,41 @@ def test_a_token_the_server_refuses_ends_the_flow_at_once(issuers: tuple[str, st
 
     message = asyncio.run(run())
     assert "for the token just obtained" in message and "invalid_token" in message
+
+
+@pytest.mark.parametrize("revision", ["2025-11-25", "2026-07-28"])
+def test_an_app_tool_sees_the_token_in_its_context(issuers: tuple[str, str], revision: str) -> None:
+    """``ctx.auth`` of an ``App`` behind ``app.asgi(auth=...)``: the verified token's subject and
+    scopes reach the tool, in a handshake revision and a per-request-``_meta`` one alike."""
+    import uvicorn
+
+    issuer, _ = issuers
+    app = App("protected-app", "1")
+
+    @app.tool()
+    def whoami(ctx: Context) -> str:
+        assert ctx.auth is not None
+        return f"{ctx.auth.subject} {' '.join(sorted(ctx.auth.scopes))}"
+
+    async def run() -> str:
+        port = free_port()
+        url = f"http://127.0.0.1:{port}/mcp"
+        rs = ResourceServer(url, issuer, required_scopes=["mcp:read"])
+        web = uvicorn.Server(
+            uvicorn.Config(app.asgi(auth=rs), host="127.0.0.1", port=port, log_level="warning")
+        )
+        serving = asyncio.ensure_future(web.serve())
+        try:
+            while not web.started:
+                await asyncio.sleep(0.02)
+            auth = OAuthClient(ClientCredentials("app", "app-secret"))
+            session = ClientSession(revisions=(revision,), info={"name": "t", "version": "1"})
+            async with StreamableHTTPClient(url, session, auth=auth) as client:
+                await client.connect()
+                result = await client.call("tools/call", {"name": "whoami", "arguments": {}})
+            return str(result.content[0].text)
+        finally:
+            web.should_exit = True
+            await serving
+
+    assert asyncio.run(run()) == "app mcp:read"
