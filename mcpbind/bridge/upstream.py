@@ -345,6 +345,7 @@ class HttpUpstream(StreamableHTTPClient):
             elif isinstance(event, Negotiated | NegotiationFailed):
                 owed.clear()
                 self.events.append(event)  # what connect() reads; nothing else is kept
+                self._reported += 1  # (flush() reports what arrived past this count)
             elif isinstance(event, RequestReceived):
                 await self._answer_server(event, related)
                 continue
