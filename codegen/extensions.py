@@ -39,6 +39,12 @@ class ExtensionPin:
     sha256: str
     module: str
     extends: str
+    # The core revision's tasks the extension replaces (what a bridge translates); see the toml.
+    core: str | None = None
+    core_module: str | None = None
+    related_task_module: str | None = None
+    core_renamed: dict[str, str] | None = None
+    core_forbidden: str | None = None
 
 
 def read_extension_pins(path: Path | None = None) -> tuple[ExtensionPin, ...]:
@@ -96,14 +102,16 @@ def _check(p: ExtensionPin, data: bytes, where: str) -> None:
         )
 
 
-def module_text(p: ExtensionPin) -> str:
+def module_text(p: ExtensionPin, module: str | None = None) -> str:
+    """The text of the package's file ``module`` (default: the pin's ``module``)."""
+    module = module or p.module
     with tarfile.open(fileobj=io.BytesIO(read_tarball(p)), mode="r:gz") as tar:
         try:
-            member = tar.extractfile(p.module)
+            member = tar.extractfile(module)
         except KeyError:
             member = None
         if member is None:
-            raise PinError(f"{p.package} {p.version} has no file {p.module}")
+            raise PinError(f"{p.package} {p.version} has no file {module}")
         return member.read().decode("utf-8")
 
 
@@ -188,6 +196,11 @@ class TasksFacts:
     cancelled: str
     task_fields: tuple[str, ...]
     input_responses: str
+    core: str | None = None
+    core_renamed: tuple[tuple[str, str], ...] = ()
+    related_task_key: str | None = None
+    core_tool_execution: tuple[str, ...] = ()
+    core_taskable: tuple[str, ...] = ()
 
 
 # Each status variant of DetailedTask, by the declaration that holds it, with the field (if any)
@@ -204,7 +217,7 @@ _VARIANTS = {
 def tasks_facts(p: ExtensionPin) -> TasksFacts:
     m = _Module(module_text(p), f"{p.package} {p.version} {p.module}")
     statuses = m.enum("TaskStatusV2Schema")
-    variant: dict[str, str] = {}
+    variant: dict[str, Any] = {}
     for fact, (name, field) in _VARIANTS.items():
         status = m.literal(name, "status")
         if status not in statuses:
@@ -217,6 +230,7 @@ def tasks_facts(p: ExtensionPin) -> TasksFacts:
     if responses is None:
         raise PinError(f"{m.where}: UpdateTaskRequestV2Schema has no input responses field")
     return TasksFacts(
+        **_core_facts(p, statuses, m.keys("TaskBaseShape") + m.keys("TaskV2Schema")),
         revision=p.extends,
         package=p.package,
         version=p.version,
@@ -235,6 +249,59 @@ def tasks_facts(p: ExtensionPin) -> TasksFacts:
         input_responses=responses.group(1),
         **variant,
     )
+
+
+def _core_facts(
+    p: ExtensionPin, statuses: tuple[str, ...], fields: tuple[str, ...]
+) -> dict[str, Any]:
+    """What a bridge needs of the core revision's tasks (the pin's ``core``), each read from the
+    package's declarations of them or checked against those: the same statuses, the task fields
+    renamed, the path to a tool's task support and the values that let a call become a task,
+    and the ``_meta`` key tying a request to its task."""
+    if p.core is None:
+        return {}
+    if not (p.core_module and p.related_task_module and p.core_renamed and p.core_forbidden):
+        raise PinError(
+            f"{EXTENSIONS_FILE}: extension {p.name}: core needs core_module, "
+            "related_task_module, core_renamed and core_forbidden"
+        )
+    v1 = _Module(module_text(p, p.core_module), f"{p.package} {p.version} {p.core_module}")
+    found = re.search(r"export const TaskStatusesV1 = \[(.*?)\];", v1.text, re.S)
+    if found is None:
+        raise PinError(f"{v1.where}: no declaration of TaskStatusesV1")
+    if tuple(re.findall(r'"([^"]+)"', found.group(1))) != statuses:
+        raise PinError(f"{v1.where}: the core task statuses differ from the extension's {statuses}")
+    core_fields = v1.keys("TaskV1Schema")
+    renamed = dict(p.core_renamed)
+    if set(core_fields) - set(renamed) != set(fields) - set(renamed.values()) or not (
+        set(renamed) <= set(core_fields) and set(renamed.values()) <= set(fields)
+    ):
+        raise PinError(
+            f"{v1.where}: core_renamed {renamed} does not pair TaskV1Schema {core_fields} "
+            f"with the extension's task fields {fields}"
+        )
+    execution = re.search(
+        r"^\s{4}(\w+): ToolExecutionV1Schema", v1.declaration("ToolV1Schema"), re.M
+    )
+    support = re.search(
+        r"^\s{4}(\w+): TaskSupportV1Schema", v1.declaration("ToolExecutionV1Schema"), re.M
+    )
+    if execution is None or support is None:
+        raise PinError(f"{v1.where}: ToolV1Schema declares no task support")
+    values = v1.enum("TaskSupportV1Schema")
+    if p.core_forbidden not in values:
+        raise PinError(f"{v1.where}: TaskSupportV1Schema has no {p.core_forbidden!r}")
+    routing = module_text(p, p.related_task_module)
+    key = re.search(r'const relatedTaskKey = "([^"]+)";', routing)
+    if key is None:
+        raise PinError(f"{p.package} {p.version} {p.related_task_module}: no relatedTaskKey")
+    return {
+        "core": p.core,
+        "core_renamed": tuple(renamed.items()),
+        "related_task_key": key.group(1),
+        "core_tool_execution": (execution.group(1), support.group(1)),
+        "core_taskable": tuple(v for v in values if v != p.core_forbidden),
+    }
 
 
 def extension_facts() -> dict[str, Any]:

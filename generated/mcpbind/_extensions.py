@@ -28,6 +28,12 @@ class TasksFacts(NamedTuple):
     cancelled: str
     task_fields: tuple[str, ...]  # the fields of every task, in the package's order
     input_responses: str  # the field of the update request's params holding the answers
+    # The core revision's tasks the extension replaces (what a bridge translates), or None:
+    core: str | None
+    core_renamed: tuple[tuple[str, str], ...]  # (core task field, its name in the extension)
+    related_task_key: str | None  # the core _meta key tying a request to its task
+    core_tool_execution: tuple[str, ...]  # the path to a core Tool's task support
+    core_taskable: tuple[str, ...]  # the task support values that let a call become a task
 
 
 # By the revision each extends.
@@ -62,5 +68,10 @@ TASKS: dict[str, TasksFacts] = {
             "status",
         ),
         input_responses="inputResponses",
+        core="2025-11-25",
+        core_renamed=(("ttl", "ttlMs"), ("pollInterval", "pollIntervalMs")),
+        related_task_key="io.modelcontextprotocol/related-task",
+        core_tool_execution=("execution", "taskSupport"),
+        core_taskable=("optional", "required"),
     ),
 }
