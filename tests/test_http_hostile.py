@@ -21,6 +21,7 @@ import httpx
 import pytest
 
 from mcpbind.transports.http_server import Call, StreamableHTTPServer
+from tests._net import free_port
 
 INFO = {"name": "hostile", "version": "1"}
 JSON_ACCEPT = [
@@ -682,12 +683,6 @@ def test_two_listeners_with_the_same_request_id_both_hear_a_list_change() -> Non
 
 
 # -- 5, under a real uvicorn on loopback: connection cap, header deadline, disconnects ----------
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @contextlib.asynccontextmanager

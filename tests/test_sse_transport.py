@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import socket
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -24,6 +23,7 @@ from mcpbind.transports.http_server import Call, StreamableHTTPServer
 from mcpbind.transports.sse_client import SSEClient, connect_http
 from mcpbind.transports.sse_server import SSEServer
 from mcpbind.validate import validate_lines
+from tests._net import free_port
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -119,12 +119,6 @@ def sse_server(gate: Gate, revisions: tuple[str, ...] = HANDSHAKE, **limits: Any
         info=INFO,
         **limits,
     )
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @contextlib.asynccontextmanager

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import shutil
-import socket
 import sys
 from collections.abc import Awaitable
 from pathlib import Path
@@ -18,6 +17,7 @@ from typing import Any, TypeVar
 import pytest
 
 import mcpbind
+from tests._net import free_port
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import driver  # noqa: E402
@@ -153,12 +153,6 @@ def test_the_official_client_session_held_to_2024_11_05(server: Path) -> None:
         -32602,
         "Invalid arguments for tool 'add': Expected `int`, got `str` - at `$.a`",
     )
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.mark.parametrize("revision", ["2025-11-25", "2026-07-28"])

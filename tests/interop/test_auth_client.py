@@ -21,6 +21,7 @@ import pytest
 from mcpbind import ClientSession
 from mcpbind.auth import AuthorizationCode, AuthorizationError, OAuthClient
 from mcpbind.transports.http_client import StreamableHTTPClient
+from tests._net import free_port
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(60)]
 
@@ -43,12 +44,6 @@ async def app(scope, receive, send):
 
 uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[1]), log_level="warning")
 """
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture(scope="module")

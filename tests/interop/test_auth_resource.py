@@ -7,11 +7,6 @@ server on the same signing key stands for a wrong issuer: its tokens verify, but
 from __future__ import annotations
 
 import asyncio
-import socket
-import subprocess
-import sys
-import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +19,7 @@ from mcpbind.auth import AuthorizationError, ClientCredentials, OAuthClient, par
 from mcpbind.auth.resource import ResourceServer
 from mcpbind.transports.http_client import StreamableHTTPClient
 from mcpbind.transports.http_server import Call, StreamableHTTPServer
+from tests._net import free_port
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(120)]
 
@@ -41,44 +37,10 @@ INITIALIZE = {
 }
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def wait_port(port: int, proc: subprocess.Popen[bytes]) -> None:
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            return
-        except OSError:
-            assert proc.poll() is None and time.monotonic() < deadline, "no server"
-            time.sleep(0.1)
-
-
 @pytest.fixture(scope="module")
-def issuers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
-    """Two authorization servers on one signing key: the trusted one and another issuer."""
-    key = tmp_path_factory.mktemp("as") / "key.pem"
-    procs, urls = [], []
-    try:
-        for _ in range(2):
-            port = free_port()
-            proc = subprocess.Popen(
-                [sys.executable, str(HERE / "authserver.py"), str(port), str(key)],
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-            )
-            procs.append(proc)
-            wait_port(port, proc)
-            urls.append(f"http://127.0.0.1:{port}")
-        yield urls[0], urls[1]
-    finally:
-        for proc in procs:
-            proc.terminate()
-            proc.wait(timeout=10)
+def issuers(authorization_servers: tuple[str, str]) -> tuple[str, str]:
+    """The trusted issuer, and another on the same signing key (a wrong issuer)."""
+    return authorization_servers
 
 
 async def token(issuer: str, client: str, scope: str, resource: str) -> str:

@@ -8,11 +8,6 @@ not forward)."""
 from __future__ import annotations
 
 import asyncio
-import socket
-import subprocess
-import sys
-import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +21,7 @@ from mcpbind.auth.store import MemoryTokenStore
 from mcpbind.bridge.gateway import Gateway
 from mcpbind.transports.http_client import StreamableHTTPClient
 from mcpbind.transports.http_server import Call, StreamableHTTPServer
+from tests._net import free_port
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(120)]
 
@@ -40,38 +36,9 @@ INITIALIZE = {
 }
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def wait_port(port: int, proc: subprocess.Popen[bytes]) -> None:
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            return
-        except OSError:
-            assert proc.poll() is None and time.monotonic() < deadline, "no server"
-            time.sleep(0.1)
-
-
 @pytest.fixture(scope="module")
-def issuer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    key = tmp_path_factory.mktemp("as") / "key.pem"
-    port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, str(HERE / "authserver.py"), str(port), str(key)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        wait_port(port, proc)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+def issuer(authorization_servers: tuple[str, str]) -> str:
+    return authorization_servers[0]
 
 
 class Served:

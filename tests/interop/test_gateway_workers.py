@@ -20,6 +20,7 @@ import httpx
 import pytest
 
 from mcpbind.validate import validate_lines
+from tests._net import free_port
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -30,12 +31,6 @@ pytestmark = [pytest.mark.interop, pytest.mark.timeout(180)]
 ROOT = HERE.parents[1]
 MCPBIND = str(Path(sys.executable).with_name("mcpbind"))
 REVISION = "2025-11-25"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def started(argv: list[str], port: int) -> subprocess.Popen[bytes]:

@@ -5,13 +5,13 @@ after the handshake, and come back as results of the precise generated class."""
 from __future__ import annotations
 
 import asyncio
-import socket
 from typing import Any
 
 import pytest
 
 import mcpbind
 from mcpbind.transports.http_server import Call, StreamableHTTPServer
+from tests._net import free_port
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(120)]
 
@@ -23,12 +23,6 @@ async def handler(call: Call) -> Any:
     if call.method == "tools/list":
         return {"tools": []}
     raise mcpbind.ProtocolError(-32601, f"Method not found: {call.method!r}")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 async def roots_from_the_official_client() -> tuple[Any, Any]:

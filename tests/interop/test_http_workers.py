@@ -20,18 +20,13 @@ import httpx
 import pytest
 
 from mcpbind.validate import validate_lines
+from tests._net import free_port
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(120)]
 
 ROOT = Path(__file__).resolve().parents[2]
 REVISION = "2025-11-25"
 ACCEPT = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 class Worker:

@@ -35,6 +35,8 @@ from mcpbind.validate import validate_lines
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import driver  # noqa: E402
 
+from tests._net import free_port
+
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(120)]
 
 INFO = {"name": "mcpbind-sse", "version": "1.0"}
@@ -58,12 +60,6 @@ net.Server.prototype.listen = function (...args) {
   return listen.apply(this, args);
 };
 """
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,29 @@
+"""Loopback ports for the tests that start real servers: a free port, and waiting until a
+server listens on one."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import time
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 at the time of asking."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_port(port: int, proc: subprocess.Popen[bytes] | None = None, seconds: float = 30) -> None:
+    """Return once something accepts connections on ``port``; fail when ``proc`` (the process
+    that should listen there) exits first, or after ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            return
+        except OSError:
+            assert proc is None or proc.poll() is None, f"the server for port {port} exited"
+            assert time.monotonic() < deadline, f"nothing listens on port {port}"
+            time.sleep(0.1)
