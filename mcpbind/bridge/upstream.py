@@ -344,8 +344,7 @@ class HttpUpstream(StreamableHTTPClient):
                 self._arrived.set()
             elif isinstance(event, Negotiated | NegotiationFailed):
                 owed.clear()
-                self.events.append(event)  # what connect() reads; nothing else is kept
-                self._reported += 1  # (flush() reports what arrived past this count)
+                self._report(event)  # what connect() reads; nothing else is kept
             elif isinstance(event, RequestReceived):
                 await self._answer_server(event, related)
                 continue

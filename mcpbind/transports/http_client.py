@@ -426,10 +426,14 @@ class StreamableHTTPClient:
                 return None
         return last
 
+    def _report(self, event: Event) -> None:
+        """Keep ``event`` in the window of ``events`` (what ``flush`` returns counts these)."""
+        self.events.append(event)
+        self._reported += 1
+
     async def _receive(self, data: bytes, owed: set[Any]) -> None:
         for event in self.session.receive(data):
-            self.events.append(event)
-            self._reported += 1
+            self._report(event)
             if isinstance(event, ResultReceived):
                 self._learn(event.result)
             if isinstance(event, ResultReceived | ErrorReceived | InputRequired):
