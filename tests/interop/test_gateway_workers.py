@@ -24,7 +24,7 @@ from tests._net import free_port
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from test_http_workers import Client, call, messages, workers_of  # noqa: E402
+from test_http_workers import Client, call, messages, resumed_elsewhere, workers_of  # noqa: E402
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(180)]
 
@@ -128,19 +128,7 @@ def test_a_stream_dropped_on_one_gateway_resumes_on_the_other(gateways: Any) -> 
     # The server sends three log messages 50 ms apart, then the answer; the gateway passes them
     # on the call's stream. The connection is dropped after the priming event and the first log
     # message, and the rest is asked of the other gateway.
-    first = client.post(a.url, call(5, "test_tool_with_logging"), keep=2)
-    assert first[0]["data"] == "" and "retry" in first[0]  # the priming event
-    assert messages(first)[0]["params"]["data"] == "Tool execution started"
-    rest = client.get(b.url, first[-1]["id"])
-    got = messages(first) + messages(rest)
-    assert [m.get("params", {}).get("data") for m in got[:3]] == [
-        "Tool execution started",
-        "Tool processing data",
-        "Tool execution completed",
-    ]
-    assert len(got) == 4 and got[3]["id"] == 5 and "result" in got[3]
-    ids = [e["id"] for e in first + rest]
-    assert len(set(ids)) == len(ids)  # nothing repeated
+    resumed_elsewhere(client, a.url, b.url)
     assert list(validate_lines(client.wire, REVISION, strict=True)) == []
 
 

@@ -182,6 +182,27 @@ def messages(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [json.loads(e["data"]) for e in events if e.get("data")]
 
 
+def resumed_elsewhere(client: Client, first: str, other: str) -> list[str]:
+    """Call server-everything's logging tool (three log messages 50 ms apart, then the answer)
+    through ``first``, drop the connection after the priming event and the first log message,
+    and ask ``other`` for the rest with ``Last-Event-ID``: every message arrives once, in order.
+    The event ids seen."""
+    got_first = client.post(first, call(5, "test_tool_with_logging"), keep=2)
+    assert got_first[0]["data"] == "" and "retry" in got_first[0]  # the priming event
+    assert messages(got_first)[0]["params"]["data"] == "Tool execution started"
+    rest = client.get(other, got_first[-1]["id"])
+    got = messages(got_first) + messages(rest)
+    assert [m.get("params", {}).get("data") for m in got[:3]] == [
+        "Tool execution started",
+        "Tool processing data",
+        "Tool execution completed",
+    ]
+    assert len(got) == 4 and got[3]["id"] == 5 and "result" in got[3]
+    ids = [e["id"] for e in got_first + rest]
+    assert len(set(ids)) == len(ids)  # nothing repeated
+    return ids
+
+
 def test_a_session_opened_on_one_worker_continues_on_the_other(workers: Any) -> None:
     a, b = workers
     client = Client()
@@ -200,19 +221,7 @@ def test_a_stream_dropped_on_one_worker_resumes_on_the_other(workers: Any) -> No
     client.open(a.url, a.url)
     # Three log messages 50 ms apart, then the answer: the connection is dropped after the
     # priming event and the first log message, and the rest is asked of the other worker.
-    first = client.post(a.url, call(5, "test_tool_with_logging"), keep=2)
-    assert first[0]["data"] == "" and "retry" in first[0]  # the priming event
-    assert messages(first)[0]["params"]["data"] == "Tool execution started"
-    rest = client.get(b.url, first[-1]["id"])
-    got = messages(first) + messages(rest)
-    assert [m.get("params", {}).get("data") for m in got[:3]] == [
-        "Tool execution started",
-        "Tool processing data",
-        "Tool execution completed",
-    ]
-    assert len(got) == 4 and got[3]["id"] == 5 and "result" in got[3]
-    ids = [e["id"] for e in first + rest]
-    assert len(set(ids)) == len(ids)  # nothing repeated
+    ids = resumed_elsewhere(client, a.url, b.url)
     assert all(i.split(":")[0] == ids[0].split(":")[0] for i in ids)  # ids name their stream
 
     # The server closes a stream for polling on one worker; the answer comes from the other.
