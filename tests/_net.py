@@ -17,13 +17,16 @@ def free_port() -> int:
 
 def wait_port(port: int, proc: subprocess.Popen[bytes] | None = None, seconds: float = 30) -> None:
     """Return once something accepts connections on ``port``; fail when ``proc`` (the process
-    that should listen there) exits first, or after ``seconds``."""
+    that should listen there) exits first, with what it wrote to a piped stderr, or after
+    ``seconds``."""
     deadline = time.monotonic() + seconds
     while True:
         try:
             socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
             return
         except OSError:
-            assert proc is None or proc.poll() is None, f"the server for port {port} exited"
+            if proc is not None and proc.poll() is not None:
+                said = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+                raise AssertionError(f"the server for port {port} exited: {said}") from None
             assert time.monotonic() < deadline, f"nothing listens on port {port}"
             time.sleep(0.1)

@@ -14,10 +14,8 @@ import contextlib
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -31,7 +29,7 @@ from mcpbind.bridge.gateway import Gateway
 from mcpbind.transports.http_client import StreamableHTTPClient
 from mcpbind.transports.sse_client import SSEClient
 from mcpbind.validate import validate_lines
-from tests._net import free_port
+from tests._net import free_port, wait_port
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -274,15 +272,7 @@ def everything() -> Any:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            break
-        except OSError:
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError("everything_server did not start") from None
-            time.sleep(0.1)
+    wait_port(port, process)
     yield f"http://127.0.0.1:{port}/mcp"
     process.terminate()
     process.wait(10)
@@ -691,14 +681,7 @@ def test_an_http_server_that_dies_fails_the_pending_calls_of_every_client() -> N
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            break
-        except OSError:
-            assert process.poll() is None and time.monotonic() < deadline
-            time.sleep(0.1)
+    wait_port(port, process)
 
     async def main() -> list[Any]:
         served = Served(upstream=f"http://127.0.0.1:{port}/mcp", server_revisions=("2025-11-25",))

@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import os
 import resource
-import socket
 import subprocess
 import sys
 import time
@@ -21,7 +20,7 @@ import pytest
 from mcpbind import ClientSession
 from mcpbind.auth import AuthorizationCode, AuthorizationError, OAuthClient
 from mcpbind.transports.http_client import StreamableHTTPClient
-from tests._net import free_port
+from tests._net import free_port, wait_port
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(60)]
 
@@ -51,14 +50,7 @@ def bare_401() -> Iterator[str]:
     port = free_port()
     proc = subprocess.Popen([sys.executable, "-c", BARE_401, str(port)])
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-                break
-            except OSError:
-                assert proc.poll() is None and time.monotonic() < deadline, "no server"
-                time.sleep(0.1)
+        wait_port(port, proc)
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
         proc.terminate()

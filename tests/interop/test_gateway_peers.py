@@ -8,10 +8,8 @@ client's own revision (``Wire`` of tests/test_gateway.py)."""
 from __future__ import annotations
 
 import shutil
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +17,7 @@ import pytest
 
 import mcpbind
 from mcpbind.transports.sse_client import SSEClient
+from tests._net import wait_port
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -128,16 +127,7 @@ def sdk_server_2026() -> Any:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            break
-        except OSError:
-            if process.poll() is not None or time.monotonic() > deadline:
-                assert process.stderr is not None
-                raise RuntimeError(process.stderr.read().decode()) from None
-            time.sleep(0.1)
+    wait_port(port, process)
     yield f"http://127.0.0.1:{port}/mcp"
     process.terminate()
     process.wait(10)
