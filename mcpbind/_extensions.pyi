@@ -24,5 +24,10 @@ class TasksFacts(NamedTuple):
     cancelled: str
     task_fields: tuple[str, ...]
     input_responses: str
+    core: str | None
+    core_renamed: tuple[tuple[str, str], ...]
+    related_task_key: str | None
+    core_tool_execution: tuple[str, ...]
+    core_taskable: tuple[str, ...]
 
 TASKS: dict[str, TasksFacts]

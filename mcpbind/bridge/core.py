@@ -52,6 +52,7 @@ from ..session import ServerSession
 from ..session._common import speech
 from ..transports.stdio import Envelope, envelope
 from .crossing import INPUT_TIMEOUT, LOSSY, NOT_SENT, STATE_PREFIX, Back, Crossing, Edge, too_many
+from .tasks import TaskBridge
 
 __all__ = ["CONNECTION_CLOSED", "INPUT_TIMEOUT", "LOSSY", "MAX_IN_FLIGHT", "Bridge"]
 
@@ -201,6 +202,7 @@ class Bridge(Crossing):
         self._asked = 0  # the server's requests held for a round-trip client's retry
         self._client_waiting: list[Event] = []  # client events until the server side is ready
         self._server_waiting: list[Event] = []  # server events until the client side is ready
+        self.tasks: TaskBridge | None = None  # tasks translated between the sides (bridge/tasks.py)
 
     # -- the two transports -----------------------------------------------------------------
 
@@ -211,6 +213,8 @@ class Bridge(Crossing):
             self._after_close(envelope(data), self.front)
             return
         try:
+            if self.tasks is not None and self.tasks.from_client(data):
+                return
             events = self.front.receive(data)
             if self.front.held and self.back.state == "idle":
                 self._connect(self.front.held[0])
@@ -327,6 +331,7 @@ class Bridge(Crossing):
             return
         for one in self.front.open(*face):
             self._client_event(one)
+        self.tasks = TaskBridge.between(self)
         waiting, self._client_waiting = self._client_waiting, []
         for one in waiting:
             self._client_event(one)
@@ -382,6 +387,8 @@ class Bridge(Crossing):
             return
         try:
             params, token = self._down_params(e.method, e.params, e.revision)
+            if self.tasks is not None:
+                params = self.tasks.down(e, params)
             down = self.back.request(
                 e.method, None if params is UNSET else params, progress=token is not None
             )
@@ -441,6 +448,8 @@ class Bridge(Crossing):
     # -- what the server did ----------------------------------------------------------------
 
     def _server_event(self, e: Event) -> None:
+        if self.tasks is not None and self.tasks.server_event(e):
+            return
         if isinstance(e, Negotiated):
             self._server_ready(e)
         elif isinstance(e, NegotiationFailed):
@@ -727,6 +736,8 @@ class Bridge(Crossing):
         for e in self._server_waiting:
             if type(e) is RequestReceived:
                 self._quietly(self.back.respond_error, e.id, error.code, error.message)
+        if self.tasks is not None:
+            self.tasks.close(error)
         for hold in self._held.values():
             self._drop(hold, error)
         self._held.clear()
