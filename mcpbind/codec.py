@@ -6,6 +6,7 @@ this module names no revision and no method. See docs/design.md, "Runtime codec"
 
 from __future__ import annotations
 
+import _thread  # not threading: its import would add to the codec's
 import math
 import re
 from typing import Any, Literal, Union
@@ -45,9 +46,19 @@ class _Id(msgspec.Struct, gc=False):
 
 
 _encode = msgspec.json.encode
-_pack = msgspec.msgpack.encode  # what the NaN guard searches in a long message
-_null = re.compile(b"null").search  # cheaper than ``in`` on a short message
-_SCAN_MAX = 512  # longer JSON is checked for NaN through its MessagePack form
+# What the NaN guard searches in a long message: MessagePack, written into a buffer each thread
+# keeps (up to _SCRATCH_MAX bytes), since a fresh megabyte costs more in page faults than to encode
+_pack_into = msgspec.msgpack.Encoder().encode_into
+_scratch = _thread._local()
+_SCRATCH_MAX = 4 << 20
+_null = re.compile(b"null").search  # on a long message twice as fast as ``bytes.find``
+_SCAN_MAX = 512  # up to this many bytes JSON is searched for a null in place; longer: _finite
+_TEXT_MIN = 1024  # from this many bytes a message may be searched as text (see _finite)
+# MessagePack shorter than 7/8 of the JSON: the values are many and small, the text is searched
+_DENSE = (7, 8)
+# message or result class -> whether its long messages were made of structure (bounded: classes)
+_STRUCTURED: dict[type, bool] = {}
+_KINDS_MAX = 1024
 _NONFINITE = re.compile(b"[\x7f\xff][\xf0-\xff]").match
 _ENVELOPE = msgspec.json.Decoder(Union[_Envelope, list[Raw]])  # noqa: UP007
 _ERROR = msgspec.json.Decoder(_ErrorEnvelope)
@@ -456,7 +467,7 @@ class Codec:
             if type(msg.id) not in _IDS:
                 _check_id(msg.id)
             out = _encode(msg)
-            if len(out) > _SCAN_MAX or _null(out):
+            if len(out) > _SCAN_MAX or out.partition(b"null")[1]:
                 _finite(msg, out)
             if type(msg.result) in self._t.learners:
                 self._learn(msg.result)
@@ -469,7 +480,7 @@ class Codec:
         if m.gated and self._caps and m.name not in self._passed[False]:
             self._gates.check(m, _params(msg), getattr(msg, "id", None), incoming=False)
         out = _encode(msg if m.enveloped else m.unbuild(msg))
-        if len(out) > _SCAN_MAX or _null(out):
+        if len(out) > _SCAN_MAX or out.partition(b"null")[1]:
             _finite(msg, out)
         if m.request:
             self._pending[msg.id] = m.name
@@ -503,7 +514,7 @@ class Codec:
             elif msg.id is not None and msg.id is not UNSET:
                 _check_id(msg.id)
             out = _encode(msg)
-            if len(out) > _SCAN_MAX or _null(out):
+            if len(out) > _SCAN_MAX or out.partition(b"null")[1]:
                 _finite(msg, out)
             return out
         if isinstance(msg, ProtocolError):
@@ -636,21 +647,40 @@ def _check_id(id_: Any) -> None:
 def _finite(msg: Any, out: bytes) -> None:
     """Refuse ``msg`` if it holds NaN or an infinity, which msgspec writes as null.
 
-    Called when the JSON ``out`` has a null, or is too long to search for one cheaply. A long
-    message is first looked at as MessagePack, where every float is the byte 0xcb and its 8 bytes,
-    found with ``memchr``: only when one of them could be non-finite is the value walked.
+    Called when the JSON ``out`` has a null, or is too long to have been searched for one in
+    place. No null, no non-finite number. Two searches, each costing by what it reads
+    (docs/design.md, "Runtime codec"): the JSON text for a null, by the byte; the MessagePack
+    form, by the value, where every float is the byte 0xcb and its 8 bytes, found with
+    ``memchr``. Structure (tool lists, schemas) is cheaper to read as text; one long string (a
+    file, an image) as MessagePack. Which one a long message of a class is made of is learned
+    from its last MessagePack form: that is shorter than the JSON by its quotes, colons and
+    commas, much shorter when values are many and small. Only a null in the text, or a float in
+    MessagePack whose exponent is all ones, sends the value to the exact walk.
     """
-    if len(out) > _SCAN_MAX:
+    n = len(out)
+    if n > _SCAN_MAX:
+        kind = type(msg.result) if type(msg) is Response else type(msg)
+        if _STRUCTURED.get(kind) and _null(out) is None:
+            return
+        packed = getattr(_scratch, "buffer", None)
+        if packed is None:
+            packed = _scratch.buffer = bytearray()
         try:
-            packed = _pack(msg)
+            _pack_into(msg, packed)
         except Exception:  # noqa: BLE001 - JSON holds what it may not (ints past 64 bits): walk
-            packed = None
-        if packed is not None:
+            at = 0
+        else:
             at = packed.find(b"\xcb")
             while at >= 0 and not _NONFINITE(packed, at + 1):  # exponent all ones: not finite
                 at = packed.find(b"\xcb", at + 1)
-            if at < 0:
-                return
+            if n > _TEXT_MIN:  # (shorter ones are cheaper to pack whatever they hold)
+                if len(_STRUCTURED) >= _KINDS_MAX:
+                    _STRUCTURED.clear()
+                _STRUCTURED[kind] = len(packed) * _DENSE[1] < n * _DENSE[0]
+        if len(packed) > _SCRATCH_MAX:
+            _scratch.buffer = None  # its memory goes with it
+        if at < 0:
+            return
     if _nonfinite(msgspec.to_builtins(msg)):
         raise ValueError("JSON has no NaN or Infinity: the message holds a non-finite number")
 

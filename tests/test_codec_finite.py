@@ -1,0 +1,91 @@
+"""The codec's guard against non-finite numbers (msgspec writes NaN and infinities as null): each
+way a message is searched, by its length and what it is made of, refuses one and lets a float-free
+message through, nulls included."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import msgspec
+import pytest
+
+import mcpbind
+from mcpbind import Codec, Response
+
+BAD = [math.nan, math.inf, -math.inf]
+IDS = ["nan", "inf", "-inf"]
+
+
+def _tool(i: int, minimum: Any = 1) -> dict[str, Any]:
+    return {
+        "name": f"tool_{i}",
+        "description": "Does a thing with its arguments and returns a result.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {"limit": {"type": "integer", "minimum": minimum}},
+        },
+    }
+
+
+def _tools(server: Codec, count: int, at: int, minimum: Any) -> Response[Any]:
+    """A tools/list response of ``count`` tools (dense structure), ``minimum`` in the input
+    schema of the tool at ``at`` (an open object, deep in the message)."""
+    tools = [_tool(i, minimum if i == at else 1) for i in range(count)]
+    result = mcpbind.convert({"tools": tools}, server.module.ListToolsResult)
+    return Response(id=1, result=result)
+
+
+@pytest.mark.parametrize("number", BAD, ids=IDS)
+@pytest.mark.parametrize("count", [3, 5, 200], ids=["600B", "1KB", "40KB"])
+def test_a_non_finite_number_deep_in_an_open_object_is_refused(count: int, number: float) -> None:
+    server = Codec("2025-11-25", "server")
+    for at in (0, count // 2, count - 1):
+        msg = _tools(server, count, at, number)
+        assert len(msgspec.json.encode(msg)) > 512
+        with pytest.raises(ValueError, match="non-finite"):
+            server.encode(msg)
+
+
+@pytest.mark.parametrize("count", [1, 3, 5, 200], ids=["short", "600B", "1KB", "40KB"])
+def test_a_float_free_message_with_nulls_is_sent(count: int) -> None:
+    server = Codec("2025-11-25", "server")
+    msg = _tools(server, count, count // 2, None)  # a JSON null where a number could be
+    out = server.encode(msg)
+    assert b"null" in out
+    assert msgspec.json.decode(out)["result"]["tools"][count // 2]["inputSchema"] == {
+        "type": "object",
+        "properties": {"limit": {"type": "integer", "minimum": None}},
+    }
+    finite = _tools(server, count, count // 2, 2.5)  # and finite floats beside a null
+    finite.result.tools[0].input_schema["properties"]["limit"]["maximum"] = None
+    assert b"2.5" in server.encode(finite)
+
+
+@pytest.mark.parametrize("number", BAD, ids=IDS)
+def test_one_long_string_and_a_non_finite_number_is_refused(number: float) -> None:
+    # Its middle is text, not structure: it is searched in its MessagePack form.
+    server = Codec("2025-11-25", "server")
+    text = {"type": "text", "text": "lorem ipsum " * 5000}
+    for meta in ({"x": number}, {"x": [1.5, {"y": number}]}):
+        bad = mcpbind.convert({"content": [text], "_meta": meta}, server.module.CallToolResult)
+        with pytest.raises(ValueError, match="non-finite"):
+            server.encode(Response(id=1, result=bad))
+    good = {"content": [text], "_meta": {"x": [1.5, None]}}
+    out = server.encode(Response(id=1, result=mcpbind.convert(good, server.module.CallToolResult)))
+    assert msgspec.json.decode(out)["result"]["_meta"] == {"x": [1.5, None]}
+
+
+@pytest.mark.parametrize("number", BAD, ids=IDS)
+def test_a_long_request_with_a_non_finite_argument_is_refused_and_not_remembered(
+    number: float,
+) -> None:
+    client = Codec("2025-11-25", "client")
+    arguments = {f"key_{i}": {"a": i, "b": [i, "x"]} for i in range(300)}
+    arguments["key_150"]["b"].append(number)
+    params = mcpbind.convert(
+        {"name": "t", "arguments": arguments}, client.module.CallToolRequestParams
+    )
+    with pytest.raises(ValueError, match="non-finite"):
+        client.encode(client.module.CallToolRequest(id=7, jsonrpc="2.0", params=params))
+    assert client.pending == {}
