@@ -9,7 +9,10 @@ has it. Everything protocol-related is mcpbind's; this file holds only the fixtu
 
 ``--redis URL`` keeps sessions and event logs in Redis, so that several processes (``--workers
 N`` on one port, or servers on several ports sharing the URL) serve the same sessions and resume
-each other's streams. ``--auth-server URL`` requires bearer tokens of that authorization server.
+each other's streams. The workers of one run sign 2026-07-28 request states with one key of the
+run; servers started apart sign with the key in ``--state-key-file PATH`` (32 bytes or more,
+e.g. ``head -c 32 /dev/urandom``), so that a client's retry may reach any of them.
+``--auth-server URL`` requires bearer tokens of that authorization server.
 """
 
 from __future__ import annotations
@@ -540,11 +543,24 @@ def main() -> None:
     parser.add_argument(
         "--workers", type=int, default=1, help="worker processes on the port (needs --redis)"
     )
+    parser.add_argument(
+        "--state-key-file",
+        type=Path,
+        help="sign request states with the bytes of this file (32 or more), the same for every "
+        "server a client's retry may reach; a random key of this run by default",
+    )
     args = parser.parse_args()
     if args.workers > 1 and not args.redis:
         parser.error("--workers above 1 needs --redis: the workers share sessions through it")
     url = f"http://{args.host}:{args.port}/mcp"
     key = secrets.token_bytes(32)  # this run's, shared by its workers
+    if args.state_key_file is not None:
+        try:
+            key = args.state_key_file.read_bytes()
+        except OSError as exc:
+            parser.error(f"--state-key-file: {exc.strerror}: {args.state_key_file}")
+        if len(key) < 32:
+            parser.error(f"--state-key-file: {len(key)} bytes; a key needs 32 or more")
     factory = functools.partial(build, url, args.auth_server, args.redis, key)
     # The server's bounds, at their defaults too: connections, and deadlines for a request head
     # and for a client that stops reading.

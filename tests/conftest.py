@@ -95,3 +95,14 @@ def authorization_servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[
         for process in processes:
             process.terminate()
             process.wait(timeout=10)
+
+
+@pytest.fixture
+def example_redis(redis_url: str) -> str:
+    """A database of the test Redis of its own, empty: the example's store uses the default key
+    prefix."""
+    import redis
+
+    url = redis_url.rsplit("/", 1)[0] + "/1"
+    redis.Redis.from_url(url).flushdb()
+    return url

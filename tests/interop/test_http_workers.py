@@ -74,17 +74,6 @@ class Worker:
 
 
 @pytest.fixture
-def example_redis(redis_url: str) -> str:
-    """A database of the test Redis of its own, empty: the example's store uses the default key
-    prefix."""
-    import redis
-
-    url = redis_url.rsplit("/", 1)[0] + "/1"
-    redis.Redis.from_url(url).flushdb()
-    return url
-
-
-@pytest.fixture
 def workers(example_redis: str) -> Iterator[tuple[Worker, Worker]]:
     a, b = Worker(example_redis), Worker(example_redis)
     try:
