@@ -1,0 +1,277 @@
+"""The bridge's task translation (mcpbind/bridge/tasks.py), sans-IO: a 2026-07-28 client of the
+tasks extension (raw JSON lines: its session has no task methods) in front of mcpbind's own
+2025-11-25 ServerSession with tasks; and the field mapping read from the generated facts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+import pytest
+
+import mcpbind
+from mcpbind import events as ev
+from mcpbind._extensions import TASKS
+from mcpbind.bridge import Bridge
+from mcpbind.bridge.tasks import core_task, extension_task
+
+FACTS = TASKS["2026-07-28"]
+EXT = FACTS.extension
+META_2026 = mcpbind.bindings("2026-07-28").FACTS.request_meta
+assert META_2026 is not None
+RELATED = FACTS.related_task_key
+assert RELATED is not None
+
+CORE_TASK = {
+    "taskId": "t-1",
+    "status": "working",
+    "statusMessage": "on it",
+    "createdAt": "2026-11-25T00:00:00Z",
+    "lastUpdatedAt": "2026-11-25T00:00:01Z",
+    "ttl": 60000,
+    "pollInterval": 250,
+}
+TOOLS = {
+    "tools": [
+        {
+            "name": "slow",
+            "inputSchema": {"type": "object"},
+            "execution": {"taskSupport": "required"},
+        },
+        {"name": "fast", "inputSchema": {"type": "object"}},
+    ]
+}
+ELICIT = {
+    "message": "Which one?",
+    "requestedSchema": {"type": "object", "properties": {"pick": {"type": "string"}}},
+    "_meta": {RELATED: {"taskId": "t-1"}},
+}
+
+
+def meta(extension: bool = True) -> dict[str, Any]:
+    caps: dict[str, Any] = {"elicitation": {"form": {}}}
+    if extension:
+        caps["extensions"] = {EXT: {}}
+    return {
+        META_2026.version_key: "2026-07-28",
+        META_2026.capabilities_key: caps,
+        META_2026.info_key: {"name": "raw-client", "version": "1"},
+    }
+
+
+class Pair:
+    """Raw 2026-07-28 client lines <-> Bridge <-> mcpbind's 2025-11-25 ServerSession."""
+
+    def __init__(self) -> None:
+        self.server = mcpbind.ServerSession(
+            "2025-11-25",
+            capabilities={
+                "tools": {},
+                "tasks": {"cancel": {}, "requests": {"tools": {"call": {}}}},
+            },
+            info={"name": "tasks-server", "version": "1"},
+        )
+        self.bridge = Bridge()
+        self.at_server: list[Any] = []
+        self.at_client: list[dict[str, Any]] = []
+        self.log: list[str] = []
+        self.ids = 0
+        self.send("server/discover", {})
+        assert self.server.state == "ready"
+
+    def pump(self) -> None:
+        for _ in range(50):
+            moved = False
+            for raw in self.bridge.to_server():
+                moved = True
+                self.at_server += self.server.receive(raw)
+            for raw in self.server.data_to_send():
+                moved = True
+                self.bridge.from_server(raw)
+            for raw in self.bridge.to_client():
+                moved = True
+                self.at_client.append(msgspec.json.decode(raw))
+            self.log += self.bridge.take_log()
+            if not moved:
+                return
+        raise AssertionError("the bridge kept talking")
+
+    def send(self, method: str, params: dict[str, Any], extension: bool = True) -> int:
+        self.ids += 1
+        params = {**params, "_meta": meta(extension)}
+        message = {"jsonrpc": "2.0", "id": self.ids, "method": method, "params": params}
+        self.bridge.from_client(msgspec.json.encode(message))
+        self.pump()
+        return self.ids
+
+    def answer_of(self, id: int) -> dict[str, Any]:
+        found = [m for m in self.at_client if m.get("id") == id and "method" not in m]
+        assert found, (id, self.at_client, self.log)
+        return found[-1]
+
+    def at(self, method: str) -> Any:
+        found = [e for e in self.at_server if isinstance(e, ev.RequestReceived)]
+        found = [e for e in found if e.method == method]
+        assert found, (method, self.at_server)
+        return found[-1]
+
+    def respond(self, request: Any, result: Any) -> None:
+        self.server.respond(request.id, result)
+        self.pump()
+
+
+def created() -> tuple[Pair, int]:
+    """A pair whose client listed the tools and called ``slow``, answered with a task."""
+    p = Pair()
+    p.send("tools/list", {})
+    p.respond(p.at("tools/list"), TOOLS)
+    call = p.send("tools/call", {"name": "slow", "arguments": {}})
+    p.respond(p.at("tools/call"), {"task": CORE_TASK})
+    return p, call
+
+
+def test_the_task_fields_map_by_the_generated_facts() -> None:
+    assert dict(FACTS.core_renamed) == {"ttl": "ttlMs", "pollInterval": "pollIntervalMs"}
+    ext = extension_task(CORE_TASK, FACTS)
+    assert ext == {
+        "taskId": "t-1",
+        "status": "working",
+        "statusMessage": "on it",
+        "createdAt": "2026-11-25T00:00:00Z",
+        "lastUpdatedAt": "2026-11-25T00:00:01Z",
+        "ttlMs": 60000,
+        "pollIntervalMs": 250,
+    }
+    assert core_task({**ext, "resultType": "task"}, FACTS) == CORE_TASK
+    assert extension_task({**CORE_TASK, "ttl": None}, FACTS)["ttlMs"] is None  # unlimited
+
+
+def test_a_call_of_a_task_tool_becomes_a_task_the_client_polls() -> None:
+    p, call = created()
+    assert msgspec.to_builtins(p.at("tools/call").params)["task"] == {}
+    answer = p.answer_of(call)["result"]
+    assert answer == {**extension_task(CORE_TASK, FACTS), "resultType": "task"}
+    # the bridge asked for the payload at once (it carries the task's input requests)
+    assert p.at("tasks/result").params.task_id == "t-1"
+    get = p.send("tasks/get", {"taskId": "t-1"})
+    p.respond(p.at("tasks/get"), {**CORE_TASK, "statusMessage": "still"})
+    got = p.answer_of(get)["result"]
+    assert got["status"] == "working" and got["statusMessage"] == "still"
+    assert got["resultType"] == "complete" and "result" not in got
+
+
+def test_input_the_server_asks_for_the_task_is_carried_by_get_and_answered_by_update() -> None:
+    p, _ = created()
+    payload = p.at("tasks/result")
+    asked = p.server.request("elicitation/create", ELICIT)
+    p.pump()
+    get = p.send("tasks/get", {"taskId": "t-1"})
+    p.respond(p.at("tasks/get"), {**CORE_TASK, "status": "input_required"})
+    got = p.answer_of(get)["result"]
+    assert got["status"] == "input_required"
+    [(name, request)] = got["inputRequests"].items()
+    assert request["method"] == "elicitation/create"
+    assert request["params"]["message"] == "Which one?" and "_meta" not in request["params"]
+    update = p.send(
+        "tasks/update",
+        {"taskId": "t-1", "inputResponses": {name: {"action": "accept", "content": {"pick": "a"}}}},
+    )
+    assert p.answer_of(update)["result"] == {"resultType": "complete"}
+    answer = [e for e in p.at_server if isinstance(e, ev.ResultReceived) and e.id == asked]
+    assert answer and answer[0].result.content == {"pick": "a"}
+    # the payload ends the task: the next get carries the tool's result
+    p.respond(payload, {"content": [{"type": "text", "text": "done"}]})
+    get = p.send("tasks/get", {"taskId": "t-1"})
+    p.respond(p.at("tasks/get"), {**CORE_TASK, "status": "completed"})
+    done = p.answer_of(get)["result"]
+    assert done["status"] == "completed"
+    assert done["result"]["content"] == [{"type": "text", "text": "done"}]
+
+
+def test_a_get_that_finds_the_task_finished_waits_for_its_payload() -> None:
+    p, _ = created()
+    get = p.send("tasks/get", {"taskId": "t-1"})
+    p.respond(p.at("tasks/get"), {**CORE_TASK, "status": "completed"})
+    assert not [m for m in p.at_client if m.get("id") == get]  # held: the payload is coming
+    p.respond(p.at("tasks/result"), {"content": [{"type": "text", "text": "late"}]})
+    assert p.answer_of(get)["result"]["result"]["content"][0]["text"] == "late"
+
+
+def test_a_failed_payload_is_the_tasks_error() -> None:
+    p, _ = created()
+    p.server.respond_error(p.at("tasks/result").id, -32000, "the tool broke", {"why": "disk"})
+    p.pump()
+    get = p.send("tasks/get", {"taskId": "t-1"})
+    p.respond(p.at("tasks/get"), {**CORE_TASK, "status": "failed"})
+    got = p.answer_of(get)["result"]
+    assert got["status"] == "failed"
+    assert got["error"] == {"code": -32000, "message": "the tool broke", "data": {"why": "disk"}}
+
+
+def test_cancel_goes_to_the_server() -> None:
+    p, _ = created()
+    cancel = p.send("tasks/cancel", {"taskId": "t-1"})
+    p.respond(p.at("tasks/cancel"), {**CORE_TASK, "status": "cancelled"})
+    assert p.at("tasks/cancel").params.task_id == "t-1"
+    assert p.answer_of(cancel)["result"] == {"resultType": "complete"}
+
+
+def test_calls_that_do_not_become_tasks() -> None:
+    p = Pair()
+    p.send("tools/list", {})
+    p.respond(p.at("tools/list"), TOOLS)
+    p.send("tools/call", {"name": "fast", "arguments": {}})  # the server forbids it tasks
+    assert "task" not in msgspec.to_builtins(p.at("tools/call").params)
+    p.respond(p.at("tools/call"), {"content": []})
+    p.send("tools/call", {"name": "slow", "arguments": {}}, extension=False)  # not declared
+    assert "task" not in msgspec.to_builtins(p.at("tools/call").params)
+
+
+@pytest.mark.parametrize(
+    ("params", "extension", "code", "says"),
+    [
+        ({"taskId": "nope"}, True, -32602, "no task 'nope'"),
+        ({"taskId": 7}, True, -32602, "string taskId"),
+        ({"taskId": "t-1"}, False, -32021, EXT),
+        ({"taskId": "t-1", "inputResponses": []}, True, -32602, "inputResponses"),
+    ],
+)
+def test_bad_task_requests_get_errors(
+    params: dict[str, Any], extension: bool, code: int, says: str
+) -> None:
+    p, _ = created()
+    method = "tasks/update" if "inputResponses" in params else "tasks/get"
+    error = p.answer_of(p.send(method, params, extension=extension))["error"]
+    assert error["code"] == code and says in error["message"]
+
+
+def test_an_update_answer_that_does_not_fit_is_refused_whole() -> None:
+    p, _ = created()
+    p.server.request("elicitation/create", ELICIT)
+    p.pump()
+    get = p.send("tasks/get", {"taskId": "t-1"})
+    p.respond(p.at("tasks/get"), {**CORE_TASK, "status": "input_required"})
+    [name] = p.answer_of(get)["result"]["inputRequests"]
+    bad = p.send("tasks/update", {"taskId": "t-1", "inputResponses": {name: {"action": 3}}})
+    error = p.answer_of(bad)["error"]
+    assert error["code"] == -32602 and f"inputResponses.{name}" in error["message"]
+    assert not [e for e in p.at_server if isinstance(e, ev.ResultReceived)]
+
+
+def test_the_servers_status_notifications_are_not_forwarded_and_said_once() -> None:
+    p, _ = created()
+    for _ in range(3):
+        p.server.notify("notifications/tasks/status", CORE_TASK)
+    p.pump()
+    assert not [m for m in p.at_client if m.get("method") == "notifications/tasks/status"]
+    said = [line for line in p.log if "of task 't-1'" in line]
+    assert len(said) == 1 and said[0].startswith("loss: ")
+
+
+def test_a_held_get_is_answered_when_the_bridge_closes() -> None:
+    p, _ = created()
+    get = p.send("tasks/get", {"taskId": "t-1"})
+    p.respond(p.at("tasks/get"), {**CORE_TASK, "status": "completed"})
+    p.bridge.close("the server exited (status 1)")
+    p.pump()
+    assert p.answer_of(get)["error"]["code"] == -32000
