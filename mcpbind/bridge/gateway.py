@@ -297,12 +297,16 @@ class Link(Crossing):
         """The answer to the client's request ``call``, from the server."""
         self.used = time.monotonic()
         state, answers = self.round_trip_retry(call.params, call.revision)
+        message: bytes | None = None
         if state is not None and state.startswith(STATE_PREFIX):
             pending = self.gateway._resume(state, call, self)
             self._answer_asks(pending, answers)
         else:
-            pending = await self._send(call)
+            pending, message = await self._send(call)
         try:
+            if message is not None:
+                assert isinstance(self.transport, HttpUpstream)
+                await self.transport.request(message)
             return await self._outcome(pending)
         except asyncio.CancelledError:
             # The client cancelled it, or left: the server stops working on it too.
@@ -313,7 +317,10 @@ class Link(Crossing):
         finally:
             self._say()
 
-    async def _send(self, call: Call) -> _Pending:
+    async def _send(self, call: Call) -> tuple[_Pending, bytes | None]:
+        """Queue ``call`` for the server: its pending record, and the request's message when
+        the transport sends it from the handler's own task (``HttpUpstream.request``), which
+        ``forward`` does next; else it is sent already."""
         if self.why is not None:
             raise ProtocolError(CONNECTION_CLOSED, f"Connection closed: {self.why}")
         limit = self.gateway.max_in_flight
@@ -331,8 +338,15 @@ class Link(Crossing):
             call.method, None if params is UNSET else params, progress=token is not None
         )
         pending = self.pending[rid] = _Pending(rid, call)
-        self._flush()
-        return pending
+        out = self.back.data_to_send()
+        if isinstance(self.transport, HttpUpstream) and out:
+            message = out.pop()  # the request just queued (the last)
+            if out:
+                self.transport.send(out)
+            return pending, message
+        if out:
+            self.transport.send(out)
+        return pending, None
 
     async def _outcome(self, pending: _Pending) -> Any:
         """Wait for the server's answer to ``pending`` and give it in the client's revision;

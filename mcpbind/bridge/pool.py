@@ -1,6 +1,6 @@
 """Keep-alive HTTP/1.1 connections to one server, for the gateway's POSTs to it: the request head
-written here, the answer read by httptools (the C HTTP parser uvicorn serves with), over asyncio
-streams.
+written here, the answer read by httptools (the C HTTP parser uvicorn serves with), fed by the
+event loop's protocol callbacks.
 
 The gateway sends every request of every client to its server over HTTP; httpx spends about 2 ms
 of CPU on one such POST, more than the whole gateway may spend on a request (docs/bridge.md,
@@ -33,13 +33,18 @@ class HttpError(Exception):
     ``MAX_HEAD``), or a header to send would break the request head."""
 
 
-class _Connection:
-    """One connection and the parser of the answer being read on it."""
+class _Connection(asyncio.Protocol):
+    """One connection, read by the event loop straight into httptools (no stream reader between:
+    a small answer arrives in one read and is parsed whole there), and what it has read of the
+    answer in hand. Reading pauses while more than ``_READ`` bytes of body wait unread."""
 
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self.reader = reader
-        self.writer = writer
+    def __init__(self) -> None:
+        self.transport: asyncio.Transport | None = None
         self.parser = httptools.HttpResponseParser(self)
+        self.waiter: asyncio.Future[None] | None = None  # what a reader of the answer awaits
+        self.error: BaseException | None = None  # why the connection cannot go on
+        self.paused = False
+        self.abandoned = False  # ended by ``Pool.abort``: not to be tried again
         self._start()
 
     def _start(self) -> None:
@@ -50,7 +55,30 @@ class _Connection:
         self.keep = False  # the server keeps the connection open after the answer
         self.complete = False
         self.body: list[bytes] = []
+        self.buffered = 0  # bytes in ``body``
         self.failure: str | None = None  # why a callback stopped the parser
+
+    # asyncio's callbacks
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+
+    def data_received(self, data: bytes) -> None:
+        try:
+            self.parser.feed_data(data)
+        except httptools.HttpParserError as error:
+            self._fail(HttpError(f"the server's answer cannot be read: {self.failure or error}"))
+            return
+        if self.buffered > _READ and not self.paused and self.transport is not None:
+            self.paused = True
+            self.transport.pause_reading()
+        self._wake()
+
+    def eof_received(self) -> bool:
+        self._fail(ConnectionError("the server closed the connection mid-answer"))
+        return False
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._fail(exc or ConnectionError("the server closed the connection mid-answer"))
 
     # httptools' callbacks
     def on_header(self, name: bytes, value: bytes) -> None:
@@ -69,6 +97,7 @@ class _Connection:
 
     def on_body(self, body: bytes) -> None:
         self.body.append(body)
+        self.buffered += len(body)
 
     def on_message_complete(self) -> None:
         if self.headed:
@@ -76,35 +105,56 @@ class _Connection:
         else:  # an informational answer (100 Continue): the final one follows
             self._start()
 
+    # the reader's side
+    def _fail(self, error: BaseException) -> None:
+        if self.error is None:
+            self.error = error
+        if self.transport is not None:
+            self.transport.close()
+        self._wake()
+
+    def _wake(self) -> None:
+        waiter = self.waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
     async def more(self) -> None:
-        """Feed what the server sends next to the parser."""
-        data = await self.reader.read(_READ)
-        if not data:
-            raise ConnectionError("the server closed the connection mid-answer")
+        """Wait for the server to send more (raises why, when it cannot)."""
+        if self.error is not None:
+            raise self.error
+        if self.paused and self.transport is not None:
+            self.paused = False
+            self.transport.resume_reading()
+        self.waiter = asyncio.get_running_loop().create_future()
         try:
-            self.parser.feed_data(data)
-        except httptools.HttpParserError as error:
-            raise HttpError(
-                f"the server's answer cannot be read: {self.failure or error}"
-            ) from None
+            await self.waiter
+        finally:
+            self.waiter = None
+
+    def take(self) -> list[bytes]:
+        """The body read so far, no longer kept here."""
+        body, self.body, self.buffered = self.body, [], 0
+        return body
+
+    def usable(self) -> bool:
+        return self.error is None and self.transport is not None and not self.transport.is_closing()
 
     def reusable(self) -> bool:
         """Whether the next exchange may use it: its answer read whole, and kept alive."""
-        return (
-            self.complete
-            and self.keep
-            and not self.writer.is_closing()
-            and not self.reader.at_eof()
-        )
+        return self.complete and self.keep and not self.body and self.usable()
 
     def close(self) -> None:
-        with contextlib.suppress(Exception):
-            self.writer.close()
+        if self.transport is not None:
+            self.transport.close()
+        if self.error is None:
+            self.error = ConnectionError("the connection was closed")
 
 
 class Answer:
     """The answer to one POST: ``status``, ``headers`` (lower-case names), and its body as it
     comes (``chunks``, or ``read`` for all of it)."""
+
+    __slots__ = ("_connection", "headers", "status")
 
     def __init__(self, connection: _Connection) -> None:
         self._connection = connection
@@ -119,8 +169,7 @@ class Answer:
         connection = self._connection
         while True:
             if connection.body:
-                body, connection.body = connection.body, []
-                for chunk in body:
+                for chunk in connection.take():
                     yield chunk
             elif connection.complete:
                 return
@@ -128,7 +177,13 @@ class Answer:
                 await connection.more()
 
     async def read(self) -> bytes:
-        return b"".join([chunk async for chunk in self.chunks()])
+        connection = self._connection
+        parts: list[bytes] = []
+        while not connection.complete:
+            parts += connection.take()
+            await connection.more()
+        parts += connection.take()
+        return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
 class Pool:
@@ -150,29 +205,63 @@ class Pool:
     async def post(self, headers: dict[str, str], body: bytes) -> AsyncIterator[Answer]:
         """POST ``body``; the answer, its head read. The connection goes back to the pool when
         its body was read whole and the server keeps it open; else it is closed."""
+        answer = await self.exchange(headers, body)
+        try:
+            yield answer
+        finally:
+            self.release(answer)
+
+    async def exchange(
+        self, headers: dict[str, str], body: bytes, held: set[Any] | None = None
+    ) -> Answer:
+        """``post`` without the context manager: the answer, whose connection is held until
+        ``release(answer)`` (which must follow, whatever happens). ``held`` (a set) holds the
+        connection while the exchange waits for the answer's head, so that ``abort(held)``
+        can end it."""
         head = self._head(headers, len(body))
-        async with self._slots:
-            connection, fresh = await self._connection()
+        await self._slots.acquire()
+        try:
+            connection, fresh = self._kept()
+            if connection is None:
+                connection, fresh = await self._connection(), True
             try:
-                answer = await self._exchange(connection, head, body)
+                return await self._exchange(connection, head, body, held)
             except (ConnectionError, OSError, HttpError):
                 connection.close()
-                if fresh:
+                if fresh or connection.abandoned:
                     raise
                 # A kept connection the server had closed meanwhile: once more on a new one.
-                connection, _ = await self._connection(new=True)
+                connection = await self._connection()
                 try:
-                    answer = await self._exchange(connection, head, body)
+                    return await self._exchange(connection, head, body, held)
                 except BaseException:
                     connection.close()
                     raise
             except BaseException:
                 connection.close()
                 raise
-            try:
-                yield answer
-            finally:
-                self._release(connection)
+        except BaseException:
+            self._slots.release()
+            raise
+
+    @staticmethod
+    def abort(held: set[Any]) -> None:
+        """End the exchanges waiting in ``held``: each fails with ConnectionError."""
+        for connection in list(held):
+            connection.abandoned = True
+            connection._fail(ConnectionError("the exchange was abandoned"))
+        held.clear()
+
+    def release(self, answer: Answer) -> None:
+        """The exchange of ``answer`` is over: its connection is kept for the next one when its
+        answer was read whole and the server keeps it open, else closed."""
+        connection = answer._connection
+        if connection.reusable():
+            connection._start()  # (the parser goes on with the next answer)
+            self._idle.append(connection)
+        else:
+            connection.close()
+        self._slots.release()
 
     def _head(self, headers: dict[str, str], length: int) -> bytes:
         lines = "".join(f"{name}: {value}\r\n" for name, value in headers.items())
@@ -185,31 +274,40 @@ class Pool:
         except UnicodeEncodeError as error:
             raise HttpError(f"a header holds what HTTP/1.1 cannot carry: {error}") from None
 
-    async def _connection(self, new: bool = False) -> tuple[_Connection, bool]:
-        while self._idle and not new:
+    def _kept(self) -> tuple[_Connection | None, bool]:
+        while self._idle:
             connection = self._idle.pop()
-            if not connection.writer.is_closing() and not connection.reader.at_eof():
+            if connection.usable():
                 return connection, False
             connection.close()
-        reader, writer = await asyncio.open_connection(
-            self.host, self.port, ssl=self.ssl, limit=_READ
+        return None, True
+
+    async def _connection(self) -> _Connection:
+        loop = asyncio.get_running_loop()
+        _, connection = await loop.create_connection(
+            _Connection, self.host, self.port, ssl=self.ssl
         )
-        return _Connection(reader, writer), True
+        return connection
 
     @staticmethod
-    async def _exchange(connection: _Connection, head: bytes, body: bytes) -> Answer:
-        connection.writer.write(head + body)
-        while not connection.headed:
-            await connection.more()
+    async def _exchange(
+        connection: _Connection, head: bytes, body: bytes, held: set[Any] | None
+    ) -> Answer:
+        assert connection.transport is not None
+        connection.transport.write(head + body)
+        if connection.headed:
+            return Answer(connection)
+        if held is None:
+            while not connection.headed:
+                await connection.more()
+            return Answer(connection)
+        held.add(connection)
+        try:
+            while not connection.headed:
+                await connection.more()
+        finally:
+            held.discard(connection)
         return Answer(connection)
-
-    def _release(self, connection: _Connection) -> None:
-        if connection.reusable():
-            connection.parser = httptools.HttpResponseParser(connection)
-            connection._start()
-            self._idle.append(connection)
-        else:
-            connection.close()
 
     def close(self) -> None:
         for connection in self._idle:

@@ -214,6 +214,7 @@ class HttpUpstream(StreamableHTTPClient):
         self.peer = peer
         self.pool = pool
         self._posting: set[asyncio.Task[None]] = set()
+        self._held: set[Any] = set()  # the connections of ``request``s awaiting their answer
         self._closed = False
         self._forgotten = False  # the server answered 404 to the session's id
 
@@ -227,32 +228,72 @@ class HttpUpstream(StreamableHTTPClient):
             self._posting.add(task)
             task.add_done_callback(self._posting.discard)
 
-    async def _send(self, message: bytes) -> None:
+    async def request(self, message: bytes) -> None:
+        """POST the link's request ``message`` from the calling task (the handler of the
+        client's request, which awaits its answer next): a JSON answer, the common case, is
+        read and given to the link here, sparing a task and a wake-up per request; any other
+        (an event stream, which may carry the server's own requests, whose answers that handler
+        may have to give first; a challenge) is read in a task of its own, as ``send`` does."""
         try:
-            await self._post(message)
+            headers = await self._authorized(self._headers(message), "POST")
+            answer = await self.pool.exchange(headers, message, self._held)
         except asyncio.CancelledError:
             raise
-        except (httpx.HTTPError, ProtocolError, OSError, HttpError) as error:
-            self._unanswered(message, f"{_reason(error, self.url)} (sending {_what(message)})")
-        except Exception as error:  # noqa: BLE001 - a fault of ours: the request still hears
-            self._unanswered(message, f"internal error ({error!r})")
+        except Exception as error:  # noqa: BLE001 - as _send says it, in its own task
+            self._failed(message, error)
+            return
+        if answer.status < 300 and answer.headers.get("content-type", "").startswith(
+            "application/json"
+        ):
+            await self._send(message, answer)
         else:
-            self._unanswered(message, f"the server at {self.url} ended its answer without it")
+            self.send_answered(message, answer)
+
+    def send_answered(self, message: bytes, answer: Answer) -> None:
+        """Read ``answer`` to the POST of ``message`` in a task of its own."""
+        task = asyncio.ensure_future(self._send(message, answer))
+        self._posting.add(task)
+        task.add_done_callback(self._posting.discard)
+
+    async def _send(self, message: bytes, answer: Answer | None = None) -> None:
+        try:
+            owed = await self._post_owed(message, answer)
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:  # noqa: BLE001 - the request still hears why
+            self._failed(message, error)
+        else:
+            if owed:
+                self._unanswered(message, f"the server at {self.url} ended its answer without it")
         if self._forgotten and not self._closed:
             self._closed = True
             self.peer.gone(f"the server at {self.url} no longer knows the session (HTTP 404)")
 
+    def _failed(self, message: bytes, error: Exception) -> None:
+        """The POST of ``message`` failed with ``error``: the request it carried hears why."""
+        if isinstance(error, httpx.HTTPError | ProtocolError | OSError | HttpError):
+            self._unanswered(message, f"{_reason(error, self.url)} (sending {_what(message)})")
+        else:  # a fault of ours
+            self._unanswered(message, f"internal error ({error!r})")
+
     async def _post(self, message: bytes) -> None:
-        """POST one message on the pool and give what its answer carries to the link (a JSON
-        body, or an event stream read as it comes, resumed with ``Last-Event-ID`` when it ends
-        before the answers it owes); a challenge goes to ``auth`` and the POST again."""
+        await self._post_owed(message)
+
+    async def _post_owed(self, message: bytes, answer: Answer | None = None) -> set[Any]:
+        """POST one message on the pool (``answer``: it was, and this is its answer, the head
+        read) and give what its answer carries to the link (a JSON body, or an event stream
+        read as it comes, resumed with ``Last-Event-ID`` when it ends before the answers it
+        owes); a challenge goes to ``auth`` and the POST again. The ids of the requests it
+        carried left unanswered."""
         owed = _owed(message)
         attempts = 0
         last: str | None = None
         while True:
-            headers = await self._authorized(self._headers(message), "POST")
+            if answer is None:
+                headers = await self._authorized(self._headers(message), "POST")
+                answer = await self.pool.exchange(headers, message)
             challenged: httpx.Response | None = None
-            async with self.pool.post(headers, message) as answer:
+            try:
                 if answer.status == 401 or (
                     answer.status == 403 and "www-authenticate" in answer.headers
                 ):
@@ -260,6 +301,9 @@ class HttpUpstream(StreamableHTTPClient):
                     challenged = httpx.Response(answer.status, headers=answer.headers)
                 else:
                     last = await self._read(answer, owed)
+            finally:
+                self.pool.release(answer)
+            answer = None
             if challenged is None:
                 break
             if self.auth is None:
@@ -274,6 +318,7 @@ class HttpUpstream(StreamableHTTPClient):
             attempts += 1
         if last is not None and owed:
             await self._resume_post(last, owed)
+        return owed
 
     async def _read(self, answer: Answer, owed: set[Any]) -> str | None:
         """Read one POST's answer; the last event id of its stream when it is one."""
@@ -310,7 +355,7 @@ class HttpUpstream(StreamableHTTPClient):
             return last
         body = await answer.read()
         if kind.startswith("application/json") and body:
-            await self._receive(body, owed)
+            await self._receive(body, owed, wait=False)
         elif owed:
             raise ProtocolError(
                 INTERNAL_ERROR, f"HTTP {status} without a JSON-RPC answer: {body[:200]!r}"
@@ -326,9 +371,11 @@ class HttpUpstream(StreamableHTTPClient):
         if isinstance(peek.method, str) and peek.id is not None:
             self.peer.failed(peek.id, why)
 
-    async def _receive(self, data: bytes, owed: set[Any]) -> None:
+    async def _receive(self, data: bytes, owed: set[Any], wait: bool = True) -> None:
         """What a POST's answer (or the GET stream) carries goes to the link: the base class's
-        bookkeeping of what is owed, without its event log (a gateway keeps none)."""
+        bookkeeping of what is owed, without its event log (a gateway keeps none). A request of
+        the server's is answered before the stream goes on (``wait``), else in a task of its
+        own (a JSON body, perhaps read by the very handler that request may have to wait for)."""
         # The GET stream owes no request (its ``owed`` holds a marker that is no JSON-RPC id).
         related = next(iter(owed)) if len(owed) == 1 else None
         if not isinstance(related, str | int):
@@ -346,7 +393,10 @@ class HttpUpstream(StreamableHTTPClient):
                 owed.clear()
                 self._report(event)  # what connect() reads; nothing else is kept
             elif isinstance(event, RequestReceived):
-                await self._answer_server(event, related)
+                if wait:
+                    await self._answer_server(event, related)
+                else:
+                    self._answer_later(event, related)
                 continue
             rest.append(event)
         if rest:
@@ -354,6 +404,17 @@ class HttpUpstream(StreamableHTTPClient):
         out = self.session.data_to_send()
         if out:
             self.send(out)
+
+    def _answer_later(self, event: RequestReceived, related: Any) -> None:
+        async def answer() -> None:
+            await self._answer_server(event, related)
+            out = self.session.data_to_send()
+            if out:
+                self.send(out)
+
+        task = asyncio.ensure_future(answer())
+        self._posting.add(task)
+        task.add_done_callback(self._posting.discard)
 
     async def _answer_server(self, event: RequestReceived, related: Any) -> None:
         """Answer a request of the server's through the link (the stream that carried it waits
@@ -369,6 +430,7 @@ class HttpUpstream(StreamableHTTPClient):
                 _quietly(self.session.respond_error, event.id, -32603, error.message)
 
     async def close(self) -> None:
+        self.pool.abort(self._held)  # the handlers of their requests hear why from the link
         if self._closed:
             # Gone already (the server forgot the session): no DELETE, but the GET stream ends.
             listener, self._listener = self._listener, None
