@@ -182,3 +182,17 @@ def test_a_method_the_revision_does_not_know_is_not_found_whatever_its_mcp_name(
 )
 def test_header_values_decode(raw: str, text: str | None) -> None:
     assert decode_header_value(raw) == text
+
+
+def test_a_method_that_is_not_a_string_is_an_invalid_request_not_an_internal_error() -> None:
+    body = json.dumps(
+        {"jsonrpc": "2.0", "id": 3, "method": ["tools/list"], "params": {"_meta": META}}
+    )
+
+    async def go() -> Any:
+        async with http(app()) as client:
+            return await client.post(URL, content=body, headers={**BASE, "mcp-method": "x"})
+
+    response = run(go())
+    assert response.status_code == 400, response.text
+    assert response.json()["error"]["code"] == -32600

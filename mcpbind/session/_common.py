@@ -228,6 +228,10 @@ class Session:
             self.revisions = _newest_first.__wrapped__(offered)
         self.capabilities = msgspec.to_builtins(capabilities) if capabilities is not None else {}
         self.info = msgspec.to_builtins(info) if info is not None else None
+        self._begin()
+
+    def _begin(self) -> None:
+        """The state of a connection that has not started (everything but the configuration)."""
         self.state = "idle"
         self.revision: str | None = None
         self._codec: Codec | None = None  # the codec of what this side sends now
@@ -243,6 +247,7 @@ class Session:
         self._tasks: dict[Any, str] = {}  # task id this side created -> the method that created it
         self._next_id = 0
         self._handshake: Any = None  # id of the handshake request awaiting its answer
+        self._asked = False  # this side sent a request (its codecs remember it)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(state={self.state!r}, revision={self.revision!r})"
@@ -335,6 +340,7 @@ class Session:
         ):
             params = self._params(sp, send, params, token)
         data = codec.encode(send.wire(id=id, jsonrpc="2.0", params=params))
+        self._asked = True
         augmented = (
             send.task_attr is not None and getattr(params, send.task_attr, UNSET) is not UNSET
         )

@@ -19,6 +19,9 @@ from ._common import Session, _fields, _open_class, _Speech, checked, make, spee
 __all__ = ["ServerSession"]
 
 _RELEASED = REVISIONS[: REVISIONS.index(LATEST) + 1]
+# Codecs a server session keeps per revision for the sessions spawned from it (``release``): as
+# many as requests of that revision run at once, which a server bounds otherwise.
+MAX_SPARE = 256
 
 
 class ServerSession(Session):
@@ -55,12 +58,65 @@ class ServerSession(Session):
         plan = _plan(self.revisions)
         self._initialize_revisions = plan.initialize_revisions
         self._discover_revisions = plan.discover_revisions
-        self._bound = False  # an initialize fixed the revision of this connection
         self._opening = plan.opening
-        self._peer_capabilities: Any = None  # what the client's agreed initialize advertised
         self._versions = plan.versions
         self.supported_versions = list(plan.supported_versions)
         self._peek = plan.peek
+        # Codecs that served sessions spawned from this one and kept nothing of them, by
+        # revision, for the next ones (``spawn``, ``release``); shared with those sessions.
+        self._spare: dict[str, list[Codec]] = {}
+
+    def _begin(self) -> None:
+        super()._begin()
+        self._bound = False  # an initialize fixed the revision of this connection
+        self._peer_capabilities: Any = None  # what the client's agreed initialize advertised
+
+    def spawn(self) -> ServerSession:
+        """A new session configured as this one (revisions, capabilities, info, instructions,
+        the discover result's caching), in state ``"idle"``: what ``ServerSession(...)`` with
+        the same arguments builds, without working the configuration out again (a stateless
+        HTTP server builds a session per request). The configuration's objects are shared,
+        read only; ``supported_versions`` is a copy. Its codecs come from those that sessions
+        spawned from this one gave back (``release``), when there are some. A subclass that
+        keeps state of its own overrides this."""
+        new = object.__new__(type(self))
+        new.__dict__ = self.__dict__.copy()  # a copy of the whole is cheaper than an update
+        new._begin()
+        new.supported_versions = list(self.supported_versions)
+        return new
+
+    def release(self) -> None:
+        """Done with this session (a stateless HTTP server calls it once the POST's request is
+        answered): its codecs go to the session it was spawned from, for the next sessions
+        spawned, unless they keep something of this one (capabilities learned, requests this
+        side sent, a bound revision); at most ``MAX_SPARE`` a revision. The session is not used
+        after."""
+        if self._bound or self._asked:
+            return
+        spare = self._spare
+        for revision, codec in self._codecs.items():
+            if codec.capabilities is None and codec.peer_capabilities is None:
+                free = spare.get(revision)
+                if free is None:
+                    free = spare.setdefault(revision, [])
+                if len(free) < MAX_SPARE:
+                    free.append(codec)
+        self._codecs = {}
+
+    def _codec_for(self, revision: str) -> Codec:
+        codec = self._codecs.get(revision)
+        if codec is None:
+            free = self._spare.get(revision)
+            codec = None
+            if free:
+                try:  # noqa: SIM105 (contextlib.suppress costs a context manager a request)
+                    codec = free.pop()
+                except IndexError:  # another thread took the last one meanwhile
+                    pass
+            if codec is None:
+                codec = Codec(revision, role=self.role)
+            self._codecs[revision] = codec
+        return codec
 
     def receive(self, data: bytes | str, *, version: str | None = None) -> list[Event]:
         """The events of one message (or batch) from the client; handshakes, pings and

@@ -18,6 +18,8 @@ import binascii
 from collections.abc import Mapping
 from typing import Any
 
+import msgspec
+
 from .http_client import encode_header_value
 
 METHOD_HEADER = "mcp-method"
@@ -28,6 +30,54 @@ NAME_KEYS = ("name", "uri", "taskId")
 _WORD_START, _WORD_END = "=?base64?", "?="
 # The optional whitespace around a field value (RFC 9110): space and horizontal tab.
 _OWS = " \t"
+
+
+class Target(msgspec.Struct, gc=False):
+    """The params of a request as far as its headers mirror them: the keys that may name its
+    target (``NAME_KEYS``, in that order), its ``_meta`` (whose protocol version the version
+    header mirrors) and, unread, its tool arguments (read only for a tool that designates some);
+    every value as sent, whatever its type."""
+
+    name: Any = None
+    uri: Any = None
+    task_id: Any = msgspec.field(default=None, name="taskId")
+    meta: Any = msgspec.field(default=None, name="_meta")
+    arguments: msgspec.Raw = msgspec.Raw()  # empty when absent
+
+
+class Mirrored(msgspec.Struct, gc=False):
+    """What a request's headers mirror of its body (``decode``); a body whose params are not an
+    object (or null) does not decode: it has nothing to mirror."""
+
+    id: Any = None
+    method: Any = None
+    params: Target | None = None
+
+
+_MIRRORED = msgspec.json.Decoder(Mirrored)
+
+
+def decode(body: bytes) -> Mirrored:
+    """The ``Mirrored`` parts of a request's body (``msgspec.DecodeError``, ``ValueError`` or
+    ``RecursionError`` when it is not an object with such parts)."""
+    return _MIRRORED.decode(body)
+
+
+def target_name(params: Target | None) -> str | None:
+    """The request's target as ``Mcp-Name`` names it: the first of ``NAME_KEYS`` present as a
+    string."""
+    if params is None:
+        return None
+    for value in (params.name, params.uri, params.task_id):
+        if type(value) is str:
+            return value
+    return None
+
+
+def arguments(params: Target | None) -> Any:
+    """The tool arguments of the request (plain JSON), or None."""
+    raw = params.arguments if params is not None else None
+    return msgspec.json.decode(raw) if raw else None
 
 
 def decode_header_value(raw: str) -> str | None:
@@ -45,22 +95,20 @@ def decode_header_value(raw: str) -> str | None:
 
 
 def standard_mismatch(
-    headers: Mapping[str, str], method: Any, params: Any, *, named: bool = True
+    headers: Mapping[str, str], method: Any, name: str | None, *, named: bool = True
 ) -> str | None:
     """What is wrong with the ``Mcp-Method`` and (when ``named``) ``Mcp-Name`` headers of a
-    request, or None."""
-    if not isinstance(method, str):
+    request whose body has ``method`` and names ``name`` (``target_name``), or None."""
+    if type(method) is not str:
         return None  # an answer to the server's request: no method to mirror
     got = headers.get(METHOD_HEADER)
     if got is None:
         return f"the Mcp-Method header is missing (the body's method is {method!r})"
     if got.strip(_OWS) != method:
         return f"Mcp-Method is {got!r} but the body's method is {method!r}"
-    args = params if isinstance(params, dict) else {}
-    name = next((args[k] for k in NAME_KEYS if isinstance(args.get(k), str)), None)
-    header = headers.get(NAME_HEADER)
     if name is None or not named:
         return None
+    header = headers.get(NAME_HEADER)
     if header is None:
         return f"the Mcp-Name header is missing (the body names {name!r})"
     if header.strip(_OWS) != name:

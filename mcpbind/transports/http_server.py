@@ -81,6 +81,7 @@ from ..events import (
     ResultReceived,
 )
 from ..session import ServerSession
+from . import header_check
 from .header_check import METHOD_HEADER, NAME_HEADER, param_mismatch, standard_mismatch
 from .http_client import _designations as designations
 from .store import Entry, Store, store_from
@@ -507,6 +508,10 @@ class StreamableHTTPServer:
         # By Mcp-Session-Id, least recently used first (every use moves a session to the end).
         self.sessions: dict[str, _Live] = {}
         probe = self.session_class(**self._config)
+        # A POST without a session id gets a session spawned from this one (ServerSession.spawn:
+        # the configuration is not worked out again, codecs are reused); a session class of
+        # the caller's own is called instead, as it may keep state of its own.
+        self._template = probe if self.session_class is ServerSession else None
         # The _meta keys naming a request's protocol version, from the facts of the revisions
         # served that carry the per-request envelope.
         self._version_keys = tuple(
@@ -523,6 +528,12 @@ class StreamableHTTPServer:
             for r in probe.revisions
             if bindings(r).FACTS.request_meta is not None
             for v in bindings(r).FACTS.versions
+        }
+        # By version, the methods of its revision (whose Mcp-Name is checked) and the method of
+        # a tool call (whose Mcp-Param-* are): read per request, worked out here once.
+        self._mirrored = {
+            v: (frozenset(bindings(r).FACTS.wires), bindings(r).FACTS.features.get("call_tool"))
+            for v, r in self._by_version.items()
         }
         self._designated: dict[str, dict[str, str]] = {}
         self.path = path
@@ -672,7 +683,11 @@ class StreamableHTTPServer:
                 answered = self._tasks_answer(body, request.state.auth)
                 if answered is not None:
                     return answered
-            live = _Live(self.session_class(**self._config), stateful=False)
+            template = self._template
+            live = _Live(
+                template.spawn() if template is not None else self.session_class(**self._config),
+                stateful=False,
+            )
         session = live.session
         try:
             events = session.receive(body, version=version) if version else session.receive(body)
@@ -694,6 +709,8 @@ class StreamableHTTPServer:
             await self._became_ready(live, events)
         headers = {SESSION_HEADER: new_sid} if new_sid is not None else {}
         if not stream.pending:
+            if not live.stateful:
+                session.release()  # answered: its codecs may serve the next stateless POST
             return self._direct(live, direct, headers)
         stream.put(direct)
         return await self._respond(request, live, stream, headers)
@@ -774,31 +791,46 @@ class StreamableHTTPServer:
         the response refusing it (or None), the version its ``_meta`` names when it is a string
         (for the session, which need not read it again)."""
         try:
-            peek = _peek.decode(body)
+            peek = header_check.decode(body)
         except RecursionError:
             return self._too_deep(stateful=False), None
         except (msgspec.DecodeError, ValueError):
             return None, None  # the session answers what cannot be read
-        meta = peek.params.get("_meta") if isinstance(peek.params, dict) else None
-        if not isinstance(meta, dict):
+        params = peek.params
+        meta = params.meta if params is not None else None
+        if type(meta) is not dict:
             return None, None
-        version = next((meta[k] for k in self._version_keys if k in meta), None)
+        version = None
+        for key in self._version_keys:
+            if key in meta:
+                version = meta[key]
+                break
+        if version is None:
+            return None, None
         headers = request.headers
         header = headers.get(VERSION_HEADER)
         rid = peek.id if type(peek.id) in (str, int) else None
-        if version is None:
-            return None, None
-        if header == version:
+        if header == version:  # a string, then
             # Mcp-Name is checked for the methods of the revision only: one it does not know is
             # answered method-not-found by the session, whatever its headers say.
-            revision = self._by_version.get(version) if isinstance(version, str) else None
-            known = revision is not None and peek.method in bindings(revision).FACTS.wires
-            known = known or (self.tasks is not None and peek.method in self.tasks.methods)
-            wrong = standard_mismatch(headers, peek.method, peek.params, named=known)
-            if wrong is None and self._designated:
-                wrong = self._param_mismatch(headers, revision, peek)
+            method = peek.method
+            mirrored = self._mirrored.get(version)
+            known = type(method) is str and (
+                (mirrored is not None and method in mirrored[0])
+                or (self.tasks is not None and method in self.tasks.methods)
+            )
+            name = header_check.target_name(params)
+            wrong = standard_mismatch(headers, method, name, named=known)
+            if (
+                wrong is None
+                and self._designated
+                and mirrored is not None
+                and method == mirrored[1]
+                and params is not None
+            ):
+                wrong = self._param_mismatch(headers, params.name, params)
             if wrong is None:
-                return None, version if isinstance(version, str) else None
+                return None, version
             message = f"Header mismatch: {wrong}"
         else:
             message = (
@@ -847,20 +879,15 @@ class StreamableHTTPServer:
         return JSONResponse({"jsonrpc": "2.0", "id": rid, "result": result})
 
     def _param_mismatch(
-        self, headers: Mapping[str, str], revision: str | None, peek: _Peek
+        self, headers: Mapping[str, str], name: Any, params: header_check.Target
     ) -> str | None:
-        """What is wrong with the ``Mcp-Param-*`` headers of a tool call, by the designations of
-        the tool as this server last listed it (a tool it has not listed is not checked)."""
-        params = peek.params if isinstance(peek.params, dict) else {}
-        name = params.get("name")
-        if revision is None or not isinstance(name, str):
-            return None
-        if peek.method != bindings(revision).FACTS.features.get("call_tool"):
-            return None
-        designated = self._designated.get(name)
+        """What is wrong with the ``Mcp-Param-*`` headers of a call of the tool ``name``, by the
+        designations of the tool as this server last listed it (a tool it has not listed is not
+        checked)."""
+        designated = self._designated.get(name) if type(name) is str else None
         if not designated:
             return None
-        return param_mismatch(headers, designated, params.get("arguments"))
+        return param_mismatch(headers, designated, header_check.arguments(params))
 
     def _learn_tools(self, call: Call, result: Any) -> None:
         """Remember the ``x-mcp-header`` designations of the tools a tool list result names (at
@@ -1324,6 +1351,8 @@ class StreamableHTTPServer:
             self._touch(live, time.monotonic())  # idle from the end of its last request
         stream.put(session.data_to_send())
         stream.done(call.id)
+        if not live.stateful and not live.tasks:
+            session.release()  # every request answered: its codecs may serve the next POST
 
     def _direct(self, live: _Live, direct: list[bytes], headers: dict[str, str]) -> Response:
         """The answer to a POST that started no handler: the session's own reply, or 202."""
