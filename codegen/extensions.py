@@ -196,6 +196,7 @@ class TasksFacts:
     cancelled: str
     task_fields: tuple[str, ...]
     input_responses: str
+    listen_filter: str = ""
     core: str | None = None
     core_renamed: tuple[tuple[str, str], ...] = ()
     related_task_key: str | None = None
@@ -247,8 +248,16 @@ def tasks_facts(p: ExtensionPin) -> TasksFacts:
         statuses=statuses,
         task_fields=m.keys("TaskBaseShape") + m.keys("TaskV2Schema"),
         input_responses=responses.group(1),
+        listen_filter=_one(m.keys("TaskSubscriptionNotificationsV2Schema"), m.where),
         **variant,
     )
+
+
+def _one(keys: tuple[str, ...], where: str) -> str:
+    """The one key of a declaration that has exactly one."""
+    if len(keys) != 1:
+        raise PinError(f"{where}: expected one key, found {keys}")
+    return keys[0]
 
 
 def _core_facts(

@@ -24,6 +24,7 @@ class TasksFacts(NamedTuple):
     cancelled: str
     task_fields: tuple[str, ...]
     input_responses: str
+    listen_filter: str
     core: str | None
     core_renamed: tuple[tuple[str, str], ...]
     related_task_key: str | None

@@ -14,7 +14,8 @@ import asyncio
 import contextlib
 import secrets
 import time
-from collections.abc import Awaitable, Callable, Mapping
+import typing
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -23,6 +24,7 @@ import msgspec
 
 from . import bindings
 from ._extensions import TASKS, TasksFacts
+from ._support import OpenObject
 from .errors import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -33,6 +35,8 @@ from .session._common import checked
 
 __all__ = [
     "MAX_INPUT_REQUESTS",
+    "MAX_LISTENERS",
+    "MAX_LISTEN_TASKS",
     "MAX_TASKS",
     "MAX_TASKS_PER_OWNER",
     "POLL_INTERVAL_MS",
@@ -46,6 +50,8 @@ MAX_TASKS_PER_OWNER = 100
 TTL_MS = 300_000
 POLL_INTERVAL_MS = 500
 MAX_INPUT_REQUESTS = 16
+MAX_LISTENERS = 100
+MAX_LISTEN_TASKS = 100
 
 # The task fields this layer writes; checked against the pinned extension's (TasksFacts).
 _TASK_FIELDS = ("taskId", "status", "createdAt", "lastUpdatedAt", "ttlMs", "pollIntervalMs")
@@ -70,6 +76,17 @@ class _Task:
     pending: dict[str, Any] = field(default_factory=dict)  # input requests not yet answered
     answers: dict[str, Any] = field(default_factory=dict)
     answered: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+@dataclass(eq=False)
+class _Listener:
+    """A subscription stream that asked for the status of some tasks: the newest status of each
+    one not yet sent (at most one per task, so it holds at most as many as it asked for)."""
+
+    owner: str | None
+    ids: frozenset[str]
+    latest: dict[str, dict[str, Any]] = field(default_factory=dict)
+    wake: asyncio.Event = field(default_factory=asyncio.Event)
 
 
 @dataclass(frozen=True)
@@ -118,6 +135,8 @@ class Tasks:
         ttl_ms: int = TTL_MS,
         poll_interval_ms: int = POLL_INTERVAL_MS,
         max_input_requests: int = MAX_INPUT_REQUESTS,
+        max_listeners: int = MAX_LISTENERS,
+        max_listen_tasks: int = MAX_LISTEN_TASKS,
         revision: str | None = None,
     ) -> None:
         if revision is None:
@@ -145,6 +164,18 @@ class Tasks:
         self._tasks: dict[str, _Task] = {}  # oldest first
         f = self.facts
         self.methods = frozenset((f.get, f.update, f.cancel))
+        # Task status notifications on the core revision's subscription streams (optional in
+        # the extension): a stream whose filter names taskIds is this layer's.
+        facts = bindings(revision).FACTS
+        self._listen = facts.lifecycle.get("listen")
+        self._acknowledged = facts.features.get("acknowledged")
+        self.max_listeners = max_listeners
+        self.max_listen_tasks = max_listen_tasks
+        self._listeners: set[_Listener] = set()
+        self._subscription_key: str | None = None
+        if self._listen is not None and self._acknowledged is not None:
+            ack = bindings(revision).METHODS[self._acknowledged].params
+            self._subscription_key = _meta_key(ack, "subscription_id")
         unknown = set(_TASK_FIELDS) - set(f.task_fields)
         if unknown:  # the pinned extension renamed a field this layer writes
             raise ValueError(f"{f.package} {f.version} has no task fields {sorted(unknown)}")
@@ -173,8 +204,13 @@ class Tasks:
 
     def owns(self, method: str | None, name: str | None) -> bool:
         """Whether a request of ``method`` (naming ``name``, its Mcp-Name) may be this layer's:
-        one of the extension's methods, or a call of a tool registered here."""
-        return method in self.methods or (method == self.facts.eligible and name in self._tools)
+        one of the extension's methods, a call of a tool registered here, or a subscription
+        stream (this layer's when its filter names ``taskIds``)."""
+        return (
+            method in self.methods
+            or (method == self.facts.eligible and name in self._tools)
+            or (method is not None and method == self._listen)
+        )
 
     def opted_in(self, params: Any) -> bool:
         """Whether the request's ``_meta`` declares the extension among the client's capabilities."""
@@ -199,6 +235,8 @@ class Tasks:
         f = self.facts
         if method == f.eligible:
             return self._call(params, owner)
+        if method == self._listen:
+            return None  # a stream, not a result: ``listen``
         # The envelope is checked as the session checks it (a malformed one is -32602 naming
         # the path), before the gate.
         checked(params.get("_meta"), self._meta.type, self.revision, "$.params._meta")
@@ -297,6 +335,7 @@ class Tasks:
         task.status = status
         task.updated = _now()
         task.pending.clear()
+        self._changed(task)
 
     async def _ask(self, task: _Task, requests: dict[str, Any]) -> dict[str, Any]:
         if len(requests) > self.max_input_requests:
@@ -308,11 +347,13 @@ class Tasks:
         task.answers = {}
         task.status = self.facts.input_required
         task.updated = _now()
+        self._changed(task)
         while task.pending:
             task.answered.clear()
             await task.answered.wait()
         task.status = self.facts.working
         task.updated = _now()
+        self._changed(task)
         return task.answers
 
     def _update(self, task: _Task, responses: Any) -> None:
@@ -350,6 +391,92 @@ class Tasks:
             out["error"] = task.error
         return out
 
+    # -- status notifications on subscription streams ------------------------------------------
+
+    def _changed(self, task: _Task) -> None:
+        """Tell the streams listening to ``task`` its new status (the newest replaces one not
+        yet sent)."""
+        for listener in self._listeners:
+            if task.id in listener.ids and listener.owner == task.owner:
+                listener.latest[task.id] = self._detailed(task)
+                listener.wake.set()
+
+    def listen(
+        self, id: Any, params: dict[str, Any], owner: str | None = None
+    ) -> AsyncIterator[bytes] | None:
+        """The subscription stream of the listen request ``id`` whose filter names ``taskIds``
+        (None: it names none, the server's handler serves it): the messages to send, encoded. It
+        acknowledges the tasks of ``owner`` among them, sends each one's status at once and at
+        every change, and ends (with the request's result) once all of them are over, or after
+        ``ttl_ms``. Raises ``ProtocolError`` for a malformed request, more than
+        ``max_listen_tasks`` ids, or past ``max_listeners`` streams at once."""
+        filter = params.get("notifications")
+        key = self.facts.listen_filter
+        if not isinstance(filter, dict) or key not in filter or self._listen is None:
+            return None
+        assert self._acknowledged is not None
+        message = {"jsonrpc": "2.0", "id": id, "method": self._listen, "params": params}
+        checked(message, bindings(self.revision).FACTS.wires[self._listen].wire, self.revision, "$")
+        ids = filter[key]
+        if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+            raise ProtocolError(
+                INVALID_PARAMS, f"Invalid params: $.params.notifications.{key} must be strings"
+            )
+        if len(ids) > self.max_listen_tasks:
+            raise ProtocolError(
+                INVALID_PARAMS,
+                f"Invalid params: a subscription stream follows at most {self.max_listen_tasks} "
+                "tasks",
+            )
+        if len(self._listeners) >= self.max_listeners:
+            raise ProtocolError(
+                INTERNAL_ERROR,
+                f"Server busy: {len(self._listeners)} task subscription streams are open "
+                "(the limit)",
+            )
+        self._expire()
+        accepted = [i for i in dict.fromkeys(ids) if (t := self._tasks.get(i)) and t.owner == owner]
+        listener = _Listener(owner, frozenset(accepted))
+        for task_id in accepted:
+            listener.latest[task_id] = self._detailed(self._tasks[task_id])
+        self._listeners.add(listener)
+        return self._stream(id, listener)
+
+    async def _stream(self, id: Any, listener: _Listener) -> AsyncIterator[bytes]:
+        f = self.facts
+        assert self._acknowledged is not None and self._listen is not None
+        tag = {self._subscription_key: id} if self._subscription_key else {}
+        over = {f.completed, f.failed, f.cancelled}
+        ended: set[str] = set()
+        try:
+            ack = {"notifications": {f.listen_filter: sorted(listener.ids)}, "_meta": tag}
+            yield _JSON.encode({"jsonrpc": "2.0", "method": self._acknowledged, "params": ack})
+            deadline = time.monotonic() + self.ttl_ms / 1000
+            while True:
+                listener.wake.clear()
+                latest, listener.latest = listener.latest, {}
+                for task_id, task in latest.items():
+                    params = {**task, "_meta": tag}
+                    yield _JSON.encode(
+                        {"jsonrpc": "2.0", "method": f.notification, "params": params}
+                    )
+                    if task["status"] in over:
+                        ended.add(task_id)
+                if ended >= listener.ids:
+                    break
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(left):
+                        await listener.wake.wait()
+            result = {self._kind: f.complete_result, "_meta": tag}
+            cls = bindings(self.revision).FACTS.wires[self._listen].result
+            checked(dict(result), cls, self.revision, "$.result")
+            yield _JSON.encode({"jsonrpc": "2.0", "id": id, "result": result})
+        finally:
+            self._listeners.discard(listener)
+
     def _expire(self) -> None:
         now = time.monotonic()
         while self._tasks:
@@ -378,6 +505,20 @@ class Tasks:
         for runner in runners:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await runner
+
+
+_JSON = msgspec.json.Encoder()
+
+
+def _meta_key(cls: Any, attribute: str) -> str | None:
+    """The wire key of a declared ``_meta`` key (by its attribute) of a params class."""
+    for f in msgspec.structs.fields(cls):
+        if f.name == "meta":
+            for t in (f.type, *typing.get_args(f.type)):
+                if isinstance(t, type) and issubclass(t, OpenObject):
+                    key: str | None = t._attributes.get(attribute)
+                    return key
+    return None
 
 
 def _now() -> str:

@@ -28,6 +28,7 @@ class TasksFacts(NamedTuple):
     cancelled: str
     task_fields: tuple[str, ...]  # the fields of every task, in the package's order
     input_responses: str  # the field of the update request's params holding the answers
+    listen_filter: str  # the subscription filter's key naming the tasks a stream follows
     # The core revision's tasks the extension replaces (what a bridge translates), or None:
     core: str | None
     core_renamed: tuple[tuple[str, str], ...]  # (core task field, its name in the extension)
@@ -68,6 +69,7 @@ TASKS: dict[str, TasksFacts] = {
             "status",
         ),
         input_responses="inputResponses",
+        listen_filter="taskIds",
         core="2025-11-25",
         core_renamed=(("ttl", "ttlMs"), ("pollInterval", "pollIntervalMs")),
         related_task_key="io.modelcontextprotocol/related-task",

@@ -867,6 +867,11 @@ class StreamableHTTPServer:
             return None
         try:
             owner = None if auth is None else (auth.subject or auth.client_id)
+            stream = self.tasks.listen(rid, params, owner)  # task status notifications
+            if stream is not None:
+                return _EventStream(
+                    _events(stream), media_type="text/event-stream", headers=_NO_CACHE
+                )
             result = self.tasks.answer(method, params, owner)
         except ProtocolError as error:
             failure: dict[str, Any] = {"code": error.code, "message": error.message}
@@ -1795,6 +1800,15 @@ class _EventStream(StreamingResponse):
             finally:
                 if self.on_close is not None:
                     self.on_close()
+
+
+_NO_CACHE = {"cache-control": "no-cache"}
+
+
+async def _events(messages: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+    """Server-sent events of messages made elsewhere (the tasks layer's streams)."""
+    async for message in messages:
+        yield b"event: message\ndata: " + message + b"\n\n"
 
 
 async def _sse(first: bytes, stream: _Stream) -> AsyncIterator[bytes]:
