@@ -52,6 +52,7 @@ _pack_into = msgspec.msgpack.Encoder().encode_into
 _scratch = _thread._local()
 _SCRATCH_MAX = 4 << 20
 _null = re.compile(b"null").search  # on a long message twice as fast as ``bytes.find``
+_HEAD = 512  # bytes of a message searched for "result" while a request is pending
 _SCAN_MAX = 512  # up to this many bytes JSON is searched for a null in place; longer: _finite
 _TEXT_MIN = 1024  # from this many bytes a message may be searched as text (see _finite)
 # MessagePack shorter than 7/8 of the JSON: the values are many and small, the text is searched
@@ -124,7 +125,9 @@ class Codec:
         kinds = self.facts.result_kinds
         self._own_kind = kinds.own if kinds is not None else None
         self._task_when = self.facts.tasks.when if self.facts.tasks is not None else ""
-        self._pending: dict[Any, str] = {}  # id of a request sent -> its method
+        # id of a request sent -> its method's table entry (its name, for a method not in them)
+        self._pending: dict[Any, _Method | str] = {}
+        self._last: Any = None  # the id last added to it: the one, when one is pending
         # id -> (the method whose result answers it, None for a task's creation; the task id)
         self._answers: dict[Any, tuple[str | None, Any]] = {}
         self._tasks: dict[Any, str] = {}  # task id -> the method that created it
@@ -144,7 +147,8 @@ class Codec:
 
     def expect(self, id: RequestId, method: str) -> None:
         """Tell the codec that the response with ``id`` answers a ``method`` request."""
-        self._pending[id] = method
+        self._pending[id] = self._t.methods.get(method, method)
+        self._last = id
 
     def expect_request(self, request: Any) -> None:
         """Tell the codec that a response will answer ``request``, one it did not encode itself
@@ -160,8 +164,9 @@ class Codec:
         """
         id_, method, params = self._request_parts(request, "expect_request")
         _check_id(id_)
-        self._pending[id_] = method
         m = self._t.methods.get(method)
+        self._pending[id_] = method if m is None else m
+        self._last = id_
         if m is not None and m.tasked:
             self._expect_task(m, id_, params)
 
@@ -199,7 +204,7 @@ class Codec:
     @property
     def pending(self) -> dict[Any, str]:
         """Ids of requests awaiting a response, with their methods (a copy)."""
-        return dict(self._pending)
+        return {k: m.name if isinstance(m, _Method) else m for k, m in self._pending.items()}
 
     # -- decode ---------------------------------------------------------------------------------
 
@@ -227,7 +232,13 @@ class Codec:
                 raise ProtocolError(
                     PARSE_ERROR, f"Parse error: invalid UTF-8 ({exc.reason})"
                 ) from None
-        if self._pending and data.find(b'"result"', 0, 512) >= 0:
+        # partition: cheaper than find (which parses its bounds) and ``in`` (which tries the
+        # needle as an integer first); on a long message only its head is searched
+        if self._pending and (
+            data.partition(b'"result"')[1]
+            if len(data) <= _HEAD
+            else data.find(b'"result"', 0, _HEAD) >= 0
+        ):
             found = self._fast_response(data)
             if found is not None:
                 return found
@@ -236,7 +247,7 @@ class Codec:
         except _FAILED:
             return self._classify(data)
         m = self._by_wire[type(wire)]
-        if not m.request and data.find(b'"id"') >= 0:  # find: cheaper than ``in`` (remarks)
+        if not m.request and data.partition(b'"id"')[1]:
             return self._classify(data)  # a notification with an id is refused there
         msg = wire if m.enveloped else m.build(wire)
         if (
@@ -251,20 +262,20 @@ class Codec:
         """A result response to a pending request in one closed pass; None when it is not plainly
         that (the classifier then decides, errors included)."""
         pending = self._pending
+        m: _Method | str | None
         if len(pending) == 1:
-            for id_, method in pending.items():  # noqa: B007 (cheaper than next(iter()))
-                break
+            id_ = self._last
+            m = pending.get(id_)
+            if m is None:  # (the last one added was answered before an earlier one)
+                for id_, m in pending.items():  # noqa: B007 (cheaper than next(iter()))
+                    break
         else:
             try:
                 id_ = _ID.decode(data).id
             except _FAILED:
                 return None
-            found = pending.get(id_) if type(id_) in (str, int) else None
-            if found is None:
-                return None
-            method = found
-        m = self._t.methods.get(method)
-        if m is None or m.response is None or (self._answers and id_ in self._answers):
+            m = pending.get(id_) if type(id_) in _IDS else None
+        if type(m) is not _Method or m.response is None or (self._answers and id_ in self._answers):
             return None  # a task's result, or one without a precise class: the classifier's
         try:
             env = m.response.decode(data)
@@ -280,6 +291,7 @@ class Codec:
         return Response(id=id_, result=env.result)
 
     def _answered(self, id_: Any, method: str, result: Any) -> Response[Any]:
+        """The response to the pending request ``id_`` of ``method``, with what it teaches."""
         del self._pending[id_]
         answers = self._answers.pop(id_, None)
         if answers is not None and self.facts.tasks is not None:
@@ -386,7 +398,8 @@ class Codec:
 
     def _result(self, id_: Any, raw: Raw) -> Response[Any]:
         """A result response the fast path did not take: its class by the rules, or why not."""
-        method = self._pending.get(id_)
+        found = self._pending.get(id_)
+        method = found.name if isinstance(found, _Method) else found
         m = self._t.methods.get(method) if method is not None else None
         answers = self._answers.get(id_)
         kinds = self.facts.result_kinds
@@ -483,7 +496,8 @@ class Codec:
         if len(out) > _SCAN_MAX or out.partition(b"null")[1]:
             _finite(msg, out)
         if m.request:
-            self._pending[msg.id] = m.name
+            self._pending[msg.id] = m
+            self._last = msg.id
             if m.tasked:  # the call only when a task rides on it (a Python call costs 1,000+)
                 params = (msg.message if t is Request else msg).params
                 if (
