@@ -302,11 +302,19 @@ class Link(Crossing):
             pending = self.gateway._resume(state, call, self)
             self._answer_asks(pending, answers)
         else:
-            pending, message = await self._send(call)
+            opening = self._opening
+            if opening is None or not opening.done():
+                await self._opened(call)
+            else:
+                opening.result()  # raises why it did not open
+            pending, message = self._send(call)
         try:
             if message is not None:
                 assert isinstance(self.transport, HttpUpstream)
                 await self.transport.request(message)
+                event = pending.answer
+                if type(event) is ResultReceived:  # the common case, without _outcome's loop
+                    return self._up_result(event.result, call.revision, call.method)
             return await self._outcome(pending)
         except asyncio.CancelledError:
             # The client cancelled it, or left: the server stops working on it too.
@@ -317,10 +325,8 @@ class Link(Crossing):
         finally:
             self._say()
 
-    async def _send(self, call: Call) -> tuple[_Pending, bytes | None]:
-        """Queue ``call`` for the server: its pending record, and the request's message when
-        the transport sends it from the handler's own task (``HttpUpstream.request``), which
-        ``forward`` does next; else it is sent already."""
+    async def _opened(self, call: Call) -> None:
+        """Wait for the link to open (counted among the requests in flight meanwhile)."""
         if self.why is not None:
             raise ProtocolError(CONNECTION_CLOSED, f"Connection closed: {self.why}")
         limit = self.gateway.max_in_flight
@@ -331,7 +337,16 @@ class Link(Crossing):
             await self.open()
         finally:
             self.counted -= 1
-        if self.why is not None:
+
+    def _send(self, call: Call) -> tuple[_Pending, bytes | None]:
+        """Queue ``call`` for the server (the link open): its pending record, and the request's
+        message when the transport sends it from the handler's own task
+        (``HttpUpstream.request``), which ``forward`` does next; else it is sent already."""
+        if self.why is None:
+            limit = self.gateway.max_in_flight
+            if len(self.pending) + self.counted >= limit:
+                raise too_many(call.id, limit, "the client", "the server")
+        else:
             raise ProtocolError(CONNECTION_CLOSED, f"Connection closed: {self.why}")
         params, token = self._down_params(call.method, call.params, call.revision)
         rid = self.back.request(
@@ -905,7 +920,7 @@ class Gateway:
     # -- the client's requests --------------------------------------------------------------------
 
     async def _handle_http(self, call: Call) -> Any:
-        return await self._handle(call, 0, self.http)
+        return await self._link(call, 0, self.http).forward(call)
 
     async def _handle_sse(self, call: Call) -> Any:
         return await self._handle(call, 1, self.sse)

@@ -50,7 +50,8 @@ class _Connection(asyncio.Protocol):
     def _start(self) -> None:
         self.status = 0
         self.head = 0  # bytes of header names and values read
-        self.headers: dict[str, str] = {}
+        self.raw: list[tuple[bytes, bytes]] = []  # the head's headers as read
+        self.headers: dict[str, str] = {}  # lower-case names (repeated ones joined by ", ")
         self.headed = False  # the head of a final (not 1xx) answer is read
         self.keep = False  # the server keeps the connection open after the answer
         self.complete = False
@@ -86,11 +87,14 @@ class _Connection(asyncio.Protocol):
         if self.head > MAX_HEAD:
             self.failure = f"the answer's head exceeds {MAX_HEAD} bytes"
             raise HttpError(self.failure)  # httptools stops parsing, raising HttpParserError
-        key = name.decode("latin-1").lower()
-        text = value.decode("latin-1")
-        self.headers[key] = f"{self.headers[key]}, {text}" if key in self.headers else text
+        self.raw.append((name, value))
 
     def on_headers_complete(self) -> None:
+        headers = self.headers
+        for name, value in self.raw:
+            key = name.decode("latin-1").lower()
+            text = value.decode("latin-1")
+            headers[key] = f"{headers[key]}, {text}" if key in headers else text
         self.status = self.parser.get_status_code()
         self.headed = self.status >= 200
         self.keep = self.parser.should_keep_alive()  # (said before the answer completes)
@@ -164,6 +168,11 @@ class Answer:
     @property
     def complete(self) -> bool:
         return self._connection.complete
+
+    def take(self) -> bytes:
+        """The body read so far (all of it once ``complete``), no longer kept."""
+        body = self._connection.take()
+        return body[0] if len(body) == 1 else b"".join(body)
 
     async def chunks(self) -> AsyncIterator[bytes]:
         connection = self._connection

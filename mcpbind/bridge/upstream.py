@@ -32,7 +32,7 @@ from ..events import (
     TaskCreated,
 )
 from ..session import ClientSession
-from ..transports.http_client import SESSION_HEADER, StreamableHTTPClient, _owed
+from ..transports.http_client import SESSION_HEADER, StreamableHTTPClient, _owed, peek_message
 from ..transports.sse_client import SSEClient, connect_http
 from ..transports.stdio import MAX_LINE, Envelope, LineReader, Overlong
 from .pool import Answer, HttpError, Pool, event_stream
@@ -234,8 +234,11 @@ class HttpUpstream(StreamableHTTPClient):
         read and given to the link here, sparing a task and a wake-up per request; any other
         (an event stream, which may carry the server's own requests, whose answers that handler
         may have to give first; a challenge) is read in a task of its own, as ``send`` does."""
+        peek = peek_message(message)
         try:
-            headers = await self._authorized(self._headers(message), "POST")
+            headers = self._headers(message, peek)
+            if self.auth is not None:
+                headers = await self._authorized(headers, "POST")
             answer = await self.pool.exchange(headers, message, self._held)
         except asyncio.CancelledError:
             raise
@@ -245,7 +248,21 @@ class HttpUpstream(StreamableHTTPClient):
         if answer.status < 300 and answer.headers.get("content-type", "").startswith(
             "application/json"
         ):
-            await self._send(message, answer)
+            if answer.complete:  # all of it read already: given to the link at once
+                body = answer.take()
+                self.pool.release(answer)
+                owed = _owed(message, peek)
+                try:
+                    self._json_answer(answer, body, owed)
+                except Exception as error:  # noqa: BLE001 - as _send says it
+                    self._failed(message, error)
+                    return
+                if owed:
+                    self._unanswered(
+                        message, f"the server at {self.url} ended its answer without it"
+                    )
+                return
+            await self._send(message, answer, peek)
         else:
             self.send_answered(message, answer)
 
@@ -255,9 +272,9 @@ class HttpUpstream(StreamableHTTPClient):
         self._posting.add(task)
         task.add_done_callback(self._posting.discard)
 
-    async def _send(self, message: bytes, answer: Answer | None = None) -> None:
+    async def _send(self, message: bytes, answer: Answer | None = None, peek: Any = None) -> None:
         try:
-            owed = await self._post_owed(message, answer)
+            owed = await self._post_owed(message, answer, peek)
         except asyncio.CancelledError:
             raise
         except Exception as error:  # noqa: BLE001 - the request still hears why
@@ -279,18 +296,22 @@ class HttpUpstream(StreamableHTTPClient):
     async def _post(self, message: bytes) -> None:
         await self._post_owed(message)
 
-    async def _post_owed(self, message: bytes, answer: Answer | None = None) -> set[Any]:
+    async def _post_owed(
+        self, message: bytes, answer: Answer | None = None, peek: Any = None
+    ) -> set[Any]:
         """POST one message on the pool (``answer``: it was, and this is its answer, the head
-        read) and give what its answer carries to the link (a JSON body, or an event stream
-        read as it comes, resumed with ``Last-Event-ID`` when it ends before the answers it
-        owes); a challenge goes to ``auth`` and the POST again. The ids of the requests it
-        carried left unanswered."""
-        owed = _owed(message)
+        read; ``peek``: the message read by ``peek_message``) and give what its answer carries
+        to the link (a JSON body, or an event stream read as it comes, resumed with
+        ``Last-Event-ID`` when it ends before the answers it owes); a challenge goes to
+        ``auth`` and the POST again. The ids of the requests it carried left unanswered."""
+        if peek is None:
+            peek = peek_message(message)
+        owed = _owed(message, peek)
         attempts = 0
         last: str | None = None
         while True:
             if answer is None:
-                headers = await self._authorized(self._headers(message), "POST")
+                headers = await self._authorized(self._headers(message, peek), "POST")
                 answer = await self.pool.exchange(headers, message)
             challenged: httpx.Response | None = None
             try:
@@ -353,14 +374,27 @@ class HttpUpstream(StreamableHTTPClient):
                 if not owed:
                     return None  # the rest of the stream is not waited for (nor kept)
             return last
-        body = await answer.read()
-        if kind.startswith("application/json") and body:
-            await self._receive(body, owed, wait=False)
+        self._json_answer(answer, await answer.read(), owed)
+        return None
+
+    def _json_answer(self, answer: Answer, body: bytes, owed: set[Any]) -> None:
+        """What a POST's answer other than an event stream (read whole: ``body``) gives the
+        link; a request of the server's in it is answered in a task of its own (this may run in
+        the very handler that request may have to wait for)."""
+        sid = answer.headers.get(SESSION_HEADER.lower())
+        if sid is not None:
+            self.session_id = sid
+        if answer.status == 202 or (not owed and answer.status < 300):
+            return
+        if answer.headers.get("content-type", "").startswith("application/json") and body:
+            rest, asked, related = self._sort(body, owed)
+            for event in asked:
+                self._answer_later(event, related)
+            self._deliver(rest, related)
         elif owed:
             raise ProtocolError(
-                INTERNAL_ERROR, f"HTTP {status} without a JSON-RPC answer: {body[:200]!r}"
+                INTERNAL_ERROR, f"HTTP {answer.status} without a JSON-RPC answer: {body[:200]!r}"
             )
-        return None
 
     def _unanswered(self, message: bytes, why: str) -> None:
         """The request ``message`` carried, if still unanswered, fails with ``why``."""
@@ -371,18 +405,25 @@ class HttpUpstream(StreamableHTTPClient):
         if isinstance(peek.method, str) and peek.id is not None:
             self.peer.failed(peek.id, why)
 
-    async def _receive(self, data: bytes, owed: set[Any], wait: bool = True) -> None:
-        """What a POST's answer (or the GET stream) carries goes to the link: the base class's
-        bookkeeping of what is owed, without its event log (a gateway keeps none). A request of
-        the server's is answered before the stream goes on (``wait``), else in a task of its
-        own (a JSON body, perhaps read by the very handler that request may have to wait for)."""
+    async def _receive(self, data: bytes, owed: set[Any]) -> None:
+        """What an event stream (a POST's, or the GET stream) carries goes to the link: the base
+        class's bookkeeping of what is owed, without its event log (a gateway keeps none); a
+        request of the server's is answered before the stream goes on."""
+        rest, asked, related = self._sort(data, owed)
+        for event in asked:
+            await self._answer_server(event, related)
+        self._deliver(rest, related)
+
+    def _sort(self, data: bytes, owed: set[Any]) -> tuple[list[Event], list[RequestReceived], Any]:
+        """The events of ``data`` for the link, the server's requests in it, and the id of the
+        request they relate to (if one); what is owed is settled."""
         # The GET stream owes no request (its ``owed`` holds a marker that is no JSON-RPC id).
         related = next(iter(owed)) if len(owed) == 1 else None
         if not isinstance(related, str | int):
             related = None
-        events = self.session.receive(data)
         rest: list[Event] = []
-        for event in events:
+        asked: list[RequestReceived] = []
+        for event in self.session.receive(data):
             if isinstance(event, _ANSWERS):
                 owed.discard(event.id)
                 self._arrived.set()
@@ -393,14 +434,14 @@ class HttpUpstream(StreamableHTTPClient):
                 owed.clear()
                 self._report(event)  # what connect() reads; nothing else is kept
             elif isinstance(event, RequestReceived):
-                if wait:
-                    await self._answer_server(event, related)
-                else:
-                    self._answer_later(event, related)
+                asked.append(event)
                 continue
             rest.append(event)
-        if rest:
-            self.peer.received(rest, related)
+        return rest, asked, related
+
+    def _deliver(self, events: list[Event], related: Any) -> None:
+        if events:
+            self.peer.received(events, related)
         out = self.session.data_to_send()
         if out:
             self.send(out)

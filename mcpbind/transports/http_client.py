@@ -220,17 +220,17 @@ class StreamableHTTPClient:
 
     # -- HTTP ------------------------------------------------------------------------------------
 
-    def _headers(self, message: bytes | None) -> dict[str, str]:
+    def _headers(self, message: bytes | None, peek: _Peek | None = None) -> dict[str, str]:
+        """The headers of a request carrying ``message`` (None: a GET or DELETE); ``peek``:
+        ``message`` read by ``peek_message`` already."""
         headers = {"Accept": ACCEPT, **self.headers}
         if self.session_id is not None:
             headers[SESSION_HEADER] = self.session_id
         version = None
         if message is not None:
             headers["Content-Type"] = "application/json"
-            try:
-                peek = _peek.decode(message)
-            except (msgspec.DecodeError, ValueError):
-                peek = _Peek()
+            if peek is None:
+                peek = peek_message(message)
             if isinstance(peek.method, str):
                 headers[METHOD_HEADER] = peek.method
             params = peek.params if isinstance(peek.params, dict) else {}
@@ -524,12 +524,19 @@ def _designations(schema: Any) -> tuple[dict[str, str], str | None]:
     return out, None
 
 
-def _owed(message: bytes) -> set[Any]:
-    """The ids of the requests a message carries (their answers are owed on its response)."""
+def peek_message(message: bytes) -> _Peek:
+    """The id, method and params of a message (all None where it has none, or is unreadable)."""
     try:
-        peek = _peek.decode(message)
+        return _peek.decode(message)
     except (msgspec.DecodeError, ValueError):
-        return set()
+        return _Peek()
+
+
+def _owed(message: bytes, peek: _Peek | None = None) -> set[Any]:
+    """The ids of the requests a message carries (their answers are owed on its response);
+    ``peek``: ``message`` read by ``peek_message`` already."""
+    if peek is None:
+        peek = peek_message(message)
     return {peek.id} if peek.method is not None and peek.id is not None else set()
 
 
