@@ -148,6 +148,8 @@ class Advertised:
         # (with the params class seen first, and the attribute its one key is read by there)
         self.conditional: tuple[dict[str, list[Any]], dict[str, list[Any]]] = ({}, {})
         self._verdicts: dict[tuple[str, str], bool] = {}  # (side, path) -> advertised
+        self._settled = False  # whether ``passed`` or ``conditional`` holds anything
+        self._sides = tables.sides
         facts = tables.facts
         self._envelope, self._versions = facts.request_meta, facts.versions
         self.meta_checked = facts.request_meta is not None and role == "server"
@@ -167,7 +169,7 @@ class Advertised:
     def learn(self, carrier: Any) -> None:
         """Remember the capabilities a message's params or result carries (its sender's)."""
         caps = getattr(carrier, "capabilities", None)
-        side = self.tables.sides.get(type(caps))
+        side = self._sides.get(type(caps))
         if side is not None:
             self.set(side, caps)
 
@@ -180,8 +182,9 @@ class Advertised:
             # A handshake's capabilities arrive before anything is settled: nothing to forget.
             if self._verdicts:
                 self._verdicts = {k: v for k, v in self._verdicts.items() if k[0] != side}
-            for settled in self.passed + self.conditional:
-                if settled:
+            if self._settled:
+                self._settled = False
+                for settled in self.passed + self.conditional:
                     settled.clear()
 
     def check(self, m: Any, params: Any, id_: Any, *, incoming: bool) -> None:
@@ -217,6 +220,7 @@ class Advertised:
             self.conditional[incoming][m.name] = residual
         else:
             self.passed[incoming].add(m.name)
+        self._settled = True
 
     def _refuse(self, m: Any, gate: Gate, receiver: str, id_: Any) -> NoReturn:
         side = receiver if gate.side == "receiver" else gate.side
