@@ -275,3 +275,31 @@ def test_a_held_get_is_answered_when_the_bridge_closes() -> None:
     p.bridge.close("the server exited (status 1)")
     p.pump()
     assert p.answer_of(get)["error"]["code"] == -32000
+
+
+def test_a_core_client_is_not_told_of_tasks_it_cannot_use_through_the_bridge() -> None:
+    client = mcpbind.ClientSession(
+        "2025-11-25", capabilities={}, info={"name": "c", "version": "1"}
+    )
+    server = mcpbind.ServerSession(
+        "2026-07-28",
+        capabilities={"tools": {}, "extensions": {EXT: {}}},
+        info={"name": "s", "version": "1"},
+    )
+    bridge = Bridge()
+    client.connect()
+    log: list[str] = []
+    seen: list[Any] = []
+    for _ in range(10):
+        for raw in client.data_to_send():
+            bridge.from_client(raw)
+        for raw in bridge.to_server():
+            server.receive(raw)
+        for raw in server.data_to_send():
+            bridge.from_server(raw)
+        for raw in bridge.to_client():
+            seen += client.receive(raw)
+        log += bridge.take_log()
+    [negotiated] = [e for e in seen if isinstance(e, ev.Negotiated)]
+    assert msgspec.to_builtins(negotiated.capabilities) == {"tools": {}}
+    assert any("$.tasks dropped" in line and EXT in line for line in log)

@@ -28,6 +28,7 @@ from ..projection import ProjectionError
 from ..session import ClientSession
 from ..session._common import _fields, _open_class, checked, speech
 from .losses import Lost, convey
+from .tasks import untranslated_tasks
 
 __all__ = [
     "INPUT_TIMEOUT",
@@ -106,10 +107,10 @@ class Crossing:
             # 2025-06-18's ElicitRequestParams): the session checks the plain value into the
             # method's own class of the target revision.
             return msgspec.to_builtins(obj), []
-        refused = [one for one in lost if one.rule == "refuse"]
-        if refused:
-            raise self._lossy_error(what, target, refused, "")
         if lost:
+            refused = [one for one in lost if one.rule == "refuse"]
+            if refused:
+                raise self._lossy_error(what, target, refused, "")
             self._log_losses(what, target, lost)
         return value, lost
 
@@ -198,8 +199,11 @@ class Crossing:
         if revision is not None and isinstance(info, msgspec.Struct):
             info, _ = self._cross(info, revision, "the server's info")
         instructions = getattr(e.result, "instructions", UNSET)
+        plain = msgspec.to_builtins(caps)
+        if revision is not None:  # tasks of the extension a core client cannot use (tasks.py)
+            plain = untranslated_tasks(plain, self.back.revision, revision, self.log)
         return (
-            msgspec.to_builtins(caps),
+            plain,
             msgspec.to_builtins(info) if info is not None else None,
             None if instructions is UNSET else instructions,
         )

@@ -46,12 +46,19 @@ from ..events import (
     TaskCreated,
 )
 from ..session._common import checked, speech
-from .crossing import too_many
+from . import crossing  # (which imports this module: its names are read when called)
 
 if TYPE_CHECKING:
     from .core import Bridge
 
-__all__ = ["MAX_TASKS", "MAX_TOOLS", "TaskBridge", "core_task", "extension_task"]
+__all__ = [
+    "MAX_TASKS",
+    "MAX_TOOLS",
+    "TaskBridge",
+    "core_task",
+    "extension_task",
+    "untranslated_tasks",
+]
 
 # Tasks one bridge keeps (created through it, until the server forgets them or the bridge ends);
 # a call past it goes down without its task, said in the log.
@@ -78,6 +85,28 @@ def core_task(task: dict[str, Any], facts: TasksFacts) -> dict[str, Any]:
     ``extension_task``); the extension's other keys (``resultType``, ``result``...) are left out."""
     back = {new: old for old, new in facts.core_renamed}
     return {back.get(k, k): v for k, v in task.items() if k in facts.task_fields}
+
+
+def untranslated_tasks(caps: Any, server: str | None, client: str, log: list[str]) -> Any:
+    """The server's capabilities (plain JSON, in the ``client``'s revision) without the core
+    revision's tasks capability that a ``server`` of the extension's revision advertised as the
+    extension (projection moves the one into the other): the bridge does not translate a core
+    client's tasks to the extension, so its tasks requests would find no method. Said in
+    ``log``."""
+    facts = TASKS.get(server or "")
+    if facts is None or facts.core != client or not isinstance(caps, dict):
+        return caps
+    back = speech(client)
+    gates = back.methods[back.facts.lifecycle["task_get"]].gates
+    key = next((g.path.split(".")[0] for g in gates if g.side == "receiver"), None)
+    if key is None or key not in caps:
+        return caps
+    log.append(
+        f"loss: the server's capabilities into MCP {client}: $.{key} dropped (the server offers "
+        f"tasks as the {facts.extension} extension; the bridge does not translate MCP {client} "
+        "tasks to it, so its task requests are refused)"
+    )
+    return {k: v for k, v in caps.items() if k != key}
 
 
 @dataclass(eq=False)
@@ -179,7 +208,7 @@ class TaskBridge:
             self._update(id, task, params.get(f.input_responses))
             return
         if len(self.mine) >= self.bridge.max_in_flight:
-            raise too_many(id, self.bridge.max_in_flight, "the client", "the server")
+            raise crossing.too_many(id, self.bridge.max_in_flight, "the client", "the server")
         down = self.bridge.back.request(
             self.get if method == f.get else self.cancel, {"taskId": task.id}
         )
@@ -348,7 +377,10 @@ class TaskBridge:
             if not self._reply(id, task, snapshot):
                 if len(task.waiting) >= self.bridge.max_in_flight:
                     self._error(
-                        id, too_many(id, self.bridge.max_in_flight, "the client", "the server")
+                        id,
+                        crossing.too_many(
+                            id, self.bridge.max_in_flight, "the client", "the server"
+                        ),
                     )
                 else:
                     task.waiting.append((id, snapshot))
