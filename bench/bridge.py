@@ -2,11 +2,16 @@
 messages (process plumbing aside: the sans-IO ``Bridge`` is driven in memory).
 
     .venv/bin/python -m bench.bridge [--messages N]      (also part of `make bench`)
+    .venv/bin/python -m bench.bridge --instructions [--runs 200] [--keep DIR]
 
 Each case is a round trip through the bridge: a request from the client (decoded, projected,
 encoded for the server) and the server's result (decoded, projected, encoded for the client).
 The floor does the same two messages with ``Codec`` and ``mcpbind.project`` alone. The issue's
 target: bridge / floor <= 2. A benchmark, not a test.
+
+``--instructions``: instead of timing, count both runners of each case under callgrind, as
+``bench.instructions`` counts the codec (load-independent: the times move by a third on the
+shared machine): instructions per round trip, and their ratio.
 """
 
 from __future__ import annotations
@@ -182,10 +187,49 @@ def targets(extra: dict[str, Any]) -> list[tuple[str, str, str, bool | None]]:
     ]
 
 
+def _count_child(shim: str, runs: int) -> None:
+    """Under callgrind: each case's two runners counted (``bench.instructions.count_each``)."""
+    from .instructions import count_each
+
+    jobs = []
+    for name, client_rev, server_rev, method, params, result in CASES:
+        case = Case(client_rev, server_rev, method, params, result)
+        jobs += [(f"{name}\tbridge", case.through_bridge), (f"{name}\tfloor", case.codec_alone)]
+    count_each(shim, runs, jobs)
+
+
+def instructions(runs: int, keep: Any = None) -> dict[str, dict[str, int]]:
+    """case -> {bridge, floor}: instructions of one round trip (callgrind)."""
+    from .instructions import callgrind
+
+    found = callgrind(lambda shim: ["-m", "bench.bridge", "--child", shim, str(runs)], runs, keep)
+    out: dict[str, dict[str, int]] = {}
+    for label, count in found.items():
+        name, which = label.split("\t")
+        out.setdefault(name, {})[which] = count
+    return out
+
+
 def main() -> None:
+    import sys
+    from pathlib import Path
+
+    if sys.argv[1:2] == ["--child"]:
+        _count_child(sys.argv[2], int(sys.argv[3]))
+        return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--messages", type=int, default=100_000)
+    parser.add_argument("--instructions", action="store_true", help="count under callgrind")
+    parser.add_argument("--runs", type=int, default=200)
+    parser.add_argument("--keep", type=Path, default=None, help="keep callgrind's files here")
     args = parser.parse_args()
+    if args.instructions:
+        for name, c in instructions(args.runs, args.keep).items():
+            print(
+                f"{name}: bridge {c['bridge']:,} instructions, codec alone {c['floor']:,}; "
+                f"ratio {c['bridge'] / c['floor']:.2f}"
+            )
+        return
     for name, m in measure().items():
         verdict = "ok" if m["ratio"] <= TARGET else "MISSED"
         print(

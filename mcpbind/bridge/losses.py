@@ -30,13 +30,19 @@ _DEFAULT = Loss(
 
 
 class Lost(msgspec.Struct, frozen=True, gc=False):
-    """One value that did not reach the target revision as it was."""
+    """One value that did not reach the target revision as it was, at ``path``."""
 
-    path: str  # JSON path inside the carried object
+    at: Any  # where: a JSON path, or a (parent, key) pair of the walk (``path`` renders it)
     type: str  # schema name of the object holding it ("" when projection dropped it)
     field: str  # its wire key, or "" for the object itself
     rule: str  # "drop" or "replace"
     reason: str
+
+    @property
+    def path(self) -> str:
+        """The JSON path inside the carried object (rendered when asked: a list of 100 tools
+        may lose the same field 100 times, and the log shows three of the paths)."""
+        return _render(self.at)
 
     def describe(self) -> str:
         what = f"{self.type}.{self.field}" if self.field else self.type or "value"
@@ -207,7 +213,12 @@ class Carrier:
     def convey(self, obj: Any) -> tuple[Any, list[Lost]]:
         """``obj`` projected to the target revision after ``carry``; what projection itself
         still had to leave out is listed too (rule "drop")."""
-        obj, lost = self.carry(obj)
+        plans = self._plans
+        t = type(obj)
+        if t in plans and plans[t] is None:  # nothing in it can be lost (known by its class)
+            lost: list[Lost] = []
+        else:
+            obj, lost = self.carry(obj)
         try:
             return project(obj, self.target), lost
         except ProjectionError as exc:
@@ -261,8 +272,7 @@ class Carrier:
         for attr, wire, rule in plan.lacking:
             value = getattr(v, attr)
             if value is not UNSET and self._implied.get(wire, UNSET) != value:
-                path = _key_path(_render(at), wire)
-                lost.append(Lost(path, plan.name, wire, rule.rule, rule.reason))
+                lost.append(Lost((at, wire), plan.name, wire, rule.rule, rule.reason))
         changes = {}
         for attr, wire in plan.descend:
             value = getattr(v, attr)
@@ -294,7 +304,7 @@ class Carrier:
             new = convert(data, into)
         except msgspec.ValidationError:
             return v  # the rule's template does not fit here: projection drops the value
-        lost.append(Lost(_render(at), plan.name, "", "replace", rule.reason))
+        lost.append(Lost(at, plan.name, "", "replace", rule.reason))
         return new
 
 
