@@ -54,7 +54,6 @@ _SCRATCH_MAX = 4 << 20
 _null = re.compile(b"null").search  # on a long message twice as fast as ``bytes.find``
 _HEAD = 512  # bytes of a message searched for "result" while a request is pending
 _SCAN_MAX = 512  # up to this many bytes JSON is searched for a null in place; longer: _finite
-_TEXT_MIN = 1024  # from this many bytes a message may be searched as text (see _finite)
 # MessagePack shorter than 7/8 of the JSON: the values are many and small, the text is searched
 _DENSE = (7, 8)
 # message or result class -> whether its long messages were made of structure (bounded: classes)
@@ -122,6 +121,7 @@ class Codec:
         self.peer = "server" if role == "client" else "client"
         self.facts: Facts = self._t.facts
         self._fast, self._by_wire, self._send = self._t.fast, self._t.by_wire, self._t.send
+        self._learners = self._t.learners
         kinds = self.facts.result_kinds
         self._own_kind = kinds.own if kinds is not None else None
         self._task_when = self.facts.tasks.when if self.facts.tasks is not None else ""
@@ -482,7 +482,7 @@ class Codec:
             out = _encode(msg)
             if len(out) > _SCAN_MAX or out.partition(b"null")[1]:
                 _finite(msg, out)
-            if type(msg.result) in self._t.learners:
+            if type(msg.result) in self._learners:
                 self._learn(msg.result)
             return out
         m = self._send.get(type(msg.message) if t is Request else t)
@@ -507,7 +507,7 @@ class Codec:
                 ):
                     self._expect_task(m, msg.id, params)
         if m.learns:
-            self._learn(_params(msg))
+            self._learn((msg.message if t is Request else msg).params)
         return out
 
     def _encode_other(self, msg: Any) -> bytes:
@@ -687,10 +687,9 @@ def _finite(msg: Any, out: bytes) -> None:
             at = packed.find(b"\xcb")
             while at >= 0 and not _NONFINITE(packed, at + 1):  # exponent all ones: not finite
                 at = packed.find(b"\xcb", at + 1)
-            if n > _TEXT_MIN:  # (shorter ones are cheaper to pack whatever they hold)
-                if len(_STRUCTURED) >= _KINDS_MAX:
-                    _STRUCTURED.clear()
-                _STRUCTURED[kind] = len(packed) * _DENSE[1] < n * _DENSE[0]
+            if len(_STRUCTURED) >= _KINDS_MAX:
+                _STRUCTURED.clear()
+            _STRUCTURED[kind] = len(packed) * _DENSE[1] < n * _DENSE[0]
         if len(packed) > _SCRATCH_MAX:
             _scratch.buffer = None  # its memory goes with it
         if at < 0:
