@@ -2,6 +2,7 @@
 one on the official `mcp` SDK, at both eras.
 
     .venv/bin/python -m bench.server [--duration 10] [--connections 16]   (also part of `make bench`)
+        [--era ERA] [--server mcpbind|mcp]   (a part of the row only, for an A/B run)
 
 Each server is one process on a loopback port: examples/everything_server.py (mcpbind's sessions
 and HTTP transport) and bench/sdk_server.py (`mcp` 2.3.0, the same one-text tool). The load
@@ -157,15 +158,22 @@ def autocannon(
     return json.loads(proc.stdout)  # type: ignore[no-any-return]
 
 
-def measure(duration: float = 10, connections: int = 16, warmup: float = 2) -> dict[str, Any]:
-    """era -> server -> {rps, p99 (ms), requests, failed}; {} when autocannon is not installed."""
+def measure(
+    duration: float = 10,
+    connections: int = 16,
+    warmup: float = 2,
+    eras: tuple[str, ...] = ERAS,
+    servers: tuple[str, ...] = tuple(SERVERS),
+) -> dict[str, Any]:
+    """era -> server -> {rps, p99 (ms), requests, failed}; {} when autocannon is not installed.
+    ``eras`` and ``servers``: a part of the row only (an A/B run of one side)."""
     if not AUTOCANNON.exists():
         print("bench/server.py: no autocannon (make bench-setup); skipped", file=sys.stderr)
         return {}
-    out: dict[str, Any] = {era: {} for era in ERAS}
-    for name in SERVERS:
+    out: dict[str, Any] = {era: {} for era in eras}
+    for name in servers:
         with running(name) as url:
-            for era in ERAS:
+            for era in eras:
                 headers, body = request(url, era)
                 check(url, headers, body)
                 autocannon(url, headers, body, warmup, connections)
@@ -215,9 +223,16 @@ def main() -> None:
     parser.add_argument("--duration", type=float, default=10)
     parser.add_argument("--connections", type=int, default=16)
     parser.add_argument("--warmup", type=float, default=2)
+    parser.add_argument("--era", choices=ERAS, action="append", help="only this era (repeatable)")
+    parser.add_argument(
+        "--server", choices=tuple(SERVERS), action="append", help="only this server (repeatable)"
+    )
     args = parser.parse_args()
-    for row in targets({"server": measure(args.duration, args.connections, args.warmup)}):
-        print(*row, sep="\n  ")
+    eras, servers = tuple(args.era or ERAS), tuple(args.server or SERVERS)
+    found = measure(args.duration, args.connections, args.warmup, eras, servers)
+    if eras == ERAS and servers == tuple(SERVERS):
+        for row in targets({"server": found}):
+            print(*row, sep="\n  ")
 
 
 if __name__ == "__main__":

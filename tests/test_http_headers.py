@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import msgspec
 import pytest
 
 from mcpbind import ClientSession
@@ -196,3 +197,29 @@ def test_a_method_that_is_not_a_string_is_an_invalid_request_not_an_internal_err
     response = run(go())
     assert response.status_code == 400, response.text
     assert response.json()["error"]["code"] == -32600
+
+
+def test_the_mirror_reader_keeps_only_the_version_keys_of_meta_and_leaves_arguments_unread() -> (
+    None
+):
+    from mcpbind.transports import header_check
+
+    decoder = header_check.reader(("a/version", "b/version"))
+    body = {
+        "id": 1,
+        "method": "tools/call",
+        "params": {
+            "uri": "u",
+            "taskId": 5,
+            "arguments": {"deep": [1, {"x": None}]},
+            "_meta": {"b/version": "v", "other": {"big": [1, 2, 3]}},
+        },
+    }
+    peek = decoder.decode(json.dumps(body).encode())
+    meta = peek.params.meta
+    assert (meta.v0, meta.v1) == (msgspec.UNSET, "v")
+    assert header_check.target_name(peek.params) == "u"  # taskId is not a string
+    assert header_check.arguments(peek.params) == {"deep": [1, {"x": None}]}
+    for params in ([1], "x", {"_meta": "not an object"}):
+        with pytest.raises(msgspec.ValidationError):
+            decoder.decode(json.dumps({"id": 1, "method": "m", "params": params}).encode())

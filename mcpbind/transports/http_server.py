@@ -56,6 +56,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import msgspec
+from msgspec import UNSET
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
@@ -535,6 +536,7 @@ class StreamableHTTPServer:
             v: (frozenset(bindings(r).FACTS.wires), bindings(r).FACTS.features.get("call_tool"))
             for v, r in self._by_version.items()
         }
+        self._mirror = header_check.reader(self._version_keys)
         self._designated: dict[str, dict[str, str]] = {}
         self.path = path
         self.app = Starlette(
@@ -613,17 +615,17 @@ class StreamableHTTPServer:
     async def _endpoint(self, request: Request) -> Response:
         if not self._host_allowed(request):
             return _plain_error(403, "Forbidden: Host or Origin is not an allowed host")
-        request.state.auth = None
+        auth: AuthInfo | None = None  # a local, not request.state: that builds a State a request
         if self._shared and (self._started is None or not self._started.done()):
             await self._start()
         if self.auth is not None:
             checked = await self.auth.check(request.headers)
             if isinstance(checked, Response):
                 return checked  # 401/403/503 with its challenge
-            request.state.auth = checked
+            auth = checked
         try:
             if request.method == "POST":
-                return await self._post(request)
+                return await self._post(request, auth)
             if request.method == "GET":
                 return await self._get(request)
             return await self._delete(request)
@@ -635,7 +637,8 @@ class StreamableHTTPServer:
 
     # -- POST -------------------------------------------------------------------------------------
 
-    async def _post(self, request: Request) -> Response:
+    async def _post(self, request: Request, auth: AuthInfo | None) -> Response:
+        """A POST; ``auth``: its verified token (with ``auth=``)."""
         if not {"application/json", "text/event-stream"} <= _media_types(
             request.headers.get("accept", "")
         ):
@@ -680,7 +683,7 @@ class StreamableHTTPServer:
             if self.tasks is not None and self.tasks.owns(
                 request.headers.get(METHOD_HEADER), request.headers.get(NAME_HEADER)
             ):
-                answered = self._tasks_answer(body, request.state.auth)
+                answered = self._tasks_answer(body, auth)
                 if answered is not None:
                     return answered
             template = self._template
@@ -701,7 +704,7 @@ class StreamableHTTPServer:
             if new_sid is None or (self._shared and not await self._opened(live, body)):
                 return self._no_room(direct)
             live.stateful = True
-        stream = _Stream(max_queued=self.max_queued, auth=request.state.auth)
+        stream = _Stream(max_queued=self.max_queued, auth=auth)
         for event in events:
             self._observe(live, event, stream)
         direct += session.data_to_send()  # what _observe answered itself (past max_in_flight)
@@ -790,21 +793,21 @@ class StreamableHTTPServer:
         disagrees is refused with the header-mismatch error before the session reads it. With
         the response refusing it (or None), the version its ``_meta`` names when it is a string
         (for the session, which need not read it again)."""
+        if not self._version_keys:
+            return None, None  # no revision served has the envelope: nothing to mirror
         try:
-            peek = header_check.decode(body)
+            peek = self._mirror.decode(body)
         except RecursionError:
             return self._too_deep(stateful=False), None
         except (msgspec.DecodeError, ValueError):
             return None, None  # the session answers what cannot be read
         params = peek.params
         meta = params.meta if params is not None else None
-        if type(meta) is not dict:
+        if meta is None:
             return None, None
-        version = None
-        for key in self._version_keys:
-            if key in meta:
-                version = meta[key]
-                break
+        version = meta.v0
+        if version is UNSET:  # another version key (the first present counts), or none
+            version = next((v for v in msgspec.structs.astuple(meta) if v is not UNSET), None)
         if version is None:
             return None, None
         headers = request.headers
@@ -883,9 +886,7 @@ class StreamableHTTPServer:
             return None
         return JSONResponse({"jsonrpc": "2.0", "id": rid, "result": result})
 
-    def _param_mismatch(
-        self, headers: Mapping[str, str], name: Any, params: header_check.Target
-    ) -> str | None:
+    def _param_mismatch(self, headers: Mapping[str, str], name: Any, params: Any) -> str | None:
         """What is wrong with the ``Mcp-Param-*`` headers of a call of the tool ``name``, by the
         designations of the tool as this server last listed it (a tool it has not listed is not
         checked)."""
