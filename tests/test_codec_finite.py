@@ -89,3 +89,26 @@ def test_a_long_request_with_a_non_finite_argument_is_refused_and_not_remembered
     with pytest.raises(ValueError, match="non-finite"):
         client.encode(client.module.CallToolRequest(id=7, jsonrpc="2.0", params=params))
     assert client.pending == {}
+
+
+def test_what_the_guard_keeps_is_bounded() -> None:
+    from mcpbind import codec as codec_module
+
+    server = Codec("2025-11-25", "server")
+    # The class -> "made of structure" verdicts: any result class may be encoded, so they are
+    # bounded by a count, not by the generated classes.
+    for i in range(codec_module._KINDS_MAX + 100):
+        cls = msgspec.defstruct(f"Result{i}", [("text", str), ("n", float)])
+        server.encode(Response(id=i, result=cls(text="x" * 600, n=1.5)))
+        assert len(codec_module._STRUCTURED) <= codec_module._KINDS_MAX
+    # The MessagePack buffer of a thread: kept for the next long message, not past 4 MiB.
+    text = {"type": "text", "text": "y" * 2000}
+    small = mcpbind.convert({"content": [text]}, server.module.CallToolResult)
+    server.encode(Response(id=1, result=small))
+    kept = codec_module._scratch.buffer
+    assert kept is not None and len(kept) < 4096
+    server.encode(Response(id=2, result=small))
+    assert codec_module._scratch.buffer is kept
+    huge = {"content": [{"type": "text", "text": "z" * (5 << 20)}]}
+    server.encode(Response(id=3, result=mcpbind.convert(huge, server.module.CallToolResult)))
+    assert codec_module._scratch.buffer is None
