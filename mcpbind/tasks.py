@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import secrets
 import time
 import typing
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -32,6 +33,11 @@ from .errors import (
     ProtocolError,
 )
 from .session._common import checked
+
+if TYPE_CHECKING:
+    from .tasks_redis import RedisTasks
+
+_log = logging.getLogger(__name__)
 
 __all__ = [
     "MAX_INPUT_REQUESTS",
@@ -172,6 +178,10 @@ class Tasks:
         self.max_listeners = max_listeners
         self.max_listen_tasks = max_listen_tasks
         self._listeners: set[_Listener] = set()
+        # Shared with other workers (``share``): the store, and the states waiting to be written.
+        self._shared: RedisTasks | None = None
+        self._dirty: dict[str, _Task] = {}
+        self._writer: asyncio.Task[None] | None = None
         self._subscription_key: str | None = None
         if self._listen is not None and self._acknowledged is not None:
             ack = bindings(revision).METHODS[self._acknowledged].params
@@ -237,14 +247,7 @@ class Tasks:
             return self._call(params, owner)
         if method == self._listen:
             return None  # a stream, not a result: ``listen``
-        # The envelope is checked as the session checks it (a malformed one is -32602 naming
-        # the path), before the gate.
-        checked(params.get("_meta"), self._meta.type, self.revision, "$.params._meta")
-        if not self.opted_in(params):
-            raise self._missing(method)
-        task_id = params.get("taskId")
-        if not isinstance(task_id, str):
-            raise ProtocolError(INVALID_PARAMS, f"Invalid params: {method!r} needs a string taskId")
+        task_id = self._task_id(method, params)
         task = self._tasks.get(task_id)
         if task is None or task.owner != owner:
             raise ProtocolError(INVALID_PARAMS, f"Invalid params: no task {task_id!r}")
@@ -252,11 +255,126 @@ class Tasks:
             return {**self._detailed(task), self._kind: f.complete_result}
         if method == f.update:
             self._update(task, params.get(f.input_responses))
-        elif task.status not in (f.completed, f.failed, f.cancelled):
+        else:
+            self._cancel(task)
+        return {self._kind: f.complete_result}
+
+    def _cancel(self, task: _Task) -> None:
+        f = self.facts
+        if task.status not in (f.completed, f.failed, f.cancelled):
             self._settle(task, f.cancelled)
             if task.runner is not None:
                 task.runner.cancel()
+
+    def _task_id(self, method: str, params: dict[str, Any]) -> str:
+        """The task a request of the extension names, once its envelope is checked as the
+        session checks it (a malformed one is -32602 naming the path) and then its gate."""
+        checked(params.get("_meta"), self._meta.type, self.revision, "$.params._meta")
+        if not self.opted_in(params):
+            raise self._missing(method)
+        task_id = params.get("taskId")
+        if not isinstance(task_id, str):
+            raise ProtocolError(INVALID_PARAMS, f"Invalid params: {method!r} needs a string taskId")
+        return task_id
+
+    # -- several workers ----------------------------------------------------------------------
+
+    def share(self, store: Any) -> None:
+        """Share the tasks with every worker of ``store`` when it is a ``RedisStore`` (the HTTP
+        server calls it with its own store): each task's state is kept there too, and
+        ``respond`` answers for tasks another worker runs."""
+        from .transports.store import RedisStore
+
+        if isinstance(store, RedisStore) and self._shared is None:
+            from .tasks_redis import RedisTasks
+
+            f = self.facts
+            over = (f.completed, f.failed, f.cancelled)
+            self._shared = RedisTasks(store.redis, store.prefix, over, self._remote)
+
+    async def respond(self, method: str, params: dict[str, Any], owner: str | None = None) -> Any:
+        """``answer``, for a server whose workers share the tasks (``share``): a task created
+        here is in the shared store before its creation is answered, and a request naming a
+        task another worker runs is answered from the store (get) or passed to that worker
+        (update, cancel). Without sharing, ``answer`` itself."""
+        shared = self._shared
+        f = self.facts
+        if shared is None or method == f.eligible or method == self._listen:
+            result = self.answer(method, params, owner)
+            if shared is not None and isinstance(result, dict):
+                task = self._tasks.get(result.get("taskId"))  # type: ignore[arg-type]
+                if task is not None and result.get(self._kind) == f.task_result:
+                    await shared.start()
+                    await shared.save(task.id, self._record(task), self._left_ms(task))
+            return result
+        self._expire()
+        task_id = self._task_id(method, params)
+        if task_id in self._tasks:
+            return self.answer(method, params, owner)
+        record = await shared.load(task_id)
+        if record is None or record.get("owner") != owner:
+            raise ProtocolError(INVALID_PARAMS, f"Invalid params: no task {task_id!r}")
+        known = record["task"]
+        if method == f.get:
+            return {**known, self._kind: f.complete_result}
+        await shared.start()
+        if method == f.update:
+            responses = params.get(f.input_responses)
+            if not isinstance(responses, dict):
+                raise ProtocolError(
+                    INVALID_PARAMS,
+                    f"Invalid params: {f.input_responses} must be an object of responses",
+                )
+            await shared.publish(f.update, task_id, responses)
+        elif known.get("status") not in (f.completed, f.failed, f.cancelled):
+            updated = {k: v for k, v in known.items() if k not in ("inputRequests",)}
+            updated.update(status=f.cancelled, lastUpdatedAt=_now())
+            left = int(record.get("expires", 0) - time.time() * 1000)
+            await shared.save(task_id, {**record, "task": updated}, left)
+            await shared.publish(f.cancel, task_id)
         return {self._kind: f.complete_result}
+
+    def _remote(self, op: str, task_id: str, data: Any) -> None:
+        """Another worker passed on an update or a cancel of a task: applied if it runs here."""
+        task = self._tasks.get(task_id)
+        if task is None:
+            return
+        if op == self.facts.update and isinstance(data, dict):
+            self._update(task, data)
+        elif op == self.facts.cancel:
+            self._cancel(task)
+
+    def _record(self, task: _Task) -> dict[str, Any]:
+        """What the shared store keeps of ``task``: its owner, deadline (Unix ms) and state."""
+        left = self._left_ms(task)
+        return {
+            "owner": task.owner,
+            "expires": int(time.time() * 1000) + left,
+            "task": self._detailed(task),
+        }
+
+    @staticmethod
+    def _left_ms(task: _Task) -> int:
+        return max(1, int((task.expires - time.monotonic()) * 1000))
+
+    def _write_later(self, task: _Task) -> None:
+        """Write ``task``'s new state to the shared store, in order, after the change (one
+        writer; only the newest state of each task waits, so it never holds more than the
+        tasks kept)."""
+        self._dirty[task.id] = task
+        if self._writer is None or self._writer.done():
+            self._writer = asyncio.get_running_loop().create_task(self._write())
+
+    async def _write(self) -> None:
+        shared = self._shared
+        assert shared is not None
+        while self._dirty:
+            batch, self._dirty = self._dirty, {}
+            for task in batch.values():
+                try:
+                    await shared.save(task.id, self._record(task), self._left_ms(task))
+                except Exception:  # Redis gone a moment: the next change writes it again
+                    _log.exception("writing task %s to the shared store", task.id)
 
     def _missing(self, what: str) -> ProtocolError:
         ext = self.facts.extension
@@ -395,7 +513,9 @@ class Tasks:
 
     def _changed(self, task: _Task) -> None:
         """Tell the streams listening to ``task`` its new status (the newest replaces one not
-        yet sent)."""
+        yet sent), and the shared store when there is one."""
+        if self._shared is not None:
+            self._write_later(task)
         for listener in self._listeners:
             if task.id in listener.ids and listener.owner == task.owner:
                 listener.latest[task.id] = self._detailed(task)
@@ -497,6 +617,8 @@ class Tasks:
 
     async def aclose(self) -> None:
         """Cancel every running task (the server is stopping)."""
+        if self._shared is not None:
+            await self._shared.close()
         runners = [t.runner for t in self._tasks.values() if t.runner is not None]
         self._tasks.clear()
         self._owned.clear()

@@ -479,6 +479,8 @@ class StreamableHTTPServer:
         if tasks is not None:
             capabilities = tasks.advertise(capabilities)
         self.store = store_from(store)
+        if tasks is not None:
+            tasks.share(self.store)  # its tasks seen by every worker of a shared store
         self._owns_store = not isinstance(store, Store)  # closed with the app
         self._shared = self.store.shared
         self.retry_ms = retry_ms
@@ -683,7 +685,7 @@ class StreamableHTTPServer:
             if self.tasks is not None and self.tasks.owns(
                 request.headers.get(METHOD_HEADER), request.headers.get(NAME_HEADER)
             ):
-                answered = self._tasks_answer(body, auth)
+                answered = await self._tasks_answer(body, auth)
                 if answered is not None:
                     return answered
             template = self._template
@@ -852,7 +854,7 @@ class StreamableHTTPServer:
             None,
         )
 
-    def _tasks_answer(self, body: bytes, auth: AuthInfo | None) -> Response | None:
+    async def _tasks_answer(self, body: bytes, auth: AuthInfo | None) -> Response | None:
         """The tasks layer's answer to a stateless request it owns, or None for the session to
         read it (not a request of the revision the extension extends, or a tool call the
         layer leaves to the handler). A task belongs to the token's subject (else client)."""
@@ -875,7 +877,7 @@ class StreamableHTTPServer:
                 return _EventStream(
                     _events(stream), media_type="text/event-stream", headers=_NO_CACHE
                 )
-            result = self.tasks.answer(method, params, owner)
+            result = await self.tasks.respond(method, params, owner)
         except ProtocolError as error:
             failure: dict[str, Any] = {"code": error.code, "message": error.message}
             if error.data is not None:
