@@ -296,16 +296,36 @@ class Tasks:
         """``answer``, for a server whose workers share the tasks (``share``): a task created
         here is in the shared store before its creation is answered, and a request naming a
         task another worker runs is answered from the store (get) or passed to that worker
-        (update, cancel). Without sharing, ``answer`` itself."""
+        (update, cancel). Without sharing, ``answer`` itself. A store that cannot be reached
+        is -32603 (a task it could not record is not kept)."""
+        if self._shared is None:
+            return self.answer(method, params, owner)
+        from .tasks_redis import Unreachable
+
+        try:
+            return await self._respond(method, params, owner)
+        except Unreachable as error:
+            raise ProtocolError(
+                INTERNAL_ERROR, f"Internal error: the shared task store cannot be reached: {error}"
+            ) from None
+
+    async def _respond(self, method: str, params: dict[str, Any], owner: str | None) -> Any:
         shared = self._shared
+        assert shared is not None
         f = self.facts
-        if shared is None or method == f.eligible or method == self._listen:
+        if method == f.eligible or method == self._listen:
             result = self.answer(method, params, owner)
-            if shared is not None and isinstance(result, dict):
+            if isinstance(result, dict):
                 task = self._tasks.get(result.get("taskId"))  # type: ignore[arg-type]
                 if task is not None and result.get(self._kind) == f.task_result:
-                    await shared.start()
-                    await shared.save(task.id, self._record(task), self._left_ms(task))
+                    try:
+                        await shared.start()
+                        await shared.save(task.id, self._record(task), self._left_ms(task))
+                    except BaseException:
+                        self._forget(task)  # not recorded: not kept, its work stopped
+                        if task.runner is not None:
+                            task.runner.cancel()
+                        raise
             return result
         self._expire()
         task_id = self._task_id(method, params)

@@ -14,12 +14,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from typing import Any
 
 import msgspec
 
-__all__ = ["RedisTasks"]
+__all__ = ["RedisTasks", "Unreachable"]
 
 _log = logging.getLogger(__name__)
 
@@ -36,6 +36,10 @@ return 1
 """
 
 OnMessage = Callable[[str, str, Any], None]
+
+
+class Unreachable(Exception):
+    """Redis did not answer (what the client raised is the cause)."""
 
 
 class RedisTasks:
@@ -62,9 +66,11 @@ class RedisTasks:
             self._started = asyncio.get_running_loop().create_future()
             pubsub = self.redis.pubsub()
             try:
-                await pubsub.subscribe(self.channel)
+                async with self._guard():
+                    await pubsub.subscribe(self.channel)
             except BaseException as error:
                 self._started.set_exception(error)
+                self._started.exception()  # (retrieved: a later start tries again)
                 self._started = None
                 raise
             self._listener = asyncio.ensure_future(self._listen(pubsub))
@@ -89,18 +95,33 @@ class RedisTasks:
     async def save(self, task_id: str, record: dict[str, Any], ttl_ms: int) -> bool:
         """Keep ``record`` for ``ttl_ms``; False when the kept one is already over."""
         data = msgspec.json.encode(record)
-        done = await self._save(keys=[self._key(task_id)], args=[data, max(1, ttl_ms), self._over])
+        async with self._guard():
+            done = await self._save(
+                keys=[self._key(task_id)], args=[data, max(1, ttl_ms), self._over]
+            )
         return bool(done)
 
     async def load(self, task_id: str) -> dict[str, Any] | None:
-        data = await self.redis.get(self._key(task_id))
+        async with self._guard():
+            data = await self.redis.get(self._key(task_id))
         if data is None:
             return None
         record = msgspec.json.decode(data)
         return record if isinstance(record, dict) else None
 
     async def publish(self, op: str, task_id: str, data: Any = None) -> None:
-        await self.redis.publish(self.channel, msgspec.json.encode([op, task_id, data]))
+        async with self._guard():
+            await self.redis.publish(self.channel, msgspec.json.encode([op, task_id, data]))
+
+    @contextlib.asynccontextmanager
+    async def _guard(self) -> AsyncIterator[None]:
+        """Redis's failures (connection, timeout, its own errors) as ``Unreachable``."""
+        from redis.exceptions import RedisError
+
+        try:
+            yield
+        except (RedisError, OSError) as error:
+            raise Unreachable(str(error) or type(error).__name__) from error
 
     async def close(self) -> None:
         if self._listener is not None:

@@ -80,6 +80,9 @@ def test_a_task_made_on_one_worker_is_polled_answered_and_cancelled_on_the_other
     assert done["status"] == FACTS.completed, done
     assert "notes.txt" in done["result"]["content"][0]["text"]
     assert until(a, task_id, FACTS.completed)["result"] == done["result"]
+    # a finished task stays finished, whichever worker is asked to cancel it
+    assert post(b, FACTS.cancel, {"taskId": task_id})["result"]["resultType"] == "complete"
+    assert post(b, FACTS.get, {"taskId": task_id})["result"]["status"] == FACTS.completed
     # cancelled through the other worker: settled for both, the work stopped where it runs
     slow = {"name": "slow_compute", "arguments": {"seconds": 30, "label": "x"}}
     second = post(a, "tools/call", slow)["result"]["taskId"]
