@@ -22,7 +22,6 @@ import contextlib
 import logging
 import secrets
 from collections.abc import AsyncGenerator, Callable, Iterable
-from dataclasses import dataclass
 from typing import Any
 
 import msgspec
@@ -72,15 +71,16 @@ class _Overrun(ConnectionError):
     """A stream's queue is full: the client is not reading it."""
 
 
-@dataclass
 class _Feed(_Stream):
     """A session's event stream: the queue its response body reads, bounded by ``max_queued``.
     Unlike a POST's stream it is the session's only way to the client, so a full queue ends the
     session (``overrun``) and a closed one refuses more with ``ConnectionError``."""
 
-    # Ends the session when the queue is full, given the messages that did not fit.
-    overrun: Callable[[list[bytes]], None] | None = None
-    last: float = 0.0  # when a message last went either way (the idle clock)
+    def __init__(self, max_queued: int, last: float = 0.0) -> None:
+        super().__init__(max_queued=max_queued)
+        # Ends the session when the queue is full, given the messages that did not fit.
+        self.overrun: Callable[[list[bytes]], None] | None = None
+        self.last = last  # when a message last went either way (the idle clock)
 
     def put(self, messages: Iterable[bytes]) -> None:
         batch = list(messages)
