@@ -52,7 +52,6 @@ from collections.abc import (
     Iterator,
     Mapping,
 )
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import msgspec
@@ -206,32 +205,52 @@ class _Queue(asyncio.Queue[Any]):
             self.waiter.set_result(None)
 
 
-@dataclass
 class _Stream:
     """The messages bound for one POST's response (or the GET stream): a queue the response body
     reads (in a session, once it is an event stream, a pump moves it to the store's log, which
     its readers read), closed once every request it carries has been answered, and given up when
     more than ``max_queued`` messages wait on it."""
 
-    queue: _Queue = field(default_factory=lambda: _Queue())
-    pending: set[Any] = field(default_factory=set)
-    asked: dict[Any, asyncio.Future[Any]] = field(default_factory=dict)  # requests sent on it
-    # The handlers of the requests it answers.
-    handlers: dict[Any, asyncio.Task[None]] = field(default_factory=dict)
-    counter: int = 0
-    closed: bool = False
-    max_queued: int = MAX_QUEUED
-    given_up: bool = False
-    auth: AuthInfo | None = None  # the verified token of the request that opened it
-    # Once resumable (an event stream of a session): its id in event ids, the task moving what is
-    # queued to the store's log, the "stop now" futures of its readers on this worker, readers
-    # on other workers, and the timer that gives it up when no one resumes it.
-    key: str | None = None
-    pump: asyncio.Task[None] | None = None
-    readers: set[asyncio.Future[_Stop]] | None = None
-    remote: int = 0
-    orphaned: asyncio.TimerHandle | None = None
-    resume_timeout: float = RESUME_TIMEOUT
+    # Slots and a plain __init__: one is built per POST, and a dataclass's default factories
+    # cost a call each.
+    __slots__ = (
+        "queue",
+        "pending",
+        "asked",
+        "handlers",
+        "counter",
+        "closed",
+        "max_queued",
+        "given_up",
+        "auth",
+        "key",
+        "pump",
+        "readers",
+        "remote",
+        "orphaned",
+        "resume_timeout",
+    )
+
+    def __init__(self, max_queued: int = MAX_QUEUED, auth: AuthInfo | None = None) -> None:
+        self.queue = _Queue()
+        self.pending: set[Any] = set()
+        self.asked: dict[Any, asyncio.Future[Any]] = {}  # requests sent on it
+        self.handlers: dict[Any, asyncio.Task[None]] = {}  # of the requests it answers
+        self.counter = 0
+        self.closed = False
+        self.max_queued = max_queued
+        self.given_up = False
+        self.auth = auth  # the verified token of the request that opened it
+        # Once resumable (an event stream of a session): its id in event ids, the task moving
+        # what is queued to the store's log, the "stop now" futures of its readers on this
+        # worker, readers on other workers, and the timer that gives it up when no one resumes
+        # it.
+        self.key: str | None = None
+        self.pump: asyncio.Task[None] | None = None
+        self.readers: set[asyncio.Future[_Stop]] | None = None
+        self.remote = 0
+        self.orphaned: asyncio.TimerHandle | None = None
+        self.resume_timeout = RESUME_TIMEOUT
 
     def put(self, messages: Iterable[bytes]) -> None:
         for message in messages:
