@@ -303,3 +303,40 @@ def test_a_core_client_is_not_told_of_tasks_it_cannot_use_through_the_bridge() -
     [negotiated] = [e for e in seen if isinstance(e, ev.Negotiated)]
     assert msgspec.to_builtins(negotiated.capabilities) == {"tools": {}}
     assert any("$.tasks dropped" in line and EXT in line for line in log)
+
+
+def test_a_core_clients_tasks_capability_does_not_declare_the_extension_downstream() -> None:
+    client = mcpbind.ClientSession(
+        "2025-11-25",
+        capabilities={"roots": {}, "tasks": {"list": {}, "cancel": {}}},
+        info={"name": "c", "version": "1"},
+    )
+    server = mcpbind.ServerSession(
+        "2026-07-28",
+        capabilities={"tools": {}, "extensions": {EXT: {}}},
+        info={"name": "s", "version": "1"},
+    )
+    bridge = Bridge()
+    client.connect()
+    log: list[str] = []
+    at_server: list[Any] = []
+
+    def pump() -> None:
+        for _ in range(10):
+            for raw in client.data_to_send():
+                bridge.from_client(raw)
+            for raw in bridge.to_server():
+                at_server.extend(server.receive(raw))
+            for raw in server.data_to_send():
+                bridge.from_server(raw)
+            for raw in bridge.to_client():
+                client.receive(raw)
+            log.extend(bridge.take_log())
+
+    pump()
+    client.request("tools/list")
+    pump()
+    [request] = [e for e in at_server if isinstance(e, ev.RequestReceived)]
+    caps = msgspec.to_builtins(request.params.meta[META_2026.capabilities_key])
+    assert caps == {"roots": {}}  # a server of the extension would make its calls tasks
+    assert any(f"$.extensions.{EXT} dropped" in line for line in log)

@@ -28,7 +28,7 @@ from ..projection import ProjectionError
 from ..session import ClientSession
 from ..session._common import _fields, _open_class, checked, speech
 from .losses import Lost, convey
-from .tasks import untranslated_tasks
+from .tasks import undeclared_tasks, untranslated_tasks
 
 __all__ = [
     "INPUT_TIMEOUT",
@@ -175,7 +175,8 @@ class Crossing:
                 self._failed = self._lossy_error("the client's capabilities", target, lost)
                 self.back.state = "failed"
                 return
-            self.back.capabilities = msgspec.to_builtins(projected)
+            plain = msgspec.to_builtins(projected)
+            self.back.capabilities = undeclared_tasks(plain, caps, target, self.log)
         self.back.info = msgspec.to_builtins(info) if info is not None else None
         if connect:
             self.back.connect()
@@ -184,7 +185,10 @@ class Crossing:
         """The server side agreed on ``e.revision``: the client's capabilities go in that one."""
         if self._client_caps is not None and e.revision != self.back.revisions[0]:
             caps, _ = self._cross(self._client_caps, e.revision, "the client's capabilities")
-            self.back.capabilities = msgspec.to_builtins(caps)
+            plain = msgspec.to_builtins(caps)
+            self.back.capabilities = undeclared_tasks(
+                plain, self._client_caps, e.revision, self.log
+            )
 
     def _server_face(self, e: Negotiated, revision: str | None) -> tuple[Any, Any, Any]:
         """What a client of ``revision`` is told of the server the handshake ``e`` opened: its

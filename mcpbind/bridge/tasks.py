@@ -57,6 +57,7 @@ __all__ = [
     "TaskBridge",
     "core_task",
     "extension_task",
+    "undeclared_tasks",
     "untranslated_tasks",
 ]
 
@@ -107,6 +108,31 @@ def untranslated_tasks(caps: Any, server: str | None, client: str, log: list[str
         "tasks to it, so its task requests are refused)"
     )
     return {k: v for k, v in caps.items() if k != key}
+
+
+def undeclared_tasks(caps: Any, source: Any, target: str | None, log: list[str]) -> Any:
+    """The client's capabilities (plain JSON) for a server of ``target`` without the tasks
+    extension that projection made of a core revision client's tasks capability (``source``: the
+    client's capabilities, in its own revision): such a server would answer that client's calls
+    with tasks, which the bridge does not translate back. Said in ``log``."""
+    facts = TASKS.get(target or "")
+    if facts is None or facts.core is None or not isinstance(caps, dict):
+        return caps
+    if type(source) is not speech(facts.core).facts.client_capabilities:
+        return caps
+    extensions = caps.get("extensions")
+    if not isinstance(extensions, dict) or facts.extension not in extensions:
+        return caps
+    log.append(
+        f"loss: the client's capabilities into MCP {target}: $.extensions.{facts.extension} "
+        f"dropped (its MCP {facts.core} tasks capability; the bridge does not translate the "
+        "server's tasks back to that client, so its calls are not made tasks)"
+    )
+    rest = {k: v for k, v in extensions.items() if k != facts.extension}
+    out = {k: v for k, v in caps.items() if k != "extensions"}
+    if rest:
+        out["extensions"] = rest
+    return out
 
 
 @dataclass(eq=False)
