@@ -3,7 +3,7 @@ never guessed: a tampered tarball or a missing declaration is an error naming it
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import pytest
@@ -63,3 +63,20 @@ def test_a_download_is_kept_in_the_user_cache_never_in_the_shared_schemas(
     where.write_bytes(b"not the package")
     with pytest.raises(PinError, match=f"{where}: sha256 mismatch"):
         tasks_facts(pin)
+
+
+@pytest.mark.parametrize(
+    ("change", "says"),
+    [
+        ({"core_renamed": {"ttl": "ttlMs"}}, "does not pair TaskV1Schema"),  # one left out
+        ({"core_renamed": {"ttl": "ttlMs", "pollInterval": "every"}}, "does not pair"),
+        ({"core_forbidden": "never"}, "TaskSupportV1Schema has no 'never'"),
+        ({"related_task_module": "package/dist/core/v1/index.js"}, "no relatedTaskKey"),
+    ],
+)
+def test_core_task_facts_that_do_not_fit_the_package_are_refused(
+    change: dict[str, object], says: str
+) -> None:
+    (pin,) = read_extension_pins()
+    with pytest.raises(PinError, match=says):
+        tasks_facts(replace(pin, **change))  # type: ignore[arg-type]
