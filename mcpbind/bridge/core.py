@@ -233,7 +233,10 @@ class Bridge(Crossing):
                         e.id, too_many(e.id, self.max_in_flight, "the client", "the server")
                     )
                     continue
-                self._client_event(e)
+                if type(e) is RequestReceived and self.back.state == "ready":
+                    self._client_request(e)  # the common case, without the dispatch
+                else:
+                    self._client_event(e)
             if self.front.held and self._failed is not None:
                 self.front.refuse(self._failed)
         except Exception as exc:  # noqa: BLE001 - a fault of the bridge's own: still an answer
@@ -270,7 +273,10 @@ class Bridge(Crossing):
                         too_many(e.id, self.max_in_flight, "the server", "the client").message,
                     )
                     continue
-                self._server_event(e)
+                if type(e) is ResultReceived and self.tasks is None:
+                    self._server_result(e.id, e.result)  # the common case, without the dispatch
+                else:
+                    self._server_event(e)
         except Exception as exc:  # noqa: BLE001 - a fault of the bridge's own: still an answer
             self._server_fault(data, exc)
 

@@ -85,7 +85,7 @@ class Crossing:
         self.log: list[str] = []
         self._client_caps: Any = None  # the client's capabilities, in its own revision
         self._failed: ProtocolError | None = None  # the server side could not be opened
-        self._envelope_cache: tuple[Any, dict[str, Any]] | None = None
+        self._envelope_cache: tuple[str, Any, dict[str, Any]] | None = None
         self._typed_cache: tuple[Any, dict[str, Any]] | None = None
 
     def take_log(self) -> list[str]:
@@ -227,7 +227,10 @@ class Crossing:
                 "the revision the server speaks",
                 {"method": method},
             )
-        params, token = _rewrite_meta(params, speech(revision), self._envelope(target), self)
+        envelope = self._envelope(target)
+        token = None
+        if envelope or getattr(params, "meta", None):  # else nothing to take out or put in
+            params, token = _rewrite_meta(params, speech(revision), envelope, self)
         what = f"the params of {method!r}"
         params, lost = self._cross(params, target, what)  # _carry inline: on every request
         if lost and self.strict:
@@ -237,11 +240,11 @@ class Crossing:
     def _envelope(self, target: str) -> dict[str, Any]:
         """The per-request ``_meta`` envelope of the server's revision (empty if it has none),
         built once per agreed revision and capabilities."""
-        key = (target, id(self.back.capabilities))
-        if self._envelope_cache is not None and self._envelope_cache[0] == key:
-            return self._envelope_cache[1]
+        cache = self._envelope_cache
+        if cache is not None and cache[0] == target and cache[1] is self.back.capabilities:
+            return cache[2]
         out = self._build_envelope(target)
-        self._envelope_cache = (key, out)
+        self._envelope_cache = (target, self.back.capabilities, out)
         return out
 
     def _typed_envelope(self, envelope: dict[str, Any], cls: Any) -> dict[str, Any]:
@@ -394,7 +397,7 @@ class Crossing:
         carries (None and nothing: it is not a retry)."""
         trip = speech(revision).facts.round_trip
         if trip is None or params is UNSET or params is None:
-            return None, {}
+            return None, _NO_ANSWERS
         names = {key: attr for attr, key in _fields(type(params)).items()}
         state_attr, answers_attr = names.get(trip.request_state), names.get(trip.input_responses)
         state = getattr(params, state_attr, UNSET) if state_attr else UNSET
@@ -412,6 +415,9 @@ class Crossing:
         result_class = speech(target).facts.wires[method].result
         value = self._carry(response, target, f"the client's result of {method!r}")
         return checked(msgspec.to_builtins(value), result_class, target, "$.result")
+
+
+_NO_ANSWERS: dict[str, Any] = {}  # (never changed: round_trip_retry's answers of a first try)
 
 
 class _NotSent:

@@ -55,6 +55,9 @@ class _Plan(msgspec.Struct, gc=False):
     member: Loss | None  # the target has no such type and a rule replaces it
     lacking: tuple[tuple[str, str, Loss], ...]  # (attribute, wire key, rule) the target lacks
     descend: tuple[tuple[str, str], ...]  # (attribute, wire key) whose values can lose something
+    # With nothing to descend into nor replace: the attributes of ``lacking``, all unset in the
+    # common value, which then loses nothing (checked without the walk); else None.
+    flat: tuple[str, ...] | None = None
 
 
 def _key_path(at: str, key: str | int) -> str:
@@ -194,8 +197,9 @@ class Carrier:
                         reach |= _reach(c)
                     if any(self._loses_here(c) for c in reach):
                         descend.append((attr, wire))
+            flat = tuple(a for a, _, _ in lacking) if member is None and not descend else None
             plan = (
-                _Plan(name, member, lacking, tuple(descend))
+                _Plan(name, member, lacking, tuple(descend), flat)
                 if member is not None or lacking or descend
                 else None
             )
@@ -213,12 +217,18 @@ class Carrier:
     def convey(self, obj: Any) -> tuple[Any, list[Lost]]:
         """``obj`` projected to the target revision after ``carry``; what projection itself
         still had to leave out is listed too (rule "drop")."""
-        plans = self._plans
         t = type(obj)
-        if t in plans and plans[t] is None:  # nothing in it can be lost (known by its class)
-            lost: list[Lost] = []
-        else:
-            obj, lost = self.carry(obj)
+        plan = self._plans[t] if t in self._plans else self._plan(t)
+        lost: list[Lost] = []
+        if plan is not None:  # else nothing in it can be lost (known by its class)
+            flat = plan.flat
+            if flat is None:
+                obj = self._walk(obj, "$", lost)
+            else:  # only fields the target lacks: lost only where set
+                for attr in flat:
+                    if getattr(obj, attr) is not UNSET:
+                        obj = self._walk(obj, "$", lost)
+                        break
         try:
             return project(obj, self.target), lost
         except ProjectionError as exc:
@@ -344,14 +354,30 @@ def carrier(source: str, target: str) -> Carrier:
 
 def convey(obj: Any, target: str) -> tuple[Any, list[Lost]]:
     """``obj`` (a generated value of any revision) into ``target``, with what was lost."""
+    route = _ROUTES.get((type(obj), target))
+    if route is None:
+        route = _route(obj, target)
+    found: tuple[Any, list[Lost]] = route(obj)
+    return found
+
+
+def _same(obj: Any) -> tuple[Any, list[Lost]]:
+    return obj, []
+
+
+def _route(obj: Any, target: str) -> Any:
+    """How values of ``obj``'s class go into ``target`` (worked out once per class and target):
+    as they are (the same revision), else their carrier's ``convey``."""
     cls = type(obj)
     source = _REVISION.get(cls)
     if source is None:
         source = _REVISION.setdefault(cls, revision_of(obj))
     if source == target:
-        return obj, []
-    found = _CARRIERS.get((source, target))
-    return (found or carrier(source, target)).convey(obj)
+        route = _same
+    else:
+        route = (_CARRIERS.get((source, target)) or carrier(source, target)).convey
+    return _ROUTES.setdefault((cls, target), route)
 
 
 _REVISION: dict[type, str] = {}  # generated class -> its revision (bounded by the classes)
+_ROUTES: dict[tuple[type, str], Any] = {}  # (class, target) -> how it goes (bounded likewise)
