@@ -56,9 +56,10 @@ _HEAD = 512  # bytes of a message searched for "result" while a request is pendi
 _SCAN_MAX = 512  # up to this many bytes JSON is searched for a null in place; longer: _finite
 # MessagePack shorter than 7/8 of the JSON: the values are many and small, the text is searched
 _DENSE = (7, 8)
-# message or result class -> whether its long messages were made of structure (bounded: classes)
-_STRUCTURED: dict[type, bool] = {}
-_KINDS_MAX = 1024
+# (message or result class, bit length of the size) -> whether its last long message was made of
+# structure; any result class may be encoded, so bounded by a count
+_STRUCTURED: dict[tuple[type, int], bool] = {}
+_KINDS_MAX = 4096
 _NONFINITE = re.compile(b"[\x7f\xff][\xf0-\xff]").match
 _ENVELOPE = msgspec.json.Decoder(Union[_Envelope, list[Raw]])  # noqa: UP007
 _ERROR = msgspec.json.Decoder(_ErrorEnvelope)
@@ -668,12 +669,15 @@ def _finite(msg: Any, out: bytes) -> None:
     ``memchr``. Structure (tool lists, schemas) is cheaper to read as text; one long string (a
     file, an image) as MessagePack. Which one a long message of a class is made of is learned
     from its last MessagePack form: that is shorter than the JSON by its quotes, colons and
-    commas, much shorter when values are many and small. Only a null in the text, or a float in
-    MessagePack whose exponent is all ones, sends the value to the exact walk.
+    commas, much shorter when values are many and small (learned per class and power-of-two
+    size). Only a null in the text, or a float in MessagePack whose exponent is all ones, sends
+    the value to the exact walk.
     """
     n = len(out)
     if n > _SCAN_MAX:
-        kind = type(msg.result) if type(msg) is Response else type(msg)
+        # by class and by size (a power of two): a result class may be small structure one time
+        # and a megabyte of text the next
+        kind = (type(msg.result) if type(msg) is Response else type(msg), n.bit_length())
         if _STRUCTURED.get(kind) and _null(out) is None:
             return
         packed = getattr(_scratch, "buffer", None)

@@ -91,12 +91,30 @@ def test_a_long_request_with_a_non_finite_argument_is_refused_and_not_remembered
     assert client.pending == {}
 
 
+def test_a_class_learned_as_structure_is_still_searched_cheaply_when_it_is_one_long_string() -> (
+    None
+):
+    from mcpbind import codec as codec_module
+
+    server = Codec("2025-11-25", "server")
+    structured = {"content": [{"type": "text", "text": f"t{i}"} for i in range(100)]}
+    server.encode(Response(id=1, result=mcpbind.convert(structured, server.module.CallToolResult)))
+    long_text = {"content": [{"type": "text", "text": "lorem ipsum " * 100_000}]}
+    server.encode(Response(id=2, result=mcpbind.convert(long_text, server.module.CallToolResult)))
+    verdicts = {
+        size: dense
+        for (cls, size), dense in codec_module._STRUCTURED.items()
+        if cls is server.module.CallToolResult
+    }
+    assert True in verdicts.values() and False in verdicts.values()
+
+
 def test_what_the_guard_keeps_is_bounded() -> None:
     from mcpbind import codec as codec_module
 
     server = Codec("2025-11-25", "server")
-    # The class -> "made of structure" verdicts: any result class may be encoded, so they are
-    # bounded by a count, not by the generated classes.
+    # The (class, size) -> "made of structure" verdicts: any result class may be encoded, so they
+    # are bounded by a count, not by the generated classes.
     for i in range(codec_module._KINDS_MAX + 100):
         cls = msgspec.defstruct(f"Result{i}", [("text", str), ("n", float)])
         server.encode(Response(id=i, result=cls(text="x" * 600, n=1.5)))
