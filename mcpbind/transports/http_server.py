@@ -1735,6 +1735,9 @@ async def _disconnected(receive: Receive, first: Awaitable[Message] | None = Non
         pass
 
 
+_WIRE_NAMES: dict[str, bytes] = {}  # a header name as looked up -> as ASGI has it
+
+
 class _Headers(Mapping[str, str]):
     """A request's headers as Starlette's ``Headers`` answers them (any case, the first value of
     a repeated name), from a dict of the raw ones built once: ``Headers`` scans the list on every
@@ -1746,7 +1749,12 @@ class _Headers(Mapping[str, str]):
         self._raw = dict(reversed(list(raw)))  # ASGI names are lower case; the first one wins
 
     def get(self, key: str, default: Any = None) -> Any:
-        value = self._raw.get(key.lower().encode("latin-1"))
+        name = _WIRE_NAMES.get(key)
+        if name is None:
+            name = key.lower().encode("latin-1")
+            if len(_WIRE_NAMES) < 256:  # the names this module looks up, and a few more
+                _WIRE_NAMES[key] = name
+        value = self._raw.get(name)
         return default if value is None else value.decode("latin-1")
 
     def __getitem__(self, key: str) -> str:
@@ -1763,14 +1771,15 @@ class _Headers(Mapping[str, str]):
 
 
 class _Request(Request):
-    """Starlette's ``Request`` with its headers in a ``_Headers``."""
+    """Starlette's ``Request`` with its headers in a ``_Headers``, built with it: a plain
+    attribute (this class's ``headers`` is no descriptor, so the instance's own is read), not a
+    property called on each of a POST's ten or so lookups."""
 
-    @property
-    def headers(self) -> _Headers:  # type: ignore[override]
-        found: _Headers | None = self.__dict__.get("_raw_headers")
-        if found is None:
-            found = self.__dict__["_raw_headers"] = _Headers(self.scope["headers"])
-        return found
+    headers: _Headers = None  # type: ignore[assignment]
+
+    def __init__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        super().__init__(scope, receive, send)
+        self.headers = _Headers(scope["headers"])
 
 
 class _JSONAnswer(Response):
