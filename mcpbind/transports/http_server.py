@@ -185,6 +185,8 @@ _peek = msgspec.json.Decoder(_Peek)
 
 def _error_code(data: bytes) -> int | None:
     """The error code of a JSON-RPC error response, else None."""
+    if data.find(b'"error"') < 0:  # cheaper than reading it: most answers are results
+        return None
     try:
         error = _peek.decode(data).error
     except (msgspec.DecodeError, ValueError, RecursionError):
@@ -559,6 +561,10 @@ class StreamableHTTPServer:
         }
         self._mirror = header_check.reader(self._version_keys)
         self._designated: dict[str, dict[str, str]] = {}
+        # By revision with the envelope, its tool list method: its results are learned from.
+        self._lists = {
+            r: bindings(r).FACTS.features.get("list_tools") for r in set(self._by_version.values())
+        }
         self.path = path
         self.app = Starlette(
             routes=[Route(path, self._endpoint, methods=["GET", "POST", "DELETE"])]
@@ -660,13 +666,11 @@ class StreamableHTTPServer:
 
     async def _post(self, request: Request, auth: AuthInfo | None) -> Response:
         """A POST; ``auth``: its verified token (with ``auth=``)."""
-        if not {"application/json", "text/event-stream"} <= _media_types(
-            request.headers.get("accept", "")
-        ):
+        if not _media_types(request.headers.get("accept", "")) >= _ACCEPTED:
             return _plain_error(
                 406, "Not Acceptable: Accept must list application/json and text/event-stream"
             )
-        if _media_types(request.headers.get("content-type", "")) != {"application/json"}:
+        if _media_types(request.headers.get("content-type", "")) != _JSON:
             return _plain_error(
                 415, "Unsupported Media Type: Content-Type must be application/json"
             )
@@ -920,8 +924,6 @@ class StreamableHTTPServer:
         """Remember the ``x-mcp-header`` designations of the tools a tool list result names (at
         most ``MAX_DESIGNATED`` tools, the least recently listed forgotten first); a tool whose
         designations are invalid is not checked."""
-        if call.method != bindings(call.revision).FACTS.features.get("list_tools"):
-            return
         tools = msgspec.to_builtins(result).get("tools") if result is not None else None
         for tool in tools if isinstance(tools, list) else ():
             if not isinstance(tool, dict) or not isinstance(tool.get("name"), str):
@@ -1349,7 +1351,7 @@ class StreamableHTTPServer:
             call = Call(live, stream, event)
             if self._ids is not None:
                 call._ids = self._ids
-            task = asyncio.ensure_future(self._run(live, stream, call))
+            task = asyncio.get_running_loop().create_task(self._run(live, stream, call))
             live.tasks[event.id] = stream.handlers[event.id] = task
         else:
             _settle(live, event)
@@ -1367,7 +1369,7 @@ class StreamableHTTPServer:
         except Exception as error:  # a handler's bug is the client's internal error, not a crash
             _answer_error(session, call.id, INTERNAL_ERROR, f"Internal error: {error}", None)
         else:
-            if self._by_version:
+            if self._lists.get(call.revision) == call.method:
                 self._learn_tools(call, result)
             try:
                 session.respond(call.id, result)
@@ -1860,6 +1862,10 @@ def _answer_error(
     # The client cancelled it, or it was answered already: nothing is owed then.
     with contextlib.suppress(ProtocolError):
         session.respond_error(request_id, code, message, data)
+
+
+_ACCEPTED = frozenset({"application/json", "text/event-stream"})  # what Accept must list
+_JSON = frozenset({"application/json"})
 
 
 @functools.lru_cache(maxsize=64)  # a client sends the same Accept and Content-Type every time
