@@ -223,3 +223,21 @@ def test_the_mirror_reader_keeps_only_the_version_keys_of_meta_and_leaves_argume
     for params in ([1], "x", {"_meta": "not an object"}):
         with pytest.raises(msgspec.ValidationError):
             decoder.decode(json.dumps({"id": 1, "method": "m", "params": params}).encode())
+
+
+def test_a_tool_list_answered_in_a_handshake_session_teaches_the_designations_too() -> None:
+    server = StreamableHTTPServer(
+        handler, revisions=("2025-11-25", "2026-07-28"), capabilities={"tools": {}}, info=INFO
+    )
+
+    async def go() -> Any:
+        session = ClientSession(revisions=("2025-11-25",), info=INFO)
+        async with http(server) as transport:
+            async with StreamableHTTPClient(URL, session, http=transport) as client:
+                await client.connect()
+                await client.call("tools/list", {})
+            return await transport.post(URL, content=call({"region": "eu"}), headers=CALL)
+
+    response = run(go())
+    assert response.status_code == 400, response.text  # Mcp-Param-Region is missing
+    assert response.json()["error"]["code"] == HEADER_MISMATCH

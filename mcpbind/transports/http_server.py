@@ -561,10 +561,13 @@ class StreamableHTTPServer:
         }
         self._mirror = header_check.reader(self._version_keys)
         self._designated: dict[str, dict[str, str]] = {}
-        # By revision with the envelope, its tool list method: its results are learned from.
-        self._lists = {
-            r: bindings(r).FACTS.features.get("list_tools") for r in set(self._by_version.values())
-        }
+        # By revision, its tool list method, whose results are learned from while some revision
+        # served checks Mcp-Param-* headers (has the envelope).
+        self._lists = (
+            {r: bindings(r).FACTS.features.get("list_tools") for r in probe.revisions}
+            if self._by_version
+            else {}
+        )
         self.path = path
         self.app = Starlette(
             routes=[Route(path, self._endpoint, methods=["GET", "POST", "DELETE"])]
