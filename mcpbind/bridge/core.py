@@ -203,6 +203,7 @@ class Bridge(Crossing):
         self._client_waiting: list[Event] = []  # client events until the server side is ready
         self._server_waiting: list[Event] = []  # server events until the client side is ready
         self.tasks: TaskBridge | None = None  # tasks translated between the sides (bridge/tasks.py)
+        self._trips: tuple[str, bool] | None = None  # whether the client's revision has retries
 
     # -- the two transports -----------------------------------------------------------------
 
@@ -387,10 +388,14 @@ class Bridge(Crossing):
             self.front.respond_error(id, error.code, error.message, error.data)
 
     def _client_request(self, e: RequestReceived) -> None:
-        state, answers = self.round_trip_retry(e.params, e.revision)
-        if state is not None and state.startswith(STATE_PREFIX):
-            self._resume(e, state, answers)
-            return
+        trips = self._trips
+        if trips is None or trips[0] != e.revision:  # (the client's revision: one, once agreed)
+            trips = self._trips = (e.revision, speech(e.revision).facts.round_trip is not None)
+        if trips[1]:  # a revision whose requests may be retries carrying input
+            state, answers = self.round_trip_retry(e.params, e.revision)
+            if state is not None and state.startswith(STATE_PREFIX):
+                self._resume(e, state, answers)
+                return
         try:
             params, token = self._down_params(e.method, e.params, e.revision)
             if self.tasks is not None:

@@ -86,6 +86,7 @@ class Crossing:
         self._client_caps: Any = None  # the client's capabilities, in its own revision
         self._failed: ProtocolError | None = None  # the server side could not be opened
         self._envelope_cache: tuple[str, Any, dict[str, Any]] | None = None
+        self._target_methods: tuple[str, Any] | None = None  # the server side's methods
         self._typed_cache: tuple[Any, dict[str, Any]] | None = None
 
     def take_log(self) -> list[str]:
@@ -101,18 +102,26 @@ class Crossing:
         try:
             value, lost = convey(obj, target)
         except ProjectionError as exc:
-            if exc.path != "$":
-                raise ProtocolError(INVALID_PARAMS, f"{what} cannot cross: {exc}") from None
-            # The type has another name there (2026-07-28's ElicitRequestFormParams is
-            # 2025-06-18's ElicitRequestParams): the session checks the plain value into the
-            # method's own class of the target revision.
-            return msgspec.to_builtins(obj), []
+            return self._unprojected(obj, exc, what)
         if lost:
-            refused = [one for one in lost if one.rule == "refuse"]
-            if refused:
-                raise self._lossy_error(what, target, refused, "")
-            self._log_losses(what, target, lost)
+            self._said_lost(what, target, lost)
         return value, lost
+
+    @staticmethod
+    def _unprojected(obj: Any, exc: ProjectionError, what: str) -> tuple[Any, list[Lost]]:
+        if exc.path != "$":
+            raise ProtocolError(INVALID_PARAMS, f"{what} cannot cross: {exc}") from None
+        # The type has another name there (2026-07-28's ElicitRequestFormParams is
+        # 2025-06-18's ElicitRequestParams): the session checks the plain value into the
+        # method's own class of the target revision.
+        return msgspec.to_builtins(obj), []
+
+    def _said_lost(self, what: str, target: str, lost: list[Lost]) -> None:
+        """A refused loss raises; the others are logged."""
+        refused = [one for one in lost if one.rule == "refuse"]
+        if refused:
+            raise self._lossy_error(what, target, refused, "")
+        self._log_losses(what, target, lost)
 
     def _carry(self, obj: Any, target: str, what: str) -> Any:
         """``obj`` into ``target``; with --strict, a loss raises the ``LOSSY`` error."""
@@ -220,22 +229,41 @@ class Crossing:
         request cannot go down (the server's revision has no such method, a refused loss)."""
         target = self.back.revision
         assert target is not None
-        if method not in speech(target).methods:
+        known = self._target_methods
+        if known is None or known[0] != target:
+            known = self._target_methods = (target, speech(target).methods)
+        if method not in known[1]:
             raise ProtocolError(
                 METHOD_NOT_FOUND,
                 f"Method not found: {method!r} is not part of MCP {target}, "
                 "the revision the server speaks",
                 {"method": method},
             )
-        envelope = self._envelope(target)
+        cache = self._envelope_cache
+        if cache is not None and cache[0] == target and cache[1] is self.back.capabilities:
+            envelope = cache[2]
+        else:
+            envelope = self._envelope(target)
         token = None
         if envelope or getattr(params, "meta", None):  # else nothing to take out or put in
             params, token = _rewrite_meta(params, speech(revision), envelope, self)
-        what = f"the params of {method!r}"
-        params, lost = self._cross(params, target, what)  # _carry inline: on every request
-        if lost and self.strict:
-            raise self._lossy_error(what, target, lost)
+        if params is UNSET or params is None:
+            return params, token
+        # _cross and _carry inline: on every request
+        try:
+            params, lost = convey(params, target)
+        except ProjectionError as exc:
+            params, lost = self._unprojected(params, exc, self._params_of(method))
+        if lost:
+            what = self._params_of(method)
+            self._said_lost(what, target, lost)
+            if self.strict:
+                raise self._lossy_error(what, target, lost)
         return params, token
+
+    @staticmethod
+    def _params_of(method: str) -> str:
+        return _PARAMS_OF.get(method) or _said(_PARAMS_OF, "the params of", method)
 
     def _envelope(self, target: str) -> dict[str, Any]:
         """The per-request ``_meta`` envelope of the server's revision (empty if it has none),
@@ -294,11 +322,23 @@ class Crossing:
 
     def _up_result(self, result: Any, revision: str, method: str) -> Any:
         """The server's result of the client's ``method`` request, in the client's ``revision``."""
-        what = f"the result of {method!r}"
-        result, lost = self._cross(result, revision, what)  # _carry inline: on every result
-        if lost and self.strict:
-            raise self._lossy_error(what, revision, lost)
+        if result is UNSET or result is None:
+            return result
+        # _cross and _carry inline: on every result
+        try:
+            result, lost = convey(result, revision)
+        except ProjectionError as exc:
+            result, lost = self._unprojected(result, exc, self._result_of(method))
+        if lost:
+            what = self._result_of(method)
+            self._said_lost(what, revision, lost)
+            if self.strict:
+                raise self._lossy_error(what, revision, lost)
         return result
+
+    @staticmethod
+    def _result_of(method: str) -> str:
+        return _RESULT_OF.get(method) or _said(_RESULT_OF, "the result of", method)
 
     def _progress_message(self, revision: str, message: Any) -> Any:
         """The message of a progress notification for a client of ``revision`` (None, logged as
@@ -415,6 +455,19 @@ class Crossing:
         result_class = speech(target).facts.wires[method].result
         value = self._carry(response, target, f"the client's result of {method!r}")
         return checked(msgspec.to_builtins(value), result_class, target, "$.result")
+
+
+# What a request's params and result are called in errors and the log, by method (built once:
+# the methods are those of the revisions, which the sessions checked before).
+_PARAMS_OF: dict[str, str] = {}
+_RESULT_OF: dict[str, str] = {}
+
+
+def _said(names: dict[str, str], what: str, method: str) -> str:
+    said = f"{what} {method!r}"
+    if len(names) < 256:  # (a bound all the same)
+        names[method] = said
+    return said
 
 
 _NO_ANSWERS: dict[str, Any] = {}  # (never changed: round_trip_retry's answers of a first try)

@@ -367,7 +367,9 @@ def _same(obj: Any) -> tuple[Any, list[Lost]]:
 
 def _route(obj: Any, target: str) -> Any:
     """How values of ``obj``'s class go into ``target`` (worked out once per class and target):
-    as they are (the same revision), else their carrier's ``convey``."""
+    as they are (the same revision); straight to projection when its class can lose nothing,
+    or only fields the target lacks and the value has none of them set; else through the
+    carrier's walk."""
     cls = type(obj)
     source = _REVISION.get(cls)
     if source is None:
@@ -375,8 +377,26 @@ def _route(obj: Any, target: str) -> Any:
     if source == target:
         route = _same
     else:
-        route = (_CARRIERS.get((source, target)) or carrier(source, target)).convey
+        found = _CARRIERS.get((source, target)) or carrier(source, target)
+        plan = found._plan(cls)
+        flat = () if plan is None else plan.flat
+        route = found.convey if flat is None else _quick(found, flat, target)
     return _ROUTES.setdefault((cls, target), route)
+
+
+def _quick(found: Carrier, flat: tuple[str, ...], target: str) -> Any:
+    slow = found.convey
+
+    def quick(obj: Any) -> tuple[Any, list[Lost]]:
+        for attr in flat:
+            if getattr(obj, attr) is not UNSET:
+                return slow(obj)
+        try:
+            return project(obj, target), []
+        except ProjectionError:  # the carrier knows what to do (and says it)
+            return slow(obj)
+
+    return quick
 
 
 _REVISION: dict[type, str] = {}  # generated class -> its revision (bounded by the classes)
