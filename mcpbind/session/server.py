@@ -101,7 +101,7 @@ class ServerSession(Session):
                     free = spare.setdefault(revision, [])
                 if len(free) < MAX_SPARE:
                     free.append(codec)
-        self._codecs = {}
+        self._codecs.clear()  # they may serve another session now
 
     def _codec_for(self, revision: str) -> Codec:
         codec = self._codecs.get(revision)
