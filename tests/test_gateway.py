@@ -888,3 +888,60 @@ def test_an_answer_head_past_max_head_fails_the_post_with_why() -> None:
     found = run(main())
     refused = f"the server's answer cannot be read: the answer's head exceeds {MAX_HEAD} bytes"
     assert found == [refused, "200 {}", refused]
+
+
+def test_a_call_awaiting_the_server_hears_why_when_its_link_ends() -> None:
+    """A client's call is in flight on the HTTP server (its tool never answers) when the gateway
+    shuts down: the call ends at once with the error naming why, not when the server answers
+    (the handler of a call waits for the server's answer on the pool's connection itself, and
+    the link's end aborts that wait)."""
+    from mcpbind.transports.http_server import StreamableHTTPServer
+
+    started = asyncio.Event()
+    never = asyncio.Event()
+
+    async def hanging(call: Any) -> Any:
+        started.set()
+        await never.wait()
+        return text("too late")
+
+    async def main() -> Any:
+        import uvicorn
+
+        upstream = StreamableHTTPServer(
+            hanging, revisions=("2026-07-28",), capabilities={"tools": {}}, info=INFO
+        )
+        port = free_port()
+        web = uvicorn.Server(
+            uvicorn.Config(upstream, host="127.0.0.1", port=port, log_level="warning")
+        )
+        serving = asyncio.ensure_future(web.serve())
+        while not web.started:
+            await asyncio.sleep(0.02)
+        try:
+            served = Served(upstream=f"http://127.0.0.1:{port}/mcp")
+            async with served.running():
+                transport = StreamableHTTPClient(served.url, client("2025-11-25"))
+                await transport.connect()
+                call = asyncio.ensure_future(
+                    transport.call("tools/call", {"name": "hang", "arguments": {}})
+                )
+                await started.wait()
+                await served.gateway.aclose()
+                try:
+                    # A hang guard, not a timing check: without the abort the call would wait
+                    # for an answer that never comes.
+                    await asyncio.wait_for(call, 30)
+                except mcpbind.ProtocolError as error:
+                    return error
+                finally:
+                    await transport.close()
+                return None
+        finally:
+            never.set()
+            web.should_exit = True
+            await serving
+
+    error = run(main())
+    assert isinstance(error, mcpbind.ProtocolError), error
+    assert "the gateway is shutting down" in error.message, error.message
