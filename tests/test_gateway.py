@@ -945,3 +945,43 @@ def test_a_call_awaiting_the_server_hears_why_when_its_link_ends() -> None:
     error = run(main())
     assert isinstance(error, mcpbind.ProtocolError), error
     assert "the gateway is shutting down" in error.message, error.message
+
+
+def test_the_pool_stops_reading_an_answer_nobody_reads_and_resumes_when_read() -> None:
+    """A server answers with 8 MiB the gateway does not read yet (a stream's consumer busy
+    elsewhere): the pool holds at most about a read's worth of it (it pauses reading past
+    64 KiB unread, the rest waits in the sockets), and hands over every byte once read."""
+    from mcpbind.bridge.pool import Pool
+
+    size = 8 << 20
+
+    async def main() -> tuple[int, int, bytes]:
+        async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            await reader.readuntil(b"\r\n\r\n")
+            await reader.readexactly(2)
+            writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: %d\r\n\r\n" % size)
+            for n in range(size // 65536):
+                writer.write(bytes([n % 251]) * 65536)
+                await writer.drain()
+            writer.close()
+
+        server = await asyncio.start_server(answer, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        pool = Pool(f"http://127.0.0.1:{port}/mcp")
+        try:
+            async with pool.post({"content-type": "application/json"}, b"{}") as reply:
+                connection = reply._connection
+                await eventually(lambda: connection.paused, "the pool paused reading")
+                for _ in range(20):  # the loop turns: were it still reading, it would read on
+                    await asyncio.sleep(0.01)
+                held = connection.buffered
+                body = await reply.read()
+        finally:
+            pool.close()
+            server.close()
+            await server.wait_closed()
+        return held, len(body), body[-1:]
+
+    held, read, last = run(main())
+    assert held <= 1 << 20, held  # not the 8 MiB sent
+    assert read == size and last == bytes([(size // 65536 - 1) % 251])
