@@ -40,27 +40,22 @@ import itertools
 import logging
 import secrets
 import time
-import types
 from collections.abc import (
-    AsyncGenerator,
     AsyncIterator,
     Awaitable,
     Callable,
-    Coroutine,
-    Generator,
     Iterable,
     Iterator,
     Mapping,
 )
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 from msgspec import UNSET
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
-from starlette.types import Message, Receive, Scope, Send
 
 from .. import bindings
 from ..auth.resource import AuthInfo, ResourceServer
@@ -82,8 +77,44 @@ from ..events import (
 )
 from ..session import ServerSession
 from . import header_check
+from ._http_answers import _NO_CACHE, _events, _EventStream, _Gone, _JSONAnswer
+from ._http_answers import _plain_error as _plain_error
+from ._http_head import _ACCEPTED, _JSON, _Request
+from ._http_head import _authority_host as _authority_host
+from ._http_head import _media_types as _media_types
+from ._http_head import _origin_host as _origin_host
 from .header_check import METHOD_HEADER, NAME_HEADER, param_mismatch, standard_mismatch
 from .http_client import _designations as designations
+
+# isort: off
+# The limits' defaults, named here too: they are the options' (docs/limits.md).
+from .http_limits import (
+    BODY_TIMEOUT as BODY_TIMEOUT,
+    MAX_BODY_SIZE as MAX_BODY_SIZE,
+    MAX_DESIGNATED as MAX_DESIGNATED,
+    MAX_IN_FLIGHT as MAX_IN_FLIGHT,
+    MAX_QUEUED as MAX_QUEUED,
+    MAX_SESSIONS as MAX_SESSIONS,
+    RESUME_TIMEOUT as RESUME_TIMEOUT,
+    RETRY_MS as RETRY_MS,
+    SESSION_EVICTABLE_AFTER as SESSION_EVICTABLE_AFTER,
+    SESSION_IDLE_TIMEOUT as SESSION_IDLE_TIMEOUT,
+    SESSION_RECHECK as SESSION_RECHECK,
+)
+
+# isort: on
+from ._http_streams import (
+    _CLOSE,
+    _GONE,
+    _first_or_gone,
+    _quiet,
+    _received,
+    _sse,
+    _Stop,
+)
+from ._http_streams import (
+    _Stream as _Stream,
+)
 from .store import Entry, Store, store_from
 
 if TYPE_CHECKING:
@@ -97,25 +128,6 @@ SESSION_HEADER = "mcp-session-id"
 VERSION_HEADER = "mcp-protocol-version"
 LOCAL_HOSTS = ("localhost", "127.0.0.1", "[::1]")
 
-# The defaults of the limits (docs/limits.md).
-MAX_BODY_SIZE = 4 * 1024 * 1024
-BODY_TIMEOUT = 30.0
-MAX_SESSIONS = 1024
-SESSION_IDLE_TIMEOUT = 30 * 60.0
-SESSION_EVICTABLE_AFTER = 60.0
-# Seconds a worker's copy of a session in a shared store serves requests after the store last
-# confirmed the session, without asking it again (a request a second per session and worker, not
-# one each). Each ask restarts the session's idle time in the store as session_idle_timeout plus
-# this, so a session never expires there sooner than session_idle_timeout after its last request;
-# a DELETE on another worker reaches this one's copy at once (the store's channel), or at the
-# next ask should that message be lost.
-SESSION_RECHECK = 1.0
-MAX_IN_FLIGHT = 128
-MAX_QUEUED = 1000
-RETRY_MS = 1000
-RESUME_TIMEOUT = 30.0
-# The tools whose x-mcp-header designations are kept to check Mcp-Param-* headers against.
-MAX_DESIGNATED = 4096
 
 # The stream id of a session's GET stream in event ids (``get:<position>``); a POST's stream is
 # named by 16 hex digits.
@@ -123,15 +135,6 @@ STANDALONE = "get"
 # How long one read of an event log waits before a reader looks again (a reader is also woken when
 # its stream is closed or its session ends).
 _READ_BLOCK = 5.0
-_CLOSE: Any = object()  # queued by Call.close_stream: end the response, not the stream
-
-
-class _Stop(NamedTuple):
-    """Why a reader is told to stop: ``close`` (its response ends after the entry at ``until``:
-    polling) or ``end`` (at once: the stream or session is over)."""
-
-    why: str
-    until: str | None = None
 
 
 # The header-mismatch error of the per-request envelope revisions' HTTP transport: the MCP
@@ -193,134 +196,6 @@ def _error_code(data: bytes) -> int | None:
         return None
     code = error.get("code") if isinstance(error, dict) else None
     return code if isinstance(code, int) else None
-
-
-class _Queue(asyncio.Queue[Any]):
-    """A stream's queue, which also wakes the one ``waiter`` set on it when a message arrives (a
-    response's first message is awaited without a task reading the queue)."""
-
-    waiter: asyncio.Future[None] | None = None
-
-    def _put(self, item: Any) -> None:
-        super()._put(item)  # asyncio.Queue's hook for subclasses
-        if self.waiter is not None and not self.waiter.done():
-            self.waiter.set_result(None)
-
-
-class _Stream:
-    """The messages bound for one POST's response (or the GET stream): a queue the response body
-    reads (in a session, once it is an event stream, a pump moves it to the store's log, which
-    its readers read), closed once every request it carries has been answered, and given up when
-    more than ``max_queued`` messages wait on it."""
-
-    # Slots and a plain __init__: one is built per POST, and a dataclass's default factories
-    # cost a call each.
-    __slots__ = (
-        "queue",
-        "pending",
-        "asked",
-        "handlers",
-        "counter",
-        "closed",
-        "max_queued",
-        "given_up",
-        "auth",
-        "key",
-        "pump",
-        "readers",
-        "remote",
-        "orphaned",
-        "resume_timeout",
-    )
-
-    def __init__(self, max_queued: int = MAX_QUEUED, auth: AuthInfo | None = None) -> None:
-        self.queue = _Queue()
-        self.pending: set[Any] = set()
-        self.asked: dict[Any, asyncio.Future[Any]] = {}  # requests sent on it
-        self.handlers: dict[Any, asyncio.Task[None]] = {}  # of the requests it answers
-        self.counter = 0
-        self.closed = False
-        self.max_queued = max_queued
-        self.given_up = False
-        self.auth = auth  # the verified token of the request that opened it
-        # Once resumable (an event stream of a session): its id in event ids, the task moving
-        # what is queued to the store's log, the "stop now" futures of its readers on this
-        # worker, readers on other workers, and the timer that gives it up when no one resumes
-        # it.
-        self.key: str | None = None
-        self.pump: asyncio.Task[None] | None = None
-        self.readers: set[asyncio.Future[_Stop]] | None = None
-        self.remote = 0
-        self.orphaned: asyncio.TimerHandle | None = None
-        self.resume_timeout = RESUME_TIMEOUT
-
-    def put(self, messages: Iterable[bytes]) -> None:
-        for message in messages:
-            if self.given_up:
-                return  # nothing more goes on a stream given up
-            if self.queue.qsize() >= self.max_queued:
-                # The client is not reading: end the stream after what waits, rather than hold
-                # more and more for it; what it carried is cancelled as if the client had left.
-                self.given_up = True
-                self.abandon()
-                self.queue.put_nowait(None)
-                return
-            self.queue.put_nowait(message)
-
-    def abandon(self, why: str = "") -> None:
-        """The client went away: the requests sent on this stream will not be answered here, and
-        the answers of its handlers could not reach the client any more, so they are cancelled."""
-        self.stop_readers("end")
-        for rid, future in self.asked.items():
-            if not future.done():
-                future.set_exception(
-                    ConnectionError(
-                        f"the stream closed before the client answered request {rid!r}{why}"
-                    )
-                )
-        # Cancelled a step later: a handler awaiting one of those answers hears why first.
-        loop = asyncio.get_running_loop()
-        for task in self.handlers.values():
-            loop.call_soon(task.cancel)
-
-    def done(self, request_id: Any) -> None:
-        self.pending.discard(request_id)
-        self.handlers.pop(request_id, None)
-        if not self.pending:
-            self.closed = True
-            self.queue.put_nowait(None)
-
-    def stop_readers(self, why: str, until: str | None = None) -> None:
-        """Tell this worker's readers to end their responses: ``close`` (after the entries up to
-        position ``until``, and a retry field: the client resumes) or ``end`` (at once)."""
-        for reader in self.readers or ():
-            if not reader.done():
-                reader.set_result(_Stop(why, until))
-
-    @property
-    def owed(self) -> bool:
-        """Something on it still waits for the client: an answer, or a request's answer."""
-        return bool(self.pending and self.handlers) or bool(self.asked)
-
-    def attached(self) -> None:
-        if self.orphaned is not None:
-            self.orphaned.cancel()
-            self.orphaned = None
-
-    def detached(self) -> None:
-        """A reader left: when none is left anywhere while something is owed, the client has
-        ``resume_timeout`` seconds to resume the stream before it is given up."""
-        if self.readers or self.remote > 0 or self.orphaned is not None or not self.owed:
-            return
-        why = f" (it was not resumed within resume_timeout, {self.resume_timeout:g} s)"
-        self.orphaned = asyncio.get_running_loop().call_later(
-            self.resume_timeout, self._orphan, why
-        )
-
-    def _orphan(self, why: str) -> None:
-        self.orphaned = None
-        if not self.readers and self.remote <= 0 and self.owed:
-            self.abandon(why)
 
 
 class _Live:
@@ -1574,12 +1449,6 @@ class StreamableHTTPServer:
         return not stream.given_up
 
 
-def _quiet(future: asyncio.Future[Any]) -> None:
-    """Retrieve the outcome of a future no one awaits any more (so it is not logged)."""
-    if not future.cancelled():
-        future.exception()
-
-
 def _stream_key(key: str) -> bool:
     """Whether ``key`` names a stream in this server's event ids."""
     return key == STANDALONE or (len(key) == 16 and all(c in "0123456789abcdef" for c in key))
@@ -1602,323 +1471,9 @@ def _settle(live: _Live, event: Event) -> None:
             cancelled.cancel()
 
 
-_GONE = object()  # the client left before the first message of its response
-
-
-async def _first_or_gone(stream: _Stream, receive: Receive) -> bytes | None | object:
-    """The first message of a POST's response, or ``_GONE`` when the client disconnects before it:
-    a handler that sends nothing before its answer is watched for its client leaving too."""
-    queue = stream.queue
-    if queue.empty():
-        loop = asyncio.get_running_loop()
-        departure = _Departure(receive)
-        try:
-            while queue.empty():
-                waiter = queue.waiter = loop.create_future()
-                if not departure.watch(waiter):
-                    return _GONE
-                await waiter  # a message came, or the client may have left
-        finally:
-            queue.waiter = None
-            departure.close()
-    first: bytes | None | object = queue.get_nowait()
-    return first
-
-
-class _Departure:
-    """Watches ``receive`` for the client's disconnect without a task of its own (a task a
-    request less): the receive coroutine is stepped here each time what it waits on is done. A
-    receive that is not a coroutine, or waits on anything but a future, is left to a task."""
-
-    def __init__(self, receive: Receive) -> None:
-        self.receive = receive
-        self.pending: Coroutine[Any, Any, Message] | None = None  # the receive being stepped
-        self.task: asyncio.Task[None] | None = None
-
-    def watch(self, waiter: asyncio.Future[None]) -> bool:
-        """Arrange for ``waiter`` to be woken once the client may have left; False when it has
-        (or its receive failed)."""
-        wake = functools.partial(_wake, waiter)
-        if self.task is not None:
-            if self.task.done():
-                return False
-            self.task.add_done_callback(wake)
-            return True
-        while True:
-            if self.pending is None:
-                pending = self.receive()
-                if not isinstance(pending, types.CoroutineType):
-                    return self._to_task(pending, wake)
-                self.pending = pending
-            try:
-                step = self.pending.send(None)
-            except StopIteration as done:
-                self.pending = None
-                if done.value["type"] == "http.disconnect":
-                    return False
-                continue  # another message than a disconnect: read past it
-            except Exception:
-                self.pending = None
-                return False
-            if isinstance(step, asyncio.Future):
-                step.add_done_callback(wake)
-                return True
-            resumed, self.pending = _Resumed(self.pending, step), None
-            return self._to_task(resumed, wake)
-
-    def _to_task(self, first: Awaitable[Message], wake: Callable[[Any], None]) -> bool:
-        self.task = asyncio.ensure_future(_disconnected(self.receive, first))
-        self.task.add_done_callback(wake)
-        return True
-
-    def close(self) -> None:
-        if self.pending is not None:
-            self.pending.close()
-            self.pending = None
-        if self.task is not None:
-            self.task.cancel()
-
-
-def _wake(waiter: asyncio.Future[None], gone: asyncio.Future[None]) -> None:
-    """The client left (or its receive failed, which is told no further): wake ``waiter``."""
-    _quiet(gone)
-    if not waiter.done():
-        waiter.set_result(None)
-
-
-async def _received(receive: Receive, deadline: float) -> Message:
-    """The next ASGI message of ``receive``: at once when it is ready (the common case: the body
-    came with the request head), without setting a timer; else by ``deadline`` (the loop's time;
-    TimeoutError past it)."""
-    pending = receive()
-    waiting: Awaitable[Message] = pending
-    if isinstance(pending, types.CoroutineType):
-        try:
-            step = pending.send(None)
-        except StopIteration as done:
-            message: Message = done.value
-            return message
-        waiting = _Resumed(pending, step)
-    async with asyncio.timeout_at(deadline):
-        return await waiting
-
-
-class _Resumed(Awaitable[Any]):
-    """A coroutine run up to its first suspension (``step``, what it yielded), awaited on from
-    there in the same task: the task waits on ``step``, then everything goes to the coroutine."""
-
-    def __init__(self, coroutine: Coroutine[Any, Any, Any], step: Any) -> None:
-        self._coroutine = coroutine
-        self._step = step
-
-    def __await__(self) -> Generator[Any, Any, Any]:
-        coroutine, step = self._coroutine, self._step
-        while True:
-            try:
-                sent = yield step
-            except GeneratorExit:
-                coroutine.close()
-                raise
-            except BaseException as error:  # thrown in by the task (a cancellation): passed on
-                try:
-                    step = coroutine.throw(error)
-                except StopIteration as done:
-                    return done.value
-            else:
-                try:
-                    step = coroutine.send(sent)
-                except StopIteration as done:
-                    return done.value
-
-
-async def _disconnected(receive: Receive, first: Awaitable[Message] | None = None) -> None:
-    """Return once the client of a request whose body was read disconnects (``first``: a
-    receive already under way, awaited first)."""
-    if first is not None and (await first)["type"] == "http.disconnect":
-        return
-    while (await receive())["type"] != "http.disconnect":
-        pass
-
-
-_WIRE_NAMES: dict[str, bytes] = {}  # a header name as looked up -> as ASGI has it
-
-
-class _Headers(Mapping[str, str]):
-    """A request's headers as Starlette's ``Headers`` answers them (any case, the first value of
-    a repeated name), from a dict of the raw ones built once: ``Headers`` scans the list on every
-    lookup, and a POST makes about ten (a missing name, raising inside, costs the most)."""
-
-    __slots__ = ("_raw",)
-
-    def __init__(self, raw: Iterable[tuple[bytes, bytes]]) -> None:
-        self._raw = dict(reversed(list(raw)))  # ASGI names are lower case; the first one wins
-
-    def get(self, key: str, default: Any = None) -> Any:
-        name = _WIRE_NAMES.get(key)
-        if name is None:
-            name = key.lower().encode("latin-1")
-            if len(_WIRE_NAMES) < 256:  # the names this module looks up, and a few more
-                _WIRE_NAMES[key] = name
-        value = self._raw.get(name)
-        return default if value is None else value.decode("latin-1")
-
-    def __getitem__(self, key: str) -> str:
-        value = self._raw.get(key.lower().encode("latin-1"))
-        if value is None:
-            raise KeyError(key)
-        return value.decode("latin-1")
-
-    def __iter__(self) -> Iterator[str]:
-        return (key.decode("latin-1") for key in self._raw)
-
-    def __len__(self) -> int:
-        return len(self._raw)
-
-
-class _Request(Request):
-    """Starlette's ``Request`` with its headers in a ``_Headers``, built with it: a plain
-    attribute (this class's ``headers`` is no descriptor, so the instance's own is read), not a
-    property called on each of a POST's ten or so lookups."""
-
-    headers: _Headers = None  # type: ignore[assignment]
-
-    def __init__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        super().__init__(scope, receive, send)
-        self.headers = _Headers(scope["headers"])
-
-
-class _JSONAnswer(Response):
-    """A JSON body already encoded, its head made directly (``Response`` works the same two
-    headers out of its arguments on every answer): ``headers`` first, then content-length and
-    content-type, as ``Response`` orders them."""
-
-    media_type = "application/json"
-
-    def __init__(self, body: bytes, status_code: int, headers: dict[str, str]) -> None:
-        self.status_code = status_code
-        self.body = body
-        self.background = None
-        raw = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in headers.items()]
-        raw.append((b"content-length", b"%d" % len(body)))
-        raw.append((b"content-type", b"application/json"))
-        self.raw_headers = raw
-
-
-class _Gone(Response):
-    """The response to a client that left: nothing is sent, there is no one to send it to."""
-
-    def __init__(self) -> None:
-        super().__init__(status_code=499)
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        return None
-
-
-class _EventStream(StreamingResponse):
-    """An event stream whose generator is closed however the response ends (the client leaving
-    included), so that its clean-up runs at once rather than when it is collected; ``on_close``
-    runs then too (even when the response never started)."""
-
-    def __init__(
-        self, content: Any, *, on_close: Callable[[], None] | None = None, **options: Any
-    ) -> None:
-        super().__init__(content, **options)
-        self.on_close = on_close
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        try:
-            await super().__call__(scope, receive, send)
-        finally:
-            events = self.body_iterator
-            try:
-                if isinstance(events, AsyncGenerator):
-                    await events.aclose()
-            finally:
-                if self.on_close is not None:
-                    self.on_close()
-
-
-_NO_CACHE = {"cache-control": "no-cache"}
-
-
-async def _events(messages: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
-    """Server-sent events of messages made elsewhere (the tasks layer's streams)."""
-    async for message in messages:
-        yield b"event: message\ndata: " + message + b"\n\n"
-
-
-async def _sse(first: bytes, stream: _Stream) -> AsyncIterator[bytes]:
-    """Server-sent events of a POST stream: each message one ``message`` event with an id."""
-    message: bytes | None = first
-    try:
-        while message is not None:
-            stream.counter += 1
-            yield b"id: %d\nevent: message\ndata: " % stream.counter + message + b"\n\n"
-            message = await stream.queue.get()
-    finally:
-        stream.abandon()
-
-
 def _answer_error(
     session: ServerSession, request_id: Any, code: int, message: str, data: Any
 ) -> None:
     # The client cancelled it, or it was answered already: nothing is owed then.
     with contextlib.suppress(ProtocolError):
         session.respond_error(request_id, code, message, data)
-
-
-_ACCEPTED = frozenset({"application/json", "text/event-stream"})  # what Accept must list
-_JSON = frozenset({"application/json"})
-
-
-@functools.lru_cache(maxsize=64)  # a client sends the same Accept and Content-Type every time
-def _media_types(header: str) -> frozenset[str]:
-    """The media types a header lists (``Accept``, or ``Content-Type`` with its one), lower case
-    and without their parameters."""
-    return frozenset(part.split(";", 1)[0].strip().lower() for part in header.split(","))
-
-
-@functools.lru_cache(maxsize=64)  # a client sends the same Host on every request
-def _authority_host(authority: str) -> str | None:
-    """The host of ``host[:port]`` (a Host header, or an origin's authority) in lower case, IPv6
-    literals in their brackets; None when it is anything else, such as text after the ``]`` of
-    a literal, a port that is not a number, or user information."""
-    if authority.startswith("["):
-        end = authority.find("]") + 1
-        if end == 0:
-            return None
-        name, rest = authority[:end], authority[end:]
-    else:
-        name, colon, port = authority.partition(":")
-        rest = colon + port
-    if rest and not (
-        rest[0] == ":" and 1 < len(rest) <= 6 and rest[1:].isascii() and rest[1:].isdigit()
-    ):
-        return None
-    if not name or any(c in name for c in "@/\\?# "):
-        return None
-    return name.lower()
-
-
-@functools.lru_cache(maxsize=64)
-def _origin_host(origin: str) -> str | None:
-    """The host of an ``Origin`` header (``scheme://host[:port]``, nothing more); None for
-    ``null`` or anything that is not such an origin."""
-    scheme, sep, authority = origin.partition("://")
-    if not sep or not scheme:
-        return None
-    return _authority_host(authority)
-
-
-def _plain_error(
-    status: int,
-    message: str,
-    code: int = INVALID_REQUEST,
-    headers: dict[str, str] | None = None,
-) -> Response:
-    """An HTTP error that is also a JSON-RPC error without id, so either kind of client reads it."""
-    return JSONResponse(
-        {"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}},
-        status_code=status,
-        headers=headers,
-    )

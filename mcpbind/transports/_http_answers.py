@@ -1,0 +1,87 @@
+"""The answers of the Streamable HTTP server besides a session's own: a JSON body made directly,
+nothing for a client that left, an event stream that cleans up however it ends, and an HTTP
+error that is also a JSON-RPC error."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from typing import Any
+
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.types import Receive, Scope, Send
+
+from ..errors import INVALID_REQUEST
+
+
+class _JSONAnswer(Response):
+    """A JSON body already encoded, its head made directly (``Response`` works the same two
+    headers out of its arguments on every answer): ``headers`` first, then content-length and
+    content-type, as ``Response`` orders them."""
+
+    media_type = "application/json"
+
+    def __init__(self, body: bytes, status_code: int, headers: dict[str, str]) -> None:
+        self.status_code = status_code
+        self.body = body
+        self.background = None
+        raw = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in headers.items()]
+        raw.append((b"content-length", b"%d" % len(body)))
+        raw.append((b"content-type", b"application/json"))
+        self.raw_headers = raw
+
+
+class _Gone(Response):
+    """The response to a client that left: nothing is sent, there is no one to send it to."""
+
+    def __init__(self) -> None:
+        super().__init__(status_code=499)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        return None
+
+
+class _EventStream(StreamingResponse):
+    """An event stream whose generator is closed however the response ends (the client leaving
+    included), so that its clean-up runs at once rather than when it is collected; ``on_close``
+    runs then too (even when the response never started)."""
+
+    def __init__(
+        self, content: Any, *, on_close: Callable[[], None] | None = None, **options: Any
+    ) -> None:
+        super().__init__(content, **options)
+        self.on_close = on_close
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            events = self.body_iterator
+            try:
+                if isinstance(events, AsyncGenerator):
+                    await events.aclose()
+            finally:
+                if self.on_close is not None:
+                    self.on_close()
+
+
+_NO_CACHE = {"cache-control": "no-cache"}
+
+
+async def _events(messages: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+    """Server-sent events of messages made elsewhere (the tasks layer's streams)."""
+    async for message in messages:
+        yield b"event: message\ndata: " + message + b"\n\n"
+
+
+def _plain_error(
+    status: int,
+    message: str,
+    code: int = INVALID_REQUEST,
+    headers: dict[str, str] | None = None,
+) -> Response:
+    """An HTTP error that is also a JSON-RPC error without id, so either kind of client reads it."""
+    return JSONResponse(
+        {"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}},
+        status_code=status,
+        headers=headers,
+    )

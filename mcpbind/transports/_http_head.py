@@ -1,0 +1,101 @@
+"""What the head of a request to the Streamable HTTP server says: its headers, read by name
+from a table built once per request, the media types ``Accept`` and ``Content-Type`` list, and
+the hosts ``Host`` and ``Origin`` name (checked against the allowed hosts)."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+from starlette.requests import Request
+from starlette.types import Receive, Scope, Send
+
+_WIRE_NAMES: dict[str, bytes] = {}  # a header name as looked up -> as ASGI has it
+
+
+class _Headers(Mapping[str, str]):
+    """A request's headers as Starlette's ``Headers`` answers them (any case, the first value of
+    a repeated name), from a dict of the raw ones built once: ``Headers`` scans the list on every
+    lookup, and a POST makes about ten (a missing name, raising inside, costs the most)."""
+
+    __slots__ = ("_raw",)
+
+    def __init__(self, raw: Iterable[tuple[bytes, bytes]]) -> None:
+        self._raw = dict(reversed(list(raw)))  # ASGI names are lower case; the first one wins
+
+    def get(self, key: str, default: Any = None) -> Any:
+        name = _WIRE_NAMES.get(key)
+        if name is None:
+            name = key.lower().encode("latin-1")
+            if len(_WIRE_NAMES) < 256:  # the names this module looks up, and a few more
+                _WIRE_NAMES[key] = name
+        value = self._raw.get(name)
+        return default if value is None else value.decode("latin-1")
+
+    def __getitem__(self, key: str) -> str:
+        value = self._raw.get(key.lower().encode("latin-1"))
+        if value is None:
+            raise KeyError(key)
+        return value.decode("latin-1")
+
+    def __iter__(self) -> Iterator[str]:
+        return (key.decode("latin-1") for key in self._raw)
+
+    def __len__(self) -> int:
+        return len(self._raw)
+
+
+class _Request(Request):
+    """Starlette's ``Request`` with its headers in a ``_Headers``, built with it: a plain
+    attribute (this class's ``headers`` is no descriptor, so the instance's own is read), not a
+    property called on each of a POST's ten or so lookups."""
+
+    headers: _Headers = None  # type: ignore[assignment]
+
+    def __init__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        super().__init__(scope, receive, send)
+        self.headers = _Headers(scope["headers"])
+
+
+_ACCEPTED = frozenset({"application/json", "text/event-stream"})  # what Accept must list
+_JSON = frozenset({"application/json"})
+
+
+@functools.lru_cache(maxsize=64)  # a client sends the same Accept and Content-Type every time
+def _media_types(header: str) -> frozenset[str]:
+    """The media types a header lists (``Accept``, or ``Content-Type`` with its one), lower case
+    and without their parameters."""
+    return frozenset(part.split(";", 1)[0].strip().lower() for part in header.split(","))
+
+
+@functools.lru_cache(maxsize=64)  # a client sends the same Host on every request
+def _authority_host(authority: str) -> str | None:
+    """The host of ``host[:port]`` (a Host header, or an origin's authority) in lower case, IPv6
+    literals in their brackets; None when it is anything else, such as text after the ``]`` of
+    a literal, a port that is not a number, or user information."""
+    if authority.startswith("["):
+        end = authority.find("]") + 1
+        if end == 0:
+            return None
+        name, rest = authority[:end], authority[end:]
+    else:
+        name, colon, port = authority.partition(":")
+        rest = colon + port
+    if rest and not (
+        rest[0] == ":" and 1 < len(rest) <= 6 and rest[1:].isascii() and rest[1:].isdigit()
+    ):
+        return None
+    if not name or any(c in name for c in "@/\\?# "):
+        return None
+    return name.lower()
+
+
+@functools.lru_cache(maxsize=64)
+def _origin_host(origin: str) -> str | None:
+    """The host of an ``Origin`` header (``scheme://host[:port]``, nothing more); None for
+    ``null`` or anything that is not such an origin."""
+    scheme, sep, authority = origin.partition("://")
+    if not sep or not scheme:
+        return None
+    return _authority_host(authority)
