@@ -212,6 +212,7 @@ class Link(Crossing):
         self._negotiated: asyncio.Future[Negotiated] | None = None
         self._serving: set[asyncio.Task[Any]] = set()
         self._closing: str | None = None  # why the client side ended it
+        self._trips: tuple[str, bool] | None = None  # whether the client's revision has retries
 
     # -- opening and closing ----------------------------------------------------------------------
 
@@ -296,7 +297,15 @@ class Link(Crossing):
     async def forward(self, call: Call) -> Any:
         """The answer to the client's request ``call``, from the server."""
         self.used = time.monotonic()
-        state, answers = self.round_trip_retry(call.params, call.revision)
+        trips = self._trips
+        if trips is None or trips[0] != call.revision:
+            trips = self._trips = (
+                call.revision,
+                speech(call.revision).facts.round_trip is not None,
+            )
+        state: str | None = None
+        if trips[1]:  # a revision whose requests may be retries carrying input
+            state, answers = self.round_trip_retry(call.params, call.revision)
         message: bytes | None = None
         if state is not None and state.startswith(STATE_PREFIX):
             pending = self.gateway._resume(state, call, self)
