@@ -272,6 +272,7 @@ def test_a_held_get_is_answered_when_the_bridge_closes() -> None:
     p, _ = created()
     get = p.send("tasks/get", {"taskId": "t-1"})
     p.respond(p.at("tasks/get"), {**CORE_TASK, "status": "completed"})
+    assert p.bridge.pending() == 1  # the held get (the payload request is owed to no client)
     p.bridge.close("the server exited (status 1)")
     p.pump()
     assert p.answer_of(get)["error"]["code"] == -32000

@@ -220,21 +220,19 @@ class Bridge(Crossing):
             if self.front.held and self.back.state == "idle":
                 self._connect(self.front.held[0])
             for e in events:
+                if type(e) is not RequestReceived:
+                    self._client_event(e)
+                    continue
                 # Requests from the client awaiting the server (an upper bound; the handshakes
                 # held are bounded by the front itself), counted inline: it is on every request.
                 if (
-                    type(e) is RequestReceived
-                    and len(self._up)
-                    + len(self._rounds)
-                    + len(self._held)
-                    + len(self._client_waiting)
+                    len(self._up) + len(self._rounds) + len(self._held) + len(self._client_waiting)
                     >= self.max_in_flight
                 ):
                     self._answer_error(
                         e.id, too_many(e.id, self.max_in_flight, "the client", "the server")
                     )
-                    continue
-                if type(e) is RequestReceived and self.back.state == "ready":
+                elif self.back.state == "ready":
                     self._client_request(e)  # the common case, without the dispatch
                 else:
                     self._client_event(e)
@@ -771,6 +769,7 @@ class Bridge(Crossing):
             + len(self._held)
             + self._asked
             + sum(type(e) is RequestReceived for e in waiting)
+            + (sum(1 for _ in self.tasks.pending()) if self.tasks is not None else 0)
         )
 
     # -- failures ---------------------------------------------------------------------------
