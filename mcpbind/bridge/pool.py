@@ -221,10 +221,10 @@ class Pool:
             self.release(answer)
 
     async def exchange(
-        self, headers: dict[str, str], body: bytes, held: set[Any] | None = None
+        self, headers: dict[str, str], body: bytes, held: list[Any] | None = None
     ) -> Answer:
         """``post`` without the context manager: the answer, whose connection is held until
-        ``release(answer)`` (which must follow, whatever happens). ``held`` (a set) holds the
+        ``release(answer)`` (which must follow, whatever happens). ``held`` (a list) holds the
         connection while the exchange waits for the answer's head, so that ``abort(held)``
         can end it."""
         head = self._head(headers, len(body))
@@ -254,7 +254,7 @@ class Pool:
             raise
 
     @staticmethod
-    def abort(held: set[Any]) -> None:
+    def abort(held: list[Any]) -> None:
         """End the exchanges waiting in ``held``: each fails with ConnectionError."""
         for connection in list(held):
             connection.abandoned = True
@@ -300,7 +300,7 @@ class Pool:
 
     @staticmethod
     async def _exchange(
-        connection: _Connection, head: bytes, body: bytes, held: set[Any] | None
+        connection: _Connection, head: bytes, body: bytes, held: list[Any] | None
     ) -> Answer:
         assert connection.transport is not None
         connection.transport.write(head + body)
@@ -310,12 +310,13 @@ class Pool:
             while not connection.headed:
                 await connection.more()
             return Answer(connection)
-        held.add(connection)
+        held.append(connection)
         try:
             while not connection.headed:
                 await connection.more()
         finally:
-            held.discard(connection)
+            if connection in held:
+                held.remove(connection)
         return Answer(connection)
 
     def close(self) -> None:

@@ -214,7 +214,9 @@ class HttpUpstream(StreamableHTTPClient):
         self.peer = peer
         self.pool = pool
         self._posting: set[asyncio.Task[None]] = set()
-        self._held: set[Any] = set()  # the connections of ``request``s awaiting their answer
+        # The connections of ``request``s awaiting their answer (a list: every idle session's
+        # link has one, and an empty list is a quarter of an empty set).
+        self._held: list[Any] = []
         self._closed = False
         self._forgotten = False  # the server answered 404 to the session's id
 
