@@ -48,17 +48,25 @@ class _Id(msgspec.Struct, gc=False):
 _encode = msgspec.json.encode
 # What the NaN guard searches in a long message: MessagePack, written into a buffer each thread
 # keeps (up to _SCRATCH_MAX bytes), since a fresh megabyte costs more in page faults than to encode
+_pack = msgspec.msgpack.encode
 _pack_into = msgspec.msgpack.Encoder().encode_into
-_scratch = _thread._local()
+_BIG = 64 << 10  # from this size, into the thread's buffer (a fresh one would be mmapped)
 _SCRATCH_MAX = 4 << 20
+
+
+class _Scratch(_thread._local):
+    def __init__(self) -> None:  # (once in each thread)
+        self.buffer = bytearray()
+
+
+_scratch = _Scratch()
 _null = re.compile(b"null").search  # on a long message twice as fast as ``bytes.find``
 _HEAD = 512  # bytes of a message searched for "result" while a request is pending
 _SCAN_MAX = 512  # up to this many bytes JSON is searched for a null in place; longer: _finite
-# MessagePack shorter than 7/8 of the JSON: the values are many and small, the text is searched
-_DENSE = (7, 8)
-# (message or result class, bit length of the size) -> whether its last long message was made of
-# structure; any result class may be encoded, so bounded by a count
-_STRUCTURED: dict[tuple[type, int], bool] = {}
+_TEXT_MIN = 1024  # longer ones may be searched as text (_finite)
+# message or result class (with the bit length of the size, past _BIG) -> whether its last long
+# message was made of structure; any result class may be encoded, so bounded by a count
+_STRUCTURED: dict[Any, bool] = {}
 _KINDS_MAX = 4096
 _NONFINITE = re.compile(b"[\x7f\xff][\xf0-\xff]").match
 _ENVELOPE = msgspec.json.Decoder(Union[_Envelope, list[Raw]])  # noqa: UP007
@@ -122,7 +130,7 @@ class Codec:
         self.peer = "server" if role == "client" else "client"
         self.facts: Facts = self._t.facts
         self._fast, self._by_wire, self._send = self._t.fast, self._t.by_wire, self._t.send
-        self._learners = self._t.learners
+        self._learners, self._methods = self._t.learners, self._t.methods
         kinds = self.facts.result_kinds
         self._own_kind = kinds.own if kinds is not None else None
         self._task_when = self.facts.tasks.when if self.facts.tasks is not None else ""
@@ -148,7 +156,7 @@ class Codec:
 
     def expect(self, id: RequestId, method: str) -> None:
         """Tell the codec that the response with ``id`` answers a ``method`` request."""
-        self._pending[id] = self._t.methods.get(method, method)
+        self._pending[id] = self._methods.get(method, method)
         self._last = id
 
     def expect_request(self, request: Any) -> None:
@@ -667,35 +675,45 @@ def _finite(msg: Any, out: bytes) -> None:
     (docs/design.md, "Runtime codec"): the JSON text for a null, by the byte; the MessagePack
     form, by the value, where every float is the byte 0xcb and its 8 bytes, found with
     ``memchr``. Structure (tool lists, schemas) is cheaper to read as text; one long string (a
-    file, an image) as MessagePack. Which one a long message of a class is made of is learned
-    from its last MessagePack form: that is shorter than the JSON by its quotes, colons and
-    commas, much shorter when values are many and small (learned per class and power-of-two
-    size). Only a null in the text, or a float in MessagePack whose exponent is all ones, sends
-    the value to the exact walk.
+    file, an image) as MessagePack. What a class's messages over 1 KiB are made of is learned
+    from the MessagePack form of the first (past 64 KiB, per power-of-two size): it is shorter
+    than the JSON by its quotes, colons and commas, much shorter when values are many and small.
+    Only a null in the text, or a float in MessagePack whose exponent is all ones, sends the
+    value to the exact walk.
     """
     n = len(out)
     if n > _SCAN_MAX:
-        # by class and by size (a power of two): a result class may be small structure one time
-        # and a megabyte of text the next
-        kind = (type(msg.result) if type(msg) is Response else type(msg), n.bit_length())
-        if _STRUCTURED.get(kind) and _null(out) is None:
-            return
-        packed = getattr(_scratch, "buffer", None)
-        if packed is None:
-            packed = _scratch.buffer = bytearray()
+        kind: Any = None  # what it is made of is learned past _TEXT_MIN (shorter: packed)
+        dense = big = False
+        if n > _TEXT_MIN:
+            # By class, and past 64 KiB by power-of-two size too: a result class may be small
+            # structure one time and a megabyte of text the next.
+            kind = type(msg.result) if type(msg) is Response else type(msg)
+            big = n > _BIG
+            if big:
+                kind = (kind, n.bit_length())
+            dense = _STRUCTURED.get(kind)
+            if dense and _null(out) is None:
+                return
+        packed = _scratch.buffer if big else None
         try:
-            _pack_into(msg, packed)
+            if packed is None:
+                packed = _pack(msg)
+            else:
+                _pack_into(msg, packed)
         except Exception:  # noqa: BLE001 - JSON holds what it may not (ints past 64 bits): walk
             at = 0
         else:
             at = packed.find(b"\xcb")
             while at >= 0 and not _NONFINITE(packed, at + 1):  # exponent all ones: not finite
                 at = packed.find(b"\xcb", at + 1)
-            if len(_STRUCTURED) >= _KINDS_MAX:
-                _STRUCTURED.clear()
-            _STRUCTURED[kind] = len(packed) * _DENSE[1] < n * _DENSE[0]
-        if len(packed) > _SCRATCH_MAX:
-            _scratch.buffer = None  # its memory goes with it
+            if dense is None or dense:  # (first seen, or a null in what was structure)
+                if len(_STRUCTURED) >= _KINDS_MAX:
+                    _STRUCTURED.clear()
+                # MessagePack under 7/8 of the JSON: many small values, cheaper to search as text
+                _STRUCTURED[kind] = len(packed) * 8 < n * 7
+        if big and len(packed) > _SCRATCH_MAX:
+            _scratch.buffer = bytearray()  # the memory of the long one goes
         if at < 0:
             return
     if _nonfinite(msgspec.to_builtins(msg)):
