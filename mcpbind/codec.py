@@ -684,7 +684,8 @@ def _finite(msg: Any, out: bytes) -> None:
     n = len(out)
     if n > _SCAN_MAX:
         kind: Any = None  # what it is made of is learned past _TEXT_MIN (shorter: packed)
-        dense = big = False
+        dense: bool | None = False
+        big = False
         if n > _TEXT_MIN:
             # By class, and past 64 KiB by power-of-two size too: a result class may be small
             # structure one time and a megabyte of text the next.
@@ -695,12 +696,13 @@ def _finite(msg: Any, out: bytes) -> None:
             dense = _STRUCTURED.get(kind)
             if dense and _null(out) is None:
                 return
-        packed = _scratch.buffer if big else None
+        packed: bytes | bytearray
         try:
-            if packed is None:
-                packed = _pack(msg)
-            else:
+            if big:
+                packed = _scratch.buffer
                 _pack_into(msg, packed)
+            else:
+                packed = _pack(msg)
         except Exception:  # noqa: BLE001 - JSON holds what it may not (ints past 64 bits): walk
             at = 0
         else:
@@ -712,7 +714,7 @@ def _finite(msg: Any, out: bytes) -> None:
                     _STRUCTURED.clear()
                 # MessagePack under 7/8 of the JSON: many small values, cheaper to search as text
                 _STRUCTURED[kind] = len(packed) * 8 < n * 7
-        if big and len(packed) > _SCRATCH_MAX:
+        if big and len(_scratch.buffer) > _SCRATCH_MAX:
             _scratch.buffer = bytearray()  # the memory of the long one goes
         if at < 0:
             return
