@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections import deque
 from collections.abc import Sequence
 from typing import Any, Protocol
 
@@ -42,6 +43,7 @@ __all__ = ["GRACE", "HttpUpstream", "SseUpstream", "StdioUpstream", "Upstream", 
 GRACE = 2.0  # seconds a child gets to exit after its input closes, before it is terminated
 _CHUNK = 1 << 20  # bytes a reader takes from a pipe at once (longer lines are put together)
 _ANSWERS = (ResultReceived, ErrorReceived, InputRequired, TaskCreated)
+_NOTHING_KEPT: deque[Event] = deque(maxlen=0)  # an event window that keeps nothing (shared)
 
 
 class Peer(Protocol):
@@ -223,6 +225,9 @@ class HttpUpstream(StreamableHTTPClient):
     async def open(self) -> None:
         # The handshake: StreamableHTTPClient.connect (which opens the session itself).
         await self.connect()
+        # Read: from now on nothing is kept (a gateway keeps no event log, and a window of its
+        # own is 760 bytes on every idle session's link).
+        self.events = _NOTHING_KEPT
 
     def send(self, messages: Sequence[bytes]) -> None:
         for message in messages:
