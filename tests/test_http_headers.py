@@ -199,12 +199,9 @@ def test_a_method_that_is_not_a_string_is_an_invalid_request_not_an_internal_err
     assert response.json()["error"]["code"] == -32600
 
 
-def test_the_mirror_reader_keeps_only_the_version_keys_of_meta_and_leaves_arguments_unread() -> (
-    None
-):
+def test_the_mirrored_parts_leave_meta_values_and_arguments_unread() -> None:
     from mcpbind.transports import header_check
 
-    decoder = header_check.reader(("a/version", "b/version"))
     body = {
         "id": 1,
         "method": "tools/call",
@@ -212,17 +209,20 @@ def test_the_mirror_reader_keeps_only_the_version_keys_of_meta_and_leaves_argume
             "uri": "u",
             "taskId": 5,
             "arguments": {"deep": [1, {"x": None}]},
-            "_meta": {"b/version": "v", "other": {"big": [1, 2, 3]}},
+            "_meta": {"b/version": "v", "other": {"big": [1, 2, 3]}, "a/version": None},
         },
     }
-    peek = decoder.decode(json.dumps(body).encode())
-    meta = peek.params.meta
-    assert (meta.v0, meta.v1) == (msgspec.UNSET, "v")
+    peek = header_check.decode(json.dumps(body).encode())
+    assert peek.params is not None and peek.params.meta is not None
+    assert header_check.version(peek.params.meta, ("b/version", "a/version")) == "v"
+    # The first key present counts, even when its value is null.
+    assert header_check.version(peek.params.meta, ("a/version", "b/version")) is None
+    assert header_check.version(peek.params.meta, ("c/version",)) is None
     assert header_check.target_name(peek.params) == "u"  # taskId is not a string
     assert header_check.arguments(peek.params) == {"deep": [1, {"x": None}]}
     for params in ([1], "x", {"_meta": "not an object"}):
         with pytest.raises(msgspec.ValidationError):
-            decoder.decode(json.dumps({"id": 1, "method": "m", "params": params}).encode())
+            header_check.decode(json.dumps({"id": 1, "method": "m", "params": params}).encode())
 
 
 def test_a_tool_list_answered_in_a_handshake_session_teaches_the_designations_too() -> None:

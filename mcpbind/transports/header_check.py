@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import functools
 from collections.abc import Mapping
 from typing import Any
 
@@ -33,46 +32,50 @@ _WORD_START, _WORD_END = "=?base64?", "?="
 _OWS = " \t"
 
 
-@functools.lru_cache(maxsize=16)  # one per set of version keys a server reads: a handful
-def reader(version_keys: tuple[str, ...]) -> msgspec.json.Decoder[Any]:
-    """A decoder of what a request's headers mirror of its body: ``id``, ``method`` and
-    ``params``, whose ``name``, ``uri`` and ``task_id`` are the keys that may name its target
-    (``NAME_KEYS``, in that order), ``meta`` its ``_meta`` with only the protocol version under
-    ``version_keys`` (attributes ``v0``, ``v1``..., UNSET when absent), and ``arguments`` its
-    tool arguments unread (read only for a tool that designates some); every value as sent,
-    whatever its type. A body whose params or ``_meta`` is not an object (or null) does not
-    decode (``msgspec.DecodeError``, and ``ValueError``, ``RecursionError``): it has nothing to
-    mirror."""
-    names = [f"v{i}" for i in range(len(version_keys))]
-    meta = msgspec.defstruct(
-        "Meta",
-        [(n, Any, msgspec.UNSET) for n in names],
-        rename=dict(zip(names, version_keys, strict=True)),
-        gc=False,
-    )
-    params = msgspec.defstruct(
-        "Target",
-        [
-            ("name", Any, None),
-            ("uri", Any, None),
-            ("task_id", Any, None),
-            ("meta", meta | None, None),
-            ("arguments", msgspec.Raw, msgspec.Raw()),  # empty when absent
-        ],
-        rename={"task_id": "taskId", "meta": "_meta"},
-        gc=False,
-    )
-    mirrored = msgspec.defstruct(
-        "Mirrored",
-        [("id", Any, None), ("method", Any, None), ("params", params | None, None)],
-        gc=False,
-    )
-    return msgspec.json.Decoder(mirrored)
+class Target(msgspec.Struct, gc=False):
+    """The params of a request as far as its headers mirror them: the keys that may name its
+    target (``NAME_KEYS``, in that order), its ``_meta`` with each value unread (only the
+    protocol version is read: ``version``), and its tool arguments unread (read only for a tool
+    that designates some); every value as sent, whatever its type."""
+
+    name: Any = None
+    uri: Any = None
+    task_id: Any = msgspec.field(default=None, name="taskId")
+    meta: dict[str, msgspec.Raw] | None = msgspec.field(default=None, name="_meta")
+    arguments: msgspec.Raw = msgspec.Raw()  # empty when absent
 
 
-def target_name(params: Any) -> str | None:
+class Mirrored(msgspec.Struct, gc=False):
+    """What a request's headers mirror of its body (``decode``)."""
+
+    id: Any = None
+    method: Any = None
+    params: Target | None = None
+
+
+_MIRRORED = msgspec.json.Decoder(Mirrored)
+
+
+def decode(body: bytes) -> Mirrored:
+    """The ``Mirrored`` parts of a request's body; ``msgspec.DecodeError`` (or ``ValueError``,
+    ``RecursionError``) when it is not an object with such parts, its params and their
+    ``_meta`` objects (or null): such a body has nothing to mirror."""
+    return _MIRRORED.decode(body)
+
+
+def version(meta: dict[str, msgspec.Raw], keys: tuple[str, ...]) -> Any:
+    """The protocol version a ``_meta`` names: the value of the first of ``keys`` present (None
+    when none is)."""
+    for key in keys:
+        raw = meta.get(key)
+        if raw is not None:
+            return msgspec.json.decode(raw)
+    return None
+
+
+def target_name(params: Target | None) -> str | None:
     """The request's target as ``Mcp-Name`` names it: the first of ``NAME_KEYS`` present as a
-    string (``params`` as ``reader`` decodes them)."""
+    string."""
     if params is None:
         return None
     for value in (params.name, params.uri, params.task_id):
@@ -81,7 +84,7 @@ def target_name(params: Any) -> str | None:
     return None
 
 
-def arguments(params: Any) -> Any:
+def arguments(params: Target | None) -> Any:
     """The tool arguments of the request (plain JSON), or None."""
     raw = params.arguments if params is not None else None
     return msgspec.json.decode(raw) if raw else None

@@ -51,7 +51,6 @@ from collections.abc import (
 from typing import TYPE_CHECKING, Any
 
 import msgspec
-from msgspec import UNSET
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -434,7 +433,6 @@ class StreamableHTTPServer:
             v: (frozenset(bindings(r).FACTS.wires), bindings(r).FACTS.features.get("call_tool"))
             for v, r in self._by_version.items()
         }
-        self._mirror = header_check.reader(self._version_keys)
         self._designated: dict[str, dict[str, str]] = {}
         # By revision, its tool list method, whose results are learned from while some revision
         # served checks Mcp-Param-* headers (has the envelope).
@@ -699,7 +697,7 @@ class StreamableHTTPServer:
         if not self._version_keys:
             return None, None  # no revision served has the envelope: nothing to mirror
         try:
-            peek = self._mirror.decode(body)
+            peek = header_check.decode(body)
         except RecursionError:
             return self._too_deep(stateful=False), None
         except (msgspec.DecodeError, ValueError):
@@ -708,9 +706,7 @@ class StreamableHTTPServer:
         meta = params.meta if params is not None else None
         if meta is None:
             return None, None
-        version = meta.v0
-        if version is UNSET:  # another version key (the first present counts), or none
-            version = next((v for v in msgspec.structs.astuple(meta) if v is not UNSET), None)
+        version = header_check.version(meta, self._version_keys)
         if version is None:
             return None, None
         headers = request.headers
