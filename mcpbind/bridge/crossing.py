@@ -88,6 +88,7 @@ class Crossing:
         self._envelope_cache: tuple[str, Any, dict[str, Any]] | None = None
         self._target_methods: tuple[str, Any] | None = None  # the server side's methods
         self._typed_cache: tuple[Any, dict[str, Any]] | None = None
+        self.tasks_translated = False  # a core client's tasks served by the gateway (tasks_http)
 
     def take_log(self) -> list[str]:
         out, self.log = self.log, []
@@ -214,7 +215,7 @@ class Crossing:
         instructions = getattr(e.result, "instructions", UNSET)
         plain = msgspec.to_builtins(caps)
         if revision is not None:  # tasks of the extension a core client cannot use (tasks.py)
-            plain = untranslated_tasks(plain, self.back.revision, revision, self.log)
+            plain = untranslated_tasks(plain, e.revision, revision, self.log, self.tasks_translated)
         return (
             plain,
             msgspec.to_builtins(info) if info is not None else None,

@@ -73,6 +73,7 @@ from ..transports.sse_server import SSEServer
 from ..transports.stdio import MAX_LINE, Envelope
 from .crossing import INPUT_TIMEOUT, NOT_SENT, STATE_PREFIX, Crossing, too_many
 from .pool import Pool
+from .tasks_http import NOT_MINE, UpstreamTasks
 from .upstream import HttpUpstream, SseUpstream, StdioUpstream, Upstream, upstream_kind
 
 __all__ = [
@@ -773,6 +774,7 @@ class Gateway:
         self._pool: Pool | None = None  # keep-alive connections to an HTTP server
         self._probed: asyncio.Future[None] | None = None
         self.face = Face(Crossing(self.server_revisions, strict=strict))
+        self.tasks: UpstreamTasks | None = None  # bridge/tasks_http.py
         self.sessions: dict[tuple[int, str], Link] = {}  # (front, session id) -> its link
         self.shared: dict[str, Link] = {}  # client identity -> link, least recently used first
         self._holds: dict[str, tuple[Link, _Pending]] = {}
@@ -905,6 +907,9 @@ class Gateway:
             self._kind, negotiated = await upstream_kind(
                 self.upstream, self._http, session, self.upstream_auth
             )
+            if self._kind is not SseUpstream:  # a core client's tasks, translated (tasks_http)
+                self.tasks = UpstreamTasks.between(self, negotiated)
+                self.face.crossing.tasks_translated = self.tasks is not None
         else:
             probe = Link(self, None, None, CLIENT_INFO)
             try:
@@ -929,13 +934,24 @@ class Gateway:
     # -- the client's requests --------------------------------------------------------------------
 
     async def _handle_http(self, call: Call) -> Any:
-        return await self._link(call, 0, self.http).forward(call)
+        link = self._link(call, 0, self.http)
+        if (
+            self.tasks is not None
+            and (done := await self.tasks.forward(link, call)) is not NOT_MINE
+        ):
+            return done
+        return await link.forward(call)
 
     async def _handle_sse(self, call: Call) -> Any:
         return await self._handle(call, 1, self.sse)
 
     async def _handle(self, call: Call, which: int, front: Any) -> Any:
         link = self._link(call, which, front)
+        if (
+            self.tasks is not None
+            and (done := await self.tasks.forward(link, call)) is not NOT_MINE
+        ):
+            return done
         return await link.forward(call)
 
     def _link(self, call: Call, which: int, front: Any) -> Link:

@@ -88,12 +88,15 @@ def core_task(task: dict[str, Any], facts: TasksFacts) -> dict[str, Any]:
     return {back.get(k, k): v for k, v in task.items() if k in facts.task_fields}
 
 
-def untranslated_tasks(caps: Any, server: str | None, client: str, log: list[str]) -> Any:
-    """The server's capabilities (plain JSON, in the ``client``'s revision) without the core
+def untranslated_tasks(
+    caps: Any, server: str | None, client: str, log: list[str], translated: bool = False
+) -> Any:
+    """The server's capabilities (plain JSON, in the ``client``'s revision) as to the core
     revision's tasks capability that a ``server`` of the extension's revision advertised as the
-    extension (projection moves the one into the other): the bridge does not translate a core
-    client's tasks to the extension, so its tasks requests would find no method. Said in
-    ``log``."""
+    extension (projection moves the one into the other): without it, where the bridge does not
+    translate a core client's tasks to the extension (its task requests would find no method;
+    said in ``log``); ``translated`` (the HTTP gateway, ``tasks_http.py``): what the
+    translation serves (task-augmented calls, get, result, list, cancel)."""
     facts = TASKS.get(server or "")
     if facts is None or facts.core != client or not isinstance(caps, dict):
         return caps
@@ -102,6 +105,22 @@ def untranslated_tasks(caps: Any, server: str | None, client: str, log: list[str
     key = next((g.path.split(".")[0] for g in gates if g.side == "receiver"), None)
     if key is None or key not in caps:
         return caps
+    if translated:
+        served: dict[str, Any] = {}
+        methods = (
+            back.facts.lifecycle["task_list"],
+            back.facts.lifecycle["task_cancel"],
+            back.facts.features["call_tool"],
+        )
+        for method in methods:
+            for gate in back.methods[method].gates:
+                path = gate.path.split(".")
+                if path[0] != key or len(path) < 2:
+                    continue
+                node = served
+                for part in path[1:]:
+                    node = node.setdefault(part, {})
+        return {**caps, key: served}
     log.append(
         f"loss: the server's capabilities into MCP {client}: $.{key} dropped (the server offers "
         f"tasks as the {facts.extension} extension; the bridge does not translate MCP {client} "
@@ -125,8 +144,9 @@ def undeclared_tasks(caps: Any, source: Any, target: str | None, log: list[str])
         return caps
     log.append(
         f"loss: the client's capabilities into MCP {target}: $.extensions.{facts.extension} "
-        f"dropped (its MCP {facts.core} tasks capability; the bridge does not translate the "
-        "server's tasks back to that client, so its calls are not made tasks)"
+        f"dropped (its MCP {facts.core} tasks capability: a server of the extension would "
+        "answer calls the client did not make task-augmented with tasks; the HTTP gateway "
+        "declares it on the task-augmented ones, which it translates)"
     )
     rest = {k: v for k, v in extensions.items() if k != facts.extension}
     out = {k: v for k, v in caps.items() if k != "extensions"}
