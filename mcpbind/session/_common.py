@@ -219,6 +219,7 @@ class Session:
 
     role = ""
     peer = ""
+    _connecting = False  # (a client, while it sends its handshake request)
 
     def __init__(self, revisions: Any, capabilities: Any, info: Any) -> None:
         offered = (revisions,) if isinstance(revisions, str) else tuple(revisions)
@@ -300,19 +301,10 @@ class Session:
         ``ProtocolError`` and queues nothing when the request cannot be sent.
         """
         codec, sp = self._codec, self._speech
-        if codec is None or sp is None or self.state != "ready":
+        # One call, not two (a Python call costs some 400 instructions): the handshake that
+        # opens the session is sent from here too, before the state is "ready" (``_connecting``).
+        if codec is None or sp is None or (self.state != "ready" and not self._connecting):
             codec, sp = self._sending(f"send {method!r}")  # raises, naming the state
-        return self._request(codec, sp, method, params, id, progress)
-
-    def _request(
-        self,
-        codec: Codec,
-        sp: _Speech,
-        method: str,
-        params: Any,
-        id: RequestId | None,
-        progress: bool,
-    ) -> RequestId:
         send = sp._send.get(method) or sp.send(method)
         if not send.request:
             raise ProtocolError(

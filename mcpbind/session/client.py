@@ -98,7 +98,7 @@ class ClientSession(Session):
     def answer(self, event: InputRequired, responses: Mapping[str, Any]) -> RequestId:
         """Retry the request ``event`` asked input for, carrying ``responses`` (input request
         name -> its result) and the request state the server sent; returns the new id."""
-        codec, sp = self._sending("answer an input request")
+        _, sp = self._sending("answer an input request")
         trip = sp.facts.round_trip
         if trip is None:
             raise ProtocolError(
@@ -110,21 +110,19 @@ class ClientSession(Session):
             params.pop(trip.request_state, None)
         else:
             params[trip.request_state] = event.request_state
-        return self._request(codec, sp, event.method, params, None, False)
+        return self.request(event.method, params)
 
     # -- the handshake --------------------------------------------------------------------------
 
     def _probe(self, revision: str) -> None:
         sp = speech(revision)
-        codec = self._use(revision)
+        self._use(revision)
         self._tried.add(revision)
-        self._handshake = self._request(
-            codec, sp, sp.facts.lifecycle["discover"], None, None, False
-        )
+        self._handshake_request(sp.facts.lifecycle["discover"], None)
 
     def _initialize(self, revision: str) -> None:
         sp = speech(revision)
-        codec = self._use(revision)
+        self._use(revision)
         self._tried.add(revision)
         method = sp.facts.lifecycle["initialize"]
         params = make(
@@ -134,7 +132,16 @@ class ClientSession(Session):
             capabilities=self.capabilities,
             client_info=self.info,
         )
-        self._handshake = self._request(codec, sp, method, params, None, False)
+        self._handshake_request(method, params)
+
+    def _handshake_request(self, method: str, params: Any) -> None:
+        """Send the request that opens the session (in the revision ``_use`` chose): the one
+        request sent before the state is "ready"."""
+        self._connecting = True
+        try:
+            self._handshake = self.request(method, params)
+        finally:
+            self._connecting = False
 
     def _handshake_answer(
         self, outgoing: _Outgoing, result: Any, error: ErrorObject | None, events: list[Event]
