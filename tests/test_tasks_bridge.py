@@ -341,3 +341,29 @@ def test_a_core_clients_tasks_capability_does_not_declare_the_extension_downstre
     caps = msgspec.to_builtins(request.params.meta[META_2026.capabilities_key])
     assert caps == {"roots": {}}  # a server of the extension would make its calls tasks
     assert any(f"$.extensions.{EXT} dropped" in line for line in log)
+
+
+def test_the_gateway_offers_a_core_client_the_tasks_it_translates() -> None:
+    from mcpbind.bridge.tasks import untranslated_tasks
+
+    caps = {"tools": {}, "tasks": {}}
+    log: list[str] = []
+    offered = untranslated_tasks(caps, "2026-07-28", "2025-11-25", log, translated=True)
+    assert offered["tasks"] == {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
+    assert log == []
+    assert "tasks" not in untranslated_tasks(caps, "2026-07-28", "2025-11-25", log)
+    assert untranslated_tasks(caps, "2025-11-25", "2025-11-25", log) == caps  # no extension
+
+
+def test_the_gateways_answer_is_found_in_json_or_an_event_stream() -> None:
+    from mcpbind.bridge.tasks_http import _answer
+
+    mine = {"jsonrpc": "2.0", "id": "mcpbind-task-1", "result": {"resultType": "complete"}}
+    stream = (
+        b'event: message\ndata: {"jsonrpc":"2.0","method":"notifications/progress","params":{}}\n\n'
+        b"event: message\ndata: " + msgspec.json.encode(mine) + b"\n\n"
+    )
+    assert _answer(stream, "text/event-stream", "mcpbind-task-1") == mine
+    assert _answer(msgspec.json.encode(mine), "application/json", "mcpbind-task-1") == mine
+    assert _answer(msgspec.json.encode(mine), "application/json", "other") is None
+    assert _answer(b"not json", "application/json", "mcpbind-task-1") is None
