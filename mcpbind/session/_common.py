@@ -174,12 +174,11 @@ def speech(revision: str) -> _Speech:
     return found
 
 
-class _Outgoing(msgspec.Struct, gc=False):  # a Struct: built on every request, cheaply
-    method: str
-    speech: _Speech
-    params: Any
-    token: Any  # the progress token put in its _meta, or None
-    augmented: bool  # sent as a task
+# A request this side sent, awaiting its response: (method, the _Speech it was sent in, its
+# params, the progress token put in its _meta or None, whether it was sent as a task). A tuple:
+# one is built on every request, and a tuple costs a tenth of a Struct (some 70 instructions,
+# not 700).
+_Outgoing = tuple[str, _Speech, Any, Any, bool]
 
 
 class _Incoming(msgspec.Struct, gc=False):
@@ -321,7 +320,7 @@ class Session:
         elif id in self._outgoing:
             raise ProtocolError(
                 INVALID_REQUEST,
-                f"duplicate request id {id!r}: a {self._outgoing[id].method!r} request with it "
+                f"duplicate request id {id!r}: a {self._outgoing[id][0]!r} request with it "
                 "awaits its response",
             )
         token = id if progress else None
@@ -336,7 +335,7 @@ class Session:
         augmented = (
             send.task_attr is not None and getattr(params, send.task_attr, UNSET) is not UNSET
         )
-        self._outgoing[id] = _Outgoing(method, sp, params, token, augmented)
+        self._outgoing[id] = (method, sp, params, token, augmented)
         if token is not None:
             self._tokens[token] = id
         self._out.append(data)
@@ -522,8 +521,8 @@ class Session:
         )
         self._notify(codec, sp, method, params)
         del self._outgoing[request_id]
-        self._tokens.pop(outgoing.token, None)
-        _remember(self._cancelled, request_id, outgoing.method)
+        self._tokens.pop(outgoing[3], None)
+        _remember(self._cancelled, request_id, outgoing[0])
 
     def progress(
         self,
@@ -590,7 +589,7 @@ class Session:
         """Turn one decoded message into events (and automatic answers)."""
         t = type(msg)
         if t is Response:
-            self._on_response(msg, events)
+            self._on_response(msg, self._outgoing.pop(msg.id, None), events)
         elif t is ErrorResponse:
             self._on_error(msg, events)
         elif t is Request:
@@ -671,40 +670,44 @@ class Session:
             )
         )
 
-    def _on_response(self, msg: Response[Any], events: list[Event]) -> None:
+    def _on_response(
+        self, msg: Response[Any], outgoing: _Outgoing | None, events: list[Event]
+    ) -> None:
+        """The events of a result response; ``outgoing``: the request it answers, taken out of
+        those awaiting one (None when none awaited it)."""
         id = msg.id
-        outgoing = self._outgoing.pop(id, None)
         if outgoing is None:
             self._unexpected(id, events)
             return
-        if outgoing.token is not None:
-            del self._tokens[outgoing.token]
+        method, sp, params, token, augmented = outgoing
+        if token is not None:
+            del self._tokens[token]
         result = msg.result
         handshake = self._handshake
         if handshake is not None and id == handshake and type(id) is type(handshake):
             self._handshake = None
             self._handshake_answer(outgoing, result, None, events)
             return
-        tasks = outgoing.speech.facts.tasks if outgoing.augmented else None
+        tasks = sp.facts.tasks if augmented else None
         if tasks is not None and type(result) is tasks.result:
             task = result
             for name in tasks.task_id:
                 task = getattr(task, name)
-            events.append(TaskCreated(id=id, method=outgoing.method, task_id=task, result=result))
+            events.append(TaskCreated(id=id, method=method, task_id=task, result=result))
             return
-        if type(result) is outgoing.speech.input_required:
+        if type(result) is sp.input_required:
             events.append(
                 InputRequired(
                     id=id,
-                    method=outgoing.method,
-                    params=outgoing.params,
+                    method=method,
+                    params=params,
                     input_requests=result.input_requests,
                     request_state=result.request_state,
                     result=result,
                 )
             )
             return
-        events.append(ResultReceived(id=id, method=outgoing.method, result=result))
+        events.append(ResultReceived(id=id, method=method, result=result))
 
     def _on_error(self, msg: ErrorResponse, events: list[Event]) -> None:
         id = msg.id
@@ -725,14 +728,14 @@ class Session:
                 )
             )
             return
-        if outgoing.token is not None:
-            del self._tokens[outgoing.token]
+        if outgoing[3] is not None:
+            del self._tokens[outgoing[3]]
         if id == self._handshake and type(id) is type(self._handshake):
             self._handshake = None
             self._handshake_answer(outgoing, None, err, events)
             return
         events.append(
-            ErrorReceived(id=id, method=outgoing.method, code=err.code, message=err.message, data=data)  # type: ignore[arg-type]
+            ErrorReceived(id=id, method=outgoing[0], code=err.code, message=err.message, data=data)  # type: ignore[arg-type]
         )
 
     def _handshake_answer(
@@ -778,8 +781,8 @@ class Session:
             # An unreadable response still ends its request (the codec forgot it too): nothing
             # else will answer it, and its id, progress token and cancel() are free again.
             outgoing = self._outgoing.pop(error.id, None)
-            if outgoing is not None and outgoing.token is not None:
-                self._tokens.pop(outgoing.token, None)
+            if outgoing is not None and outgoing[3] is not None:
+                self._tokens.pop(outgoing[3], None)
         events.append(self._rejected(error, answered=answer))
         handshake = self._handshake
         if (

@@ -11,7 +11,7 @@ from msgspec import UNSET
 from .._revisions import LATEST, REVISIONS
 from ..codec import ErrorObject, Response
 from ..errors import INVALID_PARAMS, INVALID_REQUEST, ProtocolError, UnsupportedRevision
-from ..events import Event, InputRequired, Negotiated, NegotiationFailed
+from ..events import Event, InputRequired, Negotiated, NegotiationFailed, ResultReceived
 from ._common import RequestId, Session, _Outgoing, _Speech, checked, make, open_get, speech
 
 __all__ = ["ClientSession"]
@@ -74,10 +74,10 @@ class ClientSession(Session):
                 INVALID_REQUEST,
                 f"ClientSession is in state {self.state!r}: call connect() before receive()",
             )
-        events: list[Event] = []
+        events: list[Event]
         if sp.batches:
             raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
-            self._receive(codec, sp, raw, events)
+            self._receive(codec, sp, raw, events := [])
             return events
         try:
             msg = codec.decode(data)
@@ -86,13 +86,23 @@ class ClientSession(Session):
             self._refuse(
                 data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data,
                 err,
-                events,
+                events := [],
             )
             return events
         if type(msg) is Response:  # the common case, without the dispatch
-            self._on_response(msg, events)
+            id = msg.id
+            outgoing = self._outgoing.pop(id, None)
+            if (  # a plain result: no progress token, no task, not the handshake's, no input asked
+                outgoing is not None
+                and outgoing[3] is None
+                and not outgoing[4]
+                and self._handshake is None
+                and type(msg.result) is not outgoing[1].input_required
+            ):
+                return [ResultReceived(id=id, method=outgoing[0], result=msg.result)]
+            self._on_response(msg, outgoing, events := [])
         else:
-            self._dispatch(codec, sp, msg, events)
+            self._dispatch(codec, sp, msg, events := [])
         return events
 
     def answer(self, event: InputRequired, responses: Mapping[str, Any]) -> RequestId:
@@ -146,15 +156,15 @@ class ClientSession(Session):
     def _handshake_answer(
         self, outgoing: _Outgoing, result: Any, error: ErrorObject | None, events: list[Event]
     ) -> None:
-        sp = outgoing.speech
-        discover = sp.roles.get(outgoing.method) == "discover"
+        method, sp = outgoing[0], outgoing[1]
+        discover = sp.roles.get(method) == "discover"
         if error is not None:
             self._refused(sp, discover, error, events)
             return
-        expected = sp.facts.wires[outgoing.method].result
+        expected = sp.facts.wires[method].result
         if type(result) is not expected:  # another kind of result: its resultType said so
             self._unreadable(
-                f"the answer to {outgoing.method!r} is a {type(result).__name__}, not "
+                f"the answer to {method!r} is a {type(result).__name__}, not "
                 f"{expected.__name__} (MCP {sp.revision})",
                 events,
             )
