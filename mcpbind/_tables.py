@@ -73,6 +73,11 @@ class _Tables:
     tasks: msgspec.json.Decoder[Any] | None  # a response creating a task
     sides: dict[Any, str]  # capabilities class -> whose ("client" or "server")
     learners: frozenset[Any]  # result classes that carry their sender's capabilities
+    # the per-request _meta envelope (``FACTS.request_meta``): its class, the wire key of its
+    # protocol version, the versions supported (None, "" and empty without the envelope)
+    meta_class: Any
+    version_key: str
+    versions: frozenset[str]
 
 
 _BUILD_LOCK = threading.Lock()
@@ -164,6 +169,9 @@ def _build(revision: str, role: str) -> _Tables:
         learners=frozenset(
             c for m in methods.values() if m.result_learns for c in _classes(m.wire.result)
         ),
+        meta_class=facts.request_meta.type if facts.request_meta is not None else None,
+        version_key=facts.request_meta.version_key if facts.request_meta is not None else "",
+        versions=frozenset(facts.versions) if facts.request_meta is not None else frozenset(),
     )
 
 

@@ -165,6 +165,7 @@ class Advertised:
                     **self._requires,
                     **{k: msgspec.to_builtins(v) for k, v in requires.items()},
                 }
+        self.requires = self._requires  # read by the codec's fast path of check_meta
 
     def learn(self, carrier: Any) -> None:
         """Remember the capabilities a message's params or result carries (its sender's)."""

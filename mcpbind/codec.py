@@ -259,12 +259,19 @@ class Codec:
         if not m.request and data.partition(b'"id"')[1]:
             return self._classify(data)  # a notification with an id is refused there
         msg = wire if m.enveloped else m.build(wire)
-        if (
-            (m.gated and self._caps and m.name not in self._passed[True])
-            or m.learns
-            or self._check_meta
-        ):
+        if (m.gated and self._caps and m.name not in self._passed[True]) or m.learns:
             self._received(m, msg)
+        elif self._check_meta and m.request:
+            # The envelope's usual case read here, without the two calls of the full check: a
+            # _meta of its class naming a supported version, for a method needing no capability.
+            t = self._t
+            meta: Any = getattr(getattr(msg, "params", None), "meta", None)
+            if (
+                type(meta) is not t.meta_class
+                or meta.get(t.version_key) not in t.versions
+                or m.name in self._gates.requires
+            ):
+                self._received(m, msg)
         return msg
 
     def _fast_response(self, data: bytes) -> Response[Any] | None:
