@@ -27,7 +27,7 @@ from ..events import Negotiated
 from ..projection import ProjectionError
 from ..session import ClientSession
 from ..session._common import _fields, _open_class, checked, speech
-from .losses import Lost, convey
+from .losses import Lost, convey, conveyor
 from .tasks import undeclared_tasks, untranslated_tasks
 
 __all__ = [
@@ -87,6 +87,9 @@ class Crossing:
         self._failed: ProtocolError | None = None  # the server side could not be opened
         self._envelope_cache: tuple[str, Any, dict[str, Any]] | None = None
         self._target_methods: tuple[str, Any] | None = None  # the server side's methods
+        # The last class of params gone down and of result gone up, their target and route.
+        self._down_way: tuple[type, str, Any] | None = None
+        self._up_way: tuple[type, str, Any] | None = None
         self._typed_cache: tuple[Any, dict[str, Any]] | None = None
         self.tasks_translated = False  # a core client's tasks served by the gateway (tasks_http)
 
@@ -252,7 +255,10 @@ class Crossing:
             return params, token
         # _cross and _carry inline: on every request
         try:
-            params, lost = convey(params, target)
+            way = self._down_way
+            if way is None or way[0] is not type(params) or way[1] != target:
+                way = self._down_way = (type(params), target, conveyor(params, target))
+            params, lost = way[2](params)
         except ProjectionError as exc:
             params, lost = self._unprojected(params, exc, self._params_of(method))
         if lost:
@@ -327,7 +333,10 @@ class Crossing:
             return result
         # _cross and _carry inline: on every result
         try:
-            result, lost = convey(result, revision)
+            way = self._up_way
+            if way is None or way[0] is not type(result) or way[1] != revision:
+                way = self._up_way = (type(result), revision, conveyor(result, revision))
+            result, lost = way[2](result)
         except ProjectionError as exc:
             result, lost = self._unprojected(result, exc, self._result_of(method))
         if lost:

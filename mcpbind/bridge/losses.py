@@ -10,7 +10,7 @@ applies the ``replace`` rules, and lists every loss with its JSON path; ``convey
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import msgspec
@@ -358,6 +358,16 @@ def convey(obj: Any, target: str) -> tuple[Any, list[Lost]]:
     if route is None:
         route = _route(obj, target)
     found: tuple[Any, list[Lost]] = route(obj)
+    return found
+
+
+def conveyor(obj: Any, target: str) -> Callable[[Any], tuple[Any, list[Lost]]]:
+    """What ``convey(value, target)`` does for every value of ``obj``'s class, as one callable
+    (for a caller that keeps it: the same class comes again and again)."""
+    route = _ROUTES.get((type(obj), target))
+    if route is None:
+        route = _route(obj, target)
+    found: Callable[[Any], tuple[Any, list[Lost]]] = route
     return found
 
 
