@@ -143,6 +143,7 @@ class Codec:
         self._in_batch = False  # decoding the members of a batch
         self._gates = Advertised(self._t, revision, role, requires)
         self._check_meta = self._gates.meta_checked
+        self._requires = self._gates.requires  # method -> the client capabilities it needs
         # the gates' own dict and sets, read on the hot paths without another attribute hop
         self._caps, self._passed = self._gates.caps, self._gates.passed
         self._learn = self._gates.learn
@@ -265,12 +266,12 @@ class Codec:
             # The envelope's usual case read here, without the two calls of the full check: a
             # _meta of its class naming a supported version, for a method needing no capability.
             t = self._t
-            meta: Any = getattr(getattr(msg, "params", None), "meta", None)
-            if (
-                type(meta) is not t.meta_class
-                or meta.get(t.version_key) not in t.versions
-                or m.name in self._gates.requires
-            ):
+            try:  # (no params, params without _meta, or _meta without a version: the full check)
+                meta = msg.params.meta
+                usual = type(meta) is t.meta_class and meta[t.version_key] in t.versions
+            except (AttributeError, KeyError, TypeError):
+                usual = False
+            if not usual or m.name in self._requires:
                 self._received(m, msg)
         return msg
 
