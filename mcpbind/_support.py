@@ -272,6 +272,8 @@ def _compile_open(cls: type[OpenObject]) -> Callable[[Any], Any]:
     # A required key is always there after a successful convert: no UNSET to skip.
     always = tuple((a, w) for a, w in typed if info[a].required)
     maybe = tuple((a, w) for a, w in typed if not info[a].required)
+    always_one = always[0] if len(always) == 1 else ()
+    maybe_one = maybe[0] if len(maybe) == 1 else ()
     # With no declared key present and none required, there is nothing to validate or replace.
     skippable = not any(f.required for f in info.values())
     hooked = _needs_hook(fields_type)
@@ -294,12 +296,20 @@ def _compile_open(cls: type[OpenObject]) -> Callable[[Any], Any]:
                 # msgspec passes a ValidationError from a hook on as it is, but adds where the
                 # hook's value is to any other ValueError: the path must name the whole way.
                 raise ValueError(str(exc)) from None
-            for attribute, wire in always:
-                self[wire] = getattr(values, attribute)
-            for attribute, wire in maybe:
-                value = getattr(values, attribute)
+            if always_one:  # (the usual shapes, without a loop)
+                self[always_one[1]] = getattr(values, always_one[0])
+            else:
+                for attribute, wire in always:
+                    self[wire] = getattr(values, attribute)
+            if maybe_one:
+                value = getattr(values, maybe_one[0])
                 if value is not unset:
-                    self[wire] = value
+                    self[maybe_one[1]] = value
+            else:
+                for attribute, wire in maybe:
+                    value = getattr(values, attribute)
+                    if value is not unset:
+                        self[wire] = value
         if convert_extra is not None:
             try:
                 update(self, convert_extra({k: v for k, v in obj.items() if k not in declared}))
