@@ -105,7 +105,6 @@ class _Send:
     meta_key: str | None  # wire key of the params' _meta
     meta_class: Any  # the open class of the params' _meta, or None
     version_key: str | None  # the _meta key a request must carry its revision in, or None
-    task_attr: str | None  # the params attribute that makes a request a task, or None
     opening: bool  # the request that opens a session (initialize): sent by connect() alone
 
 
@@ -131,6 +130,14 @@ class _Speech:
         trip = self.facts.round_trip
         # The result class that asks for input instead of answering, or None.
         self.input_required: Any = trip.result if trip is not None else None
+        tasks = self.facts.tasks
+        # The result classes that answer a request with something else than its result (a task
+        # created, input asked): a response of any other class is its request's plain result.
+        self.unplain = frozenset(
+            c
+            for c in (self.input_required, tasks.result if tasks is not None else None)
+            if c is not None
+        )
         self.batches = self.facts.batches
         self._send: dict[str, _Send] = {}
 
@@ -147,7 +154,7 @@ class _Speech:
             params = spec.params
             meta_key = _fields(params).get("meta") if params is not None else None
             ready(params) if params is not None else None
-            envelope, tasks = self.facts.request_meta, self.facts.tasks
+            envelope = self.facts.request_meta
             request = spec.kind == "request"
             found = _Send(
                 spec,
@@ -157,7 +164,6 @@ class _Speech:
                 meta_key,
                 _open_class(params, "meta") if params is not None else None,
                 envelope.version_key if envelope is not None and request else None,
-                tasks.when if tasks is not None and tasks.when in _fields(params) else None,
                 self.roles.get(method) == "initialize",
             )
             self._send[method] = found
@@ -175,10 +181,10 @@ def speech(revision: str) -> _Speech:
 
 
 # A request this side sent, awaiting its response: (method, the _Speech it was sent in, its
-# params, the progress token put in its _meta or None, whether it was sent as a task). A tuple:
+# params, the progress token put in its _meta or None). A tuple:
 # one is built on every request, and a tuple costs a tenth of a Struct (some 70 instructions,
 # not 700).
-_Outgoing = tuple[str, _Speech, Any, Any, bool]
+_Outgoing = tuple[str, _Speech, Any, Any]
 
 
 class _Incoming(msgspec.Struct, gc=False):
@@ -304,7 +310,10 @@ class Session:
         # opens the session is sent from here too, before the state is "ready" (``_connecting``).
         if codec is None or sp is None or (self.state != "ready" and not self._connecting):
             codec, sp = self._sending(f"send {method!r}")  # raises, naming the state
-        send = sp._send.get(method) or sp.send(method)
+        try:  # (a subscript, not a method call)
+            send = sp._send[method]
+        except KeyError:
+            send = sp.send(method)
         if not send.request:
             raise ProtocolError(
                 INVALID_REQUEST, f"{method!r} is a notification in MCP {sp.revision}: use notify"
@@ -332,10 +341,7 @@ class Session:
             params = self._params(sp, send, params, token)
         data = codec.encode(send.wire(id=id, jsonrpc="2.0", params=params))
         self._asked = True
-        augmented = (
-            send.task_attr is not None and getattr(params, send.task_attr, UNSET) is not UNSET
-        )
-        self._outgoing[id] = (method, sp, params, token, augmented)
+        self._outgoing[id] = (method, sp, params, token)
         if token is not None:
             self._tokens[token] = id
         self._out.append(data)
@@ -679,7 +685,7 @@ class Session:
         if outgoing is None:
             self._unexpected(id, events)
             return
-        method, sp, params, token, augmented = outgoing
+        method, sp, params, token = outgoing
         if token is not None:
             del self._tokens[token]
         result = msg.result
@@ -688,8 +694,12 @@ class Session:
             self._handshake = None
             self._handshake_answer(outgoing, result, None, events)
             return
-        tasks = sp.facts.tasks if augmented else None
-        if tasks is not None and type(result) is tasks.result:
+        tasks = sp.facts.tasks
+        if (
+            tasks is not None
+            and type(result) is tasks.result
+            and getattr(params, tasks.when, UNSET) is not UNSET  # it was sent as a task
+        ):
             task = result
             for name in tasks.task_id:
                 task = getattr(task, name)

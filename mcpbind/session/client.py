@@ -92,12 +92,11 @@ class ClientSession(Session):
         if type(msg) is Response:  # the common case, without the dispatch
             id = msg.id
             outgoing = self._outgoing.pop(id, None)
-            if (  # a plain result: no progress token, no task, not the handshake's, no input asked
+            if (  # a plain result: no progress token, not the handshake's, no task, no input asked
                 outgoing is not None
                 and outgoing[3] is None
-                and not outgoing[4]
                 and self._handshake is None
-                and type(msg.result) is not outgoing[1].input_required
+                and type(msg.result) not in outgoing[1].unplain
             ):
                 return [ResultReceived(id=id, method=outgoing[0], result=msg.result)]
             self._on_response(msg, outgoing, events := [])
