@@ -31,6 +31,7 @@ import weakref
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+import httpx
 import msgspec
 from msgspec import UNSET
 
@@ -38,7 +39,9 @@ from .._extensions import TASKS, TasksFacts
 from ..errors import INTERNAL_ERROR, INVALID_PARAMS, ProtocolError
 from ..session._common import checked, speech
 from ..transports.header_check import METHOD_HEADER, NAME_HEADER
+from ..transports.http_client import _needs_auth
 from .tasks import core_task, extension_task
+from .upstream import HttpUpstream
 
 if TYPE_CHECKING:
     from ..events import Negotiated
@@ -261,15 +264,7 @@ class UpstreamTasks:
         name = params.get("taskId", params.get("name"))
         if isinstance(name, str):
             headers[NAME_HEADER] = name
-        http = self.gateway._http
-        assert http is not None  # made when the gateway probed the server
-        try:
-            response = await http.post(self.url, content=body, headers=headers)
-        except Exception as error:  # noqa: BLE001 - the client hears why
-            raise ProtocolError(
-                INTERNAL_ERROR,
-                f"Internal error: the server at {self.url} cannot be reached: {error}",
-            ) from None
+        response = await self._authorized_post(link, body, headers)
         answer = _answer(response.content, response.headers.get("content-type", ""), id)
         if answer is None:
             raise ProtocolError(
@@ -290,6 +285,32 @@ class UpstreamTasks:
                 INTERNAL_ERROR, f"Internal error: the server's answer to {method!r} is no object"
             )
         return result
+
+    async def _authorized_post(
+        self, link: Link, body: bytes, headers: dict[str, str]
+    ) -> httpx.Response:
+        """POST ``body`` authorized as the link's own requests are (the gateway's credentials,
+        ``--upstream-client-id``; never the client's): a challenge goes to the link's
+        ``OAuthClient`` and the POST again, at most its ``max_attempts`` times."""
+        http = self.gateway._http
+        transport = link.transport
+        assert http is not None and isinstance(transport, HttpUpstream)
+        attempts = 0
+        while True:
+            try:
+                sent = await transport._authorized(dict(headers), "POST")
+                response = await http.post(self.url, content=body, headers=sent)
+            except ProtocolError:
+                raise  # the authorization failed, and says why
+            except Exception as error:  # noqa: BLE001 - the client hears why
+                raise ProtocolError(
+                    INTERNAL_ERROR,
+                    f"Internal error: the server at {self.url} cannot be reached: {error}",
+                ) from None
+            if not _needs_auth(response):
+                return response
+            await transport._challenged(response, attempts)  # raises when it cannot help
+            attempts += 1
 
 
 def _answer(body: bytes, content_type: str, id: str) -> dict[str, Any] | None:

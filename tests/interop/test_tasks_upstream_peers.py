@@ -33,9 +33,26 @@ ACCEPT = {"accept": "application/json, text/event-stream", "content-type": "appl
 @pytest.fixture
 def gateway() -> Iterator[str]:
     """examples/everything_server.py and a gateway in front of it: the gateway's URL."""
+    yield from _gateway([], [])
+
+
+@pytest.fixture
+def protected_gateway(authorization_servers: tuple[str, str]) -> Iterator[str]:
+    """examples/everything_server.py requiring tokens of the real authorization server
+    (tests/interop/authserver.py), and a gateway in front of it with credentials of its own
+    (``--upstream-client-id``): the gateway's URL."""
+    issuer = authorization_servers[0]
+    yield from _gateway(
+        ["--auth-server", issuer],
+        ["--upstream-client-id", "app", "--upstream-client-secret", "app-secret"],
+    )
+
+
+def _gateway(server_options: list[str], gateway_options: list[str]) -> Iterator[str]:
     server_port, gateway_port = free_port(), free_port()
     server = subprocess.Popen(
-        [sys.executable, "examples/everything_server.py", "--port", str(server_port)],
+        [sys.executable, "examples/everything_server.py", "--port", str(server_port)]
+        + server_options,
         cwd=ROOT,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
@@ -48,6 +65,7 @@ def gateway() -> Iterator[str]:
             f"127.0.0.1:{gateway_port}",
             "--upstream",
             f"http://127.0.0.1:{server_port}/mcp",
+            *gateway_options,
         ],
         cwd=ROOT,
         stdout=subprocess.DEVNULL,
@@ -161,4 +179,33 @@ def test_a_2025_client_gets_tasks_of_a_2026_server_through_the_gateway(gateway: 
     assert "content" in plain["result"]
     unknown = client.request(9, "tasks/get", {"taskId": "nope"})
     assert unknown["error"]["code"] == -32602
+    assert [str(f) for f in validate_lines(client.wire, REVISION, strict=True)] == []
+
+
+def test_the_gateways_own_task_requests_are_authorized(protected_gateway: str) -> None:
+    """The gateway's own requests of the translation (the task-augmented call, tasks/get, the
+    polls of tasks/result, tasks/cancel) carry the gateway's token, as the link's do: the
+    client, which has none, gets its tasks of a protected server."""
+    client = Client(protected_gateway)
+    caps = {"tasks": {"list": {}, "cancel": {}}}
+    info = {"name": "tasks-through-a-protected-gateway", "version": "1"}
+    hello = {"protocolVersion": REVISION, "capabilities": caps, "clientInfo": info}
+    response = client.send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello})
+    [opened] = client._messages(response)
+    assert opened["result"]["capabilities"]["tasks"]["requests"] == {"tools": {"call": {}}}
+    client.headers["mcp-session-id"] = response.headers["mcp-session-id"]
+    client.headers["mcp-protocol-version"] = REVISION
+    client.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+    call = {"name": "slow_compute", "arguments": {"seconds": 0.2}, "task": {}}
+    created = client.request(2, "tools/call", call)
+    task_id = created["result"]["task"]["taskId"]
+    got = client.request(3, "tasks/get", {"taskId": task_id})
+    assert got["result"]["taskId"] == task_id
+    done = client.request(4, "tasks/result", {"taskId": task_id})
+    assert done["result"]["content"] and "error" not in done
+    slow = {"name": "slow_compute", "arguments": {"seconds": 30}, "task": {}}
+    second = client.request(5, "tools/call", slow)["result"]["task"]["taskId"]
+    cancelled = client.request(6, "tasks/cancel", {"taskId": second})
+    assert cancelled["result"]["status"] == "cancelled"
     assert [str(f) for f in validate_lines(client.wire, REVISION, strict=True)] == []
