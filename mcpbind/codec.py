@@ -244,18 +244,22 @@ class Codec:
                 ) from None
         # partition: cheaper than find (which parses its bounds) and ``in`` (which tries the
         # needle as an integer first); on a long message only its head is searched
-        if self._pending and (
-            data.partition(b'"result"')[1]
-            if len(data) <= _HEAD
-            else data.find(b'"result"', 0, _HEAD) >= 0
-        ):
-            found = self._fast_response(data)
-            if found is not None:
-                return found
+        if self._pending:
+            short = len(data) <= _HEAD
+            if data.partition(b'"result"')[1] if short else data.find(b'"result"', 0, _HEAD) >= 0:
+                found = self._fast_response(data)
+                if found is not None:
+                    return found
+            elif data.partition(b'"error"')[1] if short else data.find(b'"error"', 0, _HEAD) >= 0:
+                error = self._fast_error(data)
+                if error is not None:
+                    return error
         try:
             wire = self._fast.decode(data)
         except _FAILED:
-            return self._classify(data)
+            # an error response nobody awaits (one with an id of null among them), or else
+            error = self._fast_error(data) if data.partition(b'"error"')[1] else None
+            return error if error is not None else self._classify(data)
         m = self._by_wire[type(wire)]
         if not m.request and data.partition(b'"id"')[1]:
             return self._classify(data)  # a notification with an id is refused there
@@ -274,6 +278,17 @@ class Codec:
             if not usual or m.name in self._requires:
                 self._received(m, msg)
         return msg
+
+    def _fast_error(self, data: bytes) -> ErrorResponse | None:
+        """An error response in one closed pass, as the classifier reads it once every other
+        reading failed (no "method", no "result", an id that is a JSON-RPC id or null); None
+        when it is not plainly that."""
+        try:
+            err = _ERROR.decode(data)
+        except _FAILED:
+            return None
+        self._forget(err.id)
+        return ErrorResponse(id=err.id, error=err.error)
 
     def _fast_response(self, data: bytes) -> Response[Any] | None:
         """A result response to a pending request in one closed pass; None when it is not plainly
