@@ -106,6 +106,7 @@ class _Send:
     meta_class: Any  # the open class of the params' _meta, or None
     version_key: str | None  # the _meta key a request must carry its revision in, or None
     opening: bool  # the request that opens a session (initialize): sent by connect() alone
+    speech: _Speech  # the revision's facts it belongs to
 
 
 class _Speech:
@@ -140,6 +141,9 @@ class _Speech:
         )
         self.batches = self.facts.batches
         self._send: dict[str, _Send] = {}
+        # The send plans of the requests a session in state "ready" sends without more checks
+        # (every request but the one that opens a session), as they are first sent.
+        self.requests: dict[str, _Send] = {}
 
     def send(self, method: str) -> _Send:
         found = self._send.get(method)
@@ -165,12 +169,14 @@ class _Speech:
                 _open_class(params, "meta") if params is not None else None,
                 envelope.version_key if envelope is not None and request else None,
                 self.roles.get(method) == "initialize",
+                self,
             )
             self._send[method] = found
         return found
 
 
 _SPEECH: dict[str, _Speech] = {}  # one per pinned revision at most
+_NOT_READY: dict[str, _Send] = {}  # (never written)
 
 
 def speech(revision: str) -> _Speech:
@@ -239,6 +245,7 @@ class Session:
     def _begin(self) -> None:
         """The state of a connection that has not started (everything but the configuration)."""
         self.state = "idle"
+        self._requests: dict[str, _Send] = _NOT_READY  # ``_Speech.requests`` once "ready"
         self.revision: str | None = None
         self._codec: Codec | None = None  # the codec of what this side sends now
         self._speech: _Speech | None = None
@@ -305,25 +312,12 @@ class Session:
         per-request ``_meta`` envelope and, with ``progress=True``, a progress token. Raises
         ``ProtocolError`` and queues nothing when the request cannot be sent.
         """
-        codec, sp = self._codec, self._speech
-        # One call, not two (a Python call costs some 400 instructions): the handshake that
-        # opens the session is sent from here too, before the state is "ready" (``_connecting``).
-        if codec is None or sp is None or (self.state != "ready" and not self._connecting):
-            codec, sp = self._sending(f"send {method!r}")  # raises, naming the state
-        try:  # (a subscript, not a method call)
-            send = sp._send[method]
+        try:  # the checks of state and method made once: one subscript (none before "ready")
+            send = self._requests[method]
         except KeyError:
-            send = sp.send(method)
-        if not send.request:
-            raise ProtocolError(
-                INVALID_REQUEST, f"{method!r} is a notification in MCP {sp.revision}: use notify"
-            )
-        if send.opening and self.state == "ready":  # before, it is connect()'s own handshake
-            raise ProtocolError(
-                INVALID_REQUEST,
-                f"{type(self).__name__} is in state 'ready': {method!r} opens a session, and "
-                f"only connect() sends it, once (MCP {sp.revision})",
-            )
+            send = self._request_plan(method)  # or why it cannot be sent
+        sp = send.speech
+        codec: Codec = self._codec  # type: ignore[assignment]  # (set: the state allows it)
         if id is None:
             id = self._new_id()
         elif id in self._outgoing:
@@ -346,6 +340,35 @@ class Session:
             self._tokens[token] = id
         self._out.append(data)
         return id
+
+    def _request_plan(self, method: str) -> _Send:
+        """How to send a ``method`` request now, when ``_requests`` does not say: before the
+        state is "ready" (only the client's handshake request may go then, ``_connecting``),
+        the request that opens a session, a method not sent yet. Raises ``ProtocolError`` when
+        it cannot be sent."""
+        sp = self._speech
+        if self._codec is None or sp is None or (self.state != "ready" and not self._connecting):
+            _, sp = self._sending(f"send {method!r}")  # raises, naming the state
+        send = sp.send(method)
+        if not send.request:
+            raise ProtocolError(
+                INVALID_REQUEST, f"{method!r} is a notification in MCP {sp.revision}: use notify"
+            )
+        if not send.opening:
+            sp.requests[method] = send
+        elif self.state == "ready":  # before, it is connect()'s own handshake
+            raise ProtocolError(
+                INVALID_REQUEST,
+                f"{type(self).__name__} is in state 'ready': {method!r} opens a session, and "
+                f"only connect() sends it, once (MCP {sp.revision})",
+            )
+        return send
+
+    def _ready(self) -> None:
+        """State "ready": requests go out in ``_speech``'s revision, with ``_codec``."""
+        self.state = "ready"
+        assert self._speech is not None and self._codec is not None
+        self._requests = self._speech.requests
 
     def _new_id(self) -> int:
         self._next_id += 1

@@ -12,7 +12,17 @@ from .._revisions import LATEST, REVISIONS
 from ..codec import ErrorObject, Response
 from ..errors import INVALID_PARAMS, INVALID_REQUEST, ProtocolError, UnsupportedRevision
 from ..events import Event, InputRequired, Negotiated, NegotiationFailed, ResultReceived
-from ._common import RequestId, Session, _Outgoing, _Speech, checked, make, open_get, speech
+from ._common import (
+    _NOT_READY,
+    RequestId,
+    Session,
+    _Outgoing,
+    _Speech,
+    checked,
+    make,
+    open_get,
+    speech,
+)
 
 __all__ = ["ClientSession"]
 
@@ -309,7 +319,7 @@ class ClientSession(Session):
         else:
             self._use(revision)
         self.revision = revision
-        self.state = "ready"
+        self._ready()
         return result
 
     def _handshake_unreadable(self, error: ProtocolError, events: list[Event]) -> None:
@@ -328,6 +338,7 @@ class ClientSession(Session):
         headline: str = "Unsupported protocol version",
     ) -> None:
         self.state = "failed"
+        self._requests = _NOT_READY
         error = UnsupportedRevision(offered, list(self.revisions))
         error.message = f"{headline}: {reason}; this client offers {list(self.revisions)}"
         error.args = (error.message,)

@@ -215,7 +215,7 @@ class ServerSession(Session):
                 return
         else:
             self._codec, self._speech, self.revision = codec, sp, sp.revision
-            self.state = "ready"
+            self._ready()
             if role == "discover":
                 self._on_discover(codec, sp, id, message, events)
                 return
@@ -309,7 +309,7 @@ class ServerSession(Session):
         self, codec: Codec, sp: _Speech, msg: Any, role: str | None, events: list[Event]
     ) -> None:
         if role == "initialized" and self.state == "initializing":
-            self.state = "ready"
+            self._ready()
             events.append(Initialized())
             return
         super()._notification(codec, sp, msg, role, events)
