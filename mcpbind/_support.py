@@ -380,10 +380,12 @@ def _closest(members: tuple[Member, ...], obj: Any) -> Member | None:
 
 def dec_hook(tp: Any, obj: Any) -> Any:
     """The msgspec ``dec_hook`` that decodes the generated untagged unions and open objects."""
-    decode = _HOOKS.get(tp)
-    if decode is None:
-        decode = _hook(tp)
-    return decode(obj)
+    try:  # (one subscript: msgspec calls this once per open object and untagged union)
+        return _HOOKS[tp](obj)
+    except KeyError:
+        if tp in _HOOKS:
+            raise  # the decoder's own
+    return _hook(tp)(obj)
 
 
 # The decoder of each untagged union and open object class, written only under _LOCK. One entry
