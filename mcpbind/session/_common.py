@@ -326,12 +326,13 @@ class Session:
                 f"duplicate request id {id!r}: a {self._outgoing[id][0]!r} request with it "
                 "awaits its response",
             )
-        token = id if progress else None
+        token = None
         if (
-            type(params) is not send.params  # not the fast path: a Struct with what it needs
-            or token is not None
+            progress
+            or type(params) is not send.params  # not the fast path: a Struct with what it needs
             or (send.version_key is not None and send.version_key not in (params.meta or ()))
         ):
+            token = id if progress else None
             params = self._params(sp, send, params, token)
         data = codec.encode(send.wire(id=id, jsonrpc="2.0", params=params))
         self._asked = True

@@ -9,7 +9,7 @@ import msgspec
 from msgspec import UNSET
 
 from .._revisions import LATEST, REVISIONS
-from ..codec import ErrorObject, Response
+from ..codec import Codec, ErrorObject, Response
 from ..errors import INVALID_PARAMS, INVALID_REQUEST, ProtocolError, UnsupportedRevision
 from ..events import Event, InputRequired, Negotiated, NegotiationFailed, ResultReceived
 from ._common import (
@@ -78,12 +78,13 @@ class ClientSession(Session):
 
     def receive(self, data: bytes | str) -> list[Event]:
         """The events of one message (or batch) from the server."""
-        codec, sp = self._codec, self._speech
-        if codec is None or sp is None:
+        sp = self._speech
+        if sp is None:  # (the codec is set with it)
             raise ProtocolError(
                 INVALID_REQUEST,
                 f"ClientSession is in state {self.state!r}: call connect() before receive()",
             )
+        codec: Codec = self._codec  # type: ignore[assignment]
         events: list[Event]
         if sp.batches:
             raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
