@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import time
 from abc import ABC, abstractmethod
@@ -54,6 +55,7 @@ EVENT_MAX_AGE = 300.0
 Entry = tuple[str, bytes | None]
 
 OnMessage = Callable[[str, bytes], None]
+OnAddressed = Callable[[bytes], None]
 
 
 class Store(ABC):
@@ -121,6 +123,25 @@ class Store(ABC):
     async def publish(self, sid: str, data: bytes) -> None:
         """Send ``data`` about session ``sid`` to every worker's ``on_message``."""
 
+    # -- addressed messages ---------------------------------------------------------------------
+
+    @abstractmethod
+    async def listen(self, channel: str, on_message: OnAddressed) -> None:
+        """Begin delivering what is ``send``-t to ``channel`` to ``on_message(data)`` (until the
+        store is closed, or ``unlisten``)."""
+
+    @abstractmethod
+    async def unlisten(self, channel: str) -> None:
+        """Stop delivering ``channel``'s messages here."""
+
+    @abstractmethod
+    async def send(self, channel: str, data: bytes) -> int:
+        """Send ``data`` to whoever listens on ``channel``; how many listeners got it."""
+
+    @abstractmethod
+    async def listeners(self, channel: str) -> int:
+        """How many listen on ``channel`` now (0: the process that did is gone)."""
+
 
 def store_from(store: Store | str | None) -> Store:
     """The store a server option names: a ``Store``, a ``redis://`` (``rediss://``, ``unix://``)
@@ -171,12 +192,14 @@ class MemoryStore(Store):
         # Logs of streams that ended, by when they are dropped (event_max_age after their end).
         self._ended: dict[tuple[str, str], float] = {}
         self._subscribers: list[OnMessage] = []  # the on_message of every server sharing it
+        self._channels: dict[str, OnAddressed] = {}  # channel -> its listener (listen)
 
     async def start(self, on_message: OnMessage) -> None:
         self._subscribers.append(on_message)
 
     async def close(self) -> None:
         self._subscribers.clear()
+        self._channels.clear()
 
     # -- session records
 
@@ -335,6 +358,22 @@ class MemoryStore(Store):
         for subscriber in self._subscribers:
             loop.call_soon(subscriber, sid, data)
 
+    async def listen(self, channel: str, on_message: OnAddressed) -> None:
+        self._channels[channel] = on_message
+
+    async def unlisten(self, channel: str) -> None:
+        self._channels.pop(channel, None)
+
+    async def send(self, channel: str, data: bytes) -> int:
+        listener = self._channels.get(channel)
+        if listener is None:
+            return 0
+        asyncio.get_running_loop().call_soon(listener, data)
+        return 1
+
+    async def listeners(self, channel: str) -> int:
+        return int(channel in self._channels)
+
 
 # -- in Redis ---------------------------------------------------------------------------------------
 
@@ -460,7 +499,8 @@ class RedisStore(Store):
     ``<prefix>sessions`` (a sorted set of session ids by deadline: the count ``max_sessions``
     bounds), ``<prefix>e:<sid>:<stream>`` (a stream's log, a Redis stream trimmed to
     ``max_events`` entries and ``event_max_age`` seconds), ``<prefix>l:<sid>`` (the set of a
-    session's logs); channel ``<prefix>m`` carries the messages between workers. Each change is
+    session's logs); channel ``<prefix>m`` carries the messages between workers, and
+    ``<prefix>c:<channel>`` the messages ``send`` addresses to one ``channel``. Each change is
     one Lua script, so workers never see half of one. One Redis server (or a primary with
     replicas); the scripts touch several keys, so not Redis Cluster.
 
@@ -502,6 +542,7 @@ class RedisStore(Store):
         self._touch = self.redis.register_script(_TOUCH)
         self._end = self.redis.register_script(_END)
         self._listener: asyncio.Task[None] | None = None
+        self._channels: dict[str, asyncio.Task[None]] = {}  # channel -> its listener (listen)
 
     def __repr__(self) -> str:
         return f"RedisStore({self.url!r}, prefix={self.prefix!r})"
@@ -516,26 +557,27 @@ class RedisStore(Store):
             return
         pubsub = self.redis.pubsub()
         await pubsub.subscribe(f"{self.prefix}m")
-        self._listener = asyncio.ensure_future(self._listen(pubsub, on_message))
+        deliver = functools.partial(self._deliver, on_message=on_message)
+        self._listener = asyncio.ensure_future(self._listen(pubsub, f"{self.prefix}m", deliver))
 
-    async def _listen(self, pubsub: Any, on_message: OnMessage) -> None:
+    async def _listen(self, pubsub: Any, channel: str, deliver: Any) -> None:
         """Deliver the channel's messages; when the connection to Redis drops, subscribe again
         (a second later, and then every second until Redis answers)."""
         while True:
             try:
-                await self._deliver(pubsub, on_message)
+                await deliver(pubsub)
             except asyncio.CancelledError:
                 with contextlib.suppress(Exception):
                     await pubsub.aclose()
                 raise
             except Exception:
-                _log.exception("listening to %sm: subscribing again in a second", self.prefix)
+                _log.exception("listening to %s: subscribing again in a second", channel)
                 with contextlib.suppress(Exception):
                     await pubsub.aclose()
                 await asyncio.sleep(1.0)
                 with contextlib.suppress(Exception):
                     pubsub = self.redis.pubsub()
-                    await pubsub.subscribe(f"{self.prefix}m")
+                    await pubsub.subscribe(channel)
 
     async def _deliver(self, pubsub: Any, on_message: OnMessage) -> None:
         while True:
@@ -553,11 +595,15 @@ class RedisStore(Store):
                 _log.exception("handling a message from another worker")
 
     async def close(self) -> None:
+        listeners = list(self._channels.values())
+        self._channels.clear()
         if self._listener is not None:
-            self._listener.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._listener
+            listeners.append(self._listener)
             self._listener = None
+        for listener in listeners:
+            listener.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await listener
         await self.redis.aclose()
 
     # -- session records
@@ -637,6 +683,48 @@ class RedisStore(Store):
     async def publish(self, sid: str, data: bytes) -> None:
         payload = msgspec.msgpack.encode((sid, data))
         await self.redis.publish(f"{self.prefix}m", payload)
+
+    # -- addressed messages
+
+    async def listen(self, channel: str, on_message: OnAddressed) -> None:
+        if channel in self._channels:
+            return
+        name = f"{self.prefix}c:{channel}"
+        pubsub = self.redis.pubsub()
+        await pubsub.subscribe(name)
+        deliver = functools.partial(_addressed, on_message=on_message)
+        self._channels[channel] = asyncio.ensure_future(self._listen(pubsub, name, deliver))
+
+    async def unlisten(self, channel: str) -> None:
+        listener = self._channels.pop(channel, None)
+        if listener is not None:
+            listener.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await listener
+
+    async def send(self, channel: str, data: bytes) -> int:
+        return int(await self.redis.publish(f"{self.prefix}c:{channel}", data))
+
+    async def listeners(self, channel: str) -> int:
+        name = f"{self.prefix}c:{channel}"
+        found: Any = await self.redis.pubsub_numsub(name)
+        return int(dict((_text(k), v) for k, v in found).get(name, 0))
+
+
+async def _addressed(pubsub: Any, on_message: OnAddressed) -> None:
+    """Deliver what is sent to one channel (``RedisStore.listen``)."""
+    while True:
+        message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=None)
+        if message is None:
+            continue
+        try:
+            on_message(bytes(message["data"]))
+        except Exception:  # one bad message must not stop the others
+            _log.exception("handling a message sent to this process")
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
 
 
 def _entries(raw: Any) -> list[Entry]:
