@@ -67,20 +67,23 @@ from ..events import (
 )
 from ..negotiate import negotiate
 from ..session import ServerSession
-from ..session._common import speech
+from ..session._common import checked, speech
 from ..transports.http_server import SESSION_IDLE_TIMEOUT, Call, StreamableHTTPServer
 from ..transports.sse_server import SSEServer
 from ..transports.stdio import MAX_LINE, Envelope
 from .crossing import INPUT_TIMEOUT, NOT_SENT, STATE_PREFIX, Crossing, too_many
 from .pool import Pool
+from .relay import MAX_RELAYED, RELAY_TIMEOUT, Relay, RelayedCall
 from .tasks_http import NOT_MINE, UpstreamTasks
 from .upstream import HttpUpstream, SseUpstream, StdioUpstream, Upstream, upstream_kind
 
 __all__ = [
     "INPUT_TIMEOUT",
     "MAX_IN_FLIGHT",
+    "MAX_RELAYED",
     "MAX_SHARED",
     "OPEN_TIMEOUT",
+    "RELAY_TIMEOUT",
     "Gateway",
 ]
 
@@ -172,7 +175,7 @@ class _Pending:
 
     def __init__(self, rid: Any, call: Call) -> None:
         self.rid = rid
-        self.call: Call | None = call
+        self.call: Call | RelayedCall | None = call
         self.method = call.method
         self.revision = call.revision
         self.answer: Any = None  # the server's answer (an event), or the error it ended with
@@ -309,6 +312,11 @@ class Link(Crossing):
             state, answers = self.round_trip_retry(call.params, call.revision)
         message: bytes | None = None
         if state is not None and state.startswith(STATE_PREFIX):
+            relay = self.gateway.relay
+            holder = relay.holder(state) if relay is not None else None
+            if relay is not None and holder is not None and holder != relay.worker:
+                # Held by another gateway process: asked there, answered here (bridge/relay.py).
+                return await relay.forward(holder, state, repr(self.key), call)
             pending = self.gateway._resume(state, call, self)
             self._answer_asks(pending, answers)
         else:
@@ -329,6 +337,20 @@ class Link(Crossing):
         except asyncio.CancelledError:
             # The client cancelled it, or left: the server stops working on it too.
             if pending.call is call and self.pending.get(pending.rid) is pending:
+                self._cancel(pending, "the client cancelled the request or went away")
+                self._flush()
+            raise
+        finally:
+            self._say()
+
+    async def resume(self, pending: _Pending, answers: dict[str, Any]) -> Any:
+        """The answer to a retry that arrived at another gateway process (``pending`` resumed
+        for it): as ``forward`` gives it, the request cancelled on the server if it is."""
+        self._answer_asks(pending, answers)
+        try:
+            return await self._outcome(pending)
+        except asyncio.CancelledError:
+            if self.pending.get(pending.rid) is pending:
                 self._cancel(pending, "the client cancelled the request or went away")
                 self._flush()
             raise
@@ -601,7 +623,7 @@ class Link(Crossing):
             return live.session.revision if live is not None else None
         return None
 
-    def _newest_call(self) -> Call | None:
+    def _newest_call(self) -> Call | RelayedCall | None:
         for pending in reversed(self.pending.values()):
             if pending.call is not None:
                 return pending.call
@@ -738,6 +760,8 @@ class Gateway:
         input_timeout: float = INPUT_TIMEOUT,
         open_timeout: float = OPEN_TIMEOUT,
         max_line: int = MAX_LINE,
+        max_relayed: int = MAX_RELAYED,
+        relay_timeout: float = RELAY_TIMEOUT,
         store: Any = None,
         auth: Any = None,
         upstream_auth: OAuthClient | None = None,
@@ -752,6 +776,8 @@ class Gateway:
             ("max_in_flight", max_in_flight),
             ("input_timeout", input_timeout),
             ("open_timeout", open_timeout),
+            ("max_relayed", max_relayed),
+            ("relay_timeout", relay_timeout),
         ):
             if value <= 0:
                 raise ValueError(f"{name} must be positive, not {value!r}")
@@ -778,6 +804,8 @@ class Gateway:
         self.sessions: dict[tuple[int, str], Link] = {}  # (front, session id) -> its link
         self.shared: dict[str, Link] = {}  # client identity -> link, least recently used first
         self._holds: dict[str, tuple[Link, _Pending]] = {}
+        self.max_relayed, self.relay_timeout = max_relayed, relay_timeout
+        self.relay: Relay | None = None  # with a shared store, once the server is learnt
         self._background: set[asyncio.Task[Any]] = set()
         self.idle_timeout = (
             session_idle_timeout if session_idle_timeout is not None else SESSION_IDLE_TIMEOUT
@@ -873,6 +901,9 @@ class Gateway:
         )
         # Links ending on their own (a session that ended just before) finish ending first.
         await asyncio.gather(*self._background, return_exceptions=True)
+        if self.relay is not None:
+            await self.relay.close()
+            self.relay = None
         await self.http.aclose()
         if self._http is not None and self._own_http:
             await self._http.aclose()
@@ -896,6 +927,17 @@ class Gateway:
     async def _learn(self) -> None:
         if self._sweeper is None:
             self._sweeper = asyncio.ensure_future(self._sweep())
+        if self.relay is None and self.http.store.shared:
+            # Other processes share the store: a retry may reach one of them (bridge/relay.py).
+            relay = Relay(
+                self.http.store,
+                self._resume_relayed,
+                max_relayed=self.max_relayed,
+                timeout=self.relay_timeout,
+                log=self._log,
+            )
+            await relay.start()
+            self.relay = relay
         if self.upstream is not None:
             if self._http is None:
                 self._http = httpx.AsyncClient(
@@ -1040,6 +1082,8 @@ class Gateway:
     def _hold(self, pending: _Pending, link: Link) -> str:
         """Keep ``pending`` for the client's retry; its request state."""
         state = Crossing.new_state()
+        if self.relay is not None:
+            state = self.relay.state(state)  # names this process, for a retry arriving elsewhere
         self._holds[state] = (link, pending)
         if pending.timer is not None:
             pending.timer.cancel()
@@ -1062,15 +1106,30 @@ class Gateway:
         link._flush()
         link._say()
 
-    def _resume(self, state: str, call: Call, link: Link) -> _Pending:
+    async def _resume_relayed(self, call: RelayedCall, state: str, identity: str) -> Any:
+        """The answer to ``call``, a retry of the round ``state`` held here that arrived at
+        another process from the client of ``identity`` (``Relay``)."""
+        spec = speech(call.revision).methods.get(call.method)
+        if spec is None:
+            raise ProtocolError(METHOD_NOT_FOUND, f"Method not found: {call.method!r}")
+        params = checked(call.params, spec.params, call.revision, "$.params")
+        _, answers = Crossing.round_trip_retry(params, call.revision)
+        found = self._holds.get(state)
+        link = found[0] if found is not None and repr(found[0].key) == identity else None
+        pending = self._resume(state, call, link)
+        assert link is not None
+        return await link.resume(pending, answers)
+
+    def _resume(self, state: str, call: Call | RelayedCall, link: Link | None) -> _Pending:
         """The held request a retry's ``state`` names, now serving ``call``."""
-        found = self._holds.pop(state, None)
+        found = self._holds.pop(state, None) if link is not None else None
         if found is None or found[0] is not link or found[1].method != call.method:
             raise ProtocolError(
                 INVALID_PARAMS,
                 "Invalid params: requestState names no input round this gateway holds for this "
                 f"client and method (it expired after input_timeout, {self.input_timeout:g} s, "
-                "its server connection ended, or another gateway process issued it)",
+                "its server connection ended, or a gateway process not sharing this one's Redis "
+                "issued it)",
             )
         pending = found[1]
         if pending.timer is not None:

@@ -1,0 +1,118 @@
+"""A 2026-07-28 client's input round across gateway processes (`mcpbind bridge --listen ...
+--upstream URL --redis URL`, two of them sharing one real Redis, in front of
+examples/everything_server.py held to 2025-11-25): the server's elicitation comes up on one
+gateway as an input-required result, the client's retry goes to the other, which carries it to
+the one holding the round and brings back the answer; when the holder is gone, the retry fails at
+once with an error naming why."""
+
+from __future__ import annotations
+
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from mcpbind.validate import validate_lines
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from test_gateway_workers import (  # noqa: E402,F401 - fixtures
+    REVISION,
+    Gateway,
+    gateway_redis,
+    stop,
+    upstream,
+)
+
+pytestmark = [pytest.mark.interop, pytest.mark.timeout(180)]
+
+CLIENT = "2026-07-28"
+META = {
+    "io.modelcontextprotocol/protocolVersion": CLIENT,
+    "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
+    "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
+}
+HEADERS = {
+    "accept": "application/json, text/event-stream",
+    "content-type": "application/json",
+    "mcp-protocol-version": CLIENT,
+    "mcp-method": "tools/call",
+    "mcp-name": "test_elicitation",
+}
+ANSWER = {"action": "accept", "content": {"response": "yes"}}
+
+
+class Client:
+    """A session-less 2026-07-28 client; ``wire`` is what it sent and received."""
+
+    def __init__(self) -> None:
+        self.wire: list[str] = []
+        self.ids = iter(range(1, 1000))
+
+    def call(self, url: str, **retry: Any) -> dict[str, Any]:
+        params = {"name": "test_elicitation", "arguments": {"message": "ok?"}, "_meta": META}
+        message = {
+            "jsonrpc": "2.0",
+            "id": next(self.ids),
+            "method": "tools/call",
+            "params": params | retry,
+        }
+        response = httpx.post(url, json=message, headers=HEADERS, timeout=30)
+        self.wire += [response.request.content.decode(), response.text]
+        answer: dict[str, Any] = response.json()
+        return answer
+
+    def asked(self, url: str) -> dict[str, Any]:
+        """The first try: the server's elicitation as an input-required result."""
+        result = self.call(url)["result"]
+        assert result["resultType"] == "input_required", result
+        ((name, request),) = result["inputRequests"].items()
+        assert request["method"] == "elicitation/create"
+        assert request["params"]["message"] == "ok?"
+        return {"name": name, "state": result["requestState"]}
+
+    def retry(self, url: str, asked: dict[str, Any]) -> dict[str, Any]:
+        return self.call(url, inputResponses={asked["name"]: ANSWER}, requestState=asked["state"])
+
+
+@pytest.fixture
+def two(upstream: str, gateway_redis: str) -> Any:  # noqa: F811
+    pinned = ("--server-revision", REVISION)
+    a, b = Gateway(upstream, gateway_redis, *pinned), Gateway(upstream, gateway_redis, *pinned)
+    yield a, b
+    for gateway in (a, b):
+        if gateway.process.poll() is None:
+            stop(gateway.process)
+
+
+def test_a_round_asked_on_one_gateway_is_answered_through_the_other(two: Any) -> None:
+    a, b = two
+    client = Client()
+    done = client.retry(b.url, client.asked(a.url))
+    text = done["result"]["content"][0]["text"]
+    assert text == 'Elicitation completed: action=accept, content={"response": "yes"}'
+    # Both ways, and a round whose next question comes back through the other gateway too.
+    again = client.retry(a.url, client.asked(b.url))
+    assert again["result"]["content"][0]["text"] == text
+    assert list(validate_lines(client.wire, CLIENT, strict=True)) == []
+
+
+def test_a_retry_whose_holder_is_gone_fails_at_once_naming_why(two: Any) -> None:
+    a, b = two
+    client = Client()
+    asked = client.asked(a.url)
+    a.process.send_signal(signal.SIGKILL)  # dies holding the round
+    a.process.wait()
+    error = client.retry(b.url, asked)["error"]
+    assert error["code"] == -32000
+    assert "gateway process holding this input round" in error["message"]
+    assert "is gone" in error["message"]
+    assert error["data"]["reason"] == "holder gone"
+    # A state forged with another worker's name and a guessed token is refused as unknown.
+    worker = asked["state"].split(":", 1)[1].split(".", 1)[0]
+    forged = dict(asked, state=f"mcpbind-gateway:{worker}.guessed")
+    error = client.retry(b.url, forged)["error"]
+    assert error["code"] == -32000 and error["data"]["reason"] == "holder gone"
