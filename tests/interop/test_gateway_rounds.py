@@ -116,3 +116,19 @@ def test_a_retry_whose_holder_is_gone_fails_at_once_naming_why(two: Any) -> None
     forged = dict(asked, state=f"mcpbind-gateway:{worker}.guessed")
     error = client.retry(b.url, forged)["error"]
     assert error["code"] == -32000 and error["data"]["reason"] == "holder gone"
+
+
+def test_rounds_through_workers_on_one_port_all_complete(
+    upstream: str, gateway_redis: str  # noqa: F811
+) -> None:
+    """``--workers 2``: the kernel spreads the client's connections over both processes, so
+    about half the retries reach the other one; every round completes."""
+    gateway = Gateway(upstream, gateway_redis, "--server-revision", REVISION, "--workers", "2")
+    try:
+        client = Client()
+        for _ in range(12):
+            done = client.retry(gateway.url, client.asked(gateway.url))
+            assert done["result"]["content"][0]["text"].startswith("Elicitation completed")
+        assert list(validate_lines(client.wire, CLIENT, strict=True)) == []
+    finally:
+        stop(gateway.process)
