@@ -367,3 +367,69 @@ def test_the_gateways_answer_is_found_in_json_or_an_event_stream() -> None:
     assert _answer(msgspec.json.encode(mine), "application/json", "mcpbind-task-1") == mine
     assert _answer(msgspec.json.encode(mine), "application/json", "other") is None
     assert _answer(b"not json", "application/json", "mcpbind-task-1") is None
+
+
+# -- the HTTP gateway's layer for clients of the extension (GatewayTasks, LinkTasks) -------------
+
+
+def _declared(task_id: str, declared: bool = True) -> dict[str, Any]:
+    caps = {"extensions": {EXT: {}}} if declared else {}
+    return {"taskId": task_id, "_meta": {META_2026.capabilities_key: caps}}
+
+
+def test_the_gateways_tasks_layer_owns_the_extensions_methods_only_once_on() -> None:
+    from mcpbind.bridge.tasks import GatewayTasks
+
+    assert GatewayTasks.of(["2025-11-25"]) is None  # no client of the extension
+    layer = GatewayTasks.of(["2025-11-25", "2026-07-28"])
+    assert layer is not None
+    assert not layer.owns(FACTS.get, "t-1")  # off: the front's session answers -32601
+    assert (
+        layer.between(ev.Negotiated(revision="2026-07-28", capabilities=None, info=None)) is False
+    )
+    assert layer.between(ev.Negotiated(revision=FACTS.core, capabilities=None, info=None)) is True
+    assert layer.owns(FACTS.get, "t-1") and layer.owns(FACTS.update, None)
+    assert not layer.owns(FACTS.eligible, "slow")  # calls go down a link, as any request
+    version = {META_2026.version_key: "2026-07-28"}
+    assert layer.speaks({"_meta": version}) and not layer.speaks({"_meta": {}})
+
+
+def test_the_gateway_finds_a_task_on_the_link_of_its_maker_only() -> None:
+    import asyncio
+
+    from mcpbind.bridge.gateway import Gateway, Link
+    from mcpbind.bridge.tasks import LinkTasks, _Task
+
+    async def run() -> list[Any]:
+        gateway = Gateway(command=["true"])  # never started: the link is not opened
+        layer = gateway._task_front
+        assert layer is not None
+        link = Link(gateway, "identity", None, None)
+        translator = link.tasks = LinkTasks(link, FACTS, layer)
+        translator.tasks["t-1"] = _Task("t-1", "2026-07-28", FACTS.eligible)
+        translator.owners["t-1"] = "alice"
+        layer.where["t-1"] = translator
+        out: list[Any] = []
+        update = {**_declared("t-1"), FACTS.input_responses: {}}
+        out.append(await layer.respond(FACTS.update, update, "alice"))
+        for params, owner in (
+            (update, "bob"),  # another owner's task is unknown to it
+            (_declared("t-2"), "alice"),  # no link holds it
+            (_declared("t-1", declared=False), "alice"),  # the extension not declared
+        ):
+            try:
+                await layer.respond(FACTS.update, params, owner)
+            except mcpbind.ProtocolError as error:
+                out.append(error.code)
+        # the link ends: its tasks are forgotten by the gateway
+        translator.close(mcpbind.ProtocolError(-32000, "Connection closed: gone"))
+        out.append("t-1" in layer.where)
+        return out
+
+    assert asyncio.run(run()) == [
+        {"resultType": FACTS.complete_result},
+        -32602,
+        -32602,
+        -32021,
+        False,
+    ]

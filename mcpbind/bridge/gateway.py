@@ -74,6 +74,7 @@ from ..transports.stdio import MAX_LINE, Envelope
 from .crossing import INPUT_TIMEOUT, NOT_SENT, STATE_PREFIX, Crossing, too_many
 from .pool import Pool
 from .relay import MAX_RELAYED, RELAY_TIMEOUT, Relay, RelayedCall
+from .tasks import GatewayTasks, LinkTasks, TaskAnswer
 from .tasks_http import NOT_MINE, UpstreamTasks
 from .upstream import HttpUpstream, SseUpstream, StdioUpstream, Upstream, upstream_kind
 
@@ -146,6 +147,11 @@ class _Front(ServerSession):
             self.client = (message.params.capabilities, message.params.client_info, sp)
         super()._on_initialize(codec, sp, id, message, events)
 
+    def _result(self, incoming: Any, result: Any) -> Any:
+        if type(result) is TaskAnswer:  # the extension's, which the revision has no class for
+            return dict(result)
+        return super()._result(incoming, result)
+
     def _on_discover(self, codec: Any, sp: Any, id: Any, message: Any, events: Any) -> None:
         if self._face(sp.revision, codec, id, events):
             super()._on_discover(codec, sp, id, message, events)
@@ -217,6 +223,7 @@ class Link(Crossing):
         self._serving: set[asyncio.Task[Any]] = set()
         self._closing: str | None = None  # why the client side ended it
         self._trips: tuple[str, bool] | None = None  # whether the client's revision has retries
+        self.tasks: LinkTasks | None = None  # an extension client's tasks (bridge/tasks.py)
 
     # -- opening and closing ----------------------------------------------------------------------
 
@@ -279,6 +286,8 @@ class Link(Crossing):
         self.pending.clear()
         if self._negotiated is not None and not self._negotiated.done():
             self._negotiated.set_exception(ProtocolError(CONNECTION_CLOSED, why))
+        if self.tasks is not None:
+            self.tasks.close(error)
         for task in self._serving:
             task.cancel()
         if count or why is not self._closing:
@@ -381,6 +390,8 @@ class Link(Crossing):
         else:
             raise ProtocolError(CONNECTION_CLOSED, f"Connection closed: {self.why}")
         params, token = self._down_params(call.method, call.params, call.revision)
+        if self.tasks is not None:
+            params = self.tasks.down(call, params)  # type: ignore[arg-type]
         rid = self.back.request(
             call.method, None if params is UNSET else params, progress=token is not None
         )
@@ -410,6 +421,8 @@ class Link(Crossing):
             event = pending.answer
             if isinstance(event, BaseException):
                 raise event
+            if type(event) is TaskAnswer:  # the task translation's own answer (tasks.py)
+                return event
             call = pending.call
             assert call is not None
             if isinstance(event, ResultReceived | TaskCreated):
@@ -501,6 +514,8 @@ class Link(Crossing):
         """Events of the server's messages (``related``: the id of the request whose response
         carried them, when the transport knows it)."""
         for event in events:
+            if self.tasks is not None and self.tasks.server_event(event):
+                continue
             if isinstance(event, ResultReceived | ErrorReceived | InputRequired | TaskCreated):
                 pending = self.pending.pop(event.id, None)
                 if pending is not None:
@@ -639,6 +654,8 @@ class Link(Crossing):
             self._say()
 
     async def _serve(self, event: RequestReceived, related: Any) -> Any:
+        if self.tasks is not None and (asked := self.tasks.asked(event)) is not None:
+            return await asked  # an input request of a task (tasks.py)
         pending = self.pending.get(related) if related is not None else None
         if pending is None:
             pending = next(reversed(self.pending.values()), None)
@@ -800,7 +817,7 @@ class Gateway:
         self._pool: Pool | None = None  # keep-alive connections to an HTTP server
         self._probed: asyncio.Future[None] | None = None
         self.face = Face(Crossing(self.server_revisions, strict=strict))
-        self.tasks: UpstreamTasks | None = None  # bridge/tasks_http.py
+        self.tasks: UpstreamTasks | GatewayTasks | None = None  # tasks_http.py, tasks.py
         self.sessions: dict[tuple[int, str], Link] = {}  # (front, session id) -> its link
         self.shared: dict[str, Link] = {}  # client identity -> link, least recently used first
         self._holds: dict[str, tuple[Link, _Pending]] = {}
@@ -815,6 +832,8 @@ class Gateway:
             (client_revisions,) if isinstance(client_revisions, str) else tuple(client_revisions)
         )
         session_class = functools.partial(_Front, face=self.face)
+        # An extension client's tasks of a core revision server (bridge/tasks.py), once learnt.
+        self._task_front = GatewayTasks.of(clients)
         limits: dict[str, Any] = {}
         if allowed_hosts is not None:
             limits["allowed_hosts"] = allowed_hosts
@@ -831,6 +850,7 @@ class Gateway:
             on_event=self._on_event,
             on_close=functools.partial(self._on_close, 0),
             auth=auth,
+            tasks=self._task_front,  # type: ignore[arg-type]
             **limits,
         )
         # HTTP+SSE has no authorization (with tokens required it is not served at all), and
@@ -960,6 +980,9 @@ class Gateway:
                 negotiated = probe._negotiated.result()
             finally:
                 await probe.close("the probe is done")
+        front = self._task_front
+        if self.tasks is None and front is not None and front.between(negotiated):
+            self.tasks = front
         self.face.learn(negotiated)
         self._say(self.face.crossing.take_log())
 

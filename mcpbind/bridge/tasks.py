@@ -22,6 +22,9 @@ are checked against the generated classes of the server's revision by its sessio
 
 from __future__ import annotations
 
+import asyncio
+import itertools
+import weakref
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -29,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 from msgspec import UNSET
 
+from .. import bindings
 from .._extensions import TASKS, TasksFacts
 from ..errors import (
     INTERNAL_ERROR,
@@ -49,11 +53,18 @@ from ..session._common import checked, speech
 from . import crossing  # (which imports this module: its names are read when called)
 
 if TYPE_CHECKING:
+    from ..events import Negotiated
     from .core import Bridge
+    from .crossing import Crossing
+    from .gateway import Link
 
 __all__ = [
     "MAX_TASKS",
     "MAX_TOOLS",
+    "NOT_MINE",
+    "GatewayTasks",
+    "LinkTasks",
+    "TaskAnswer",
     "TaskBridge",
     "core_task",
     "extension_task",
@@ -68,6 +79,20 @@ MAX_TASKS = 1000
 MAX_TOOLS = 10_000
 
 _JSON = msgspec.json.Encoder()
+_KEYS = itertools.count(1)  # the gateway's handlers awaiting a translator's answer
+
+
+class _NotMine:
+    """The request is not the task translation's: the gateway's link forwards it as usual."""
+
+
+NOT_MINE: Any = _NotMine()
+
+
+class TaskAnswer(dict[str, Any]):
+    """A result of the extension's that answers a client's call through the HTTP gateway (the
+    task the server created): no class of the client's revision has it, so the front's session
+    sends it as it is (``gateway._Front``)."""
 
 
 def _plain(value: Any) -> Any:
@@ -173,10 +198,13 @@ class _Task:
 class TaskBridge:
     """The translator of one bridge (module docstring)."""
 
-    def __init__(self, bridge: Bridge, facts: TasksFacts) -> None:
-        self.bridge = bridge
+    def __init__(
+        self, bridge: Crossing, facts: TasksFacts, tools: dict[str, bool] | None = None
+    ) -> None:
+        self.bridge: Any = bridge  # a stdio ``Bridge``, or a gateway ``Link`` (``LinkTasks``)
         self.facts = facts
         assert facts.core is not None  # ``between`` builds one only then
+        self.core_revision: str = facts.core
         back = speech(facts.core)
         core = back.facts.tasks
         assert core is not None  # the core revision has task-augmented requests
@@ -195,7 +223,8 @@ class TaskBridge:
         self.kind = kinds.key
         self.methods = {facts.get, facts.update, facts.cancel}
         self._marks = tuple(m.encode() for m in self.methods)
-        self.tools: dict[str, bool] = {}  # tool name -> whether its calls may be tasks
+        # tool name -> whether its calls may be tasks (a gateway's links share one)
+        self.tools: dict[str, bool] = {} if tools is None else tools
         self.tasks: dict[str, _Task] = {}
         # the bridge's requests to the server -> (what it is, the task, the client's request id)
         self.mine: dict[Any, tuple[str, _Task, Any]] = {}
@@ -253,12 +282,14 @@ class TaskBridge:
         if method == f.update:
             self._update(id, task, params.get(f.input_responses))
             return
-        if len(self.mine) >= self.bridge.max_in_flight:
-            raise crossing.too_many(id, self.bridge.max_in_flight, "the client", "the server")
+        limit = self.limit()
+        if len(self.mine) >= limit:
+            raise crossing.too_many(id, limit, "the client", "the server")
         down = self.bridge.back.request(
             self.get if method == f.get else self.cancel, {"taskId": task.id}
         )
         self.mine[down] = (method, task, id)
+        self._sent()
 
     def _declared(self, meta: Any) -> bool:
         caps = meta.get(self.caps_key) if isinstance(meta, dict) else None
@@ -273,9 +304,7 @@ class TaskBridge:
                 INVALID_PARAMS,
                 f"Invalid params: {self.facts.input_responses} must be an object of responses",
             )
-        bridge = self.bridge
-        target = bridge.back.revision
-        assert target is not None
+        target = self.core_revision  # the server's
         # Answers to requests the task is not waiting for are ignored, as the extension says;
         # every answer is checked (as the result of the server's request) before any is sent.
         answers = {}
@@ -286,7 +315,7 @@ class TaskBridge:
             answers[name] = (sid, checked(responses[name], result_class, target, where))
         for name, (sid, answer) in answers.items():
             del task.asked[name]
-            bridge._quietly(bridge.back.respond, sid, answer)
+            self._respond(sid, answer)
         self._answer(id, {self.kind: self.facts.complete_result})
 
     def down(self, e: RequestReceived, params: Any) -> Any:
@@ -356,15 +385,20 @@ class TaskBridge:
             return False
         del bridge._down[e.id]
         bridge._up.pop(up.id, None)
+        self._answer(up.id, self._made(e, up.revision, up.method), session=True)
+        return True
+
+    def _made(self, e: TaskCreated, revision: str, method: str) -> dict[str, Any]:
+        """Keep the task ``e`` the server created for the client's ``method`` and ask for its
+        payload; the extension's task result that answers the client's call."""
         core = msgspec.to_builtins(e.result)[self.core.task_id[0]]
-        task = _Task(e.task_id, up.revision, up.method)
+        task = _Task(e.task_id, revision, method)
         self.tasks[task.id] = task
         # The payload request carries the task's input requests and, at its end, its outcome.
-        down = bridge.back.request(self.payload, {"taskId": task.id})
+        down = self.bridge.back.request(self.payload, {"taskId": task.id})
         self.mine[down] = ("payload", task, None)
-        created = {**extension_task(core, self.facts), self.kind: self.facts.task_result}
-        self._answer(up.id, created, session=True)
-        return True
+        self._sent()
+        return {**extension_task(core, self.facts), self.kind: self.facts.task_result}
 
     def _asks(self, e: RequestReceived) -> bool:
         """A server's request tied to one of these tasks becomes one of its input requests."""
@@ -384,7 +418,7 @@ class TaskBridge:
                 params, task.revision, f"the params of the server's {e.method!r}"
             )
         except ProtocolError as err:
-            bridge._quietly(bridge.back.respond_error, e.id, err.code, err.message, err.data)
+            self._respond(e.id, err)
             return True
         request: dict[str, Any] = {"method": e.method}
         if params is not None and params is not UNSET:
@@ -421,13 +455,8 @@ class TaskBridge:
         else:  # the get
             snapshot = extension_task(msgspec.to_builtins(result), f)
             if not self._reply(id, task, snapshot):
-                if len(task.waiting) >= self.bridge.max_in_flight:
-                    self._error(
-                        id,
-                        crossing.too_many(
-                            id, self.bridge.max_in_flight, "the client", "the server"
-                        ),
-                    )
+                if len(task.waiting) >= self.limit():
+                    self._error(id, crossing.too_many(id, self.limit(), "the client", "the server"))
                 else:
                     task.waiting.append((id, snapshot))
 
@@ -478,7 +507,25 @@ class TaskBridge:
             if not self._reply(id, task, snapshot):
                 task.waiting.append((id, snapshot))
 
-    # -- answering the client -----------------------------------------------------------------
+    # -- where the answers go (the stdio bridge's; ``LinkTasks`` the gateway's) -----------------
+
+    def limit(self) -> int:
+        """The requests of the client it may hold at once (the bridge's ``max_in_flight``)."""
+        return int(self.bridge.max_in_flight)
+
+    def _sent(self) -> None:
+        """A request to the server was queued (the stdio bridge sends it when it is done)."""
+
+    def _respond(self, sid: Any, answer: Any) -> None:
+        """Answer the server's request ``sid`` (an input request of a task) with ``answer``, a
+        result or a ``ProtocolError``."""
+        bridge = self.bridge
+        if isinstance(answer, ProtocolError):
+            bridge._quietly(
+                bridge.back.respond_error, sid, answer.code, answer.message, answer.data
+            )
+        else:
+            bridge._quietly(bridge.back.respond, sid, answer)
 
     def _answer(self, id: Any, result: dict[str, Any], session: bool = False) -> None:
         """Send the client ``result`` for its request ``id``; ``session``: a request its session
@@ -509,3 +556,200 @@ class TaskBridge:
             self._error(id, error)
         self.mine.clear()
         self.tasks.clear()
+
+
+def _owner(auth: Any) -> str | None:
+    """Who a gateway client's request is from, as the Streamable HTTP server names a task's
+    owner (the token's subject, else its client; None without authorization)."""
+    return None if auth is None else (auth.subject or auth.client_id)
+
+
+class LinkTasks(TaskBridge):
+    """The translator of one HTTP gateway ``Link`` whose client speaks the extension's revision
+    and whose server the core revision: the stdio bridge's translation (``TaskBridge``), its
+    answers given to the gateway's handlers awaiting them instead of written to a client
+    stream, and the task's input requests answered through the link's ``serve``."""
+
+    def __init__(self, link: Link, facts: TasksFacts, front: GatewayTasks) -> None:
+        super().__init__(link, facts, front.tools)
+        self.front = front
+        self.calls: dict[int, asyncio.Future[Any]] = {}  # the handlers awaiting an answer
+        self.inputs: dict[Any, asyncio.Future[Any]] = {}  # the server's input requests' answers
+        self.owners: dict[str, str | None] = {}  # task id -> who made it
+
+    async def request(self, method: str, params: dict[str, Any]) -> Any:
+        """The answer to the client's extension request (get, update, cancel)."""
+        key = next(_KEYS)
+        future = asyncio.get_running_loop().create_future()
+        self.calls[key] = future
+        try:
+            self._request(key, method, params)
+            return await future
+        finally:
+            self.calls.pop(key, None)
+            self.bridge._say()
+
+    def asked(self, e: RequestReceived) -> asyncio.Future[Any] | None:
+        """The answer to come to the server's request ``e`` when it is an input request of one
+        of these tasks (asked of the client through its gets, answered by its update)."""
+        if len(self.inputs) >= self.limit():
+            return None  # the link answers it as any other request of the server's
+        future = asyncio.get_running_loop().create_future()
+        self.inputs[e.id] = future
+        if not self._asks(e):
+            del self.inputs[e.id]
+            return None
+        return future
+
+    def server_event(self, e: Event) -> bool:
+        if isinstance(e, RequestReceived):
+            return False  # the link's ``serve`` asks ``asked``
+        if isinstance(e, RequestCancelled):
+            future = self.inputs.pop(e.id, None)
+            if future is not None:
+                future.cancel()
+        return super().server_event(e)
+
+    def _created(self, e: TaskCreated) -> bool:
+        link = self.bridge
+        pending = link.pending.get(e.id)
+        call = pending.call if pending is not None else None
+        if call is None or call.revision != self.client:
+            return False
+        del link.pending[e.id]
+        created = self._made(e, call.revision, call.method)
+        self.owners[e.task_id] = _owner(getattr(call, "auth", None))
+        self.front.where[e.task_id] = self
+        link._settle(pending, TaskAnswer(created))  # the handler returns it as it is
+        return True
+
+    def _failed(self, what: str, task: _Task, id: Any, error: ProtocolError) -> None:
+        super()._failed(what, task, id, error)
+        if task.id not in self.tasks:  # forgotten by the server
+            self.owners.pop(task.id, None)
+            if self.front.where.get(task.id) is self:
+                del self.front.where[task.id]
+
+    def limit(self) -> int:
+        return int(self.bridge.gateway.max_in_flight)
+
+    def _sent(self) -> None:
+        self.bridge._flush()
+
+    def _respond(self, sid: Any, answer: Any) -> None:
+        future = self.inputs.pop(sid, None)
+        if future is None or future.done():
+            return
+        if isinstance(answer, ProtocolError):
+            future.set_exception(answer)
+        else:
+            future.set_result(answer)
+
+    def _answer(self, id: Any, result: dict[str, Any], session: bool = False) -> None:
+        future = self.calls.pop(id, None)
+        if future is not None and not future.done():
+            future.set_result(result)
+
+    def _error(self, id: Any, error: ProtocolError) -> None:
+        future = self.calls.pop(id, None)
+        if future is not None and not future.done():
+            future.set_exception(ProtocolError(error.code, error.message, error.data))
+
+    def close(self, error: ProtocolError) -> None:
+        """The link ended: every handler and input request waiting gets ``error``."""
+        for key in list(self.calls):
+            self._error(key, error)
+        for future in self.inputs.values():
+            if not future.done():
+                future.set_exception(ProtocolError(error.code, error.message, error.data))
+        self.inputs.clear()
+        for task_id in self.tasks:
+            if self.front.where.get(task_id) is self:
+                del self.front.where[task_id]
+        super().close(error)
+
+
+class GatewayTasks:
+    """The HTTP gateway's part of the translation for clients of the extension's revision in
+    front of a server of the core revision: the tasks layer of its Streamable HTTP front (what
+    ``mcpbind.tasks.Tasks`` offers ``StreamableHTTPServer(tasks=...)``: the extension's get,
+    update and cancel reach it, not the front's session), a translator per link
+    (``LinkTasks``), the task support of the server's tools (learnt from any link's lists),
+    and which link's translator holds each task. Off (it owns nothing) until ``between``
+    finds such a server."""
+
+    def __init__(self, facts: TasksFacts) -> None:
+        self.facts = facts
+        self.on = False
+        self.methods = frozenset((facts.get, facts.update, facts.cancel))
+        meta = speech(facts.revision).facts.request_meta
+        assert meta is not None  # the extension rides on the per-request envelope
+        self._meta = meta
+        self._versions = bindings(facts.revision).FACTS.versions
+        self.tools: dict[str, bool] = {}
+        self.where: weakref.WeakValueDictionary[str, LinkTasks] = weakref.WeakValueDictionary()
+
+    @classmethod
+    def of(cls, client_revisions: Iterable[str]) -> GatewayTasks | None:
+        """The layer when one of the gateway's client revisions has an extension that replaces
+        a core revision's tasks, else None."""
+        for revision in client_revisions:
+            facts = TASKS.get(revision)
+            if facts is not None and facts.core is not None:
+                return cls(facts)
+        return None
+
+    def between(self, negotiated: Negotiated) -> bool:
+        """Turn on when the server agreed on the core revision the extension replaces."""
+        self.on = negotiated.revision == self.facts.core
+        return self.on
+
+    async def forward(self, link: Link, call: Any) -> Any:
+        """Give the link of a client of the extension's revision its translator; the request
+        itself is the link's (``NOT_MINE``)."""
+        if link.tasks is None and call.revision == self.facts.revision:
+            link.tasks = LinkTasks(link, self.facts, self)
+        return NOT_MINE
+
+    # -- the front's tasks layer ------------------------------------------------------------------
+
+    def advertise(self, capabilities: Any) -> Any:
+        return capabilities  # each client is told the server's face (``gateway.Face``)
+
+    def share(self, store: Any) -> None:
+        """Tasks live with the links of one gateway process (not shared through a store)."""
+
+    def owns(self, method: str | None, name: str | None) -> bool:
+        return self.on and method in self.methods
+
+    def speaks(self, params: Any) -> bool:
+        meta = params.get("_meta") if isinstance(params, dict) else None
+        version = meta.get(self._meta.version_key) if isinstance(meta, dict) else None
+        return version in self._versions
+
+    def listen(self, id: Any, params: dict[str, Any], owner: str | None = None) -> None:
+        return None  # no subscription streams of tasks through the gateway
+
+    async def respond(self, method: str, params: dict[str, Any], owner: str | None = None) -> Any:
+        """The answer to the extension's ``method`` from the link holding the task."""
+        task_id = params.get("taskId")
+        translator = self.where.get(task_id) if isinstance(task_id, str) else None
+        if translator is None or translator.owners.get(str(task_id), "") != owner:
+            meta = params.get("_meta")
+            caps = meta.get(self._meta.capabilities_key) if isinstance(meta, dict) else None
+            extensions = caps.get("extensions") if isinstance(caps, dict) else None
+            if not isinstance(extensions, dict) or not isinstance(
+                extensions.get(self.facts.extension), dict
+            ):
+                raise ProtocolError(
+                    MISSING_REQUIRED_CLIENT_CAPABILITY,
+                    f"Missing required client capability: {method!r} needs the "
+                    f"{self.facts.extension} extension declared in the request's _meta "
+                    f"{self._meta.capabilities_key}",
+                    {"requiredCapabilities": {"extensions": {self.facts.extension: {}}}},
+                )
+            raise ProtocolError(INVALID_PARAMS, f"Invalid params: no task {task_id!r}")
+        return await translator.request(method, params)
+
+    async def aclose(self) -> None:
+        """Nothing of its own to end: the links end their translators."""

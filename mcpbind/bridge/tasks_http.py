@@ -40,7 +40,7 @@ from ..errors import INTERNAL_ERROR, INVALID_PARAMS, ProtocolError
 from ..session._common import checked, speech
 from ..transports.header_check import METHOD_HEADER, NAME_HEADER
 from ..transports.http_client import _needs_auth
-from .tasks import core_task, extension_task
+from .tasks import NOT_MINE, core_task, extension_task
 from .upstream import HttpUpstream
 
 if TYPE_CHECKING:
@@ -54,13 +54,6 @@ MAX_TASKS = 1000  # tasks one link keeps (for tasks/list, and those answered at 
 _POLL = (0.05, 5.0)  # the bounds of the wait between two polls of tasks/result (seconds)
 _IDS = itertools.count(1)
 _VERSION_HEADER = "mcp-protocol-version"
-
-
-class _NotMine:
-    """The request is not a task request: the link forwards it as usual."""
-
-
-NOT_MINE: Any = _NotMine()
 
 
 class UpstreamTasks:
