@@ -15,6 +15,12 @@ None. It sits beside the bridge's own translations (``core.Bridge`` asks it firs
 - the server's status notifications of these tasks have no counterpart on a stdio client of the
   extension (it polls): they are not forwarded, said once per task in the log.
 
+The same translation serves the HTTP gateway (``mcpbind bridge --listen``) for such a client in
+front of such a server: ``GatewayTasks`` is its front's tasks layer (the extension's get, update
+and cancel reach it, not the front's session, and go to the link whose translator holds the
+task), ``LinkTasks`` the translator of one link (its answers go to the gateway's handlers
+awaiting them, the task's input requests are answered through the link's ``serve``).
+
 Every method, key and status comes from the generated facts (``TASKS``, ``FACTS``); the results
 are checked against the generated classes of the server's revision by its session. docs/bridge.md
 ("Tasks") lists what maps and what is a loss.
@@ -24,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import time
 import weakref
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -579,6 +586,7 @@ class LinkTasks(TaskBridge):
 
     async def request(self, method: str, params: dict[str, Any]) -> Any:
         """The answer to the client's extension request (get, update, cancel)."""
+        self.bridge.used = time.monotonic()  # the link is in use (its idle sweep)
         key = next(_KEYS)
         future = asyncio.get_running_loop().create_future()
         self.calls[key] = future
