@@ -7,8 +7,10 @@ once with an error naming why."""
 
 from __future__ import annotations
 
+import json
 import signal
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +18,7 @@ import httpx
 import pytest
 
 from mcpbind.validate import validate_lines
+from tests._net import free_port
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -23,6 +26,7 @@ from test_gateway_workers import (  # noqa: E402,F401 - fixtures
     REVISION,
     Gateway,
     gateway_redis,
+    started,
     stop,
     upstream,
 )
@@ -46,36 +50,57 @@ ANSWER = {"action": "accept", "content": {"response": "yes"}}
 
 
 class Client:
-    """A session-less 2026-07-28 client; ``wire`` is what it sent and received."""
+    """A session-less 2026-07-28 client calling ``tool``; ``wire`` is what it sent and
+    received."""
 
-    def __init__(self) -> None:
+    def __init__(self, tool: str = "test_elicitation") -> None:
+        self.tool = tool
         self.wire: list[str] = []
         self.ids = iter(range(1, 1000))
+        self.headers = {**HEADERS, "mcp-name": tool}
 
-    def call(self, url: str, **retry: Any) -> dict[str, Any]:
-        params = {"name": "test_elicitation", "arguments": {"message": "ok?"}, "_meta": META}
-        message = {
-            "jsonrpc": "2.0",
-            "id": next(self.ids),
-            "method": "tools/call",
-            "params": params | retry,
-        }
-        response = httpx.post(url, json=message, headers=HEADERS, timeout=30)
+    def message(self, **extra: Any) -> dict[str, Any]:
+        params = {"name": self.tool, "arguments": {"message": "ok?"}, "_meta": META} | extra
+        if self.tool != "test_elicitation":
+            params["arguments"] = {}
+        return {"jsonrpc": "2.0", "id": next(self.ids), "method": "tools/call", "params": params}
+
+    def call(self, url: str, **extra: Any) -> dict[str, Any]:
+        response = httpx.post(url, json=self.message(**extra), headers=self.headers, timeout=30)
         self.wire += [response.request.content.decode(), response.text]
         answer: dict[str, Any] = response.json()
         return answer
 
-    def asked(self, url: str) -> dict[str, Any]:
+    def asked(self, url: str, message: str = "ok?", **extra: Any) -> dict[str, Any]:
         """The first try: the server's elicitation as an input-required result."""
-        result = self.call(url)["result"]
+        answer = self.call(url, **extra)
+        assert "result" in answer, answer
+        result = answer["result"]
         assert result["resultType"] == "input_required", result
         ((name, request),) = result["inputRequests"].items()
         assert request["method"] == "elicitation/create"
-        assert request["params"]["message"] == "ok?"
+        assert request["params"]["message"] == message
         return {"name": name, "state": result["requestState"]}
 
     def retry(self, url: str, asked: dict[str, Any]) -> dict[str, Any]:
         return self.call(url, inputResponses={asked["name"]: ANSWER}, requestState=asked["state"])
+
+    def retry_events(self, url: str, asked: dict[str, Any], answer: Any) -> list[Any]:
+        """The retry with a progress token, its answer read as an event stream."""
+        meta = META | {"progressToken": "t1"}
+        retry = self.message(
+            inputResponses={asked["name"]: answer}, requestState=asked["state"], _meta=meta
+        )
+        response = httpx.post(url, json=retry, headers=self.headers, timeout=30)
+        self.wire.append(json.dumps(retry))
+        assert response.headers["content-type"].startswith("text/event-stream"), response.text
+        events = [
+            json.loads(line[5:])
+            for line in response.text.splitlines()
+            if line.startswith("data:") and line[5:].strip()
+        ]
+        self.wire += [json.dumps(e) for e in events]
+        return events
 
 
 @pytest.fixture
@@ -132,3 +157,49 @@ def test_rounds_through_workers_on_one_port_all_complete(
         assert list(validate_lines(client.wire, CLIENT, strict=True)) == []
     finally:
         stop(gateway.process)
+
+
+@pytest.fixture
+def slow_pair(gateway_redis: str) -> Any:  # noqa: F811
+    """Two gateways in front of tests/interop/gateway_upstream.py, whose tools work on after the
+    client's answer."""
+    port = free_port()
+    server = started([sys.executable, str(HERE / "gateway_upstream.py"), "--port", str(port)], port)
+    url = f"http://127.0.0.1:{port}/mcp"
+    pinned = ("--server-revision", REVISION)
+    a, b = Gateway(url, gateway_redis, *pinned), Gateway(url, gateway_redis, *pinned)
+    yield a, b
+    for process in (a.process, b.process, server):
+        if process.poll() is None:
+            stop(process)
+
+
+def test_progress_after_the_answer_reaches_the_retry_on_the_other_gateway(slow_pair: Any) -> None:
+    a, b = slow_pair
+    client = Client(tool="ask_then_report")
+    asked = client.asked(a.url, message="say something", _meta=META | {"progressToken": "t1"})
+    events = client.retry_events(b.url, asked, {"action": "accept", "content": {"response": "hi"}})
+    progress = [e["params"] for e in events if e.get("method") == "notifications/progress"]
+    assert [(p["progress"], p["message"]) for p in progress] == [
+        (1, "step 1 of 2"),
+        (2, "step 2 of 2"),
+    ]
+    assert all(p["progressToken"] == "t1" for p in progress)
+    assert events[-1]["result"]["content"][0]["text"] == "answered: hi"
+    assert list(validate_lines(client.wire, CLIENT, strict=True)) == []
+
+
+def test_a_holder_gone_while_the_retry_waits_fails_it_naming_why(slow_pair: Any) -> None:
+    a, b = slow_pair
+    client = Client(tool="ask_then_wait")
+    asked = client.asked(a.url, message="say something")
+    # a dies once the retry has reached it through b (it then waits for the server's answer).
+    killer = threading.Timer(1.0, a.process.send_signal, (signal.SIGKILL,))
+    killer.start()
+    try:
+        answer = client.retry(b.url, asked)
+    finally:
+        killer.join()
+    error = answer["error"]
+    assert error["code"] == -32000 and error["data"]["reason"] == "holder gone"
+    assert "while the retry waited for its answer" in error["message"]
