@@ -14,8 +14,8 @@ A retry for another process is sent to its channel (``Relay.forward``): nobody l
 there, and sends back what it answers (the request's result, the next input round, or an error),
 with the progress and notifications on the request's stream on the way. While it waits, the
 forwarding process checks every ``HOLDER_CHECK`` seconds that the holder still listens, and gives
-up after ``relay_timeout``; at most ``max_relayed`` retries wait at once. A client that leaves
-cancels the round on the holder.
+up after ``relay_timeout`` (the round then cancelled on the holder); at most ``max_relayed``
+retries wait at once. A client that leaves cancels the round on the holder.
 """
 
 from __future__ import annotations
@@ -207,6 +207,10 @@ class Relay:
         except asyncio.CancelledError:
             # The client cancelled or left: the holder cancels the request on the server.
             self._post(holder, _Note("cancel", ref, origin=self.worker))
+            raise
+        except ProtocolError as error:
+            if isinstance(error.data, dict) and error.data.get("reason") == "timeout":
+                self._post(holder, _Note("cancel", ref, origin=self.worker))  # nobody waits
             raise
         finally:
             self._waiting.pop(ref, None)
