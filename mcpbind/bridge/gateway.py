@@ -751,7 +751,9 @@ class Gateway:
     link of its own; past it the HTTP servers refuse or evict as they do), ``max_shared`` links
     of clients without a session, ``max_in_flight`` requests of one link awaiting the server,
     ``input_timeout`` seconds a server's request waits for a round-trip client's retry,
-    ``open_timeout`` seconds for the server's handshake, ``max_line`` bytes of a child's line.
+    ``open_timeout`` seconds for the server's handshake, ``max_line`` bytes of a child's line;
+    with a shared store, ``max_relayed`` retries carried to the process holding their input
+    round and awaiting its answer, each for ``relay_timeout`` seconds at most (bridge/relay.py).
     ``store`` (a Redis URL) is the Streamable HTTP front's store (docs/http.md); ``auth`` (a
     ``ResourceServer``) makes its clients present tokens, and turns HTTP+SSE off, as does
     ``sse=False`` (HTTP+SSE sessions live in one process). The client's
