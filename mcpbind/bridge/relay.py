@@ -132,6 +132,7 @@ class Relay:
         self._serving: dict[str, asyncio.Task[None]] = {}  # ref -> the retry served here
         self._outbox: asyncio.Queue[tuple[str, _Note]] = asyncio.Queue(MAX_OUTBOX)
         self._sender: asyncio.Task[None] | None = None
+        self._late: set[asyncio.Task[int]] = set()  # answers sent past a full outbox
         self._started = False
 
     async def start(self) -> None:
@@ -297,7 +298,9 @@ class Relay:
             self._outbox.put_nowait((worker, note))
         except asyncio.QueueFull:
             if always:
-                asyncio.ensure_future(self.store.send(_channel(worker), _encode(note)))
+                task = asyncio.ensure_future(self.store.send(_channel(worker), _encode(note)))
+                self._late.add(task)  # kept until sent
+                task.add_done_callback(self._late.discard)
             else:
                 self._log(f"relay: {note.kind} of a relayed retry dropped: {MAX_OUTBOX} queued")
 
