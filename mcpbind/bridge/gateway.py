@@ -1068,12 +1068,14 @@ class Gateway:
             now = time.monotonic()
             for link in [*self.sessions.values(), *self.shared.values()]:
                 if not link.pending and not link.counted and now - link.used >= self.idle_timeout:
+                    if link.tasks is not None and link.tasks.mine:
+                        continue  # a task still running on it (tasks.py)
                     self._forget(link)
                     self._spawn(link.close(why))
 
     def _evict_shared(self) -> bool:
         for identity, link in self.shared.items():
-            if not link.pending and not link.counted:
+            if not link.pending and not link.counted and not (link.tasks and link.tasks.mine):
                 del self.shared[identity]
                 self._spawn(link.close("its place went to another client identity (max_shared)"))
                 return True

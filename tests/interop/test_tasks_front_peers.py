@@ -43,10 +43,21 @@ EXTENSION_KEYS = set(FACTS.task_fields) | {"resultType", "inputRequests", "resul
 def gateway(request: pytest.FixtureRequest) -> Iterator[str]:
     """A gateway in front of server-everything, a child per link (``-- CMD``) or over
     Streamable HTTP (``--upstream URL``): its URL."""
+    yield from _gateway(request.param, [])
+
+
+@pytest.fixture
+def one_link_gateway() -> Iterator[str]:
+    """A gateway in front of server-everything children with room for one client identity
+    without a session (``--max-shared 1``): its URL."""
+    yield from _gateway("child", ["--max-shared", "1"])
+
+
+def _gateway(behind_kind: str, options: list[str]) -> Iterator[str]:
     need_everything()
     port = free_port()
     processes = []
-    if request.param == "child":
+    if behind_kind == "child":
         behind = ["--", "node", str(driver.EVERYTHING), "stdio"]
     else:
         server_port = free_port()
@@ -68,7 +79,7 @@ def gateway(request: pytest.FixtureRequest) -> Iterator[str]:
             f"http://127.0.0.1:{server_port}/mcp",
         ]
     front = subprocess.Popen(
-        [MCPBIND, "bridge", "--listen", f"127.0.0.1:{port}", *behind],
+        [MCPBIND, "bridge", "--listen", f"127.0.0.1:{port}", *options, *behind],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )
@@ -208,3 +219,20 @@ def test_a_2026_client_gets_tasks_of_server_everything_through_the_gateway(gatew
     undeclared = client.request(FACTS.get, {"taskId": task_id}, name=task_id)
     assert undeclared["error"]["code"] == -32021
     assert [str(f) for f in validate_lines(client.wire, REVISION, strict=True)] == []
+
+
+def test_a_link_with_a_task_running_keeps_its_place(one_link_gateway: str) -> None:
+    """The link (and its child) of a client whose task still runs is not given to another
+    client identity (--max-shared): the task is there to poll to its end."""
+    client = Client(one_link_gateway)
+    client.request("tools/list")
+    tool = "simulate-research-query"
+    call = {"name": tool, "arguments": {"topic": "mcp", "ambiguous": False}}
+    task_id = client.request("tools/call", call, name=tool)["result"]["taskId"]
+    other = Client(one_link_gateway)
+    other.meta[ENVELOPE.info_key] = {"name": "another-client", "version": "1"}
+    busy = other.request("tools/list")
+    assert busy["error"]["code"] == -32603 and "max_shared" in busy["error"]["message"]
+    done = poll(client, task_id, {FACTS.completed, FACTS.failed, FACTS.cancelled})
+    assert done["status"] == FACTS.completed, done
+    assert "Research Report: mcp" in done["result"]["content"][0]["text"]
