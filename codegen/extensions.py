@@ -321,3 +321,258 @@ def extension_facts() -> dict[str, Any]:
             raise PinError(f"{EXTENSIONS_FILE}: no reader for extension {p.name!r}")
         facts[p.name] = tasks_facts(p)
     return facts
+
+
+# -- the extension's messages as Structs ---------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StructView:
+    """One generated Struct of the extension: its class name, docstring, the ``status`` tag it
+    is told apart by (or None), and its fields (py name, wire key, annotation, default or None)."""
+
+    name: str
+    doc: str
+    tag: str | None
+    fields: tuple[tuple[str, str, str, str | None], ...]
+    tag_field: str = "status"
+
+
+@dataclass(frozen=True)
+class TasksTypesView:
+    """What ``templates/extension_tasks.py.j2`` writes for one extended revision."""
+
+    revision: str
+    package: str  # the revision's generated package (its types are imported from there)
+    structs: tuple[StructView, ...]
+    # TaskTypes record: (field, Python expression)
+    record: tuple[tuple[str, str], ...]
+    get_result: str = ""  # the union tagged by status ``tasks/get`` answers with
+
+
+# The zod schemas of the package's declarations that name a type of the revision it extends (by
+# its definition name there): what the field holds is that type, checked to exist.
+_REVISION_TYPES = {
+    "InputRequestsV2Schema": "InputRequests",
+    "InputResponsesV2Schema": "InputResponses",
+    "ErrorV2Schema": "Error",
+    "RequestIdV2Schema": "RequestId",
+}
+
+# The classes written, by the role each plays (the TaskTypes record's fields).
+_STATUS_CLASS = {
+    "working": "WorkingTask",
+    "input_required": "InputRequiredTask",
+    "completed": "CompletedTask",
+    "failed": "FailedTask",
+    "cancelled": "CancelledTask",
+}
+
+
+def _snake(wire: str) -> str:
+    from .names import snake
+
+    return snake(wire)
+
+
+def tasks_types(facts: TasksFacts, rev: Any, core: Any | None) -> TasksTypesView:
+    """The Structs of the extension's messages, read from the pinned package's declarations
+    (``facts``' package) and typed by the revision it extends (``rev``, the IR): the task result
+    of a call, the detailed task ``tasks/get`` answers (tagged by ``status``; a completed task's
+    ``result`` is the eligible method's own result), the three requests with their params and
+    the revision's per-request ``_meta``. ``core`` (the IR of the core revision whose tasks the
+    extension replaces) checks that the task fields are required exactly where they are there
+    (renamed by ``core_renamed``). A declaration the generator cannot type is an error naming
+    it."""
+    pins = {p.name: p for p in read_extension_pins()}
+    m = _Module(module_text(pins["tasks"]), f"{facts.package} {facts.version} tasks module")
+    defs = rev.definitions
+
+    def revision_type(name: str) -> str:
+        if name not in defs:
+            raise PinError(f"{m.where}: MCP {rev.revision} has no {name} to type a field with")
+        return f"_r.{name}"
+
+    eligible = rev.methods.get(facts.eligible)
+    if eligible is None:
+        raise PinError(f"MCP {rev.revision} has no method {facts.eligible!r}")
+    own = [
+        t.name
+        for t in getattr(eligible.result, "members", (eligible.result,))
+        if hasattr(t, "name") and t.name != "InputRequiredResult"
+    ]
+    if len(own) != 1:
+        raise PinError(f"MCP {rev.revision}: {facts.eligible} has no one result class: {own}")
+    result_class = revision_type(own[0])
+
+    def annotate(expr: str, where: str) -> tuple[str, bool]:
+        """(annotation, required) of one zod field expression."""
+        optional = expr.endswith(".optional()")
+        if optional:
+            expr = expr[: -len(".optional()")]
+        nullable = expr.endswith(".nullable()")
+        if nullable:
+            expr = expr[: -len(".nullable()")]
+        simple = {"z.string()": "str", "z.int()": "int"}
+        if expr in simple:
+            ann = simple[expr]
+        elif expr in _REVISION_TYPES:
+            ann = revision_type(_REVISION_TYPES[expr])
+        elif expr == "JsonObjectSchema" and where == "result":
+            ann = result_class  # the result of the one method a task may answer
+        elif expr == "TaskStatusV2Schema":
+            ann = "Literal[" + ", ".join(repr(s) for s in facts.statuses) + "]"
+        elif expr == "MetaSchema":
+            ann = revision_type("ResultMetaObject")
+        else:
+            raise PinError(f"{m.where}: cannot type field {where!r} declared as {expr}")
+        if nullable:
+            ann += " | None"
+        return ann, not optional
+
+    def fields(name: str) -> list[tuple[str, str, str, str | None]]:
+        out: list[tuple[str, str, str, str | None]] = []
+        for wire, expr in re.findall(r"^\s{4}(\w+): (.+?),?$", m.declaration(name), re.M):
+            if expr.startswith("z.literal("):
+                continue  # the tag
+            ann, required = annotate(expr, wire)
+            out.append(
+                (
+                    _snake(wire),
+                    wire,
+                    ann if required else f"{ann} | UnsetType",
+                    None if required else "UNSET",
+                )
+            )
+        return out
+
+    base = fields("TaskBaseShape")
+    if core is not None:
+        _check_core_task(facts, core, base, m.where)
+    meta = ("meta", "_meta", f"{revision_type('ResultMetaObject')} | UnsetType", "UNSET")
+    structs: list[StructView] = []
+    by_status: list[tuple[str, str]] = []
+    for fact, (declaration, own_field) in _VARIANTS.items():
+        status = getattr(facts, fact)
+        extra = [f for f in fields(declaration) if f[1] == own_field] if own_field else []
+        complete = (
+            "result_type",
+            "resultType",
+            f"Literal[{facts.complete_result!r}]",
+            None,
+        )
+        structs.append(
+            StructView(
+                _STATUS_CLASS[fact],
+                f"The answer of {facts.get} for a task {status!r}.",
+                status,
+                tuple(sorted([*base, *extra, complete, meta])),
+            )
+        )
+        by_status.append((status, _STATUS_CLASS[fact]))
+    status_ann = "Literal[" + ", ".join(repr(s) for s in facts.statuses) + "]"
+    structs.append(
+        StructView(
+            "CreateTaskResult",
+            f"The answer of a {facts.eligible} that became a task ({facts.task_result!r}).",
+            None,
+            tuple(
+                sorted(
+                    [
+                        *base,
+                        ("status", "status", status_ann, None),
+                        ("result_type", "resultType", f"Literal[{facts.task_result!r}]", None),
+                        meta,
+                    ]
+                )
+            ),
+        )
+    )
+    request_meta = ("meta", "_meta", revision_type("RequestMetaObject"), None)
+    answers = (
+        _snake(facts.input_responses),
+        facts.input_responses,
+        revision_type("InputResponses"),
+        None,
+    )
+    for kind, method, extra_fields in (
+        ("Get", facts.get, ()),
+        ("Update", facts.update, (answers,)),
+        ("Cancel", facts.cancel, ()),
+    ):
+        params = f"{kind}TaskRequestParams"
+        structs.append(
+            StructView(
+                params,
+                f"The params of {method}.",
+                None,
+                tuple(sorted([("task_id", "taskId", "str", None), *extra_fields, request_meta])),
+            )
+        )
+        structs.append(
+            StructView(
+                f"{kind}TaskRequest",
+                f"A {method} request.",
+                method,
+                (
+                    ("id", "id", revision_type("RequestId"), None),
+                    ("jsonrpc", "jsonrpc", 'Literal["2.0"]', None),
+                    ("params", "params", params, None),
+                ),
+                tag_field="method",
+            )
+        )
+    record = (
+        ("create_result", "CreateTaskResult"),
+        ("get_result", "GetTaskResult"),
+        ("by_status", "{" + ", ".join(f"{s!r}: {c}" for s, c in by_status) + "}"),
+        (
+            "requests",
+            "{"
+            + ", ".join(
+                f"{method!r}: ({kind}TaskRequest, {kind}TaskRequestParams)"
+                for kind, method in (
+                    ("Get", facts.get),
+                    ("Update", facts.update),
+                    ("Cancel", facts.cancel),
+                )
+            )
+            + "}",
+        ),
+        # update and cancel answer the revision's open Result (resultType complete, _meta, more)
+        (
+            "results",
+            "{"
+            + f"{facts.get!r}: GetTaskResult, {facts.update!r}: _r.Result, {facts.cancel!r}: _r.Result"
+            + "}",
+        ),
+        ("call_result", result_class),
+    )
+    from .paths import package_name
+
+    return TasksTypesView(
+        facts.revision,
+        package_name(facts.revision),
+        tuple(structs),
+        record,
+        " | ".join(c for _, c in by_status),
+    )
+
+
+def _check_core_task(
+    facts: TasksFacts, core: Any, base: list[tuple[str, str, str, str | None]], where: str
+) -> None:
+    """The extension's task fields are the core revision's ``Task`` fields (renamed), required
+    where they are required there."""
+    task = core.definitions.get("Task")
+    if task is None:
+        raise PinError(f"MCP {core.revision} has no Task")
+    renamed = dict(facts.core_renamed)
+    core_required = {renamed.get(f.wire, f.wire): f.required for f in task.fields}
+    mine = {wire: default is None for _, wire, _, default in base}
+    mine["status"] = True
+    if core_required != mine:
+        raise PinError(
+            f"{where}: the task fields {mine} (required) differ from MCP {core.revision}'s Task "
+            f"{core_required}"
+        )

@@ -52,6 +52,18 @@ def extensions_file() -> str:
     return render("extensions.py.j2", tasks=tasks, tasks_fields=fields)
 
 
+def extension_tasks_file(irs: dict[str, Revision]) -> str:
+    """generated/mcpbind/_extension_tasks.py: the tasks extension's messages as Structs, typed
+    by the revision it extends (its IR from ``irs``, else built)."""
+    tasks = extensions.extension_facts().get("tasks")
+    view = None
+    if tasks is not None:
+        rev = irs.get(tasks.revision) or build(tasks.revision)
+        core = (irs.get(tasks.core) or build(tasks.core)) if tasks.core else None
+        view = extensions.tasks_types(tasks, rev, core)
+    return render("extension_tasks.py.j2", view=view)
+
+
 def generate(revisions: Iterable[str] | None = None, *, settle: bool = False) -> dict[Path, str]:
     """Every generated file (absolute path -> content) for ``revisions`` (default: all).
 
@@ -63,6 +75,7 @@ def generate(revisions: Iterable[str] | None = None, *, settle: bool = False) ->
         GENERATED_DIR / "_extensions.py": extensions_file(),
     }
     irs = {revision: build(revision) for revision in wanted}
+    files[GENERATED_DIR / "_extension_tasks.py"] = extension_tasks_file(irs)
     for revision, rev in irs.items():
         package = GENERATED_DIR / package_name(revision)
         for name, text in revision_files(rev).items():
