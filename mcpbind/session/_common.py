@@ -9,11 +9,12 @@ import functools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import TYPE_CHECKING, Any, Union
 
 import msgspec
 from msgspec import UNSET
 
+from .._extensions import TASKS
 from .._revisions import REVISIONS
 from .._support import Facts, MethodSpec, OpenObject, convert, ready
 from ..codec import Codec, ErrorObject, ErrorResponse, Request, Response
@@ -32,6 +33,9 @@ from ..events import (
     ResultReceived,
     TaskCreated,
 )
+
+if TYPE_CHECKING:
+    from .tasks import TaskSpeech
 
 RequestId = Union[str, int]  # noqa: UP007
 
@@ -140,6 +144,16 @@ class _Speech:
             if c is not None
         )
         self.batches = self.facts.batches
+        # The class of a result no method of the revision claims (what the answers of the tasks
+        # extension decode to), and the extension where it extends this revision, else None.
+        self.open_result: Any = self.facts.result
+        self.ext: TaskSpeech | None = None
+        if revision in TASKS:  # (its classes are imported only for that revision)
+            from .tasks import TaskSpeech
+
+            self.ext = TaskSpeech.of(revision)
+            if self.ext is not None:  # such a result may be a task, or an extension's answer
+                self.unplain = self.unplain | {self.open_result}
         self._send: dict[str, _Send] = {}
         # The send plans of the requests a session in state "ready" sends without more checks
         # (every request but the one that opens a session), as they are first sent.
@@ -315,6 +329,9 @@ class Session:
         try:  # the checks of state and method made once: one subscript (none before "ready")
             send = self._requests[method]
         except KeyError:
+            sent = self._extension_request(method, params, id, progress)
+            if sent is not None:
+                return sent
             send = self._request_plan(method)  # or why it cannot be sent
         sp = send.speech
         codec: Codec = self._codec  # type: ignore[assignment]  # (set: the state allows it)
@@ -341,6 +358,12 @@ class Session:
             self._tokens[token] = id
         self._out.append(data)
         return id
+
+    def _extension_request(
+        self, method: str, params: Any, id: RequestId | None, progress: bool
+    ) -> RequestId | None:
+        """Queue a request of an extension this side sends, or None when ``method`` is none."""
+        return None
 
     def _request_plan(self, method: str) -> _Send:
         """How to send a ``method`` request now, when ``_requests`` does not say: before the
@@ -729,6 +752,15 @@ class Session:
                 task = getattr(task, name)
             events.append(TaskCreated(id=id, method=method, task_id=task, result=result))
             return
+        if type(result) is sp.open_result and sp.ext is not None:
+            try:
+                answer = sp.ext.answer(id, method, params, result)
+            except ProtocolError as err:
+                events.append(self._rejected(err))
+                return
+            if answer is not None:
+                events.append(answer)
+                return
         if type(result) is sp.input_required:
             events.append(
                 InputRequired(

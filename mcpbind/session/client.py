@@ -132,6 +132,42 @@ class ClientSession(Session):
             params[trip.request_state] = event.request_state
         return self.request(event.method, params)
 
+    def _extension_request(
+        self, method: str, params: Any, id: RequestId | None, progress: bool
+    ) -> RequestId | None:
+        """A request of the tasks extension (``TASKS``: get, update, cancel) where the agreed
+        revision has it: its params (plain JSON or the generated params Struct) with the
+        revision's ``_meta`` envelope, the extension declared; its answer decodes to its
+        generated class (``mcpbind._extension_tasks``)."""
+        sp = self._speech
+        ext = sp.ext if sp is not None and self.state == "ready" else None
+        if ext is None or sp is None or method not in ext.methods:
+            return None
+        if progress:
+            raise ProtocolError(
+                INVALID_REQUEST, f"{method!r} carries no progress token ({ext.facts.extension})"
+            )
+        if id is None:
+            id = self._new_id()
+        elif id in self._outgoing:
+            raise ProtocolError(
+                INVALID_REQUEST,
+                f"duplicate request id {id!r}: a {self._outgoing[id][0]!r} request with it "
+                "awaits its response",
+            )
+        plain = msgspec.to_builtins(params) if params is not None else {}
+        if not isinstance(plain, dict):
+            raise ProtocolError(INVALID_PARAMS, f"the params of {method!r} are an object")
+        typed, data = ext.request(
+            sp, method, id, plain, self._client_capabilities(), self._client_info()
+        )
+        codec: Codec = self._codec  # type: ignore[assignment]  # (ready: set)
+        codec.expect(id, method)
+        self._asked = True
+        self._outgoing[id] = (method, sp, typed, None)
+        self._out.append(data)
+        return id
+
     # -- the handshake --------------------------------------------------------------------------
 
     def _probe(self, revision: str) -> None:

@@ -43,6 +43,7 @@ from ..events import (
     NegotiationFailed,
     RequestReceived,
     ResultReceived,
+    TaskCreated,
 )
 from ..session import ClientSession
 from ._answer import answer_request
@@ -60,8 +61,9 @@ _TOKEN = frozenset("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHI
 # The argument types a header may mirror: a number could not round-trip exactly through text.
 _PRIMITIVE = frozenset(("string", "integer", "boolean"))
 
-# What names the target of a request in its params, for the Mcp-Name header.
-_NAME_KEYS = ("name", "uri")
+# What names the target of a request in its params, for the Mcp-Name header (as the server's
+# header_check.NAME_KEYS reads it; taskId: the tasks extension's requests).
+_NAME_KEYS = ("name", "uri", "taskId")
 
 
 class _Peek(msgspec.Struct, gc=False):
@@ -436,7 +438,7 @@ class StreamableHTTPClient:
             self._report(event)
             if isinstance(event, ResultReceived):
                 self._learn(event.result)
-            if isinstance(event, ResultReceived | ErrorReceived | InputRequired):
+            if isinstance(event, ResultReceived | ErrorReceived | InputRequired | TaskCreated):
                 owed.discard(event.id)
                 self._results[event.id] = event
                 self._arrived.set()

@@ -1,0 +1,140 @@
+"""The tasks extension (SEP-2663) on the client side of a session: a call the server answered
+with a task, and the extension's own requests (get, update, cancel) and their answers, each of
+the generated classes of ``mcpbind._extension_tasks`` (facts from ``mcpbind._extensions``).
+
+The revision's codec knows only the revision's methods: the answer to a call of a client that
+declared the extension, when its result says it made a task, and the answers to the
+extension's requests, come out of it as the revision's open ``Result``; they are converted here
+into their exact class (or refused with the JSON path of what is wrong).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+from msgspec import UNSET
+
+from .._extension_tasks import TASK_TYPES, TaskTypes
+from .._extensions import TASKS, TasksFacts
+from .._support import convert
+from ..errors import INVALID_PARAMS, METHOD_NOT_FOUND, ProtocolError
+from ..events import Event, ResultReceived, TaskCreated
+
+if TYPE_CHECKING:
+    from ._common import _Speech
+
+__all__ = ["TaskSpeech", "declares", "with_extension"]
+
+# The capabilities member that lists the extensions a side supports (ClientCapabilities'
+# ``extensions``, where the extension is declared, as the server's tasks layer reads it).
+_EXTENSIONS = "extensions"
+
+
+class TaskSpeech:
+    """The extension as one revision's sessions read it: its facts and classes (only for the
+    revision the extension extends)."""
+
+    __slots__ = ("facts", "types", "methods")
+
+    def __init__(self, facts: TasksFacts, types: TaskTypes) -> None:
+        self.facts = facts
+        self.types = types
+        self.methods = frozenset(types.requests)
+
+    @classmethod
+    def of(cls, revision: str) -> TaskSpeech | None:
+        facts, types = TASKS.get(revision), TASK_TYPES.get(revision)
+        return cls(facts, types) if facts is not None and types is not None else None
+
+    def answer(self, id: Any, method: str, params: Any, result: Any) -> Event | None:
+        """The event of ``result`` (the revision's open ``Result``) answering a ``method``
+        request sent with ``params``: ``TaskCreated`` for a call that became a task, the exact
+        result of one of the extension's requests, or None when the extension has nothing to
+        say about it. Raises ``ProtocolError`` (-32602, the path under ``$.result``) for an
+        answer that does not fit its class."""
+        f = self.facts
+        if method == f.eligible:
+            if result.get("resultType") != f.task_result or not declares(params, f):
+                return None
+            task = self._typed(self.types.create_result, result, method, id)
+            return TaskCreated(id=id, method=method, task_id=task.task_id, result=task)
+        target = self.types.results.get(method)
+        if target is None:
+            return None
+        return ResultReceived(id=id, method=method, result=self._typed(target, result, method, id))
+
+    def _typed(self, cls: Any, result: Any, method: str, id: Any) -> Any:
+        try:
+            return convert(dict(result), cls)
+        except msgspec.ValidationError as exc:
+            text = str(exc)
+            text = (
+                text.replace(" - at `$", " - at `$.result", 1)
+                if " - at `$" in text
+                else f"{text} - at `$.result`"
+            )
+            raise ProtocolError(
+                INVALID_PARAMS,
+                f"Invalid result: the result of {method!r} (MCP {self.facts.revision}, "
+                f"{self.facts.extension}): {text}",
+                id=id,
+            ) from None
+
+    def request(
+        self,
+        sp: _Speech,
+        method: str,
+        id: Any,
+        params: dict[str, Any],
+        capabilities: Any,
+        info: Any,
+    ) -> tuple[Any, bytes]:
+        """(params Struct, JSON) of the extension's ``method`` request: ``params`` (plain JSON)
+        with the revision's per-request ``_meta`` envelope, the extension declared in its client
+        capabilities (the server refuses these requests without it)."""
+        found = self.types.requests.get(method)
+        meta = sp.facts.request_meta
+        if found is None or meta is None:
+            raise ProtocolError(
+                METHOD_NOT_FOUND,
+                f"Method not found: {method!r} is not a request of the {self.facts.extension} "
+                f"extension of MCP {sp.revision}",
+                {"method": method},
+            )
+        wire, params_class = found
+        envelope = {
+            meta.version_key: sp.version,
+            meta.capabilities_key: with_extension(capabilities, self.facts),
+        }
+        if info is not None:
+            envelope[meta.info_key] = msgspec.to_builtins(info)
+        data = {**params, "_meta": {**envelope, **(params.get("_meta") or {})}}
+        try:
+            typed = convert(data, params_class)
+        except msgspec.ValidationError as exc:
+            raise ProtocolError(
+                INVALID_PARAMS,
+                f"Invalid params for {method!r} (MCP {sp.revision}, {self.facts.extension}): "
+                f"{exc}",
+            ) from None
+        return typed, msgspec.json.encode(wire(id=id, jsonrpc="2.0", params=typed))
+
+
+def with_extension(capabilities: Any, facts: TasksFacts) -> dict[str, Any]:
+    """``capabilities`` (a Struct or plain JSON, or None) as plain JSON declaring the
+    extension."""
+    caps = dict(msgspec.to_builtins(capabilities)) if capabilities else {}
+    caps[_EXTENSIONS] = {**(caps.get(_EXTENSIONS) or {}), facts.extension: {}}
+    return caps
+
+
+def declares(params: Any, facts: TasksFacts) -> bool:
+    """Whether request params (the Struct a session sent) declare the extension in their
+    ``_meta`` client capabilities."""
+    meta = getattr(params, "meta", UNSET)
+    if not isinstance(meta, dict):
+        return False
+    caps = msgspec.to_builtins(meta.get(facts.capabilities_key))
+    extensions = caps.get(_EXTENSIONS) if isinstance(caps, dict) else None
+    return isinstance(extensions, dict) and isinstance(extensions.get(facts.extension), dict)
