@@ -849,6 +849,68 @@ def test_the_pool_keeps_its_connection_to_the_server_alive_and_sends_no_broken_h
     assert "'x-evil' holds a line break" in refused
 
 
+def test_the_heads_the_pool_keeps_follow_the_tool_name_and_are_bounded() -> None:
+    """A link's POST heads are encoded once and kept by the pool (per session, method, name and
+    version): through the gateway, calls naming one tool, another, then the first again each
+    reach a 2026-07-28 server (which refuses a request whose Mcp-Name disagrees with its body)
+    with their own name; the pool keeps at most MAX_HEADS heads, and a header holding a line
+    break is refused, not kept."""
+    from mcpbind.bridge.pool import MAX_HEADS, HttpError, Pool
+    from mcpbind.transports.http_server import StreamableHTTPServer
+
+    names = ["echo", "ask", "echo", "ask"]
+
+    async def named(call: Any) -> Any:
+        if call.method == "tools/list":
+            return {"tools": TOOLS}
+        return text(f"called {call.params.name}")
+
+    async def main() -> list[str]:
+        import uvicorn
+
+        upstream = StreamableHTTPServer(
+            named, revisions=("2026-07-28",), capabilities={"tools": {}}, info=INFO
+        )
+        port = free_port()
+        web = uvicorn.Server(
+            uvicorn.Config(upstream, host="127.0.0.1", port=port, log_level="warning")
+        )
+        serving = asyncio.ensure_future(web.serve())
+        while not web.started:
+            await asyncio.sleep(0.02)
+        try:
+            served = Served(
+                upstream=f"http://127.0.0.1:{port}/mcp",
+                client_revisions=("2025-11-25",),
+                server_revisions=("2026-07-28",),
+            )
+            async with served.running():
+                transport = StreamableHTTPClient(served.url, client("2025-11-25"))
+                await transport.connect()
+                try:
+                    found = []
+                    for name in names:
+                        result = await transport.call("tools/call", {"name": name})
+                        found.append(result.content[0].text)
+                finally:
+                    await transport.close()
+            return found
+        finally:
+            web.should_exit = True
+            await serving
+
+    assert run(main()) == [f"called {name}" for name in names]
+    pool = Pool("http://127.0.0.1:9/mcp")
+    first = pool.head({"mcp-name": "t0"}, ("t0",))
+    assert pool.kept(("t0",)) == first and b"mcp-name: t0\r\n" in first
+    for n in range(1, MAX_HEADS + 1):
+        pool.head({"mcp-name": f"t{n}"}, (f"t{n}",))
+    assert len(pool._heads) <= MAX_HEADS and pool.kept(("t0",)) is None
+    with pytest.raises(HttpError):
+        pool.head({"mcp-name": "a\r\nx-injected: 1"}, ("bad",))
+    assert pool.kept(("bad",)) is None
+
+
 def test_an_answer_head_past_max_head_fails_the_post_with_why() -> None:
     """A hostile HTTP server answering with a header of 70,000 bytes: the pool stops reading at
     MAX_HEAD and the POST fails naming it, on a fresh connection and on a kept one."""

@@ -15,16 +15,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ssl
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Hashable
 from typing import Any
 from urllib.parse import urlsplit
 
 import httptools
 
-__all__ = ["MAX_CONNECTIONS", "MAX_HEAD", "Answer", "HttpError", "Pool"]
+__all__ = ["MAX_CONNECTIONS", "MAX_HEAD", "MAX_HEADS", "Answer", "HttpError", "Pool"]
 
 MAX_CONNECTIONS = 256  # connections to the server held at once (a request past it waits)
 MAX_HEAD = 65536  # bytes of an answer's status line and headers, at most
+MAX_HEADS = 1024  # request heads kept encoded for the next POST with the same headers
 _READ = 65536
 
 
@@ -209,6 +210,33 @@ class Pool:
         self._line = f"POST {self.target} HTTP/1.1\r\nhost: {authority}\r\n"
         self._idle: list[_Connection] = []
         self._slots = asyncio.Semaphore(limit)
+        # Encoded heads by their caller's key (``head``): building and checking one costs a
+        # POST about 25k instructions, and a session sends the same few again and again.
+        self._heads: dict[Hashable, bytes] = {}
+
+    def head(self, headers: dict[str, str], key: Hashable | None = None) -> bytes:
+        """The head of a POST with ``headers``, checked and encoded, up to its content-length
+        (raises ``HttpError`` when a header would break it). With ``key`` (which must stand for
+        exactly these headers) it is kept for ``kept(key)``, at most ``MAX_HEADS`` of them (all
+        forgotten when that many are kept: recomputing one is what it saves)."""
+        lines = "".join(f"{name}: {value}\r\n" for name, value in headers.items())
+        # One line per header, or a name or value holds a line break (or a NUL): one scan each.
+        if lines.count("\n") != len(headers) or lines.count("\r") != len(headers) or "\0" in lines:
+            bad = next(n for n, v in headers.items() if any(c in n + v for c in "\r\n\0"))
+            raise HttpError(f"the header {bad!r} holds a line break or NUL: not sent")
+        try:
+            head = f"{self._line}{lines}".encode("latin-1")
+        except UnicodeEncodeError as error:
+            raise HttpError(f"a header holds what HTTP/1.1 cannot carry: {error}") from None
+        if key is not None:
+            if len(self._heads) >= MAX_HEADS:
+                self._heads.clear()
+            self._heads[key] = head
+        return head
+
+    def kept(self, key: Hashable) -> bytes | None:
+        """The head ``head`` kept under ``key``, if it still is."""
+        return self._heads.get(key)
 
     @contextlib.asynccontextmanager
     async def post(self, headers: dict[str, str], body: bytes) -> AsyncIterator[Answer]:
@@ -221,13 +249,15 @@ class Pool:
             self.release(answer)
 
     async def exchange(
-        self, headers: dict[str, str], body: bytes, held: list[Any] | None = None
+        self, headers: dict[str, str] | bytes, body: bytes, held: list[Any] | None = None
     ) -> Answer:
         """``post`` without the context manager: the answer, whose connection is held until
-        ``release(answer)`` (which must follow, whatever happens). ``held`` (a list) holds the
-        connection while the exchange waits for the answer's head, so that ``abort(held)``
-        can end it."""
-        head = self._head(headers, len(body))
+        ``release(answer)`` (which must follow, whatever happens). ``headers``: a dict, or a
+        head made by ``head``. ``held`` (a list) holds the connection while the exchange waits
+        for the answer's head, so that ``abort(held)`` can end it."""
+        if not isinstance(headers, bytes):
+            headers = self.head(headers)
+        head = headers + b"content-length: %d\r\n\r\n" % len(body)
         await self._slots.acquire()
         try:
             connection, fresh = self._kept()
@@ -271,17 +301,6 @@ class Pool:
         else:
             connection.close()
         self._slots.release()
-
-    def _head(self, headers: dict[str, str], length: int) -> bytes:
-        lines = "".join(f"{name}: {value}\r\n" for name, value in headers.items())
-        # One line per header, or a name or value holds a line break (or a NUL): one scan each.
-        if lines.count("\n") != len(headers) or lines.count("\r") != len(headers) or "\0" in lines:
-            bad = next(n for n, v in headers.items() if any(c in n + v for c in "\r\n\0"))
-            raise HttpError(f"the header {bad!r} holds a line break or NUL: not sent")
-        try:
-            return f"{self._line}{lines}content-length: {length}\r\n\r\n".encode("latin-1")
-        except UnicodeEncodeError as error:
-            raise HttpError(f"a header holds what HTTP/1.1 cannot carry: {error}") from None
 
     def _kept(self) -> tuple[_Connection | None, bool]:
         while self._idle:

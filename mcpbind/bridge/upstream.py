@@ -33,7 +33,13 @@ from ..events import (
     TaskCreated,
 )
 from ..session import ClientSession
-from ..transports.http_client import SESSION_HEADER, StreamableHTTPClient, _owed, peek_message
+from ..transports.http_client import (
+    SESSION_HEADER,
+    StreamableHTTPClient,
+    _meta_version,
+    _owed,
+    peek_message,
+)
 from ..transports.sse_client import SSEClient, connect_http
 from ..transports.stdio import MAX_LINE, Envelope, LineReader, Overlong
 from .pool import Answer, HttpError, Pool, event_stream
@@ -243,10 +249,8 @@ class HttpUpstream(StreamableHTTPClient):
         may have to give first; a challenge) is read in a task of its own, as ``send`` does."""
         peek = peek_message(message)
         try:
-            headers = self._headers(message, peek)
-            if self.auth is not None:
-                headers = await self._authorized(headers, "POST")
-            answer = await self.pool.exchange(headers, message, self._held)
+            head = await self._head(message, peek)
+            answer = await self.pool.exchange(head, message, self._held)
         except asyncio.CancelledError:
             raise
         except Exception as error:  # noqa: BLE001 - as _send says it, in its own task
@@ -272,6 +276,31 @@ class HttpUpstream(StreamableHTTPClient):
             await self._send(message, answer, peek)
         else:
             self.send_answered(message, answer)
+
+    async def _head(self, message: bytes, peek: Any) -> bytes | dict[str, str]:
+        """The headers of the POST of ``message`` (read as ``peek``): ``_headers``'s, encoded by
+        the pool once for every request of this session, revision, method, name and ``_meta``
+        version (what they depend on); the dict as it is, authorized, when they also depend on
+        a token, extra headers or arguments mirrored in ``Mcp-Param-*`` headers."""
+        method, params = peek.method, peek.params
+        if self.auth is not None or self.headers or type(method) is not str:
+            return await self._authorized(self._headers(message, peek), "POST")
+        name = version = None
+        if type(params) is dict:
+            name = params.get("name")
+            if type(name) is str and self.designated.get(name):
+                return self._headers(message, peek)  # its arguments may go in headers
+            if type(name) is not str:
+                name = params.get("uri")
+                name = name if type(name) is str else None
+            meta = params.get("_meta")
+            if type(meta) is dict:
+                version = _meta_version(meta, self.session)
+        key = (self.session_id, self.session.revision, method, name, version)
+        head = self.pool.kept(key)
+        if head is None:
+            head = self.pool.head(self._headers(message, peek), key)
+        return head
 
     def send_answered(self, message: bytes, answer: Answer) -> None:
         """Read ``answer`` to the POST of ``message`` in a task of its own."""
@@ -318,8 +347,7 @@ class HttpUpstream(StreamableHTTPClient):
         last: str | None = None
         while True:
             if answer is None:
-                headers = await self._authorized(self._headers(message, peek), "POST")
-                answer = await self.pool.exchange(headers, message)
+                answer = await self.pool.exchange(await self._head(message, peek), message)
             challenged: httpx.Response | None = None
             try:
                 if answer.status == 401 or (
