@@ -19,6 +19,7 @@ from ..app.revision import Rev, rev
 from ..errors import INTERNAL_ERROR, METHOD_NOT_FOUND, ProtocolError
 from ..events import Event, Negotiated, NotificationReceived, ProgressReceived, RequestReceived
 from .links import Link, ObservedSession
+from .tasks import TaskFollower, declared
 
 if TYPE_CHECKING:
     from ..app import App
@@ -55,7 +56,10 @@ class Client:
     revision and return plain JSON or a generated result (``roots`` may return a list of URIs).
     ``on_notification(event)`` gets every notification (``mcpbind.events.NotificationReceived``).
     ``timeout`` bounds the wait for each answer (seconds; None: no bound), ``max_pages`` the pages
-    one listing reads, ``max_rounds`` the input rounds of one request. Further ``options`` go to
+    one listing reads, ``max_rounds`` the input rounds of one request. ``tasks=True`` declares
+    the 2026-07-28 tasks extension (docs/tasks.md): a tool the server runs as a task is followed
+    to its end (polled with ``tasks/get``, its questions answered by the handlers above with
+    ``tasks/update``, cancelled with the call), all within ``timeout``. Further ``options`` go to
     the transport (HTTP: ``headers``, ``http``, and Streamable HTTP's own ``auth``, ...; a command:
     ``env``, ``cwd``, ``grace``).
     """
@@ -73,6 +77,7 @@ class Client:
         timeout: float | None = 60.0,
         max_pages: int = 1000,
         max_rounds: int = 16,
+        tasks: bool = False,
         **options: Any,
     ) -> None:
         self.target = target
@@ -89,6 +94,9 @@ class Client:
         if roots is not None:
             self._handlers["list_roots"] = roots
             capabilities["roots"] = {"listChanged": True}
+        if tasks:
+            declared(self.revisions, capabilities)
+        self.tasks = tasks
         self.capabilities = capabilities
         self.on_notification = on_notification
         self.timeout = timeout
@@ -268,12 +276,21 @@ class Client:
         progress: Callable[[float, float | None, str | None], Any] | None = None,
     ) -> Any:
         """Call a tool: the generated ``CallToolResult`` (a tool's failure is a result with
-        ``is_error``; an unknown tool raises ``ProtocolError``)."""
+        ``is_error``; an unknown tool raises ``ProtocolError``). With ``tasks=True``, a call the
+        server runs as a task returns the task's result once it completes (a failed task raises
+        its error)."""
         _, r = self._rev()
         params: dict[str, Any] = {"name": name}
         if arguments is not None:
             params["arguments"] = msgspec.to_builtins(dict(arguments))
-        return await self.request(self._method(r, "call_tool"), params, progress=progress)
+        result = await self.request(self._method(r, "call_tool"), params, progress=progress)
+        if self.tasks:
+            follower = TaskFollower.of(
+                r.revision, self.request, self._serve, self.timeout, self.max_rounds
+            )
+            if follower is not None and follower.is_task(result):
+                return await follower.follow(result)
+        return result
 
     async def list_resources(self) -> list[Any]:
         return await self._pages("list_resources", "resources")

@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 from ..app.reply import reply
-from ..errors import INTERNAL_ERROR, METHOD_NOT_FOUND, ProtocolError
+from ..errors import INTERNAL_ERROR, ProtocolError
 from ..events import (
     ErrorReceived,
     Event,
@@ -254,7 +254,5 @@ def result_of(event: Event) -> Any:
     if isinstance(event, MessageRejected):
         raise event.error
     if isinstance(event, TaskCreated):
-        raise ProtocolError(
-            METHOD_NOT_FOUND, "the server answered with a task, which this client does not poll"
-        )
+        return event.result  # the generated task result (Client follows it: client/tasks.py)
     raise ProtocolError(INTERNAL_ERROR, f"unexpected answer {type(event).__name__}")

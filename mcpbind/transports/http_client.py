@@ -203,7 +203,7 @@ class StreamableHTTPClient:
             raise ProtocolError(event.code, event.message, event.data, rid)
         if isinstance(event, MessageRejected):
             raise event.error
-        assert isinstance(event, ResultReceived)
+        assert isinstance(event, ResultReceived | TaskCreated)
         return event.result
 
     async def notify(self, method: str, params: Any = None) -> None:
