@@ -1,6 +1,7 @@
 """The tasks extension's generated classes (``mcpbind._extension_tasks``), their generator, and
 the sans-IO ``ClientSession``'s checks of the extension's answers (given the bytes a server
-would send; the live exchanges are in tests/interop/test_tasks_client_peers.py and test_tasks_client_session.py)."""
+would send; the live exchanges: tests/interop/test_tasks_client_peers.py and
+test_tasks_client_session.py)."""
 
 from __future__ import annotations
 
