@@ -36,6 +36,7 @@ from ..session import ClientSession
 from ..transports.http_client import (
     SESSION_HEADER,
     StreamableHTTPClient,
+    _answering,
     _meta_version,
     _owed,
     peek_message,
@@ -422,6 +423,8 @@ class HttpUpstream(StreamableHTTPClient):
         if answer.status == 202 or (not owed and answer.status < 300):
             return
         if answer.headers.get("content-type", "").startswith("application/json") and body:
+            if answer.status >= 400 and len(owed) == 1:
+                body = _answering(body, next(iter(owed)))
             rest, asked, related = self._sort(body, owed)
             for event in asked:
                 self._answer_later(event, related)
@@ -477,6 +480,8 @@ class HttpUpstream(StreamableHTTPClient):
     def _deliver(self, events: list[Event], related: Any) -> None:
         if events:
             self.peer.received(events, related)
+        if self.session.state == "negotiating":
+            return  # the next opening (initialize after a refused probe): connect() sends it
         out = self.session.data_to_send()
         if out:
             self.send(out)

@@ -337,6 +337,8 @@ class StreamableHTTPClient:
             return await self._read_stream(response, owed)
         body = await response.aread()
         if kind.startswith("application/json") and body:
+            if response.status_code >= 400 and len(owed) == 1:
+                body = _answering(body, next(iter(owed)))
             await self._receive(body, owed)
         elif owed:
             raise ProtocolError(
@@ -532,6 +534,25 @@ def peek_message(message: bytes) -> _Peek:
         return _peek.decode(message)
     except (msgspec.DecodeError, ValueError):
         return _Peek()
+
+
+def _answering(body: bytes, id_: Any) -> bytes:
+    """An HTTP error's JSON-RPC error without an id (``null``, as a server that refused the
+    request before reading it writes), as the answer to the one request its POST carried: the
+    request failed, and its sender (a session probing with discover, which then falls back to
+    initialize) must hear so. Anything else is returned as it is."""
+    if len(body) > _ERROR_BODY_MAX:
+        return body
+    try:
+        answer = msgspec.json.decode(body)
+    except msgspec.DecodeError:
+        return body
+    if type(answer) is dict and "error" in answer and answer.get("id") is None:
+        return msgspec.json.encode({**answer, "id": id_})
+    return body
+
+
+_ERROR_BODY_MAX = 64 << 10  # an HTTP error's body read for an id-less JSON-RPC error
 
 
 def _owed(message: bytes, peek: _Peek | None = None) -> set[Any]:

@@ -70,14 +70,7 @@ def _gateway(behind_kind: str, options: list[str]) -> Iterator[str]:
             )
         )
         wait_port(server_port, processes[0])
-        # (held to 2025-11-25: the gateway's own probe of the newest revision first is not
-        # answered by server-everything over HTTP, a gateway matter apart from tasks)
-        behind = [
-            "--server-revision",
-            "2025-11-25",
-            "--upstream",
-            f"http://127.0.0.1:{server_port}/mcp",
-        ]
+        behind = ["--upstream", f"http://127.0.0.1:{server_port}/mcp"]
     front = subprocess.Popen(
         [MCPBIND, "bridge", "--listen", f"127.0.0.1:{port}", *options, *behind],
         stdout=subprocess.DEVNULL,
