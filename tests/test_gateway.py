@@ -952,6 +952,56 @@ def test_an_answer_head_past_max_head_fails_the_post_with_why() -> None:
     assert found == [refused, "200 {}", refused]
 
 
+def test_the_pools_exchanges_past_its_limit_wait_and_a_cancelled_wait_loses_no_slot() -> None:
+    """A pool of one connection: exchanges past the first wait for it to be released; one
+    cancelled while it waits is passed over, one cancelled just as it was given the connection
+    hands it on, and an exchange after them all still gets one."""
+    from mcpbind.bridge.pool import Pool
+
+    async def main() -> list[str]:
+        async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            with contextlib.suppress(ConnectionError, asyncio.IncompleteReadError):
+                while True:
+                    head = await reader.readuntil(b"\r\n\r\n")
+                    size = int(head.lower().split(b"content-length:")[1].split(b"\r\n")[0])
+                    body = await reader.readexactly(size)
+                    writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: %d\r\n\r\n" % size + body)
+                    await writer.drain()
+            writer.close()
+
+        server = await asyncio.start_server(answer, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        pool = Pool(f"http://127.0.0.1:{port}/mcp", limit=1)
+        headers = {"content-type": "application/json"}
+        found = []
+        try:
+            first = await pool.exchange(headers, b"1")
+            waits = [asyncio.ensure_future(pool.exchange(headers, b"%d" % n)) for n in (2, 3, 4)]
+            for _ in range(20):
+                await asyncio.sleep(0)
+            found.append(f"waiting: {[not w.done() for w in waits]}")
+            waits[0].cancel()  # while it waits
+            for _ in range(5):
+                await asyncio.sleep(0)
+            found.append((await first.read()).decode())
+            pool.release(first)  # the connection goes to the next waiting: 3
+            waits[1].cancel()  # just given it, not yet running: it goes on to 4
+            fourth = await asyncio.wait_for(waits[2], 10)
+            found.append((await fourth.read()).decode())
+            pool.release(fourth)
+            fifth = await asyncio.wait_for(pool.exchange(headers, b"5"), 10)
+            found.append((await fifth.read()).decode())
+            pool.release(fifth)
+            found.append(f"cancelled: {waits[0].cancelled()} {waits[1].cancelled()}")
+        finally:
+            pool.close()
+            server.close()
+            await server.wait_closed()
+        return found
+
+    assert run(main()) == ["waiting: [True, True, True]", "1", "4", "5", "cancelled: True True"]
+
+
 def test_a_call_awaiting_the_server_hears_why_when_its_link_ends() -> None:
     """A client's call is in flight on the HTTP server (its tool never answers) when the gateway
     shuts down: the call ends at once with the error naming why, not when the server answers

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ssl
+from collections import deque
 from collections.abc import AsyncIterator, Hashable
 from typing import Any
 from urllib.parse import urlsplit
@@ -209,7 +210,10 @@ class Pool:
         authority = parts.netloc.rpartition("@")[2]
         self._line = f"POST {self.target} HTTP/1.1\r\nhost: {authority}\r\n"
         self._idle: list[_Connection] = []
-        self._slots = asyncio.Semaphore(limit)
+        # Exchanges at once, at most ``limit`` (a semaphore's work, without its coroutine):
+        # slots free, and the exchanges waiting for one.
+        self._free = limit
+        self._waiting: deque[asyncio.Future[None]] = deque()
         # Encoded heads by their caller's key (``head``): building and checking one costs a
         # POST about 25k instructions, and a session sends the same few again and again.
         self._heads: dict[Hashable, bytes] = {}
@@ -257,14 +261,24 @@ class Pool:
         for the answer's head, so that ``abort(held)`` can end it."""
         if not isinstance(headers, bytes):
             headers = self.head(headers)
-        head = headers + b"content-length: %d\r\n\r\n" % len(body)
-        await self._slots.acquire()
+        data = headers + b"content-length: %d\r\n\r\n" % len(body) + body
+        if self._free > 0:  # (none waits then: a slot freed goes to a waiter first)
+            self._free -= 1
+        else:
+            await self._slot()
         try:
-            connection, fresh = self._kept()
+            connection: _Connection | None = None
+            while self._idle:
+                kept = self._idle.pop()
+                if kept.usable():
+                    connection = kept
+                    break
+                kept.close()
+            fresh = connection is None
             if connection is None:
-                connection, fresh = await self._connection(), True
+                connection = await self._connection()
             try:
-                return await self._exchange(connection, head, body, held)
+                return await self._exchange(connection, data, held)
             except (ConnectionError, OSError, HttpError):
                 connection.close()
                 if fresh or connection.abandoned:
@@ -272,7 +286,7 @@ class Pool:
                 # A kept connection the server had closed meanwhile: once more on a new one.
                 connection = await self._connection()
                 try:
-                    return await self._exchange(connection, head, body, held)
+                    return await self._exchange(connection, data, held)
                 except BaseException:
                     connection.close()
                     raise
@@ -280,8 +294,29 @@ class Pool:
                 connection.close()
                 raise
         except BaseException:
-            self._slots.release()
+            self._free_slot()
             raise
+
+    async def _slot(self) -> None:
+        """Wait for one of the ``limit`` exchanges to end."""
+        waiter = asyncio.get_running_loop().create_future()
+        self._waiting.append(waiter)
+        try:
+            await waiter
+        except asyncio.CancelledError:
+            if waiter.done() and not waiter.cancelled():
+                self._free_slot()  # given the slot as it was cancelled: the next one's
+            raise
+
+    def _free_slot(self) -> None:
+        """An exchange is over: its slot goes to the first waiting (not cancelled), if any."""
+        waiting = self._waiting
+        while waiting:
+            waiter = waiting.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                return
+        self._free += 1
 
     @staticmethod
     def abort(held: list[Any]) -> None:
@@ -300,15 +335,7 @@ class Pool:
             self._idle.append(connection)
         else:
             connection.close()
-        self._slots.release()
-
-    def _kept(self) -> tuple[_Connection | None, bool]:
-        while self._idle:
-            connection = self._idle.pop()
-            if connection.usable():
-                return connection, False
-            connection.close()
-        return None, True
+        self._free_slot()
 
     async def _connection(self) -> _Connection:
         loop = asyncio.get_running_loop()
@@ -318,24 +345,18 @@ class Pool:
         return connection
 
     @staticmethod
-    async def _exchange(
-        connection: _Connection, head: bytes, body: bytes, held: list[Any] | None
-    ) -> Answer:
+    async def _exchange(connection: _Connection, data: bytes, held: list[Any] | None) -> Answer:
         assert connection.transport is not None
-        connection.transport.write(head + body)
-        if connection.headed:
-            return Answer(connection)
-        if held is None:
-            while not connection.headed:
-                await connection.more()
-            return Answer(connection)
-        held.append(connection)
-        try:
-            while not connection.headed:
-                await connection.more()
-        finally:
-            if connection in held:
-                held.remove(connection)
+        connection.transport.write(data)
+        if not connection.headed:
+            if held is not None:
+                held.append(connection)
+            try:
+                while not connection.headed:
+                    await connection.more()
+            finally:
+                if held is not None and connection in held:
+                    held.remove(connection)
         return Answer(connection)
 
     def close(self) -> None:
