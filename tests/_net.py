@@ -1,11 +1,12 @@
-"""Loopback ports for the tests that start real servers: a free port, and waiting until a
-server listens on one."""
+"""Loopback ports for the tests that start real servers: a free port, waiting until a server
+listens on one, and starting and stopping a server process."""
 
 from __future__ import annotations
 
 import socket
 import subprocess
 import time
+from pathlib import Path
 
 
 def free_port() -> int:
@@ -30,3 +31,28 @@ def wait_port(port: int, proc: subprocess.Popen[bytes] | None = None, seconds: f
                 raise AssertionError(f"the server for port {port} exited: {said}") from None
             assert time.monotonic() < deadline, f"nothing listens on port {port}"
             time.sleep(0.1)
+
+
+def started(
+    argv: list[str], port: int, *, cwd: Path | None = None, env: dict[str, str] | None = None
+) -> subprocess.Popen[bytes]:
+    """``argv`` started (its stderr piped, quoted if it exits first) and listening on ``port``."""
+    process = subprocess.Popen(
+        argv, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    try:
+        wait_port(port, process)
+    except BaseException:
+        stopped(process)
+        raise
+    return process
+
+
+def stopped(process: subprocess.Popen[bytes]) -> None:
+    """Terminate ``process``, killed when it does not end within 10 s."""
+    process.terminate()
+    try:
+        process.wait(10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()

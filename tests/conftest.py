@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests._net import free_port, wait_port
+from tests._net import free_port, started, stopped, wait_port
 
 
 def redis_server_binary() -> Path:
@@ -106,3 +106,18 @@ def example_redis(redis_url: str) -> str:
     url = redis_url.rsplit("/", 1)[0] + "/1"
     redis.Redis.from_url(url).flushdb()
     return url
+
+
+@pytest.fixture(scope="session")
+def everything_server() -> Iterator[str]:
+    """examples/everything_server.py (2025-06-18, 2025-11-25 and 2026-07-28, the tasks
+    extension served) on a free port for the whole test session: its URL."""
+    port = free_port()
+    root = Path(__file__).resolve().parents[1]
+    process = started(
+        [sys.executable, "examples/everything_server.py", "--port", str(port)], port, cwd=root
+    )
+    try:
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        stopped(process)

@@ -263,19 +263,9 @@ def test_a_session_idle_for_its_timeout_has_its_child_ended() -> None:
 
 
 @pytest.fixture(scope="module")
-def everything() -> Any:
-    """examples/everything_server.py on a free port (2025-06-18, 2025-11-25, 2026-07-28)."""
-    port = free_port()
-    process = subprocess.Popen(
-        [sys.executable, "examples/everything_server.py", "--port", str(port)],
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    wait_port(port, process)
-    yield f"http://127.0.0.1:{port}/mcp"
-    process.terminate()
-    process.wait(10)
+def everything(everything_server: str) -> str:
+    """examples/everything_server.py (2025-06-18, 2025-11-25, 2026-07-28)."""
+    return everything_server
 
 
 SAMPLED = {

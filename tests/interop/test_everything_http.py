@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,7 +19,7 @@ import pytest
 import mcpbind
 from mcpbind import ClientSession
 from mcpbind.transports.http_client import StreamableHTTPClient
-from tests._net import free_port, wait_port
+from tests._net import free_port, started, stopped
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import driver  # noqa: E402
@@ -29,22 +28,6 @@ from test_bridge_peers import MCPBIND, need_everything  # noqa: E402
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(120)]
 
 INFO = {"name": "t", "version": "1"}
-
-
-def started(
-    argv: list[str], port: int, env: dict[str, str] | None = None
-) -> subprocess.Popen[bytes]:
-    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
-    wait_port(port, process)
-    return process
-
-
-def stopped(process: subprocess.Popen[bytes]) -> None:
-    process.terminate()
-    try:
-        process.wait(10)
-    except subprocess.TimeoutExpired:
-        process.kill()
 
 
 @pytest.fixture(scope="module")

@@ -8,10 +8,8 @@ against the client's revision."""
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,6 +19,7 @@ import pytest
 
 from mcpbind.validate import validate_lines
 from tests._net import free_port
+from tests._net import started as start_process
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -34,18 +33,7 @@ REVISION = "2025-11-25"
 
 
 def started(argv: list[str], port: int) -> subprocess.Popen[bytes]:
-    process = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            return process
-        except OSError:
-            if process.poll() is not None or time.monotonic() > deadline:
-                assert process.stderr is not None
-                process.kill()
-                raise RuntimeError(process.stderr.read().decode(errors="replace")) from None
-            time.sleep(0.1)
+    return start_process(argv, port, cwd=ROOT)
 
 
 def stop(process: subprocess.Popen[bytes]) -> None:

@@ -9,9 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +21,6 @@ from mcpbind._extensions import TASKS
 from mcpbind.events import ErrorReceived, Event, ResultReceived, TaskCreated
 from mcpbind.session import ClientSession
 from mcpbind.transports.http_client import StreamableHTTPClient
-from tests._net import free_port, wait_port
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(120)]
 
@@ -36,23 +32,8 @@ DECLARED = {"extensions": {FACTS.extension: {}}}
 
 
 @pytest.fixture(scope="module")
-def url() -> Iterator[str]:
-    port = free_port()
-    server = subprocess.Popen(
-        [sys.executable, "examples/everything_server.py", "--port", str(port)],
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    try:
-        wait_port(port, server)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        server.terminate()
-        try:
-            server.wait(10)
-        except subprocess.TimeoutExpired:
-            server.kill()
+def url(everything_server: str) -> str:
+    return everything_server
 
 
 class Recorded(ClientSession):
