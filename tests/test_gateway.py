@@ -901,6 +901,27 @@ def test_the_heads_the_pool_keeps_follow_the_tool_name_and_are_bounded() -> None
     assert pool.kept(("bad",)) is None
 
 
+def test_the_serving_process_freezes_the_built_gateway_out_of_garbage_collection() -> None:
+    """``mcpbind bridge --listen`` builds its gateway with the heap it holds from then on frozen
+    out of the cyclic collector, which starts a young collection only every GC_THRESHOLD
+    allocations (in a process of its own here: the settings are the process's)."""
+    script = (
+        "import gc, json\n"
+        "from mcpbind.bridge import gateway\n"
+        "before = (gc.get_threshold()[0], gc.get_freeze_count())\n"
+        "built = gateway._serving({'command': ['true'], 'upstream': None}, None)\n"
+        "print(json.dumps([before, [gc.get_threshold()[0], gc.get_freeze_count()],\n"
+        "    gateway.GC_THRESHOLD, type(built).__name__]))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    before, after, threshold, built = json.loads(done.stdout)
+    assert before == [700, 0] and built == "Gateway"
+    assert after[0] == threshold == 10_000 and after[1] > 10_000  # the whole heap frozen
+
+
 def test_an_answer_head_past_max_head_fails_the_post_with_why() -> None:
     """A hostile HTTP server answering with a header of 70,000 bytes: the pool stops reading at
     MAX_HEAD and the POST fails naming it, on a fresh connection and on a kept one."""
