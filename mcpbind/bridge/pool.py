@@ -41,6 +41,8 @@ class _Connection(asyncio.Protocol):
     answer in hand. Reading pauses while more than ``_READ`` bytes of body wait unread."""
 
     def __init__(self) -> None:
+        # Its loop, kept: asyncio.get_running_loop() is a getpid() system call on Python 3.11.
+        self.loop = asyncio.get_running_loop()
         self.transport: asyncio.Transport | None = None
         self.parser = httptools.HttpResponseParser(self)
         self.waiter: asyncio.Future[None] | None = None  # what a reader of the answer awaits
@@ -131,7 +133,7 @@ class _Connection(asyncio.Protocol):
         if self.paused and self.transport is not None:
             self.paused = False
             self.transport.resume_reading()
-        self.waiter = asyncio.get_running_loop().create_future()
+        self.waiter = self.loop.create_future()
         try:
             await self.waiter
         finally:
