@@ -44,9 +44,11 @@ from typing import Any
 import msgspec
 
 from . import bindings
+from ._support import convert
 from .codec import Codec, ErrorResponse, Request, Response
-from .errors import INVALID_PARAMS, INVALID_REQUEST, ProtocolError
+from .errors import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, ProtocolError
 from .projection import revision_of_class
+from .session.tasks import TaskSpeech, declares
 
 __all__ = ["Finding", "UnreadableTranscript", "read_transcript", "validate_lines"]
 
@@ -55,6 +57,7 @@ _OTHER = {"client": "server", "server": "client"}
 # Keys of a JSON-RPC message itself, around what the revision defines (params, result, error).
 _ENVELOPE_KEYS = frozenset(("jsonrpc", "id", "method", "params", "result", "error"))
 _AT = re.compile(r"- at `(\$[^`]*)`")
+_RESULT_TYPE = "resultType"  # the discriminator of a result (what the extension's task sets)
 
 
 class Finding(msgspec.Struct, frozen=True):
@@ -109,6 +112,7 @@ class _Pending:
     method: str | None  # None: a method this revision lacks (its response decodes generically)
     sender: str | None  # None: a "both" request whose sender the transcript does not tell
     params: Any  # as on the wire: they may decide what answers it (a task-augmented request)
+    extension: str | None = None  # a request of the tasks extension: its method
 
 
 class _Session:
@@ -118,12 +122,20 @@ class _Session:
         self.revision = revision
         self.strict = strict
         self.methods = bindings(revision).METHODS
+        # The tasks extension where it extends this revision: its requests (sent by the client)
+        # and the answers it gives a call, read with its generated classes.
+        self.ext = TaskSpeech.of(revision)
         self.codecs = {side: Codec(revision, role=side) for side in _SIDES}
         # Decodes responses to ids nobody asked for: it is never told an id, so it never waits
         # for one (the session's codec may, when a response it was told of failed early).
         self.stray = Codec(revision, role="client")
         self.pending: dict[Any, list[_Pending]] = {}  # id -> requests awaiting it, oldest first
         self.used: dict[str, dict[Any, int]] = {side: {} for side in _SIDES}  # sender -> id -> line
+        # What the message being checked is to the extension: its request (the method), or the
+        # answer to the request it names (set by _place, read by _decode).
+        self._extension_request: str | None = None
+        self._answering: _Pending | None = None
+        self._open_result = bindings(revision).FACTS.result
 
     def check(self, number: int, line: str) -> Iterator[Finding]:
         try:
@@ -155,6 +167,12 @@ class _Session:
             )
             has_id = id_ is not None
             method = raw.get("method")
+            if isinstance(method, str) and _of_extension(self.ext, method, self.methods):
+                self._extension_request = method
+                if has_id:
+                    sent = _Pending(None, "client", raw.get("params"), extension=method)
+                    findings = self._request(number, id_, sent, root)
+                return "client", self.codecs["server"], findings
             if isinstance(method, str):
                 spec = self.methods.get(method)
                 sender = spec.sender if spec is not None else None
@@ -175,6 +193,7 @@ class _Session:
                         )
                     )
                     return None, self.stray, findings
+                self._answering = request
                 requester = request.sender or "client"
                 if request.method is not None:
                     self.codecs[requester].expect_request(
@@ -226,18 +245,71 @@ class _Session:
     def _decode(
         self, number: int, codec: Codec, data: str | bytes, raw: Any, root: str
     ) -> list[Finding]:
+        extension_request, self._extension_request = self._extension_request, None
+        answering, self._answering = self._answering, None
+        if extension_request is not None:
+            return self._extension_message(number, extension_request, data, root)
         try:
             decoded = codec.decode(data)
         except ProtocolError as exc:
             return [Finding(number, exc.code, _path(exc.message, root), exc.message)]
         finally:
             self._share_capabilities()
+        found = []
+        if answering is not None and type(decoded) is Response:
+            found = self._extension_answer(number, answering, decoded.result, root)
         if not self.strict:
-            return []
-        return [
+            return found
+        return found + [
             Finding(number, code, path, message)
             for code, path, message in _undefined_keys(raw, decoded, self.revision, root)
         ]
+
+    def _extension_message(
+        self, number: int, method: str, data: str | bytes, root: str
+    ) -> list[Finding]:
+        """A request of the tasks extension, checked against its generated class."""
+        assert self.ext is not None  # (only its requests are placed so)
+        wire = self.ext.types.requests[method][0]
+        try:
+            convert(msgspec.json.decode(data), wire)
+        except msgspec.ValidationError as exc:
+            message = (
+                f"Invalid params for {method!r} (MCP {self.revision}, "
+                f"{self.ext.facts.extension}): {exc}"
+            )
+            return [Finding(number, INVALID_PARAMS, _path(message, root), message)]
+        except (msgspec.DecodeError, RecursionError, ValueError) as exc:
+            return [Finding(number, PARSE_ERROR, root, f"Parse error: {exc}")]
+        return []
+
+    def _extension_answer(
+        self, number: int, request: _Pending, result: Any, root: str
+    ) -> list[Finding]:
+        """The answer to ``request`` where the tasks extension decides what it is: the result of
+        one of its requests, or a task made of a call; a task made of the call of a client that
+        did not declare the extension is a finding."""
+        ext = self.ext
+        method = request.extension or request.method
+        if ext is None or method is None or type(result) is not self._open_result:
+            return []
+        f = ext.facts
+        if (
+            request.extension is None
+            and method == f.eligible
+            and result.get(_RESULT_TYPE) == f.task_result
+            and not declares(request.params, f)
+        ):
+            message = (
+                f"Invalid result: the result of {method!r} (MCP {self.revision}) is a task of "
+                f"the {f.extension} extension, which the request did not declare"
+            )
+            return [Finding(number, INVALID_PARAMS, _join(root, "result"), message)]
+        try:
+            ext.answer(None, method, request.params, result)
+        except ProtocolError as exc:
+            return [Finding(number, exc.code, _path(exc.message, root), exc.message)]
+        return []
 
     def _share_capabilities(self) -> None:
         """Each codec learns the other side's capabilities from what it receives; the codec
@@ -281,6 +353,11 @@ class _Session:
         except ProtocolError as exc:
             if all(exc.message != f.message for f in found):
                 yield Finding(number, exc.code, _path(exc.message, "$"), exc.message)
+
+
+def _of_extension(ext: TaskSpeech | None, method: str, methods: Any) -> bool:
+    """Whether ``method`` is a request of the tasks extension (and none of the revision's)."""
+    return ext is not None and method in ext.methods and method not in methods
 
 
 def _path(message: str, root: str) -> str:

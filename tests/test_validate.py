@@ -437,3 +437,63 @@ def test_a_real_session_with_tasks_both_ways_has_no_deviations() -> None:
 
 def test_finding_reads_as_one_line() -> None:
     assert str(Finding(3, -32602, "$.params.name", "why")) == "line 3: [-32602] $.params.name: why"
+
+
+# -- the tasks extension of 2026-07-28 ----------------------------------------------------------
+
+_EXT_META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
+}
+_TASK = {
+    "taskId": "t1",
+    "status": "working",
+    "createdAt": "2026-11-25T08:00:00Z",
+    "lastUpdatedAt": "2026-11-25T08:00:00Z",
+    "ttlMs": 60000,
+}
+
+
+def _ext_call(declared: bool) -> dict[str, Any]:
+    caps = {"extensions": {"io.modelcontextprotocol/tasks": {}}} if declared else {}
+    meta = {**_EXT_META, "io.modelcontextprotocol/clientCapabilities": caps}
+    params = {"name": "slow", "arguments": {}, "_meta": meta}
+    return {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}
+
+
+def _ext_findings(*messages: dict[str, Any]) -> list[tuple[int, int, str]]:
+    lines = [json.dumps(m) for m in messages]
+    return [(f.line, f.code, f.path) for f in validate_lines(lines, "2026-07-28", strict=True)]
+
+
+def test_the_tasks_extension_validates_with_its_generated_classes() -> None:
+    """A call answered with a task and the task polled: no finding (tasks/get was -32601 before
+    validate knew the extension); a tasks/get of the wrong shape, its answer of the wrong shape,
+    and a task made of a call that did not declare the extension are findings with their path."""
+    caps = {"extensions": {"io.modelcontextprotocol/tasks": {}}}
+    meta = {**_EXT_META, "io.modelcontextprotocol/clientCapabilities": caps}
+    task = {"jsonrpc": "2.0", "id": 1, "result": {"resultType": "task", **_TASK}}
+    get = {
+        "jsonrpc": "2.0",
+        "id": 2,
+        "method": "tasks/get",
+        "params": {"taskId": "t1", "_meta": meta},
+    }
+    done = {
+        "resultType": "complete",
+        **_TASK,
+        "status": "completed",
+        "result": {"resultType": "complete", "content": [{"type": "text", "text": "2"}]},
+    }
+    assert (
+        _ext_findings(_ext_call(True), task, get, {"jsonrpc": "2.0", "id": 2, "result": done}) == []
+    )
+
+    bad_get = {**get, "params": {"taskId": 7, "_meta": meta}}
+    assert _ext_findings(_ext_call(True), task, bad_get) == [(3, -32602, "$.params.taskId")]
+    missing = {k: v for k, v in done.items() if k != "lastUpdatedAt"}
+    found = _ext_findings(
+        _ext_call(True), task, get, {"jsonrpc": "2.0", "id": 2, "result": missing}
+    )
+    assert [(line, code) for line, code, _ in found] == [(4, -32602)]
+    assert _ext_findings(_ext_call(False), task) == [(2, -32602, "$.result")]

@@ -29,6 +29,7 @@ __all__ = ["TaskSpeech", "declares", "with_extension"]
 # The capabilities member that lists the extensions a side supports (ClientCapabilities'
 # ``extensions``, where the extension is declared, as the server's tasks layer reads it).
 _EXTENSIONS = "extensions"
+_META = "_meta"  # the wire key of a request's _meta (every revision's)
 
 
 class TaskSpeech:
@@ -130,9 +131,9 @@ def with_extension(capabilities: Any, facts: TasksFacts) -> dict[str, Any]:
 
 
 def declares(params: Any, facts: TasksFacts) -> bool:
-    """Whether request params (the Struct a session sent) declare the extension in their
-    ``_meta`` client capabilities."""
-    meta = getattr(params, "meta", UNSET)
+    """Whether request params (the Struct a session sent, or the plain JSON of the wire, as a
+    validator reads it) declare the extension in their ``_meta`` client capabilities."""
+    meta = params.get(_META) if type(params) is dict else getattr(params, "meta", UNSET)
     if not isinstance(meta, dict):
         return False
     caps = msgspec.to_builtins(meta.get(facts.capabilities_key))

@@ -21,6 +21,7 @@ from mcpbind._extensions import TASKS
 from mcpbind.events import ErrorReceived, Event, ResultReceived, TaskCreated
 from mcpbind.session import ClientSession
 from mcpbind.transports.http_client import StreamableHTTPClient
+from mcpbind.validate import validate_lines
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(120)]
 
@@ -43,14 +44,17 @@ class Recorded(ClientSession):
         super().__init__(*args, **kwargs)
         self.sent: list[Any] = []
         self.received: list[Any] = []
+        self.wire: list[str] = []  # both ways, in order (what ``mcpbind validate`` reads)
 
     def receive(self, data: bytes | str) -> list[Event]:
         self.received.append(json.loads(data))
+        self.wire.append(data if isinstance(data, str) else data.decode())
         return super().receive(data)
 
     def data_to_send(self) -> list[bytes]:
         out = super().data_to_send()
         self.sent.extend(json.loads(m) for m in out)
+        self.wire.extend(m.decode() for m in out)
         return out
 
 
@@ -61,7 +65,9 @@ def _exact(value: Any, cls: Any) -> None:
 
 def _check_wire(s: Recorded) -> None:
     """Every extension message of the session converts into its generated class and re-encodes
-    to the same JSON: the requests sent, the answers received (by the method they answer)."""
+    to the same JSON: the requests sent, the answers received (by the method they answer); and
+    ``mcpbind validate --strict`` finds nothing in the whole transcript."""
+    assert list(validate_lines(s.wire, REVISION, strict=True)) == []
     methods = {}
     for message in s.sent:
         if message.get("method") in TYPES.requests:
