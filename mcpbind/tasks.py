@@ -174,6 +174,7 @@ class Tasks:
         # the extension): a stream whose filter names taskIds is this layer's.
         facts = bindings(revision).FACTS
         self._listen = facts.lifecycle.get("listen")
+        self.listen_method = self._listen  # the core method a task status stream rides on
         self._acknowledged = facts.features.get("acknowledged")
         self.max_listeners = max_listeners
         self.max_listen_tasks = max_listen_tasks
@@ -650,6 +651,34 @@ class Tasks:
 
 
 _JSON = msgspec.json.Encoder()
+
+
+def read_request(
+    body: bytes, speaks: Callable[[Any], bool]
+) -> tuple[Any, str, dict[str, Any]] | None:
+    """The id, method and params of ``body`` when it is one request whose params ``speaks``
+    (a tasks layer's: its ``_meta`` names the revision the extension extends), or None: a
+    message the layer leaves to the session (anything else, malformed ones included)."""
+    try:
+        message = msgspec.json.decode(body)
+    except (msgspec.DecodeError, RecursionError):
+        return None
+    if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
+        return None
+    rid, method, params = message.get("id"), message.get("method"), message.get("params")
+    if type(rid) not in (str, int) or not isinstance(params, dict):
+        return None
+    if not isinstance(method, str) or not speaks(params):
+        return None
+    return rid, method, params
+
+
+def error_object(error: ProtocolError) -> dict[str, Any]:
+    """The JSON-RPC error object of a response answering with ``error``."""
+    failure: dict[str, Any] = {"code": error.code, "message": error.message}
+    if error.data is not None:
+        failure["data"] = msgspec.to_builtins(error.data)
+    return failure
 
 
 def _meta_key(cls: Any, attribute: str) -> str | None:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
-from typing import Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from .._revisions import LATEST, REVISIONS
 from ..session import ServerSession
@@ -16,6 +17,9 @@ from .resources import Resource, Template, template_variables
 from .serve import Server
 from .stdio import MAX_LINE, serve_lines
 from .tools import Tool
+
+if TYPE_CHECKING:
+    from ..tasks import Tasks
 
 __all__ = ["App"]
 
@@ -263,16 +267,20 @@ class App:
             "instructions": self.instructions,
         }
 
-    def session(self) -> ServerSession:
-        """A new ``ServerSession`` configured as this App's connections are."""
-        return ServerSession(
-            **self._session_config(), cache_scope=self.cache_scope, ttl_ms=self.ttl_ms
-        )
+    def session(self, tasks: Tasks | None = None) -> ServerSession:
+        """A new ``ServerSession`` configured as this App's connections are (offering the tasks
+        extension when given its layer ``tasks``)."""
+        config = self._session_config()
+        if tasks is not None:
+            config["capabilities"] = tasks.advertise(config["capabilities"])
+        return ServerSession(**config, cache_scope=self.cache_scope, ttl_ms=self.ttl_ms)
 
-    def connect(self, write: Callable[[bytes], Any]) -> Connection:
+    def connect(self, write: Callable[[bytes], Any], *, tasks: Tasks | None = None) -> Connection:
         """A new connection of this App: give it each message of the client with ``receive``;
-        what it sends goes to ``write`` (one message each)."""
-        return Connection(self._server, self.session(), write)
+        what it sends goes to ``write`` (one message each). ``tasks``: a tasks layer
+        (``mcpbind.app.tasks.app_tasks``) serving the extension on this connection, as
+        ``asgi(tasks=...)`` does over HTTP; its caller closes it (``Tasks.aclose``)."""
+        return Connection(self._server, self.session(tasks), write, tasks)
 
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[App]:
@@ -302,16 +310,29 @@ class App:
                         await done.aclose()
 
     async def serve_stdio(
-        self, *, max_line: int = MAX_LINE, stdin: Any = None, stdout: Any = None
+        self,
+        *,
+        max_line: int = MAX_LINE,
+        stdin: Any = None,
+        stdout: Any = None,
+        tasks: Tasks | None = None,
     ) -> None:
-        """Serve one client on stdin/stdout until its input ends."""
+        """Serve one client on stdin/stdout until its input ends (``tasks``: as in ``run``)."""
         async with self.running():
-            await serve_lines(self.connect, stdin, stdout, max_line)
+            try:
+                await serve_lines(
+                    functools.partial(self.connect, tasks=tasks), stdin, stdout, max_line
+                )
+            finally:
+                if tasks is not None:
+                    await tasks.aclose()
 
-    def run(self, *, max_line: int = MAX_LINE) -> None:
+    def run(self, *, max_line: int = MAX_LINE, tasks: Tasks | None = None) -> None:
         """Serve one client on this process's stdin and stdout (``max_line``: the longest
-        message line, 16 MiB by default)."""
-        asyncio.run(self.serve_stdio(max_line=max_line))
+        message line, 16 MiB by default). ``tasks``: a tasks layer
+        (``mcpbind.app.tasks.app_tasks``) serving the 2026-07-28 tasks extension, as
+        ``asgi(tasks=...)`` does over HTTP; its running tasks are cancelled when the input ends."""
+        asyncio.run(self.serve_stdio(max_line=max_line, tasks=tasks))
 
     def asgi(self, **options: Any) -> Any:
         """The ASGI application serving this App over Streamable HTTP (mcpbind[http]); it runs

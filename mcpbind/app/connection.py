@@ -9,7 +9,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -24,12 +24,17 @@ from ..events import (
     ResultReceived,
 )
 from ..session import ServerSession
+from ..tasks import error_object, read_request
 from .reply import reply
 from .serve import Server
+
+if TYPE_CHECKING:
+    from ..tasks import Tasks
 
 __all__ = ["Connection"]
 
 log = logging.getLogger("mcpbind.app")
+_JSON = msgspec.json.Encoder()
 
 
 class _Exchange(msgspec.Struct):
@@ -70,12 +75,21 @@ class _Exchange(msgspec.Struct):
 
 class Connection:
     """The server side of one connection: feed it each message with ``receive``; what it sends
-    goes to ``write`` (one JSON-RPC message each, unframed)."""
+    goes to ``write`` (one JSON-RPC message each, unframed). ``tasks``: the tasks layer
+    (``mcpbind.tasks``) answering the extension's requests and the calls of its tools, as the
+    HTTP server's does (a message channel carries no token: its tasks have one owner)."""
 
-    def __init__(self, server: Server, session: ServerSession, write: Callable[[bytes], Any]):
+    def __init__(
+        self,
+        server: Server,
+        session: ServerSession,
+        write: Callable[[bytes], Any],
+        tasks: Tasks | None = None,
+    ):
         self.server = server
         self.session = session
         self._write = write
+        self.tasks = tasks
         self._tasks: dict[Any, asyncio.Task[None]] = {}
         self._waiting: dict[Any, asyncio.Future[Any]] = {}
         self.closed = False
@@ -89,9 +103,36 @@ class Connection:
 
     def receive(self, data: bytes) -> None:
         """Take one message from the client."""
+        if self.tasks is not None and self._tasked(data):
+            return
         for event in self.session.receive(data):
             self._on(event)
         self.flush()
+
+    def _tasked(self, data: bytes) -> bool:
+        """Whether the tasks layer answered ``data`` (a stateless request it owns: one of the
+        extension's methods, or a call of one of its tools it runs as a task or refuses)."""
+        tasks = self.tasks
+        assert tasks is not None
+        read = read_request(data, tasks.speaks)
+        if read is None:
+            return False
+        rid, method, params = read
+        if method == tasks.listen_method or not tasks.owns(method, params.get("name")):
+            return False  # a subscription stream is the App's on a message channel
+        try:
+            result = tasks.answer(method, params)
+        except ProtocolError as error:
+            self._send({"jsonrpc": "2.0", "id": rid, "error": error_object(error)})
+            return True
+        if result is None:  # a call the layer leaves to the App after all
+            return False
+        self._send({"jsonrpc": "2.0", "id": rid, "result": result})
+        return True
+
+    def _send(self, message: dict[str, Any]) -> None:
+        if not self.closed:
+            self._write(_JSON.encode(message))
 
     def _on(self, event: Event) -> None:
         t = type(event)

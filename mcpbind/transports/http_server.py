@@ -756,17 +756,12 @@ class StreamableHTTPServer:
         read it (not a request of the revision the extension extends, or a tool call the
         layer leaves to the handler). A task belongs to the token's subject (else client)."""
         assert self.tasks is not None
-        try:
-            message = msgspec.json.decode(body)
-        except (msgspec.DecodeError, RecursionError):
+        from ..tasks import error_object, read_request
+
+        read = read_request(body, self.tasks.speaks)
+        if read is None:
             return None
-        if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
-            return None
-        rid, method, params = message.get("id"), message.get("method"), message.get("params")
-        if type(rid) not in (str, int) or not isinstance(params, dict):
-            return None
-        if not isinstance(method, str) or not self.tasks.speaks(params):
-            return None
+        rid, method, params = read
         try:
             owner = None if auth is None else (auth.subject or auth.client_id)
             stream = self.tasks.listen(rid, params, owner)  # task status notifications
@@ -776,10 +771,8 @@ class StreamableHTTPServer:
                 )
             result = await self.tasks.respond(method, params, owner)
         except ProtocolError as error:
-            failure: dict[str, Any] = {"code": error.code, "message": error.message}
-            if error.data is not None:
-                failure["data"] = error.data
             status = _STATUS.get(error.code, 500 if error.code == INTERNAL_ERROR else 400)
+            failure = error_object(error)
             return JSONResponse({"jsonrpc": "2.0", "id": rid, "error": failure}, status_code=status)
         if result is None:
             return None
