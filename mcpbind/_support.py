@@ -253,6 +253,29 @@ class OpenObject(dict[str, Any]):
         return f"{type(self).__name__}({dict.__repr__(self)})"
 
 
+def open_class(cls: Any, attribute: str) -> Any:
+    """The open-object class (e.g. a ``_meta`` class) of the field ``attribute`` of the Struct
+    ``cls``, or None."""
+    import msgspec.inspect as mi
+
+    if not (isinstance(cls, type) and issubclass(cls, msgspec.Struct)):
+        return None
+    for f in mi.type_info(cls).fields:  # type: ignore[attr-defined]
+        if f.name != attribute:
+            continue
+        types = f.type.types if isinstance(f.type, mi.UnionType) else (f.type,)
+        for t in types:
+            if isinstance(t, mi.CustomType) and issubclass(t.cls, OpenObject):
+                return t.cls
+    return None
+
+
+def meta_key(cls: Any, attribute: str) -> str | None:
+    """The wire key of the ``_meta`` key a params or result class declares as ``attribute``."""
+    meta = open_class(cls, "meta")
+    return meta._attributes.get(attribute) if meta is not None else None
+
+
 def _compile_open(cls: type[OpenObject]) -> Callable[[Any], Any]:
     """The decoder of one open object class: the declared keys are validated by one
     ``msgspec.convert`` into its fields Struct; only those whose decoded value is not the JSON

@@ -15,7 +15,6 @@ import contextlib
 import logging
 import secrets
 import time
-import typing
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -25,7 +24,7 @@ import msgspec
 
 from . import bindings
 from ._extensions import TASKS, TasksFacts
-from ._support import OpenObject
+from ._support import meta_key
 from .errors import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -186,7 +185,7 @@ class Tasks:
         self._subscription_key: str | None = None
         if self._listen is not None and self._acknowledged is not None:
             ack = bindings(revision).METHODS[self._acknowledged].params
-            self._subscription_key = _meta_key(ack, "subscription_id")
+            self._subscription_key = meta_key(ack, "subscription_id")
         unknown = set(_TASK_FIELDS) - set(f.task_fields)
         if unknown:  # the pinned extension renamed a field this layer writes
             raise ValueError(f"{f.package} {f.version} has no task fields {sorted(unknown)}")
@@ -679,17 +678,6 @@ def error_object(error: ProtocolError) -> dict[str, Any]:
     if error.data is not None:
         failure["data"] = msgspec.to_builtins(error.data)
     return failure
-
-
-def _meta_key(cls: Any, attribute: str) -> str | None:
-    """The wire key of a declared ``_meta`` key (by its attribute) of a params class."""
-    for f in msgspec.structs.fields(cls):
-        if f.name == "meta":
-            for t in (f.type, *typing.get_args(f.type)):
-                if isinstance(t, type) and issubclass(t, OpenObject):
-                    key: str | None = t._attributes.get(attribute)
-                    return key
-    return None
 
 
 def _now() -> str:

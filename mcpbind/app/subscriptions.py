@@ -6,14 +6,13 @@ HTTP server's sessions)."""
 from __future__ import annotations
 
 import asyncio
-import typing
 import weakref
 from typing import Any
 
 import msgspec
 from msgspec import UNSET
 
-from .._support import OpenObject, convert
+from .._support import convert, meta_key
 from ..errors import INTERNAL_ERROR, INVALID_PARAMS, ProtocolError
 from .context import Exchange
 from .limits import Limits
@@ -93,7 +92,7 @@ class Subscriptions:
             uris = frozenset(subscribed[: self.limits.subscriptions])
             offered[_SUBSCRIBED] = sorted(uris)
         ack = r.features["acknowledged"]
-        tag_key = _meta_key(r.module.METHODS[ack].params, "subscription_id")
+        tag_key = meta_key(r.module.METHODS[ack].params, "subscription_id")
         tag = {tag_key: exchange.id} if tag_key is not None else {}
         names = fields(type(asked))
         meta = fields(r.module.METHODS[ack].params)["meta"]
@@ -114,7 +113,7 @@ class Subscriptions:
             del self._listeners[id(listener)]
         cls = r.facts.wires[exchange.method].result
         names = fields(cls)
-        key = _meta_key(cls, "subscription_id")
+        key = meta_key(cls, "subscription_id")
         data: dict[str, Any] = {names["meta"]: {key: exchange.id} if key is not None else {}}
         kinds = r.facts.result_kinds
         if kinds is not None:
@@ -166,14 +165,3 @@ class Subscriptions:
                 continue
             reached += 1
         return reached
-
-
-def _meta_key(cls: Any, attribute: str) -> str | None:
-    """The wire key of a declared ``_meta`` key (by its attribute) of a params or result class."""
-    for f in msgspec.structs.fields(cls):
-        if f.name == "meta":
-            for t in (f.type, *typing.get_args(f.type)):
-                if isinstance(t, type) and issubclass(t, OpenObject):
-                    key: str | None = t._attributes.get(attribute)
-                    return key
-    return None

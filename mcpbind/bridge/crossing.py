@@ -21,12 +21,12 @@ from typing import Any
 import msgspec
 from msgspec import UNSET
 
-from .._support import convert
+from .._support import convert, open_class
 from ..errors import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, ProtocolError
 from ..events import Negotiated
 from ..projection import ProjectionError
 from ..session import ClientSession
-from ..session._common import _fields, _open_class, checked, speech
+from ..session._common import _fields, checked, speech
 from .losses import Lost, convey, conveyor
 from .tasks import undeclared_tasks, untranslated_tasks
 
@@ -543,5 +543,5 @@ def _meta_class(params_class: type) -> Any:
     class's type information evaluates its annotations)."""
     found = _META_CLASSES.get(params_class, _META_CLASSES)
     if found is _META_CLASSES:
-        found = _META_CLASSES.setdefault(params_class, _open_class(params_class, "meta"))
+        found = _META_CLASSES.setdefault(params_class, open_class(params_class, "meta"))
     return found

@@ -16,7 +16,7 @@ from msgspec import UNSET
 
 from .._extensions import TASKS
 from .._revisions import REVISIONS
-from .._support import Facts, MethodSpec, OpenObject, convert, ready
+from .._support import Facts, MethodSpec, OpenObject, convert, open_class, ready
 from ..codec import Codec, ErrorObject, ErrorResponse, Request, Response
 from ..errors import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, ProtocolError
 from ..events import (
@@ -49,22 +49,6 @@ def _fields(cls: Any) -> dict[str, str]:
     if isinstance(cls, type) and issubclass(cls, msgspec.Struct):
         return {f.name: f.encode_name for f in msgspec.structs.fields(cls)}
     return {}
-
-
-def _open_class(cls: Any, attribute: str) -> Any:
-    """The open-object class (e.g. a ``_meta`` class) of a Struct field, or None."""
-    import msgspec.inspect as mi
-
-    if not (isinstance(cls, type) and issubclass(cls, msgspec.Struct)):
-        return None
-    for f in mi.type_info(cls).fields:  # type: ignore[attr-defined]
-        if f.name != attribute:
-            continue
-        types = f.type.types if isinstance(f.type, mi.UnionType) else (f.type,)
-        for t in types:
-            if isinstance(t, mi.CustomType) and issubclass(t.cls, OpenObject):
-                return t.cls
-    return None
 
 
 def open_get(obj: Any, attribute: str) -> Any:
@@ -180,7 +164,7 @@ class _Speech:
                 self.facts.wires[method].wire,
                 params,
                 meta_key,
-                _open_class(params, "meta") if params is not None else None,
+                open_class(params, "meta") if params is not None else None,
                 envelope.version_key if envelope is not None and request else None,
                 self.roles.get(method) == "initialize",
                 self,

@@ -10,11 +10,12 @@ from typing import Any, NamedTuple
 import msgspec
 
 from .._revisions import LATEST, REVISIONS
+from .._support import open_class
 from ..codec import Codec
 from ..errors import INTERNAL_ERROR, INVALID_REQUEST, ProtocolError, UnsupportedRevision
 from ..events import Event, Initialized, Negotiated, NegotiationFailed
 from ..negotiate import negotiate
-from ._common import Session, _fields, _open_class, _Speech, checked, make, speech
+from ._common import Session, _fields, _Speech, checked, make, speech
 
 __all__ = ["ServerSession"]
 
@@ -330,7 +331,7 @@ class ServerSession(Session):
             data[facts.result_kinds.key] = facts.result_kinds.own
         if self.instructions is not None:
             data[names["instructions"]] = self.instructions
-        meta_class = _open_class(cls, "meta")
+        meta_class = open_class(cls, "meta")
         info_key = meta_class._attributes.get("server_info") if meta_class is not None else None
         if info_key is not None and self.info is not None:
             data[names["meta"]] = {info_key: self.info}
