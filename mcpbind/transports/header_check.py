@@ -8,7 +8,8 @@ proxies and load balancers can route without reading the body: ``Mcp-Method`` (t
 whatever routed it by the headers may have routed it wrongly. Header names are matched without
 regard to case (HTTP), values exactly, after the optional whitespace around a field value is
 dropped (RFC 9110 section 5.5); a value of the form ``=?base64?...?=`` is the Base64 of the UTF-8
-text (strict: padding and alphabet), anything else is the text itself.
+text (strict: padding and alphabet), anything else is the text itself. A client writes its
+headers with ``params_name`` and ``encode_header_value``, the inverses of what is read here.
 """
 
 from __future__ import annotations
@@ -20,12 +21,11 @@ from typing import Any
 
 import msgspec
 
-from .http_client import encode_header_value
-
 METHOD_HEADER = "mcp-method"
 NAME_HEADER = "mcp-name"
 PARAM_PREFIX = "mcp-param-"
-# What names a request's target in its params, for Mcp-Name (the first present, as a string).
+# What names a request's target in its params, for Mcp-Name (the first present, as a string;
+# taskId: the tasks extension's requests). ``Target`` below decodes these keys, in this order.
 NAME_KEYS = ("name", "uri", "taskId")
 _WORD_START, _WORD_END = "=?base64?", "?="
 # The optional whitespace around a field value (RFC 9110): space and horizontal tab.
@@ -80,6 +80,16 @@ def target_name(params: Target | None) -> str | None:
         return None
     for value in (params.name, params.uri, params.task_id):
         if type(value) is str:
+            return value
+    return None
+
+
+def params_name(params: Mapping[str, Any]) -> str | None:
+    """The ``Mcp-Name`` a request with ``params`` (plain JSON) carries: the value of the first of
+    ``NAME_KEYS`` present as a string, else None (``target_name`` for decoded params)."""
+    for key in NAME_KEYS:
+        value = params.get(key)
+        if isinstance(value, str):
             return value
     return None
 
@@ -149,3 +159,27 @@ def param_mismatch(
         if text != expected:
             return f"{name} says {text!r} but the argument {argument!r} is {expected!r}"
     return None
+
+
+def encode_header_value(value: Any) -> str:
+    """An argument as an ``Mcp-Param-*`` header value: plain visible ASCII as is, anything a
+    header cannot carry verbatim (other characters, surrounding whitespace, the encoded-word
+    marker itself) as ``=?base64?...?=`` of its UTF-8 bytes."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return json_number(value)
+    text = value if isinstance(value, str) else msgspec.json.encode(value).decode()
+    plain = (
+        all(0x20 <= ord(c) <= 0x7E for c in text)
+        and text == text.strip()
+        and not text.startswith("=?")
+    )
+    if plain:
+        return text
+    return _WORD_START + base64.b64encode(text.encode()).decode() + _WORD_END
+
+
+def json_number(value: int | float) -> str:
+    """A number as JSON writes it (3.0 stays 3.0, 42 stays 42)."""
+    return msgspec.json.encode(value).decode()

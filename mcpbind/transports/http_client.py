@@ -19,7 +19,6 @@ times; without ``auth``, or when it cannot help, the call ends with one ``Author
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
 import itertools
 from collections import deque
@@ -47,6 +46,8 @@ from ..events import (
 )
 from ..session import ClientSession
 from ._answer import answer_request
+from .header_check import encode_header_value as encode_header_value
+from .header_check import params_name
 
 __all__ = ["StreamableHTTPClient"]
 
@@ -60,10 +61,6 @@ ACCEPT = "application/json, text/event-stream"
 _TOKEN = frozenset("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
 # The argument types a header may mirror: a number could not round-trip exactly through text.
 _PRIMITIVE = frozenset(("string", "integer", "boolean"))
-
-# What names the target of a request in its params, for the Mcp-Name header (as the server's
-# header_check.NAME_KEYS reads it; taskId: the tasks extension's requests).
-_NAME_KEYS = ("name", "uri", "taskId")
 
 
 class _Peek(msgspec.Struct, gc=False):
@@ -236,7 +233,7 @@ class StreamableHTTPClient:
             if isinstance(peek.method, str):
                 headers[METHOD_HEADER] = peek.method
             params = peek.params if isinstance(peek.params, dict) else {}
-            name = next((params[k] for k in _NAME_KEYS if isinstance(params.get(k), str)), None)
+            name = params_name(params)
             if name is not None:
                 headers[NAME_HEADER] = name
             meta = params.get("_meta")
@@ -478,30 +475,6 @@ def _needs_auth(response: httpx.Response) -> bool:
     return response.status_code == 401 or (
         response.status_code == 403 and "www-authenticate" in response.headers
     )
-
-
-def encode_header_value(value: Any) -> str:
-    """An argument as an ``Mcp-Param-*`` header value: plain visible ASCII as is, anything a
-    header cannot carry verbatim (other characters, surrounding whitespace, the encoded-word
-    marker itself) as ``=?base64?...?=`` of its UTF-8 bytes."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return json_number(value)
-    text = value if isinstance(value, str) else msgspec.json.encode(value).decode()
-    plain = (
-        all(0x20 <= ord(c) <= 0x7E for c in text)
-        and text == text.strip()
-        and not text.startswith("=?")
-    )
-    if plain:
-        return text
-    return "=?base64?" + base64.b64encode(text.encode()).decode() + "?="
-
-
-def json_number(value: int | float) -> str:
-    """A number as JSON writes it (3.0 stays 3.0, 42 stays 42)."""
-    return msgspec.json.encode(value).decode()
 
 
 def _designations(schema: Any) -> tuple[dict[str, str], str | None]:
