@@ -99,3 +99,13 @@ def _origin_host(origin: str) -> str | None:
     if not sep or not scheme:
         return None
     return _authority_host(authority)
+
+
+def _host_allowed(headers: Mapping[str, str], allowed: frozenset[str]) -> bool:
+    """``Host`` and ``Origin`` (when present) name hosts of ``allowed`` (lower case): DNS
+    rebinding protection, the same for both HTTP transports."""
+    host = headers.get("host")
+    if host is not None and _authority_host(host) not in allowed:
+        return False
+    origin = headers.get("origin")
+    return origin is None or _origin_host(origin) in allowed

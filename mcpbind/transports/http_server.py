@@ -80,6 +80,7 @@ from ._http_answers import _NO_CACHE, _events, _EventStream, _Gone, _JSONAnswer
 from ._http_answers import _plain_error as _plain_error
 from ._http_head import _ACCEPTED, _JSON, _Request
 from ._http_head import _authority_host as _authority_host
+from ._http_head import _host_allowed as _host_allowed
 from ._http_head import _media_types as _media_types
 from ._http_head import _origin_host as _origin_host
 from .header_check import METHOD_HEADER, NAME_HEADER, param_mismatch, standard_mismatch
@@ -508,15 +509,8 @@ class StreamableHTTPServer:
 
     # -- checks -----------------------------------------------------------------------------------
 
-    def _host_allowed(self, request: Request) -> bool:
-        host = request.headers.get("host")
-        if host is not None and _authority_host(host) not in self.allowed_hosts:
-            return False
-        origin = request.headers.get("origin")
-        return origin is None or _origin_host(origin) in self.allowed_hosts
-
     async def _endpoint(self, request: Request) -> Response:
-        if not self._host_allowed(request):
+        if not _host_allowed(request.headers, self.allowed_hosts):
             return _plain_error(403, "Forbidden: Host or Origin is not an allowed host")
         auth: AuthInfo | None = None  # a local, not request.state: that builds a State a request
         if self._shared and (self._started is None or not self._started.done()):

@@ -33,13 +33,14 @@ from starlette.types import Receive, Scope, Send
 
 from .. import bindings
 from ..errors import INTERNAL_ERROR, ProtocolError
-from ..events import ErrorReceived, Event, RequestCancelled, RequestReceived, ResultReceived
+from ..events import Event, RequestReceived
 from ..session import ServerSession
 
 # Shared with the Streamable HTTP server: the handler's view of a request (Call), the session
 # record it reads (_Live), a stream's queue and the requests sent on it (_Stream), how the server
-# asks the client something (_ask), the defaults of the limits (one value for both transports),
-# and the small helpers around them.
+# asks the client something (_ask), how an answer or a cancellation settles what awaits it
+# (_settle), the Host and Origin check (_host_allowed), the defaults of the limits (one value for
+# both transports), and the small helpers around them.
 from .http_server import (
     BODY_TIMEOUT,
     LOCAL_HOSTS,
@@ -53,12 +54,12 @@ from .http_server import (
     Handler,
     _answer_error,
     _ask,
-    _authority_host,
+    _host_allowed,
     _Live,
     _media_types,
-    _origin_host,
     _peek,
     _plain_error,
+    _settle,
     _Stream,
 )
 
@@ -200,20 +201,12 @@ class SSEServer:
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         await self.app(scope, receive, send)
 
-    def _host_allowed(self, request: Request) -> bool:
-        """``Host`` and ``Origin`` (when present) name allowed hosts: DNS rebinding protection."""
-        host = request.headers.get("host")
-        if host is not None and _authority_host(host) not in self.allowed_hosts:
-            return False
-        origin = request.headers.get("origin")
-        return origin is None or _origin_host(origin) in self.allowed_hosts
-
     # -- GET: the event stream --------------------------------------------------------------------
 
     async def _get(self, request: Request) -> Response:
         if request.method != "GET":  # a HEAD would open a session nobody can read
             return _plain_error(405, "Method Not Allowed: the event stream is opened with GET")
-        if not self._host_allowed(request):
+        if not _host_allowed(request.headers, self.allowed_hosts):
             return _plain_error(403, "Forbidden: Host or Origin is not an allowed host")
         if not {"text/event-stream", "text/*", "*/*"} & _media_types(
             request.headers.get("accept", "*/*")
@@ -286,7 +279,7 @@ class SSEServer:
     # -- POST: the client's messages --------------------------------------------------------------
 
     async def _post(self, request: Request) -> Response:
-        if not self._host_allowed(request):
+        if not _host_allowed(request.headers, self.allowed_hosts):
             return _plain_error(403, "Forbidden: Host or Origin is not an allowed host")
         sid = request.query_params.get("session_id")
         if sid is None:
@@ -356,18 +349,8 @@ class SSEServer:
                 return
             call = Call(live, live.feed, event)
             live.tasks[event.id] = asyncio.ensure_future(self._run(live, call))
-        elif isinstance(event, ResultReceived):
-            future = live.waiting.get(event.id)
-            if future is not None and not future.done():
-                future.set_result(event.result)
-        elif isinstance(event, ErrorReceived):
-            future = live.waiting.get(event.id)
-            if future is not None and not future.done():
-                future.set_exception(ProtocolError(event.code, event.message, event.data))
-        elif isinstance(event, RequestCancelled):
-            task = live.tasks.get(event.id)
-            if task is not None:
-                task.cancel()
+        else:
+            _settle(live, event)
 
     async def _run(self, live: _Session, call: Call) -> None:
         session = live.session
