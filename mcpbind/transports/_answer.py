@@ -1,6 +1,7 @@
 """Answering a request of the peer with what an application callback makes of it: the one rule
 every client transport follows, so that each request gets exactly one answer whatever the
-callback does."""
+callback does; and the responses to the input requests of a multi-round-trip result, asked of
+the same callback."""
 
 from __future__ import annotations
 
@@ -8,10 +9,10 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from ..errors import INTERNAL_ERROR, METHOD_NOT_FOUND, ProtocolError
-from ..events import RequestReceived
+from ..events import InputRequired, RequestReceived
 from ..session import ClientSession
 
-__all__ = ["answer_request"]
+__all__ = ["answer_request", "input_responses"]
 
 
 async def answer_request(
@@ -39,3 +40,21 @@ async def answer_request(
             session.respond(event.id, result)
         except ProtocolError as error:
             session.respond_error(event.id, INTERNAL_ERROR, error.message)
+
+
+async def input_responses(
+    session: ClientSession,
+    event: InputRequired,
+    on_request: Callable[[RequestReceived], Awaitable[Any]] | None,
+) -> dict[str, Any]:
+    """The responses to the input requests of ``event`` (a multi-round-trip result), by name:
+    ``on_request``'s result for each, in order; what it raises is raised, and without a callback
+    an input request raises ``ProtocolError`` -32601."""
+    responses: dict[str, Any] = {}
+    for name, asked in event.asked(session.revision or "").items():
+        if on_request is None:
+            raise ProtocolError(
+                METHOD_NOT_FOUND, f"Method not found: this client handles no {asked.method!r}"
+            )
+        responses[name] = await on_request(asked)
+    return responses

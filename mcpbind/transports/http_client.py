@@ -45,7 +45,7 @@ from ..events import (
     TaskCreated,
 )
 from ..session import ClientSession
-from ._answer import answer_request
+from ._answer import answer_request, input_responses
 from .header_check import encode_header_value as encode_header_value
 from .header_check import params_name
 
@@ -61,6 +61,10 @@ ACCEPT = "application/json, text/event-stream"
 _TOKEN = frozenset("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
 # The argument types a header may mirror: a number could not round-trip exactly through text.
 _PRIMITIVE = frozenset(("string", "integer", "boolean"))
+
+
+# The events that answer a request this side sent: whichever of these carries its id settles it.
+ANSWERS = (ResultReceived, ErrorReceived, InputRequired, TaskCreated)
 
 
 class _Peek(msgspec.Struct, gc=False):
@@ -187,10 +191,7 @@ class StreamableHTTPClient:
         await self.flush()
         event = self._results.pop(rid, None)
         while isinstance(event, InputRequired):
-            responses = {
-                name: await self._input(asked)
-                for name, asked in event.asked(self.session.revision or "").items()
-            }
+            responses = await input_responses(self.session, event, self.on_request)
             rid = self.session.answer(event, responses)
             await self.flush()
             event = self._results.pop(rid, None)
@@ -437,7 +438,7 @@ class StreamableHTTPClient:
             self._report(event)
             if isinstance(event, ResultReceived):
                 self._learn(event.result)
-            if isinstance(event, ResultReceived | ErrorReceived | InputRequired | TaskCreated):
+            if isinstance(event, ANSWERS):
                 owed.discard(event.id)
                 self._results[event.id] = event
                 self._arrived.set()
@@ -450,14 +451,6 @@ class StreamableHTTPClient:
                 owed.clear()
             elif isinstance(event, RequestReceived):
                 await self._answer(event)
-
-    async def _input(self, event: RequestReceived) -> Any:
-        """The answer ``on_request`` gives to one input request of a multi-round-trip result."""
-        if self.on_request is None:
-            raise ProtocolError(
-                -32601, f"the server asks for {event.method!r} input and no on_request is set"
-            )
-        return await self.on_request(event)
 
     async def _answer(self, event: RequestReceived) -> None:
         """Answer a request from the server at once (its stream waits for the answer)."""

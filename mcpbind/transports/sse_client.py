@@ -23,7 +23,7 @@ import httpx
 import msgspec
 from httpx_sse import EventSource, ServerSentEvent
 
-from ..errors import METHOD_NOT_FOUND, ProtocolError
+from ..errors import ProtocolError
 from ..events import (
     ErrorReceived,
     Event,
@@ -36,8 +36,8 @@ from ..events import (
     TaskCreated,
 )
 from ..session import ClientSession
-from ._answer import answer_request
-from .http_client import StreamableHTTPClient
+from ._answer import answer_request, input_responses
+from .http_client import ANSWERS, StreamableHTTPClient
 
 __all__ = ["CONNECTION_CLOSED", "SSEClient", "connect_http"]
 
@@ -46,8 +46,6 @@ __all__ = ["CONNECTION_CLOSED", "SSEClient", "connect_http"]
 # as the stdio bridge answers a closed connection.
 CONNECTION_CLOSED = -32000
 
-# The answers to a request: it is settled by whichever of these carries its id.
-_ANSWERS = (ResultReceived, ErrorReceived, InputRequired, TaskCreated)
 # Statuses that say the endpoint exists and the credentials or the rate are the problem: a
 # Streamable HTTP server answering them is not an HTTP+SSE server.
 _NOT_LEGACY = frozenset((401, 403, 429))
@@ -177,10 +175,7 @@ class SSEClient:
         result arrives."""
         event = await self._ask(self.session.request(method, params, progress=progress))
         while isinstance(event, InputRequired):
-            responses = {
-                name: await self._input(asked)
-                for name, asked in event.asked(self.session.revision or "").items()
-            }
+            responses = await input_responses(self.session, event, self.on_request)
             event = await self._ask(self.session.answer(event, responses))
         if isinstance(event, ErrorReceived):
             raise ProtocolError(event.code, event.message, event.data, event.id)
@@ -302,7 +297,7 @@ class SSEClient:
             self.events.append(event)
             if self.on_event is not None:
                 self.on_event(event)
-            if isinstance(event, _ANSWERS):
+            if isinstance(event, ANSWERS):
                 self._settle(event.id, event)
             elif isinstance(event, MessageRejected) and not event.answered:
                 # A response that could not be read still answers its request: with why.
@@ -346,15 +341,6 @@ class SSEClient:
             self._end(f"the answer to the server's {event.method!r} was not delivered: {error}")
             if self._reader is not None:
                 self._reader.cancel()
-
-    async def _input(self, event: RequestReceived) -> Any:
-        """The answer ``on_request`` gives to a request of the server (or an input request)."""
-        if self.on_request is None:
-            raise ProtocolError(
-                METHOD_NOT_FOUND,
-                f"Method not found: this client handles no {event.method!r}",
-            )
-        return await self.on_request(event)
 
     def _end(self, why: str) -> None:
         """The connection is over: every request waiting, and the handshake, get the error."""
