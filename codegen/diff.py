@@ -42,6 +42,7 @@ from .ir import (
 )
 from .resolve import expand
 from .unions import value_kind
+from .unions import walk as walk_type
 
 Breaking = Literal["senders", "receivers", "both"]
 
@@ -711,16 +712,8 @@ def channels(rev: Revision) -> dict[str, set[Channel]]:
     found: dict[str, set[Channel]] = {}
     receiver = {"client": ("server",), "server": ("client",), "both": ("client", "server")}
 
-    def refs(t: TypeExpr | None) -> Iterator[str]:
-        if isinstance(t, RefT):
-            yield t.name
-        elif isinstance(t, ArrayT):
-            yield from refs(t.item)
-        elif isinstance(t, MapT):
-            yield from refs(t.value)
-        elif isinstance(t, UnionT):
-            for m in t.members:
-                yield from refs(m)
+    def refs(t: TypeExpr | None) -> list[str]:
+        return [] if t is None else [x.name for x in walk_type(t) if isinstance(x, RefT)]
 
     def walk(names: Iterable[str], way: Channel) -> None:
         todo = list(names)
