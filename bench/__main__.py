@@ -50,6 +50,8 @@ from .anchors import (
     accepted_by_mcpbind,
     decode_floor,
     encode_floor,
+    guarded_encode_floor,
+    least_decode,
 )
 from .workloads import ROOT, SESSIONS, Workload, all_workloads, record, schema_dir
 
@@ -152,6 +154,8 @@ def measure_workloads(timer: Timer, anchors: list[Anchor], workloads: list[Workl
                 )
                 fns["encode", "floor"] = encode_floor(w, fn())
                 fns["decode", "floor"] = decode_floor(w)
+                fns["encode", "guarded floor"] = guarded_encode_floor(w, fn())
+                fns["decode", "least codec"] = least_decode(w)
         target = PROJECT_TO.get(w.revision)
         if target and w.group != "session":
             decode, _ = Mcpbind().decoder(w)
@@ -439,6 +443,8 @@ def summary(rows: list[Row], extra: dict[str, Any]) -> list[tuple[str, str, str,
     per_workload = [
         ("codec decode <= 1.3x its floor (msgspec's decoders alone, the hooks included)", "decode", "mcpbind", "floor", CODEC_VS_FLOOR, False, False),
         ("codec encode <= 1.3x its floor (msgspec's encode of the wire Struct and one dict store)", "encode", "mcpbind", "floor", CODEC_VS_FLOOR, False, False),
+        ("(reference) the least Python codec's decode <= 1.3x the floor: a method call running the floor's decoder, expect's dict store and the response's pop; no check", "decode", "least codec", "floor", CODEC_VS_FLOOR, False, True),
+        ("(reference) the encode floor with Codec.encode's guard against non-finite floats <= 1.3x the floor; no other check", "encode", "guarded floor", "floor", CODEC_VS_FLOOR, False, True),
         ("decode >= 5x faster than mcp-types", "decode", "mcp-types", "mcpbind", DECODE_VS_MCP_TYPES, True, False),
         ("encode >= 5x faster than mcp-types", "encode", "mcp-types", "mcpbind payload", ENCODE_VS_MCP_TYPES, True, False),
     ]  # fmt: skip
@@ -710,6 +716,11 @@ ANCHORS_TEXT = """\
   what that side receives, or the response decoder of the request's method, with the `dec_hook`
   of open objects and untagged unions), called once per message, and nothing of the codec's own:
   what the exact types cost, apart from the codec. The encode floor is described under "Encode".
+- **least codec** (decode, a reference in the targets table, not a codec): the least any codec
+  written in Python does per message when called as mcpbind is here: the same loop, `expect`
+  storing a response's method by its id, and one method call running the floor's decoder (chosen
+  for it outside the timing) that takes a response's id out again; no dispatch, no check. Where
+  it is over 1.3x the floor, so is every Python codec called that way.
 - Workloads: 2025-11-25 messages built by `bench/workloads.py`; 2026-07-28 server/discover and every
   official example of 2026-07-28 that is a whole JSON-RPC message; and one whole session per
   revision recorded from the real peers of the interop test (`bench/sessions/*.jsonl`, written by
@@ -727,7 +738,9 @@ dmcg: `msgspec.json.encode` of its decoded Struct. orjson / json: `dumps` of the
 floor: the least any codec written in Python does per message, with no check at all: a method
 call that runs `msgspec.json.encode` on the exact wire Struct the codec would encode (built
 before timing) and stores the message's id in a dict. The codec's bound is 1.3x its floor, in
-both directions; orjson is a reference column, no longer a bound."""
+both directions; orjson is a reference column, no longer a bound. guarded floor (a reference in
+the targets table): the floor plus the one check no codec may drop, Codec.encode's own guard
+against a non-finite float (which msgspec writes as `null`)"""
 
 PROJECTION_TEXT = """\
 `mcpbind.project(payload, to=R)` after the decode (the result of a response, the generated

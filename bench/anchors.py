@@ -319,9 +319,9 @@ class _Floor:
         return out
 
 
-def encode_floor(w: Workload, decoded: list[Any]) -> Any:
-    """The floor's runner over the wire values of ``w``'s messages (each made outside the timing
-    by the sending codec's own tables: the very Struct that codec encodes)."""
+def _wires(w: Workload, decoded: list[Any]) -> list[Any]:
+    """The wire value the sending codec encodes for each of ``w``'s messages (made by that
+    codec's own tables, outside the timing)."""
     import mcpbind
 
     codecs = {r: mcpbind.Codec(w.revision, r) for r in ("client", "server")}
@@ -330,15 +330,20 @@ def encode_floor(w: Workload, decoded: list[Any]) -> Any:
         t = type(value)
         method = codecs[m.sender]._send.get(type(value.message) if t is mcpbind.Request else t)
         wires.append(value if method is None else method.unbuild(value))
+    return wires
+
+
+def encode_floor(w: Workload, decoded: list[Any]) -> Any:
+    """The floor's runner over the wire values of ``w``'s messages (each made outside the timing
+    by the sending codec's own tables: the very Struct that codec encodes)."""
+    wires = _wires(w, decoded)
     floor = _Floor()
     return lambda wires=wires, encode=floor.encode: [encode(v) for v in wires]
 
 
-def decode_floor(w: Workload) -> Any:
-    """The decode floor's runner: for each message, one Python call running the msgspec decoder
-    the receiving codec uses for it (the union of what that side receives, or the response
-    decoder of the request's method), hooks for open objects and untagged unions included, and
-    nothing of the codec's own (no dispatch, no bookkeeping, no wrapper)."""
+def _floor_decoders(w: Workload) -> list[tuple[Any, bytes]]:
+    """For each message of ``w``, the msgspec decoder the receiving codec uses for it, and its
+    bytes (the floors' and the least codec's choice, made outside the timing)."""
     import mcpbind
     from mcpbind import codec
 
@@ -357,11 +362,85 @@ def decode_floor(w: Workload) -> Any:
                 continue
             steps.append((decode, m.data))
             break
+    return steps
+
+
+def decode_floor(w: Workload) -> Any:
+    """The decode floor's runner: for each message, one Python call running the msgspec decoder
+    the receiving codec uses for it (the union of what that side receives, or the response
+    decoder of the request's method), hooks for open objects and untagged unions included, and
+    nothing of the codec's own (no dispatch, no bookkeeping, no wrapper)."""
+    steps = _floor_decoders(w)
 
     def run(steps: list[tuple[Any, bytes]] = steps) -> list[Any]:
         return [decode(data) for decode, data in steps]
 
     return run
+
+
+class _Least:
+    """The least a codec written in Python does to receive one message, the way `make bench`
+    calls the codec: ``expect`` stores a pending request's method by its id, ``decode`` is a
+    method call that runs the decoder it is given (the floor's, chosen outside the timing) and
+    takes a response's id out again. No check, no dispatch: a reference, not a codec."""
+
+    def __init__(self) -> None:
+        self.pending: dict[Any, str] = {}
+
+    def expect(self, id_: Any, method: str) -> None:
+        self.pending[id_] = method
+
+    def decode(self, decode: Any, data: bytes, response: bool) -> Any:
+        out = decode(data)
+        if response:
+            del self.pending[out.id]
+        return out
+
+
+def least_decode(w: Workload) -> Any:
+    """The least Python codec's decode runner over ``w``: the loop of the mcpbind anchor's
+    runner, each message one ``_Least.decode`` (an ``expect`` before each response)."""
+    least = _Least()
+    items = [
+        (m.kind == "response" and m.method is not None, m.id, m.method, decode, data)
+        for m, (decode, data) in zip(w.messages, _floor_decoders(w), strict=True)
+    ]
+
+    def run() -> list[Any]:
+        out = []
+        for response, id_, method, decode, data in items:
+            if response:
+                least.expect(id_, method)
+            out.append(least.decode(decode, data, response))
+        return out
+
+    return run
+
+
+def guarded_encode_floor(w: Workload, decoded: list[Any]) -> Any:
+    """``encode_floor``'s runner with the one check no codec may drop: the guard against a
+    non-finite float, which msgspec writes as ``null`` (Codec.encode's own: a short message's
+    JSON searched for a null; a long one, or one with a null, handed to ``codec._finite``). A
+    reference, not a codec: what is left between it and the codec is dispatch and bookkeeping."""
+    from mcpbind.codec import _SCAN_MAX, _finite
+
+    class Guarded(_Floor):
+        def encode(
+            self,
+            wire: Any,
+            encode: Any = msgspec.json.encode,
+            scan_max: int = _SCAN_MAX,
+            finite: Any = _finite,
+        ) -> bytes:
+            out = encode(wire)
+            if len(out) > scan_max or out.partition(b"null")[1]:
+                finite(wire, out)
+            self.sent[getattr(wire, "id", None)] = True
+            return out  # type: ignore[no-any-return]
+
+    wires = _wires(w, decoded)
+    floor = Guarded()
+    return lambda wires=wires, encode=floor.encode: [encode(v) for v in wires]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -404,4 +483,6 @@ __all__ = [
     "accepted_by_mcpbind",
     "decode_floor",
     "encode_floor",
+    "guarded_encode_floor",
+    "least_decode",
 ]
