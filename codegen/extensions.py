@@ -15,6 +15,7 @@ reader cannot find is an error naming it, never a guess.
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import os
 import re
@@ -171,37 +172,68 @@ class _Module:
         return tuple(re.findall(r"^\s{4}(\w+):", body, re.M))
 
 
+def _doc(text: str = "", default: Any = dataclasses.MISSING) -> Any:
+    """A field of a facts record, with the comment the generated record gives it."""
+    return dataclasses.field(default=default, metadata={"doc": text})
+
+
 @dataclass(frozen=True)
 class TasksFacts:
-    """What the tasks extension says, as the runtime reads it (``mcpbind._extensions``)."""
+    """What the tasks extension says, as the runtime reads it (``mcpbind._extensions``): the
+    generated ``TasksFacts`` record is written from these fields (their annotations and docs)."""
 
-    revision: str
-    package: str
-    version: str
-    sha256: str
-    extension: str
-    capabilities_key: str
-    get: str
-    update: str
-    cancel: str
-    notification: str
-    task_result: str
-    complete_result: str
-    eligible: str
-    statuses: tuple[str, ...]
-    working: str
-    input_required: str
-    completed: str
-    failed: str
-    cancelled: str
-    task_fields: tuple[str, ...]
-    input_responses: str
-    listen_filter: str = ""
-    core: str | None = None
-    core_renamed: tuple[tuple[str, str], ...] = ()
-    related_task_key: str | None = None
-    core_tool_execution: tuple[str, ...] = ()
-    core_taskable: tuple[str, ...] = ()
+    revision: str = _doc("the revision whose requests carry the extension")
+    package: str = _doc("the npm package the facts were read from")
+    version: str = _doc()
+    sha256: str = _doc("of the package's tarball")
+    extension: str = _doc("the key under capabilities.extensions")
+    extensions_key: str = _doc("the capabilities member listing the extensions a side supports")
+    capabilities_key: str = _doc("the request _meta key a client declares its capabilities under")
+    get: str = _doc()
+    update: str = _doc()
+    cancel: str = _doc()
+    notification: str = _doc()
+    task_result: str = _doc("the resultType of a result that created a task")
+    complete_result: str = _doc("the resultType of every other result")
+    eligible: str = _doc("the method whose result may be a task")
+    statuses: tuple[str, ...] = _doc()
+    working: str = _doc()
+    input_required: str = _doc("the status whose task carries input requests")
+    completed: str = _doc("... its result")
+    failed: str = _doc("... its error")
+    cancelled: str = _doc()
+    task_fields: tuple[str, ...] = _doc("the fields of every task, in the package's order")
+    task_id: str = _doc("the task field naming it, and the params member of get/update/cancel")
+    status: str = _doc("the task field holding its status (what its variants are told by)")
+    input_requests: str = _doc("the field of an input_required task holding its requests")
+    result: str = _doc("the field of a completed task holding its result")
+    error: str = _doc("the field of a failed task holding its error")
+    input_responses: str = _doc("the field of the update request's params holding the answers")
+    listen_filter: str = _doc("the subscription filter's key naming the tasks a stream follows")
+    core: str | None = _doc("the core revision whose tasks it replaces (a bridge's), or None", None)
+    core_renamed: tuple[tuple[str, str], ...] = _doc(
+        "(core task field, its name in the extension)", ()
+    )
+    related_task_key: str | None = _doc("the core _meta key tying a request to its task", None)
+    core_tool_execution: tuple[str, ...] = _doc("the path to a core Tool's task support", ())
+    core_taskable: tuple[str, ...] = _doc(
+        "the task support values that let a call become a task", ()
+    )
+
+
+def facts_rows(tasks: TasksFacts | None) -> list[tuple[str, str, str, str]]:
+    """(name, annotation, comment, value) of each field of the generated ``TasksFacts``, in
+    order; the value is its Python literal (empty without ``tasks``): the repr of a str or a
+    tuple of them is a literal of the same value (black formats it)."""
+    return [
+        (
+            f.name,
+            str(f.type),
+            f.metadata["doc"],
+            repr(getattr(tasks, f.name)) if tasks is not None else "",
+        )
+        for f in dataclasses.fields(TasksFacts)
+    ]
 
 
 # Each status variant of DetailedTask, by the declaration that holds it, with the field (if any)
@@ -226,17 +258,31 @@ def tasks_facts(p: ExtensionPin) -> TasksFacts:
         if field is not None and f"    {field}:" not in m.declaration(name):
             raise PinError(f"{m.where}: {name} does not carry {field}")
         variant[fact] = status
+    task_fields = m.keys("TaskBaseShape") + m.keys("TaskV2Schema")
+    named = re.search(
+        r"params: z\.object\(\{ (\w+): z\.string\(\) \}\)", m.declaration("taskIdRequestV2Schema")
+    )
+    if named is None or named.group(1) not in task_fields:
+        raise PinError(f"{m.where}: taskIdRequestV2Schema's params name no task field")
+    task_id = named.group(1)
+    holder = re.search(r"^\s{4}(\w+): TaskStatusV2Schema", m.declaration("TaskV2Schema"), re.M)
+    if holder is None:
+        raise PinError(f"{m.where}: TaskV2Schema has no status field")
     update_params = m.declaration("UpdateTaskRequestV2Schema")
-    responses = re.search(r"taskId: z\.string\(\),\s*(\w+): InputResponsesV2Schema", update_params)
+    responses = re.search(
+        rf"{task_id}: z\.string\(\),\s*(\w+): InputResponsesV2Schema", update_params
+    )
     if responses is None:
         raise PinError(f"{m.where}: UpdateTaskRequestV2Schema has no input responses field")
+    carried = {fact: field for fact, (_, field) in _VARIANTS.items() if field is not None}
     return TasksFacts(
-        **_core_facts(p, statuses, m.keys("TaskBaseShape") + m.keys("TaskV2Schema")),
+        **_core_facts(p, statuses, task_fields),
         revision=p.extends,
         package=p.package,
         version=p.version,
         sha256=p.sha256,
         extension=m.string("TASKS_EXTENSION_ID_V2"),
+        extensions_key=_one(m.keys("ClientTaskCapabilityEnvelopeV2Schema"), m.where),
         capabilities_key=m.string("CLIENT_CAPABILITIES_META_KEY_V2"),
         get=m.call_argument("GetTaskRequestV2Schema", "taskIdRequestV2Schema"),
         update=m.literal("UpdateTaskRequestV2Schema", "method"),
@@ -246,7 +292,12 @@ def tasks_facts(p: ExtensionPin) -> TasksFacts:
         complete_result=m.literal("CompleteResultTypeSchema"),
         eligible=m.literal("TaskEligibleMethodV2Schema"),
         statuses=statuses,
-        task_fields=m.keys("TaskBaseShape") + m.keys("TaskV2Schema"),
+        task_fields=task_fields,
+        task_id=task_id,
+        status=holder.group(1),
+        input_requests=carried["input_required"],
+        result=carried["completed"],
+        error=carried["failed"],
         input_responses=responses.group(1),
         listen_filter=_one(m.keys("TaskSubscriptionNotificationsV2Schema"), m.where),
         **variant,
@@ -335,7 +386,7 @@ class StructView:
     doc: str
     tag: str | None
     fields: tuple[tuple[str, str, str, str | None], ...]
-    tag_field: str = "status"
+    tag_field: str = ""  # the field the tag is the value of
 
 
 @dataclass(frozen=True)
@@ -345,9 +396,20 @@ class TasksTypesView:
     revision: str
     package: str  # the revision's generated package (its types are imported from there)
     structs: tuple[StructView, ...]
-    # TaskTypes record: (field, Python expression)
+    # TaskTypes record: (field, Python expression), the fields of ``TASK_TYPES_FIELDS`` in order
     record: tuple[tuple[str, str], ...]
     get_result: str = ""  # the union tagged by status ``tasks/get`` answers with
+
+
+# The fields of the generated ``TaskTypes`` record: (name, annotation, comment).
+TASK_TYPES_FIELDS = (
+    ("create_result", "Any", "the answer of a call that became a task"),
+    ("get_result", "Any", "the get method's answer: one class per status (tagged by it)"),
+    ("by_status", "dict[str, Any]", "status -> the class of the get method's answer"),
+    ("requests", "dict[str, tuple[Any, Any]]", "method -> (its request class, its params class)"),
+    ("results", "dict[str, Any]", "method -> the class of its result"),
+    ("call_result", "Any", "the result a completed task carries (the eligible method's own)"),
+)
 
 
 # The zod schemas of the package's declarations that name a type of the revision it extends (by
@@ -404,6 +466,19 @@ def tasks_types(facts: TasksFacts, rev: Any, core: Any | None) -> TasksTypesView
     if len(own) != 1:
         raise PinError(f"MCP {rev.revision}: {facts.eligible} has no one result class: {own}")
     result_class = revision_type(own[0])
+    # The revision's own names for what the extension's messages share with it: the result
+    # discriminator's key and the capabilities member listing extensions.
+    from .overlay import overlay
+
+    kinds = {k.field for k in overlay(rev.revision).result_kinds}
+    if len(kinds) != 1:
+        raise PinError(f"MCP {rev.revision} has no one result discriminator: {sorted(kinds)}")
+    kind = kinds.pop()
+    if m.literal("CreateTaskResultV2Schema", kind) != facts.task_result:
+        raise PinError(f"{m.where}: CreateTaskResultV2Schema's {kind} is not {facts.task_result!r}")
+    for side in ("ClientCapabilities", "ServerCapabilities"):
+        if facts.extensions_key not in {f.wire for f in defs[side].fields}:
+            raise PinError(f"MCP {rev.revision}: {side} has no {facts.extensions_key!r}")
 
     def annotate(expr: str, where: str) -> tuple[str, bool]:
         """(annotation, required) of one zod field expression."""
@@ -456,8 +531,8 @@ def tasks_types(facts: TasksFacts, rev: Any, core: Any | None) -> TasksTypesView
         status = getattr(facts, fact)
         extra = [f for f in fields(declaration) if f[1] == own_field] if own_field else []
         complete = (
-            "result_type",
-            "resultType",
+            _snake(kind),
+            kind,
             f"Literal[{facts.complete_result!r}]",
             None,
         )
@@ -467,6 +542,7 @@ def tasks_types(facts: TasksFacts, rev: Any, core: Any | None) -> TasksTypesView
                 f"The answer of {facts.get} for a task {status!r}.",
                 status,
                 tuple(sorted([*base, *extra, complete, meta])),
+                tag_field=facts.status,
             )
         )
         by_status.append((status, _STATUS_CLASS[fact]))
@@ -480,8 +556,8 @@ def tasks_types(facts: TasksFacts, rev: Any, core: Any | None) -> TasksTypesView
                 sorted(
                     [
                         *base,
-                        ("status", "status", status_ann, None),
-                        ("result_type", "resultType", f"Literal[{facts.task_result!r}]", None),
+                        (_snake(facts.status), facts.status, status_ann, None),
+                        (_snake(kind), kind, f"Literal[{facts.task_result!r}]", None),
                         meta,
                     ]
                 )
@@ -489,6 +565,7 @@ def tasks_types(facts: TasksFacts, rev: Any, core: Any | None) -> TasksTypesView
         )
     )
     request_meta = ("meta", "_meta", revision_type("RequestMetaObject"), None)
+    task_id = (_snake(facts.task_id), facts.task_id, "str", None)
     answers = (
         _snake(facts.input_responses),
         facts.input_responses,
@@ -506,7 +583,7 @@ def tasks_types(facts: TasksFacts, rev: Any, core: Any | None) -> TasksTypesView
                 params,
                 f"The params of {method}.",
                 None,
-                tuple(sorted([("task_id", "taskId", "str", None), *extra_fields, request_meta])),
+                tuple(sorted([task_id, *extra_fields, request_meta])),
             )
         )
         structs.append(
@@ -522,12 +599,11 @@ def tasks_types(facts: TasksFacts, rev: Any, core: Any | None) -> TasksTypesView
                 tag_field="method",
             )
         )
-    record = (
-        ("create_result", "CreateTaskResult"),
-        ("get_result", "GetTaskResult"),
-        ("by_status", "{" + ", ".join(f"{s!r}: {c}" for s, c in by_status) + "}"),
-        (
-            "requests",
+    record = dict(
+        create_result="CreateTaskResult",
+        get_result="GetTaskResult",
+        by_status="{" + ", ".join(f"{s!r}: {c}" for s, c in by_status) + "}",
+        requests=(
             "{"
             + ", ".join(
                 f"{method!r}: ({kind}TaskRequest, {kind}TaskRequestParams)"
@@ -537,24 +613,24 @@ def tasks_types(facts: TasksFacts, rev: Any, core: Any | None) -> TasksTypesView
                     ("Cancel", facts.cancel),
                 )
             )
-            + "}",
+            + "}"
         ),
         # update and cancel answer the revision's open Result (resultType complete, _meta, more)
-        (
-            "results",
+        results=(
             "{"
             + f"{facts.get!r}: GetTaskResult, {facts.update!r}: _r.Result, {facts.cancel!r}: _r.Result"
-            + "}",
+            + "}"
         ),
-        ("call_result", result_class),
+        call_result=result_class,
     )
+    assert list(record) == [name for name, _, _ in TASK_TYPES_FIELDS]  # one list of fields
     from .paths import package_name
 
     return TasksTypesView(
         facts.revision,
         package_name(facts.revision),
         tuple(structs),
-        record,
+        tuple(record.items()),
         " | ".join(c for _, c in by_status),
     )
 
@@ -570,7 +646,7 @@ def _check_core_task(
     renamed = dict(facts.core_renamed)
     core_required = {renamed.get(f.wire, f.wire): f.required for f in task.fields}
     mine = {wire: default is None for _, wire, _, default in base}
-    mine["status"] = True
+    mine[facts.status] = True
     if core_required != mine:
         raise PinError(
             f"{where}: the task fields {mine} (required) differ from MCP {core.revision}'s Task "

@@ -6,7 +6,6 @@ imports, and msgspec has built a decoder for every type it defines.
 
 from __future__ import annotations
 
-import dataclasses
 import difflib
 import os
 import subprocess
@@ -24,6 +23,9 @@ from .ir import Revision
 from .model import build
 from .paths import CHANGES_DIR, GENERATED_DIR, REPO_ROOT, package_name
 from .pin import pins
+
+# The hand-written package: the type stubs of generated records sit there, beside their users.
+STUBS_DIR = REPO_ROOT / "mcpbind"
 
 
 class VerifyError(Exception):
@@ -43,13 +45,7 @@ def revisions_file() -> str:
 def extensions_file() -> str:
     """generated/mcpbind/_extensions.py: the facts of the pinned extensions."""
     tasks = extensions.extension_facts().get("tasks")
-    # repr of str and tuple[str, ...] is a Python literal of the same value (black formats it).
-    fields = (
-        [(f.name, repr(getattr(tasks, f.name))) for f in dataclasses.fields(tasks)]
-        if tasks is not None
-        else []
-    )
-    return render("extensions.py.j2", tasks=tasks, tasks_fields=fields)
+    return render("extensions.py.j2", tasks=tasks, rows=extensions.facts_rows(tasks))
 
 
 def extension_tasks_file(irs: dict[str, Revision]) -> str:
@@ -61,7 +57,16 @@ def extension_tasks_file(irs: dict[str, Revision]) -> str:
         rev = irs.get(tasks.revision) or build(tasks.revision)
         core = (irs.get(tasks.core) or build(tasks.core)) if tasks.core else None
         view = extensions.tasks_types(tasks, rev, core)
-    return render("extension_tasks.py.j2", view=view)
+    return render("extension_tasks.py.j2", view=view, fields=extensions.TASK_TYPES_FIELDS)
+
+
+def extension_stubs() -> dict[Path, str]:
+    """mcpbind/_extensions.pyi and _extension_tasks.pyi: the shape of the two records above for
+    type checkers (which do not see generated/), written from the same field lists."""
+    tasks = extensions.extension_facts().get("tasks")
+    facts = render("extensions.pyi.j2", rows=extensions.facts_rows(tasks))
+    types = render("extension_tasks.pyi.j2", fields=extensions.TASK_TYPES_FIELDS)
+    return {STUBS_DIR / "_extensions.pyi": facts, STUBS_DIR / "_extension_tasks.pyi": types}
 
 
 def generate(revisions: Iterable[str] | None = None, *, settle: bool = False) -> dict[Path, str]:
@@ -73,6 +78,7 @@ def generate(revisions: Iterable[str] | None = None, *, settle: bool = False) ->
     files: dict[Path, str] = {
         GENERATED_DIR / "_revisions.py": revisions_file(),
         GENERATED_DIR / "_extensions.py": extensions_file(),
+        **extension_stubs(),
     }
     irs = {revision: build(revision) for revision in wanted}
     files[GENERATED_DIR / "_extension_tasks.py"] = extension_tasks_file(irs)

@@ -58,8 +58,9 @@ MAX_INPUT_REQUESTS = 16
 MAX_LISTENERS = 100
 MAX_LISTEN_TASKS = 100
 
-# The task fields this layer writes; checked against the pinned extension's (TasksFacts).
-_TASK_FIELDS = ("taskId", "status", "createdAt", "lastUpdatedAt", "ttlMs", "pollIntervalMs")
+# The task fields this layer writes besides its id and status (TasksFacts), checked against the
+# pinned extension's.
+_TASK_FIELDS = ("createdAt", "lastUpdatedAt", "ttlMs", "pollIntervalMs")
 
 Work = Callable[["TaskContext", dict[str, Any]], Awaitable[Any]]
 When = Callable[[dict[str, Any]], bool]
@@ -207,7 +208,8 @@ class Tasks:
     def advertise(self, capabilities: Any) -> Any:
         """``capabilities`` (plain JSON, or None) with the extension under its extensions."""
         caps = dict(msgspec.to_builtins(capabilities) or {})
-        caps["extensions"] = {**(caps.get("extensions") or {}), self.facts.extension: {}}
+        key = self.facts.extensions_key
+        caps[key] = {**(caps.get(key) or {}), self.facts.extension: {}}
         return caps
 
     # -- serving ------------------------------------------------------------------------------
@@ -226,7 +228,7 @@ class Tasks:
         """Whether the request's ``_meta`` declares the extension among the client's capabilities."""
         meta = params.get("_meta") if isinstance(params, dict) else None
         caps = meta.get(self._meta.capabilities_key) if isinstance(meta, dict) else None
-        extensions = caps.get("extensions") if isinstance(caps, dict) else None
+        extensions = caps.get(self.facts.extensions_key) if isinstance(caps, dict) else None
         return isinstance(extensions, dict) and isinstance(
             extensions.get(self.facts.extension), dict
         )
@@ -272,9 +274,10 @@ class Tasks:
         checked(params.get("_meta"), self._meta.type, self.revision, "$.params._meta")
         if not self.opted_in(params):
             raise self._missing(method)
-        task_id = params.get("taskId")
+        key = self.facts.task_id
+        task_id = params.get(key)
         if not isinstance(task_id, str):
-            raise ProtocolError(INVALID_PARAMS, f"Invalid params: {method!r} needs a string taskId")
+            raise ProtocolError(INVALID_PARAMS, f"Invalid params: {method!r} needs a string {key}")
         return task_id
 
     # -- several workers ----------------------------------------------------------------------
@@ -316,7 +319,7 @@ class Tasks:
         if method == f.eligible or method == self._listen:
             result = self.answer(method, params, owner)
             if isinstance(result, dict):
-                task = self._tasks.get(result.get("taskId"))  # type: ignore[arg-type]
+                task = self._tasks.get(result.get(f.task_id))  # type: ignore[arg-type]
                 if task is not None and result.get(self._kind) == f.task_result:
                     try:
                         await shared.start()
@@ -346,9 +349,9 @@ class Tasks:
                     f"Invalid params: {f.input_responses} must be an object of responses",
                 )
             await shared.publish(f.update, task_id, responses)
-        elif known.get("status") not in (f.completed, f.failed, f.cancelled):
-            updated = {k: v for k, v in known.items() if k not in ("inputRequests",)}
-            updated.update(status=f.cancelled, lastUpdatedAt=_now())
+        elif known.get(f.status) not in (f.completed, f.failed, f.cancelled):
+            updated = {k: v for k, v in known.items() if k != f.input_requests}
+            updated.update({f.status: f.cancelled, "lastUpdatedAt": _now()})
             left = int(record.get("expires", 0) - time.time() * 1000)
             await shared.save(task_id, {**record, "task": updated}, left)
             await shared.publish(f.cancel, task_id)
@@ -402,7 +405,7 @@ class Tasks:
             MISSING_REQUIRED_CLIENT_CAPABILITY,
             f"Missing required client capability: {what!r} needs the {ext} extension declared "
             f"in the request's _meta {self._meta.capabilities_key}",
-            {"requiredCapabilities": {"extensions": {ext: {}}}},
+            {"requiredCapabilities": {self.facts.extensions_key: {ext: {}}}},
         )
 
     def _call(self, params: dict[str, Any], owner: str | None) -> Any:
@@ -508,9 +511,10 @@ class Tasks:
         task.answered.set()
 
     def _base(self, task: _Task) -> dict[str, Any]:
+        f = self.facts
         base = {
-            "taskId": task.id,
-            "status": task.status,
+            f.task_id: task.id,
+            f.status: task.status,
             "createdAt": task.created,
             "lastUpdatedAt": task.updated,
             "ttlMs": self.ttl_ms,
@@ -522,11 +526,11 @@ class Tasks:
         f = self.facts
         out = self._base(task)
         if task.status == f.input_required:
-            out["inputRequests"] = dict(task.pending)
+            out[f.input_requests] = dict(task.pending)
         elif task.status == f.completed:
-            out["result"] = task.result
+            out[f.result] = task.result
         elif task.status == f.failed:
-            out["error"] = task.error
+            out[f.error] = task.error
         return out
 
     # -- status notifications on subscription streams ------------------------------------------
@@ -600,7 +604,7 @@ class Tasks:
                     yield _JSON.encode(
                         {"jsonrpc": "2.0", "method": f.notification, "params": params}
                     )
-                    if task["status"] in over:
+                    if task[f.status] in over:
                         ended.add(task_id)
                 if ended >= listener.ids:
                     break

@@ -57,7 +57,6 @@ _OTHER = {"client": "server", "server": "client"}
 # Keys of a JSON-RPC message itself, around what the revision defines (params, result, error).
 _ENVELOPE_KEYS = frozenset(("jsonrpc", "id", "method", "params", "result", "error"))
 _AT = re.compile(r"- at `(\$[^`]*)`")
-_RESULT_TYPE = "resultType"  # the discriminator of a result (what the extension's task sets)
 
 
 class Finding(msgspec.Struct, frozen=True):
@@ -297,7 +296,7 @@ class _Session:
         if (
             request.extension is None
             and method == f.eligible
-            and result.get(_RESULT_TYPE) == f.task_result
+            and result.get(ext.kind) == f.task_result
             and not declares(request.params, f)
         ):
             message = (

@@ -80,3 +80,50 @@ def test_core_task_facts_that_do_not_fit_the_package_are_refused(
     (pin,) = read_extension_pins()
     with pytest.raises(PinError, match=says):
         tasks_facts(replace(pin, **change))  # type: ignore[arg-type]
+
+
+def test_the_facts_name_the_keys_the_package_declares() -> None:
+    # What the runtime writes and reads instead of literals: each is what the pinned schema says,
+    # and each is the wire key of the generated class the runtime converts with.
+    import msgspec
+
+    from mcpbind import bindings
+    from mcpbind._extension_tasks import TASK_TYPES
+
+    (pin,) = read_extension_pins()
+    f = TASKS[pin.extends]
+    assert (f.extensions_key, f.task_id, f.status) == ("extensions", "taskId", "status")
+    assert (f.input_requests, f.result, f.error) == ("inputRequests", "result", "error")
+    types = TASK_TYPES[pin.extends]
+
+    def wire(cls: object) -> set[str]:
+        return {x.encode_name for x in msgspec.structs.fields(cls)}  # type: ignore[arg-type]
+
+    for method, (_, params) in types.requests.items():
+        assert f.task_id in wire(params), method
+    assert {f.task_id, f.status} <= wire(types.create_result)
+    assert f.input_requests in wire(types.by_status[f.input_required])
+    assert f.result in wire(types.by_status[f.completed])
+    assert f.error in wire(types.by_status[f.failed])
+    facts = bindings(pin.extends).FACTS
+    assert f.extensions_key in wire(facts.client_capabilities)
+    assert f.extensions_key in wire(facts.server_capabilities)
+    # The task result's discriminator is the revision's own (FACTS.result_kinds), not a fact of
+    # the extension.
+    assert facts.result_kinds is not None
+    assert facts.result_kinds.key in wire(types.create_result)
+
+
+def test_the_type_stubs_are_the_generated_records() -> None:
+    # mcpbind/*.pyi are written by the generator from the same field lists as the records.
+    import ast
+
+    from mcpbind._extension_tasks import TaskTypes
+    from mcpbind._extensions import TasksFacts
+
+    root = Path(__file__).resolve().parent.parent / "mcpbind"
+    for stub, record in (("_extensions.pyi", TasksFacts), ("_extension_tasks.pyi", TaskTypes)):
+        tree = ast.parse((root / stub).read_text())
+        (cls,) = [n for n in tree.body if isinstance(n, ast.ClassDef)]
+        names = [n.target.id for n in cls.body if isinstance(n, ast.AnnAssign)]  # type: ignore[union-attr]
+        assert tuple(names) == record._fields, stub

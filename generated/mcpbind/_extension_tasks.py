@@ -31,8 +31,8 @@ class TaskTypes(NamedTuple):
     """The classes of the extension's messages in one revision."""
 
     create_result: Any  # the answer of a call that became a task
-    get_result: Any  # the answer of tasks/get: one class per status (tagged by ``status``)
-    by_status: dict[str, Any]  # status -> the class of the tasks/get answer
+    get_result: Any  # the get method's answer: one class per status (tagged by it)
+    by_status: dict[str, Any]  # status -> the class of the get method's answer
     requests: dict[str, tuple[Any, Any]]  # method -> (its request class, its params class)
     results: dict[str, Any]  # method -> the class of its result
     call_result: Any  # the result a completed task carries (the eligible method's own)

@@ -12,6 +12,7 @@ class TasksFacts(NamedTuple):
     version: str
     sha256: str  # of the package's tarball
     extension: str  # the key under capabilities.extensions
+    extensions_key: str  # the capabilities member listing the extensions a side supports
     capabilities_key: str  # the request _meta key a client declares its capabilities under
     get: str
     update: str
@@ -27,10 +28,14 @@ class TasksFacts(NamedTuple):
     failed: str  # ... its error
     cancelled: str
     task_fields: tuple[str, ...]  # the fields of every task, in the package's order
+    task_id: str  # the task field naming it, and the params member of get/update/cancel
+    status: str  # the task field holding its status (what its variants are told by)
+    input_requests: str  # the field of an input_required task holding its requests
+    result: str  # the field of a completed task holding its result
+    error: str  # the field of a failed task holding its error
     input_responses: str  # the field of the update request's params holding the answers
     listen_filter: str  # the subscription filter's key naming the tasks a stream follows
-    # The core revision's tasks the extension replaces (what a bridge translates), or None:
-    core: str | None
+    core: str | None  # the core revision whose tasks it replaces (a bridge's), or None
     core_renamed: tuple[tuple[str, str], ...]  # (core task field, its name in the extension)
     related_task_key: str | None  # the core _meta key tying a request to its task
     core_tool_execution: tuple[str, ...]  # the path to a core Tool's task support
@@ -45,6 +50,7 @@ TASKS: dict[str, TasksFacts] = {
         version="0.2.2",
         sha256="ad9d476b0f73a546a5596f9626010959c1df57fe0a6c6ad08413e216d65aa21c",
         extension="io.modelcontextprotocol/tasks",
+        extensions_key="extensions",
         capabilities_key="io.modelcontextprotocol/clientCapabilities",
         get="tasks/get",
         update="tasks/update",
@@ -68,6 +74,11 @@ TASKS: dict[str, TasksFacts] = {
             "pollIntervalMs",
             "status",
         ),
+        task_id="taskId",
+        status="status",
+        input_requests="inputRequests",
+        result="result",
+        error="error",
         input_responses="inputResponses",
         listen_filter="taskIds",
         core="2025-11-25",

@@ -34,7 +34,7 @@ def declared(revisions: tuple[str, ...], capabilities: dict[str, Any]) -> None:
     for revision in revisions:
         facts = TASKS.get(revision)
         if facts is not None:
-            extensions = capabilities.setdefault("extensions", {})
+            extensions = capabilities.setdefault(facts.extensions_key, {})
             extensions.setdefault(facts.extension, {})
 
 
@@ -103,7 +103,7 @@ class TaskFollower:
         interval = task.poll_interval_ms
         rounds = 0
         while True:
-            current = await self.request(f.get, {"taskId": task.task_id})
+            current = await self.request(f.get, {f.task_id: task.task_id})
             t = type(current)
             if t is by_status[f.completed]:
                 return current.result
@@ -129,7 +129,7 @@ class TaskFollower:
                     name: await self.serve(self._asked(name, asked))
                     for name, asked in current.input_requests.items()
                 }
-                await self.request(f.update, {"taskId": task.task_id, f.input_responses: answers})
+                await self.request(f.update, {f.task_id: task.task_id, f.input_responses: answers})
                 continue  # what the answers changed is seen at once
             wait = DEFAULT_POLL_INTERVAL if interval is UNSET else interval / 1000
             await asyncio.sleep(max(wait, MIN_POLL_INTERVAL))
@@ -149,7 +149,7 @@ class TaskFollower:
         call has already failed or been cancelled)."""
         with contextlib.suppress(ProtocolError, TimeoutError, ConnectionError, OSError):
             await asyncio.wait_for(
-                asyncio.shield(self.request(self.facts.cancel, {"taskId": task_id})),
+                asyncio.shield(self.request(self.facts.cancel, {self.facts.task_id: task_id})),
                 self.timeout,
             )
 

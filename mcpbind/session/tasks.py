@@ -26,27 +26,30 @@ if TYPE_CHECKING:
 
 __all__ = ["TaskSpeech", "declares", "with_extension"]
 
-# The capabilities member that lists the extensions a side supports (ClientCapabilities'
-# ``extensions``, where the extension is declared, as the server's tasks layer reads it).
-_EXTENSIONS = "extensions"
-_META = "_meta"  # the wire key of a request's _meta (every revision's)
+_META = "_meta"  # the wire key of a request's _meta (every revision's, as in every runtime file)
 
 
 class TaskSpeech:
     """The extension as one revision's sessions read it: its facts and classes (only for the
     revision the extension extends)."""
 
-    __slots__ = ("facts", "types", "methods")
+    __slots__ = ("facts", "types", "methods", "kind")
 
-    def __init__(self, facts: TasksFacts, types: TaskTypes) -> None:
+    def __init__(self, facts: TasksFacts, types: TaskTypes, kind: str) -> None:
         self.facts = facts
         self.types = types
         self.methods = frozenset(types.requests)
+        self.kind = kind  # the revision's result discriminator (what says a result is a task)
 
     @classmethod
     def of(cls, revision: str) -> TaskSpeech | None:
         facts, types = TASKS.get(revision), TASK_TYPES.get(revision)
-        return cls(facts, types) if facts is not None and types is not None else None
+        if facts is None or types is None:
+            return None
+        from .. import bindings
+
+        kinds = bindings(revision).FACTS.result_kinds
+        return cls(facts, types, kinds.key) if kinds is not None else None
 
     def answer(self, id: Any, method: str, params: Any, result: Any) -> Event | None:
         """The event of ``result`` (the revision's open ``Result``) answering a ``method``
@@ -56,7 +59,7 @@ class TaskSpeech:
         answer that does not fit its class."""
         f = self.facts
         if method == f.eligible:
-            if result.get("resultType") != f.task_result or not declares(params, f):
+            if result.get(self.kind) != f.task_result or not declares(params, f):
                 return None
             task = self._typed(self.types.create_result, result, method, id)
             return TaskCreated(id=id, method=method, task_id=task.task_id, result=task)
@@ -126,7 +129,8 @@ def with_extension(capabilities: Any, facts: TasksFacts) -> dict[str, Any]:
     """``capabilities`` (a Struct or plain JSON, or None) as plain JSON declaring the
     extension."""
     caps = dict(msgspec.to_builtins(capabilities)) if capabilities else {}
-    caps[_EXTENSIONS] = {**(caps.get(_EXTENSIONS) or {}), facts.extension: {}}
+    key = facts.extensions_key
+    caps[key] = {**(caps.get(key) or {}), facts.extension: {}}
     return caps
 
 
@@ -137,5 +141,5 @@ def declares(params: Any, facts: TasksFacts) -> bool:
     if not isinstance(meta, dict):
         return False
     caps = msgspec.to_builtins(meta.get(facts.capabilities_key))
-    extensions = caps.get(_EXTENSIONS) if isinstance(caps, dict) else None
+    extensions = caps.get(facts.extensions_key) if isinstance(caps, dict) else None
     return isinstance(extensions, dict) and isinstance(extensions.get(facts.extension), dict)
