@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import msgspec
@@ -53,6 +53,7 @@ from ..session._common import speech
 from ..transports.stdio import Envelope, envelope
 from .crossing import INPUT_TIMEOUT, LOSSY, NOT_SENT, STATE_PREFIX, Back, Crossing, Edge, too_many
 from .tasks import TaskBridge
+from .tasks_stdio import StdioTasks
 
 __all__ = ["CONNECTION_CLOSED", "INPUT_TIMEOUT", "LOSSY", "MAX_IN_FLIGHT", "Bridge"]
 
@@ -202,7 +203,13 @@ class Bridge(Crossing):
         self._asked = 0  # the server's requests held for a round-trip client's retry
         self._client_waiting: list[Event] = []  # client events until the server side is ready
         self._server_waiting: list[Event] = []  # server events until the client side is ready
-        self.tasks: TaskBridge | None = None  # tasks translated between the sides (bridge/tasks.py)
+        # Tasks translated between the sides: an extension client's (bridge/tasks.py), a core
+        # revision client's (bridge/tasks_stdio.py, only with ``wake``).
+        self.tasks: TaskBridge | StdioTasks | None = None
+        # Set by a driver that runs the bridge on an asyncio event loop (``stdio.serve``): the
+        # bridge may then run coroutines of its own there (a core client's tasks polled), which
+        # call ``wake`` once they queued messages for either side. None: sans-IO only.
+        self.wake: Callable[[], None] | None = None
         self._trips: tuple[str, bool] | None = None  # whether the client's revision has retries
 
     # -- the two transports -----------------------------------------------------------------
@@ -303,6 +310,12 @@ class Bridge(Crossing):
             self._after_close(message, self.back)
         elif message.kind == "response" and message.id in self._down:
             self._server_answer_lost(message.id, why)
+        elif (
+            message.kind == "response"
+            and self.tasks is not None
+            and self.tasks.answer_lost(message.id, why)
+        ):
+            return
         elif message.kind == "notification":
             self.log.append(f"server: a notification was dropped: {why}")
         elif message.kind == "request":
@@ -329,6 +342,8 @@ class Bridge(Crossing):
     def _server_ready(self, e: Negotiated) -> None:
         self._back_agreed(e)
         revision = next((r for h in self.front.held if (r := self.front.revision_of(h))), None)
+        upstream = StdioTasks.between(self, e, revision)
+        self.tasks_translated = upstream is not None
         try:
             face = self._server_face(e, revision)
         except ProtocolError as error:
@@ -336,7 +351,7 @@ class Bridge(Crossing):
             return
         for one in self.front.open(*face):
             self._client_event(one)
-        self.tasks = TaskBridge.between(self)
+        self.tasks = upstream or TaskBridge.between(self)
         waiting, self._client_waiting = self._client_waiting, []
         for one in waiting:
             self._client_event(one)
@@ -344,6 +359,8 @@ class Bridge(Crossing):
     # -- what the client did ----------------------------------------------------------------
 
     def _client_event(self, e: Event) -> None:
+        if self.tasks is not None and self.tasks.client_event(e):
+            return
         if isinstance(e, MessageRejected):
             self.log.append(f"client: {e.error.message}")
             rid = e.error.id
@@ -394,6 +411,8 @@ class Bridge(Crossing):
             if state is not None and state.startswith(STATE_PREFIX):
                 self._resume(e, state, answers)
                 return
+        if self.tasks is not None and self.tasks.client_request(e):
+            return
         try:
             params, token = self._down_params(e.method, e.params, e.revision)
             if self.tasks is not None:
@@ -795,6 +814,8 @@ class Bridge(Crossing):
         the request it serves (the server's, or the client's own in an input round) gets an
         error at once."""
         why = why.removeprefix("from the client: ")
+        if self.tasks is not None and self.tasks.answer_lost(id, why):
+            return
         round = self._rounds.pop(id, None)
         served = self._served.pop(id, None) if round is None else None
         if round is None and served is None:
@@ -847,6 +868,8 @@ class Bridge(Crossing):
         message = envelope(data)
         if message.kind == "response" and message.id in self._down:
             self._server_answer_lost(message.id, why)
+        elif message.kind == "response" and self.tasks is not None:
+            self.tasks.answer_lost(message.id, why)
         elif message.kind == "invalid":
             self._refuse_server(
                 message.id, ProtocolError(INVALID_REQUEST, "Invalid Request: it cannot be read")

@@ -70,6 +70,8 @@ async def serve(
         if bridge.why is not None:  # the core ended it (a server's fault)
             end("server", bridge.why)
 
+    bridge.wake = flush  # a core client's tasks run on this loop (bridge/tasks_stdio.py)
+
     def too_long(line: Overlong) -> str:
         return f"a message of {line.size} bytes exceeds the limit of {max_line} bytes"
 

@@ -325,6 +325,20 @@ class TaskBridge:
             self._respond(sid, answer)
         self._answer(id, {self.kind: self.facts.complete_result})
 
+    def client_request(self, e: RequestReceived) -> bool:
+        """Whether the client's request ``e`` is answered here (never: the extension's requests
+        are taken by ``from_client``, the calls go down through ``down``)."""
+        return False
+
+    def client_event(self, e: Event) -> bool:
+        """Whether the client's event ``e`` was this translator's (never: see ``_update``)."""
+        return False
+
+    def answer_lost(self, id: Any, why: str) -> bool:
+        """Whether ``id`` is a request of this translator's whose answer was lost (never: a lost
+        answer to one of its requests ends the bridge, ``Bridge.discarded_from_server``)."""
+        return False
+
     def down(self, e: RequestReceived, params: Any) -> Any:
         """The params of the client's request ``e`` going down: a call of a tool whose calls may
         be tasks, from a client that declared the extension, asks the server for a task."""

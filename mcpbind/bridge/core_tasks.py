@@ -1,0 +1,288 @@
+"""A client of the core revision's tasks (2025-11-25) served by a server of the tasks extension
+of the revision that replaced them (2026-07-28): the translation, whatever carries it.
+
+``CoreTasks.offered(negotiated)`` is the translation when the server agreed on the extension's
+revision and offers the extension (and the extension replaces a core revision's tasks), else
+None. Each front gives it, per request of the client, a ``Port``: how a request reaches the
+server (declaring the extension, as the link's own requests do not: ``tasks.undeclared_tasks``),
+how the client is asked a request of its own, how the wait between two polls runs, and the
+conversions between the two revisions (the front's ``Crossing``). The HTTP gateway's port is
+``tasks_http.py`` (stateless POSTs of its own, asyncio), the stdio bridge's ``tasks_stdio.py``
+(its one server side session, the bridge's event loop). The tasks of one client connection are a
+``Table`` (at most ``MAX_TASKS``).
+
+- a task-augmented ``tools/call`` becomes the extension's call; the task it creates comes back as
+  the core ``CreateTaskResult`` (a call the server answers at once becomes a task that is
+  already ``completed``, kept in the table);
+- ``tasks/get`` and ``tasks/cancel`` are the extension's (the cancel answered with the task as
+  it then is), ``tasks/list`` lists the table's tasks as last seen;
+- ``tasks/result`` polls the extension's ``tasks/get`` at the task's poll interval (bounded by
+  ``POLL``) until the task is over and answers with its result (or error); the input a task asks
+  for meanwhile is asked of the client as the core revision's own requests, tied to the task by
+  the related-task ``_meta`` key, and the answers go back with the extension's update.
+
+Every method, key and status comes from the generated facts (``TASKS``, ``FACTS``) and classes
+(``TASK_TYPES``, the revisions' own).
+"""
+
+from __future__ import annotations
+
+import secrets
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, Protocol
+
+import msgspec
+from msgspec import UNSET
+
+from .._extension_tasks import TASK_TYPES
+from .._extensions import TASKS, TasksFacts
+from .._support import convert
+from ..errors import INTERNAL_ERROR, INVALID_PARAMS, ProtocolError
+from ..session._common import checked, speech
+from .tasks import core_task
+
+if TYPE_CHECKING:
+    from ..events import Negotiated
+    from .crossing import Crossing
+
+__all__ = ["MAX_TASKS", "POLL", "CoreTasks", "Port", "Table"]
+
+# Tasks one client connection keeps (for tasks/list, and those answered at once); a
+# task-augmented call past it is answered with -32603.
+MAX_TASKS = 1000
+# The bounds of the wait between two polls of tasks/result (seconds), whatever pollIntervalMs
+# the server suggests, and the wait when it suggests none.
+POLL = (0.05, 5.0)
+DEFAULT_POLL = 0.5
+# The prefix of the ids of tasks the server answered at once (kept by the translation only).
+_OWN = "mcpbind-"
+
+# task id -> the task as last seen (a generated class of the extension's tasks/get answers)
+Table = dict[str, Any]
+
+
+class Port(Protocol):
+    """How one request of the client reaches the server and the client (module docstring)."""
+
+    @property
+    def crossing(self) -> Crossing:
+        """The conversions between the client's revision and the server's."""
+        ...
+
+    async def send(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        """The server's result (plain JSON) of the extension revision's request ``method``
+        with ``params`` (plain JSON), the extension declared; an error raises
+        ``ProtocolError``."""
+        ...
+
+    async def ask(self, method: str, params: dict[str, Any]) -> Any:
+        """The client's result of a request of its own revision (an input request of a
+        task); an error raises ``ProtocolError``."""
+        ...
+
+    async def wait(self, seconds: float) -> None:
+        """The wait between two polls."""
+        ...
+
+
+def _wire(cls: Any, attribute: str) -> str:
+    """The wire key of the field ``attribute`` of the generated Struct ``cls``."""
+    return next(f.encode_name for f in msgspec.structs.fields(cls) if f.name == attribute)
+
+
+class CoreTasks:
+    """The translation for one server (module docstring)."""
+
+    def __init__(self, facts: TasksFacts) -> None:
+        assert facts.core is not None  # ``offered`` builds one only then
+        self.facts = facts
+        self.core = facts.core
+        self.types = TASK_TYPES[facts.revision]
+        sp = speech(facts.core)
+        tasks = sp.facts.tasks
+        assert tasks is not None  # the core revision has task-augmented requests
+        self.when = tasks.when  # the params field that makes a call task-augmented
+        self.task_attr = tasks.payload_task_id  # the core task requests' task id attribute
+        life = sp.facts.lifecycle
+        self.get, self.result = life["task_get"], life["task_result"]
+        self.list, self.cancel = life["task_list"], life["task_cancel"]
+        self.methods = {self.get, self.result, self.list, self.cancel}
+        self.results = {m: sp.facts.wires[m].result for m in self.methods}
+        self.created = tasks.result  # the core CreateTaskResult, and its task's key
+        self.created_key = _wire(tasks.result, tasks.task_id[0])
+        self.listed_key = _wire(self.results[self.list], "tasks")
+        # The core revision's task id key (its requests', and the related-task _meta value's).
+        self.task_key = _wire(sp.methods[self.get].params, self.task_attr)
+        self.meta_key = _wire(sp.methods[self.get].params, "meta")  # every request's _meta
+        # The extension's: the key of its requests' task id, of a result's kind.
+        self.ext_task_key = _wire(self.types.requests[facts.get][1], "task_id")
+        self.kind = _wire(self.types.create_result, "result_type")
+
+    @classmethod
+    def offered(cls, negotiated: Negotiated) -> CoreTasks | None:
+        """The translation when the server agreed on a revision the tasks extension extends and
+        offers the extension (which replaces a core revision's tasks), else None."""
+        facts = TASKS.get(negotiated.revision)
+        if facts is None or facts.core is None or facts.revision not in TASK_TYPES:
+            return None
+        extensions = getattr(negotiated.capabilities, "extensions", UNSET)
+        extensions = None if extensions is UNSET else msgspec.to_builtins(extensions)
+        if not isinstance(extensions, dict) or facts.extension not in extensions:
+            return None
+        return cls(facts)
+
+    def mine(self, method: str, revision: str, params: Any) -> bool:
+        """Whether the client's request is one this translation answers: a task request of the
+        core revision, or a task-augmented call."""
+        if revision != self.core:
+            return False
+        if method == self.facts.eligible:
+            return getattr(params, self.when, UNSET) not in (UNSET, None)
+        return method in self.methods
+
+    async def answer(self, table: Table, port: Port, method: str, params: Any) -> Any:
+        """The answer (a generated result of the core revision) to the client's request
+        ``method`` (one ``mine`` takes) on the connection whose tasks ``table`` holds."""
+        if method == self.facts.eligible:
+            return await self._call(table, port, method, params)
+        if method == self.list:
+            listed = [self._core_task(task) for task in table.values()]
+            return self._typed({self.listed_key: listed}, self.results[method], method)
+        task_id = getattr(params, self.task_attr, None)
+        if not isinstance(task_id, str) or task_id not in table:
+            raise ProtocolError(INVALID_PARAMS, f"Invalid params: no task {task_id!r}")
+        if method == self.result:
+            return await self._payload(table, port, task_id)
+        if method == self.cancel:
+            if task_id.startswith(_OWN):
+                raise ProtocolError(
+                    INVALID_PARAMS, f"Invalid params: task {task_id!r} is already completed"
+                )
+            await port.send(self.facts.cancel, {self.ext_task_key: task_id})
+        task = await self._snapshot(table, port, task_id)
+        return self._typed(self._core_task(task), self.results[method], method)
+
+    # -- the requests ----------------------------------------------------------------------------
+
+    async def _call(self, table: Table, port: Port, method: str, params: Any) -> Any:
+        if len(table) >= MAX_TASKS:
+            raise ProtocolError(
+                INTERNAL_ERROR,
+                f"Internal error: too many tasks (the bridge keeps at most {MAX_TASKS} per "
+                "client connection)",
+            )
+        plain = msgspec.structs.replace(params, **{self.when: UNSET})
+        down, _ = port.crossing._down_params(method, plain, self.core)
+        answer = await port.send(method, msgspec.to_builtins(down))
+        f = self.facts
+        kind = answer.get(self.kind)
+        task: Any
+        if kind == f.task_result:
+            task = self._ext(answer, self.types.create_result, method)
+        elif kind in (None, f.complete_result):
+            now = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+            task = self.types.by_status[f.completed](
+                task_id=_OWN + secrets.token_urlsafe(12),
+                created_at=now,
+                last_updated_at=now,
+                ttl_ms=None,
+                result_type=f.complete_result,
+                result=self._ext(answer, self.types.call_result, method),
+            )
+        else:
+            raise ProtocolError(
+                INTERNAL_ERROR,
+                f"Internal error: the server answered the task-augmented {method!r} with a "
+                f"{kind!r} result, which MCP {self.core} tasks cannot carry",
+            )
+        table[task.task_id] = task
+        return self._typed({self.created_key: self._core_task(task)}, self.created, method)
+
+    async def _snapshot(self, table: Table, port: Port, task_id: str) -> Any:
+        """The task as the server says it is now (kept: a task answered at once)."""
+        if task_id.startswith(_OWN):
+            return table[task_id]
+        f = self.facts
+        answer = await port.send(f.get, {self.ext_task_key: task_id})
+        task = table[task_id] = self._ext(answer, self.types.get_result, f.get)
+        return task
+
+    async def _payload(self, table: Table, port: Port, task_id: str) -> Any:
+        f, by_status = self.facts, self.types.by_status
+        asked: set[str] = set()
+        while True:
+            task = await self._snapshot(table, port, task_id)
+            kind = type(task)
+            if kind is by_status[f.completed]:
+                return self._result(port, task_id, task.result)
+            if kind is by_status[f.failed]:
+                error = task.error
+                data = None if error.data is UNSET else msgspec.to_builtins(error.data)
+                raise ProtocolError(error.code, error.message, data)
+            if kind is by_status[f.cancelled]:
+                raise ProtocolError(
+                    INVALID_PARAMS, f"Invalid params: task {task_id!r} was cancelled"
+                )
+            if kind is by_status[f.input_required]:
+                new = {n: r for n, r in task.input_requests.items() if n not in asked}
+                if new:
+                    answers = {}
+                    for name, request in new.items():
+                        answers[name] = await self._ask(port, task_id, request)
+                        asked.add(name)
+                    update = {self.ext_task_key: task_id, f.input_responses: answers}
+                    await port.send(f.update, update)
+                    continue  # what the answers changed is seen at once
+            interval = task.poll_interval_ms
+            wait = DEFAULT_POLL if interval is UNSET else interval / 1000
+            await port.wait(min(max(wait, POLL[0]), POLL[1]))
+
+    async def _ask(self, port: Port, task_id: str, request: Any) -> Any:
+        """One input request of the task, asked of the client as its own request; its answer
+        as plain JSON."""
+        method = request.method
+        if method not in speech(self.core).methods:
+            raise ProtocolError(
+                INTERNAL_ERROR,
+                f"Internal error: the task asks for {method!r} input, which MCP {self.core} "
+                "cannot ask for",
+            )
+        params = port.crossing._carry(
+            request.params, self.core, f"the params of the task's {method!r}"
+        )
+        plain = msgspec.to_builtins(params) if params is not UNSET else {}
+        key, meta_key = self.facts.related_task_key, self.meta_key
+        if key is not None:
+            plain[meta_key] = {**(plain.get(meta_key) or {}), key: {self.task_key: task_id}}
+        return msgspec.to_builtins(await port.ask(method, plain))
+
+    def _result(self, port: Port, task_id: str, result: Any) -> Any:
+        """The task's result in the core revision, tied to the task as the core revision says
+        a payload is."""
+        method = self.facts.eligible
+        typed = port.crossing._up_result(result, self.core, method)
+        key = self.facts.related_task_key
+        if key is None or not hasattr(typed, "meta"):
+            return typed
+        meta = {} if typed.meta is UNSET else dict(typed.meta)
+        meta[key] = {self.task_key: task_id}
+        return msgspec.structs.replace(typed, meta=meta)
+
+    # -- the two revisions' classes -------------------------------------------------------------
+
+    def _ext(self, answer: Any, cls: Any, method: str) -> Any:
+        """The server's ``answer`` to ``method`` as the extension's class ``cls``."""
+        try:
+            return convert(answer, cls)
+        except msgspec.ValidationError as exc:
+            raise ProtocolError(
+                INTERNAL_ERROR,
+                f"Internal error: the server's answer to {method!r} is not a result of MCP "
+                f"{self.facts.revision} ({self.facts.extension}): {exc}",
+            ) from None
+
+    def _core_task(self, task: Any) -> dict[str, Any]:
+        return core_task(msgspec.to_builtins(task), self.facts)
+
+    def _typed(self, plain: Any, cls: Any, method: str) -> Any:
+        return checked(plain, cls, self.core, "$.result")
