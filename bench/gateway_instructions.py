@@ -30,23 +30,18 @@ instructions go, by Python function.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import ctypes
-import http.client
 import json
-import os
-import re
 import shutil
-import signal
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
 from . import server as whole
-from .instructions import SHIM
+from .instructions import compile_shim, read_dumps, valgrind
+from .processes import free_port, listening
+from .server_instructions import send_calls
 
 ROOT = Path(__file__).resolve().parent.parent
 CLIENT = "2025-11-25"
@@ -130,15 +125,6 @@ def child(
     uvicorn.Server(config).run()
 
 
-def _post(conn: http.client.HTTPConnection, headers: dict[str, str], body: bytes) -> bytes:
-    conn.request("POST", "/mcp", body=body, headers=headers)
-    answer = conn.getresponse()
-    data = answer.read()
-    if answer.status != 200 or whole.TEXT.encode() not in data:
-        raise RuntimeError(f"unexpected answer {answer.status}: {data[:300]!r}")
-    return data
-
-
 def count(
     side: str,
     upstream: str,
@@ -155,73 +141,23 @@ def count(
         out_dir = keep or folder
         argv = [sys.executable]
         if not profile:
-            source = folder / "shim.c"
-            source.write_text(SHIM)
-            shim = str(folder / "shim.so")
-            subprocess.run(["cc", "-O2", "-shared", "-fPIC", "-o", shim, str(source)], check=True)
-            out_dir.mkdir(parents=True, exist_ok=True)
-            argv = [
-                "valgrind",
-                "--tool=callgrind",
-                "--instr-atstart=no",
-                f"--callgrind-out-file={out_dir}/callgrind.%p",
-                *argv,
-            ]
-        port = whole._free_port()
+            shim = compile_shim(folder)
+            argv = [*valgrind(out_dir), *argv]
+        port = free_port()
         plan = (SETUP + warmup + 1, runs)
         argv += ["-m", "bench.gateway_instructions", "--child", shim, str(port), upstream, side]
         argv += [json.dumps(plan), profile, "front" if front_only else ""]
-        with tempfile.TemporaryFile() as log:
-            proc = subprocess.Popen(
-                argv, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=log, start_new_session=True
-            )
-            try:
-                _drive(port, runs, warmup, proc, log)
-            finally:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(proc.pid, signal.SIGTERM)
-                try:
-                    proc.wait(60)
-                except subprocess.TimeoutExpired:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                    proc.wait()
+        # valgrind starts the gateway slowly; it dumps its count as it ends.
+        with listening(argv, port, "the counted gateway", seconds=300, stop_seconds=60) as started:
+            headers, body = whole.request(f"http://127.0.0.1:{port}/mcp", CLIENT)
+            send_calls(port, headers, body, warmup + runs + 1)
+            started.check()
         if profile:
             return 0
-        for path in out_dir.glob("callgrind.*.*"):
-            if not path.suffix[1:].isdigit():
-                continue
-            text = path.read_text(errors="replace")
-            trigger = re.search(r"^desc: Trigger: Client Request: (.*)$", text, re.M)
-            total = re.search(r"^(?:summary|totals):\s+(\d+)", text, re.M)
-            if trigger is not None and total is not None and trigger.group(1) == side:
-                return int(total.group(1)) // runs
-        raise SystemExit("no count was dumped")
-
-
-def _drive(port: int, runs: int, warmup: int, proc: Any, log: Any) -> None:
-    """Wait for the gateway (valgrind starts it slowly), then open a session and send the calls."""
-    import socket
-
-    deadline = time.monotonic() + 300
-    while True:
-        if proc.poll() is not None:
-            log.seek(0)
-            raise SystemExit(f"the counted gateway exited: {log.read().decode()[-3000:]}")
-        with contextlib.suppress(OSError):
-            socket.create_connection(("127.0.0.1", port), 0.2).close()
-            break
-        if time.monotonic() > deadline:
-            raise SystemExit("the counted gateway did not listen within 300 s")
-        time.sleep(0.5)
-    headers, body = whole.request(f"http://127.0.0.1:{port}/mcp", CLIENT)
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
-    for i in range(warmup + runs + 1):
-        data = json.dumps(dict(body, id=i), separators=(",", ":")).encode()
-        _post(conn, headers, data)
-    conn.close()
-    if proc.poll() is not None:
-        log.seek(0)
-        raise SystemExit(f"the counted gateway exited: {log.read().decode()[-3000:]}")
+        found = read_dumps(out_dir)
+        if side not in found:
+            raise SystemExit("no count was dumped")
+        return found[side] // runs
 
 
 def main(argv: list[str] | None = None) -> int:

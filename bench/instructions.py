@@ -104,6 +104,40 @@ def child(shim: str, runs: int, whats: list[str], anchors: list[str], names: lis
     count_each(shim, runs, jobs)
 
 
+def compile_shim(folder: Path) -> str:
+    """The shim of callgrind's client requests compiled into ``folder``: its shared object."""
+    source = folder / "shim.c"
+    source.write_text(SHIM)
+    shim = folder / "shim.so"
+    subprocess.run(["cc", "-O2", "-shared", "-fPIC", "-o", str(shim), str(source)], check=True)
+    return str(shim)
+
+
+def valgrind(out_dir: Path) -> list[str]:
+    """The command prefix running a program under callgrind, counting off until the shim turns it
+    on, its dumps written to ``out_dir``."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    return [
+        "valgrind",
+        "--tool=callgrind",
+        "--instr-atstart=no",
+        f"--callgrind-out-file={out_dir}/callgrind.%p",
+    ]
+
+
+def read_dumps(out_dir: Path) -> dict[str, int]:
+    """Label -> instructions of each dump the shim made into ``out_dir``, in the order counted."""
+    found: dict[str, int] = {}
+    dumps = [p for p in out_dir.glob("callgrind.*.*") if p.suffix[1:].isdigit()]
+    for path in sorted(dumps, key=lambda p: int(p.suffix[1:])):
+        text = path.read_text(errors="replace")
+        trigger = re.search(r"^desc: Trigger: Client Request: (.*)$", text, re.M)
+        total = re.search(r"^(?:summary|totals):\s+(\d+)", text, re.M)
+        if trigger is not None and total is not None:
+            found[trigger.group(1)] = int(total.group(1))
+    return found
+
+
 def callgrind(
     child_argv: Callable[[str], list[str]], runs: int, keep: Path | None = None
 ) -> dict[str, int]:
@@ -111,31 +145,13 @@ def callgrind(
     callgrind with the shim compiled; label -> instructions of one pass, "empty" subtracted."""
     with tempfile.TemporaryDirectory(prefix="bench-instructions-") as tmp:
         folder = Path(tmp)
-        source = folder / "shim.c"
-        source.write_text(SHIM)
-        shim = folder / "shim.so"
-        subprocess.run(["cc", "-O2", "-shared", "-fPIC", "-o", str(shim), str(source)], check=True)
+        shim = compile_shim(folder)
         out_dir = keep or folder
-        out_dir.mkdir(parents=True, exist_ok=True)
-        argv = [
-            "valgrind",
-            "--tool=callgrind",
-            "--instr-atstart=no",
-            f"--callgrind-out-file={out_dir}/callgrind.%p",
-            sys.executable,
-            *child_argv(str(shim)),
-        ]
+        argv = [*valgrind(out_dir), sys.executable, *child_argv(shim)]
         proc = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True)
         if proc.returncode != 0:
             raise SystemExit(f"the counting process failed:\n{proc.stderr[-3000:]}")
-        found: dict[str, int] = {}
-        dumps = [p for p in out_dir.glob("callgrind.*.*") if p.suffix[1:].isdigit()]
-        for path in sorted(dumps, key=lambda p: int(p.suffix[1:])):  # in the order counted
-            text = path.read_text(errors="replace")
-            trigger = re.search(r"^desc: Trigger: Client Request: (.*)$", text, re.M)
-            total = re.search(r"^(?:summary|totals):\s+(\d+)", text, re.M)
-            if trigger is not None and total is not None:
-                found[trigger.group(1)] = int(total.group(1))
+        found = read_dumps(out_dir)
         empty = found.pop("empty", 0)
         return {k: (v - empty) // runs for k, v in found.items()}
 

@@ -28,18 +28,15 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import os
-import signal
-import socket
 import subprocess
 import sys
-import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
+
+from .processes import free_port, listening
 
 ROOT = Path(__file__).resolve().parent.parent
 AUTOCANNON = ROOT / "bench" / "node_modules" / ".bin" / "autocannon"
@@ -54,46 +51,12 @@ INFO = {"name": "bench", "version": "1"}
 ACCEPT = "application/json, text/event-stream"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @contextlib.contextmanager
 def running(name: str) -> Iterator[str]:
-    """One server process on a free loopback port, for as long as the block runs: its URL. Its
-    stderr goes to a file (a pipe nobody reads would stall it once full), quoted if it fails."""
-    port = _free_port()
-    with tempfile.TemporaryFile() as log:
-        proc = subprocess.Popen(
-            [*SERVERS[name], "--port", str(port)],
-            cwd=ROOT,
-            stdout=subprocess.DEVNULL,
-            stderr=log,
-            start_new_session=True,
-        )
-        try:
-            deadline = time.monotonic() + 60
-            while True:
-                if proc.poll() is not None:
-                    log.seek(0)
-                    raise RuntimeError(f"{name} server exited: {log.read().decode()[-2000:]}")
-                with contextlib.suppress(OSError):
-                    socket.create_connection(("127.0.0.1", port), 0.2).close()
-                    break
-                if time.monotonic() > deadline:
-                    raise RuntimeError(f"{name} server did not listen on port {port} within 60 s")
-                time.sleep(0.1)
-            yield f"http://127.0.0.1:{port}/mcp"
-        finally:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGTERM)  # its own process group, started above
-            try:
-                proc.wait(10)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+    """One server process on a free loopback port, for as long as the block runs: its URL."""
+    port = free_port()
+    with listening([*SERVERS[name], "--port", str(port)], port, f"{name} server"):
+        yield f"http://127.0.0.1:{port}/mcp"
 
 
 def _result(response: httpx.Response) -> Any:

@@ -19,23 +19,18 @@ event loop's turns in between. The count divided by the runs is one request.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import ctypes
 import http.client
 import json
-import os
-import re
 import shutil
-import signal
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
-from .instructions import SHIM
-from .server import ERAS, ROOT, TEXT, _free_port, request
+from .instructions import compile_shim, read_dumps, valgrind
+from .processes import free_port, listening
+from .server import ERAS, ROOT, TEXT, request
 
 EMPTY_BODY = b'{"jsonrpc":"2.0","id":1,"result":{}}'
 
@@ -112,13 +107,20 @@ def child(shim: str, port: int, app_name: str, http: str, plan: list[tuple[str, 
     uvicorn.Server(config).run()
 
 
-def _post(conn: http.client.HTTPConnection, headers: dict[str, str], body: bytes) -> bytes:
-    conn.request("POST", "/mcp", body=body, headers=headers)
-    answer = conn.getresponse()
-    data = answer.read()
-    if answer.status != 200:
-        raise RuntimeError(f"unexpected answer {answer.status}: {data[:300]!r}")
-    return data
+def send_calls(port: int, headers: dict[str, str], body: dict[str, Any], n: int) -> None:
+    """POST ``body`` ``n`` times, each with a fresh id, one after another on one keep-alive
+    connection; ``RuntimeError`` for an answer other than a 200 (a tools/call's: carrying the
+    tool's text)."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+    for i in range(n):
+        data = json.dumps(dict(body, id=i), separators=(",", ":")).encode()
+        conn.request("POST", "/mcp", body=data, headers=headers)
+        answer = conn.getresponse()
+        said = answer.read()
+        called = body.get("method") == "tools/call"
+        if answer.status != 200 or (called and TEXT.encode() not in said):
+            raise RuntimeError(f"unexpected answer {answer.status}: {said[:300]!r}")
+    conn.close()
 
 
 def count(
@@ -127,13 +129,9 @@ def count(
     """era -> instructions of one tools/call request cycle."""
     with tempfile.TemporaryDirectory(prefix="bench-server-instructions-") as tmp:
         folder = Path(tmp)
-        source = folder / "shim.c"
-        source.write_text(SHIM)
-        shim = folder / "shim.so"
-        subprocess.run(["cc", "-O2", "-shared", "-fPIC", "-o", str(shim), str(source)], check=True)
+        shim = compile_shim(folder)
         out_dir = keep or folder
-        out_dir.mkdir(parents=True, exist_ok=True)
-        port = _free_port()
+        port = free_port()
         # Request numbers as the app sees them: per era, (the setup requests of the era: the
         # initialize and initialized of a session, and the check), warmup, runs, one more.
         plan: list[tuple[str, int, int]] = []
@@ -142,74 +140,19 @@ def count(
             n += (2 if era == "2025-11-25" and app_name != "empty" else 0) + warmup
             plan.append((era, n + 1, runs))
             n += runs + 1
-        argv = [
-            "valgrind",
-            "--tool=callgrind",
-            "--instr-atstart=no",
-            f"--callgrind-out-file={out_dir}/callgrind.%p",
-            sys.executable,
-            "-m",
-            "bench.server_instructions",
-            "--child",
-            str(shim),
-            str(port),
-            app_name,
-            http,
-            json.dumps(plan),
-        ]
-        with tempfile.TemporaryFile() as log:
-            proc = subprocess.Popen(
-                argv, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=log, start_new_session=True
-            )
-            try:
-                _drive(port, eras, app_name, runs, warmup, proc, log)
-            finally:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(proc.pid, signal.SIGTERM)
-                try:
-                    proc.wait(60)
-                except subprocess.TimeoutExpired:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                    proc.wait()
-        found: dict[str, int] = {}
-        dumps = [p for p in out_dir.glob("callgrind.*.*") if p.suffix[1:].isdigit()]
-        for path in dumps:
-            text = path.read_text(errors="replace")
-            trigger = re.search(r"^desc: Trigger: Client Request: (.*)$", text, re.M)
-            total = re.search(r"^(?:summary|totals):\s+(\d+)", text, re.M)
-            if trigger is not None and total is not None:
-                found[trigger.group(1)] = int(total.group(1)) // runs
-        return found
-
-
-def _drive(
-    port: int, eras: list[str], app_name: str, runs: int, warmup: int, proc: Any, log: Any
-) -> None:
-    """Wait for the server (valgrind starts it slowly), then send each era's requests."""
-    deadline = time.monotonic() + 300
-    while True:
-        if proc.poll() is not None:
-            log.seek(0)
-            raise SystemExit(f"the counted server exited: {log.read().decode()[-3000:]}")
-        with contextlib.suppress(OSError):
-            import socket
-
-            socket.create_connection(("127.0.0.1", port), 0.2).close()
-            break
-        if time.monotonic() > deadline:
-            raise SystemExit("the counted server did not listen within 300 s")
-        time.sleep(0.5)
-    url = f"http://127.0.0.1:{port}/mcp"
-    for era in eras:
-        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
-        if app_name == "empty":
-            headers, body = {"content-type": "application/json"}, {"jsonrpc": "2.0", "id": 1}
-        else:
-            headers, body = request(url, era)  # opens the session of a 2025-11-25 era
-        for i in range(warmup + runs + 1):
-            data = json.dumps(dict(body, id=i), separators=(",", ":")).encode()
-            _post(conn, headers, data)
-        conn.close()
+        argv = [*valgrind(out_dir), sys.executable, "-m", "bench.server_instructions", "--child"]
+        argv += [shim, str(port), app_name, http, json.dumps(plan)]
+        # valgrind starts the server slowly; it dumps its counts as it ends.
+        with listening(argv, port, "the counted server", seconds=300, stop_seconds=60):
+            url = f"http://127.0.0.1:{port}/mcp"
+            for era in eras:
+                if app_name == "empty":
+                    headers = {"content-type": "application/json"}
+                    body: dict[str, Any] = {"jsonrpc": "2.0", "id": 1}
+                else:
+                    headers, body = request(url, era)  # opens the session of a 2025-11-25 era
+                send_calls(port, headers, body, warmup + runs + 1)
+        return {label: total // runs for label, total in read_dumps(out_dir).items()}
 
 
 def main(argv: list[str] | None = None) -> int:
