@@ -144,26 +144,49 @@ class Served:
 
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[Served]:
-        import uvicorn
-
-        config = uvicorn.Config(
-            self.wire,
-            host="127.0.0.1",
-            port=self.port,
-            log_level="warning",
-            timeout_graceful_shutdown=2,  # event streams a test left open end then
-        )
-        web = uvicorn.Server(config)
-        serving = asyncio.ensure_future(web.serve())
-        try:
-            while not web.started:
-                if serving.done():
-                    serving.result()
-                await asyncio.sleep(0.02)
+        async with in_loop(self.wire, self.port):
             yield self
-        finally:
-            web.should_exit = True
-            await serving
+
+
+@contextlib.asynccontextmanager
+async def in_loop(app: Any, port: int | None = None) -> AsyncIterator[str]:
+    """``app`` under uvicorn on a loopback port (a free one unless ``port``), in this event loop,
+    for as long as the block runs: its base URL, ``http://127.0.0.1:PORT``."""
+    import uvicorn
+
+    port = free_port() if port is None else port
+    config = uvicorn.Config(
+        app,
+        host="127.0.0.1",
+        port=port,
+        log_level="warning",
+        timeout_graceful_shutdown=2,  # event streams a test left open end then
+    )
+    web = uvicorn.Server(config)
+    serving = asyncio.ensure_future(web.serve())
+    try:
+        while not web.started:
+            if serving.done():
+                serving.result()
+            await asyncio.sleep(0.02)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        web.should_exit = True
+        await serving
+
+
+@contextlib.asynccontextmanager
+async def raw_server(
+    answer: Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]],
+) -> AsyncIterator[str]:
+    """A plain asyncio server on a loopback port, ``answer`` serving each connection, for as
+    long as the block runs: the URL of its /mcp."""
+    server = await asyncio.start_server(answer, "127.0.0.1", 0)
+    try:
+        yield f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/mcp"
+    finally:
+        server.close()
+        await server.wait_closed()
 
 
 def run(coroutine: Awaitable[Any]) -> Any:
@@ -420,17 +443,8 @@ def test_the_clients_credentials_never_reach_the_server() -> None:
         await upstream(scope, receive, send)
 
     async def main() -> Any:
-        import uvicorn
-
-        port = free_port()
-        web = uvicorn.Server(
-            uvicorn.Config(recording, host="127.0.0.1", port=port, log_level="warning")
-        )
-        serving = asyncio.ensure_future(web.serve())
-        while not web.started:
-            await asyncio.sleep(0.02)
-        try:
-            served = Served(upstream=f"http://127.0.0.1:{port}/mcp")
+        async with in_loop(recording) as base:
+            served = Served(upstream=f"{base}/mcp")
             async with served.running():
                 secret = {"Authorization": "Bearer the-clients-own"}
                 async with StreamableHTTPClient(
@@ -438,9 +452,6 @@ def test_the_clients_credentials_never_reach_the_server() -> None:
                 ) as session:
                     await session.connect()
                     return await session.call("tools/call", {"name": "x", "arguments": {}})
-        finally:
-            web.should_exit = True
-            await serving
 
     result = run(main())
     assert result.content[0].text == "ok"
@@ -605,21 +616,12 @@ def test_clients_of_every_revision_at_once_in_front_of_a_server_of_each(
     from mcpbind.transports.http_server import StreamableHTTPServer
 
     async def main() -> dict[str, Any]:
-        import uvicorn
-
         upstream = StreamableHTTPServer(
             upstream_handler, revisions=(server_revision,), capabilities={"tools": {}}, info=INFO
         )
-        port = free_port()
-        web = uvicorn.Server(
-            uvicorn.Config(upstream, host="127.0.0.1", port=port, log_level="warning")
-        )
-        serving = asyncio.ensure_future(web.serve())
-        while not web.started:
-            await asyncio.sleep(0.02)
-        try:
+        async with in_loop(upstream) as base:
             served = Served(
-                upstream=f"http://127.0.0.1:{port}/mcp",
+                upstream=f"{base}/mcp",
                 client_revisions=mcpbind.REVISIONS,
                 server_revisions=(server_revision,),
             )
@@ -628,9 +630,6 @@ def test_clients_of_every_revision_at_once_in_front_of_a_server_of_each(
                     *(one_client(served, revision) for revision in mcpbind.REVISIONS)
                 )
             return dict(zip(mcpbind.REVISIONS, found, strict=True))
-        finally:
-            web.should_exit = True
-            await serving
 
     found = run(main())
     for revision, (echoed, told, asked, invalid) in found.items():
@@ -754,35 +753,17 @@ def test_a_server_of_the_older_http_transport_is_reached_over_http_sse() -> None
     from mcpbind.transports.sse_server import SSEServer
 
     async def main() -> list[Any]:
-        import uvicorn
-
         upstream = SSEServer(
             upstream_handler, revisions=("2024-11-05",), capabilities={"tools": {}}, info=INFO
         )
-        port = free_port()
-        web = uvicorn.Server(
-            uvicorn.Config(
-                upstream,
-                host="127.0.0.1",
-                port=port,
-                log_level="warning",
-                timeout_graceful_shutdown=2,
-            )
-        )
-        serving = asyncio.ensure_future(web.serve())
-        while not web.started:
-            await asyncio.sleep(0.02)
-        try:
-            served = Served(upstream=f"http://127.0.0.1:{port}/sse")
+        async with in_loop(upstream) as base:
+            served = Served(upstream=f"{base}/sse")
             async with served.running():
                 found = await asyncio.gather(
                     one_client(served, "2025-11-25"), one_client(served, "2026-07-28")
                 )
                 kind = type(next(iter(served.gateway.shared.values())).transport).__name__
             return [*found, kind]
-        finally:
-            web.should_exit = True
-            await serving
 
     new, modern, kind = run(main())
     assert kind == "SseUpstream"
@@ -801,36 +782,26 @@ def test_the_pool_keeps_its_connection_to_the_server_alive_and_sends_no_broken_h
     from mcpbind.transports.http_server import StreamableHTTPServer
 
     async def main() -> tuple[list[Any], list[int], str]:
-        import uvicorn
-
         upstream = StreamableHTTPServer(
             upstream_handler, revisions=("2025-11-25",), capabilities={"tools": {}}, info=INFO
         )
-        port = free_port()
-        web = uvicorn.Server(
-            uvicorn.Config(upstream, host="127.0.0.1", port=port, log_level="warning")
-        )
-        serving = asyncio.ensure_future(web.serve())
-        while not web.started:
-            await asyncio.sleep(0.02)
-        pool = Pool(f"http://127.0.0.1:{port}/mcp")
         headers = dict(ACCEPT)
         used: list[Any] = []
         statuses: list[int] = []
-        try:
-            for n in range(3):
-                body = json.dumps({"jsonrpc": "2.0", "id": n, "method": "ping"}).encode()
-                async with pool.post(headers, body) as answer:
-                    statuses.append(answer.status)
-                    await answer.read()
-                    used.append(answer._connection)
-            with pytest.raises(HttpError) as refused:
-                async with pool.post({**headers, "x-evil": "a\r\nx-injected: 1"}, b"{}"):
-                    pass
-        finally:
-            pool.close()
-            web.should_exit = True
-            await serving
+        async with in_loop(upstream) as base:
+            pool = Pool(f"{base}/mcp")
+            try:
+                for n in range(3):
+                    body = json.dumps({"jsonrpc": "2.0", "id": n, "method": "ping"}).encode()
+                    async with pool.post(headers, body) as answer:
+                        statuses.append(answer.status)
+                        await answer.read()
+                        used.append(answer._connection)
+                with pytest.raises(HttpError) as refused:
+                    async with pool.post({**headers, "x-evil": "a\r\nx-injected: 1"}, b"{}"):
+                        pass
+            finally:
+                pool.close()
         return used, statuses, str(refused.value)
 
     used, statuses, refused = run(main())
@@ -856,21 +827,12 @@ def test_the_heads_the_pool_keeps_follow_the_tool_name_and_are_bounded() -> None
         return text(f"called {call.params.name}")
 
     async def main() -> list[str]:
-        import uvicorn
-
         upstream = StreamableHTTPServer(
             named, revisions=("2026-07-28",), capabilities={"tools": {}}, info=INFO
         )
-        port = free_port()
-        web = uvicorn.Server(
-            uvicorn.Config(upstream, host="127.0.0.1", port=port, log_level="warning")
-        )
-        serving = asyncio.ensure_future(web.serve())
-        while not web.started:
-            await asyncio.sleep(0.02)
-        try:
+        async with in_loop(upstream) as base:
             served = Served(
-                upstream=f"http://127.0.0.1:{port}/mcp",
+                upstream=f"{base}/mcp",
                 client_revisions=("2025-11-25",),
                 server_revisions=("2026-07-28",),
             )
@@ -885,9 +847,6 @@ def test_the_heads_the_pool_keeps_follow_the_tool_name_and_are_bounded() -> None
                 finally:
                     await transport.close()
             return found
-        finally:
-            web.should_exit = True
-            await serving
 
     assert run(main()) == [f"called {name}" for name in names]
     pool = Pool("http://127.0.0.1:9/mcp")
@@ -941,21 +900,18 @@ def test_an_answer_head_past_max_head_fails_the_post_with_why() -> None:
                     await writer.drain()
             writer.close()
 
-        server = await asyncio.start_server(answer, "127.0.0.1", 0)
-        port = server.sockets[0].getsockname()[1]
-        pool = Pool(f"http://127.0.0.1:{port}/mcp")
         found = []
-        try:
-            for body in (b"big", b"ok", b"big"):  # fresh, then kept, then kept again
-                try:
-                    async with pool.post({"content-type": "application/json"}, body) as reply:
-                        found.append(f"{reply.status} {(await reply.read()).decode()}")
-                except HttpError as error:
-                    found.append(str(error))
-        finally:
-            pool.close()
-            server.close()
-            await server.wait_closed()
+        async with raw_server(answer) as url:
+            pool = Pool(url)
+            try:
+                for body in (b"big", b"ok", b"big"):  # fresh, then kept, then kept again
+                    try:
+                        async with pool.post({"content-type": "application/json"}, body) as reply:
+                            found.append(f"{reply.status} {(await reply.read()).decode()}")
+                    except HttpError as error:
+                        found.append(str(error))
+            finally:
+                pool.close()
         return found
 
     found = run(main())
@@ -980,34 +936,33 @@ def test_the_pools_exchanges_past_its_limit_wait_and_a_cancelled_wait_loses_no_s
                     await writer.drain()
             writer.close()
 
-        server = await asyncio.start_server(answer, "127.0.0.1", 0)
-        port = server.sockets[0].getsockname()[1]
-        pool = Pool(f"http://127.0.0.1:{port}/mcp", limit=1)
         headers = {"content-type": "application/json"}
         found = []
-        try:
-            first = await pool.exchange(headers, b"1")
-            waits = [asyncio.ensure_future(pool.exchange(headers, b"%d" % n)) for n in (2, 3, 4)]
-            for _ in range(20):
-                await asyncio.sleep(0)
-            found.append(f"waiting: {[not w.done() for w in waits]}")
-            waits[0].cancel()  # while it waits
-            for _ in range(5):
-                await asyncio.sleep(0)
-            found.append((await first.read()).decode())
-            pool.release(first)  # the connection goes to the next waiting: 3
-            waits[1].cancel()  # just given it, not yet running: it goes on to 4
-            fourth = await asyncio.wait_for(waits[2], 10)
-            found.append((await fourth.read()).decode())
-            pool.release(fourth)
-            fifth = await asyncio.wait_for(pool.exchange(headers, b"5"), 10)
-            found.append((await fifth.read()).decode())
-            pool.release(fifth)
-            found.append(f"cancelled: {waits[0].cancelled()} {waits[1].cancelled()}")
-        finally:
-            pool.close()
-            server.close()
-            await server.wait_closed()
+        async with raw_server(answer) as url:
+            pool = Pool(url, limit=1)
+            try:
+                first = await pool.exchange(headers, b"1")
+                waits = [
+                    asyncio.ensure_future(pool.exchange(headers, b"%d" % n)) for n in (2, 3, 4)
+                ]
+                for _ in range(20):
+                    await asyncio.sleep(0)
+                found.append(f"waiting: {[not w.done() for w in waits]}")
+                waits[0].cancel()  # while it waits
+                for _ in range(5):
+                    await asyncio.sleep(0)
+                found.append((await first.read()).decode())
+                pool.release(first)  # the connection goes to the next waiting: 3
+                waits[1].cancel()  # just given it, not yet running: it goes on to 4
+                fourth = await asyncio.wait_for(waits[2], 10)
+                found.append((await fourth.read()).decode())
+                pool.release(fourth)
+                fifth = await asyncio.wait_for(pool.exchange(headers, b"5"), 10)
+                found.append((await fifth.read()).decode())
+                pool.release(fifth)
+                found.append(f"cancelled: {waits[0].cancelled()} {waits[1].cancelled()}")
+            finally:
+                pool.close()
         return found
 
     assert run(main()) == ["waiting: [True, True, True]", "1", "4", "5", "cancelled: True True"]
@@ -1029,41 +984,31 @@ def test_a_call_awaiting_the_server_hears_why_when_its_link_ends() -> None:
         return text("too late")
 
     async def main() -> Any:
-        import uvicorn
-
         upstream = StreamableHTTPServer(
             hanging, revisions=("2026-07-28",), capabilities={"tools": {}}, info=INFO
         )
-        port = free_port()
-        web = uvicorn.Server(
-            uvicorn.Config(upstream, host="127.0.0.1", port=port, log_level="warning")
-        )
-        serving = asyncio.ensure_future(web.serve())
-        while not web.started:
-            await asyncio.sleep(0.02)
-        try:
-            served = Served(upstream=f"http://127.0.0.1:{port}/mcp")
-            async with served.running():
-                transport = StreamableHTTPClient(served.url, client("2025-11-25"))
-                await transport.connect()
-                call = asyncio.ensure_future(
-                    transport.call("tools/call", {"name": "hang", "arguments": {}})
-                )
-                await started.wait()
-                await served.gateway.aclose()
-                try:
-                    # A hang guard, not a timing check: without the abort the call would wait
-                    # for an answer that never comes.
-                    await asyncio.wait_for(call, 30)
-                except mcpbind.ProtocolError as error:
-                    return error
-                finally:
-                    await transport.close()
-                return None
-        finally:
-            never.set()
-            web.should_exit = True
-            await serving
+        async with in_loop(upstream) as base:
+            served = Served(upstream=f"{base}/mcp")
+            try:
+                async with served.running():
+                    transport = StreamableHTTPClient(served.url, client("2025-11-25"))
+                    await transport.connect()
+                    call = asyncio.ensure_future(
+                        transport.call("tools/call", {"name": "hang", "arguments": {}})
+                    )
+                    await started.wait()
+                    await served.gateway.aclose()
+                    try:
+                        # A hang guard, not a timing check: without the abort the call would wait
+                        # for an answer that never comes.
+                        await asyncio.wait_for(call, 30)
+                    except mcpbind.ProtocolError as error:
+                        return error
+                    finally:
+                        await transport.close()
+                    return None
+            finally:
+                never.set()  # the handler ends: the server can stop
 
     error = run(main())
     assert isinstance(error, mcpbind.ProtocolError), error
@@ -1088,21 +1033,18 @@ def test_the_pool_stops_reading_an_answer_nobody_reads_and_resumes_when_read() -
                 await writer.drain()
             writer.close()
 
-        server = await asyncio.start_server(answer, "127.0.0.1", 0)
-        port = server.sockets[0].getsockname()[1]
-        pool = Pool(f"http://127.0.0.1:{port}/mcp")
-        try:
-            async with pool.post({"content-type": "application/json"}, b"{}") as reply:
-                connection = reply._connection
-                await eventually(lambda: connection.paused, "the pool paused reading")
-                for _ in range(20):  # the loop turns: were it still reading, it would read on
-                    await asyncio.sleep(0.01)
-                held = connection.buffered
-                body = await reply.read()
-        finally:
-            pool.close()
-            server.close()
-            await server.wait_closed()
+        async with raw_server(answer) as url:
+            pool = Pool(url)
+            try:
+                async with pool.post({"content-type": "application/json"}, b"{}") as reply:
+                    connection = reply._connection
+                    await eventually(lambda: connection.paused, "the pool paused reading")
+                    for _ in range(20):  # the loop turns: were it still reading, it would read on
+                        await asyncio.sleep(0.01)
+                    held = connection.buffered
+                    body = await reply.read()
+            finally:
+                pool.close()
         return held, len(body), body[-1:]
 
     held, read, last = run(main())
