@@ -13,7 +13,7 @@ import json
 import logging
 import socket
 import sys
-from collections.abc import AsyncIterator, Iterable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -189,6 +189,36 @@ async def handler(call: Call) -> Any:
             tools.update(cacheScope="private", ttlMs=0)
         return tools
     raise AssertionError(f"unexpected {call.method}")
+
+
+def held(
+    cancelled: list[Any], first: Callable[[Call], Awaitable[None]] | None = None
+) -> Callable[[Call], Awaitable[Any]]:
+    """A handler that never answers a tools/call: it runs ``first`` (when given), then waits
+    until cancelled, and records the call's id in ``cancelled``; other methods go to
+    ``handler``."""
+
+    async def holding(call: Call) -> Any:
+        if call.method != "tools/call":
+            return await handler(call)
+        try:
+            if first is not None:
+                await first(call)
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            cancelled.append(call.id)
+            raise
+
+    return holding
+
+
+async def eventually(check: Callable[[], Any]) -> None:
+    """Wait for ``check()`` to be true, for 10 s at most (a hang guard, not a timing check: the
+    caller asserts what it waited for)."""
+    for _ in range(500):
+        if check():
+            return
+        await asyncio.sleep(0.02)
 
 
 def server(**options: Any) -> StreamableHTTPServer:
@@ -468,18 +498,11 @@ def test_a_client_that_leaves_a_post_cancels_its_handler(stateful: bool) -> None
     started = asyncio.Event()
     cancelled: list[Any] = []
 
-    async def forever(call: Call) -> Any:
-        if call.method != "tools/call":
-            return await handler(call)
+    async def start(call: Call) -> None:
         started.set()
-        try:
-            await asyncio.Event().wait()
-        except asyncio.CancelledError:
-            cancelled.append(call.id)
-            raise
 
     async def go() -> None:
-        app = server(handler=forever)
+        app = server(handler=held(cancelled, start))
         params = {"name": "echo", "arguments": {}}
         if stateful:
             sid = await open_session(app)
@@ -489,8 +512,7 @@ def test_a_client_that_leaves_a_post_cancels_its_handler(stateful: bool) -> None
             call = post(app, stateless("tools/call", params, rid=11), STATELESS)
         await started.wait()
         await call.leave()
-        while not cancelled:
-            await asyncio.sleep(0.01)
+        await eventually(lambda: cancelled)
         assert cancelled == [11]
         if stateful:  # the session forgot the request: its id may be used again
             again = post(
@@ -507,18 +529,11 @@ def test_a_client_that_leaves_a_post_cancels_its_handler(stateful: bool) -> None
 def test_a_client_that_leaves_an_event_stream_cancels_its_handler() -> None:
     cancelled: list[Any] = []
 
-    async def chatty(call: Call) -> Any:
-        if call.method != "tools/call":
-            return await handler(call)
+    async def chat(call: Call) -> None:
         call.notify("notifications/message", {"level": "info", "data": "working"})
-        try:
-            await asyncio.Event().wait()
-        except asyncio.CancelledError:
-            cancelled.append(call.id)
-            raise
 
     async def go() -> None:
-        app = server(handler=chatty)
+        app = server(handler=held(cancelled, chat))
         call = post(
             app, stateless("tools/call", {"name": "echo", "arguments": {}}, rid=12), STATELESS
         )
@@ -528,8 +543,7 @@ def test_a_client_that_leaves_an_event_stream_cancels_its_handler() -> None:
             assert message["method"] == "notifications/message"
             break
         await call.leave()
-        while not cancelled:
-            await asyncio.sleep(0.01)
+        await eventually(lambda: cancelled)
         assert cancelled == [12]
 
     run(go(), 10)
@@ -538,26 +552,18 @@ def test_a_client_that_leaves_an_event_stream_cancels_its_handler() -> None:
 def test_a_stream_its_client_does_not_read_is_given_up_past_max_queued() -> None:
     cancelled: list[Any] = []
 
-    async def flood(call: Call) -> Any:
-        if call.method != "tools/call":
-            return await handler(call)
+    async def flood(call: Call) -> None:
         for n in range(1000):  # faster than anyone reads
             call.notify("notifications/message", {"level": "info", "data": n})
-        try:
-            await asyncio.Event().wait()
-        except asyncio.CancelledError:
-            cancelled.append(call.id)
-            raise
 
     async def go() -> None:
-        app = server(handler=flood, max_queued=100)
+        app = server(handler=held(cancelled, flood), max_queued=100)
         call = post(
             app, stateless("tools/call", {"name": "echo", "arguments": {}}, rid=13), STATELESS
         )
         got = [message async for message in call.events()]  # the stream ends by itself
         assert [m["params"]["data"] for m in got] == list(range(100))
-        while not cancelled:
-            await asyncio.sleep(0.01)
+        await eventually(lambda: cancelled)
         assert cancelled == [13]
 
     run(go(), 10)
@@ -686,14 +692,21 @@ def test_two_listeners_with_the_same_request_id_both_hear_a_list_change() -> Non
 
 
 @contextlib.asynccontextmanager
-async def serving(app: Any, **limits: Any) -> AsyncIterator[tuple[str, Any]]:
+async def serving(
+    app: Any, *, bound: bool = False, **limits: Any
+) -> AsyncIterator[tuple[str, Any]]:
+    """``app`` under uvicorn (``uvicorn_config`` with ``limits``) on a free loopback port, in
+    this event loop: its base URL and the uvicorn server. ``bound``: on a socket bound
+    beforehand, as ``serve(workers=N)`` binds it."""
     import uvicorn
 
     from mcpbind.transports.serving import uvicorn_config
 
     port = free_port()
-    web = uvicorn.Server(uvicorn_config(app, "127.0.0.1", port, log_level="error", **limits))
-    task = asyncio.ensure_future(web.serve())
+    config = uvicorn_config(app, "127.0.0.1", port, log_level="error", **limits)
+    sock = config.bind_socket() if bound else None
+    web = uvicorn.Server(config)
+    task = asyncio.ensure_future(web.serve(sockets=None if sock is None else [sock]))
     try:
         while not web.started:
             assert not task.done(), "uvicorn did not start"
@@ -703,6 +716,8 @@ async def serving(app: Any, **limits: Any) -> AsyncIterator[tuple[str, Any]]:
         web.should_exit = True
         web.force_exit = True
         await asyncio.wait_for(task, 10)
+        if sock is not None:
+            sock.close()
 
 
 async def ping_over_http(base: str) -> httpx.Response:
@@ -723,6 +738,17 @@ async def trickle(port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter
     writer.write(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
     await writer.drain()
     return reader, writer
+
+
+def raw_call(rid: int) -> bytes:
+    """A stateless 2026-07-28 tools/call of ``echo`` as a whole HTTP/1.1 request, for a socket."""
+    body = json.dumps(stateless("tools/call", {"name": "echo", "arguments": {}}, rid=rid))
+    return (
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        "Accept: application/json, text/event-stream\r\n"
+        "Mcp-Method: tools/call\r\nMcp-Name: echo\r\n"
+        f"Mcp-Protocol-Version: 2026-07-28\r\nContent-Length: {len(body)}\r\n\r\n{body}"
+    ).encode()
 
 
 def test_trickling_connections_past_the_cap_do_not_stop_a_request() -> None:
@@ -762,36 +788,18 @@ def test_a_real_client_that_disconnects_cancels_the_stateless_handler() -> None:
     started = asyncio.Event()
     cancelled: list[Any] = []
 
-    async def forever(call: Call) -> Any:
-        if call.method != "tools/call":
-            return await handler(call)
+    async def start(call: Call) -> None:
         started.set()
-        try:
-            await asyncio.Event().wait()
-        except asyncio.CancelledError:
-            cancelled.append(call.id)
-            raise
 
     async def go() -> None:
-        async with serving(server(handler=forever)) as (base, _):
+        async with serving(server(handler=held(cancelled, start))) as (base, _):
             port = int(base.rsplit(":", 1)[1])
-            body = json.dumps(stateless("tools/call", {"name": "echo", "arguments": {}}, rid=21))
             reader, writer = await asyncio.open_connection("127.0.0.1", port)
-            writer.write(
-                (
-                    "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-                    "Accept: application/json, text/event-stream\r\n"
-                    "Mcp-Method: tools/call\r\nMcp-Name: echo\r\n"
-                    f"Mcp-Protocol-Version: 2026-07-28\r\nContent-Length: {len(body)}\r\n\r\n{body}"
-                ).encode()
-            )
+            writer.write(raw_call(21))
             await writer.drain()
             await started.wait()
             writer.close()
-            for _ in range(500):
-                if cancelled:
-                    break
-                await asyncio.sleep(0.02)
+            await eventually(lambda: cancelled)
             assert cancelled == [21]
 
     run(go(), 60)
@@ -800,41 +808,22 @@ def test_a_real_client_that_disconnects_cancels_the_stateless_handler() -> None:
 def test_a_client_that_stops_reading_is_disconnected_after_the_write_timeout() -> None:
     cancelled: list[Any] = []
 
-    async def flood(call: Call) -> Any:
-        if call.method != "tools/call":
-            return await handler(call)
-        try:
-            for _ in range(200):  # 12.5 MiB: more than the socket buffers between them hold
-                call.notify("notifications/message", {"level": "info", "data": "x" * 65536})
-                await asyncio.sleep(0.001)
-            await asyncio.Event().wait()
-        except asyncio.CancelledError:
-            cancelled.append(call.id)
-            raise
+    async def flood(call: Call) -> None:
+        for _ in range(200):  # 12.5 MiB: more than the socket buffers between them hold
+            call.notify("notifications/message", {"level": "info", "data": "x" * 65536})
+            await asyncio.sleep(0.001)
 
     async def go() -> None:
-        async with serving(server(handler=flood), write_timeout=0.5) as (base, web):
+        handling = server(handler=held(cancelled, flood))
+        async with serving(handling, write_timeout=0.5) as (base, web):
             port = int(base.rsplit(":", 1)[1])
             sock = socket.socket()
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
             sock.setblocking(False)
             await asyncio.get_running_loop().sock_connect(sock, ("127.0.0.1", port))
-            body = json.dumps(stateless("tools/call", {"name": "echo", "arguments": {}}, rid=31))
-            await asyncio.get_running_loop().sock_sendall(
-                sock,
-                (
-                    "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-                    "Accept: application/json, text/event-stream\r\n"
-                    "Mcp-Method: tools/call\r\nMcp-Name: echo\r\n"
-                    f"Mcp-Protocol-Version: 2026-07-28\r\nContent-Length: {len(body)}\r\n\r\n"
-                    f"{body}"
-                ).encode(),
-            )
+            await asyncio.get_running_loop().sock_sendall(sock, raw_call(31))
             # The client reads nothing; the server gives up on it and its handler.
-            for _ in range(500):
-                if cancelled and not web.server_state.connections:
-                    break
-                await asyncio.sleep(0.02)
+            await eventually(lambda: cancelled and not web.server_state.connections)
             assert cancelled == [31]
             assert not web.server_state.connections
             sock.close()
@@ -845,35 +834,16 @@ def test_a_client_that_stops_reading_is_disconnected_after_the_write_timeout() -
 def test_a_socket_bound_as_serve_workers_binds_it_sends_without_delay() -> None:
     # serve(workers=N) binds the socket itself (protocol 0), and asyncio then leaves Nagle on:
     # every small answer waited ~40 ms for the client's delayed ACK.
-    import uvicorn
-
-    from mcpbind.transports.serving import uvicorn_config
-
     async def go() -> None:
-        port = free_port()
-        config = uvicorn_config(server(), "127.0.0.1", port, log_level="error")
-        sock = config.bind_socket()
-        web = uvicorn.Server(config)
-        task = asyncio.ensure_future(web.serve(sockets=[sock]))
-        try:
-            while not web.started:
-                assert not task.done(), "uvicorn did not start"
-                await asyncio.sleep(0.02)
-            assert (await ping_over_http(f"http://127.0.0.1:{port}")).status_code == 200
+        async with serving(server(), bound=True) as (base, web):
+            port = int(base.rsplit(":", 1)[1])
+            assert (await ping_over_http(base)).status_code == 200
             _, writer = await asyncio.open_connection("127.0.0.1", port)
-            for _ in range(500):
-                if web.server_state.connections:
-                    break
-                await asyncio.sleep(0.02)
+            await eventually(lambda: web.server_state.connections)
             assert web.server_state.connections
-            for held in web.server_state.connections:
-                accepted = held.transport.get_extra_info("socket")
+            for connection in web.server_state.connections:
+                accepted = connection.transport.get_extra_info("socket")
                 assert accepted.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) == 1
             writer.close()
-        finally:
-            web.should_exit = True
-            web.force_exit = True
-            await asyncio.wait_for(task, 10)
-            sock.close()
 
     run(go(), 30)
