@@ -177,8 +177,8 @@ def undeclared_tasks(caps: Any, source: Any, target: str | None, log: list[str])
     log.append(
         f"loss: the client's capabilities into MCP {target}: $.extensions.{facts.extension} "
         f"dropped (its MCP {facts.core} tasks capability: a server of the extension would "
-        "answer calls the client did not make task-augmented with tasks; the HTTP gateway "
-        "declares it on the task-augmented ones, which it translates)"
+        "answer calls the client did not make task-augmented with tasks; the bridge declares "
+        "it on the task-augmented ones it translates)"
     )
     rest = {k: v for k, v in extensions.items() if k != facts.extension}
     out = {k: v for k, v in caps.items() if k != "extensions"}

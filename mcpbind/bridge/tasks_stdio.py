@@ -206,7 +206,9 @@ class StdioTasks:
             return False
         if not future.done():
             future.set_exception(
-                ProtocolError(INTERNAL_ERROR, f"Internal error: an answer was lost: {why}")
+                ProtocolError(
+                    INTERNAL_ERROR, f"Internal error: the answer to the bridge's request: {why}"
+                )
             )
         return True
 

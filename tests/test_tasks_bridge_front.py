@@ -1,0 +1,271 @@
+"""The stdio bridge's translation of a 2025-11-25 client's tasks to a 2026-07-28 server of the
+tasks extension (mcpbind/bridge/tasks_stdio.py over core_tasks.py), on an event loop: the
+``Bridge`` between mcpbind's 2025-11-25 ``ClientSession`` and a real App with a tasks layer
+(``app.connect(write, tasks=...)``, in this process). The bounds, the client's cancel, the end of
+the bridge, lost answers and a server's answer that does not fit (the App's answer rewritten)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from typing import Any
+
+import msgspec
+import pytest
+
+from mcpbind.app import App
+from mcpbind.app.tasks import app_tasks
+from mcpbind.bridge import Bridge, core_tasks
+from mcpbind.bridge.core import CONNECTION_CLOSED
+from mcpbind.events import ErrorReceived, Negotiated, RequestReceived, ResultReceived, TaskCreated
+from mcpbind.session import ClientSession
+from mcpbind.tasks import Tasks
+from mcpbind.transports.stdio import envelope
+
+CORE, EXTENDED = "2025-11-25", "2026-07-28"
+CAPS = {"elicitation": {"form": {}}, "tasks": {"list": {}, "cancel": {}}}
+ANSWERS = (ResultReceived, TaskCreated, ErrorReceived)
+
+
+def _app() -> tuple[App, Tasks]:
+    app = App("tasks-behind", revisions=(EXTENDED,))
+
+    @app.tool
+    async def slow(seconds: float) -> str:
+        """Sleeps"""
+        await asyncio.sleep(seconds)
+        return f"slept {seconds}"
+
+    async def confirm(context: Any, params: Any) -> Any:
+        asked = {"method": "elicitation/create", "params": {"message": "Sure?"}}
+        asked["params"]["requestedSchema"] = {"type": "object", "properties": {}}
+        answers = await context.ask({"ok": asked})
+        return {"content": [{"type": "text", "text": answers["ok"]["action"]}]}
+
+    layer = Tasks(poll_interval_ms=10)
+    layer.tool("confirm", confirm, required=True)
+    return app, app_tasks(app, "slow", layer=layer)
+
+
+class Wire:
+    """The client session, the bridge and the App's connection, moved by ``pump`` (the bridge's
+    ``wake``); ``rewrite`` may change a line of the App's before the bridge reads it."""
+
+    def __init__(self, max_in_flight: int = 16, driven: bool = True) -> None:
+        self.bridge = Bridge(CORE, EXTENDED, max_in_flight=max_in_flight)
+        if driven:
+            self.bridge.wake = self.pump
+        self.opened: Any = None
+        self.client = ClientSession([CORE], CAPS, {"name": "unit", "version": "1"})
+        self.events: list[Any] = []
+        self.from_server: list[bytes] = []
+        self.methods: dict[Any, str] = {}  # the bridge's request ids to the server -> method
+        self.rewrite: Callable[[dict[str, Any], str | None], dict[str, Any]] = lambda m, _: m
+        # the client's answer to the bridge's request (None: left for the test)
+        self.answer: Callable[[RequestReceived], Any] | None = lambda e: {"action": "accept"}
+        self._pumping = False
+        self.app, self.layer = _app()
+        self.conn: Any = None
+
+    def pump(self) -> None:
+        if self._pumping:
+            return
+        self._pumping = True
+        try:
+            moved = True
+            while moved:
+                moved = False
+                for data in self.client.data_to_send():
+                    moved = True
+                    self.bridge.from_client(data)
+                for data in self.bridge.to_server():
+                    moved = True
+                    message = json.loads(data)
+                    if "method" in message and "id" in message:
+                        self.methods[message["id"]] = message["method"]
+                    if not self.bridge.closed:
+                        self.conn.receive(data)
+                lines, self.from_server = self.from_server, []
+                for data in lines:
+                    moved = True
+                    message = json.loads(data)
+                    message = self.rewrite(message, self.methods.get(message.get("id")))
+                    self.bridge.from_server(json.dumps(message).encode())
+                for data in self.bridge.to_client():
+                    moved = True
+                    for event in self.client.receive(data):
+                        if isinstance(event, RequestReceived) and self.answer is not None:
+                            self.client.respond(event.id, self.answer(event))
+                            continue
+                        self.events.append(event)
+        finally:
+            self._pumping = False
+
+    def _written(self, data: bytes) -> None:
+        self.from_server.append(data)
+        asyncio.get_running_loop().call_soon(self.pump)
+
+    async def open(self) -> Any:
+        self.conn = self.app.connect(self._written, tasks=self.layer)
+        self.client.connect()
+        self.pump()
+        self.opened = await self.until(lambda e: isinstance(e, Negotiated))
+
+    async def until(self, done: Callable[[Any], bool]) -> Any:
+        for _ in range(500):
+            for event in self.events:
+                if done(event):
+                    self.events.remove(event)
+                    return event
+            await asyncio.sleep(0.01)
+            self.pump()
+        raise AssertionError(f"no such event; the events: {self.events}")
+
+    def send(self, method: str, params: dict[str, Any]) -> Any:
+        rid = self.client.request(method, params)
+        self.pump()
+        return rid
+
+    async def request(self, method: str, params: dict[str, Any]) -> Any:
+        rid = self.send(method, params)
+        return await self.until(lambda e: isinstance(e, ANSWERS) and e.id == rid)
+
+    async def task(self, name: str, arguments: dict[str, Any]) -> str:
+        created = await self.request(
+            "tools/call", {"name": name, "arguments": arguments, "task": {}}
+        )
+        assert isinstance(created, TaskCreated), created
+        return str(created.result.task.task_id)
+
+
+def run(test: Callable[[Wire], Any], **options: Any) -> Any:
+    async def main() -> Any:
+        wire = Wire(**options)
+        async with wire.app.running():
+            try:
+                await wire.open()
+                return await test(wire)
+            finally:
+                wire.bridge.close("the test is over")
+                await wire.layer.aclose()
+
+    return asyncio.run(asyncio.wait_for(main(), 30))
+
+
+def test_the_client_is_told_of_tasks_only_when_the_bridge_runs_on_a_loop() -> None:
+    async def told(wire: Wire) -> Any:
+        return wire.opened.capabilities.tasks
+
+    tasks = msgspec.to_builtins(run(told))
+    assert tasks == {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
+    assert run(told, driven=False) is msgspec.UNSET  # sans-IO: no timers to poll with
+
+
+def test_a_cancelled_tasks_result_stops_polling_and_is_not_answered() -> None:
+    async def cancel(wire: Wire) -> Any:
+        task_id = await wire.task("slow", {"seconds": 5})
+        rid = wire.send("tasks/result", {"taskId": task_id})
+        await asyncio.sleep(0.1)
+        assert wire.bridge.pending() == 1  # the poll runs
+        wire.client.cancel(rid, "changed my mind")
+        wire.pump()
+        await asyncio.sleep(0.1)
+        assert wire.bridge.pending() == 0
+        polls = list(wire.methods.values()).count("tasks/get")
+        await asyncio.sleep(0.2)  # (a poll every 50 ms while it ran)
+        assert list(wire.methods.values()).count("tasks/get") == polls  # it stopped
+        got = await wire.request("tasks/get", {"taskId": task_id})
+        assert not any(isinstance(e, ANSWERS) and e.id == rid for e in wire.events)
+        return got
+
+    got = run(cancel)
+    assert isinstance(got, ResultReceived) and got.result.status == "working"
+
+
+def test_the_end_of_the_bridge_answers_a_polling_tasks_result() -> None:
+    async def end(wire: Wire) -> Any:
+        task_id = await wire.task("slow", {"seconds": 5})
+        rid = wire.send("tasks/result", {"taskId": task_id})
+        await asyncio.sleep(0.1)
+        wire.bridge.close("the server exited")
+        wire.pump()
+        return await wire.until(lambda e: isinstance(e, ErrorReceived) and e.id == rid)
+
+    error = run(end)
+    assert error.code == CONNECTION_CLOSED and "the server exited" in error.message
+
+
+def test_task_requests_past_max_in_flight_are_refused() -> None:
+    async def busy(wire: Wire) -> Any:
+        task_id = await wire.task("slow", {"seconds": 5})
+        wire.send("tasks/result", {"taskId": task_id})
+        await asyncio.sleep(0.05)
+        return await wire.request("tasks/result", {"taskId": task_id})
+
+    error = run(busy, max_in_flight=1)
+    assert isinstance(error, ErrorReceived) and error.code == -32603
+    assert "Server busy" in error.message and error.data == {"max_in_flight": 1}
+
+
+def test_tasks_past_max_tasks_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(core_tasks, "MAX_TASKS", 2)
+
+    async def many(wire: Wire) -> Any:
+        await wire.task("slow", {"seconds": 0})
+        await wire.task("slow", {"seconds": 0})
+        call = {"name": "slow", "arguments": {"seconds": 0}, "task": {}}
+        return await wire.request("tools/call", call)
+
+    error = run(many)
+    assert isinstance(error, ErrorReceived) and error.code == -32603
+    assert "at most 2" in error.message
+
+
+def test_a_servers_answer_that_is_no_task_is_an_error_not_a_hang() -> None:
+    def broken(message: dict[str, Any], method: str | None) -> dict[str, Any]:
+        if method == "tasks/get" and "result" in message:
+            message["result"] = {"resultType": "complete", "status": "sleeping"}
+        return message
+
+    async def get(wire: Wire) -> Any:
+        task_id = await wire.task("slow", {"seconds": 5})
+        wire.rewrite = broken
+        return await wire.request("tasks/get", {"taskId": task_id}), await wire.request(
+            "tasks/result", {"taskId": task_id}
+        )
+
+    for error in run(get):
+        assert isinstance(error, ErrorReceived) and error.code == -32603
+        assert "tasks/get" in error.message and EXTENDED in error.message
+
+
+def test_the_clients_refusal_of_the_tasks_input_is_the_answer_of_tasks_result() -> None:
+    async def refused(wire: Wire) -> Any:
+        wire.answer = None
+        task_id = await wire.task("confirm", {})
+        rid = wire.send("tasks/result", {"taskId": task_id})
+        asked = await wire.until(lambda e: isinstance(e, RequestReceived))
+        wire.client.respond_error(asked.id, -32600, "no thanks")
+        wire.pump()
+        return await wire.until(lambda e: isinstance(e, ANSWERS) and e.id == rid)
+
+    error = run(refused)
+    assert isinstance(error, ErrorReceived) and error.code == -32600
+    assert "the client refused input the task asked for: no thanks" in error.message
+
+
+def test_a_lost_answer_of_the_client_ends_its_tasks_result_with_an_error() -> None:
+    async def lost(wire: Wire) -> Any:
+        wire.answer = None
+        task_id = await wire.task("confirm", {})
+        rid = wire.send("tasks/result", {"taskId": task_id})
+        question = await wire.until(lambda e: isinstance(e, RequestReceived))
+        line = json.dumps({"jsonrpc": "2.0", "id": question.id, "result": {}}).encode()
+        wire.bridge.discarded_from_client(envelope(line), "a message of 99 bytes is too long")
+        wire.pump()
+        return await wire.until(lambda e: isinstance(e, ANSWERS) and e.id == rid)
+
+    error = run(lost)
+    assert isinstance(error, ErrorReceived) and error.code == -32603
+    assert "too long" in error.message
