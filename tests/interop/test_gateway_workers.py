@@ -7,23 +7,25 @@ against the client's revision."""
 
 from __future__ import annotations
 
-import json
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from mcpbind.validate import validate_lines
-from tests._net import free_port
-from tests._net import started as start_process
+from tests._net import free_port, started, stopped
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from test_http_workers import Client, call, messages, resumed_elsewhere, workers_of  # noqa: E402
+from test_http_workers import (  # noqa: E402
+    Client,
+    answered_elsewhere,
+    call,
+    one_session_on_two_workers,
+    resumed_elsewhere,
+)
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(180)]
 
@@ -32,25 +34,13 @@ MCPBIND = str(Path(sys.executable).with_name("mcpbind"))
 REVISION = "2025-11-25"
 
 
-def started(argv: list[str], port: int) -> subprocess.Popen[bytes]:
-    return start_process(argv, port, cwd=ROOT)
-
-
-def stop(process: subprocess.Popen[bytes]) -> None:
-    process.terminate()
-    try:
-        process.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
-
-
 @pytest.fixture
 def upstream() -> Iterator[str]:
     port = free_port()
-    process = started([sys.executable, "examples/everything_server.py", "--port", str(port)], port)
+    argv = [sys.executable, "examples/everything_server.py", "--port", str(port)]
+    process = started(argv, port, cwd=ROOT)
     yield f"http://127.0.0.1:{port}/mcp"
-    stop(process)
+    stopped(process)
 
 
 @pytest.fixture
@@ -82,6 +72,7 @@ class Gateway:
                 *options,
             ],
             self.port,
+            cwd=ROOT,
         )
 
 
@@ -93,8 +84,8 @@ def gateways(upstream: str, gateway_redis: str) -> Iterator[tuple[Gateway, Gatew
     try:
         yield a, b
     finally:
-        stop(a.process)
-        stop(b.process)
+        stopped(a.process)
+        stopped(b.process)
 
 
 def test_a_session_opened_on_one_gateway_continues_on_the_other(gateways: Any) -> None:
@@ -126,12 +117,7 @@ def test_an_answer_sent_to_the_other_gateway_reaches_the_one_that_asked(gateways
     a, b = gateways
     client = Client()
     client.open(a.url, b.url)
-    first = client.post(a.url, call(7, "test_sampling", prompt="hi"), keep=2)
-    (asked,) = messages(first)
-    assert asked["method"] == "sampling/createMessage"
-    result = {"role": "assistant", "content": {"type": "text", "text": "hello"}, "model": "m"}
-    assert client.post(b.url, {"jsonrpc": "2.0", "id": asked["id"], "result": result}) is None
-    rest = messages(client.get(b.url, first[-1]["id"]))
+    rest = answered_elsewhere(client, a.url, b.url)
     assert rest[-1]["id"] == 7
     assert rest[-1]["result"]["content"][0]["text"] == "LLM response: hello"
     assert list(validate_lines(client.wire, REVISION, strict=True)) == []
@@ -139,16 +125,4 @@ def test_an_answer_sent_to_the_other_gateway_reaches_the_one_that_asked(gateways
 
 def test_workers_on_one_port_serve_one_session(upstream: str, gateway_redis: str) -> None:
     gateway = Gateway(upstream, gateway_redis, "--workers", "2")
-    workers = workers_of(gateway.process.pid)
-    try:
-        assert len(workers) == 2
-        client = Client()
-        client.http = httpx.Client(timeout=20, headers={"connection": "close"})  # new each time
-        client.open(gateway.url, gateway.url)
-        for rid in range(1, 21):
-            answer = client.post(gateway.url, call(rid, "test_simple_text"))
-            assert answer["id"] == rid and "result" in answer, json.dumps(answer)
-        assert list(validate_lines(client.wire, REVISION, strict=True)) == []
-    finally:
-        stop(gateway.process)
-    assert not [w for w in workers if Path(f"/proc/{w}").exists()]  # stopped with it
+    one_session_on_two_workers(gateway.url, gateway.process)

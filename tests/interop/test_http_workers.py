@@ -8,10 +8,8 @@ session, both ways, validates against its revision."""
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,7 +18,7 @@ import httpx
 import pytest
 
 from mcpbind.validate import validate_lines
-from tests._net import free_port
+from tests._net import free_port, started, stopped
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(120)]
 
@@ -35,42 +33,11 @@ class Worker:
     def __init__(self, redis_url: str, *options: str) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/mcp"
-        self.process = subprocess.Popen(
-            [
-                sys.executable,
-                "examples/everything_server.py",
-                "--port",
-                str(self.port),
-                "--redis",
-                redis_url,
-                *options,
-            ],
-            cwd=ROOT,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-        )
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
-                    break
-            except OSError:
-                if self.process.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"the worker did not start: {self.errors()}") from None
-                time.sleep(0.1)
-
-    def errors(self) -> str:
-        if self.process.poll() is None:
-            return ""
-        assert self.process.stderr is not None
-        return self.process.stderr.read().decode(errors="replace")
+        argv = [sys.executable, "examples/everything_server.py", "--port", str(self.port)]
+        self.process = started([*argv, "--redis", redis_url, *options], self.port, cwd=ROOT)
 
     def stop(self) -> None:
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
+        stopped(self.process)
 
 
 @pytest.fixture
@@ -192,6 +159,37 @@ def resumed_elsewhere(client: Client, first: str, other: str) -> list[str]:
     return ids
 
 
+def answered_elsewhere(client: Client, first: str, other: str) -> list[dict[str, Any]]:
+    """Call server-everything's sampling tool through ``first``: the client reads the server's
+    request on the call's stream, drops the stream, answers through ``other`` and resumes the
+    stream there. The messages of the rest of the stream."""
+    got_first = client.post(first, call(7, "test_sampling", prompt="hi"), keep=2)
+    (asked,) = messages(got_first)
+    assert asked["method"] == "sampling/createMessage"
+    result = {"role": "assistant", "content": {"type": "text", "text": "hello"}, "model": "m"}
+    assert client.post(other, {"jsonrpc": "2.0", "id": asked["id"], "result": result}) is None
+    return messages(client.get(other, got_first[-1]["id"]))
+
+
+def one_session_on_two_workers(url: str, process: subprocess.Popen[bytes]) -> None:
+    """Twenty calls of one session at ``url``, served by the two workers ``process`` spawned on
+    one port, each on a new connection (and so any worker): every one answered, the transcript
+    valid; ``process`` is stopped after, and its workers with it."""
+    workers = workers_of(process.pid)
+    try:
+        assert len(workers) == 2
+        client = Client()
+        client.http = httpx.Client(timeout=20, headers={"connection": "close"})  # new each time
+        client.open(url, url)
+        for rid in range(1, 21):
+            answer = client.post(url, call(rid, "test_simple_text"))
+            assert answer["id"] == rid and "result" in answer, json.dumps(answer)
+        assert list(validate_lines(client.wire, REVISION, strict=True)) == []
+    finally:
+        stopped(process)
+    assert not [w for w in workers if Path(f"/proc/{w}").exists()]  # stopped with it
+
+
 def test_a_session_opened_on_one_worker_continues_on_the_other(workers: Any) -> None:
     a, b = workers
     client = Client()
@@ -227,12 +225,7 @@ def test_an_answer_sent_to_the_other_worker_reaches_the_one_that_asked(workers: 
     client.open(a.url, b.url)
     # Worker a asks the client for a sampling on the call's stream; the client reads the request,
     # drops the stream, answers through worker b, and resumes the stream on b.
-    first = client.post(a.url, call(7, "test_sampling", prompt="hi"), keep=2)
-    (asked,) = messages(first)
-    assert asked["method"] == "sampling/createMessage"
-    result = {"role": "assistant", "content": {"type": "text", "text": "hello"}, "model": "m"}
-    assert client.post(b.url, {"jsonrpc": "2.0", "id": asked["id"], "result": result}) is None
-    rest = messages(client.get(b.url, first[-1]["id"]))
+    rest = answered_elsewhere(client, a.url, b.url)
     assert rest == [
         {
             "jsonrpc": "2.0",
@@ -279,19 +272,7 @@ def workers_of(pid: int) -> list[int]:
 
 def test_workers_on_one_port_serve_one_session(example_redis: str) -> None:
     server = Worker(example_redis, "--workers", "2")
-    workers = workers_of(server.process.pid)
-    try:
-        assert len(workers) == 2
-        client = Client()
-        client.http = httpx.Client(timeout=20, headers={"connection": "close"})  # new each time
-        client.open(server.url, server.url)
-        for rid in range(1, 21):
-            answer = client.post(server.url, call(rid, "test_simple_text"))
-            assert answer["id"] == rid and "result" in answer
-        assert list(validate_lines(client.wire, REVISION, strict=True)) == []
-    finally:
-        server.stop()
-    assert not [w for w in workers if Path(f"/proc/{w}").exists()]  # stopped with it
+    one_session_on_two_workers(server.url, server.process)
 
 
 def test_workers_on_one_port_take_each_others_request_states(example_redis: str) -> None:
