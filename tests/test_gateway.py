@@ -189,6 +189,24 @@ async def raw_server(
         await server.wait_closed()
 
 
+def replying(
+    reply: Callable[[bytes], bytes],
+) -> Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]:
+    """A ``raw_server`` connection handler that reads each HTTP/1.1 request (its head and the
+    body its content-length gives) and writes ``reply(body)``, until the client leaves."""
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        with contextlib.suppress(ConnectionError, asyncio.IncompleteReadError):
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                size = int(head.lower().split(b"content-length:")[1].split(b"\r\n")[0])
+                writer.write(reply(await reader.readexactly(size)))
+                await writer.drain()
+        writer.close()
+
+    return answer
+
+
 def run(coroutine: Awaitable[Any]) -> Any:
     return asyncio.run(asyncio.wait_for(coroutine, 100))
 
@@ -886,22 +904,13 @@ def test_an_answer_head_past_max_head_fails_the_post_with_why() -> None:
     MAX_HEAD and the POST fails naming it, on a fresh connection and on a kept one."""
     from mcpbind.bridge.pool import MAX_HEAD, HttpError, Pool
 
-    async def main() -> list[str]:
-        async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-            with contextlib.suppress(ConnectionError, asyncio.IncompleteReadError):
-                while True:
-                    head = await reader.readuntil(b"\r\n\r\n")
-                    size = int(head.lower().split(b"content-length:")[1].split(b"\r\n")[0])
-                    body = await reader.readexactly(size)
-                    big = b"x" * 70_000 if body == b"big" else b"small"
-                    writer.write(
-                        b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\nx-big: " + big + b"\r\n\r\n{}"
-                    )
-                    await writer.drain()
-            writer.close()
+    def big_or_small(body: bytes) -> bytes:
+        big = b"x" * 70_000 if body == b"big" else b"small"
+        return b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\nx-big: " + big + b"\r\n\r\n{}"
 
+    async def main() -> list[str]:
         found = []
-        async with raw_server(answer) as url:
+        async with raw_server(replying(big_or_small)) as url:
             pool = Pool(url)
             try:
                 for body in (b"big", b"ok", b"big"):  # fresh, then kept, then kept again
@@ -925,20 +934,13 @@ def test_the_pools_exchanges_past_its_limit_wait_and_a_cancelled_wait_loses_no_s
     hands it on, and an exchange after them all still gets one."""
     from mcpbind.bridge.pool import Pool
 
-    async def main() -> list[str]:
-        async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-            with contextlib.suppress(ConnectionError, asyncio.IncompleteReadError):
-                while True:
-                    head = await reader.readuntil(b"\r\n\r\n")
-                    size = int(head.lower().split(b"content-length:")[1].split(b"\r\n")[0])
-                    body = await reader.readexactly(size)
-                    writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: %d\r\n\r\n" % size + body)
-                    await writer.drain()
-            writer.close()
+    def echo(body: bytes) -> bytes:
+        return b"HTTP/1.1 200 OK\r\ncontent-length: %d\r\n\r\n" % len(body) + body
 
+    async def main() -> list[str]:
         headers = {"content-type": "application/json"}
         found = []
-        async with raw_server(answer) as url:
+        async with raw_server(replying(echo)) as url:
             pool = Pool(url, limit=1)
             try:
                 first = await pool.exchange(headers, b"1")
