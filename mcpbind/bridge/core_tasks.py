@@ -39,7 +39,7 @@ from .._extensions import TASKS, TasksFacts
 from .._support import convert
 from ..errors import INTERNAL_ERROR, INVALID_PARAMS, ProtocolError
 from ..session._common import checked, speech
-from .tasks import core_task
+from .tasks import core_task, wire_key
 
 if TYPE_CHECKING:
     from ..events import Negotiated
@@ -85,11 +85,6 @@ class Port(Protocol):
         ...
 
 
-def _wire(cls: Any, attribute: str) -> str:
-    """The wire key of the field ``attribute`` of the generated Struct ``cls``."""
-    return next(f.encode_name for f in msgspec.structs.fields(cls) if f.name == attribute)
-
-
 class CoreTasks:
     """The translation for one server (module docstring)."""
 
@@ -109,14 +104,16 @@ class CoreTasks:
         self.methods = {self.get, self.result, self.list, self.cancel}
         self.results = {m: sp.facts.wires[m].result for m in self.methods}
         self.created = tasks.result  # the core CreateTaskResult, and its task's key
-        self.created_key = _wire(tasks.result, tasks.task_id[0])
-        self.listed_key = _wire(self.results[self.list], "tasks")
+        self.created_key = wire_key(tasks.result, tasks.task_id[0])
+        self.listed_key = wire_key(self.results[self.list], "tasks")
         # The core revision's task id key (its requests', and the related-task _meta value's).
-        self.task_key = _wire(sp.methods[self.get].params, self.task_attr)
-        self.meta_key = _wire(sp.methods[self.get].params, "meta")  # every request's _meta
+        self.task_key = wire_key(sp.methods[self.get].params, self.task_attr)
+        self.meta_key = wire_key(sp.methods[self.get].params, "meta")  # every request's _meta
         # The extension's: the key of its requests' task id, of a result's kind.
-        self.ext_task_key = _wire(self.types.requests[facts.get][1], "task_id")
-        self.kind = _wire(self.types.create_result, "result_type")
+        self.ext_task_key = facts.task_id
+        kinds = speech(facts.revision).facts.result_kinds
+        assert kinds is not None  # the extension's results are told apart by it
+        self.kind = kinds.key
 
     @classmethod
     def offered(cls, negotiated: Negotiated) -> CoreTasks | None:
@@ -125,8 +122,8 @@ class CoreTasks:
         facts = TASKS.get(negotiated.revision)
         if facts is None or facts.core is None or facts.revision not in TASK_TYPES:
             return None
-        extensions = getattr(negotiated.capabilities, "extensions", UNSET)
-        extensions = None if extensions is UNSET else msgspec.to_builtins(extensions)
+        caps = msgspec.to_builtins(negotiated.capabilities)
+        extensions = caps.get(facts.extensions_key) if isinstance(caps, dict) else None
         if not isinstance(extensions, dict) or facts.extension not in extensions:
             return None
         return cls(facts)

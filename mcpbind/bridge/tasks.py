@@ -40,6 +40,7 @@ import msgspec
 from msgspec import UNSET
 
 from .. import bindings
+from .._extension_tasks import TASK_TYPES
 from .._extensions import TASKS, TasksFacts
 from ..errors import (
     INTERNAL_ERROR,
@@ -57,6 +58,7 @@ from ..events import (
     TaskCreated,
 )
 from ..session._common import checked, speech
+from ..session.tasks import declares
 from . import crossing  # (which imports this module: its names are read when called)
 
 if TYPE_CHECKING:
@@ -120,6 +122,21 @@ def core_task(task: dict[str, Any], facts: TasksFacts) -> dict[str, Any]:
     return {back.get(k, k): v for k, v in task.items() if k in facts.task_fields}
 
 
+def wire_key(cls: Any, attribute: str) -> str:
+    """The wire key of the field ``attribute`` of the generated Struct ``cls``."""
+    return next(f.encode_name for f in msgspec.structs.fields(cls) if f.name == attribute)
+
+
+def undeclared(method: str, facts: TasksFacts, caps_key: str) -> ProtocolError:
+    """The error for the extension's ``method`` from a client that did not declare it."""
+    return ProtocolError(
+        MISSING_REQUIRED_CLIENT_CAPABILITY,
+        f"Missing required client capability: {method!r} needs the {facts.extension} "
+        f"extension declared in the request's _meta {caps_key}",
+        {"requiredCapabilities": {facts.extensions_key: {facts.extension: {}}}},
+    )
+
+
 def untranslated_tasks(
     caps: Any, server: str | None, client: str, log: list[str], translated: bool = False
 ) -> Any:
@@ -171,7 +188,8 @@ def undeclared_tasks(caps: Any, source: Any, target: str | None, log: list[str])
         return caps
     if type(source) is not speech(facts.core).facts.client_capabilities:
         return caps
-    extensions = caps.get("extensions")
+    key = facts.extensions_key
+    extensions = caps.get(key)
     if not isinstance(extensions, dict) or facts.extension not in extensions:
         return caps
     log.append(
@@ -181,9 +199,9 @@ def undeclared_tasks(caps: Any, source: Any, target: str | None, log: list[str])
         "it on the task-augmented ones it translates)"
     )
     rest = {k: v for k, v in extensions.items() if k != facts.extension}
-    out = {k: v for k, v in caps.items() if k != "extensions"}
+    out = {k: v for k, v in caps.items() if k != key}
     if rest:
-        out["extensions"] = rest
+        out[key] = rest
     return out
 
 
@@ -194,7 +212,8 @@ class _Task:
     id: str
     revision: str  # the client's
     method: str  # the call it answers
-    payload: tuple[str, Any] | None = None  # ("result", JSON) or ("error", JSON) once it came
+    # (the extension's result key, JSON) or (its error key, JSON) once the payload came
+    payload: tuple[str, Any] | None = None
     asked: dict[str, tuple[Any, dict[str, Any]]] = field(default_factory=dict)
     # input name -> (the server's request id, the input request as the extension writes it)
     waiting: list[tuple[Any, dict[str, Any]]] = field(default_factory=list)
@@ -225,6 +244,10 @@ class TaskBridge:
         meta = speech(facts.revision).facts.request_meta
         assert meta is not None  # the extension rides on the per-request envelope
         self.caps_key = meta.capabilities_key
+        self.meta_key = speech(facts.revision).send(facts.eligible).meta_key  # a request's _meta
+        # The core revision's task id key (its task requests', the related-task _meta value's).
+        self.core_task_key = wire_key(back.methods[self.get].params, core.payload_task_id)
+        self.message_key = wire_key(TASK_TYPES[facts.revision].create_result, "status_message")
         kinds = speech(facts.revision).facts.result_kinds
         assert kinds is not None  # the extension's results are told apart by it
         self.kind = kinds.key
@@ -273,16 +296,13 @@ class TaskBridge:
         f = self.facts
         if not isinstance(params, dict):
             raise ProtocolError(INVALID_PARAMS, f"Invalid params: {method!r} needs params")
-        if not self._declared(params.get("_meta")):
-            raise ProtocolError(
-                MISSING_REQUIRED_CLIENT_CAPABILITY,
-                f"Missing required client capability: {method!r} needs the {f.extension} "
-                f"extension declared in the request's _meta {self.caps_key}",
-                {"requiredCapabilities": {"extensions": {f.extension: {}}}},
-            )
-        task_id = params.get("taskId")
+        if not declares(params, f):
+            raise undeclared(method, f, self.caps_key)
+        task_id = params.get(f.task_id)
         if not isinstance(task_id, str):
-            raise ProtocolError(INVALID_PARAMS, f"Invalid params: {method!r} needs a string taskId")
+            raise ProtocolError(
+                INVALID_PARAMS, f"Invalid params: {method!r} needs a string {f.task_id}"
+            )
         task = self.tasks.get(task_id)
         if task is None:
             raise ProtocolError(INVALID_PARAMS, f"Invalid params: no task {task_id!r}")
@@ -293,17 +313,10 @@ class TaskBridge:
         if len(self.mine) >= limit:
             raise crossing.too_many(id, limit, "the client", "the server")
         down = self.bridge.back.request(
-            self.get if method == f.get else self.cancel, {"taskId": task.id}
+            self.get if method == f.get else self.cancel, {self.core_task_key: task.id}
         )
         self.mine[down] = (method, task, id)
         self._sent()
-
-    def _declared(self, meta: Any) -> bool:
-        caps = meta.get(self.caps_key) if isinstance(meta, dict) else None
-        extensions = caps.get("extensions") if isinstance(caps, dict) else None
-        return isinstance(extensions, dict) and isinstance(
-            extensions.get(self.facts.extension), dict
-        )
 
     def _update(self, id: Any, task: _Task, responses: Any) -> None:
         if not isinstance(responses, dict):
@@ -347,8 +360,7 @@ class TaskBridge:
         plain = msgspec.to_builtins(params)
         if not self.tools.get(plain.get("name")):
             return params
-        meta = _plain(getattr(e.params, "meta", None))
-        if not self._declared(meta):
+        if not declares(e.params, self.facts):
             return params
         if len(self.tasks) >= MAX_TASKS:
             self.bridge.log.append(
@@ -416,7 +428,7 @@ class TaskBridge:
         task = _Task(e.task_id, revision, method)
         self.tasks[task.id] = task
         # The payload request carries the task's input requests and, at its end, its outcome.
-        down = self.bridge.back.request(self.payload, {"taskId": task.id})
+        down = self.bridge.back.request(self.payload, {self.core_task_key: task.id})
         self.mine[down] = ("payload", task, None)
         self._sent()
         return {**extension_task(core, self.facts), self.kind: self.facts.task_result}
@@ -426,7 +438,7 @@ class TaskBridge:
         meta = _plain(getattr(e.params, "meta", None))
         key = self.facts.related_task_key
         related = meta.get(key) if isinstance(meta, dict) and key else None
-        task_id = related.get("taskId") if isinstance(related, dict) else None
+        task_id = related.get(self.core_task_key) if isinstance(related, dict) else None
         task = self.tasks.get(task_id) if isinstance(task_id, str) else None
         if task is None:
             return False
@@ -450,7 +462,7 @@ class TaskBridge:
         return True
 
     def _status(self, e: NotificationReceived) -> bool:
-        task_id = (_plain(e.params) or {}).get("taskId")
+        task_id = (_plain(e.params) or {}).get(self.core_task_key)
         task = self.tasks.get(task_id) if isinstance(task_id, str) else None
         if task is None:
             return False
@@ -469,7 +481,7 @@ class TaskBridge:
             result = self.bridge._up_result(result, task.revision, task.method)
             plain = msgspec.to_builtins(result)
             plain.setdefault(self.kind, f.complete_result)
-            task.payload = ("result", plain)
+            task.payload = (f.result, plain)
             self._release(task)
         elif what == f.cancel:
             self._answer(id, {self.kind: f.complete_result})
@@ -486,7 +498,7 @@ class TaskBridge:
             err: dict[str, Any] = {"code": error.code, "message": error.message}
             if error.data is not None:
                 err["data"] = msgspec.to_builtins(error.data)
-            task.payload = ("error", err)
+            task.payload = (self.facts.error, err)
             self._release(task)
             return
         if error.code == INVALID_PARAMS and what == self.facts.get:
@@ -499,25 +511,25 @@ class TaskBridge:
         the requests of one that needs input). The payload comes only once the task is over,
         so a task whose payload came is reported finished with it."""
         f = self.facts
-        status = snapshot.get("status")
+        status = snapshot.get(f.status)
         out = {**snapshot, self.kind: f.complete_result}
         if task.payload is not None and status != f.cancelled:
             kind, value = task.payload
-            if kind == "result" and status == f.failed:  # a failure the payload does not say
+            if kind == f.result and status == f.failed:  # a failure the payload does not say
                 value = {
                     "code": INTERNAL_ERROR,
-                    "message": snapshot.get("statusMessage") or "the task failed",
-                    "data": {"result": value},
+                    "message": snapshot.get(self.message_key) or "the task failed",
+                    "data": {f.result: value},
                 }
-                kind = "error"
-            out["status"] = f.completed if kind == "result" else f.failed
+                kind = f.error
+            out[f.status] = f.completed if kind == f.result else f.failed
             out[kind] = value
         elif status in (f.completed, f.failed):
             return False
         elif status == f.input_required:
             if not task.asked:
                 return False
-            out["inputRequests"] = {name: request for name, (_, request) in task.asked.items()}
+            out[f.input_requests] = {name: request for name, (_, request) in task.asked.items()}
         self._answer(id, out)
         return True
 
@@ -707,6 +719,7 @@ class GatewayTasks:
         meta = speech(facts.revision).facts.request_meta
         assert meta is not None  # the extension rides on the per-request envelope
         self._meta = meta
+        self.meta_key = speech(facts.revision).send(facts.eligible).meta_key  # a request's _meta
         self._versions = bindings(facts.revision).FACTS.versions
         self.tools: dict[str, bool] = {}
         self.where: weakref.WeakValueDictionary[str, LinkTasks] = weakref.WeakValueDictionary()
@@ -745,7 +758,7 @@ class GatewayTasks:
         return self.on and method in self.methods
 
     def speaks(self, params: Any) -> bool:
-        meta = params.get("_meta") if isinstance(params, dict) else None
+        meta = params.get(self.meta_key) if isinstance(params, dict) else None
         version = meta.get(self._meta.version_key) if isinstance(meta, dict) else None
         return version in self._versions
 
@@ -754,22 +767,11 @@ class GatewayTasks:
 
     async def respond(self, method: str, params: dict[str, Any], owner: str | None = None) -> Any:
         """The answer to the extension's ``method`` from the link holding the task."""
-        task_id = params.get("taskId")
+        task_id = params.get(self.facts.task_id)
         translator = self.where.get(task_id) if isinstance(task_id, str) else None
         if translator is None or translator.owners.get(str(task_id), "") != owner:
-            meta = params.get("_meta")
-            caps = meta.get(self._meta.capabilities_key) if isinstance(meta, dict) else None
-            extensions = caps.get("extensions") if isinstance(caps, dict) else None
-            if not isinstance(extensions, dict) or not isinstance(
-                extensions.get(self.facts.extension), dict
-            ):
-                raise ProtocolError(
-                    MISSING_REQUIRED_CLIENT_CAPABILITY,
-                    f"Missing required client capability: {method!r} needs the "
-                    f"{self.facts.extension} extension declared in the request's _meta "
-                    f"{self._meta.capabilities_key}",
-                    {"requiredCapabilities": {"extensions": {self.facts.extension: {}}}},
-                )
+            if not declares(params, self.facts):
+                raise undeclared(method, self.facts, self._meta.capabilities_key)
             raise ProtocolError(INVALID_PARAMS, f"Invalid params: no task {task_id!r}")
         return await translator.request(method, params)
 
