@@ -409,6 +409,13 @@ TASK_TYPES_FIELDS = (
     ("requests", "dict[str, tuple[Any, Any]]", "method -> (its request class, its params class)"),
     ("results", "dict[str, Any]", "method -> the class of its result"),
     ("call_result", "Any", "the result a completed task carries (the eligible method's own)"),
+    ("notification", "Any", "the status notification (its params tagged by status)"),
+    ("noted_by_status", "dict[str, Any]", "status -> the class of the notification's params"),
+    (
+        "listen_filter",
+        "tuple[str, Any] | None",
+        "(listen params member, class) taking the task ids key",
+    ),
 )
 
 
@@ -476,6 +483,22 @@ def tasks_types(facts: TasksFacts, rev: Any, core: Any | None) -> TasksTypesView
     kind = kinds.pop()
     if m.literal("CreateTaskResultV2Schema", kind) != facts.task_result:
         raise PinError(f"{m.where}: CreateTaskResultV2Schema's {kind} is not {facts.task_result!r}")
+    # The revision's subscription filter the package's listen filter key is added to: the one
+    # object member of the listen request's params besides _meta.
+    listen = overlay(rev.revision).lifecycle.get("listen")
+    filter_member: tuple[str, str] | None = None
+    if listen is not None and listen in rev.methods:
+        params = defs[rev.methods[listen].params.name]
+        found = [
+            (f.wire, f.type.name)
+            for f in params.fields
+            if f.wire != "_meta"
+            and hasattr(f.type, "name")
+            and hasattr(defs[f.type.name], "fields")
+        ]
+        if len(found) != 1:
+            raise PinError(f"MCP {rev.revision}: {listen}'s params hold no one filter: {found}")
+        filter_member = found[0]
     for side in ("ClientCapabilities", "ServerCapabilities"):
         if facts.extensions_key not in {f.wire for f in defs[side].fields}:
             raise PinError(f"MCP {rev.revision}: {side} has no {facts.extensions_key!r}")
@@ -546,6 +569,38 @@ def tasks_types(facts: TasksFacts, rev: Any, core: Any | None) -> TasksTypesView
             )
         )
         by_status.append((status, _STATUS_CLASS[fact]))
+    # The status notification: its params are the detailed task (as the get method answers it,
+    # without the result discriminator) with the revision's notification _meta.
+    if "DetailedTaskV2Schema" not in m.declaration("TaskStatusNotificationParamsV2Schema"):
+        raise PinError(f"{m.where}: TaskStatusNotificationParamsV2Schema is not a detailed task")
+    note_meta = ("meta", "_meta", f"{revision_type('NotificationMetaObject')} | UnsetType", "UNSET")
+    noted: list[tuple[str, str]] = []
+    for fact, (declaration, own_field) in _VARIANTS.items():
+        status = getattr(facts, fact)
+        extra = [f for f in fields(declaration) if f[1] == own_field] if own_field else []
+        name = f"{_STATUS_CLASS[fact]}Status"
+        structs.append(
+            StructView(
+                name,
+                f"The params of {facts.notification} for a task {status!r}.",
+                status,
+                tuple(sorted([*base, *extra, note_meta])),
+                tag_field=facts.status,
+            )
+        )
+        noted.append((status, name))
+    structs.append(
+        StructView(
+            "TaskStatusNotification",
+            f"A {facts.notification} notification: a task's status, tagged by its status.",
+            facts.notification,
+            (
+                ("jsonrpc", "jsonrpc", 'Literal["2.0"]', None),
+                ("params", "params", " | ".join(c for _, c in noted), None),
+            ),
+            tag_field="method",
+        )
+    )
     status_ann = "Literal[" + ", ".join(repr(s) for s in facts.statuses) + "]"
     structs.append(
         StructView(
@@ -622,6 +677,11 @@ def tasks_types(facts: TasksFacts, rev: Any, core: Any | None) -> TasksTypesView
             + "}"
         ),
         call_result=result_class,
+        notification="TaskStatusNotification",
+        noted_by_status="{" + ", ".join(f"{s!r}: {c}" for s, c in noted) + "}",
+        listen_filter=(
+            f"({filter_member[0]!r}, _r.{filter_member[1]})" if filter_member else "None"
+        ),
     )
     assert list(record) == [name for name, _, _ in TASK_TYPES_FIELDS]  # one list of fields
     from .paths import package_name

@@ -10,6 +10,9 @@ class TaskTypes(NamedTuple):
     requests: dict[str, tuple[Any, Any]]
     results: dict[str, Any]
     call_result: Any
+    notification: Any
+    noted_by_status: dict[str, Any]
+    listen_filter: tuple[str, Any] | None
 
 TASK_TYPES: dict[str, TaskTypes]
 

@@ -15,7 +15,7 @@ import contextlib
 import logging
 import secrets
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -548,12 +548,21 @@ class Tasks:
     def listen(
         self, id: Any, params: dict[str, Any], owner: str | None = None
     ) -> AsyncIterator[bytes] | None:
-        """The subscription stream of the listen request ``id`` whose filter names ``taskIds``
-        (None: it names none, the server's handler serves it): the messages to send, encoded. It
-        acknowledges the tasks of ``owner`` among them, sends each one's status at once and at
-        every change, and ends (with the request's result) once all of them are over, or after
-        ``ttl_ms``. Raises ``ProtocolError`` for a malformed request, more than
-        ``max_listen_tasks`` ids, or past ``max_listeners`` streams at once."""
+        """``follow``'s messages encoded (what a Streamable HTTP server writes on the stream)."""
+        messages = self.follow(id, params, owner)
+        return None if messages is None else _encoded(messages)
+
+    def follow(
+        self, id: Any, params: dict[str, Any], owner: str | None = None
+    ) -> AsyncGenerator[dict[str, Any], None] | None:
+        """The subscription stream of the listen request ``id`` whose filter names the tasks
+        (``TASKS.listen_filter``; None: it names none, the server's handler serves it): the
+        messages to send, plain JSON, whatever the transport. It acknowledges the tasks of
+        ``owner`` among them, sends each one's status at once and at every change, and ends
+        with the request's response (the one message with an ``id``) once all of them are
+        over, or after ``ttl_ms``. Raises ``ProtocolError`` for a malformed request, more than
+        ``max_listen_tasks`` ids, or past ``max_listeners`` streams at once. Closing the
+        iterator early (the client went away or cancelled) ends the stream."""
         filter = params.get("notifications")
         key = self.facts.listen_filter
         if not isinstance(filter, dict) or key not in filter or self._listen is None:
@@ -586,7 +595,7 @@ class Tasks:
         self._listeners.add(listener)
         return self._stream(id, listener)
 
-    async def _stream(self, id: Any, listener: _Listener) -> AsyncIterator[bytes]:
+    async def _stream(self, id: Any, listener: _Listener) -> AsyncGenerator[dict[str, Any], None]:
         f = self.facts
         assert self._acknowledged is not None and self._listen is not None
         tag = {self._subscription_key: id} if self._subscription_key else {}
@@ -594,16 +603,14 @@ class Tasks:
         ended: set[str] = set()
         try:
             ack = {"notifications": {f.listen_filter: sorted(listener.ids)}, "_meta": tag}
-            yield _JSON.encode({"jsonrpc": "2.0", "method": self._acknowledged, "params": ack})
+            yield {"jsonrpc": "2.0", "method": self._acknowledged, "params": ack}
             deadline = time.monotonic() + self.ttl_ms / 1000
             while True:
                 listener.wake.clear()
                 latest, listener.latest = listener.latest, {}
                 for task_id, task in latest.items():
                     params = {**task, "_meta": tag}
-                    yield _JSON.encode(
-                        {"jsonrpc": "2.0", "method": f.notification, "params": params}
-                    )
+                    yield {"jsonrpc": "2.0", "method": f.notification, "params": params}
                     if task[f.status] in over:
                         ended.add(task_id)
                 if ended >= listener.ids:
@@ -617,7 +624,7 @@ class Tasks:
             result = {self._kind: f.complete_result, "_meta": tag}
             cls = bindings(self.revision).FACTS.wires[self._listen].result
             checked(dict(result), cls, self.revision, "$.result")
-            yield _JSON.encode({"jsonrpc": "2.0", "id": id, "result": result})
+            yield {"jsonrpc": "2.0", "id": id, "result": result}
         finally:
             self._listeners.discard(listener)
 
@@ -654,6 +661,14 @@ class Tasks:
 
 
 _JSON = msgspec.json.Encoder()
+
+
+async def _encoded(messages: AsyncGenerator[dict[str, Any], None]) -> AsyncIterator[bytes]:
+    try:
+        async for message in messages:
+            yield _JSON.encode(message)
+    finally:  # closed early: the stream it reads ends now, not when collected
+        await messages.aclose()
 
 
 def read_request(

@@ -135,6 +135,12 @@ class _Session:
         self._extension_request: str | None = None
         self._answering: _Pending | None = None
         self._open_result = bindings(revision).FACTS.result
+        # Keys the extension adds to a class of the revision, with their types: the listen
+        # filter's task ids.
+        self.added: dict[type, dict[str, Any]] = {}
+        if self.ext is not None and self.ext.types.listen_filter is not None:
+            cls = self.ext.types.listen_filter[1]
+            self.added[cls] = {self.ext.facts.listen_filter: list[str]}
 
     def check(self, number: int, line: str) -> Iterator[Finding]:
         try:
@@ -167,7 +173,10 @@ class _Session:
             has_id = id_ is not None
             method = raw.get("method")
             if isinstance(method, str) and _of_extension(self.ext, method, self.methods):
+                assert self.ext is not None
                 self._extension_request = method
+                if method not in self.ext.methods:  # its notification: the server's
+                    return "server", self.codecs["client"], findings
                 if has_id:
                     sent = _Pending(None, "client", raw.get("params"), extension=method)
                     findings = self._request(number, id_, sent, root)
@@ -261,15 +270,17 @@ class _Session:
             return found
         return found + [
             Finding(number, code, path, message)
-            for code, path, message in _undefined_keys(raw, decoded, self.revision, root)
+            for code, path, message in _undefined_keys(
+                raw, decoded, self.revision, root, self.added
+            )
         ]
 
     def _extension_message(
         self, number: int, method: str, data: str | bytes, root: str
     ) -> list[Finding]:
-        """A request of the tasks extension, checked against its generated class."""
-        assert self.ext is not None  # (only its requests are placed so)
-        wire = self.ext.types.requests[method][0]
+        """A message of the tasks extension, checked against its generated class."""
+        assert self.ext is not None  # (only its messages are placed so)
+        wire = self.ext.messages[method]
         try:
             convert(msgspec.json.decode(data), wire)
         except msgspec.ValidationError as exc:
@@ -355,8 +366,8 @@ class _Session:
 
 
 def _of_extension(ext: TaskSpeech | None, method: str, methods: Any) -> bool:
-    """Whether ``method`` is a request of the tasks extension (and none of the revision's)."""
-    return ext is not None and method in ext.methods and method not in methods
+    """Whether ``method`` is a message of the tasks extension (and none of the revision's)."""
+    return ext is not None and method in ext.messages and method not in methods
 
 
 def _path(message: str, root: str) -> str:
@@ -371,10 +382,12 @@ def _path(message: str, root: str) -> str:
 
 
 def _undefined_keys(
-    raw: Any, decoded: Any, revision: str, root: str
+    raw: Any, decoded: Any, revision: str, root: str, added: dict[type, dict[str, Any]]
 ) -> Iterator[tuple[int, str, str]]:
-    """(code, path, message) for each key of ``raw`` that its decoded type in ``revision`` lacks:
-    -32600 for a key of the message itself, -32602 for one inside its params or result."""
+    """(code, path, message) for each key of ``raw`` that its decoded type in ``revision`` lacks
+    (and an extension does not add to it: ``added``, class -> key -> the type of its value):
+    -32600 for a key of the message itself, -32602 for one inside its params or result, or an
+    added key whose value is not of its type."""
     if not isinstance(raw, dict):
         return
     if isinstance(decoded, (Response, ErrorResponse)):
@@ -385,7 +398,12 @@ def _undefined_keys(
                 ), f"a JSON-RPC response does not define {key!r}"
         if isinstance(decoded, Response):
             yield from _walk(
-                raw.get("result"), decoded.result, revision, _join(root, "result"), message=False
+                raw.get("result"),
+                decoded.result,
+                revision,
+                _join(root, "result"),
+                added,
+                message=False,
             )
         return
     yield from _walk(
@@ -393,12 +411,19 @@ def _undefined_keys(
         decoded.message if isinstance(decoded, Request) else decoded,
         revision,
         root,
+        added,
         message=True,
     )
 
 
 def _walk(
-    raw: Any, obj: Any, revision: str, root: str, *, message: bool
+    raw: Any,
+    obj: Any,
+    revision: str,
+    root: str,
+    added: dict[type, dict[str, Any]],
+    *,
+    message: bool,
 ) -> Iterator[tuple[int, str, str]]:
     """Raw JSON beside its decoded value, depth first without recursion (values can be deep);
     ``message``: ``root`` is a request or notification, whose envelope keys JSON-RPC defines."""
@@ -428,6 +453,11 @@ def _walk(
                 inner.append((value, getattr(obj, by_wire[key]), _join(path, key)))
             elif key == tag_field or (top and key in _ENVELOPE_KEYS):
                 continue  # the tag is a class attribute; the envelope keys belong to JSON-RPC
+            elif key in added.get(type(obj), ()):
+                try:
+                    msgspec.convert(value, added[type(obj)][key])
+                except msgspec.ValidationError as exc:
+                    yield INVALID_PARAMS, _join(path, key), f"Invalid {key!r}: {exc}"
             else:
                 where = fields.get(name, {}).get(key, ())
                 known = f" (defined by {name} in {', '.join(where)})" if where else ""

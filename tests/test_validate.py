@@ -497,3 +497,41 @@ def test_the_tasks_extension_validates_with_its_generated_classes() -> None:
     )
     assert [(line, code) for line, code, _ in found] == [(4, -32602)]
     assert _ext_findings(_ext_call(False), task) == [(2, -32602, "$.result")]
+
+
+def test_task_status_notifications_and_the_listen_filter_validate_with_the_extension() -> None:
+    """notifications/tasks (the server's) is read with its generated class, and a listen
+    filter's taskIds is the extension's key, not an undefined one (strict): both were findings
+    (-32601, -32602) before validate knew them; a wrong status or a non-string id still is."""
+    caps = {"extensions": {"io.modelcontextprotocol/tasks": {}}}
+    meta = {**_EXT_META, "io.modelcontextprotocol/clientCapabilities": caps}
+    task = {"jsonrpc": "2.0", "id": 1, "result": {"resultType": "task", **_TASK}}
+    listen = {
+        "jsonrpc": "2.0",
+        "id": 2,
+        "method": "subscriptions/listen",
+        "params": {"notifications": {"taskIds": ["t1"]}, "_meta": meta},
+    }
+    tag = {"io.modelcontextprotocol/subscriptionId": 2}
+    ack = {
+        "jsonrpc": "2.0",
+        "method": "notifications/subscriptions/acknowledged",
+        "params": {"notifications": {"taskIds": ["t1"]}, "_meta": tag},
+    }
+    error = {"code": -32603, "message": "broke"}
+    note = {
+        "jsonrpc": "2.0",
+        "method": "notifications/tasks",
+        "params": {**_TASK, "status": "failed", "error": error, "_meta": tag},
+    }
+    end = {"jsonrpc": "2.0", "id": 2, "result": {"resultType": "complete", "_meta": tag}}
+    assert _ext_findings(_ext_call(True), task, listen, ack, note, end) == []
+
+    wrong = {**note, "params": {**note["params"], "status": "bogus"}}
+    assert _ext_findings(_ext_call(True), task, listen, ack, wrong) == [
+        (5, -32602, "$.params.status")
+    ]
+    numbers = {**listen, "params": {**listen["params"], "notifications": {"taskIds": [1]}}}
+    assert _ext_findings(_ext_call(True), task, numbers) == [
+        (3, -32602, "$.params.notifications.taskIds")
+    ]

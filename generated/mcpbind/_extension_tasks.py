@@ -14,6 +14,12 @@ __all__ = [
     "CompletedTask",
     "FailedTask",
     "CancelledTask",
+    "WorkingTaskStatus",
+    "InputRequiredTaskStatus",
+    "CompletedTaskStatus",
+    "FailedTaskStatus",
+    "CancelledTaskStatus",
+    "TaskStatusNotification",
     "CreateTaskResult",
     "GetTaskRequestParams",
     "GetTaskRequest",
@@ -36,6 +42,9 @@ class TaskTypes(NamedTuple):
     requests: dict[str, tuple[Any, Any]]  # method -> (its request class, its params class)
     results: dict[str, Any]  # method -> the class of its result
     call_result: Any  # the result a completed task carries (the eligible method's own)
+    notification: Any  # the status notification (its params tagged by status)
+    noted_by_status: dict[str, Any]  # status -> the class of the notification's params
+    listen_filter: tuple[str, Any] | None  # (listen params member, class) taking the task ids key
 
 
 class WorkingTask(Struct, kw_only=True, gc=False, tag_field="status", tag="working"):
@@ -104,6 +113,86 @@ class CancelledTask(Struct, kw_only=True, gc=False, tag_field="status", tag="can
     status_message: str | UnsetType = field(name="statusMessage", default=UNSET)
     task_id: str = field(name="taskId")
     ttl_ms: int | None = field(name="ttlMs")
+
+
+class WorkingTaskStatus(Struct, kw_only=True, gc=False, tag_field="status", tag="working"):
+    """The params of notifications/tasks for a task 'working'."""
+
+    created_at: str = field(name="createdAt")
+    last_updated_at: str = field(name="lastUpdatedAt")
+    meta: _r.NotificationMetaObject | UnsetType = field(name="_meta", default=UNSET)
+    poll_interval_ms: int | UnsetType = field(name="pollIntervalMs", default=UNSET)
+    status_message: str | UnsetType = field(name="statusMessage", default=UNSET)
+    task_id: str = field(name="taskId")
+    ttl_ms: int | None = field(name="ttlMs")
+
+
+class InputRequiredTaskStatus(
+    Struct, kw_only=True, gc=False, tag_field="status", tag="input_required"
+):
+    """The params of notifications/tasks for a task 'input_required'."""
+
+    created_at: str = field(name="createdAt")
+    input_requests: _r.InputRequests = field(name="inputRequests")
+    last_updated_at: str = field(name="lastUpdatedAt")
+    meta: _r.NotificationMetaObject | UnsetType = field(name="_meta", default=UNSET)
+    poll_interval_ms: int | UnsetType = field(name="pollIntervalMs", default=UNSET)
+    status_message: str | UnsetType = field(name="statusMessage", default=UNSET)
+    task_id: str = field(name="taskId")
+    ttl_ms: int | None = field(name="ttlMs")
+
+
+class CompletedTaskStatus(Struct, kw_only=True, gc=False, tag_field="status", tag="completed"):
+    """The params of notifications/tasks for a task 'completed'."""
+
+    created_at: str = field(name="createdAt")
+    last_updated_at: str = field(name="lastUpdatedAt")
+    meta: _r.NotificationMetaObject | UnsetType = field(name="_meta", default=UNSET)
+    poll_interval_ms: int | UnsetType = field(name="pollIntervalMs", default=UNSET)
+    result: _r.CallToolResult
+    status_message: str | UnsetType = field(name="statusMessage", default=UNSET)
+    task_id: str = field(name="taskId")
+    ttl_ms: int | None = field(name="ttlMs")
+
+
+class FailedTaskStatus(Struct, kw_only=True, gc=False, tag_field="status", tag="failed"):
+    """The params of notifications/tasks for a task 'failed'."""
+
+    created_at: str = field(name="createdAt")
+    error: _r.Error
+    last_updated_at: str = field(name="lastUpdatedAt")
+    meta: _r.NotificationMetaObject | UnsetType = field(name="_meta", default=UNSET)
+    poll_interval_ms: int | UnsetType = field(name="pollIntervalMs", default=UNSET)
+    status_message: str | UnsetType = field(name="statusMessage", default=UNSET)
+    task_id: str = field(name="taskId")
+    ttl_ms: int | None = field(name="ttlMs")
+
+
+class CancelledTaskStatus(Struct, kw_only=True, gc=False, tag_field="status", tag="cancelled"):
+    """The params of notifications/tasks for a task 'cancelled'."""
+
+    created_at: str = field(name="createdAt")
+    last_updated_at: str = field(name="lastUpdatedAt")
+    meta: _r.NotificationMetaObject | UnsetType = field(name="_meta", default=UNSET)
+    poll_interval_ms: int | UnsetType = field(name="pollIntervalMs", default=UNSET)
+    status_message: str | UnsetType = field(name="statusMessage", default=UNSET)
+    task_id: str = field(name="taskId")
+    ttl_ms: int | None = field(name="ttlMs")
+
+
+class TaskStatusNotification(
+    Struct, kw_only=True, gc=False, tag_field="method", tag="notifications/tasks"
+):
+    """A notifications/tasks notification: a task's status, tagged by its status."""
+
+    jsonrpc: Literal["2.0"]
+    params: (
+        WorkingTaskStatus
+        | InputRequiredTaskStatus
+        | CompletedTaskStatus
+        | FailedTaskStatus
+        | CancelledTaskStatus
+    )
 
 
 class CreateTaskResult(Struct, kw_only=True, gc=False):
@@ -189,5 +278,14 @@ TASK_TYPES: dict[str, TaskTypes] = {
         },
         results={"tasks/get": GetTaskResult, "tasks/update": _r.Result, "tasks/cancel": _r.Result},
         call_result=_r.CallToolResult,
+        notification=TaskStatusNotification,
+        noted_by_status={
+            "working": WorkingTaskStatus,
+            "input_required": InputRequiredTaskStatus,
+            "completed": CompletedTaskStatus,
+            "failed": FailedTaskStatus,
+            "cancelled": CancelledTaskStatus,
+        },
+        listen_filter=("notifications", _r.SubscriptionFilter),
     ),
 }

@@ -48,6 +48,9 @@ class _Exchange(msgspec.Struct):
     message: Any
     revision: str
     auth: Any = None  # a message channel (stdio) carries no bearer token
+    # The params as sent (plain JSON) when the tasks layer read the request: a subscription
+    # stream's filter names tasks in a key the revision's own filter class does not keep.
+    sent: Any = None
 
     @classmethod
     def of(cls, conn: Connection, event: RequestReceived) -> _Exchange:
@@ -76,8 +79,9 @@ class _Exchange(msgspec.Struct):
 class Connection:
     """The server side of one connection: feed it each message with ``receive``; what it sends
     goes to ``write`` (one JSON-RPC message each, unframed). ``tasks``: the tasks layer
-    (``mcpbind.tasks``) answering the extension's requests and the calls of its tools, as the
-    HTTP server's does (a message channel carries no token: its tasks have one owner)."""
+    (``mcpbind.tasks``) answering the extension's requests and the calls of its tools, and
+    serving the subscription streams that follow tasks (``Tasks.follow``), as the HTTP server's
+    does (a message channel carries no token: its tasks have one owner)."""
 
     def __init__(
         self,
@@ -103,23 +107,22 @@ class Connection:
 
     def receive(self, data: bytes) -> None:
         """Take one message from the client."""
-        if self.tasks is not None and self._tasked(data):
-            return
+        read = None
+        if self.tasks is not None:
+            read = read_request(data, self.tasks.speaks)
+            if read is not None and self._tasked(*read):
+                return
         for event in self.session.receive(data):
-            self._on(event)
+            self._on(event, read)
         self.flush()
 
-    def _tasked(self, data: bytes) -> bool:
-        """Whether the tasks layer answered ``data`` (a stateless request it owns: one of the
+    def _tasked(self, rid: Any, method: str, params: dict[str, Any]) -> bool:
+        """Whether the tasks layer answered the request (a stateless request it owns: one of the
         extension's methods, or a call of one of its tools it runs as a task or refuses)."""
         tasks = self.tasks
         assert tasks is not None
-        read = read_request(data, tasks.speaks)
-        if read is None:
-            return False
-        rid, method, params = read
         if method == tasks.listen_method or not tasks.owns(method, params.get("name")):
-            return False  # a subscription stream is the App's on a message channel
+            return False  # a subscription stream is a request of the session (``_serve``)
         try:
             result = tasks.answer(method, params)
         except ProtocolError as error:
@@ -134,11 +137,15 @@ class Connection:
         if not self.closed:
             self._write(_JSON.encode(message))
 
-    def _on(self, event: Event) -> None:
+    def _on(self, event: Event, read: tuple[Any, str, dict[str, Any]] | None = None) -> None:
+        """Act on one event of the session; ``read``: the message as the tasks layer read it."""
         t = type(event)
         if t is RequestReceived:
             assert isinstance(event, RequestReceived)
-            self._tasks[event.id] = asyncio.ensure_future(self._answer(_Exchange.of(self, event)))
+            exchange = _Exchange.of(self, event)
+            if read is not None and read[0] == event.id:
+                exchange.sent = read[2]
+            self._tasks[event.id] = asyncio.ensure_future(self._answer(exchange))
         elif t is RequestCancelled:
             task = self._tasks.get(event.id)  # type: ignore[union-attr]
             if task is not None:
@@ -171,12 +178,30 @@ class Connection:
     async def _answer(self, exchange: _Exchange) -> None:
         what = f"answering {exchange.method!r}"
         try:
-            await reply(self.session, exchange.id, self.server.serve(exchange), log, what)
+            await reply(self.session, exchange.id, self._serve(exchange), log, what)
         except asyncio.CancelledError:
             self._tasks.pop(exchange.id, None)
             return
         self._tasks.pop(exchange.id, None)
         self.flush()
+
+    async def _serve(self, exchange: _Exchange) -> Any:
+        """The result of one request: a subscription stream following tasks is the tasks
+        layer's (its notifications written as they come, its result the request's; the stream
+        ends when the client cancels the request or the connection closes), anything else the
+        App's. The request went through the session, which keeps its id until it is answered."""
+        tasks = self.tasks
+        if tasks is not None and exchange.method == tasks.listen_method and exchange.sent:
+            messages = tasks.follow(exchange.id, exchange.sent)
+            if messages is not None:
+                try:
+                    async for message in messages:
+                        if "id" in message:  # the response: the session sends it
+                            return message["result"]
+                        self._send(message)
+                finally:
+                    await messages.aclose()
+        return await self.server.serve(exchange)
 
     # -- out -----------------------------------------------------------------------------------
 

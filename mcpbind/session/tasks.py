@@ -33,12 +33,16 @@ class TaskSpeech:
     """The extension as one revision's sessions read it: its facts and classes (only for the
     revision the extension extends)."""
 
-    __slots__ = ("facts", "types", "methods", "kind")
+    __slots__ = ("facts", "types", "methods", "messages", "kind")
 
     def __init__(self, facts: TasksFacts, types: TaskTypes, kind: str) -> None:
         self.facts = facts
         self.types = types
         self.methods = frozenset(types.requests)
+        # Every message of the extension by its method: its requests (the client's) and its
+        # status notification (the server's), each its generated class.
+        self.messages = {m: wire for m, (wire, _) in types.requests.items()}
+        self.messages[facts.notification] = types.notification
         self.kind = kind  # the revision's result discriminator (what says a result is a task)
 
     @classmethod
