@@ -26,7 +26,7 @@ from ..errors import INTERNAL_ERROR, ProtocolError
 from ..session._common import speech
 from ..session.tasks import with_extension
 from ..transports.header_check import METHOD_HEADER, NAME_HEADER, params_name
-from ..transports.http_client import _needs_auth
+from ..transports.http_client import VERSION_HEADER, _needs_auth
 from .core_tasks import MAX_TASKS, CoreTasks, Table
 from .tasks import NOT_MINE
 from .upstream import HttpUpstream
@@ -39,7 +39,6 @@ if TYPE_CHECKING:
 __all__ = ["MAX_TASKS", "NOT_MINE", "UpstreamTasks"]
 
 _IDS = itertools.count(1)
-_VERSION_HEADER = "mcp-protocol-version"
 
 
 class UpstreamTasks:
@@ -98,7 +97,7 @@ class UpstreamTasks:
         headers = {
             "accept": "application/json, text/event-stream",
             "content-type": "application/json",
-            _VERSION_HEADER: self.version,
+            VERSION_HEADER: self.version,
             METHOD_HEADER: method,
         }
         name = params_name(params)
