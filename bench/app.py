@@ -221,14 +221,9 @@ def instructions(runs: int) -> dict[str, dict[str, int]]:
     """revision -> instructions of one request through each path (``app``, ``session``),
     counted by valgrind's callgrind (bench.instructions), which the machine's load does not
     move."""
-    from .instructions import callgrind
+    from .instructions import count_module
 
-    out: dict[str, dict[str, int]] = {}
-    found = callgrind(lambda shim: ["-m", "bench.app", "--child", shim, str(runs)], runs)
-    for label, count in found.items():
-        revision, path = label.split()
-        out.setdefault(revision, {})[path] = count
-    return out
+    return count_module("bench.app", runs)
 
 
 if __name__ == "__main__":

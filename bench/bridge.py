@@ -200,14 +200,9 @@ def _count_child(shim: str, runs: int) -> None:
 
 def instructions(runs: int, keep: Any = None) -> dict[str, dict[str, int]]:
     """case -> {bridge, floor}: instructions of one round trip (callgrind)."""
-    from .instructions import callgrind
+    from .instructions import count_module
 
-    found = callgrind(lambda shim: ["-m", "bench.bridge", "--child", shim, str(runs)], runs, keep)
-    out: dict[str, dict[str, int]] = {}
-    for label, count in found.items():
-        name, which = label.split("\t")
-        out.setdefault(name, {})[which] = count
-    return out
+    return count_module("bench.bridge", runs, keep)
 
 
 def main() -> None:

@@ -156,6 +156,18 @@ def callgrind(
         return {k: (v - empty) // runs for k, v in found.items()}
 
 
+def count_module(module: str, runs: int, keep: Path | None = None) -> dict[str, dict[str, int]]:
+    """Under callgrind, ``python -m module --child SHIM RUNS``, which counts its jobs with
+    ``count_each``, each labelled ``NAME PATH`` (the path one word): name -> path ->
+    instructions of one pass."""
+    found = callgrind(lambda shim: ["-m", module, "--child", shim, str(runs)], runs, keep)
+    out: dict[str, dict[str, int]] = {}
+    for label, count in found.items():
+        name, path = label.rsplit(None, 1)
+        out.setdefault(name, {})[path] = count
+    return out
+
+
 def counts(
     runs: int, whats: list[str], anchors: list[str], names: list[str], keep: Path | None
 ) -> dict[tuple[str, str, str], int]:
