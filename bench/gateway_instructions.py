@@ -30,18 +30,18 @@ instructions go, by Python function.
 from __future__ import annotations
 
 import argparse
-import ctypes
 import json
 import shutil
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from . import server as whole
-from .instructions import compile_shim, read_dumps, valgrind
+from .instructions import compile_shim, read_dumps, switches, valgrind
 from .processes import free_port, listening
-from .server_instructions import send_calls
+from .server_instructions import counted, send_calls
 
 ROOT = Path(__file__).resolve().parent.parent
 CLIENT = "2025-11-25"
@@ -86,43 +86,20 @@ def child(
 
         gateway.Link.forward = forward  # type: ignore[method-assign]
     first, runs = plan
-    seen = 0
     if profile:
         import cProfile
 
         profiler = cProfile.Profile()
 
-        def start() -> None:
-            profiler.enable()
-
-        def stop() -> None:
+        def stop(label: str) -> None:
             profiler.disable()
             profiler.dump_stats(profile)
 
+        switched: tuple[Callable[[], None], Callable[[str], None]] = (profiler.enable, stop)
     else:
-        lib = ctypes.CDLL(shim)
-        lib.bench_dump.argtypes = [ctypes.c_char_p]
-
-        def start() -> None:
-            lib.bench_start()
-            lib.bench_zero()
-
-        def stop() -> None:
-            lib.bench_dump(side.encode())
-            lib.bench_stop()
-
-    async def counted(scope: Any, receive: Any, send: Any) -> None:
-        nonlocal seen
-        if scope["type"] == "http":
-            seen += 1
-            if seen == first + runs:
-                stop()
-            if seen == first:
-                start()
-        await inner(scope, receive, send)
-
-    config = uvicorn_config(counted, "127.0.0.1", port, log_level="warning")
-    uvicorn.Server(config).run()
+        switched = switches(shim)
+    app = counted(inner, [(side, first, runs)], *switched)
+    uvicorn.Server(uvicorn_config(app, "127.0.0.1", port, log_level="warning")).run()
 
 
 def count(

@@ -72,11 +72,27 @@ def runners(anchor: str, what: str, names: list[str]) -> list[tuple[str, Callabl
     return out
 
 
+def switches(shim: str) -> tuple[Callable[[], None], Callable[[str], None]]:
+    """Counting's two switches, through the compiled shim: ``start()`` counts from zero,
+    ``stop(label)`` dumps the count under ``label`` and stops counting."""
+    lib = ctypes.CDLL(shim)
+    lib.bench_dump.argtypes = [ctypes.c_char_p]
+
+    def start() -> None:
+        lib.bench_start()
+        lib.bench_zero()
+
+    def stop(label: str) -> None:
+        lib.bench_dump(label.encode())
+        lib.bench_stop()
+
+    return start, stop
+
+
 def count_each(shim: str, runs: int, jobs: list[tuple[str, Callable[[], Any]]]) -> None:
     """Under callgrind: each job run twice (warm), then ``runs`` times counted, one dump each
     labelled with its name; an "empty" job first, whose count ``callgrind`` subtracts."""
-    lib = ctypes.CDLL(shim)
-    lib.bench_dump.argtypes = [ctypes.c_char_p]
+    start, stop = switches(shim)
 
     def nothing() -> None:
         return None
@@ -86,12 +102,10 @@ def count_each(shim: str, runs: int, jobs: list[tuple[str, Callable[[], Any]]]) 
     for label, fn in [("empty", nothing), *jobs]:
         fn()
         fn()
-        lib.bench_start()
-        lib.bench_zero()
+        start()
         for _ in range(runs):
             fn()
-        lib.bench_dump(label.encode())
-        lib.bench_stop()
+        stop(label)
 
 
 def child(shim: str, runs: int, whats: list[str], anchors: list[str], names: list[str]) -> None:

@@ -19,16 +19,16 @@ event loop's turns in between. The count divided by the runs is one request.
 from __future__ import annotations
 
 import argparse
-import ctypes
 import http.client
 import json
 import shutil
 import sys
 import tempfile
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from .instructions import compile_shim, read_dumps, valgrind
+from .instructions import compile_shim, read_dumps, switches, valgrind
 from .processes import free_port, listening
 from .server import ERAS, ROOT, TEXT, request
 
@@ -77,8 +77,6 @@ def child(shim: str, port: int, app_name: str, http: str, plan: list[tuple[str, 
 
     from mcpbind.transports.serving import uvicorn_config
 
-    lib = ctypes.CDLL(shim)
-    lib.bench_dump.argtypes = [ctypes.c_char_p]
     if app_name == "empty":
         inner = _empty_app()
     elif app_name == "bare":
@@ -87,24 +85,35 @@ def child(shim: str, port: int, app_name: str, http: str, plan: list[tuple[str, 
         import everything_server
 
         inner = everything_server.build(f"http://127.0.0.1:{port}/mcp", None, None)
+    app = counted(inner, plan, *switches(shim))
+    uvicorn.Server(uvicorn_config(app, "127.0.0.1", port, log_level="warning", http=http)).run()
+
+
+def counted(
+    inner: Any,
+    plan: Sequence[tuple[str, int, int]],
+    start: Callable[[], None],
+    stop: Callable[[str], None],
+) -> Any:
+    """The ASGI app ``inner`` wrapped in a counter of its HTTP requests, numbered from 1 as they
+    reach it: for each (label, first, runs) of ``plan``, ``start()`` as request ``first``
+    arrives and ``stop(label)`` as the one after the last counted does, so that a count holds
+    whole request cycles."""
     starts = {first: label for label, first, _ in plan}
     ends = {first + runs: label for label, first, runs in plan}
     seen = 0
 
-    async def counted(scope: Any, receive: Any, send: Any) -> None:
+    async def app(scope: Any, receive: Any, send: Any) -> None:
         nonlocal seen
         if scope["type"] == "http":
             seen += 1
             if seen in ends:
-                lib.bench_dump(ends[seen].encode())
-                lib.bench_stop()
+                stop(ends[seen])
             if seen in starts:
-                lib.bench_start()
-                lib.bench_zero()
+                start()
         await inner(scope, receive, send)
 
-    config = uvicorn_config(counted, "127.0.0.1", port, log_level="warning", http=http)
-    uvicorn.Server(config).run()
+    return app
 
 
 def send_calls(port: int, headers: dict[str, str], body: dict[str, Any], n: int) -> None:
