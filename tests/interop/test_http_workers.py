@@ -40,8 +40,9 @@ class Worker:
         stopped(self.process)
 
 
-@pytest.fixture
-def workers(example_redis: str) -> Iterator[tuple[Worker, Worker]]:
+@pytest.fixture(name="workers")
+def two_workers(example_redis: str) -> Iterator[tuple[Worker, Worker]]:
+    """The fixture ``workers``: two workers sharing the test Redis, stopped after."""
     a, b = Worker(example_redis), Worker(example_redis)
     try:
         yield a, b

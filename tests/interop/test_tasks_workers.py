@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
 
 from mcpbind._extensions import TASKS
-from tests.interop.test_http_workers import ACCEPT, Worker
+from tests.interop.test_http_workers import ACCEPT, Worker, two_workers  # noqa: F401 (workers)
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(120)]
 
@@ -27,16 +26,6 @@ META = {
     },
     "io.modelcontextprotocol/clientInfo": {"name": "workers-test", "version": "1"},
 }
-
-
-@pytest.fixture
-def workers(example_redis: str) -> Iterator[tuple[Worker, Worker]]:
-    a, b = Worker(example_redis), Worker(example_redis)
-    try:
-        yield a, b
-    finally:
-        a.stop()
-        b.stop()
 
 
 def post(worker: Worker, method: str, params: dict[str, Any], id: int = 1) -> Any:
