@@ -18,7 +18,8 @@ import httpx
 import pytest
 
 from mcpbind.validate import validate_lines
-from tests._net import free_port
+from tests._net import free_port, started
+from tests._net import stopped as stop
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -26,8 +27,6 @@ from test_gateway_workers import (  # noqa: E402,F401 - fixtures
     REVISION,
     Gateway,
     gateway_redis,
-    started,
-    stop,
     upstream,
 )
 
