@@ -39,6 +39,7 @@ from .._extensions import TASKS, TasksFacts
 from .._support import convert
 from ..errors import INTERNAL_ERROR, INVALID_PARAMS, ProtocolError
 from ..session._common import checked, speech
+from ..session.tasks import with_extension
 from .tasks import core_task, wire_key
 
 if TYPE_CHECKING:
@@ -111,6 +112,11 @@ class CoreTasks:
         self.meta_key = wire_key(sp.methods[self.get].params, "meta")  # every request's _meta
         # The extension's: the key of its requests' task id, of a result's kind.
         self.ext_task_key = facts.task_id
+        ext = speech(facts.revision)
+        meta_key = ext.send(facts.eligible).meta_key
+        assert meta_key is not None and ext.facts.request_meta is not None  # (its envelope)
+        self.ext_meta_key = meta_key
+        self.caps_key = ext.facts.request_meta.capabilities_key
         kinds = speech(facts.revision).facts.result_kinds
         assert kinds is not None  # the extension's results are told apart by it
         self.kind = kinds.key
@@ -127,6 +133,18 @@ class CoreTasks:
         if not isinstance(extensions, dict) or facts.extension not in extensions:
             return None
         return cls(facts)
+
+    def declared(self, method: str, params: dict[str, Any], capabilities: Any) -> dict[str, Any]:
+        """``params`` of the extension revision's ``method`` for a port that sends it on a
+        session whose ``capabilities`` (the client's, as that session declares them on every
+        request) leave the extension out: the task-augmented call declares it in its own
+        ``_meta`` (the session's envelope keeps what is there); the extension's own requests
+        are declared by the session itself."""
+        if method != self.facts.eligible:
+            return params
+        meta = dict(params.get(self.ext_meta_key) or {})
+        meta[self.caps_key] = with_extension(capabilities, self.facts)
+        return {**params, self.ext_meta_key: meta}
 
     def mine(self, method: str, revision: str, params: Any) -> bool:
         """Whether the client's request is one this translation answers: a task request of the

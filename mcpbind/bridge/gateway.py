@@ -984,6 +984,9 @@ class Gateway:
                 negotiated = probe._negotiated.result()
             finally:
                 await probe.close("the probe is done")
+            # a core client's tasks, translated on the child's session (tasks_http)
+            self.tasks = UpstreamTasks.between(self, negotiated)
+            self.face.crossing.tasks_translated = self.tasks is not None
         front = self._task_front
         if self.tasks is None and front is not None and front.between(negotiated):
             self.tasks = front

@@ -1,20 +1,22 @@
 """Tasks across the HTTP gateway: a client of the core revision's tasks (2025-11-25) in front of
-a Streamable HTTP server of the tasks extension (the revision it extends), the reverse of
-``bridge/tasks.py``: the gateway's port of the translation ``core_tasks.py`` holds.
+a server of the tasks extension (the revision it extends), the reverse of ``bridge/tasks.py``:
+the gateway's ports of the translation ``core_tasks.py`` holds.
 
 ``UpstreamTasks.between(gateway, negotiated)`` is the translator when the server behind the
-gateway (``--upstream URL``, Streamable HTTP) speaks the extension's revision and offers it, else
-None. The gateway asks it first about each request of a client of the core revision
-(``forward``); its requests to the server are stateless requests of the extension's revision of
-its own (which declare the extension, as the link's own requests do not: ``bridge/tasks.py``,
-``undeclared_tasks``), authorized as the link's; the client is asked on the stream of the request
-it waits on; the wait between two polls is asyncio's. Each link's tasks are a table of their own
-(``core_tasks.Table``), which goes with the link.
+gateway speaks the extension's revision and offers it, else None. The gateway asks it first
+about each request of a client of the core revision (``forward``). Its requests to the server
+declare the extension, as the link's own requests do not (``bridge/tasks.py``,
+``undeclared_tasks``): behind ``--upstream URL`` (Streamable HTTP) they are stateless requests
+of the extension's revision of its own, authorized as the link's (``_Post``); behind ``-- CMD``
+they go on the link's session to its child process (``_Session``). The client is asked on the
+stream of the request it waits on; the wait between two polls is asyncio's. Each link's tasks
+are a table of their own (``core_tasks.Table``), which goes with the link.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import weakref
 from typing import TYPE_CHECKING, Any
@@ -23,11 +25,14 @@ import httpx
 import msgspec
 
 from ..errors import INTERNAL_ERROR, ProtocolError
+from ..events import ErrorReceived, MessageRejected, ResultReceived, TaskCreated
 from ..session._common import speech
 from ..session.tasks import with_extension
 from ..transports.header_check import METHOD_HEADER, NAME_HEADER, params_name
 from ..transports.http_client import VERSION_HEADER, _needs_auth
+from .core import CONNECTION_CLOSED
 from .core_tasks import MAX_TASKS, CoreTasks, Table
+from .crossing import too_many
 from .tasks import NOT_MINE
 from .upstream import HttpUpstream
 
@@ -45,7 +50,6 @@ class UpstreamTasks:
     """The translator of one gateway (module docstring)."""
 
     def __init__(self, gateway: Gateway, tasks: CoreTasks) -> None:
-        assert gateway.upstream is not None
         self.gateway = gateway
         self.url = gateway.upstream
         self.tasks = tasks
@@ -65,9 +69,7 @@ class UpstreamTasks:
         """The translator when the server offers the extension of its revision (and the
         extension replaces the tasks of a core revision), else None."""
         tasks = CoreTasks.offered(negotiated)
-        if tasks is None or gateway.upstream is None:
-            return None
-        return cls(gateway, tasks)
+        return None if tasks is None else cls(gateway, tasks)
 
     async def forward(self, link: Link, call: Call) -> Any:
         """The answer to ``call`` when it is a core task request (``NOT_MINE`` otherwise)."""
@@ -75,7 +77,8 @@ class UpstreamTasks:
             return NOT_MINE
         await link.open()
         table = self.kept.setdefault(link, {})
-        return await self.tasks.answer(table, _Port(self, link, call), call.method, call.params)
+        port = _Post(self, link, call) if self.url is not None else _Session(self, link, call)
+        return await self.tasks.answer(table, port, call.method, call.params)
 
     # -- the server ----------------------------------------------------------------------------
 
@@ -133,7 +136,7 @@ class UpstreamTasks:
         ``OAuthClient`` and the POST again, at most its ``max_attempts`` times."""
         http = self.gateway._http
         transport = link.transport
-        assert http is not None and isinstance(transport, HttpUpstream)
+        assert http is not None and isinstance(transport, HttpUpstream) and self.url is not None
         attempts = 0
         while True:
             try:
@@ -183,9 +186,9 @@ class _Request(msgspec.Struct, gc=False):
 _REQUEST = msgspec.json.Encoder()
 
 
-class _Port:
+class _Post:
     """The gateway's port of the translation (``core_tasks.Port``) for one request ``call`` of
-    the client of ``link``."""
+    the client of ``link``, behind ``--upstream URL``: the requests are POSTs of its own."""
 
     __slots__ = ("upstream", "link", "call")
 
@@ -204,3 +207,49 @@ class _Port:
 
     async def wait(self, seconds: float) -> None:
         await asyncio.sleep(seconds)
+
+
+class _Session(_Post):
+    """The port behind ``-- CMD``: the requests go on the link's session to its child process
+    (at most the gateway's ``max_in_flight`` awaiting the server on a link, as the client's
+    own)."""
+
+    __slots__ = ()
+
+    async def send(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        link, call = self.link, self.call
+        if link.why is not None:
+            raise ProtocolError(CONNECTION_CLOSED, f"Connection closed: {link.why}")
+        limit = link.gateway.max_in_flight
+        if len(link.pending) + link.counted >= limit:
+            raise too_many(call.id, limit, "the client", "the server")
+        from .gateway import _Pending  # (the gateway imports this module)
+
+        tasks = self.upstream.tasks
+        rid = link.back.request(method, tasks.declared(method, params, link.back.capabilities))
+        pending = link.pending[rid] = _Pending(rid, call)
+        link._flush()
+        try:
+            while pending.answer is None:
+                pending.waiter = asyncio.get_running_loop().create_future()
+                try:
+                    await pending.waiter
+                finally:
+                    pending.waiter = None
+        except asyncio.CancelledError:
+            if link.pending.pop(rid, None) is pending and link.back.awaits(rid):
+                with contextlib.suppress(ProtocolError):
+                    link.back.cancel(rid, "the client cancelled the request or went away")
+                link._flush()
+            raise
+        event = pending.answer
+        if isinstance(event, BaseException):
+            raise event
+        if isinstance(event, ResultReceived | TaskCreated):
+            return msgspec.to_builtins(event.result)  # type: ignore[no-any-return]
+        if isinstance(event, ErrorReceived):
+            raise ProtocolError(event.code, event.message, event.data)
+        why = event.error.message if isinstance(event, MessageRejected) else "input required"
+        raise ProtocolError(
+            INTERNAL_ERROR, f"Internal error: the server's answer to {method!r}: {why}"
+        )

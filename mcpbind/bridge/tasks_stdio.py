@@ -44,8 +44,6 @@ from ..events import (
     ResultReceived,
     TaskCreated,
 )
-from ..session._common import speech
-from ..session.tasks import with_extension
 from . import crossing
 from .core_tasks import CoreTasks, Table
 
@@ -69,12 +67,6 @@ class StdioTasks:
         self.running: dict[Any, asyncio.Task[None]] = {}  # the client's request id -> its work
         self.sent: dict[Any, asyncio.Future[Any]] = {}  # id to the server -> its answer to come
         self.asked: dict[Any, asyncio.Future[Any]] = {}  # id to the client -> its answer to come
-        facts = tasks.facts
-        sp = speech(facts.revision)
-        meta = sp.facts.request_meta
-        assert meta is not None  # the extension rides on the per-request envelope
-        self.caps_key = meta.capabilities_key
-        self.meta_key = sp.send(facts.eligible).meta_key
 
     @classmethod
     def between(cls, bridge: Bridge, negotiated: Negotiated, client: str | None) -> Any:
@@ -95,12 +87,7 @@ class StdioTasks:
 
     async def send(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         back = self.bridge.back
-        key = self.meta_key
-        if method == self.tasks.facts.eligible and key is not None:  # declared on this call
-            meta = dict(params.get(key) or {})
-            meta[self.caps_key] = with_extension(back.capabilities, self.tasks.facts)
-            params = {**params, key: meta}
-        id = back.request(method, params)
+        id = back.request(method, self.tasks.declared(method, params, back.capabilities))
         future = self.sent[id] = asyncio.get_running_loop().create_future()
         try:
             self._wake()
