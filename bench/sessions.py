@@ -46,8 +46,14 @@ def pair(revision: str) -> tuple[Callable[[], Any], Callable[[], Any]]:
             client.receive(raw)
     assert client.state == "ready", client
     M = mcpbind.bindings(revision)
-    codec = client._codec
-    assert codec is not None
+    learned = client._codec  # (it reads results in their wire class: the bare codec is a new one)
+    assert learned is not None
+    codec = mcpbind.Codec(
+        revision,
+        "client",
+        capabilities=learned.capabilities,
+        peer_capabilities=learned.peer_capabilities,
+    )
     plain: dict[str, Any] = {"name": "echo", "arguments": {"message": "hi"}}
     if M.FACTS.request_meta is not None:
         plain["_meta"] = codec.meta({}, **{M.FACTS.request_meta.info_key: INFO})

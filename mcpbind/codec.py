@@ -108,6 +108,12 @@ class Codec:
     capabilities from the messages that carry them, or from ``capabilities`` and
     ``peer_capabilities``. It reads a capabilities object once: assign a new one to change them.
 
+    ``wire_results=True`` (sessions use it: they build an event of their own from it): a result
+    response that ``decode`` reads in its one pass comes back as it decoded, in the response
+    class of its method's ``FACTS.wires`` entry (``jsonrpc``, ``id`` and ``result``, of the
+    method's own result class), without the ``Response`` built around it; every other message
+    decodes as without it.
+
     Task-augmented requests (where ``FACTS.tasks``): a request sent with a task (or told of with
     ``expect_request``) is answered by the task's creation result; the payload request of that
     task by the result of the method that created it. The codec remembers up to 1,024 open tasks.
@@ -121,6 +127,7 @@ class Codec:
         requires: dict[str, Any] | None = None,
         capabilities: Any = None,
         peer_capabilities: Any = None,
+        wire_results: bool = False,
     ) -> None:
         if role not in ("client", "server"):
             raise ValueError(f"role must be 'client' or 'server', not {role!r}")
@@ -147,6 +154,7 @@ class Codec:
         # the gates' own dict and sets, read on the hot paths without another attribute hop
         self._caps, self._passed = self._gates.caps, self._gates.passed
         self._learn = self._gates.learn
+        self.wire_results = wire_results
         if capabilities is not None:  # (a new codec knows none: None changes nothing)
             self.capabilities = capabilities
         if peer_capabilities is not None:
@@ -290,15 +298,17 @@ class Codec:
         self._forget(err.id)
         return ErrorResponse(id=err.id, error=err.error)
 
-    def _fast_response(self, data: bytes) -> Response[Any] | None:
-        """A result response to a pending request in one closed pass; None when it is not plainly
-        that (the classifier then decides, errors included)."""
+    def _fast_response(self, data: bytes) -> Any:
+        """A result response to a pending request in one closed pass (a ``Response``, or as it
+        decoded with ``wire_results``); None when it is not plainly that (the classifier then
+        decides, errors included)."""
         pending = self._pending
         m: _Method | str | None
         if len(pending) == 1:
             id_ = self._last
-            m = pending.get(id_)
-            if m is None:  # (the last one added was answered before an earlier one)
+            try:  # (a subscript: cheaper than get)
+                m = pending[id_]
+            except KeyError:  # (the last one added was answered before an earlier one)
                 for id_, m in pending.items():  # noqa: B007 (cheaper than next(iter()))
                     break
         else:
@@ -320,7 +330,7 @@ class Codec:
         del pending[id_]
         if m.result_learns:
             self._learn(env.result)
-        return Response(id=id_, result=env.result)
+        return env if self.wire_results else Response(id=id_, result=env.result)
 
     def _answered(self, id_: Any, method: str, result: Any) -> Response[Any]:
         """The response to the pending request ``id_`` of ``method``, with what it teaches."""

@@ -377,13 +377,24 @@ def test_the_fast_paths_agree_with_the_general_path(
             return ("error", e.code)
 
     fast, general = Codec(rev, "client"), Codec(rev, "client")
+    wired = Codec(rev, "client", wire_results=True)  # as sessions read: the same, unwrapped
     if data.draw(st.booleans()):  # (an error response is read closed whether awaited or not)
         fast.expect(1, method)
         general.expect(1, method)
+        wired.expect(1, method)
     general._fast_response = lambda data: None  # type: ignore[method-assign]
     general._fast_error = lambda data: None  # type: ignore[method-assign]
-    assert outcome(fast.decode) == outcome(general.decode)
+    expected = outcome(general.decode)
+    assert outcome(fast.decode) == expected
     assert fast.pending == general.pending
+
+    def unwrapped(data: bytes) -> object:
+        got = wired.decode(data)
+        answers = {w.response for w in wired.facts.wires.values()}
+        return Response(id=got.id, result=got.result) if type(got) in answers else got
+
+    assert outcome(unwrapped) == expected
+    assert wired.pending == general.pending
 
 
 def test_fast_path_is_one_decode(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -399,6 +410,45 @@ def test_fast_path_is_one_decode(monkeypatch: pytest.MonkeyPatch) -> None:
     got = client.decode(raw({"jsonrpc": "2.0", "id": 7, "result": {"content": []}}))
     assert type(got) is Response and type(got.result) is client.module.CallToolResult
     assert reached == []
+
+
+@pytest.mark.parametrize("rev", ["2024-11-05", "2025-11-25", "2026-07-28"])
+def test_wire_results_give_a_result_read_in_one_pass_as_it_decoded(rev: str) -> None:
+    """``wire_results=True`` (what sessions use): a result response read in one pass comes back
+    in its method's response class of ``FACTS.wires``, the same id and result a ``Response``
+    would carry; the request is answered all the same. What that pass does not read (an error,
+    a result to an id nobody awaits) decodes as without the option."""
+    wired, plain = Codec(rev, "client", wire_results=True), Codec(rev, "client")
+    result: dict[str, object] = {"content": [{"type": "text", "text": "hi"}]}
+    if rev >= "2026":
+        result["resultType"] = "complete"
+    body = raw({"jsonrpc": "2.0", "id": "a", "result": result})
+    for c in (wired, plain):
+        c.expect("a", "tools/call")
+    got, expected = wired.decode(body), plain.decode(body)
+    assert type(got) is wired.facts.wires["tools/call"].response
+    assert type(expected) is Response and type(expected.result) is wired.module.CallToolResult
+    assert (got.id, got.result) == (expected.id, expected.result)
+    assert wired.pending == plain.pending == {}
+    assert type(wired.decode(body)) is Response  # answered: nobody awaits it now
+    wired.expect(2, "tools/call")
+    error = wired.decode(raw({"jsonrpc": "2.0", "id": 2, "error": {"code": 1, "message": "no"}}))
+    assert type(error) is ErrorResponse and wired.pending == {}
+
+
+def test_a_result_answering_an_earlier_request_than_the_last_is_read_in_one_pass() -> None:
+    """With two requests pending, the later one answered first: the earlier one's result is then
+    the one pending, and still read in one pass (``wire_results`` shows which pass read it)."""
+    c = Codec("2025-11-25", "client", wire_results=True)
+    M, wires = c.module, c.facts.wires
+    c.expect(1, "tools/call")
+    c.expect(2, "resources/read")
+    read = c.decode(raw({"jsonrpc": "2.0", "id": 2, "result": {"contents": []}}))
+    assert type(read) is wires["resources/read"].response
+    assert type(read.result) is M.ReadResourceResult
+    called = c.decode(raw({"jsonrpc": "2.0", "id": 1, "result": {"content": []}}))
+    assert type(called) is wires["tools/call"].response
+    assert type(called.result) is M.CallToolResult and c.pending == {}
 
 
 RESULT_KIND_CASES = [

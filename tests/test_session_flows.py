@@ -165,6 +165,30 @@ def test_progress_is_correlated_through_the_token(revision: str) -> None:
         server.progress(call.id, 2)
 
 
+@pytest.mark.parametrize("revision", ["2024-11-05", "2025-03-26", "2025-11-25", "2026-07-28"])
+def test_results_answered_out_of_order_each_end_their_request(revision: str) -> None:
+    """Two requests in flight, one with a progress token, answered last first: each result is
+    its request's event, the token and both ids free again (2025-03-26 reads member by member,
+    as batches; the others take the client's shortcut for a plain result)."""
+    client, server = connected((revision,), (revision,))
+    first = client.request("tools/call", {"name": "a"})
+    second = client.request("tools/call", {"name": "b"}, progress=True)
+    _, events = pump(client, server)
+    a, b = of(events, ev.RequestReceived)
+    result = dict(TEXT, resultType="complete") if revision >= "2026" else TEXT
+    server.respond(b.id, result)
+    server.respond(a.id, result)
+    client_events, _ = pump(client, server)
+    M = mcpbind.bindings(revision)
+    assert [(e.id, e.method, type(e.result)) for e in client_events] == [
+        (second, "tools/call", M.CallToolResult),
+        (first, "tools/call", M.CallToolResult),
+    ]
+    assert client._outgoing == {} and client._tokens == {}
+    assert client._codec is not None and client._codec.pending == {}
+    assert client.request("tools/call", {"name": "c"}, id=second) == second  # free again
+
+
 def test_tasks_created_polled_and_their_result_typed() -> None:
     caps = {"tools": {}, "tasks": {"requests": {"tools": {"call": {}}}}}
     client, server = connected(("2025-11-25",), ("2025-11-25",), server_caps=caps)

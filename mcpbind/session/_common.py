@@ -128,6 +128,19 @@ class _Speech:
             if c is not None
         )
         self.batches = self.facts.batches
+        # The classes a session's codec (``wire_results``) gives a result response in that it
+        # read in one pass: the response classes of ``FACTS.wires``, each result its method's own.
+        self.answers = frozenset(
+            w.response for w in self.facts.wires.values() if w.response is not None
+        )
+        # Of those, the ones whose result is the plain answer of a request sent once the session
+        # is ready (not the opening's, no result class of ``unplain``): a ``ResultReceived``.
+        opening = {m for m, role in self.roles.items() if role in ("initialize", "discover")}
+        self.plain_answers = frozenset(
+            w.response
+            for m, w in self.facts.wires.items()
+            if w.response is not None and m not in opening and w.result not in self.unplain
+        )
         # The class of a result no method of the revision claims (what the answers of the tasks
         # extension decode to), and the extension where it extends this revision, else None.
         self.open_result: Any = self.facts.result
@@ -275,7 +288,7 @@ class Session:
     def _codec_for(self, revision: str) -> Codec:
         codec = self._codecs.get(revision)
         if codec is None:
-            codec = self._codecs[revision] = Codec(revision, role=self.role)
+            codec = self._codecs[revision] = Codec(revision, role=self.role, wire_results=True)
         return codec
 
     def _use(self, revision: str) -> Codec:
@@ -627,6 +640,9 @@ class Session:
         t = type(msg)
         if t is Response:
             self._on_response(msg, self._outgoing.pop(msg.id, None), events)
+        elif t in sp.answers:  # a result the codec read in one pass (``wire_results``)
+            answer = Response(id=msg.id, result=msg.result)
+            self._on_response(answer, self._outgoing.pop(msg.id, None), events)
         elif t is ErrorResponse:
             self._on_error(msg, events)
         elif t is Request:

@@ -100,19 +100,14 @@ class ClientSession(Session):
                 events := [],
             )
             return events
-        if type(msg) is Response:  # the common case, without the dispatch
+        if type(msg) in sp.plain_answers:  # the common case, without a Response or the dispatch
             id = msg.id
             outgoing = self._outgoing.pop(id, None)
-            if (  # a plain result: no progress token, not the handshake's, no task, no input asked
-                outgoing is not None
-                and outgoing[3] is None
-                and self._handshake is None
-                and type(msg.result) not in outgoing[1].unplain
-            ):
+            if outgoing is not None and outgoing[3] is None:  # (a progress token: _on_response)
                 return [ResultReceived(id=id, method=outgoing[0], result=msg.result)]
-            self._on_response(msg, outgoing, events := [])
-        else:
-            self._dispatch(codec, sp, msg, events := [])
+            self._on_response(Response(id=id, result=msg.result), outgoing, events := [])
+            return events
+        self._dispatch(codec, sp, msg, events := [])
         return events
 
     def answer(self, event: InputRequired, responses: Mapping[str, Any]) -> RequestId:

@@ -115,7 +115,7 @@ class ServerSession(Session):
                 except IndexError:  # another thread took the last one meanwhile
                     pass
             if codec is None:
-                codec = Codec(revision, role=self.role)
+                codec = Codec(revision, role=self.role, wire_results=True)
             self._codecs[revision] = codec
         return codec
 
