@@ -15,6 +15,7 @@ import msgspec
 from msgspec import UNSET
 
 from .._revisions import LATEST, REVISIONS
+from .._support import meta_key
 from ..app.revision import Rev, rev
 from ..errors import INTERNAL_ERROR, METHOD_NOT_FOUND, ProtocolError
 from ..events import Event, Negotiated, NotificationReceived, ProgressReceived, RequestReceived
@@ -111,6 +112,8 @@ class Client:
         self._lists = False
         self._listening: asyncio.Task[None] | None = None
         self._acknowledged: asyncio.Event | None = None
+        # tasks being followed (tasks=True): task id -> set when a status notification names it
+        self._woken: dict[str, asyncio.Event] = {}
 
     # -- opening and closing ----------------------------------------------------------------------
 
@@ -144,6 +147,7 @@ class Client:
             capabilities=self.capabilities,
             info=self.info,
             observe=self._observe,
+            observe_task=self._task_status if self.tasks else None,
         )
         link = self._make_link(session)
         self._link = link
@@ -286,11 +290,28 @@ class Client:
         result = await self.request(self._method(r, "call_tool"), params, progress=progress)
         if self.tasks:
             follower = TaskFollower.of(
-                r.revision, self.request, self._serve, self.timeout, self.max_rounds
+                r.revision,
+                self.request,
+                self._serve,
+                self.timeout,
+                self.max_rounds,
+                self._listen_tasks if "listen" in r.facts.lifecycle else None,
+                self._woken,
             )
             if follower is not None and follower.is_task(result):
                 return await follower.follow(result)
         return result
+
+    async def _listen_tasks(self, params: dict[str, Any]) -> Any:
+        """A subscription stream of task status notifications (``params`` name the tasks)."""
+        link, r = self._rev()
+        return await link.call(r.facts.lifecycle["listen"], params, stream=True)
+
+    def _task_status(self, status: Any) -> None:
+        """A task status notification (its generated params): wakes the follower of its task."""
+        event = self._woken.get(status.task_id)
+        if event is not None:
+            event.set()
 
     async def list_resources(self) -> list[Any]:
         return await self._pages("list_resources", "resources")
@@ -445,9 +466,16 @@ class Client:
             return
         assert isinstance(event, NotificationReceived)
         r = rev(event.revision)
-        if event.method == r.features.get("acknowledged") and self._acknowledged is not None:
-            self._acknowledged.set()
-            return
+        if event.method == r.features.get("acknowledged"):
+            link = self._link
+            listen = r.facts.lifecycle.get("listen")
+            ours = link.session.last_ids.get(listen) if link is not None and listen else None
+            sid = _subscription(event.params)
+            if sid is not None and sid != ours:
+                return  # a stream of task status notifications (tasks=True): not the user's
+            if self._acknowledged is not None:
+                self._acknowledged.set()
+                return
         if self.on_notification is not None:
             _call_soon(self.on_notification, event)
 
@@ -468,6 +496,13 @@ class Client:
         if role == "list_roots" and isinstance(result, (list, tuple)):
             result = {"roots": [{"uri": x} if isinstance(x, str) else x for x in result]}
         return result
+
+
+def _subscription(params: Any) -> Any:
+    """The subscription id an acknowledgement carries in its ``_meta`` (None without one)."""
+    key = meta_key(type(params), "subscription_id")
+    meta = getattr(params, "meta", None)
+    return meta.get(key) if key is not None and isinstance(meta, dict) else None
 
 
 def _call_soon(callback: Callable[..., Any], *args: Any) -> None:

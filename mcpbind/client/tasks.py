@@ -26,6 +26,8 @@ DEFAULT_POLL_INTERVAL = 0.5
 
 Request = Callable[[str, Any], Awaitable[Any]]
 Serve = Callable[[RequestReceived], Awaitable[Any]]
+# Opens a subscription stream with the given listen params; returns when the server ends it.
+Listen = Callable[[dict[str, Any]], Awaitable[Any]]
 
 
 def declared(revisions: tuple[str, ...], capabilities: dict[str, Any]) -> None:
@@ -40,7 +42,11 @@ def declared(revisions: tuple[str, ...], capabilities: dict[str, Any]) -> None:
 
 class TaskFollower:
     """Follows one task of the agreed ``revision`` to its end (``follow``); ``request`` sends a
-    request and returns its result, ``serve`` answers an input request."""
+    request and returns its result, ``serve`` answers an input request. With ``listen`` (the
+    revision has subscription streams), the task's status notifications are listened for while
+    it is followed: ``woken`` (task id -> event, shared with what reads the notifications) wakes
+    the poll at once instead of a poll interval later; a notification lost, or a server that
+    sends none or refuses the stream, leaves the polling as it is."""
 
     def __init__(
         self,
@@ -49,6 +55,8 @@ class TaskFollower:
         serve: Serve,
         timeout: float | None,
         max_rounds: int,
+        listen: Listen | None = None,
+        woken: dict[str, asyncio.Event] | None = None,
     ) -> None:
         self.facts: TasksFacts = TASKS[revision]
         self.types = TASK_TYPES[revision]
@@ -57,6 +65,8 @@ class TaskFollower:
         self.serve = serve
         self.timeout = timeout
         self.max_rounds = max_rounds
+        self.listen = listen if self.types.listen_filter is not None else None
+        self.woken = woken if woken is not None else {}
 
     @classmethod
     def of(
@@ -66,11 +76,13 @@ class TaskFollower:
         serve: Serve,
         timeout: float | None,
         max_rounds: int,
+        listen: Listen | None = None,
+        woken: dict[str, asyncio.Event] | None = None,
     ) -> TaskFollower | None:
         """The follower of tasks in ``revision``, or None where the extension is not."""
         if revision is None or revision not in TASKS or revision not in TASK_TYPES:
             return None
-        return cls(revision, request, serve, timeout, max_rounds)
+        return cls(revision, request, serve, timeout, max_rounds, listen, woken)
 
     def is_task(self, result: Any) -> bool:
         return type(result) is self.types.create_result
@@ -82,9 +94,14 @@ class TaskFollower:
         -32603. Whenever this does not return the result, the task is cancelled on the server
         (unless it ended there)."""
         ended = False
+        wake = asyncio.Event()
+        # One event per task followed (a task id is the server's: one already followed here
+        # is not followed twice over the same events).
+        own = self.woken.setdefault(task.task_id, wake) is wake
+        listening = asyncio.ensure_future(self._listen(task.task_id)) if own else None
         try:
             async with asyncio.timeout(self.timeout):
-                result = await self._poll(task)
+                result = await self._poll(task, wake if own else None)
                 ended = True
                 return result
         except _Ended as end:
@@ -95,14 +112,31 @@ class TaskFollower:
                 f"the task {task.task_id!r} did not end within {self.timeout} s"
             ) from None
         finally:
+            if own:
+                del self.woken[task.task_id]
+            if listening is not None:
+                listening.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await listening
             if not ended:
                 await self._cancel(task.task_id)
 
-    async def _poll(self, task: Any) -> Any:
+    async def _listen(self, task_id: str) -> None:
+        """Listen for the task's status notifications until the server ends the stream (the
+        task is over) or the follower stops; a refusal or a lost stream only means polling."""
+        if self.listen is None or self.types.listen_filter is None:
+            return
+        member = self.types.listen_filter[0]
+        with contextlib.suppress(ProtocolError, TimeoutError, ConnectionError, OSError):
+            await self.listen({member: {self.facts.listen_filter: [task_id]}})
+
+    async def _poll(self, task: Any, wake: asyncio.Event | None) -> Any:
         f, by_status = self.facts, self.types.by_status
         interval = task.poll_interval_ms
         rounds = 0
         while True:
+            if wake is not None:
+                wake.clear()  # a notification from now on is news to the get below
             current = await self.request(f.get, {f.task_id: task.task_id})
             t = type(current)
             if t is by_status[f.completed]:
@@ -132,7 +166,12 @@ class TaskFollower:
                 await self.request(f.update, {f.task_id: task.task_id, f.input_responses: answers})
                 continue  # what the answers changed is seen at once
             wait = DEFAULT_POLL_INTERVAL if interval is UNSET else interval / 1000
-            await asyncio.sleep(max(wait, MIN_POLL_INTERVAL))
+            if wake is None:
+                await asyncio.sleep(max(wait, MIN_POLL_INTERVAL))
+                continue
+            with contextlib.suppress(TimeoutError):  # the poll interval, or a notification
+                async with asyncio.timeout(max(wait, MIN_POLL_INTERVAL)):
+                    await wake.wait()
 
     def _asked(self, name: str, asked: Any) -> RequestReceived:
         """One input request of the task as the request event the client's handlers answer."""

@@ -16,9 +16,10 @@ from typing import Any
 import msgspec
 import pytest
 
-from mcpbind import convert
+from mcpbind import Client, convert
 from mcpbind._extension_tasks import TASK_TYPES
 from mcpbind._extensions import TASKS
+from mcpbind.errors import ProtocolError
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(120)]
 
@@ -226,3 +227,61 @@ def test_a_listener_on_stdio_hears_each_status_change(server: list[str], tmp_pat
     assert busy["error"]["code"] == -32603 and "subscription streams" in busy["error"]["message"]
     assert many["error"]["code"] == -32602
     assert validated(peer.lines, tmp_path / "listen.jsonl") == "0 "
+
+
+TAP = str(Path(__file__).with_name("bridge_tap.py"))  # writes down every line both ways
+
+
+def test_the_client_learns_a_task_ended_from_its_notification(
+    server: list[str], tmp_path: Path
+) -> None:
+    # The App suggests polling every 30 s: a task the client follows ends for it within the
+    # test's bound only because it listened and a status notification woke it.
+    transcript = tmp_path / "client.jsonl"
+    asked: list[str] = []
+
+    def elicitation(params: Any) -> Any:
+        asked.append(params.message)
+        return {"action": "accept", "content": {}}
+
+    async def main() -> tuple[Any, Any, ProtocolError]:
+        command = [sys.executable, TAP, str(transcript), *server]
+        async with Client(
+            command, revisions=[REVISION], tasks=True, elicitation=elicitation, timeout=60
+        ) as client:
+            slow = await client.call_tool("slow", {"seconds": 0.3})
+            confirmed = await client.call_tool("confirm")
+            with pytest.raises(ProtocolError) as raised:
+                await client.call_tool("broken", {"after": 0.2})
+            return slow, confirmed, raised.value
+
+    slow, confirmed, error = asyncio.run(asyncio.wait_for(main(), 15))
+    assert type(slow) is TYPES.call_result and slow.content[0].text == "done"
+    assert confirmed.content[0].text == "accept" and asked == ["Go ahead?"]
+    assert error.code == -32603 and "the job broke down" in error.message
+    lines = transcript.read_bytes().splitlines()
+    messages = [msgspec.json.decode(line) for line in lines]
+    created = [
+        m["result"][FACTS.task_id]
+        for m in messages
+        if m.get("result", {}).get("resultType") == FACTS.task_result
+    ]
+    listened = [
+        m["params"]["notifications"][FACTS.listen_filter]
+        for m in messages
+        if m.get("method") == LISTEN
+    ]
+    assert listened == [[task_id] for task_id in created]  # one stream per task followed
+    heard = {
+        (m["params"][FACTS.task_id], m["params"][FACTS.status])
+        for m in messages
+        if m.get("method") == FACTS.notification
+    }
+    slow_id, confirm_id, broken_id = created
+    assert {
+        (slow_id, FACTS.completed),
+        (confirm_id, FACTS.input_required),
+        (confirm_id, FACTS.completed),
+        (broken_id, FACTS.failed),
+    } <= heard
+    assert validated(lines, tmp_path / "validated.jsonl") == "0 "
