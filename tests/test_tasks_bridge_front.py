@@ -208,18 +208,27 @@ def test_task_requests_past_max_in_flight_are_refused() -> None:
     assert "Server busy" in error.message and error.data == {"max_in_flight": 1}
 
 
-def test_tasks_past_max_tasks_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_past_max_tasks_the_oldest_task_over_is_forgotten_else_the_call_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setattr(core_tasks, "MAX_TASKS", 2)
+    call = {"name": "slow", "arguments": {"seconds": 5}, "task": {}}
 
     async def many(wire: Wire) -> Any:
-        await wire.task("slow", {"seconds": 0})
-        await wire.task("slow", {"seconds": 0})
-        call = {"name": "slow", "arguments": {"seconds": 0}, "task": {}}
-        return await wire.request("tools/call", call)
+        first = await wire.task("slow", {"seconds": 0})
+        await wire.request("tasks/result", {"taskId": first})  # seen over
+        second = await wire.task("slow", {"seconds": 5})
+        third = await wire.task("slow", {"seconds": 5})  # the first is forgotten
+        listed = await wire.request("tasks/list", {})
+        forgotten = await wire.request("tasks/get", {"taskId": first})
+        refused = await wire.request("tools/call", call)  # both working
+        return [t.task_id for t in listed.result.tasks], [second, third], forgotten, refused
 
-    error = run(many)
-    assert isinstance(error, ErrorReceived) and error.code == -32603
-    assert "at most 2" in error.message
+    listed, kept, forgotten, refused = run(many)
+    assert listed == kept
+    assert isinstance(forgotten, ErrorReceived) and forgotten.code == -32602
+    assert isinstance(refused, ErrorReceived) and refused.code == -32603
+    assert "at most 2" in refused.message and "none of them is over" in refused.message
 
 
 def test_a_servers_answer_that_is_no_task_is_an_error_not_a_hang() -> None:

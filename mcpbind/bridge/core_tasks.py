@@ -48,8 +48,9 @@ if TYPE_CHECKING:
 
 __all__ = ["MAX_TASKS", "POLL", "CoreTasks", "Port", "Table"]
 
-# Tasks one client connection keeps (for tasks/list, and those answered at once); a
-# task-augmented call past it is answered with -32603.
+# Tasks one client connection keeps (for tasks/list, and those answered at once); past it the
+# oldest that was over when last seen is forgotten, and when none was a task-augmented call is
+# answered with -32603 (calls in flight at once may each add one more).
 MAX_TASKS = 1000
 # The bounds of the wait between two polls of tasks/result (seconds), whatever pollIntervalMs
 # the server suggests, and the wait when it suggests none.
@@ -180,11 +181,11 @@ class CoreTasks:
     # -- the requests ----------------------------------------------------------------------------
 
     async def _call(self, table: Table, port: Port, method: str, params: Any) -> Any:
-        if len(table) >= MAX_TASKS:
+        if len(table) >= MAX_TASKS and not self._forget_one(table):
             raise ProtocolError(
                 INTERNAL_ERROR,
                 f"Internal error: too many tasks (the bridge keeps at most {MAX_TASKS} per "
-                "client connection)",
+                "client connection, and none of them is over)",
             )
         plain = msgspec.structs.replace(params, **{self.when: UNSET})
         down, _ = port.crossing._down_params(method, plain, self.core)
@@ -212,6 +213,16 @@ class CoreTasks:
             )
         table[task.task_id] = task
         return self._typed({self.created_key: self._core_task(task)}, self.created, method)
+
+    def _forget_one(self, table: Table) -> bool:
+        """Forget the oldest task of ``table`` that was over when last seen (False: none)."""
+        by_status, f = self.types.by_status, self.facts
+        over = (by_status[f.completed], by_status[f.failed], by_status[f.cancelled])
+        oldest = next((k for k, task in table.items() if type(task) in over), None)
+        if oldest is None:
+            return False
+        del table[oldest]
+        return True
 
     async def _snapshot(self, table: Table, port: Port, task_id: str) -> Any:
         """The task as the server says it is now (kept: a task answered at once)."""

@@ -78,7 +78,10 @@ class UpstreamTasks:
         await link.open()
         table = self.kept.setdefault(link, {})
         port = _Post(self, link, call) if self.url is not None else _Session(self, link, call)
-        return await self.tasks.answer(table, port, call.method, call.params)
+        try:
+            return await self.tasks.answer(table, port, call.method, call.params)
+        finally:
+            link._say()  # (the losses of the input requests carried to the client)
 
     # -- the server ----------------------------------------------------------------------------
 
