@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from . import bindings
+from ._extension_tasks import TASK_TYPES
 from ._extensions import TASKS, TasksFacts
 from ._support import meta_key
 from .errors import (
@@ -174,6 +175,9 @@ class Tasks:
         # the extension): a stream whose filter names taskIds is this layer's.
         facts = bindings(revision).FACTS
         self._listen = facts.lifecycle.get("listen")
+        # the listen params member holding the filter the extension adds its task ids to
+        found = TASK_TYPES[revision].listen_filter
+        self._filter = found[0] if found is not None else None
         self.listen_method = self._listen  # the core method a task status stream rides on
         self._acknowledged = facts.features.get("acknowledged")
         self.max_listeners = max_listeners
@@ -563,9 +567,11 @@ class Tasks:
         over, or after ``ttl_ms``. Raises ``ProtocolError`` for a malformed request, more than
         ``max_listen_tasks`` ids, or past ``max_listeners`` streams at once. Closing the
         iterator early (the client went away or cancelled) ends the stream."""
-        filter = params.get("notifications")
         key = self.facts.listen_filter
-        if not isinstance(filter, dict) or key not in filter or self._listen is None:
+        if self._filter is None or self._listen is None:
+            return None
+        filter = params.get(self._filter)
+        if not isinstance(filter, dict) or key not in filter:
             return None
         assert self._acknowledged is not None
         message = {"jsonrpc": "2.0", "id": id, "method": self._listen, "params": params}
@@ -573,7 +579,7 @@ class Tasks:
         ids = filter[key]
         if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
             raise ProtocolError(
-                INVALID_PARAMS, f"Invalid params: $.params.notifications.{key} must be strings"
+                INVALID_PARAMS, f"Invalid params: $.params.{self._filter}.{key} must be strings"
             )
         if len(ids) > self.max_listen_tasks:
             raise ProtocolError(
@@ -602,7 +608,7 @@ class Tasks:
         over = {f.completed, f.failed, f.cancelled}
         ended: set[str] = set()
         try:
-            ack = {"notifications": {f.listen_filter: sorted(listener.ids)}, "_meta": tag}
+            ack = {self._filter: {f.listen_filter: sorted(listener.ids)}, "_meta": tag}
             yield {"jsonrpc": "2.0", "method": self._acknowledged, "params": ack}
             deadline = time.monotonic() + self.ttl_ms / 1000
             while True:
