@@ -24,7 +24,7 @@ from mcpbind.tasks import Tasks
 from mcpbind.transports.stdio import envelope
 
 CORE, EXTENDED = "2025-11-25", "2026-07-28"
-CAPS = {"elicitation": {"form": {}}, "tasks": {"list": {}, "cancel": {}}}
+CAPS: dict[str, Any] = {"elicitation": {"form": {}}, "tasks": {"list": {}, "cancel": {}}}
 ANSWERS = (ResultReceived, TaskCreated, ErrorReceived)
 
 
@@ -38,7 +38,7 @@ def _app() -> tuple[App, Tasks]:
         return f"slept {seconds}"
 
     async def confirm(context: Any, params: Any) -> Any:
-        asked = {"method": "elicitation/create", "params": {"message": "Sure?"}}
+        asked: dict[str, Any] = {"method": "elicitation/create", "params": {"message": "Sure?"}}
         asked["params"]["requestedSchema"] = {"type": "object", "properties": {}}
         answers = await context.ask({"ok": asked})
         return {"content": [{"type": "text", "text": answers["ok"]["action"]}]}

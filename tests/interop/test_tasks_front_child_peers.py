@@ -12,6 +12,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -52,7 +53,7 @@ def gateway(tmp_path: Path) -> Iterator[str]:
 
 def test_a_2025_client_gets_tasks_of_a_2026_child_through_the_gateway(gateway: str) -> None:
     client = Client(gateway)
-    caps = {"elicitation": {"form": {}}, "tasks": {"list": {}, "cancel": {}}}
+    caps: dict[str, Any] = {"elicitation": {"form": {}}, "tasks": {"list": {}, "cancel": {}}}
     info = {"name": "tasks-through-a-child", "version": "1"}
     hello = {"protocolVersion": REVISION, "capabilities": caps, "clientInfo": info}
     response = client.send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello})

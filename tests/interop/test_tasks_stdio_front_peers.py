@@ -83,7 +83,7 @@ class Peer:
         )
         self.lines: queue.Queue[bytes] = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()
-        caps = {"elicitation": {"form": {}}, "tasks": {"list": {}, "cancel": {}}}
+        caps: dict[str, Any] = {"elicitation": {"form": {}}, "tasks": {"list": {}, "cancel": {}}}
         self.session = ClientSession([REVISION], caps, {"name": "core-tasks", "version": "1"})
         self.wire: list[str] = []
         self.asked: list[Any] = []  # the requests the bridge made of the client
