@@ -272,6 +272,7 @@ def test_a_lost_answer_of_the_client_ends_its_tasks_result_with_an_error() -> No
         question = await wire.until(lambda e: isinstance(e, RequestReceived))
         line = json.dumps({"jsonrpc": "2.0", "id": question.id, "result": {}}).encode()
         wire.bridge.discarded_from_client(envelope(line), "a message of 99 bytes is too long")
+        assert not wire.bridge.front.awaits(question.id)  # the bridge stopped waiting for it
         wire.pump()
         return await wire.until(lambda e: isinstance(e, ANSWERS) and e.id == rid)
 

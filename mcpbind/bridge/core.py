@@ -315,7 +315,8 @@ class Bridge(Crossing):
             and self.tasks is not None
             and self.tasks.answer_lost(message.id, why)
         ):
-            return
+            if self.back.awaits(message.id):  # the session never read it: it stops waiting too
+                self._quietly(self.back.cancel, message.id, why)
         elif message.kind == "notification":
             self.log.append(f"server: a notification was dropped: {why}")
         elif message.kind == "request":
@@ -815,6 +816,8 @@ class Bridge(Crossing):
         error at once."""
         why = why.removeprefix("from the client: ")
         if self.tasks is not None and self.tasks.answer_lost(id, why):
+            if self.front.awaits(id):  # the session never read it: it stops waiting too
+                self._quietly(self.front.cancel, id, why)
             return
         round = self._rounds.pop(id, None)
         served = self._served.pop(id, None) if round is None else None
