@@ -62,6 +62,8 @@ class Wire:
         self.from_server: list[bytes] = []
         self.methods: dict[Any, str] = {}  # the bridge's request ids to the server -> method
         self.rewrite: Callable[[dict[str, Any], str | None], dict[str, Any]] = lambda m, _: m
+        # whether a line of the App's is dropped as overlong (as stdio.serve's reader does)
+        self.overlong: Callable[[dict[str, Any], str | None], bool] = lambda m, _: False
         # the client's answer to the bridge's request (None: left for the test)
         self.answer: Callable[[RequestReceived], Any] | None = lambda e: {"action": "accept"}
         self._pumping = False
@@ -90,7 +92,11 @@ class Wire:
                 for data in lines:
                     moved = True
                     message = json.loads(data)
-                    message = self.rewrite(message, self.methods.get(message.get("id")))
+                    method = self.methods.get(message.get("id"))
+                    if self.overlong(message, method):
+                        self.bridge.discarded_from_server(envelope(data), "it is too long")
+                        continue
+                    message = self.rewrite(message, method)
                     self.bridge.from_server(json.dumps(message).encode())
                 for data in self.bridge.to_client():
                     moved = True
@@ -279,3 +285,19 @@ def test_a_lost_answer_of_the_client_ends_its_tasks_result_with_an_error() -> No
     error = run(lost)
     assert isinstance(error, ErrorReceived) and error.code == -32603
     assert "too long" in error.message
+
+
+def test_a_lost_answer_of_the_server_ends_that_request_only() -> None:
+    async def lost(wire: Wire) -> Any:
+        task_id = await wire.task("slow", {"seconds": 5})
+        wire.overlong = lambda m, method: method == "tasks/get" and "result" in m
+        error = await wire.request("tasks/get", {"taskId": task_id})
+        [sent] = [rid for rid, method in wire.methods.items() if method == "tasks/get"]
+        assert not wire.bridge.back.awaits(sent)  # the bridge stopped waiting for it
+        wire.overlong = lambda m, method: False
+        return error, await wire.request("tasks/get", {"taskId": task_id}), wire.bridge.closed
+
+    error, again, closed = run(lost)
+    assert isinstance(error, ErrorReceived) and error.code == -32603
+    assert "too long" in error.message
+    assert isinstance(again, ResultReceived) and not closed  # the bridge goes on
