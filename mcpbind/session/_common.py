@@ -330,29 +330,31 @@ class Session:
             if sent is not None:
                 return sent
             send = self._request_plan(method)  # or why it cannot be sent
-        sp = send.speech
-        codec: Codec = self._codec  # type: ignore[assignment]  # (set: the state allows it)
+        outgoing = self._outgoing
         if id is None:
             id = self._new_id()
-        elif id in self._outgoing:
+        elif id in outgoing:
             raise ProtocolError(
                 INVALID_REQUEST,
-                f"duplicate request id {id!r}: a {self._outgoing[id][0]!r} request with it "
+                f"duplicate request id {id!r}: a {outgoing[id][0]!r} request with it "
                 "awaits its response",
             )
-        token = None
+        codec: Codec = self._codec  # type: ignore[assignment]  # (set: the state allows it)
         if (
-            progress
-            or type(params) is not send.params  # not the fast path: a Struct with what it needs
-            or (send.version_key is not None and send.version_key not in (params.meta or ()))
+            not progress
+            and type(params) is send.params  # the fast path: a Struct with what it needs
+            and (send.version_key is None or send.version_key in (params.meta or ()))
         ):
+            data = codec.encode(send.wire(id=id, jsonrpc="2.0", params=params))
+            outgoing[id] = (method, send.speech, params, None)
+        else:
             token = id if progress else None
-            params = self._params(sp, send, params, token)
-        data = codec.encode(send.wire(id=id, jsonrpc="2.0", params=params))
+            params = self._params(send.speech, send, params, token)
+            data = codec.encode(send.wire(id=id, jsonrpc="2.0", params=params))
+            outgoing[id] = (method, send.speech, params, token)
+            if token is not None:
+                self._tokens[token] = id
         self._asked = True
-        self._outgoing[id] = (method, sp, params, token)
-        if token is not None:
-            self._tokens[token] = id
         self._out.append(data)
         return id
 
