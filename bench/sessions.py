@@ -8,11 +8,13 @@ For ``tools/call`` in 2024-11-05, 2025-11-25 and 2026-07-28: the session builds 
 decodes its response into an event (``receive``), against ``Codec.encode`` of the same request
 plus ``Codec.decode`` of the same response. Target: the session costs at most 1.3x the codec.
 
-What the session adds has a floor its API sets (counted under callgrind, Python 3.11, 2026-11-25):
-three calls (``request`` with ``id=`` by keyword, ``data_to_send``, ``receive``: some 1,600
-instructions), the request's wire Struct (800; the bare codec encodes one built beforehand), the
-``ResultReceived`` and its list (1,000), the request awaiting its response in a dict (650), the
-queue of bytes to send (550): some 4,600, a quarter of the codec's 18,000-21,000 on its own.
+What the session adds has a floor its API sets (counted under callgrind, Python 3.11, 2026-11-25,
+bench/remarks.md "Sessions against the codec"): three calls (``request`` with ``id=`` by keyword,
+``data_to_send``, ``receive``: some 1,880 instructions), the request's wire Struct (650; the bare
+codec encodes one built beforehand), the ``ResultReceived`` and its list (940), the request
+awaiting its response in a dict (980), the queue of bytes to send (260): some 4,700, a quarter of
+the codec's 17,700-21,100 on its own. The bare codec is a ``Codec`` of its own: a session's codecs
+give the results they read in one pass in their wire class (``wire_results``).
 """
 
 from __future__ import annotations
