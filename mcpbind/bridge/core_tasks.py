@@ -105,6 +105,7 @@ class CoreTasks:
         self.list, self.cancel = life["task_list"], life["task_cancel"]
         self.methods = {self.get, self.result, self.list, self.cancel}
         self.results = {m: sp.facts.wires[m].result for m in self.methods}
+        self.call_result = sp.facts.wires[facts.eligible].result  # what tasks/result gives
         self.created = tasks.result  # the core CreateTaskResult, and its task's key
         self.created_key = wire_key(tasks.result, tasks.task_id[0])
         self.listed_key = wire_key(self.results[self.list], "tasks")
@@ -287,12 +288,12 @@ class CoreTasks:
         a payload is."""
         method = self.facts.eligible
         typed = port.crossing._up_result(result, self.core, method)
-        key = self.facts.related_task_key
-        if key is None or not hasattr(typed, "meta"):
+        key, meta_key = self.facts.related_task_key, self.meta_key
+        if key is None:
             return typed
-        meta = {} if typed.meta is UNSET else dict(typed.meta)
-        meta[key] = {self.task_key: task_id}
-        return msgspec.structs.replace(typed, meta=meta)
+        plain = msgspec.to_builtins(typed)
+        plain[meta_key] = {**(plain.get(meta_key) or {}), key: {self.task_key: task_id}}
+        return self._typed(plain, self.call_result, method)
 
     # -- the two revisions' classes -------------------------------------------------------------
 
