@@ -643,3 +643,82 @@ def test_an_invalid_result_raises_what_is_wrong_with_it() -> None:
             assert await client.call("tools/list", {})  # the session goes on
 
     run(go())
+
+
+class AsksForEver:
+    """A hostile (or broken) server's handler: every tool call, retried with its input responses
+    or not, asks the client for input once more. ``states`` holds the request state each call
+    came back with (None: the first try)."""
+
+    def __init__(self) -> None:
+        self.states: list[str | None] = []
+
+    async def __call__(self, call: Call) -> Any:
+        if call.method != "tools/call":
+            return {"tools": [], "cacheScope": "private", "ttlMs": 0}
+        state = call.params.request_state
+        self.states.append(state if isinstance(state, str) else None)
+        return {
+            "resultType": "input_required",
+            "inputRequests": {"where": {"method": "roots/list", "params": {}}},
+            "requestState": f"round {len(self.states)}",
+        }
+
+
+async def some_roots(event: Any) -> Any:
+    return {"roots": [{"uri": "file:///work"}]}
+
+
+def gave_up(error: ProtocolError, rounds: int) -> None:
+    """``error`` is the client giving up on a tool call after ``rounds`` input rounds."""
+    assert error.code == -32603
+    assert f"after {rounds} rounds for 'tools/call' (max_rounds)" in error.message
+    assert error.data == {"limit": "max_rounds", "max": rounds}
+
+
+@pytest.mark.parametrize("max_rounds", [None, 2])
+def test_a_server_asking_for_input_for_ever_is_given_up_after_max_rounds(
+    max_rounds: int | None,
+) -> None:
+    from mcpbind.transports._answer import MAX_ROUNDS
+
+    rounds = MAX_ROUNDS if max_rounds is None else max_rounds
+    options = {} if max_rounds is None else {"max_rounds": max_rounds}
+    asks = AsksForEver()
+    answered: list[str] = []
+
+    async def roots(event: Any) -> Any:
+        answered.append(event.method)
+        return await some_roots(event)
+
+    async def go() -> None:
+        server = StreamableHTTPServer(
+            asks, revisions=("2026-07-28",), capabilities={"tools": {}}, info=INFO
+        )
+        session = ClientSession(revisions=("2026-07-28",), capabilities={"roots": {}}, info=INFO)
+        async with StreamableHTTPClient(
+            URL, session, http=http(server), on_request=roots, **options
+        ) as client:
+            await client.connect()
+            with pytest.raises(ProtocolError) as caught:
+                await client.call("tools/call", {"name": "loop", "arguments": {}})
+            gave_up(caught.value, rounds)
+            assert await client.call("tools/list", {}) is not None  # the connection goes on
+
+    run(go())
+    # The first try and one retry per round, each round's input request answered once.
+    assert asks.states == [None, *(f"round {n}" for n in range(1, rounds + 1))]
+    assert answered == ["roots/list"] * rounds
+
+
+def test_max_rounds_has_one_default_and_is_not_negative() -> None:
+    import inspect
+
+    from mcpbind import Client
+    from mcpbind.transports._answer import MAX_ROUNDS
+
+    # Client's own default (mcpbind/client/client.py) is the same number as the transports'.
+    assert inspect.signature(Client).parameters["max_rounds"].default == MAX_ROUNDS
+    assert inspect.signature(StreamableHTTPClient).parameters["max_rounds"].default == MAX_ROUNDS
+    with pytest.raises(ValueError, match="max_rounds must be >= 0, not -1"):
+        StreamableHTTPClient(URL, ClientSession(info=INFO), max_rounds=-1)

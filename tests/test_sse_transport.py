@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
@@ -18,12 +19,14 @@ from starlette.routing import Mount
 import mcpbind
 from mcpbind import ClientSession, ProtocolError
 from mcpbind.events import ErrorReceived, NotificationReceived, ProgressReceived
+from mcpbind.session import ServerSession
 from mcpbind.transports.http_client import StreamableHTTPClient
 from mcpbind.transports.http_server import Call, StreamableHTTPServer
 from mcpbind.transports.sse_client import SSEClient, connect_http
 from mcpbind.transports.sse_server import SSEServer
 from mcpbind.validate import validate_lines
 from tests._net import free_port
+from tests.test_http_transport import AsksForEver, gave_up, some_roots
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -497,6 +500,40 @@ def test_the_client_bounds_the_server_requests_it_answers_at_once() -> None:
             assert (await first).roots[0].uri == "file:///work"
 
     run(go())
+
+
+def test_a_server_asking_for_input_for_ever_is_given_up_after_max_rounds() -> None:
+    # HTTP+SSE carries sessions opened by initialize, so an SSEServer refuses the revisions with
+    # input rounds; a session class of its own gets one served anyway (a server set up wrong).
+    from mcpbind.transports._answer import MAX_ROUNDS
+
+    def rounding(**config: Any) -> ServerSession:
+        return ServerSession(**{**config, "revisions": ("2026-07-28",)})
+
+    asks = AsksForEver()
+    answered: list[str] = []
+
+    async def roots(event: Any) -> Any:
+        answered.append(event.method)
+        return await some_roots(event)
+
+    async def go() -> None:
+        server = SSEServer(asks, capabilities={"tools": {}}, info=INFO, session_class=rounding)
+        session = ClientSession(revisions=("2026-07-28",), capabilities={"roots": {}}, info=INFO)
+        async with (
+            serving(server) as base,
+            SSEClient(f"{base}/sse", session, on_request=roots) as c,
+        ):
+            assert (await c.connect()).revision == "2026-07-28"
+            with pytest.raises(ProtocolError) as caught:
+                await c.call("tools/call", {"name": "loop", "arguments": {}})
+            gave_up(caught.value, MAX_ROUNDS)
+            assert await c.call("tools/list", {}) is not None  # the connection goes on
+
+    run(go())
+    assert asks.states == [None, *(f"round {n}" for n in range(1, MAX_ROUNDS + 1))]
+    assert answered == ["roots/list"] * MAX_ROUNDS
+    assert inspect.signature(SSEClient).parameters["max_rounds"].default == MAX_ROUNDS
 
 
 @pytest.mark.parametrize("option", ["max_sessions", "max_body_size", "max_queued", "body_timeout"])

@@ -45,7 +45,7 @@ from ..events import (
     TaskCreated,
 )
 from ..session import ClientSession
-from ._answer import answer_request, input_responses
+from ._answer import MAX_ROUNDS, answer_request, answer_rounds
 from .header_check import encode_header_value as encode_header_value
 from .header_check import params_name
 
@@ -87,7 +87,9 @@ class StreamableHTTPClient:
     there settle the POST that awaits them); ``connect`` returns once the server has answered that
     GET, so the stream exists before any request whose handler may talk on it, and a later GET
     (a resumption, with ``Last-Event-ID``) is never mistaken for it. ``auth`` (an
-    ``OAuthClient``) authorizes the requests of a protected server.
+    ``OAuthClient``) authorizes the requests of a protected server. ``max_rounds`` bounds the
+    input rounds of one multi-round-trip request (16): a server asking for input once more fails
+    the call with ``ProtocolError`` -32603 rather than keep it going.
     """
 
     def __init__(
@@ -103,9 +105,12 @@ class StreamableHTTPClient:
         listen: bool = True,
         auth: OAuthClient | None = None,
         max_events: int = 1000,
+        max_rounds: int = MAX_ROUNDS,
     ) -> None:
         if max_events < 1:
             raise ValueError(f"max_events must be at least 1, not {max_events}")
+        if max_rounds < 0:
+            raise ValueError(f"max_rounds must be >= 0, not {max_rounds}")
         self.url = url
         self.session = session
         self.http = http or httpx.AsyncClient(timeout=httpx.Timeout(30.0))
@@ -113,6 +118,7 @@ class StreamableHTTPClient:
         self.headers = dict(headers or {})
         self.on_request = on_request
         self.max_resumptions = max_resumptions
+        self.max_rounds = max_rounds
         self.retry_ms = default_retry_ms
         self.session_id: str | None = None
         self.listen = listen
@@ -179,7 +185,8 @@ class StreamableHTTPClient:
 
         A result asking for input (a multi-round-trip request) is answered: each input request
         goes to ``on_request`` and the request is retried with the responses and the server's
-        request state, until a final result arrives."""
+        request state, until a final result arrives; a server asking once more after
+        ``max_rounds`` rounds ends the call with ``ProtocolError`` -32603."""
         name = params.get("name") if isinstance(params, dict) and "arguments" in params else None
         if name in self.invalid_tools:
             raise ProtocolError(
@@ -187,22 +194,28 @@ class StreamableHTTPClient:
                 f"not calling tool {name!r}: its input schema's x-mcp-header is invalid "
                 f"({self.invalid_tools[name]})",
             )
-        rid = self.session.request(method, params, progress=progress)
-        await self.flush()
-        event = self._results.pop(rid, None)
-        while isinstance(event, InputRequired):
-            responses = await input_responses(self.session, event, self.on_request)
-            rid = self.session.answer(event, responses)
-            await self.flush()
-            event = self._results.pop(rid, None)
+        event = await answer_rounds(
+            self.session,
+            await self._sent(self.session.request(method, params, progress=progress)),
+            self.on_request,
+            self._sent,
+            method,
+            self.max_rounds,
+        )
         if event is None:
             raise ProtocolError(INTERNAL_ERROR, f"the server sent no response to {method!r}")
         if isinstance(event, ErrorReceived):
-            raise ProtocolError(event.code, event.message, event.data, rid)
+            raise ProtocolError(event.code, event.message, event.data, event.id)
         if isinstance(event, MessageRejected):
             raise event.error
         assert isinstance(event, ResultReceived | TaskCreated)
         return event.result
+
+    async def _sent(self, rid: Any) -> Event | None:
+        """The answer to request ``rid``, the session just queued, once sent (None: there was
+        none)."""
+        await self.flush()
+        return self._results.pop(rid, None)
 
     async def notify(self, method: str, params: Any = None) -> None:
         """Send a notification."""

@@ -27,7 +27,6 @@ from ..errors import ProtocolError
 from ..events import (
     ErrorReceived,
     Event,
-    InputRequired,
     MessageRejected,
     Negotiated,
     NegotiationFailed,
@@ -36,7 +35,7 @@ from ..events import (
     TaskCreated,
 )
 from ..session import ClientSession
-from ._answer import answer_request, input_responses
+from ._answer import MAX_ROUNDS, answer_request, answer_rounds
 from .http_client import ANSWERS, StreamableHTTPClient
 
 __all__ = ["CONNECTION_CLOSED", "SSEClient", "connect_http"]
@@ -66,7 +65,9 @@ class SSEClient:
     ``events`` holds the last ``max_events`` events the session reported (1000), in order;
     ``on_event`` is called with each as it comes. ``endpoint_timeout`` bounds the wait for the
     stream's ``endpoint`` event (30 s). ``max_in_flight`` bounds the server's requests being
-    answered at once (100); one past it is answered with error -32000. ``endpoint`` is the URL
+    answered at once (100); one past it is answered with error -32000. ``max_rounds`` bounds the
+    input rounds of one multi-round-trip request (16): a server asking for input once more fails
+    the call with ``ProtocolError`` -32603 rather than keep it going. ``endpoint`` is the URL
     messages go to, and ``session_id`` its ``session_id`` (or ``sessionId``) query parameter,
     once connected.
     """
@@ -83,7 +84,10 @@ class SSEClient:
         endpoint_timeout: float = 30.0,
         max_in_flight: int = 100,
         max_events: int = 1000,
+        max_rounds: int = MAX_ROUNDS,
     ) -> None:
+        if max_rounds < 0:
+            raise ValueError(f"max_rounds must be >= 0, not {max_rounds}")
         self.url = url
         self.session = session
         self.http = http or httpx.AsyncClient(timeout=httpx.Timeout(30.0))
@@ -93,6 +97,7 @@ class SSEClient:
         self.on_event = on_event
         self.endpoint_timeout = endpoint_timeout
         self.max_in_flight = max_in_flight
+        self.max_rounds = max_rounds
         self.endpoint: str | None = None
         self.session_id: str | None = None
         self.events: deque[Event] = deque(maxlen=max_events)
@@ -172,11 +177,16 @@ class SSEClient:
 
         A result asking for input (a multi-round-trip request) is answered: each input request
         goes to ``on_request`` and the request is retried with the responses, until a final
-        result arrives."""
-        event = await self._ask(self.session.request(method, params, progress=progress))
-        while isinstance(event, InputRequired):
-            responses = await input_responses(self.session, event, self.on_request)
-            event = await self._ask(self.session.answer(event, responses))
+        result arrives; a server asking once more after ``max_rounds`` rounds ends the call with
+        ``ProtocolError`` -32603."""
+        event = await answer_rounds(
+            self.session,
+            await self._ask(self.session.request(method, params, progress=progress)),
+            self.on_request,
+            self._ask,
+            method,
+            self.max_rounds,
+        )
         if isinstance(event, ErrorReceived):
             raise ProtocolError(event.code, event.message, event.data, event.id)
         if isinstance(event, MessageRejected):
@@ -374,6 +384,7 @@ async def connect_http(
     http: httpx.AsyncClient | None = None,
     headers: dict[str, str] | None = None,
     on_request: Callable[[RequestReceived], Awaitable[Any]] | None = None,
+    max_rounds: int = MAX_ROUNDS,
 ) -> StreamableHTTPClient | SSEClient:
     """A connected client for the MCP server at ``url``, over whichever HTTP transport it
     speaks: the session's opening is POSTed there (Streamable HTTP); when that POST is refused
@@ -381,7 +392,8 @@ async def connect_http(
     ``url`` is opened as an HTTP+SSE stream instead and the same opening is sent through it.
 
     401, 403 and 429 are not taken for the old transport (they say the endpoint exists), nor is
-    a 4xx carrying a JSON-RPC error (a Streamable HTTP server answering the message). Returns a
+    a 4xx carrying a JSON-RPC error (a Streamable HTTP server answering the message).
+    ``max_rounds`` goes to either client (the input rounds of one request). Returns a
     ``StreamableHTTPClient`` or an ``SSEClient``, connected; closing it closes its HTTP client
     when ``http`` was not given.
     """
@@ -400,7 +412,12 @@ async def connect_http(
         ):
             raise _Legacy(response.status_code, response.request.content)
 
-    modern = StreamableHTTPClient(url, session, http=http, headers=headers, on_request=on_request)
+    common: dict[str, Any] = {
+        "headers": headers,
+        "on_request": on_request,
+        "max_rounds": max_rounds,
+    }
+    modern = StreamableHTTPClient(url, session, http=http, **common)
     hooks = modern.http.event_hooks["response"]
     hooks.append(watch)
     try:
@@ -415,7 +432,7 @@ async def connect_http(
         hooks.remove(watch)
     if http is None:
         await modern.close()  # its own HTTP client; no session was opened to delete
-    old = SSEClient(url, session, http=http, headers=headers, on_request=on_request)
+    old = SSEClient(url, session, http=http, **common)
     try:
         await old.connect(unsent=[opening])
     except BaseException:
