@@ -135,7 +135,7 @@ class _Speech:
         )
         # Of those, the ones whose result is the plain answer of a request sent once the session
         # is ready (not the opening's, no result class of ``unplain``): a ``ResultReceived``.
-        opening = {m for m, role in self.roles.items() if role in ("initialize", "discover")}
+        opening = {self.facts.lifecycle.get("initialize"), self.facts.lifecycle.get("discover")}
         self.plain_answers = frozenset(
             w.response
             for m, w in self.facts.wires.items()
