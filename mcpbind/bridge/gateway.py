@@ -217,7 +217,9 @@ class Link(Crossing):
         self.front, self.sid = front, sid  # the HTTP server and session id the client is on
         self.transport: Upstream = gateway._transport(self)
         self.pending: dict[Any, _Pending] = {}
-        self.counted = 0  # requests awaiting the link to open
+        # requests in flight not in ``pending``: awaiting the link to open, or served by the
+        # tasks translation of a core client (tasks_http)
+        self.counted = 0
         self.used = time.monotonic()
         self.why: str | None = None  # why it ended, once it has
         self._opening: asyncio.Future[None] | None = None

@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import time
 import weakref
 from typing import TYPE_CHECKING, Any
 
@@ -76,11 +77,17 @@ class UpstreamTasks:
         if not self.tasks.mine(call.method, call.revision, call.params):
             return NOT_MINE
         await link.open()
+        limit = self.gateway.max_in_flight
+        if len(link.pending) + link.counted >= limit:
+            raise too_many(call.id, limit, "the client", "the server")
+        link.used = time.monotonic()
+        link.counted += 1  # in flight: the link is neither ended idle nor evicted meanwhile
         table = self.kept.setdefault(link, {})
         port = _Post(self, link, call) if self.url is not None else _Session(self, link, call)
         try:
             return await self.tasks.answer(table, port, call.method, call.params)
         finally:
+            link.counted -= 1
             link._say()  # (the losses of the input requests carried to the client)
 
     # -- the server ----------------------------------------------------------------------------
@@ -214,8 +221,8 @@ class _Post:
 
 class _Session(_Post):
     """The port behind ``-- CMD``: the requests go on the link's session to its child process
-    (at most the gateway's ``max_in_flight`` awaiting the server on a link, as the client's
-    own)."""
+    (one at a time per request of the client, which ``forward`` counted in the link's
+    ``max_in_flight``)."""
 
     __slots__ = ()
 
@@ -223,9 +230,6 @@ class _Session(_Post):
         link, call = self.link, self.call
         if link.why is not None:
             raise ProtocolError(CONNECTION_CLOSED, f"Connection closed: {link.why}")
-        limit = link.gateway.max_in_flight
-        if len(link.pending) + link.counted >= limit:
-            raise too_many(call.id, limit, "the client", "the server")
         from .gateway import _Pending  # (the gateway imports this module)
 
         tasks = self.upstream.tasks
