@@ -301,3 +301,19 @@ def test_a_lost_answer_of_the_server_ends_that_request_only() -> None:
     assert isinstance(error, ErrorReceived) and error.code == -32603
     assert "too long" in error.message
     assert isinstance(again, ResultReceived) and not closed  # the bridge goes on
+
+
+def test_a_clients_answer_that_does_not_fit_ends_its_tasks_result_with_an_error() -> None:
+    async def unfit(wire: Wire) -> Any:
+        wire.answer = None
+        task_id = await wire.task("confirm", {})
+        rid = wire.send("tasks/result", {"taskId": task_id})
+        question = await wire.until(lambda e: isinstance(e, RequestReceived))
+        line = {"jsonrpc": "2.0", "id": question.id, "result": {"action": 5}}
+        wire.bridge.from_client(json.dumps(line).encode())  # (the client's session checks)
+        wire.pump()
+        return await wire.until(lambda e: isinstance(e, ANSWERS) and e.id == rid)
+
+    error = run(unfit)
+    assert isinstance(error, ErrorReceived) and error.code == -32603
+    assert "$.result.action" in error.message

@@ -181,9 +181,7 @@ class StdioTasks:
                 return False
             running.cancel()
             return True
-        if isinstance(e, MessageRejected) and not e.answered:
-            return self.answer_lost(e.error.id, e.error.message)
-        return False
+        return False  # (an unreadable answer: ``Bridge._client_answer_lost`` asks ``answer_lost``)
 
     def answer_lost(self, id: Any, why: str) -> bool:
         """Whether ``id`` names a request of the translation's whose answer (from the client or
@@ -203,8 +201,11 @@ class StdioTasks:
 
     def server_event(self, e: Event) -> bool:
         """Whether the server's event ``e`` was the translation's: an answer to its request."""
-        if isinstance(e, MessageRejected):
-            return not e.answered and self.answer_lost(e.error.id, e.error.message)
+        if isinstance(e, MessageRejected):  # an unreadable answer: the session stopped awaiting it
+            id = e.error.id
+            if e.answered or id not in self.sent or self.bridge.back.awaits(id):
+                return False
+            return self.answer_lost(id, e.error.message)
         if not isinstance(e, _ANSWERS):
             return False
         future = self.sent.get(e.id)
