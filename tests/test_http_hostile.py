@@ -482,8 +482,14 @@ def test_requests_in_flight_on_a_session_are_bounded() -> None:
             await asyncio.sleep(0)
         third = post(app, {"jsonrpc": "2.0", "id": 3, "method": "tools/list"}, header)
         answer = await third.json()
-        assert answer["id"] == 3 and answer["error"]["code"] == -32603
-        assert "max_in_flight" in answer["error"]["message"]
+        assert answer["id"] == 3
+        # Word for word what SSEServer answers (tests/test_sse_transport.py).
+        assert answer["error"] == {
+            "code": -32603,
+            "message": "Server busy: this session is handling as many requests at once as it "
+            "may (max_in_flight: 2); send it again once one is answered",
+            "data": {"limit": "max_in_flight", "max": 2},
+        }
         release.set()
         for call in calls:
             assert "result" in await call.json()
@@ -491,6 +497,36 @@ def test_requests_in_flight_on_a_session_are_bounded() -> None:
         assert "result" in await fourth.json()  # the bound counts requests in flight only
 
     run(go())
+
+
+POSITIVE = (
+    "max_body_size",
+    "body_timeout",
+    "max_sessions",
+    "session_idle_timeout",
+    "max_in_flight",
+    "max_queued",
+    "resume_timeout",
+)
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "must"),
+    [(o, v, "be positive") for o in POSITIVE for v in (0, -1)]
+    + [(o, -1, "be >= 0") for o in ("session_evictable_after", "retry_ms")]
+    + [("body_timeout", float("nan"), "be positive")],
+)
+def test_a_limit_that_bounds_nothing_is_refused_at_construction(
+    option: str, value: float, must: str
+) -> None:
+    with pytest.raises(ValueError) as refused:
+        server(**{option: value})
+    assert str(refused.value) == f"{option} must {must}, not {value!r}"
+
+
+def test_limits_of_zero_where_zero_means_at_once_are_taken() -> None:
+    app = server(session_evictable_after=0, retry_ms=0)
+    assert (app.session_evictable_after, app.retry_ms) == (0, 0)
 
 
 @pytest.mark.parametrize("stateful", [False, True])

@@ -445,9 +445,15 @@ def test_requests_in_flight_past_max_in_flight_get_an_error() -> None:
             await c.connect()
             call = asyncio.ensure_future(c.call("tools/call", {"name": "slow", "arguments": {}}))
             await until(lambda: gate.waiting)
-            with pytest.raises(ProtocolError, match="max_in_flight") as info:
+            with pytest.raises(ProtocolError) as info:
                 await c.call("tools/call", {"name": "echo", "arguments": {}})
+            # Word for word what StreamableHTTPServer answers (tests/test_http_hostile.py).
             assert info.value.code == -32603
+            assert info.value.message == (
+                "Server busy: this session is handling as many requests at once as it may "
+                "(max_in_flight: 1); send it again once one is answered"
+            )
+            assert info.value.data == {"limit": "max_in_flight", "max": 1}
             gate.open.set()
             assert (await call).content[0].text == "done"
             assert (await c.call("tools/call", {"name": "echo", "arguments": {}})).content

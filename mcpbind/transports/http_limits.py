@@ -1,7 +1,13 @@
-"""The defaults of the Streamable HTTP server's limits (``StreamableHTTPServer``'s options;
-docs/limits.md says what a client gets past each). ``http_server`` names them too."""
+"""The defaults of the HTTP servers' limits (``StreamableHTTPServer``'s and ``SSEServer``'s
+options; docs/limits.md says what a client gets past each), the check both make of the values
+given, and the error both answer a request with past ``max_in_flight``. ``http_server`` names
+the defaults too."""
 
 from __future__ import annotations
+
+from typing import Any
+
+from ..errors import INTERNAL_ERROR, ProtocolError
 
 MAX_BODY_SIZE = 4 * 1024 * 1024
 BODY_TIMEOUT = 30.0
@@ -21,3 +27,26 @@ RETRY_MS = 1000
 RESUME_TIMEOUT = 30.0
 # The tools whose x-mcp-header designations are kept to check Mcp-Param-* headers against.
 MAX_DESIGNATED = 4096
+
+
+def check_limits(positive: dict[str, float], not_negative: dict[str, float]) -> None:
+    """Refuse a server's limits that bound nothing: ``ValueError`` naming the first option of
+    ``positive`` that is zero, negative (or NaN), or of ``not_negative`` that is below zero."""
+    for name, value in positive.items():
+        if not value > 0:
+            raise ValueError(f"{name} must be positive, not {value!r}")
+    for name, value in not_negative.items():
+        if not value >= 0:
+            raise ValueError(f"{name} must be >= 0, not {value!r}")
+
+
+def too_many_in_flight(request_id: Any, max_in_flight: int) -> ProtocolError:
+    """The error answering request ``request_id`` of a session that has ``max_in_flight``
+    requests being handled already: -32603, with the limit in ``data``."""
+    return ProtocolError(
+        INTERNAL_ERROR,
+        f"Server busy: this session is handling as many requests at once as it may "
+        f"(max_in_flight: {max_in_flight}); send it again once one is answered",
+        {"limit": "max_in_flight", "max": max_in_flight},
+        request_id,
+    )

@@ -100,6 +100,8 @@ from .http_limits import (
     SESSION_EVICTABLE_AFTER as SESSION_EVICTABLE_AFTER,
     SESSION_IDLE_TIMEOUT as SESSION_IDLE_TIMEOUT,
     SESSION_RECHECK as SESSION_RECHECK,
+    check_limits,
+    too_many_in_flight,
 )
 
 # isort: on
@@ -368,6 +370,18 @@ class StreamableHTTPServer:
         on_close: Callable[[str], None] | None = None,
         tasks: Tasks | None = None,
     ) -> None:
+        check_limits(
+            {
+                "max_body_size": max_body_size,
+                "body_timeout": body_timeout,
+                "max_sessions": max_sessions,
+                "session_idle_timeout": session_idle_timeout,
+                "max_in_flight": max_in_flight,
+                "max_queued": max_queued,
+                "resume_timeout": resume_timeout,
+            },
+            {"session_evictable_after": session_evictable_after, "retry_ms": retry_ms},
+        )
         self.handler = handler
         # The tasks extension's layer (mcpbind.tasks): it answers the stateless requests it owns
         # before any session reads them, and the capabilities advertise the extension.
@@ -1199,14 +1213,8 @@ class StreamableHTTPServer:
             self.on_event(live.session, event)
         if isinstance(event, RequestReceived):
             if len(live.tasks) >= self.max_in_flight:
-                _answer_error(
-                    live.session,
-                    event.id,
-                    INTERNAL_ERROR,
-                    f"Server busy: {len(live.tasks)} requests of this session are in flight, "
-                    f"the most it handles at once (max_in_flight)",
-                    None,
-                )
+                busy = too_many_in_flight(event.id, self.max_in_flight)
+                _answer_error(live.session, event.id, busy.code, busy.message, busy.data)
                 return
             stream.pending.add(event.id)
             call = Call(live, stream, event)

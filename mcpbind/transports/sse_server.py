@@ -35,6 +35,7 @@ from .. import bindings
 from ..errors import INTERNAL_ERROR, ProtocolError
 from ..events import Event, RequestReceived
 from ..session import ServerSession
+from .http_limits import check_limits, too_many_in_flight
 
 # Shared with the Streamable HTTP server: the handler's view of a request (Call), the session
 # record it reads (_Live), a stream's queue and the requests sent on it (_Stream), how the server
@@ -157,19 +158,18 @@ class SSEServer:
         session_class: Callable[..., ServerSession] = ServerSession,
         on_close: Callable[[str], None] | None = None,
     ) -> None:
-        for name, value in (
-            ("max_sessions", max_sessions),
-            ("session_idle_timeout", session_idle_timeout),
-            ("max_body_size", max_body_size),
-            ("body_timeout", body_timeout),
-            ("max_queued", max_queued),
-            ("max_in_flight", max_in_flight),
-            ("ping_interval", ping_interval),
-        ):
-            if value <= 0:
-                raise ValueError(f"{name} must be positive, not {value!r}")
-        if session_evictable_after < 0:
-            raise ValueError(f"session_evictable_after must be >= 0, not {session_evictable_after}")
+        check_limits(
+            {
+                "max_sessions": max_sessions,
+                "session_idle_timeout": session_idle_timeout,
+                "max_body_size": max_body_size,
+                "body_timeout": body_timeout,
+                "max_queued": max_queued,
+                "max_in_flight": max_in_flight,
+                "ping_interval": ping_interval,
+            },
+            {"session_evictable_after": session_evictable_after},
+        )
         self.handler = handler
         self._config: dict[str, Any] = {
             "capabilities": capabilities,
@@ -337,14 +337,8 @@ class SSEServer:
             self.on_event(live.session, event)
         if isinstance(event, RequestReceived):
             if len(live.tasks) >= self.max_in_flight:
-                _answer_error(
-                    live.session,
-                    event.id,
-                    INTERNAL_ERROR,
-                    f"Too many requests in flight: this session has {self.max_in_flight} "
-                    "requests being handled (max_in_flight); send it again once one is answered",
-                    {"limit": "max_in_flight", "max": self.max_in_flight},
-                )
+                busy = too_many_in_flight(event.id, self.max_in_flight)
+                _answer_error(live.session, event.id, busy.code, busy.message, busy.data)
                 live.feed.put(live.session.data_to_send())
                 return
             call = Call(live, live.feed, event)
