@@ -317,3 +317,52 @@ def test_a_clients_answer_that_does_not_fit_ends_its_tasks_result_with_an_error(
     error = run(unfit)
     assert isinstance(error, ErrorReceived) and error.code == -32603
     assert "$.result.action" in error.message
+
+
+async def _cancelled_on_its_way(wire: Wire) -> Any:
+    """A task-augmented call the client cancels once it reached the server (before the bridge
+    read the answer); the statuses of the App's tasks once the bridge settled it."""
+    rid = wire.send("tools/call", {"name": "slow", "arguments": {"seconds": 5}, "task": {}})
+    for _ in range(100):
+        if "tools/call" in wire.methods.values():
+            break
+        await asyncio.sleep(0)
+    assert "tools/call" in wire.methods.values()
+    wire.client.cancel(rid, "changed my mind")
+    wire.pump()
+    for _ in range(200):
+        await asyncio.sleep(0.01)
+        wire.pump()
+        if wire.bridge.pending() == 0 and not wire.bridge.tasks.settling:
+            break
+    assert not any(isinstance(e, ANSWERS) and e.id == rid for e in wire.events)
+    return [task.status for task in wire.layer._tasks.values()], list(wire.bridge.log)
+
+
+def test_a_call_cancelled_on_its_way_has_the_task_it_created_cancelled() -> None:
+    statuses, log = run(_cancelled_on_its_way)
+    assert statuses == ["cancelled"], log  # without the fix: ["working"], left running
+    said = [line for line in log if "client cancelled it" in line and "is cancelled" in line]
+    assert said and "'tasks/cancel'" in said[0], log
+
+
+def test_a_failed_cancel_of_an_orphan_task_is_logged_and_the_bridge_goes_on() -> None:
+    def refused(message: dict[str, Any], method: str | None) -> dict[str, Any]:
+        if method == "tasks/cancel" and "result" in message:
+            return {
+                "jsonrpc": "2.0",
+                "id": message["id"],
+                "error": {"code": -32603, "message": "no"},
+            }
+        return message
+
+    async def failed(wire: Wire) -> Any:
+        wire.rewrite = refused
+        statuses, log = await _cancelled_on_its_way(wire)
+        wire.rewrite = lambda m, _: m
+        again = await wire.task("slow", {"seconds": 0})
+        return statuses, log, again, wire.bridge.closed
+
+    statuses, log, again, closed = run(failed)
+    assert any("could not be cancelled" in line and "no" in line for line in log), log
+    assert again and not closed

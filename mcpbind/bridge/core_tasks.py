@@ -13,7 +13,12 @@ conversions between the two revisions (the front's ``Crossing``). The HTTP gatew
 
 - a task-augmented ``tools/call`` becomes the extension's call; the task it creates comes back as
   the core ``CreateTaskResult`` (a call the server answers at once becomes a task that is
-  already ``completed``, kept in the table);
+  already ``completed``, kept in the table); a call the client cancels while it is on its way
+  is let run to the server's answer (cancelling the request would drop that answer, and with it
+  the id of a task the server made meanwhile), and a task that answer creates is cancelled at
+  the server with the extension's ``tasks/cancel``, as is one created for a client whose
+  connection ended meanwhile (``Port.gone``); each is logged (``Port.note``), and a failure of
+  that cancel is logged too, never raised;
 - ``tasks/get`` and ``tasks/cancel`` are the extension's (the cancel answered with the task as
   it then is), ``tasks/list`` lists the table's tasks as last seen;
 - ``tasks/result`` polls the extension's ``tasks/get`` at the task's poll interval (bounded by
@@ -27,7 +32,9 @@ Every method, key and status comes from the generated facts (``TASKS``, ``FACTS`
 
 from __future__ import annotations
 
+import asyncio
 import secrets
+from collections.abc import Coroutine
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -84,6 +91,21 @@ class Port(Protocol):
 
     async def wait(self, seconds: float) -> None:
         """The wait between two polls."""
+        ...
+
+    @property
+    def gone(self) -> ProtocolError | None:
+        """The error the client's request gets because its connection ended (None while it is
+        open)."""
+        ...
+
+    def later(self, work: Coroutine[Any, Any, None]) -> None:
+        """Run ``work`` after the client's request is over (counted in flight on its
+        connection until it ends)."""
+        ...
+
+    def note(self, line: str) -> None:
+        """Log ``line`` (what the translation did that nobody asked it)."""
         ...
 
 
@@ -190,7 +212,17 @@ class CoreTasks:
             )
         plain = msgspec.structs.replace(params, **{self.when: UNSET})
         down, _ = port.crossing._down_params(method, plain, self.core)
-        answer = await port.send(method, msgspec.to_builtins(down))
+        # Shielded: a client's cancel must not drop the answer, which names the task to cancel.
+        sending = asyncio.ensure_future(port.send(method, msgspec.to_builtins(down)))
+        try:
+            answer = await asyncio.shield(sending)
+        except asyncio.CancelledError:
+            port.later(self._orphaned(port, sending, "the client cancelled it"))
+            raise
+        gone = port.gone
+        if gone is not None:
+            await self._orphaned(port, sending, "the client's connection ended")
+            raise gone
         f = self.facts
         kind = answer.get(self.kind)
         task: Any
@@ -214,6 +246,34 @@ class CoreTasks:
             )
         table[task.task_id] = task
         return self._typed({self.created_key: self._core_task(task)}, self.created, method)
+
+    async def _orphaned(self, port: Port, sending: asyncio.Future[Any], why: str) -> None:
+        """The server's answer to a task-augmented call nobody awaits any more (``why``): a task
+        it creates is cancelled at the server; what happens is logged, never raised."""
+        method, f = self.facts.eligible, self.facts
+        try:
+            answer = await sending
+        except asyncio.CancelledError:
+            return  # the bridge ended: the server's end of it goes with it
+        except Exception as error:  # noqa: BLE001 - logged: nobody awaits it
+            port.note(f"the task-augmented {method!r} {why}; it then failed: {error}")
+            return
+        if answer.get(self.kind) != f.task_result:
+            port.note(f"the task-augmented {method!r} {why}; the server's answer is dropped")
+            return
+        try:
+            task_id = self._ext(answer, self.types.create_result, method).task_id
+            await port.send(f.cancel, {self.ext_task_key: task_id})
+        except Exception as error:  # noqa: BLE001 - logged: nobody awaits it
+            port.note(
+                f"the task-augmented {method!r} {why}; the task the server then created could "
+                f"not be cancelled ({f.cancel!r}): {error}"
+            )
+            return
+        port.note(
+            f"the task-augmented {method!r} {why}; the task {task_id!r} the server then "
+            f"created is cancelled ({f.cancel!r})"
+        )
 
     def _forget_one(self, table: Table) -> bool:
         """Forget the oldest task of ``table`` that was over when last seen (False: none)."""

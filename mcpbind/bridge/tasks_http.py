@@ -10,7 +10,9 @@ declare the extension, as the link's own requests do not (``bridge/tasks.py``,
 of the extension's revision of its own, authorized as the link's (``_Post``); behind ``-- CMD``
 they go on the link's session to its child process (``_Session``). The client is asked on the
 stream of the request it waits on; the wait between two polls is asyncio's. Each link's tasks
-are a table of their own (``core_tasks.Table``), which goes with the link.
+are a table of their own (``core_tasks.Table``), which goes with the link. A task-augmented
+call the client cancels runs on to the server's answer (counted in flight on its link until
+then), and the task it creates is cancelled (``core_tasks``).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import contextlib
 import itertools
 import time
 import weakref
+from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any
 
 import httpx
@@ -217,6 +220,28 @@ class _Post:
 
     async def wait(self, seconds: float) -> None:
         await asyncio.sleep(seconds)
+
+    @property
+    def gone(self) -> ProtocolError | None:
+        why = self.link.why
+        if why is None:
+            return None
+        return ProtocolError(CONNECTION_CLOSED, f"Connection closed: {why}", {"reason": why})
+
+    def later(self, work: Coroutine[Any, Any, None]) -> None:
+        link = self.link
+        link.counted += 1  # (as ``forward`` counts the request)
+
+        async def counted() -> None:
+            try:
+                await work
+            finally:
+                link.counted -= 1
+
+        self.upstream.gateway._spawn(counted())
+
+    def note(self, line: str) -> None:
+        self.upstream.gateway._say([line])
 
 
 class _Session(_Post):

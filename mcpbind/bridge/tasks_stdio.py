@@ -19,15 +19,18 @@ loop:
 - the wait between two polls is the loop's; after each step the coroutine calls ``wake``, which
   writes what the sessions queued.
 
-A client's ``notifications/cancelled`` of a request ends its coroutine; the end of the bridge
+A client's ``notifications/cancelled`` of a request ends its coroutine (a task-augmented call
+on its way to the server runs on to the server's answer, and the task it creates is cancelled:
+``core_tasks``); the end of the bridge
 answers every request still running with the bridge's error (``close``). At most
-``max_in_flight`` of the client's task requests run at once, past it -32603.
+``max_in_flight`` of the client's task requests run at once (counting the cancelled calls still
+awaiting the server's answer), past it -32603.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
+from collections.abc import Coroutine, Iterable
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -67,6 +70,8 @@ class StdioTasks:
         self.running: dict[Any, asyncio.Task[None]] = {}  # the client's request id -> its work
         self.sent: dict[Any, asyncio.Future[Any]] = {}  # id to the server -> its answer to come
         self.asked: dict[Any, asyncio.Future[Any]] = {}  # id to the client -> its answer to come
+        # What runs after a request of the client is over (``Port.later``), counted in flight.
+        self.settling: set[asyncio.Task[None]] = set()
 
     @classmethod
     def between(cls, bridge: Bridge, negotiated: Negotiated, client: str | None) -> Any:
@@ -107,6 +112,22 @@ class StdioTasks:
     async def wait(self, seconds: float) -> None:
         await asyncio.sleep(seconds)
 
+    @property
+    def gone(self) -> ProtocolError | None:
+        return None  # the bridge's end cancels the requests it serves (``close``)
+
+    def later(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.get_running_loop().create_task(work)
+        self.settling.add(task)
+        task.add_done_callback(self._settled)
+
+    def _settled(self, task: asyncio.Task[None]) -> None:
+        self.settling.discard(task)
+        self._wake()
+
+    def note(self, line: str) -> None:
+        self.bridge.log.append(line)
+
     def _wake(self) -> None:
         wake = self.bridge.wake
         if wake is not None:
@@ -125,7 +146,7 @@ class StdioTasks:
         if not self.tasks.mine(e.method, e.revision, e.params):
             return False
         limit = self.bridge.max_in_flight
-        if len(self.running) >= limit:
+        if len(self.running) + len(self.settling) >= limit:
             self.bridge._answer_error(
                 e.id, crossing.too_many(e.id, limit, "the client", "the server")
             )
@@ -239,6 +260,8 @@ class StdioTasks:
         for id, task in running.items():
             task.cancel()
             self.bridge._answer_error(id, error)
+        for settling in list(self.settling):
+            settling.cancel()
         for future in (*self.sent.values(), *self.asked.values()):
             if not future.done():
                 future.cancel()
