@@ -387,6 +387,9 @@ class StructView:
     tag: str | None
     fields: tuple[tuple[str, str, str, str | None], ...]
     tag_field: str = ""  # the field the tag is the value of
+    # The class it extends: Struct, or a revision's class it adds fields to (which the type
+    # checker sees as Any: hence the template's ignore).
+    base: str = "Struct"
 
 
 @dataclass(frozen=True)
@@ -415,6 +418,11 @@ TASK_TYPES_FIELDS = (
         "listen_filter",
         "tuple[str, Any] | None",
         "(listen params member, class) taking the task ids key",
+    ),
+    (
+        "listen",
+        "tuple[Any, Any] | None",
+        "(request, params class) of a listen whose filter names tasks",
     ),
 )
 
@@ -487,10 +495,11 @@ def tasks_types(facts: TasksFacts, rev: Any, core: Any | None) -> TasksTypesView
     # object member of the listen request's params besides _meta.
     listen = overlay(rev.revision).lifecycle.get("listen")
     filter_member: tuple[str, str] | None = None
+    listen_classes: tuple[str, str, bool, bool] | None = None  # request, params, both required
     if listen is not None and listen in rev.methods:
         params = defs[rev.methods[listen].params.name]
         found = [
-            (f.wire, f.type.name)
+            (f.wire, f.type.name, f.required)
             for f in params.fields
             if f.wire != "_meta"
             and hasattr(f.type, "name")
@@ -498,7 +507,13 @@ def tasks_types(facts: TasksFacts, rev: Any, core: Any | None) -> TasksTypesView
         ]
         if len(found) != 1:
             raise PinError(f"MCP {rev.revision}: {listen}'s params hold no one filter: {found}")
-        filter_member = found[0]
+        filter_member = found[0][:2]
+        listen_classes = (
+            rev.methods[listen].message,
+            params.name,
+            rev.methods[listen].params_required,
+            found[0][2],
+        )
     for side in ("ClientCapabilities", "ServerCapabilities"):
         if facts.extensions_key not in {f.wire for f in defs[side].fields}:
             raise PinError(f"MCP {rev.revision}: {side} has no {facts.extensions_key!r}")
@@ -511,7 +526,7 @@ def tasks_types(facts: TasksFacts, rev: Any, core: Any | None) -> TasksTypesView
         nullable = expr.endswith(".nullable()")
         if nullable:
             expr = expr[: -len(".nullable()")]
-        simple = {"z.string()": "str", "z.int()": "int"}
+        simple = {"z.string()": "str", "z.int()": "int", "z.array(z.string())": "list[str]"}
         if expr in simple:
             ann = simple[expr]
         elif expr in _REVISION_TYPES:
@@ -654,6 +669,47 @@ def tasks_types(facts: TasksFacts, rev: Any, core: Any | None) -> TasksTypesView
                 tag_field="method",
             )
         )
+    # A listen request whose filter holds the package's key naming the tasks: the revision's
+    # listen classes, extended (the revision's filter class has no such field, so it would be
+    # dropped by a conversion into it).
+    if filter_member is not None and listen_classes is not None:
+        request_class, params_class, params_required, filter_required = listen_classes
+        structs.append(
+            StructView(
+                "TaskSubscriptionFilter",
+                f"The revision's {filter_member[1]} with the {facts.extension} extension's key.",
+                None,
+                tuple(fields("TaskSubscriptionNotificationsV2Schema")),
+                base=f"_r.{filter_member[1]}",
+            )
+        )
+
+        def member(wire: str, ann: str, required: bool) -> tuple[str, str, str, str | None]:
+            return (
+                _snake(wire),
+                wire,
+                ann if required else f"{ann} | UnsetType",
+                None if required else "UNSET",
+            )
+
+        structs.append(
+            StructView(
+                "TaskListenRequestParams",
+                f"The params of {listen} with a filter naming tasks.",
+                None,
+                (member(filter_member[0], "TaskSubscriptionFilter", filter_required),),
+                base=f"_r.{params_class}",
+            )
+        )
+        structs.append(
+            StructView(
+                "TaskListenRequest",
+                f"A {listen} request with a filter naming tasks.",
+                None,
+                (member("params", "TaskListenRequestParams", params_required),),
+                base=f"_r.{request_class}",
+            )
+        )
     record = dict(
         create_result="CreateTaskResult",
         get_result="GetTaskResult",
@@ -682,6 +738,7 @@ def tasks_types(facts: TasksFacts, rev: Any, core: Any | None) -> TasksTypesView
         listen_filter=(
             f"({filter_member[0]!r}, _r.{filter_member[1]})" if filter_member else "None"
         ),
+        listen="(TaskListenRequest, TaskListenRequestParams)" if listen_classes else "None",
     )
     assert list(record) == [name for name, _, _ in TASK_TYPES_FIELDS]  # one list of fields
     from .paths import package_name

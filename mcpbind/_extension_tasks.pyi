@@ -13,6 +13,7 @@ class TaskTypes(NamedTuple):
     notification: Any
     noted_by_status: dict[str, Any]
     listen_filter: tuple[str, Any] | None
+    listen: tuple[Any, Any] | None
 
 TASK_TYPES: dict[str, TaskTypes]
 

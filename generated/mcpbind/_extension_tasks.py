@@ -27,6 +27,9 @@ __all__ = [
     "UpdateTaskRequest",
     "CancelTaskRequestParams",
     "CancelTaskRequest",
+    "TaskSubscriptionFilter",
+    "TaskListenRequestParams",
+    "TaskListenRequest",
     "GetTaskResult",
     "TASK_TYPES",
     "TaskTypes",
@@ -45,6 +48,7 @@ class TaskTypes(NamedTuple):
     notification: Any  # the status notification (its params tagged by status)
     noted_by_status: dict[str, Any]  # status -> the class of the notification's params
     listen_filter: tuple[str, Any] | None  # (listen params member, class) taking the task ids key
+    listen: tuple[Any, Any] | None  # (request, params class) of a listen whose filter names tasks
 
 
 class WorkingTask(Struct, kw_only=True, gc=False, tag_field="status", tag="working"):
@@ -255,6 +259,36 @@ class CancelTaskRequest(Struct, kw_only=True, gc=False, tag_field="method", tag=
     params: CancelTaskRequestParams
 
 
+class TaskSubscriptionFilter(  # type: ignore[call-arg]
+    _r.SubscriptionFilter,  # type: ignore[misc]
+    kw_only=True,
+    gc=False,
+):
+    """The revision's SubscriptionFilter with the io.modelcontextprotocol/tasks extension's key."""
+
+    task_ids: list[str] | UnsetType = field(name="taskIds", default=UNSET)
+
+
+class TaskListenRequestParams(  # type: ignore[call-arg]
+    _r.SubscriptionsListenRequestParams,  # type: ignore[misc]
+    kw_only=True,
+    gc=False,
+):
+    """The params of subscriptions/listen with a filter naming tasks."""
+
+    notifications: TaskSubscriptionFilter
+
+
+class TaskListenRequest(  # type: ignore[call-arg]
+    _r.SubscriptionsListenRequest,  # type: ignore[misc]
+    kw_only=True,
+    gc=False,
+):
+    """A subscriptions/listen request with a filter naming tasks."""
+
+    params: TaskListenRequestParams
+
+
 GetTaskResult: TypeAlias = (
     WorkingTask | InputRequiredTask | CompletedTask | FailedTask | CancelledTask
 )
@@ -287,5 +321,6 @@ TASK_TYPES: dict[str, TaskTypes] = {
             "cancelled": CancelledTaskStatus,
         },
         listen_filter=("notifications", _r.SubscriptionFilter),
+        listen=(TaskListenRequest, TaskListenRequestParams),
     ),
 }
