@@ -5,6 +5,7 @@ responses, cancellation and progress. Every fact about a revision comes from its
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import re
 from collections.abc import Mapping
@@ -155,6 +156,22 @@ class _Speech:
         # The send plans of the requests a session in state "ready" sends without more checks
         # (every request but the one that opens a session), as they are first sent.
         self.requests: dict[str, _Send] = {}
+        # The revision's methods whose requests the extension may send in its own classes (a
+        # listen naming tasks: ``tasks_listen``), never in ``requests``, so that each goes by
+        # ``_extension_request`` first.
+        self.extended: frozenset[str] = frozenset()
+        self.tasks_listen: _Send | None = None
+        if self.ext is not None and self.ext.listen is not None:
+            assert self.ext.types.listen is not None
+            wire, params = self.ext.types.listen
+            ready(params)
+            self.tasks_listen = dataclasses.replace(
+                self.send(self.ext.listen),
+                wire=wire,
+                params=params,
+                meta_class=open_class(params, "meta"),
+            )
+            self.extended = frozenset({self.ext.listen})
 
     def send(self, method: str) -> _Send:
         found = self._send.get(method)
@@ -378,7 +395,8 @@ class Session:
                 INVALID_REQUEST, f"{method!r} is a notification in MCP {sp.revision}: use notify"
             )
         if not send.opening:
-            sp.requests[method] = send
+            if method not in sp.extended:  # (those go by ``_extension_request`` each time)
+                sp.requests[method] = send
         elif self.state == "ready":  # before, it is connect()'s own handshake
             raise ProtocolError(
                 INVALID_REQUEST,
@@ -840,6 +858,8 @@ class Session:
 
     def _refuse(self, data: bytes, error: ProtocolError, events: list[Event]) -> None:
         """An undecodable message: an event, and the error response when it was a request."""
+        if error.code == METHOD_NOT_FOUND and self._extension_message(data, events):
+            return
         answer = _answerable(data, error)
         if answer:
             codec = self._codec or next(iter(self._codecs.values()), None)
@@ -865,6 +885,11 @@ class Session:
     def _handshake_unreadable(self, error: ProtocolError, events: list[Event]) -> None:
         """The answer to this side's handshake request could not be read."""
         raise NotImplementedError
+
+    def _extension_message(self, data: bytes, events: list[Event]) -> bool:
+        """Whether ``data``, a message whose method the revision's codec does not know, is one
+        of an extension this side receives (its events appended then)."""
+        return False
 
 
 _ARRAY = re.compile(rb"[ \t\r\n]*\[").match  # a batch: JSON whose first token is [

@@ -133,12 +133,18 @@ class ClientSession(Session):
         """A request of the tasks extension (``TASKS``: get, update, cancel) where the agreed
         revision has it: its params (plain JSON or the generated params Struct) with the
         revision's ``_meta`` envelope, the extension declared; its answer decodes to its
-        generated class (``mcpbind._extension_tasks``)."""
+        generated class (``mcpbind._extension_tasks``). And a listen request whose filter names
+        tasks (``TASKS.listen_filter``): sent in the extension's classes (``TaskTypes.listen``),
+        which keep the task ids (-32602 with the JSON path for ids that are not strings); a
+        listen naming none is the revision's own (None here)."""
         sp = self._speech
         ext = sp.ext if sp is not None and self.state == "ready" else None
-        if ext is None or sp is None or method not in ext.methods:
+        if ext is None or sp is None:
             return None
-        if progress:
+        listen = sp.tasks_listen if method == ext.listen and ext.names_tasks(params) else None
+        if listen is None and method not in ext.methods:
+            return None
+        if progress and listen is None:
             raise ProtocolError(
                 INVALID_REQUEST, f"{method!r} carries no progress token ({ext.facts.extension})"
             )
@@ -150,18 +156,44 @@ class ClientSession(Session):
                 f"duplicate request id {id!r}: a {self._outgoing[id][0]!r} request with it "
                 "awaits its response",
             )
-        plain = msgspec.to_builtins(params) if params is not None else {}
-        if not isinstance(plain, dict):
-            raise ProtocolError(INVALID_PARAMS, f"the params of {method!r} are an object")
-        typed, data = ext.request(
-            sp, method, id, plain, self._client_capabilities(), self._client_info()
-        )
+        token = None
+        if listen is not None:
+            token = id if progress else None
+            typed = self._params(sp, listen, params, token)
+            data = msgspec.json.encode(listen.wire(id=id, jsonrpc="2.0", params=typed))
+        else:
+            plain = msgspec.to_builtins(params) if params is not None else {}
+            if not isinstance(plain, dict):
+                raise ProtocolError(INVALID_PARAMS, f"the params of {method!r} are an object")
+            typed, data = ext.request(
+                sp, method, id, plain, self._client_capabilities(), self._client_info()
+            )
         codec: Codec = self._codec  # type: ignore[assignment]  # (ready: set)
         codec.expect(id, method)
         self._asked = True
-        self._outgoing[id] = (method, sp, typed, None)
+        self._outgoing[id] = (method, sp, typed, token)
+        if token is not None:
+            self._tokens[token] = id
         self._out.append(data)
         return id
+
+    def _extension_message(self, data: bytes, events: list[Event]) -> bool:
+        """A task status notification of the tasks extension where the agreed revision has it:
+        a ``NotificationReceived`` carrying its generated class (``TaskSpeech.notification``);
+        one that does not fit it is refused (-32602, its JSON path)."""
+        sp = self._speech
+        ext = sp.ext if sp is not None and self.state == "ready" else None
+        if ext is None or sp is None:
+            return False
+        try:
+            event = ext.notification(data, sp.revision)
+        except ProtocolError as err:
+            events.append(self._rejected(err))
+            return True
+        if event is None:
+            return False
+        events.append(event)
+        return True
 
     # -- the handshake --------------------------------------------------------------------------
 

@@ -19,7 +19,7 @@ from .._extension_tasks import TASK_TYPES, TaskTypes
 from .._extensions import TASKS, TasksFacts
 from .._support import convert
 from ..errors import INVALID_PARAMS, METHOD_NOT_FOUND, ProtocolError
-from ..events import Event, ResultReceived, TaskCreated
+from ..events import Event, NotificationReceived, ResultReceived, TaskCreated
 
 if TYPE_CHECKING:
     from ._common import _Speech
@@ -33,9 +33,11 @@ class TaskSpeech:
     """The extension as one revision's sessions read it: its facts and classes (only for the
     revision the extension extends)."""
 
-    __slots__ = ("facts", "types", "methods", "messages", "kind")
+    __slots__ = ("facts", "types", "methods", "messages", "kind", "listen", "_filter")
 
-    def __init__(self, facts: TasksFacts, types: TaskTypes, kind: str) -> None:
+    def __init__(
+        self, facts: TasksFacts, types: TaskTypes, kind: str, listen: str | None = None
+    ) -> None:
         self.facts = facts
         self.types = types
         self.methods = frozenset(types.requests)
@@ -44,6 +46,10 @@ class TaskSpeech:
         self.messages = {m: wire for m, (wire, _) in types.requests.items()}
         self.messages[facts.notification] = types.notification
         self.kind = kind  # the revision's result discriminator (what says a result is a task)
+        # The revision's listen method where the extension's classes hold a filter naming tasks
+        # (``TaskTypes.listen``), and the listen params member holding the filter; else None.
+        self.listen = listen if types.listen is not None and types.listen_filter else None
+        self._filter = types.listen_filter[0] if types.listen_filter is not None else ""
 
     @classmethod
     def of(cls, revision: str) -> TaskSpeech | None:
@@ -52,8 +58,48 @@ class TaskSpeech:
             return None
         from .. import bindings
 
-        kinds = bindings(revision).FACTS.result_kinds
-        return cls(facts, types, kinds.key) if kinds is not None else None
+        revision_facts = bindings(revision).FACTS
+        kinds = revision_facts.result_kinds
+        if kinds is None:
+            return None
+        return cls(facts, types, kinds.key, revision_facts.lifecycle.get("listen"))
+
+    def names_tasks(self, params: Any) -> bool:
+        """Whether the params of a listen request (plain JSON, or a generated params Struct)
+        have a filter naming tasks: they are then sent in the extension's classes
+        (``TaskTypes.listen``), which keep the task ids the revision's filter class lacks."""
+        if type(params) is dict:
+            wanted = params.get(self._filter)
+            return type(wanted) is dict and self.facts.listen_filter in wanted
+        assert self.types.listen is not None  # (only asked where there is a listen)
+        return type(params) is self.types.listen[1]
+
+    def notification(self, data: bytes, revision: str) -> Event | None:
+        """The event of ``data`` (one message the revision's codec did not know the method of)
+        when it is the extension's status notification: a ``NotificationReceived`` carrying the
+        generated ``TaskStatusNotification`` (its params one class per status); None when it is
+        not one. Raises ``ProtocolError`` (-32602, the JSON path) for one that does not fit."""
+        try:
+            message = msgspec.json.decode(data)
+        except (msgspec.DecodeError, RecursionError):
+            return None
+        if (
+            type(message) is not dict
+            or message.get("method") != self.facts.notification
+            or "id" in message  # a request of that name: the codec's refusal stands
+        ):
+            return None
+        try:
+            typed = convert(message, self.types.notification)
+        except msgspec.ValidationError as exc:
+            raise ProtocolError(
+                INVALID_PARAMS,
+                f"Invalid {self.facts.notification!r} notification (MCP {revision}, "
+                f"{self.facts.extension}): {exc}",
+            ) from None
+        return NotificationReceived(
+            method=self.facts.notification, params=typed.params, message=typed, revision=revision
+        )
 
     def answer(self, id: Any, method: str, params: Any, result: Any) -> Event | None:
         """The event of ``result`` (the revision's open ``Result``) answering a ``method``
