@@ -10,14 +10,8 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
-import msgspec
-
-from .._extension_tasks import TASK_TYPES
-from .._extensions import TASKS
-from .._support import convert
 from ..app.reply import reply
-from ..app.revision import rev
-from ..errors import INTERNAL_ERROR, INVALID_PARAMS, ProtocolError
+from ..errors import INTERNAL_ERROR, ProtocolError
 from ..events import (
     ErrorReceived,
     Event,
@@ -32,6 +26,7 @@ from ..events import (
     TaskCreated,
 )
 from ..session import ClientSession
+from ..session.tasks import TaskSpeech
 
 __all__ = ["Link", "ObservedSession", "PipeLink", "Serve"]
 
@@ -49,11 +44,11 @@ class ObservedSession(ClientSession):
     id of the last request of each method, and binds a progress callback set with
     ``expect_progress`` to the next request sent.
 
-    Where the agreed revision has the tasks extension, it also speaks the extension's part of
-    subscription streams, which the revision's classes do not hold: a listen request whose
-    filter names task ids (``TASKS.listen_filter``) is sent with them, and each task status
-    notification is read with its generated class and shown to ``observe_task`` (the params:
-    one generated class per status) instead of the session."""
+    Where the agreed revision has the tasks extension, a task status notification (the session
+    reads it: ``NotificationReceived`` with the generated class) is shown to ``observe_task``
+    (its params: one generated class per status) instead, when one is given; a listen request
+    naming tasks (the client's own streams, one per followed task) is not remembered as the
+    last of its method (that is the user's subscription stream)."""
 
     def __init__(
         self,
@@ -69,7 +64,6 @@ class ObservedSession(ClientSession):
         self.last_ids: dict[str, Any] = {}
         self.progress_of: dict[Any, Callable[..., Any]] = {}
         self._next_progress: Callable[..., Any] | None = None
-        self._held: list[bytes] = []  # queued messages, one of them rewritten (``_with_tasks``)
 
     def expect_progress(self, callback: Callable[..., Any] | None) -> None:
         self._next_progress = callback
@@ -78,106 +72,36 @@ class ObservedSession(ClientSession):
         callback, self._next_progress = self._next_progress, None
         if callback is not None:
             options["progress"] = True
-        ext = _EXTENDED.get(self.revision or "")
-        task_ids = ext.task_ids(method, params) if ext is not None else None
-        if task_ids is not None:
-            assert ext is not None
-            params = ext.without_task_ids(params)
         rid = super().request(method, params, **options)
-        if task_ids is not None:
-            assert ext is not None
-            self._with_tasks(ext, task_ids)
-        else:  # (a subscription stream of tasks is not the one the client reopens)
+        ext = self._tasks_speech()
+        if ext is None or method != ext.listen or not ext.names_tasks(params):
             self.last_ids[method] = rid
         if callback is not None:
             self.progress_of[rid] = callback
         return rid
 
-    def _with_tasks(self, ext: _Extended, task_ids: list[str]) -> None:
-        """The listen request just queued (the last message) with the task ids in its filter."""
-        queued = [*self._held, *super().data_to_send()]
-        queued[-1] = ext.with_task_ids(queued[-1], task_ids)
-        self._held = queued
-
-    def data_to_send(self) -> list[bytes]:
-        held, self._held = self._held, []
-        return [*held, *super().data_to_send()] if held else super().data_to_send()
-
     def receive(self, data: bytes | str) -> list[Event]:
-        ext = _EXTENDED.get(self.revision or "")
-        if ext is not None and self._observe_task is not None:
-            status = ext.status(data)
-            if status is not None:
-                self._observe_task(status)
-                return []
         events = super().receive(data)
         for event in events:
             if type(event) in (NotificationReceived, ProgressReceived):
-                self._observe(event)
+                if self._observe_task is not None and self._is_task_status(event):
+                    self._observe_task(event.params)  # type: ignore[union-attr]
+                else:
+                    self._observe(event)
             elif type(event) in (ResultReceived, ErrorReceived):
                 self.progress_of.pop(event.id, None)  # type: ignore[union-attr]
             elif type(event) is Negotiated:
                 self.negotiated = event
         return events
 
+    def _tasks_speech(self) -> TaskSpeech | None:
+        """The tasks extension as the agreed revision's session speaks it, or None."""
+        sp = self._speech
+        return sp.ext if sp is not None else None
 
-class _Extended:
-    """The tasks extension's part of subscription streams in one revision (``ObservedSession``):
-    the listen method, the filter member and key naming tasks, the status notification."""
-
-    def __init__(self, revision: str) -> None:
-        facts, types = TASKS[revision], TASK_TYPES[revision]
-        assert types.listen_filter is not None
-        self.listen = rev(revision).facts.lifecycle["listen"]
-        self.member = types.listen_filter[0]  # the listen params member holding the filter
-        self.key = facts.listen_filter  # the filter's key naming the tasks
-        self.marker = msgspec.json.encode(facts.notification)  # in every such notification
-        self.notification = types.notification
-
-    def task_ids(self, method: str, params: Any) -> list[str] | None:
-        """The task ids a listen request's plain params name, or None (not such a request);
-        ids that are not strings are -32602."""
-        if method != self.listen or not isinstance(params, dict):
-            return None
-        wanted = params.get(self.member)
-        if not isinstance(wanted, dict) or self.key not in wanted:
-            return None
-        try:
-            return msgspec.convert(wanted[self.key], list[str])
-        except msgspec.ValidationError as exc:
-            raise ProtocolError(
-                INVALID_PARAMS, f"Invalid params: $.params.{self.member}.{self.key}: {exc}"
-            ) from None
-
-    def without_task_ids(self, params: dict[str, Any]) -> dict[str, Any]:
-        wanted = {k: v for k, v in params[self.member].items() if k != self.key}
-        return {**params, self.member: wanted}
-
-    def with_task_ids(self, data: bytes, task_ids: list[str]) -> bytes:
-        message = msgspec.json.decode(data)
-        message["params"][self.member][self.key] = task_ids
-        return msgspec.json.encode(message)
-
-    def status(self, data: bytes | str) -> Any:
-        """The params of ``data`` when it is a task status notification (its generated class
-        by status), else None (a malformed one is left to the session, which refuses it)."""
-        raw = data.encode() if isinstance(data, str) else data
-        if self.marker not in raw:
-            return None
-        try:
-            return convert(msgspec.json.decode(raw), self.notification).params
-        except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
-            return None
-
-
-# By revision: where the tasks extension and subscription streams meet.
-_EXTENDED = {
-    r: _Extended(r)
-    for r in TASKS
-    if r in TASK_TYPES
-    and TASK_TYPES[r].listen_filter is not None
-    and "listen" in rev(r).facts.lifecycle
-}
+    def _is_task_status(self, event: Event) -> bool:
+        ext = self._tasks_speech()
+        return ext is not None and type(getattr(event, "message", None)) is ext.types.notification
 
 
 class Link(Protocol):
