@@ -12,12 +12,13 @@ from typing import Any
 import msgspec
 import pytest
 
-from mcpbind import bindings, convert
+from mcpbind import ServerSession, bindings, convert
 from mcpbind._extension_tasks import TASK_TYPES
 from mcpbind._extensions import TASKS
+from mcpbind.client.links import ObservedSession
 from mcpbind.errors import ProtocolError
 from mcpbind.events import MessageRejected, NotificationReceived, ResultReceived
-from tests._session_pairs import connected
+from tests._session_pairs import CLIENT_INFO, SERVER_INFO, connected, pump
 
 REVISION = "2026-07-28"
 FACTS = TASKS[REVISION]
@@ -124,3 +125,39 @@ def test_other_unknown_methods_and_older_revisions_are_still_refused() -> None:
     older, _ = connected(["2025-11-25"], ["2025-11-25"])
     [event] = older.receive(_status(FACTS.working))
     assert isinstance(event, MessageRejected) and event.error.code == -32601
+
+
+def _observed(observe_task: Any) -> tuple[Any, list[Any]]:
+    seen: list[Any] = []
+    client = ObservedSession(
+        revisions=[REVISION],
+        capabilities=DECLARED,
+        info=CLIENT_INFO,
+        observe=seen.append,
+        observe_task=observe_task,
+    )
+    server = ServerSession(revisions=[REVISION], capabilities={"tools": {}}, info=SERVER_INFO)
+    client.connect()
+    pump(client, server)
+    assert client.state == "ready"
+    return client, seen
+
+
+def test_the_clients_session_shows_a_task_status_to_its_follower() -> None:
+    statuses: list[Any] = []
+    client, seen = _observed(statuses.append)
+    rid = client.request(LISTEN, {"notifications": {FACTS.listen_filter: ["t1"]}})
+    assert json.loads(client.data_to_send()[0])["params"]["notifications"] == {
+        FACTS.listen_filter: ["t1"]
+    }
+    assert LISTEN not in client.last_ids  # a task stream is not the user's
+    own = client.request(LISTEN, {"notifications": {"toolsListChanged": True}})
+    assert client.last_ids[LISTEN] == own != rid
+    client.receive(_status(FACTS.working))
+    assert [type(s) for s in statuses] == [TYPES.noted_by_status[FACTS.working]]
+    assert not [e for e in seen if isinstance(e, NotificationReceived)]
+    # without a follower (tasks=False), it is a notification like any other
+    client, seen = _observed(None)
+    client.receive(_status(FACTS.working))
+    [event] = seen
+    assert isinstance(event, NotificationReceived) and type(event.message) is TYPES.notification
