@@ -1,11 +1,19 @@
 """bridge/relay.py between two processes' ends sharing one store (the project's MemoryStore with
 ``shared=True``, as servers of one process share it): request states naming their holder, the
-answer carried back, and the bounds (``max_relayed``, ``relay_timeout``, the holder gone)."""
+answer carried back, and the bounds (``max_relayed``, ``relay_timeout``, the holder gone); and a
+real Redis (a redis-server of the test's own) stopped or frozen while a retry waits: an error
+well before ``relay_timeout``."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -13,7 +21,9 @@ import pytest
 from mcpbind.bridge.crossing import STATE_PREFIX, Crossing
 from mcpbind.bridge.relay import Relay, RelayedCall
 from mcpbind.errors import ProtocolError
-from mcpbind.transports.store import MemoryStore
+from mcpbind.transports.store import MemoryStore, RedisStore
+from tests._net import free_port, wait_port
+from tests.conftest import redis_server_binary
 
 
 def run(test: Any) -> Any:
@@ -161,3 +171,82 @@ async def test_a_retry_cancelled_here_is_cancelled_on_the_holder() -> None:
     await asyncio.wait_for(started.wait(), 5)
     waiting.cancel()
     await asyncio.wait_for(cancelled.wait(), 5)
+
+
+# -- a real Redis failing while a retry waits for its holder ----------------------------------------
+
+
+@contextlib.contextmanager
+def own_redis() -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """A redis-server of this test's own (the test stops or freezes it): its URL and process."""
+    with tempfile.TemporaryDirectory(prefix="mcpbind-relay-redis-") as folder:
+        port = free_port()
+        command = [str(redis_server_binary()), "--port", str(port), "--bind", "127.0.0.1"]
+        process = subprocess.Popen(
+            [*command, "--dir", folder, "--save", "", "--appendonly", "no"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            wait_port(port, process)
+            yield f"redis://127.0.0.1:{port}/0", process
+        finally:
+            process.send_signal(signal.SIGCONT)  # (a frozen one)
+            process.kill()
+            process.wait()
+
+
+async def _redis_fails_mid_round(fail: Callable[[subprocess.Popen[bytes]], None]) -> Any:
+    """A retry forwarded through a real Redis to a holder that works on it; ``fail`` done to
+    Redis once the holder took it. What the forwarding side then gets, and how soon."""
+    taken = asyncio.Event()
+
+    async def resume(call: RelayedCall, state: str, identity: str) -> Any:
+        taken.set()
+        await asyncio.Event().wait()  # the server answers late: the round is mid-way
+
+    with own_redis() as (url, process):
+        stores = [RedisStore(url), RedisStore(url)]
+        logged: list[str] = []
+        holder = Relay(stores[0], resume, log=logged.append)
+        other = Relay(stores[1], resume, timeout=60, silence=2, log=logged.append)
+        await holder.start()
+        await other.start()
+        state = holder.state(Crossing.new_state())
+        waiting = asyncio.ensure_future(other.forward(holder.worker, state, "who", Retry()))
+        await asyncio.wait_for(taken.wait(), 10)
+        await asyncio.sleep(1.5)  # acknowledged, and said it still works on it
+        assert not waiting.done()
+        fail(process)
+        started = time.monotonic()
+        try:
+            with pytest.raises(ProtocolError) as caught:
+                await asyncio.wait_for(waiting, 20)  # relay_timeout is 60 s
+            return caught.value, time.monotonic() - started
+        finally:
+            for relay in (holder, other):
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(relay.close(), 1)
+
+
+@run
+async def test_redis_stopped_mid_round_fails_the_waiting_retry_soon() -> None:
+    def stop(process: subprocess.Popen[bytes]) -> None:
+        process.terminate()
+        process.wait()
+
+    error, waited = await _redis_fails_mid_round(stop)
+    assert error.code == -32603 and error.data == {"reason": "store failed"}, error
+    assert "the shared store (--redis) failed" in error.message
+    assert "without requestState" in error.message
+    assert waited < 20  # (relay_timeout is 60 s; a generous bound, not a timing check)
+
+
+@run
+async def test_redis_frozen_mid_round_fails_the_waiting_retry_instead_of_a_hang() -> None:
+    error, _ = await _redis_fails_mid_round(lambda process: process.send_signal(signal.SIGSTOP))
+    assert error.data["reason"] in ("store failed", "holder silent"), error
+    if error.data["reason"] == "store failed":  # the check of the holder was not answered
+        assert error.code == -32603 and "no answer within 2 s" in error.message
+    else:  # nothing came from the holder meanwhile
+        assert error.code == -32000 and "holder_silence (2 s)" in error.message

@@ -74,7 +74,7 @@ from ..transports.sse_server import SSEServer
 from ..transports.stdio import MAX_LINE, Envelope
 from .crossing import INPUT_TIMEOUT, NOT_SENT, STATE_PREFIX, Crossing, too_many
 from .pool import Pool
-from .relay import MAX_RELAYED, RELAY_TIMEOUT, Relay, RelayedCall
+from .relay import HOLDER_CHECK, HOLDER_SILENCE, MAX_RELAYED, RELAY_TIMEOUT, Relay, RelayedCall
 from .tasks import GatewayTasks, LinkTasks, TaskAnswer
 from .tasks_http import NOT_MINE, UpstreamTasks
 from .upstream import HttpUpstream, SseUpstream, StdioUpstream, Upstream, upstream_kind
@@ -757,7 +757,9 @@ class Gateway:
     ``input_timeout`` seconds a server's request waits for a round-trip client's retry,
     ``open_timeout`` seconds for the server's handshake, ``max_line`` bytes of a child's line;
     with a shared store, ``max_relayed`` retries carried to the process holding their input
-    round and awaiting its answer, each for ``relay_timeout`` seconds at most (bridge/relay.py).
+    round and awaiting its answer, each for ``relay_timeout`` seconds at most, and for
+    ``holder_silence`` seconds without a word from that process (more than its checks'
+    ``HOLDER_CHECK``, 1 s; bridge/relay.py).
     ``store`` (a Redis URL) is the Streamable HTTP front's store (docs/http.md); ``auth`` (a
     ``ResourceServer``) makes its clients present tokens, and turns HTTP+SSE off, as does
     ``sse=False`` (HTTP+SSE sessions live in one process). The client's
@@ -785,6 +787,7 @@ class Gateway:
         max_line: int = MAX_LINE,
         max_relayed: int = MAX_RELAYED,
         relay_timeout: float = RELAY_TIMEOUT,
+        holder_silence: float = HOLDER_SILENCE,
         store: Any = None,
         auth: Any = None,
         upstream_auth: OAuthClient | None = None,
@@ -804,6 +807,10 @@ class Gateway:
         ):
             if value <= 0:
                 raise ValueError(f"{name} must be positive, not {value!r}")
+        if holder_silence <= HOLDER_CHECK:  # (the holder says it works every HOLDER_CHECK s)
+            raise ValueError(
+                f"holder_silence must be more than {HOLDER_CHECK:g} s, not {holder_silence!r}"
+            )
         self.command = list(command) if command is not None else None
         self.upstream = upstream
         self.upstream_auth = upstream_auth
@@ -828,6 +835,7 @@ class Gateway:
         self.shared: dict[str, Link] = {}  # client identity -> link, least recently used first
         self._holds: dict[str, tuple[Link, _Pending]] = {}
         self.max_relayed, self.relay_timeout = max_relayed, relay_timeout
+        self.holder_silence = holder_silence
         self.relay: Relay | None = None  # with a shared store, once the server is learnt
         self._background: set[asyncio.Task[Any]] = set()
         self.idle_timeout = (
@@ -960,6 +968,7 @@ class Gateway:
                 self._resume_relayed,
                 max_relayed=self.max_relayed,
                 timeout=self.relay_timeout,
+                silence=self.holder_silence,
                 log=self._log,
             )
             await relay.start()

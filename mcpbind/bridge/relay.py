@@ -10,12 +10,16 @@ unguessable (``Crossing.new_state``); the worker id only says where to ask, and 
 takes the retry only for the round's own client identity and method, as it does locally.
 
 A retry for another process is sent to its channel (``Relay.forward``): nobody listening there
-(the process is gone) fails it at once; the holder resumes the round as if the retry had arrived
-there, and sends back what it answers (the request's result, the next input round, or an error),
-with the progress and notifications on the request's stream on the way. While it waits, the
-forwarding process checks every ``HOLDER_CHECK`` seconds that the holder still listens, and gives
-up after ``relay_timeout`` (the round then cancelled on the holder); at most ``max_relayed``
-retries wait at once. A client that leaves cancels the round on the holder.
+(the process is gone) fails it at once; the holder acknowledges it at once, resumes the round as
+if the retry had arrived there, says every ``HOLDER_CHECK`` seconds that it still works on it,
+and sends back what it answers (the request's result, the next input round, or an error), with
+the progress and notifications on the request's stream on the way. While it waits, the
+forwarding process checks every ``HOLDER_CHECK`` seconds that the holder still listens; it fails
+the retry when the store reports an error (or does not answer that check within
+``holder_silence``), when nothing came from the holder for ``holder_silence`` seconds (no
+acknowledgement, or the answer lost with a connection to the store), and after
+``relay_timeout`` (in each case the round is then cancelled on the holder); at most
+``max_relayed`` retries wait at once. A client that leaves cancels the round on the holder.
 """
 
 from __future__ import annotations
@@ -34,11 +38,22 @@ from ..errors import INTERNAL_ERROR, ProtocolError
 from ..transports.store import Store
 from .crossing import STATE_PREFIX
 
-__all__ = ["HOLDER_CHECK", "MAX_RELAYED", "RELAY_TIMEOUT", "Relay", "RelayedCall"]
+__all__ = [
+    "HOLDER_CHECK",
+    "HOLDER_SILENCE",
+    "MAX_RELAYED",
+    "RELAY_TIMEOUT",
+    "Relay",
+    "RelayedCall",
+]
 
 MAX_RELAYED = 256  # retries one process has sent to the processes holding their rounds, waiting
 RELAY_TIMEOUT = 300.0  # seconds such a retry waits for the holder's answer
 HOLDER_CHECK = 1.0  # seconds between checks that the holder of a waiting retry still listens
+# Seconds a waiting retry goes without a word from its holder (its acknowledgement, then one
+# every HOLDER_CHECK seconds while it works on the retry) before it fails; also how long the
+# store has to answer a check of the holder.
+HOLDER_SILENCE = 5.0
 MAX_OUTBOX = 1024  # progress and notifications queued for other processes (more are dropped)
 CONNECTION_CLOSED = -32000  # as the gateway answers: the peer the request was for is gone
 
@@ -49,7 +64,7 @@ _HEX = frozenset("0123456789abcdef")
 class _Note(msgspec.Struct, array_like=True, omit_defaults=True):
     """One message between gateway processes about one relayed retry (``ref``)."""
 
-    kind: str  # retry | cancel | result | error | progress | notify
+    kind: str  # retry | cancel | taken | result | error | progress | notify
     ref: str
     origin: str = ""  # the worker that forwarded the retry (where answers go)
     state: str = ""
@@ -107,6 +122,16 @@ class RelayedCall:
 Resume = Callable[[RelayedCall, str, str], Awaitable[Any]]
 
 
+class _Waiting:
+    """A retry this process forwarded: its answer to come, the client's call, and when the
+    holder was last heard of (``time.monotonic``)."""
+
+    __slots__ = ("answer", "call", "heard")
+
+    def __init__(self, answer: asyncio.Future[_Note], call: Any) -> None:
+        self.answer, self.call, self.heard = answer, call, time.monotonic()
+
+
 class Relay:
     """This process's end of the relayed retries: its ``worker`` id (in every request state it
     issues), the retries it forwarded and awaits, and those it serves for other processes.
@@ -120,15 +145,17 @@ class Relay:
         *,
         max_relayed: int = MAX_RELAYED,
         timeout: float = RELAY_TIMEOUT,
+        silence: float = HOLDER_SILENCE,
         log: Callable[[str], None],
     ) -> None:
         self.store = store
         self.worker = secrets.token_hex(_WORKER_LENGTH // 2)
         self.max_relayed = max_relayed
         self.timeout = timeout
+        self.silence = silence
         self._resume = resume
         self._log = log
-        self._waiting: dict[str, tuple[asyncio.Future[_Note], Any]] = {}  # ref -> (answer, call)
+        self._waiting: dict[str, _Waiting] = {}  # ref -> the retry forwarded
         self._serving: dict[str, asyncio.Task[None]] = {}  # ref -> the retry served here
         self._outbox: asyncio.Queue[tuple[str, _Note]] = asyncio.Queue(MAX_OUTBOX)
         self._sender: asyncio.Task[None] | None = None
@@ -146,9 +173,9 @@ class Relay:
         for task in [*self._serving.values(), *([self._sender] if self._sender else [])]:
             task.cancel()
         self._sender = None
-        for future, _ in self._waiting.values():
-            if not future.done():
-                future.set_exception(
+        for waiting in self._waiting.values():
+            if not waiting.answer.done():
+                waiting.answer.set_exception(
                     ProtocolError(
                         CONNECTION_CLOSED, "Connection closed: the gateway is shutting down"
                     )
@@ -189,8 +216,7 @@ class Relay:
                 {"max_relayed": self.max_relayed},
             )
         ref = secrets.token_urlsafe(12)
-        future: asyncio.Future[_Note] = asyncio.get_running_loop().create_future()
-        self._waiting[ref] = (future, call)
+        waiting = self._waiting[ref] = _Waiting(asyncio.get_running_loop().create_future(), call)
         note = _Note(
             "retry",
             ref,
@@ -202,16 +228,16 @@ class Relay:
             body=msgspec.json.encode(msgspec.to_builtins(call.params)),
         )
         try:
-            if await self.store.send(_channel(holder), _encode(note)) == 0:
+            if await self._store(self.store.send(_channel(holder), _encode(note)), "sent") == 0:
                 raise _gone(holder, "before the retry")
-            answer = await self._await(future, holder)
+            answer = await self._await(waiting, holder)
         except asyncio.CancelledError:
             # The client cancelled or left: the holder cancels the request on the server.
             self._post(holder, _Note("cancel", ref, origin=self.worker))
             raise
         except ProtocolError as error:
-            if isinstance(error.data, dict) and error.data.get("reason") == "timeout":
-                self._post(holder, _Note("cancel", ref, origin=self.worker))  # nobody waits
+            if isinstance(error.data, dict) and error.data.get("reason") in _NOBODY_WAITS:
+                self._post(holder, _Note("cancel", ref, origin=self.worker))
             raise
         finally:
             self._waiting.pop(ref, None)
@@ -220,10 +246,11 @@ class Relay:
             raise ProtocolError(answer.code, answer.message, data)
         return msgspec.json.decode(answer.body)
 
-    async def _await(self, future: asyncio.Future[_Note], holder: str) -> _Note:
+    async def _await(self, waiting: _Waiting, holder: str) -> _Note:
         deadline = time.monotonic() + self.timeout
         while True:
-            left = deadline - time.monotonic()
+            now = time.monotonic()
+            left = deadline - now
             if left <= 0:
                 raise ProtocolError(
                     CONNECTION_CLOSED,
@@ -231,10 +258,31 @@ class Relay:
                     f"answer the retry within relay_timeout ({self.timeout:g} s)",
                     {"reason": "timeout", "relay_timeout": self.timeout},
                 )
+            if now - waiting.heard > self.silence:
+                raise ProtocolError(
+                    CONNECTION_CLOSED,
+                    "Connection closed: the gateway process holding this input round (worker "
+                    f"{holder}) said nothing of the retry for holder_silence ({self.silence:g} "
+                    "s): it did not acknowledge it, or its answer was lost on the way; the "
+                    "request must be sent again without requestState",
+                    {"reason": "holder silent", "worker": holder, "holder_silence": self.silence},
+                )
             with contextlib.suppress(TimeoutError):
-                return await asyncio.wait_for(asyncio.shield(future), min(left, HOLDER_CHECK))
-            if await self.store.listeners(_channel(holder)) == 0:
+                return await asyncio.wait_for(
+                    asyncio.shield(waiting.answer), min(left, HOLDER_CHECK)
+                )
+            if await self._store(self.store.listeners(_channel(holder)), "checked") == 0:
                 raise _gone(holder, "while the retry waited for its answer")
+
+    async def _store(self, work: Awaitable[int], done: str) -> int:
+        """``work``, an operation of the store on a forwarded retry (``done``: what it does to
+        it), its failure or a wait past ``silence`` a ``ProtocolError``."""
+        try:
+            return await asyncio.wait_for(work, self.silence)
+        except TimeoutError:
+            raise _store_failed(done, f"no answer within {self.silence:g} s") from None
+        except Exception as error:  # noqa: BLE001 - the store's client's errors (redis's, OSError)
+            raise _store_failed(done, error) from None
 
     # -- what other processes send ----------------------------------------------------------------
 
@@ -247,6 +295,7 @@ class Relay:
         if note.kind == "retry":
             if note.ref in self._serving:
                 return
+            self._post(note.origin, _Note("taken", note.ref), always=True)
             task = asyncio.ensure_future(self._serve(note))
             self._serving[note.ref] = task
             task.add_done_callback(functools.partial(self._served, note.ref))
@@ -258,7 +307,8 @@ class Relay:
             waiting = self._waiting.get(note.ref)
             if waiting is None:
                 return
-            future, call = waiting
+            waiting.heard = time.monotonic()  # (taken: the acknowledgement, or still working)
+            future, call = waiting.answer, waiting.call
             if note.kind in ("result", "error"):
                 if not future.done():
                     future.set_result(note)
@@ -274,6 +324,7 @@ class Relay:
 
     async def _serve(self, note: _Note) -> None:
         """Resume the round a retry from another process names, and send it the answer."""
+        beat = asyncio.ensure_future(self._working(note))
         try:
             params = msgspec.json.decode(note.body)
             result = await self._resume(RelayedCall(self, note, params), note.state, note.identity)
@@ -287,7 +338,16 @@ class Relay:
             answer = _Note(
                 "error", note.ref, code=INTERNAL_ERROR, message="Internal error: unreadable retry"
             )
+        finally:
+            beat.cancel()
         self._post(note.origin, answer, always=True)
+
+    async def _working(self, note: _Note) -> None:
+        """Say to the process that forwarded ``note`` every ``HOLDER_CHECK`` seconds that its
+        retry is still worked on here (``holder_silence``)."""
+        while True:
+            await asyncio.sleep(HOLDER_CHECK)
+            self._post(note.origin, _Note("taken", note.ref))
 
     # -- sending, in order ------------------------------------------------------------------------
 
@@ -311,6 +371,20 @@ class Relay:
                 await self.store.send(_channel(worker), _encode(note))
             except Exception as error:  # noqa: BLE001 - the store is down: said, and go on
                 self._log(f"relay: {note.kind} of a relayed retry not sent: {error}")
+
+
+# The failures after which nobody waits for the holder's answer: the round is cancelled there.
+_NOBODY_WAITS = frozenset({"timeout", "holder silent", "store failed"})
+
+
+def _store_failed(done: str, error: Any) -> ProtocolError:
+    return ProtocolError(
+        INTERNAL_ERROR,
+        "Internal error: the shared store (--redis) failed while this retry of an input round "
+        f"was {done} to the gateway process holding it: {error}; the request must be sent "
+        "again without requestState",
+        {"reason": "store failed"},
+    )
 
 
 def _gone(holder: str, when: str) -> ProtocolError:
