@@ -763,6 +763,16 @@ def _nonfinite(value: Any) -> bool:
     return type(value) is list and any(_nonfinite(v) for v in value)
 
 
+def encode_json(msg: Any) -> bytes:
+    """``msg`` (a message of a class no codec's tables hold: an extension's, which a session
+    encodes itself) as JSON, refused as ``Codec.encode`` refuses one holding NaN or an infinity
+    (``ValueError``; msgspec would write null)."""
+    out = _encode(msg)
+    if len(out) > _SCAN_MAX or out.partition(b"null")[1]:
+        _finite(msg, out)
+    return out
+
+
 def _plain(raw: Raw) -> Any:
     try:
         return _ANY.decode(raw) if raw else UNSET

@@ -161,3 +161,14 @@ def test_the_clients_session_shows_a_task_status_to_its_follower() -> None:
     client.receive(_status(FACTS.working))
     [event] = seen
     assert isinstance(event, NotificationReceived) and type(event.message) is TYPES.notification
+
+
+def test_a_non_finite_number_in_an_extensions_request_is_refused_not_written_as_null() -> None:
+    client = _client()  # (these the session encodes itself: the codec's NaN guard, shared)
+    for method, params in (
+        (LISTEN, {"notifications": {FACTS.listen_filter: ["t1"]}}),
+        (FACTS.get, {"taskId": "t1"}),
+    ):
+        with pytest.raises(ValueError, match="NaN or Infinity"):
+            client.request(method, {**params, "_meta": {"example.com/x": float("nan")}})
+        assert client.data_to_send() == [] and not client._outgoing

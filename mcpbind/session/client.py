@@ -9,7 +9,7 @@ import msgspec
 from msgspec import UNSET
 
 from .._revisions import LATEST, REVISIONS
-from ..codec import Codec, ErrorObject, Response
+from ..codec import Codec, ErrorObject, Response, encode_json
 from ..errors import INVALID_PARAMS, INVALID_REQUEST, ProtocolError, UnsupportedRevision
 from ..events import Event, InputRequired, Negotiated, NegotiationFailed, ResultReceived
 from ._common import (
@@ -160,7 +160,7 @@ class ClientSession(Session):
         if listen is not None:
             token = id if progress else None
             typed = self._params(sp, listen, params, token)
-            data = msgspec.json.encode(listen.wire(id=id, jsonrpc="2.0", params=typed))
+            data = encode_json(listen.wire(id=id, jsonrpc="2.0", params=typed))
         else:
             plain = msgspec.to_builtins(params) if params is not None else {}
             if not isinstance(plain, dict):

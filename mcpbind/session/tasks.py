@@ -18,6 +18,7 @@ from msgspec import UNSET
 from .._extension_tasks import TASK_TYPES, TaskTypes
 from .._extensions import TASKS, TasksFacts
 from .._support import convert
+from ..codec import encode_json
 from ..errors import INVALID_PARAMS, METHOD_NOT_FOUND, ProtocolError
 from ..events import Event, NotificationReceived, ResultReceived, TaskCreated
 
@@ -172,7 +173,7 @@ class TaskSpeech:
                 f"Invalid params for {method!r} (MCP {sp.revision}, {self.facts.extension}): "
                 f"{exc}",
             ) from None
-        return typed, msgspec.json.encode(wire(id=id, jsonrpc="2.0", params=typed))
+        return typed, encode_json(wire(id=id, jsonrpc="2.0", params=typed))
 
 
 def with_extension(capabilities: Any, facts: TasksFacts) -> dict[str, Any]:
