@@ -17,6 +17,7 @@ import pytest
 import mcpbind
 from mcpbind import events as ev
 from mcpbind.app import App, Context, Limits
+from mcpbind.client.links import ObservedSession, PipeLink
 from tests._net import free_port
 
 T = TypeVar("T")
@@ -414,3 +415,39 @@ def test_requests_of_the_server_answered_at_once_are_bounded() -> None:
 
     result = run(main())
     assert result.content[0].text == f"{MAX_SERVER_REQUESTS} answered, 6 refused"
+
+
+# -- a cancel that comes with the answer ------------------------------------------------------
+
+
+class _Written(PipeLink):
+    """A link whose channel is a list: what the session writes is kept, nothing arrives but
+    what a test feeds."""
+
+    def __init__(self) -> None:
+        session = ObservedSession(mcpbind.LATEST, observe=lambda event: None)
+        super().__init__(session, serve=_refuse, timeout=5.0, max_rounds=16)
+        self.written: list[bytes] = []
+
+    def write(self, data: bytes) -> None:
+        self.written.append(data)
+
+
+async def _refuse(event: ev.RequestReceived) -> Any:
+    raise AssertionError("no request of the server is expected")
+
+
+def test_a_cancel_that_comes_with_the_answer_is_not_dropped() -> None:
+    # The answer and the caller's cancellation in the same turn of the loop: the caller is
+    # cancelled (on 3.11 asyncio.wait_for returned the answer and dropped the cancellation, so
+    # Client(tasks=True) polled on after call_tool was cancelled).
+    async def main() -> None:
+        link = _Written()
+        waiting = asyncio.ensure_future(link._wait("k", 5.0))
+        await asyncio.sleep(0)  # it waits now
+        link._waiting["k"].set_result(ev.ResultReceived(id="k", method="ping", result={}))
+        waiting.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await waiting
+
+    asyncio.run(main())

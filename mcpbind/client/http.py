@@ -57,12 +57,14 @@ class HttpLink:
 
         if self.options.keys() <= _SHARED:
             opening = connect_http(self.url, self.session, on_request=self.serve, **self.options)
-            self.http = await asyncio.wait_for(opening, self.timeout)
+            async with asyncio.timeout(self.timeout):
+                self.http = await opening
             assert self.session.negotiated is not None  # connected: the handshake is done
             return self.session.negotiated
         http = StreamableHTTPClient(self.url, self.session, on_request=self.serve, **self.options)
         self.http = http
-        return await asyncio.wait_for(http.connect(), self.timeout)
+        async with asyncio.timeout(self.timeout):
+            return await http.connect()
 
     def _open(self) -> StreamableHTTPClient | SSEClient:
         if self.http is None:
@@ -73,7 +75,10 @@ class HttpLink:
         call = self._open().call(method, params)
         if stream:
             return await call
-        return await asyncio.wait_for(call, self.timeout)
+        # (asyncio.timeout, not wait_for: on 3.11 wait_for returns the answer and drops the
+        # caller's cancellation when both come at once, and the caller would run on)
+        async with asyncio.timeout(self.timeout):
+            return await call
 
     async def notify(self, method: str, params: Any = None) -> None:
         await self._open().notify(method, params)

@@ -212,7 +212,8 @@ class PipeLink:
         self._waiting[key] = waiter
         self.flush()
         try:
-            return await asyncio.wait_for(waiter, timeout)
+            async with asyncio.timeout(timeout):  # (not wait_for: see client/http.py, call)
+                return await waiter
         except TimeoutError:
             self._waiting.pop(key, None)
             if key is not _OPENING:
