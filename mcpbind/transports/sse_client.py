@@ -146,7 +146,8 @@ class SSEClient:
         self._negotiation = loop.create_future()
         self._reader = asyncio.ensure_future(self._read(opened))
         try:
-            endpoint = await asyncio.wait_for(asyncio.shield(opened), self.endpoint_timeout)
+            async with asyncio.timeout(self.endpoint_timeout):  # (not wait_for: see client/http.py)
+                endpoint = await asyncio.shield(opened)
         except TimeoutError:
             raise ProtocolError(
                 CONNECTION_CLOSED,

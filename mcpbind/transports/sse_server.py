@@ -259,8 +259,9 @@ class SSEServer:
                 deadline = wrote + self.ping_interval
                 if not live.busy():  # only then may it become idle
                     deadline = min(deadline, live.feed.last + self.session_idle_timeout)
-                try:
-                    message = await asyncio.wait_for(queue.get(), max(deadline - loop.time(), 0))
+                try:  # (asyncio.timeout: on 3.11 wait_for may drop a cancellation)
+                    async with asyncio.timeout(max(deadline - loop.time(), 0)):
+                        message = await queue.get()
                 except TimeoutError:
                     now = loop.time()
                     if not live.busy() and now - live.feed.last >= self.session_idle_timeout:
@@ -292,9 +293,8 @@ class SSEServer:
                 415, "Unsupported Media Type: Content-Type must be application/json"
             )
         try:
-            body = await asyncio.wait_for(
-                _read_body(request, self.max_body_size), self.body_timeout
-            )
+            async with asyncio.timeout(self.body_timeout):
+                body = await _read_body(request, self.max_body_size)
         except TimeoutError:
             return _closing(
                 _plain_error(

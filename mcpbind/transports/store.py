@@ -317,7 +317,8 @@ class MemoryStore(Store):
         log.waiters.append(waiter)
         try:
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(waiter, block)
+                async with asyncio.timeout(block):  # (not wait_for: on 3.11 it may drop a cancel)
+                    await waiter
         finally:
             with contextlib.suppress(ValueError):
                 log.waiters.remove(waiter)
