@@ -215,8 +215,14 @@ def test_a_request_past_its_timeout_is_cancelled_on_the_server() -> None:
     run(main())
 
 
-def test_the_server_asking_more_input_rounds_than_allowed_is_refused() -> None:
+@pytest.mark.parametrize("over", ["memory", "http"])
+def test_the_server_asking_more_input_rounds_than_allowed_is_refused(over: str) -> None:
+    # The Client's max_rounds reaches every link: over HTTP it was the transport's default (16)
+    # whatever the Client was given.
+    if over == "http":
+        pytest.importorskip("uvicorn", reason="mcpbind[http] is needed")
     app = App("insistent")
+    asked: list[str] = []
 
     @app.tool
     async def again(ctx: Context) -> str:
@@ -224,17 +230,29 @@ def test_the_server_asking_more_input_rounds_than_allowed_is_refused() -> None:
             await ctx.elicit("More?", {"type": "object", "properties": {}})
         return "done"
 
-    async def main() -> mcpbind.ProtocolError:
-        accept = {"action": "accept", "content": {}}
+    def accept(params: Any) -> dict[str, Any]:
+        asked.append(params.message)
+        return {"action": "accept", "content": {}}
+
+    async def call(target: Any) -> mcpbind.ProtocolError:
         async with mcpbind.Client(
-            app, revisions=["2026-07-28"], elicitation=lambda p: accept, max_rounds=2
+            target, revisions=["2026-07-28"], elicitation=accept, max_rounds=2
         ) as client:
             with pytest.raises(mcpbind.ProtocolError) as caught:
                 await client.call_tool("again")
             return caught.value
 
+    async def main() -> mcpbind.ProtocolError:
+        if over == "memory":
+            return await call(app)
+        async with serving(app) as url:
+            return await call(url)
+
     error = run(main())
-    assert "asked for input more than 2 times" in error.message
+    assert error.code == mcpbind.errors.INTERNAL_ERROR
+    assert "asked for input once more after 2 rounds for 'tools/call'" in error.message
+    assert error.data == {"limit": "max_rounds", "max": 2}
+    assert asked == ["More?", "More?"]
 
 
 def test_a_request_the_client_has_no_handler_for_is_answered_method_not_found() -> None:

@@ -19,6 +19,7 @@ from .._support import meta_key
 from ..app.revision import Rev, rev
 from ..errors import INTERNAL_ERROR, METHOD_NOT_FOUND, ProtocolError
 from ..events import Event, Negotiated, NotificationReceived, ProgressReceived, RequestReceived
+from ..transports._answer import MAX_ROUNDS
 from .links import Link, ObservedSession
 from .tasks import TaskFollower, declared
 
@@ -77,7 +78,7 @@ class Client:
         on_notification: Callable[[NotificationReceived], Any] | None = None,
         timeout: float | None = 60.0,
         max_pages: int = 1000,
-        max_rounds: int = 16,
+        max_rounds: int = MAX_ROUNDS,
         tasks: bool = False,
         **options: Any,
     ) -> None:
@@ -128,7 +129,8 @@ class Client:
                 )
             from .http import HttpLink
 
-            return HttpLink(target, session, self._serve, self.timeout, **self.options)
+            options = {"max_rounds": self.max_rounds, **self.options}
+            return HttpLink(target, session, self._serve, self.timeout, **options)
         from ..app import App
 
         if isinstance(target, App):

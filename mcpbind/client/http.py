@@ -20,7 +20,7 @@ __all__ = ["HttpLink"]
 
 # The options both HTTP transports take; any other (``auth``, ``max_resumptions``, ...) is
 # Streamable HTTP's alone, and keeps the link on it (no fall-back).
-_SHARED = frozenset(("http", "headers"))
+_SHARED = frozenset(("http", "headers", "max_rounds"))
 
 
 class HttpLink:

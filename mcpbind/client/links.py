@@ -27,6 +27,7 @@ from ..events import (
 )
 from ..session import ClientSession
 from ..session.tasks import TaskSpeech
+from ..transports._answer import answer_rounds
 
 __all__ = ["Link", "ObservedSession", "PipeLink", "Serve"]
 
@@ -241,20 +242,13 @@ class PipeLink:
     async def call(self, method: str, params: Any = None, *, stream: bool = False) -> Any:
         """The result of a request (``stream``: one that stays open, waited for unbounded)."""
         timeout = None if stream else self.timeout
-        event = await self._wait(self.session.request(method, params), timeout)
-        rounds = 0
-        while isinstance(event, InputRequired):
-            rounds += 1
-            if rounds > self.max_rounds:
-                raise ProtocolError(
-                    INTERNAL_ERROR,
-                    f"the server asked for input more than {self.max_rounds} times for {method!r}",
-                )
-            responses = {
-                name: await self.serve(asked)
-                for name, asked in event.asked(self.session.revision or "").items()
-            }
-            event = await self._wait(self.session.answer(event, responses), timeout)
+        first = await self._wait(self.session.request(method, params), timeout)
+
+        def retry(request_id: Any) -> Awaitable[Event]:
+            return self._wait(request_id, timeout)
+
+        event = await answer_rounds(self.session, first, self.serve, retry, method, self.max_rounds)
+        assert event is not None  # (what _wait returns is never None)
         return result_of(event)
 
     async def notify(self, method: str, params: Any = None) -> None:
