@@ -40,6 +40,7 @@ class FactsView:
     responses: list[ResponseView]
     record: list[tuple[str, str]]  # (field, Python expression) of the Facts record
     peek_key: str | None = None  # literal: the version key a server peeks at first
+    meta_key: str = ""  # literal: the wire key of the reserved metadata member
 
 
 def facts_view(rev: Revision, py: dict[str, str], annotate: Callable[[TypeExpr], str]) -> FactsView:
@@ -49,6 +50,7 @@ def facts_view(rev: Revision, py: dict[str, str], annotate: Callable[[TypeExpr],
 
     ann = annotate
     ov = overlay(rev.revision)
+    key = meta_key(rev)
     kinds = [k for k in ov.result_kinds if k.definition is not None]
     selected = {py[k.definition] for k in kinds if k.definition in py}
     enveloped = all(
@@ -97,6 +99,7 @@ def facts_view(rev: Revision, py: dict[str, str], annotate: Callable[[TypeExpr],
         ("features", _mapping({r: m for r, m in ov.features.items() if m in rev.methods})),
         ("batches", repr(any(n.startswith("JSONRPCBatch") for n in rev.definitions))),
         ("enveloped", repr(enveloped)),
+        ("meta_key", literal(key)),
         ("error_id_optional", repr(_error_id_optional(rev))),
         ("result", py["Result"]),
         ("result_response", "_ResultResponse"),
@@ -171,7 +174,42 @@ def facts_view(rev: Revision, py: dict[str, str], annotate: Callable[[TypeExpr],
     if losses:
         record.append(("losses", losses))
     peek = literal(meta[0]["version_key"]) if meta else None
-    return FactsView(wires=wires, responses=responses, record=record, peek_key=peek)
+    return FactsView(
+        wires=wires, responses=responses, record=record, peek_key=peek, meta_key=literal(key)
+    )
+
+
+# The bases every request's params, every notification's params and every result extend: the
+# reserved metadata member is the one key all three declare.
+_META_BASES = ("RequestParams", "NotificationParams", "Result")
+META_ATTRIBUTE = "meta"  # the attribute generated classes (and the runtime) read it as
+
+
+def meta_key(rev: Revision) -> str:
+    """The wire key of the reserved metadata member (``_meta``): the one key the base request
+    params, notification params and result all declare; every generated class that has a
+    ``meta`` attribute must map it to that key, or generation stops."""
+    keys: set[str] | None = None
+    for name in _META_BASES:
+        wires = {f.wire for f in _object(rev, name).fields}
+        keys = wires if keys is None else keys & wires
+    if keys is None or len(keys) != 1:
+        raise OverlayError(
+            f"{rev.revision}: {', '.join(_META_BASES)} share {sorted(keys or ())} "
+            "where one reserved metadata key was expected"
+        )
+    (key,) = keys
+    for d in rev.definitions.values():
+        if not isinstance(d, ObjectDef):
+            continue
+        for f in d.fields:
+            if (f.py == META_ATTRIBUTE) != (f.wire == key):
+                raise OverlayError(
+                    f"{rev.revision}: {d.name}.{f.wire} is the attribute {f.py!r}, but the "
+                    f"reserved metadata key is {key!r} and the runtime reads it as "
+                    f"{META_ATTRIBUTE!r}"
+                )
+    return key
 
 
 _LOSS_RULES = ("drop", "replace", "refuse", "fill")

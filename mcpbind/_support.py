@@ -129,6 +129,9 @@ class Facts(msgspec.Struct, frozen=True, kw_only=True):
     batches: bool  # JSON-RPC batches are part of the revision
     enveloped: bool  # request and notification classes carry ``jsonrpc`` (and ``id``) themselves
     error_id_optional: bool  # an error response may leave out ``id``
+    # the wire key of the reserved metadata member of params and results (every generated class
+    # reads it as its ``meta`` attribute)
+    meta_key: str
     result: Any  # the generic result (an open object): unknown methods, extension results
     result_response: Any  # its closed response envelope
     client_capabilities: Any

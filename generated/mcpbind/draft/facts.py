@@ -190,6 +190,7 @@ FACTS = Facts(
     },
     batches=False,
     enveloped=True,
+    meta_key="_meta",
     error_id_optional=True,
     result=Result,
     result_response=_ResultResponse,

@@ -390,6 +390,7 @@ FACTS = Facts(
     },
     batches=False,
     enveloped=False,
+    meta_key="_meta",
     error_id_optional=False,
     result=Result,
     result_response=_ResultResponse,
