@@ -155,6 +155,7 @@ class Tasks:
         meta = bindings(revision).FACTS.request_meta
         assert meta is not None  # the extension rides on the per-request envelope
         self._meta = meta
+        self._meta_key = bindings(revision).FACTS.meta_key  # where params and results keep it
         wire = bindings(revision).FACTS.wires[self.facts.eligible]
         self._result_class = wire.result
         self._request_class = wire.wire  # the whole request message of a call
@@ -230,7 +231,7 @@ class Tasks:
 
     def opted_in(self, params: Any) -> bool:
         """Whether the request's ``_meta`` declares the extension among the client's capabilities."""
-        meta = params.get("_meta") if isinstance(params, dict) else None
+        meta = params.get(self._meta_key) if isinstance(params, dict) else None
         caps = meta.get(self._meta.capabilities_key) if isinstance(meta, dict) else None
         extensions = caps.get(self.facts.extensions_key) if isinstance(caps, dict) else None
         return isinstance(extensions, dict) and isinstance(
@@ -239,7 +240,7 @@ class Tasks:
 
     def speaks(self, params: Any) -> bool:
         """Whether the request's ``_meta`` names the revision the extension extends."""
-        meta = params.get("_meta") if isinstance(params, dict) else None
+        meta = params.get(self._meta_key) if isinstance(params, dict) else None
         version = meta.get(self._meta.version_key) if isinstance(meta, dict) else None
         return version in bindings(self.revision).FACTS.versions
 
@@ -275,7 +276,8 @@ class Tasks:
     def _task_id(self, method: str, params: dict[str, Any]) -> str:
         """The task a request of the extension names, once its envelope is checked as the
         session checks it (a malformed one is -32602 naming the path) and then its gate."""
-        checked(params.get("_meta"), self._meta.type, self.revision, "$.params._meta")
+        envelope = self._meta_key
+        checked(params.get(envelope), self._meta.type, self.revision, f"$.params.{envelope}")
         if not self.opted_in(params):
             raise self._missing(method)
         key = self.facts.task_id
@@ -605,17 +607,18 @@ class Tasks:
         f = self.facts
         assert self._acknowledged is not None and self._listen is not None
         tag = {self._subscription_key: id} if self._subscription_key else {}
+        meta = self._meta_key
         over = {f.completed, f.failed, f.cancelled}
         ended: set[str] = set()
         try:
-            ack = {self._filter: {f.listen_filter: sorted(listener.ids)}, "_meta": tag}
+            ack = {self._filter: {f.listen_filter: sorted(listener.ids)}, meta: tag}
             yield {"jsonrpc": "2.0", "method": self._acknowledged, "params": ack}
             deadline = time.monotonic() + self.ttl_ms / 1000
             while True:
                 listener.wake.clear()
                 latest, listener.latest = listener.latest, {}
                 for task_id, task in latest.items():
-                    params = {**task, "_meta": tag}
+                    params = {**task, meta: tag}
                     yield {"jsonrpc": "2.0", "method": f.notification, "params": params}
                     if task[f.status] in over:
                         ended.add(task_id)
@@ -627,7 +630,7 @@ class Tasks:
                 with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout(left):
                         await listener.wake.wait()
-            result = {self._kind: f.complete_result, "_meta": tag}
+            result = {self._kind: f.complete_result, meta: tag}
             cls = bindings(self.revision).FACTS.wires[self._listen].result
             checked(dict(result), cls, self.revision, "$.result")
             yield {"jsonrpc": "2.0", "id": id, "result": result}

@@ -45,7 +45,7 @@ class Prompt:
             "title": title,
             "description": self.description,
             "arguments": arguments,
-            "_meta": meta,
+            latest().facts.meta_key: meta,  # built in the newest revision, as below
         }
         self.definition = definition(latest().module.Prompt, data, what)
 

@@ -49,7 +49,7 @@ class Resource:
             "title": title,
             "description": description or describe(func),
             "mimeType": mime_type,
-            "_meta": meta,
+            latest().facts.meta_key: meta,  # built in the newest revision, as below
         }
         self.definition = definition(self._class(), data, what)
 

@@ -52,7 +52,7 @@ class Tool:
             ),
             "outputSchema": self.output.schema,
             "annotations": annotations,
-            "_meta": meta,
+            latest().facts.meta_key: meta,  # built in the newest revision, as below
         }
         self.definition = definition(latest().module.Tool, data, what)
 

@@ -247,7 +247,8 @@ class Client:
         if key is None:
             return params
         out = dict(params or {})
-        out["_meta"] = {**(out.get("_meta") or {}), key: self._log_level}
+        envelope = r.facts.meta_key
+        out[envelope] = {**(out.get(envelope) or {}), key: self._log_level}
         return out
 
     async def _pages(

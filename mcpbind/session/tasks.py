@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 from msgspec import UNSET
 
+from .. import bindings
 from .._extension_tasks import TASK_TYPES, TaskTypes
 from .._extensions import TASKS, TasksFacts
 from .._support import convert
@@ -27,7 +28,9 @@ if TYPE_CHECKING:
 
 __all__ = ["TaskSpeech", "declares", "with_extension"]
 
-_META = "_meta"  # the wire key of a request's _meta (every revision's, as in every runtime file)
+# The wire key of the params' _meta of each revision the extension extends, bound once:
+# ``declares`` reads it for every task-augmented request a validator or bridge sees.
+_META_KEYS = {revision: bindings(revision).FACTS.meta_key for revision in TASKS}
 
 
 class TaskSpeech:
@@ -57,8 +60,6 @@ class TaskSpeech:
         facts, types = TASKS.get(revision), TASK_TYPES.get(revision)
         if facts is None or types is None:
             return None
-        from .. import bindings
-
         revision_facts = bindings(revision).FACTS
         kinds = revision_facts.result_kinds
         if kinds is None:
@@ -164,7 +165,8 @@ class TaskSpeech:
         }
         if info is not None:
             envelope[meta.info_key] = msgspec.to_builtins(info)
-        data = {**params, "_meta": {**envelope, **(params.get("_meta") or {})}}
+        key = sp.facts.meta_key
+        data = {**params, key: {**envelope, **(params.get(key) or {})}}
         try:
             typed = convert(data, params_class)
         except msgspec.ValidationError as exc:
@@ -188,7 +190,11 @@ def with_extension(capabilities: Any, facts: TasksFacts) -> dict[str, Any]:
 def declares(params: Any, facts: TasksFacts) -> bool:
     """Whether request params (the Struct a session sent, or the plain JSON of the wire, as a
     validator reads it) declare the extension in their ``_meta`` client capabilities."""
-    meta = params.get(_META) if type(params) is dict else getattr(params, "meta", UNSET)
+    meta = (
+        params.get(_META_KEYS[facts.revision])
+        if type(params) is dict
+        else getattr(params, "meta", UNSET)
+    )
     if not isinstance(meta, dict):
         return False
     caps = msgspec.to_builtins(meta.get(facts.capabilities_key))

@@ -113,6 +113,11 @@ class StreamableHTTPClient:
             raise ValueError(f"max_rounds must be >= 0, not {max_rounds}")
         self.url = url
         self.session = session
+        # The wire keys of the params' _meta in the session's revisions (one, as a rule), bound
+        # here: every POST's headers read the protocol version in it.
+        self._meta_keys = tuple(
+            dict.fromkeys(bindings(r).FACTS.meta_key for r in session.revisions)
+        )
         self.http = http or httpx.AsyncClient(timeout=httpx.Timeout(30.0))
         self._own_http = http is None
         self.headers = dict(headers or {})
@@ -250,14 +255,23 @@ class StreamableHTTPClient:
             name = params_name(params)
             if name is not None:
                 headers[NAME_HEADER] = name
-            meta = params.get("_meta")
-            version = _meta_version(meta, self.session) if isinstance(meta, dict) else None
+            meta = self._request_meta(params)
+            version = _meta_version(meta, self.session) if meta is not None else None
             headers.update(self._param_headers(params))
         if version is None and self.session.revision is not None:
             version = bindings(self.session.revision).FACTS.versions[0]
         if version is not None:
             headers[VERSION_HEADER] = version
         return headers
+
+    def _request_meta(self, params: dict[str, Any]) -> dict[str, Any] | None:
+        """The ``_meta`` object of request ``params`` (plain JSON), under the key of the
+        session's revisions; None when there is none."""
+        for key in self._meta_keys:
+            meta = params.get(key)
+            if isinstance(meta, dict):
+                return meta
+        return None
 
     def _param_headers(self, params: dict[str, Any]) -> dict[str, str]:
         """The ``Mcp-Param-*`` headers mirroring the arguments a tool's input schema designates
