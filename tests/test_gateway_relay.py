@@ -224,9 +224,12 @@ async def _redis_fails_mid_round(fail: Callable[[subprocess.Popen[bytes]], None]
                 await asyncio.wait_for(waiting, 20)  # relay_timeout is 60 s
             return caught.value, time.monotonic() - started
         finally:
-            for relay in (holder, other):
-                with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(relay.close(), 1)
+            process.send_signal(signal.SIGCONT)  # (a frozen one) gone before the clients close
+            process.kill()
+            process.wait()
+            for closing in (holder.close(), other.close(), *(s.close() for s in stores)):
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(closing, 5)
 
 
 @run
