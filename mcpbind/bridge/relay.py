@@ -228,7 +228,7 @@ class Relay:
             body=msgspec.json.encode(msgspec.to_builtins(call.params)),
         )
         try:
-            if await self._store(self.store.send(_channel(holder), _encode(note)), "sent") == 0:
+            if await self._store(self.store.send(_channel(holder), _encode(note)), _SENDING) == 0:
                 raise _gone(holder, "before the retry")
             answer = await self._await(waiting, holder)
         except asyncio.CancelledError:
@@ -271,18 +271,18 @@ class Relay:
                 return await asyncio.wait_for(
                     asyncio.shield(waiting.answer), min(left, HOLDER_CHECK)
                 )
-            if await self._store(self.store.listeners(_channel(holder)), "checked") == 0:
+            if await self._store(self.store.listeners(_channel(holder)), _CHECKING) == 0:
                 raise _gone(holder, "while the retry waited for its answer")
 
-    async def _store(self, work: Awaitable[int], done: str) -> int:
-        """``work``, an operation of the store on a forwarded retry (``done``: what it does to
-        it), its failure or a wait past ``silence`` a ``ProtocolError``."""
+    async def _store(self, work: Awaitable[int], when: str) -> int:
+        """``work``, an operation of the store on a forwarded retry (``when``: what it does),
+        its failure or a wait past ``silence`` a ``ProtocolError``."""
         try:
             return await asyncio.wait_for(work, self.silence)
         except TimeoutError:
-            raise _store_failed(done, f"no answer within {self.silence:g} s") from None
+            raise _store_failed(when, f"no answer within {self.silence:g} s") from None
         except Exception as error:  # noqa: BLE001 - the store's client's errors (redis's, OSError)
-            raise _store_failed(done, error) from None
+            raise _store_failed(when, error) from None
 
     # -- what other processes send ----------------------------------------------------------------
 
@@ -377,12 +377,15 @@ class Relay:
 _NOBODY_WAITS = frozenset({"timeout", "holder silent", "store failed"})
 
 
-def _store_failed(done: str, error: Any) -> ProtocolError:
+_SENDING = "sending this retry of an input round to the gateway process holding it"
+_CHECKING = "checking that the gateway process holding this retry's input round still listens"
+
+
+def _store_failed(when: str, error: Any) -> ProtocolError:
     return ProtocolError(
         INTERNAL_ERROR,
-        "Internal error: the shared store (--redis) failed while this retry of an input round "
-        f"was {done} to the gateway process holding it: {error}; the request must be sent "
-        "again without requestState",
+        f"Internal error: the shared store (--redis) failed {when}: {error}; the request must "
+        "be sent again without requestState",
         {"reason": "store failed"},
     )
 
