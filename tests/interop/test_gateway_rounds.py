@@ -3,7 +3,8 @@
 examples/everything_server.py held to 2025-11-25): the server's elicitation comes up on one
 gateway as an input-required result, the client's retry goes to the other, which carries it to
 the one holding the round and brings back the answer; when the holder is gone, the retry fails at
-once with an error naming why."""
+once with an error naming why; when Redis stops while the holder works on a carried retry, the
+retry fails with an error naming the store long before relay_timeout."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import json
 import signal
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +22,7 @@ import pytest
 from mcpbind.validate import validate_lines
 from tests._net import free_port, started
 from tests._net import stopped as stop
+from tests.test_gateway_relay import own_redis
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -202,3 +205,44 @@ def test_a_holder_gone_while_the_retry_waits_fails_it_naming_why(slow_pair: Any)
     error = answer["error"]
     assert error["code"] == -32000 and error["data"]["reason"] == "holder gone"
     assert "while the retry waited for its answer" in error["message"]
+
+
+def test_redis_stopped_while_the_holder_works_on_a_retry_fails_it_soon() -> None:
+    """The retry reaches the other gateway, which carries it to the holder; the holder takes it
+    (the server frozen: its answer does not come), and Redis stops. The client gets -32603
+    naming the store long before relay_timeout (300 s), not a wait for it."""
+    port = free_port()
+    argv = [sys.executable, "examples/everything_server.py", "--port", str(port)]
+    server = started(argv, port, cwd=HERE.parents[1])
+    upstream_url = f"http://127.0.0.1:{port}/mcp"
+    with own_redis() as (url, redis_process):
+        pinned = ("--server-revision", REVISION)
+        a, b = Gateway(upstream_url, url, *pinned), Gateway(upstream_url, url, *pinned)
+        said: list[bytes] = []
+        for gateway in (a, b):  # read: Redis gone, each says so again and again
+            stderr = gateway.process.stderr
+            assert stderr is not None
+            threading.Thread(target=lambda e=stderr: said.extend(iter(e.readline, b""))).start()
+        try:
+            client = Client()
+            Client().asked(b.url)  # b has learnt the server before it freezes
+            asked = client.asked(a.url)
+            server.send_signal(signal.SIGSTOP)  # the holder's resumed round waits for it
+            answers: list[dict[str, Any]] = []
+            retry = threading.Thread(target=lambda: answers.append(client.retry(b.url, asked)))
+            retry.start()
+            time.sleep(2)  # carried to the holder, acknowledged, worked on
+            assert retry.is_alive()
+            redis_process.terminate()
+            redis_process.wait()
+            retry.join(60)  # a hang guard (the bound it must beat is relay_timeout, 300 s)
+            assert not retry.is_alive(), "the retry waited on"
+        finally:
+            server.send_signal(signal.SIGCONT)
+            stop(server)
+            for gateway in (a, b):
+                stop(gateway.process)
+    error = answers[0]["error"]
+    assert error["code"] == -32603 and error["data"]["reason"] == "store failed", error
+    assert "the shared store (--redis) failed" in error["message"]
+    assert "without requestState" in error["message"]
