@@ -342,7 +342,7 @@ async def _cancelled_on_its_way(wire: Wire) -> Any:
 def test_a_call_cancelled_on_its_way_has_the_task_it_created_cancelled() -> None:
     statuses, log = run(_cancelled_on_its_way)
     assert statuses == ["cancelled"], log  # without the fix: ["working"], left running
-    said = [line for line in log if "client cancelled it" in line and "is cancelled" in line]
+    said = [line for line in log if "the client cancelled:" in line and "is cancelled" in line]
     assert said and "'tasks/cancel'" in said[0], log
 
 

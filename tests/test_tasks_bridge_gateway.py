@@ -102,7 +102,7 @@ async def _leave_a_call(url: str) -> None:
 
 
 def _said_cancelled(log: list[str]) -> list[str]:
-    return [line for line in log if "client cancelled it" in line and "is cancelled" in line]
+    return [line for line in log if "the client cancelled:" in line and "is cancelled" in line]
 
 
 def test_a_call_left_on_its_way_to_a_child_has_its_task_cancelled(tmp_path: Path) -> None:

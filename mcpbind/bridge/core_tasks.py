@@ -217,11 +217,11 @@ class CoreTasks:
         try:
             answer = await asyncio.shield(sending)
         except asyncio.CancelledError:
-            port.later(self._orphaned(port, sending, "the client cancelled it"))
+            port.later(self._orphaned(port, sending, "the client cancelled"))
             raise
         gone = port.gone
         if gone is not None:
-            await self._orphaned(port, sending, "the client's connection ended")
+            await self._orphaned(port, sending, "of a client whose connection ended")
             raise gone
         f = self.facts
         kind = answer.get(self.kind)
@@ -256,22 +256,22 @@ class CoreTasks:
         except asyncio.CancelledError:
             return  # the bridge ended: the server's end of it goes with it
         except Exception as error:  # noqa: BLE001 - logged: nobody awaits it
-            port.note(f"the task-augmented {method!r} {why}; it then failed: {error}")
+            port.note(f"a task-augmented {method!r} {why}: it then failed: {error}")
             return
         if answer.get(self.kind) != f.task_result:
-            port.note(f"the task-augmented {method!r} {why}; the server's answer is dropped")
+            port.note(f"a task-augmented {method!r} {why}: the server's answer is dropped")
             return
         try:
             task_id = self._ext(answer, self.types.create_result, method).task_id
             await port.send(f.cancel, {self.ext_task_key: task_id})
         except Exception as error:  # noqa: BLE001 - logged: nobody awaits it
             port.note(
-                f"the task-augmented {method!r} {why}; the task the server then created could "
+                f"a task-augmented {method!r} {why}: the task the server then created could "
                 f"not be cancelled ({f.cancel!r}): {error}"
             )
             return
         port.note(
-            f"the task-augmented {method!r} {why}; the task {task_id!r} the server then "
+            f"a task-augmented {method!r} {why}: the task {task_id!r} the server then "
             f"created is cancelled ({f.cancel!r})"
         )
 
