@@ -294,8 +294,8 @@ class HttpUpstream(StreamableHTTPClient):
             if type(name) is not str:
                 name = params.get("uri")
                 name = name if type(name) is str else None
-            meta = params.get("_meta")
-            if type(meta) is dict:
+            meta = self._request_meta(params)  # (under the facts' key of the revisions)
+            if meta is not None:
                 version = _meta_version(meta, self.session)
         key = (self.session_id, self.session.revision, method, name, version)
         head = self.pool.kept(key)
