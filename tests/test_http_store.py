@@ -19,6 +19,7 @@ from mcpbind import ClientSession, ProtocolError
 from mcpbind.transports.http_client import StreamableHTTPClient
 from mcpbind.transports.http_server import Call, StreamableHTTPServer
 from mcpbind.transports.store import MemoryStore, RedisStore, Store
+from tests.conftest import own_redis
 from tests.test_http_transport import URL, http
 
 INFO = {"name": "t", "version": "1"}
@@ -194,6 +195,46 @@ def test_a_published_message_reaches_every_worker(make_store: MakeStore) -> None
             await two.close()
 
     run(go())
+
+
+def test_a_redis_outage_is_one_warning_each_way_and_messages_flow_after_it(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # Redis gone for a few seconds, then back on its port: the listener says so once when it
+    # goes and once when it is back (it wrote a traceback every second), and a message published
+    # after it reaches the worker again.
+    from tests._net import free_port
+
+    port = free_port()
+
+    async def go() -> None:
+        heard: list[tuple[str, bytes]] = []
+        with own_redis(port) as (url, process):
+            store = RedisStore(url)
+            await store.start(lambda sid, data: heard.append((sid, data)))
+            process.terminate()
+            process.wait()
+            await asyncio.sleep(3.5)  # three tries at least, each a second apart
+        with own_redis(port) as (url, process):
+            other = RedisStore(url)
+            for _ in range(100):  # until the listener subscribed again (a second at most)
+                await other.publish("s", b"after")
+                if heard:
+                    break
+                await asyncio.sleep(0.1)
+            await other.close()
+            await store.close()
+        assert heard and heard[0] == ("s", b"after")
+
+    with caplog.at_level("DEBUG", logger="mcpbind.transports.store"):
+        run(go())
+    said = [r for r in caplog.records if r.name == "mcpbind.transports.store"]
+    warnings = [r.getMessage() for r in said if r.levelname == "WARNING"]
+    assert len(warnings) == 2, warnings
+    assert "failed" in warnings[0] and "subscribing again every second" in warnings[0]
+    assert warnings[1].endswith("again")
+    assert len([r for r in said if r.levelname == "DEBUG"]) >= 2  # the tries in between
+    assert not [r for r in said if r.levelno > 30]
 
 
 # -- the server on each store ----------------------------------------------------------------------

@@ -563,7 +563,10 @@ class RedisStore(Store):
 
     async def _listen(self, pubsub: Any, channel: str, deliver: Any) -> None:
         """Deliver the channel's messages; when the connection to Redis drops, subscribe again
-        (a second later, and then every second until Redis answers)."""
+        (a second later, and then every second until Redis answers). An outage is one warning
+        when it starts and one when it ends (each failed try in between is a debug line): a
+        Redis down for an hour does not write 3,600 tracebacks."""
+        failing = False
         while True:
             try:
                 await deliver(pubsub)
@@ -571,14 +574,30 @@ class RedisStore(Store):
                 with contextlib.suppress(Exception):
                     await pubsub.aclose()
                 raise
-            except Exception:
-                _log.exception("listening to %s: subscribing again in a second", channel)
+            except Exception as exc:  # noqa: BLE001 - Redis gone, or its answer unreadable
+                if failing:
+                    _log.debug("listening to %s: Redis still fails (%r)", channel, exc)
+                else:
+                    failing = True
+                    _log.warning(
+                        "listening to %s failed (%r): subscribing again every second until "
+                        "Redis answers",
+                        channel,
+                        exc,
+                        exc_info=_log.isEnabledFor(logging.DEBUG),
+                    )
                 with contextlib.suppress(Exception):
                     await pubsub.aclose()
                 await asyncio.sleep(1.0)
-                with contextlib.suppress(Exception):
+                try:
                     pubsub = self.redis.pubsub()
                     await pubsub.subscribe(channel)
+                except Exception as exc:  # noqa: BLE001 - still down: the next turn tries again
+                    _log.debug("listening to %s: subscribing failed (%r)", channel, exc)
+                else:
+                    if failing:
+                        failing = False
+                        _log.warning("listening to %s again", channel)
 
     async def _deliver(self, pubsub: Any, on_message: OnMessage) -> None:
         while True:
