@@ -31,46 +31,19 @@ LISTEN = "subscriptions/listen"
 MCPBIND = str(Path(sys.executable).with_name("mcpbind"))  # the command line of this venv
 ACKNOWLEDGED = "notifications/subscriptions/acknowledged"
 
-SERVER = '''\
-import asyncio
-
+SERVER = """\
 from mcpbind.app import App
-from mcpbind.errors import ProtocolError
 from mcpbind.tasks import Tasks
+from tests.interop.tasks_works import add, broken, confirm, slow_work
 
 app = App("task-notifications-on-stdio", revisions=("2026-07-28",))
-
-
-@app.tool
-def add(a: int, b: int) -> int:
-    """Adds"""
-    return a + b
-
-
-async def confirm(context, params):
-    answers = await context.ask({"ok": {
-        "method": "elicitation/create",
-        "params": {"message": "Go ahead?", "requestedSchema": {"type": "object", "properties": {}}},
-    }})
-    return {"content": [{"type": "text", "text": answers["ok"]["action"]}]}
-
-
-async def broken(context, params):
-    await asyncio.sleep(float(params["arguments"]["after"]))
-    raise ProtocolError(-32603, "the job broke down")
-
-
-async def slow(context, params):
-    await asyncio.sleep(float(params["arguments"]["seconds"]))
-    return {"content": [{"type": "text", "text": "done"}]}
-
-
+app.tool(add)
 # A poll interval far longer than the test may take: only a notification ends a task in time.
 layer = Tasks(poll_interval_ms=30_000, max_listeners=2, max_listen_tasks=3)
-for name, work in (("confirm", confirm), ("broken", broken), ("slow", slow)):
+for name, work in (("confirm", confirm), ("broken", broken), ("slow", slow_work)):
     layer.tool(name, work, required=True)
 app.run(tasks=layer)
-'''
+"""
 
 
 @pytest.fixture(scope="module")

@@ -33,41 +33,19 @@ MCPBIND = str(Path(sys.executable).with_name("mcpbind"))
 REVISION = "2025-11-25"
 RELATED = TASKS["2026-07-28"].related_task_key
 
-SERVER = '''\
-import asyncio
-
+SERVER = """\
 from mcpbind.app import App
 from mcpbind.app.tasks import app_tasks
 from mcpbind.tasks import Tasks
+from tests.interop.tasks_works import add, confirm, slow
 
 app = App("tasks-behind-the-bridge", revisions=("2026-07-28",))
-
-
-@app.tool
-async def slow(seconds: float) -> str:
-    """Sleeps, then says so"""
-    await asyncio.sleep(seconds)
-    return f"slept {seconds}"
-
-
-@app.tool
-def add(a: int, b: int) -> int:
-    """Adds (never a task)"""
-    return a + b
-
-
-async def confirm(context, params):
-    answers = await context.ask({"ok": {
-        "method": "elicitation/create",
-        "params": {"message": "Go ahead?", "requestedSchema": {"type": "object", "properties": {}}},
-    }})
-    return {"content": [{"type": "text", "text": answers["ok"]["action"]}]}
-
-
+for tool in (slow, add):
+    app.tool(tool)
 layer = Tasks(poll_interval_ms=20)
 layer.tool("confirm", confirm, required=True)
 app.run(tasks=app_tasks(app, "slow", layer=layer))
-'''
+"""
 
 
 class Peer:

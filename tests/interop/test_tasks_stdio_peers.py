@@ -25,53 +25,20 @@ FACTS = TASKS[REVISION]
 TYPES = TASK_TYPES[REVISION]
 OPTED_IN = {"extensions": {FACTS.extension: {}}}
 
-SERVER = '''\
-import asyncio
-
-from mcpbind.app import App, ToolError
+SERVER = """\
+from mcpbind.app import App
 from mcpbind.app.tasks import app_tasks
-from mcpbind.errors import ProtocolError
 from mcpbind.tasks import Tasks
+from tests.interop.tasks_works import add, broken, confirm, refuse, slow
 
 app = App("tasks-on-stdio", revisions=("2026-07-28",))
-
-
-@app.tool
-async def slow(seconds: float) -> str:
-    """Sleeps, then says so"""
-    await asyncio.sleep(seconds)
-    return f"slept {seconds}"
-
-
-@app.tool
-def refuse() -> str:
-    """Always a tool error"""
-    raise ToolError("no, thanks")
-
-
-@app.tool
-def add(a: int, b: int) -> int:
-    """Adds (never a task)"""
-    return a + b
-
-
-async def confirm(context, params):
-    answers = await context.ask({"ok": {
-        "method": "elicitation/create",
-        "params": {"message": "Go ahead?", "requestedSchema": {"type": "object", "properties": {}}},
-    }})
-    return {"content": [{"type": "text", "text": answers["ok"]["action"]}]}
-
-
-async def broken(context, params):
-    raise ProtocolError(-32603, "the job broke down")
-
-
+for tool in (slow, refuse, add):
+    app.tool(tool)
 layer = Tasks(poll_interval_ms=20)
 layer.tool("confirm", confirm, required=True)
 layer.tool("broken", broken, required=True)
 app.run(tasks=app_tasks(app, "slow", required=("refuse",), layer=layer))
-'''
+"""
 
 
 @pytest.fixture(scope="module")
