@@ -14,6 +14,7 @@ import msgspec
 from .errors import ProtocolError, UnsupportedRevision
 
 __all__ = [
+    "ANSWERS",
     "ErrorReceived",
     "Event",
     "InputRequired",
@@ -190,3 +191,6 @@ Event = Union[  # noqa: UP007
     PingReceived,
     MessageRejected,
 ]
+
+# The events that answer a request this side sent: whichever of these carries its id settles it.
+ANSWERS = (ResultReceived, ErrorReceived, InputRequired, TaskCreated)

@@ -38,6 +38,7 @@ from msgspec import UNSET
 
 from ..errors import INTERNAL_ERROR, ProtocolError
 from ..events import (
+    ANSWERS,
     ErrorReceived,
     Event,
     InputRequired,
@@ -45,7 +46,6 @@ from ..events import (
     RequestCancelled,
     RequestReceived,
     ResultReceived,
-    TaskCreated,
 )
 from . import crossing
 from .core_tasks import CoreTasks, Table
@@ -55,8 +55,6 @@ if TYPE_CHECKING:
     from .core import Bridge
 
 __all__ = ["StdioTasks"]
-
-_ANSWERS = (ResultReceived, TaskCreated, ErrorReceived, InputRequired)
 
 
 class StdioTasks:
@@ -227,7 +225,7 @@ class StdioTasks:
             if e.answered or id not in self.sent or self.bridge.back.awaits(id):
                 return False
             return self.answer_lost(id, e.error.message)
-        if not isinstance(e, _ANSWERS):
+        if not isinstance(e, ANSWERS):
             return False
         future = self.sent.get(e.id)
         if future is None:

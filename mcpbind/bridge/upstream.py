@@ -22,15 +22,12 @@ import msgspec
 from ..auth.client import OAuthClient
 from ..errors import INTERNAL_ERROR, ProtocolError
 from ..events import (
-    ErrorReceived,
+    ANSWERS,
     Event,
-    InputRequired,
     MessageRejected,
     Negotiated,
     NegotiationFailed,
     RequestReceived,
-    ResultReceived,
-    TaskCreated,
 )
 from ..session import ClientSession
 from ..transports.http_client import (
@@ -49,7 +46,6 @@ __all__ = ["GRACE", "HttpUpstream", "SseUpstream", "StdioUpstream", "Upstream", 
 
 GRACE = 2.0  # seconds a child gets to exit after its input closes, before it is terminated
 _CHUNK = 1 << 20  # bytes a reader takes from a pipe at once (longer lines are put together)
-_ANSWERS = (ResultReceived, ErrorReceived, InputRequired, TaskCreated)
 _NOTHING_KEPT: deque[Event] = deque(maxlen=0)  # an event window that keeps nothing (shared)
 
 
@@ -462,7 +458,7 @@ class HttpUpstream(StreamableHTTPClient):
         rest: list[Event] = []
         asked: list[RequestReceived] = []
         for event in self.session.receive(data):
-            if isinstance(event, _ANSWERS):
+            if isinstance(event, ANSWERS):
                 owed.discard(event.id)
                 self._arrived.set()
             elif isinstance(event, MessageRejected) and event.error.id in owed:

@@ -34,9 +34,9 @@ from ..auth.client import OAuthClient
 from ..auth.errors import AuthorizationError
 from ..errors import INTERNAL_ERROR, INVALID_PARAMS, ProtocolError
 from ..events import (
+    ANSWERS,
     ErrorReceived,
     Event,
-    InputRequired,
     MessageRejected,
     Negotiated,
     NegotiationFailed,
@@ -61,10 +61,6 @@ ACCEPT = "application/json, text/event-stream"
 _TOKEN = frozenset("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
 # The argument types a header may mirror: a number could not round-trip exactly through text.
 _PRIMITIVE = frozenset(("string", "integer", "boolean"))
-
-
-# The events that answer a request this side sent: whichever of these carries its id settles it.
-ANSWERS = (ResultReceived, ErrorReceived, InputRequired, TaskCreated)
 
 
 class _Peek(msgspec.Struct, gc=False):

@@ -25,6 +25,7 @@ from httpx_sse import EventSource, ServerSentEvent
 
 from ..errors import ProtocolError
 from ..events import (
+    ANSWERS,
     ErrorReceived,
     Event,
     MessageRejected,
@@ -36,7 +37,7 @@ from ..events import (
 )
 from ..session import ClientSession
 from ._answer import MAX_ROUNDS, answer_request, answer_rounds
-from .http_client import ANSWERS, StreamableHTTPClient
+from .http_client import StreamableHTTPClient
 
 __all__ = ["CONNECTION_CLOSED", "SSEClient", "connect_http"]
 
