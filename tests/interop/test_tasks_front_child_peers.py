@@ -12,7 +12,6 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -53,16 +52,8 @@ def gateway(tmp_path: Path) -> Iterator[str]:
 
 def test_a_2025_client_gets_tasks_of_a_2026_child_through_the_gateway(gateway: str) -> None:
     client = Client(gateway)
-    caps: dict[str, Any] = {"elicitation": {"form": {}}, "tasks": {"list": {}, "cancel": {}}}
-    info = {"name": "tasks-through-a-child", "version": "1"}
-    hello = {"protocolVersion": REVISION, "capabilities": caps, "clientInfo": info}
-    response = client.send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello})
-    [opened] = client._messages(response)
-    offered = opened["result"]["capabilities"]["tasks"]
+    offered = client.open("tasks-through-a-child")
     assert offered == {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
-    client.headers["mcp-session-id"] = response.headers["mcp-session-id"]
-    client.headers["mcp-protocol-version"] = REVISION
-    client.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
 
     slow = {"name": "slow", "arguments": {"seconds": 0.2}, "task": {}}
     created = client.request(2, "tools/call", slow)["result"]["task"]

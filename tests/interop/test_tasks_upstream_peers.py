@@ -115,6 +115,19 @@ class Client:
         self._keep(message)
         return self.http.post(self.url, content=json.dumps(message), headers=self.headers)
 
+    def open(self, name: str) -> dict[str, Any]:
+        """The 2025-11-25 handshake, declaring tasks (list, cancel) and form elicitation: the
+        tasks capability the gateway offered (the session's headers then set)."""
+        caps = {"elicitation": {"form": {}}, "tasks": {"list": {}, "cancel": {}}}
+        info = {"name": name, "version": "1"}
+        hello = {"protocolVersion": REVISION, "capabilities": caps, "clientInfo": info}
+        response = self.send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello})
+        [opened] = self._messages(response)
+        self.headers["mcp-session-id"] = response.headers["mcp-session-id"]
+        self.headers["mcp-protocol-version"] = REVISION
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        return opened["result"]["capabilities"]["tasks"]  # type: ignore[no-any-return]
+
     def request(self, id: int, method: str, params: dict[str, Any]) -> Any:
         response = self.send({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
         [answer] = [m for m in self._messages(response) if m.get("id") == id]
@@ -146,16 +159,8 @@ class Client:
 
 def test_a_2025_client_gets_tasks_of_a_2026_server_through_the_gateway(gateway: str) -> None:
     client = Client(gateway)
-    caps = {"elicitation": {"form": {}}, "tasks": {"list": {}, "cancel": {}}}
-    info = {"name": "tasks-through-the-gateway", "version": "1"}
-    hello = {"protocolVersion": REVISION, "capabilities": caps, "clientInfo": info}
-    response = client.send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello})
-    [opened] = client._messages(response)
-    offered = opened["result"]["capabilities"]["tasks"]
+    offered = client.open("tasks-through-the-gateway")
     assert offered == {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
-    client.headers["mcp-session-id"] = response.headers["mcp-session-id"]
-    client.headers["mcp-protocol-version"] = REVISION
-    client.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
 
     call = {"name": "confirm_delete", "arguments": {"filename": "notes.txt"}, "task": {}}
     created = client.request(2, "tools/call", call)["result"]["task"]
