@@ -1,5 +1,6 @@
 """The pure parts of mcpbind.auth: challenges, where metadata is looked for, resource matching,
-token endpoint authentication choice, DPoP proofs and the token store's bound."""
+token endpoint authentication choice, DPoP proofs, the token store's bound and the principal a
+token names."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from mcpbind.auth import ClientInfo, DPoPKey, MemoryTokenStore, Token, parse_cha
 from mcpbind.auth.challenge import render_challenge
 from mcpbind.auth.discovery import AuthServerMetadata, metadata_urls, prm_urls, resource_matches
 from mcpbind.auth.endpoint import choose_auth_method
+from mcpbind.auth.resource import AuthInfo, principal
 
 
 def test_challenges_are_read_with_quoted_values_and_several_schemes() -> None:
@@ -103,3 +105,21 @@ def test_the_memory_store_keeps_at_most_its_bound() -> None:
         return [await store.get_token(name) is not None for name in "abc"]
 
     assert asyncio.run(run()) == [False, True, True]
+
+
+def test_a_principal_is_the_issuer_with_the_subject_else_the_client_else_the_token() -> None:
+    def info(
+        subject: str | None, client: str | None, issuer: str = "https://as", token: str = "t"
+    ) -> AuthInfo:
+        return AuthInfo(token, subject, client, (), None, {}, issuer)
+
+    alice = principal(info("alice", "app"))
+    assert alice == principal(info("alice", "other app", token="u"))  # the user, by any client
+    assert alice != principal(info("alice", "app", issuer="https://other-as"))
+    assert principal(info(None, "app")) != principal(info(None, "other app"))
+    # A client id equal to a subject names another principal.
+    assert principal(info(None, "alice")) != alice
+    # Neither: the token alone.
+    assert principal(info(None, None)) == principal(info(None, None))
+    assert principal(info(None, None)) != principal(info(None, None, token="u"))
+    assert principal(None) is None  # no authorization: every request is one principal

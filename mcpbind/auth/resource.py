@@ -16,6 +16,7 @@ sent), 403 ``insufficient_scope``, 503 when the authorization server cannot be r
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -23,6 +24,7 @@ from typing import Any
 from urllib.parse import urlencode, urlsplit, urlunsplit
 
 import httpx
+import msgspec
 from authlib.oauth2.auth import ClientAuth  # type: ignore[import-untyped]
 from joserfc import jwt
 from joserfc.errors import ExpiredTokenError, InvalidKeyIdError, JoseError
@@ -37,7 +39,7 @@ from .discovery import PRM_WELL_KNOWN, AuthServerMetadata, authorization_server_
 from .errors import AuthorizationError
 from .fetch import get_json, post_form
 
-__all__ = ["AuthInfo", "ResourceServer"]
+__all__ = ["AuthInfo", "ResourceServer", "principal"]
 
 #: The signing algorithms accepted by default (asymmetric only: a resource server holds no
 #: secret it shares with the authorization server).
@@ -58,7 +60,8 @@ ALGORITHMS = (
 @dataclass(frozen=True)
 class AuthInfo:
     """A verified token: who it is for (``subject``), which client holds it, its scopes,
-    when it expires, and every claim (or introspection field) it carried."""
+    when it expires, every claim (or introspection field) it carried, and the authorization
+    server that issued it (``issuer``)."""
 
     token: str
     subject: str | None
@@ -66,6 +69,23 @@ class AuthInfo:
     scopes: tuple[str, ...]
     expires_at: int | None
     claims: Mapping[str, Any] = field(default_factory=dict)
+    issuer: str | None = None
+
+
+def principal(auth: AuthInfo | None) -> str | None:
+    """Who a request comes from, the one key sessions, their streams and event logs, tasks and
+    the gateway's links are bound to (docs/auth.md): the token's issuer and subject; its issuer
+    and client id when it has no subject; its issuer and the token's digest when it names
+    neither (that token alone). None without authorization (every request is one principal)."""
+    if auth is None:
+        return None
+    if auth.subject is not None:
+        who = ["sub", auth.subject]
+    elif auth.client_id is not None:
+        who = ["client", auth.client_id]
+    else:
+        who = ["token", hashlib.sha256(auth.token.encode()).hexdigest()]
+    return msgspec.json.encode([auth.issuer, *who]).decode()
 
 
 class _Invalid(Exception):
@@ -255,7 +275,7 @@ class ResourceServer:
             raise _Invalid(f"the token does not verify ({detail})") from None
         except ValueError:
             raise _Invalid("the token is not a JWT") from None
-        return _info(token, claims)
+        return _info(token, claims, self.issuer)
 
     async def _introspect(self, token: str) -> AuthInfo:
         assert self.introspection_client is not None
@@ -282,10 +302,10 @@ class ResourceServer:
         exp = answer.get("exp")
         if isinstance(exp, int) and exp + self.leeway < time.time():
             raise _Invalid("the token has expired")
-        return _info(token, answer)
+        return _info(token, answer, self.issuer)
 
 
-def _info(token: str, claims: Mapping[str, Any]) -> AuthInfo:
+def _info(token: str, claims: Mapping[str, Any], issuer: str) -> AuthInfo:
     scope = claims.get("scope")
     scopes = scope.split() if isinstance(scope, str) else claims.get("scp") or []
     client = claims.get("client_id") or claims.get("azp")
@@ -298,4 +318,5 @@ def _info(token: str, claims: Mapping[str, Any]) -> AuthInfo:
         scopes=tuple(s for s in scopes if isinstance(s, str)),
         expires_at=exp if isinstance(exp, int) else None,
         claims=dict(claims),
+        issuer=issuer,
     )

@@ -11,7 +11,7 @@ session (``--listen ... -- CMD``), or an MCP server over HTTP (``--upstream URL`
   its first request with the client's capabilities and info and ended with the session (DELETE,
   idle expiry, the HTTP+SSE stream closed).
 - Clients of the per-request ``_meta`` revisions have no session: their requests go down one link
-  per client identity (its info, capabilities and authenticated subject), at most
+  per client identity (its info, capabilities and authenticated principal), at most
   ``max_shared`` of them; the least recently used one with nothing in flight makes room.
 - The server's handshake is learnt once, on the first request (a probe connection), and every
   client is answered from it in its own revision (``Face``).
@@ -44,6 +44,7 @@ from starlette.responses import JSONResponse
 from .. import bindings
 from .._revisions import RELEASED
 from ..auth.client import OAuthClient
+from ..auth.resource import principal
 from ..errors import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -1054,10 +1055,10 @@ class Gateway:
                 call.session.link = link
             return link
         caps, info = Crossing.client_identity(speech(call.revision), call.message)
-        subject = call.auth.subject if call.auth is not None else None
         identity = hashlib.sha256(
             msgspec.json.encode(
-                [subject, msgspec.to_builtins(info), msgspec.to_builtins(caps)], order="sorted"
+                [principal(call.auth), msgspec.to_builtins(info), msgspec.to_builtins(caps)],
+                order="sorted",
             )
         ).hexdigest()
         link = self.shared.pop(identity, None)

@@ -593,8 +593,12 @@ class TaskBridge:
 
 def _owner(auth: Any) -> str | None:
     """Who a gateway client's request is from, as the Streamable HTTP server names a task's
-    owner (the token's subject, else its client; None without authorization)."""
-    return None if auth is None else (auth.subject or auth.client_id)
+    owner (``auth.resource.principal``; None without authorization)."""
+    if auth is None:
+        return None
+    from ..auth.resource import principal  # (a token came: the HTTP extra is there)
+
+    return principal(auth)
 
 
 class LinkTasks(TaskBridge):

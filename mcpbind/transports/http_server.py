@@ -57,7 +57,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from .. import bindings
-from ..auth.resource import AuthInfo, ResourceServer
+from ..auth.resource import AuthInfo, ResourceServer, principal
 from ..errors import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -169,10 +169,12 @@ _peek_answer = msgspec.json.Decoder(_PeekAnswer)
 
 class _Record(msgspec.Struct, array_like=True):
     """What rebuilds a session on another worker (a shared store's session record): the client's
-    initialize request as it was sent, and whether its initialized notification came."""
+    initialize request as it was sent, whether its initialized notification came, and the
+    principal that opened it (``auth.resource.principal``; None without ``auth=``)."""
 
     initialize: bytes
     ready: bool = False
+    owner: str | None = None
 
 
 class _Note(msgspec.Struct, array_like=True):
@@ -217,6 +219,7 @@ class _Live:
         self.record: bytes | None = None  # its record in a shared store
         self.checked = -SESSION_RECHECK  # time.monotonic() the shared store last confirmed it
         self.readers: set[asyncio.Future[_Stop]] = set()  # its event streams' readers here
+        self.owner: str | None = None  # the principal that opened it: only it reaches it
 
     @property
     def in_use(self) -> bool:
@@ -538,8 +541,8 @@ class StreamableHTTPServer:
             if request.method == "POST":
                 return await self._post(request, auth)
             if request.method == "GET":
-                return await self._get(request)
-            return await self._delete(request)
+                return await self._get(request, auth)
+            return await self._delete(request, auth)
         except Exception:  # a bug of ours or of a hook is the client's internal error, not a crash
             _log.exception("internal error answering %s %s", request.method, request.url.path)
             return _plain_error(
@@ -564,7 +567,7 @@ class StreamableHTTPServer:
         sid = request.headers.get(SESSION_HEADER)
         version: str | None = None  # what a stateless request's _meta names, read once
         if sid is not None:
-            found = await self._find(sid) if self._shared else self._session(sid)
+            found = await self._lookup(sid, auth)
             if isinstance(found, Response):
                 return found
             if found is None:
@@ -609,6 +612,7 @@ class StreamableHTTPServer:
         new_sid: str | None = None
         if sid is None and session.state == "initializing":
             # An initialize was answered: the connection is a session of its own from now on.
+            live.owner = principal(auth)
             new_sid = self._register(live)
             if new_sid is None or (self._shared and not await self._opened(live, body)):
                 return self._no_room(direct)
@@ -762,7 +766,7 @@ class StreamableHTTPServer:
     async def _tasks_answer(self, body: bytes, auth: AuthInfo | None) -> Response | None:
         """The tasks layer's answer to a stateless request it owns, or None for the session to
         read it (not a request of the revision the extension extends, or a tool call the
-        layer leaves to the handler). A task belongs to the token's subject (else client)."""
+        layer leaves to the handler). A task belongs to the token's principal (docs/auth.md)."""
         assert self.tasks is not None
         from ..tasks import error_object, read_request
 
@@ -771,7 +775,7 @@ class StreamableHTTPServer:
             return None
         rid, method, params = read
         try:
-            owner = None if auth is None else (auth.subject or auth.client_id)
+            owner = principal(auth)
             stream = self.tasks.listen(rid, params, owner)  # task status notifications
             if stream is not None:
                 return _EventStream(
@@ -811,6 +815,17 @@ class StreamableHTTPServer:
                     del self._designated[next(iter(self._designated))]
 
     # -- the session table ------------------------------------------------------------------------
+
+    async def _lookup(self, sid: str, auth: AuthInfo | None) -> _Live | Response | None:
+        """The session ``sid`` when the principal of the request's token opened it: another
+        principal's is None (404) exactly as an id never issued (docs/auth.md)."""
+        owner = principal(auth)
+        if self._shared:
+            return await self._find(sid, owner)
+        live = self.sessions.get(sid)
+        if live is not None and live.owner != owner:
+            return None  # not touched: another principal does not keep it alive
+        return self._session(sid)
 
     def _session(self, sid: str) -> _Live | None:
         """The session named ``sid`` (now used), unless it expired or never was."""
@@ -875,11 +890,17 @@ class StreamableHTTPServer:
 
     # -- sessions in a shared store ---------------------------------------------------------------
 
-    async def _find(self, sid: str) -> _Live | Response | None:
+    async def _find(
+        self, sid: str, owner: str | None = None, anyone: bool = False
+    ) -> _Live | Response | None:
         """The session ``sid`` if the shared store still holds it (its idle time restarted),
         rebuilt from its record when this worker has no copy; None when it ended or expired
-        (this worker's copy is dropped then), a 503 when there is no room for a copy. A ready
-        copy the store confirmed less than ``SESSION_RECHECK`` seconds ago is not asked about."""
+        (this worker's copy is dropped then) or another principal than ``owner`` opened it
+        (unless ``anyone``), a 503 when there is no room for a copy. A ready copy the store
+        confirmed less than ``SESSION_RECHECK`` seconds ago is not asked about."""
+        copy = self.sessions.get(sid)
+        if copy is not None and not anyone and copy.owner != owner:
+            return None  # the copy's owner is the record's: another principal's session
         live = self._session(sid)
         now = time.monotonic()
         if live is not None and live.ready and now - live.checked < SESSION_RECHECK:
@@ -895,6 +916,8 @@ class StreamableHTTPServer:
         except msgspec.DecodeError:
             _log.error("the record of session %s cannot be read: it is ended", sid)
             return None
+        if not anyone and kept.owner != owner:
+            return None  # another principal's session: as unknown, and no copy made here
         live = self.sessions.get(sid)  # a request may have rebuilt it while this one waited
         if live is None:
             live = self._rebuild(sid, kept)
@@ -927,6 +950,7 @@ class StreamableHTTPServer:
             return None
         live = _Live(session, stateful=True)
         live.sid = sid
+        live.owner = kept.owner
         if kept.ready:
             self._initialized(live)
         return live
@@ -946,7 +970,7 @@ class StreamableHTTPServer:
         """Keep a new session's record in the shared store; False (the session forgotten here
         too) when the store holds ``max_sessions`` already."""
         assert live.sid is not None
-        record = msgspec.msgpack.encode(_Record(initialize=initialize))
+        record = msgspec.msgpack.encode(_Record(initialize=initialize, owner=live.owner))
         live.record = record
         if await self.store.open_session(
             live.sid, record, self.session_idle_timeout, self.max_sessions
@@ -1307,13 +1331,13 @@ class StreamableHTTPServer:
 
     # -- GET and DELETE ---------------------------------------------------------------------------
 
-    async def _get(self, request: Request) -> Response:
+    async def _get(self, request: Request, auth: AuthInfo | None = None) -> Response:
         if "text/event-stream" not in _media_types(request.headers.get("accept", "")):
             return _plain_error(406, "Not Acceptable: a GET stream needs Accept: text/event-stream")
         sid = request.headers.get(SESSION_HEADER)
         if sid is None:
             return _plain_error(405, "no MCP session for a standalone stream")
-        found = await self._find(sid) if self._shared else self._session(sid)
+        found = await self._lookup(sid, auth)
         if isinstance(found, Response):
             return found
         if found is None:
@@ -1363,10 +1387,12 @@ class StreamableHTTPServer:
             self._resumable(live, stream, STANDALONE, [])
         return stream
 
-    async def _delete(self, request: Request) -> Response:
+    async def _delete(self, request: Request, auth: AuthInfo | None = None) -> Response:
         sid = request.headers.get(SESSION_HEADER)
         if sid is None:
             return _plain_error(400, "no such MCP session")
+        if self.auth is not None and await self._owner_of(sid) != (principal(auth),):
+            return _plain_error(404, "no such MCP session")  # as unknown: another principal's
         live = self.sessions.pop(sid, None)
         if live is not None:
             self._close(live)
@@ -1380,6 +1406,17 @@ class StreamableHTTPServer:
         if not found:
             return _plain_error(404, "no such MCP session")
         return Response(status_code=200)
+
+    async def _owner_of(self, sid: str) -> tuple[str | None, ...]:
+        """(the principal that opened session ``sid``,), or () when there is no such session."""
+        live = self.sessions.get(sid)
+        if live is not None or not self._shared:
+            return () if live is None else (live.owner,)
+        record = await self.store.load_session(sid, self.session_idle_timeout + SESSION_RECHECK)
+        try:
+            return () if record is None else (msgspec.msgpack.decode(record, type=_Record).owner,)
+        except msgspec.DecodeError:
+            return ()
 
     def _close(self, live: _Live) -> None:
         """The session ended here: its handlers are cancelled, its readers end, what its
@@ -1418,7 +1455,7 @@ class StreamableHTTPServer:
             await self._start()  # the client's answer may come through another worker
         live = self.sessions.get(sid)
         if live is None and self._shared:
-            found = await self._find(sid)
+            found = await self._find(sid, anyone=True)
             live = found if isinstance(found, _Live) else None
         if live is None or (not self._shared and live.standalone is None):
             raise LookupError(f"MCP session {sid!r} has no GET stream open to send a request on")

@@ -8,14 +8,22 @@ two servers on one key issue tokens that verify alike but name different issuers
 Clients (all ``client_secret_basic`` or ``client_secret_post``):
 
 - ``app`` / ``app-secret``: tokens for an hour, any of the scopes ``mcp:read mcp:write``;
+- ``other`` / ``other-secret``: the same for another subject (a second user);
+- ``anon-1``, ``anon-2`` (secrets ``anon-1-secret``, ...): tokens for an hour without ``sub``,
+  naming only their ``client_id``;
 - ``stale`` / ``stale-secret``: tokens that expired a minute before they were issued (an old
   token, without waiting for one to age);
 - ``rs`` / ``rs-secret``: the resource server's own client, allowed to introspect.
+
+The JWKS can be made to misbehave, for the tests of key refresh: ``POST /jwks/mode`` with the
+JSON ``{"fail": true}`` answers it with 500, ``{"delay": SECONDS}`` answers it that late,
+``{}`` as usual; ``GET /jwks/count`` is how many times it was asked for.
 """
 
 from __future__ import annotations
 
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -28,7 +36,8 @@ from flask import Flask, jsonify, request
 from joserfc.jwk import ECKey, KeySet
 
 SCOPES = ["mcp:read", "mcp:write"]
-LIFETIMES = {"app": 3600, "stale": -60, "rs": 3600}
+LIFETIMES = {"app": 3600, "other": 3600, "anon-1": 3600, "anon-2": 3600, "stale": -60, "rs": 3600}
+NO_SUBJECT = {"anon-1", "anon-2"}
 
 
 class Client(ClientMixin):
@@ -90,6 +99,18 @@ def main(port: int, keyfile: Path) -> None:
         def get_audiences(self, client: Client, user: Any, scope: str) -> str:
             return request.form.get("resource") or client.client_id
 
+        def access_token_generator(
+            self, client: Client, grant_type: str, user: Any, scope: str
+        ) -> str:
+            token = super().access_token_generator(client, grant_type, user, scope)
+            if client.client_id not in NO_SUBJECT:
+                return str(token)
+            from joserfc import jwt
+
+            decoded = jwt.decode(token, keys)
+            claims = {k: v for k, v in decoded.claims.items() if k != "sub"}
+            return jwt.encode(decoded.header, claims, keys)
+
     class Introspection(IntrospectionEndpoint):  # type: ignore[misc]
         CLIENT_AUTH_METHODS = ["client_secret_basic"]
 
@@ -133,9 +154,30 @@ def main(port: int, keyfile: Path) -> None:
             response_types_supported=["token"],
         )
 
+    jwks_mode: dict[str, Any] = {}
+    jwks_count = [0]
+    counting = threading.Lock()
+
     @app.get("/jwks")
     def jwks() -> Any:
+        with counting:
+            jwks_count[0] += 1
+        mode = dict(jwks_mode)
+        time.sleep(float(mode.get("delay", 0)))
+        if mode.get("fail"):
+            return jsonify(error="the key set is down"), 500
         return jsonify(keys.as_dict(private=False))
+
+    @app.post("/jwks/mode")
+    def set_jwks_mode() -> Any:
+        jwks_mode.clear()
+        jwks_mode.update(request.get_json())
+        return jsonify(jwks_mode)
+
+    @app.get("/jwks/count")
+    def count_jwks() -> Any:
+        with counting:
+            return jsonify(count=jwks_count[0])
 
     @app.post("/token")
     def token() -> Any:
@@ -145,7 +187,7 @@ def main(port: int, keyfile: Path) -> None:
     def introspect() -> Any:
         return server.create_endpoint_response(Introspection.ENDPOINT_NAME)
 
-    app.run(host="127.0.0.1", port=port)
+    app.run(host="127.0.0.1", port=port, threaded=True)
 
 
 if __name__ == "__main__":
