@@ -5,7 +5,8 @@ from.
 ``ResourceServer(resource, authorization_server)`` verifies tokens either as JWTs signed with
 the authorization server's keys (its ``jwks_uri``, read from its RFC 8414 metadata; the key
 set is cached and fetched again when a token names an unknown ``kid``, at most once per
-``jwks_refresh_interval``) or, given ``introspection_client``, by asking the server's RFC 7662
+``jwks_refresh_interval`` whether the fetch succeeds or fails; concurrent requests share the
+fetch in flight, and a token whose key is cached never waits on one) or, given ``introspection_client``, by asking the server's RFC 7662
 introspection endpoint. The token must be issued by ``authorization_server`` (``iss``), for
 this resource (``aud``), unexpired, and carry the required scopes. ``check(headers)`` returns
 the ``AuthInfo`` of a good token, or the ready ``Response``: 401 with a ``WWW-Authenticate``
@@ -100,8 +101,9 @@ class ResourceServer:
     ``audience`` is what ``aud`` must contain (default: ``resource``). ``leeway`` (default 0 s)
     tolerates clock skew on ``exp``/``nbf``. ``max_keys`` (default 100) bounds the key set
     taken from the authorization server; ``jwks_refresh_interval`` (default 30 s) how often an
-    unknown ``kid`` may cause it to be fetched again; ``metadata_max_age`` (default 3600 s) how
-    long the authorization server's metadata is kept; ``timeout`` (default 10 s) each fetch.
+    unknown ``kid`` (or, while there is no key set, any token) may cause it to be fetched again,
+    successfully or not; ``metadata_max_age`` (default 3600 s) how long the authorization
+    server's metadata is kept; ``timeout`` (default 10 s) each fetch, whole.
     """
 
     def __init__(
@@ -143,8 +145,9 @@ class ResourceServer:
         self._metadata: AuthServerMetadata | None = None
         self._metadata_at = 0.0
         self._keys: KeySet | None = None
-        self._keys_at = 0.0
-        self._lock = asyncio.Lock()
+        self._tried_at = -float("inf")  # time.monotonic() of the last fetch, done or failed
+        self._failed: AuthorizationError | None = None  # why the last fetch failed
+        self._fetch: asyncio.Task[KeySet] | None = None  # the fetch in flight, shared
 
     # -- the metadata document ---------------------------------------------------------------
 
@@ -223,30 +226,68 @@ class ResourceServer:
         return self._metadata
 
     async def _key_set(self, stale: bool) -> KeySet:
-        """The authorization server's keys; fetched again when ``stale`` (a token named a
-        kid the set lacks) and the last fetch is older than the refresh interval."""
-        async with self._lock:
-            recent = time.monotonic() - self._keys_at < self.jwks_refresh_interval
-            if self._keys is not None and (not stale or recent):
-                return self._keys
-            async with httpx.AsyncClient(timeout=self.timeout) as http:
-                jwks_uri = (await self._server(http)).endpoint("jwks_uri")
-                status, document = await get_json(http, jwks_uri)
-            keys = document.get("keys") if isinstance(document, dict) else None
-            if status != 200 or not isinstance(keys, list):
-                raise AuthorizationError(f"no key set at {jwks_uri} (HTTP {status})")
-            if len(keys) > self.max_keys:
-                raise AuthorizationError(
-                    f"the key set at {jwks_uri} holds {len(keys)} keys, more than {self.max_keys}"
-                )
-            try:
-                self._keys = KeySet.import_key_set({"keys": keys})
-            except (JoseError, ValueError, TypeError) as error:
-                raise AuthorizationError(
-                    f"the key set at {jwks_uri} cannot be read: {error}"
-                ) from None
-            self._keys_at = time.monotonic()
-            return self._keys
+        """The authorization server's keys. The cached set is returned at once (never waiting
+        on a fetch) unless ``stale`` (a token named a kid the set lacks) or there is none yet;
+        then the set is fetched again, at most once per refresh interval whether that fetch
+        succeeds or fails (within it, the cached set, or the last failure), and every request
+        that needs it meanwhile awaits the one fetch in flight."""
+        keys = self._keys
+        if keys is not None and not stale:
+            return keys
+        fetch = self._fetch
+        if fetch is None or fetch.get_loop() is not asyncio.get_running_loop():
+            if time.monotonic() - self._tried_at < self.jwks_refresh_interval:
+                if keys is not None:
+                    return keys  # fetched lately: an unknown kid stays unknown
+                if self._failed is not None:
+                    raise _again(self._failed)
+            self._tried_at = time.monotonic()
+            fetch = self._fetch = asyncio.ensure_future(self._fetch_keys())
+            fetch.add_done_callback(self._fetched)
+        try:  # shielded: a request that goes away does not cancel the fetch the others await
+            return await asyncio.shield(fetch)
+        except AuthorizationError as error:
+            raise _again(error) from None
+
+    def _fetched(self, fetch: asyncio.Task[KeySet]) -> None:
+        if self._fetch is fetch:
+            self._fetch = None
+        if not fetch.cancelled() and fetch.exception() is None:
+            self._keys = fetch.result()
+
+    async def _fetch_keys(self) -> KeySet:
+        """The key set at the authorization server's ``jwks_uri``, the whole fetch (metadata
+        and key set) within ``timeout``; ``AuthorizationError`` (kept for the refresh
+        interval) when it cannot be had."""
+        try:
+            async with asyncio.timeout(self.timeout):
+                async with httpx.AsyncClient(timeout=self.timeout) as http:
+                    jwks_uri = (await self._server(http)).endpoint("jwks_uri")
+                    status, document = await get_json(http, jwks_uri)
+                keys = document.get("keys") if isinstance(document, dict) else None
+                if status != 200 or not isinstance(keys, list):
+                    raise AuthorizationError(f"no key set at {jwks_uri} (HTTP {status})")
+                if len(keys) > self.max_keys:
+                    raise AuthorizationError(
+                        f"the key set at {jwks_uri} holds {len(keys)} keys, more than "
+                        f"{self.max_keys}"
+                    )
+                try:
+                    found = KeySet.import_key_set({"keys": keys})
+                except (JoseError, ValueError, TypeError) as error:
+                    raise AuthorizationError(
+                        f"the key set at {jwks_uri} cannot be read: {error}"
+                    ) from None
+        except TimeoutError:
+            self._failed = AuthorizationError(
+                f"the authorization server's key set did not come within {self.timeout:g} s"
+            )
+            raise self._failed from None
+        except AuthorizationError as error:
+            self._failed = error
+            raise
+        self._failed = None
+        return found
 
     async def _jwt(self, token: str) -> AuthInfo:
         keys = await self._key_set(stale=False)
@@ -303,6 +344,15 @@ class ResourceServer:
         if isinstance(exp, int) and exp + self.leeway < time.time():
             raise _Invalid("the token has expired")
         return _info(token, answer, self.issuer)
+
+
+def _again(error: AuthorizationError) -> AuthorizationError:
+    """A new exception saying what ``error`` says: one kept and raised to many requests would
+    gather every raise's traceback."""
+    fresh = AuthorizationError("", error.status)
+    fresh.message = error.message
+    fresh.args = (error.message,)
+    return fresh
 
 
 def _info(token: str, claims: Mapping[str, Any], issuer: str) -> AuthInfo:

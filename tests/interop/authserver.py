@@ -17,14 +17,17 @@ Clients (all ``client_secret_basic`` or ``client_secret_post``):
 
 The JWKS can be made to misbehave, for the tests of key refresh: ``POST /jwks/mode`` with the
 JSON ``{"fail": true}`` answers it with 500, ``{"delay": SECONDS}`` answers it that late,
-``{}`` as usual; ``GET /jwks/count`` is how many times it was asked for.
+``{"drip": SECONDS}`` sends its body a byte at a time, one every SECONDS, ``{}`` as usual;
+``GET /jwks/count`` is how many times it was asked for.
 """
 
 from __future__ import annotations
 
+import json
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +35,7 @@ from authlib.integrations.flask_oauth2 import AuthorizationServer
 from authlib.oauth2.rfc6749 import ClientMixin, grants
 from authlib.oauth2.rfc7662 import IntrospectionEndpoint
 from authlib.oauth2.rfc9068 import JWTBearerTokenGenerator
-from flask import Flask, jsonify, request
+from flask import Flask, Response, jsonify, request
 from joserfc.jwk import ECKey, KeySet
 
 SCOPES = ["mcp:read", "mcp:write"]
@@ -166,6 +169,15 @@ def main(port: int, keyfile: Path) -> None:
         time.sleep(float(mode.get("delay", 0)))
         if mode.get("fail"):
             return jsonify(error="the key set is down"), 500
+        if mode.get("drip"):
+            body = json.dumps(keys.as_dict(private=False)).encode()
+
+            def dripping() -> Iterator[bytes]:
+                for byte in body:
+                    yield bytes([byte])
+                    time.sleep(float(mode["drip"]))
+
+            return Response(dripping(), mimetype="application/json")
         return jsonify(keys.as_dict(private=False))
 
     @app.post("/jwks/mode")
