@@ -157,7 +157,7 @@ class User:
 def same_as_unknown(response: httpx.Response, unknown: httpx.Response, sid: str) -> None:
     """``response`` (to a request naming session ``sid``) is exactly what a never issued id got:
     the status, the media type, the body with the id in it."""
-    assert response.status_code == 404, (response.status_code, response.text)
+    assert response.status_code == 404, (response.request.method, response.status_code)
     assert response.headers["content-type"] == unknown.headers["content-type"]
     assert "Mcp-Session-Id" not in response.headers
     made_up = unknown.request.headers["Mcp-Session-Id"]
@@ -334,3 +334,94 @@ def test_the_gateway_binds_sessions_and_links_to_the_principal(
     links = asyncio.run(run())
     assert len(set(links["anon-1"])) == 1 and len(set(links["anon-2"])) == 1, links
     assert links["anon-1"][0] != links["anon-2"][0], links
+
+
+KINDS = ("own call", "post", "own call", "get", "own call", "resume", "own call", "delete")
+
+
+async def crossfire(a: User, b: User, urls: list[str], count: int) -> dict[str, Any]:
+    """``count`` requests at once (64 in flight), each user in turn: calls in its own session,
+    and POST, GET, GET with ``Last-Event-ID`` and DELETE naming the other's session, at every
+    worker; every answer checked as it comes (a call's text names its caller and session, every
+    request in the other's session is what an unknown id gets)."""
+    users = {"a": a, "b": b}
+    names = {"a": "app", "b": "other"}
+    sids = {"a": await a.open(urls[0]), "b": await b.open(urls[-1])}
+    last_events = {}
+    for who, user in users.items():
+        ids, _ = await user.call(urls[0], sids[who], 1)
+        last_events[who] = ids[0]
+    made_up = secrets.token_hex(16)
+    unknown: dict[tuple[str, str], httpx.Response] = {}
+    for url in urls:
+        unknown["post", url] = await b.post(url, request(2, "tools/call", {"name": "who"}), made_up)
+        unknown["get", url] = await b.get(url, made_up)
+        unknown["resume", url] = await b.get(url, made_up, **{"Last-Event-ID": last_events["a"]})
+        unknown["delete", url] = await b.delete(url, made_up)
+    own = {"a": 1, "b": 1}  # calls each made in its own session
+    refused = 0
+    gate = asyncio.Semaphore(64)
+
+    async def one(n: int) -> None:
+        nonlocal refused
+        who, other = ("a", "b") if n % 2 == 0 else ("b", "a")
+        user, url, kind = users[who], urls[n // 2 % len(urls)], KINDS[n // 2 % len(KINDS)]
+        async with gate:
+            if kind == "own call":
+                _, text = await user.call(url, sids[who], 100 + n)
+                assert text == f"{names[who]} {sids[who]}", (who, text)
+                own[who] += 1
+                return
+            sid = sids[other]
+            if kind == "post":
+                answer = await user.post(url, request(2, "tools/call", {"name": "who"}), sid)
+            elif kind == "get":
+                answer = await user.get(url, sid)
+            elif kind == "resume":
+                answer = await user.get(url, sid, **{"Last-Event-ID": last_events[other]})
+            else:
+                answer = await user.delete(url, sid)
+            same_as_unknown(answer, unknown[kind, url], sid)
+            refused += 1
+
+    await asyncio.gather(*(one(n) for n in range(count)))
+    for who, user in users.items():  # both sessions still there, each its owner's
+        for url in urls:
+            _, text = await user.call(url, sids[who], 7)
+            assert text == f"{names[who]} {sids[who]}"
+            own[who] += 1
+    return {"sids": sids, "own": own, "refused": refused}
+
+
+@pytest.mark.deep
+@pytest.mark.skipif(not DEEP, reason="deep run only (MCPBIND_DEEP=1, make test-deep)")
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize("store", ["memory", "redis"])
+def test_two_principals_sharing_session_ids_under_load(
+    authorization_servers: tuple[str, str], redis_url: str, store: str
+) -> None:
+    """Two users hammer each other's session ids (4,000 requests at once: half of them POST,
+    GET, GET with ``Last-Event-ID`` and DELETE in the other's session, half calls in their own),
+    on one worker with the memory store, on two workers sharing a real Redis: every request in
+    the other's session is refused as an unknown id, every call is answered to its caller in its
+    own session, and no handler ever ran in a session for another principal."""
+    issuer = authorization_servers[0]
+
+    async def run() -> tuple[dict[str, Any], list[tuple[str | None, str | None]]]:
+        redis = redis_url if store == "redis" else None
+        async with workers(issuer, 2 if redis else 1, redis) as found:
+            urls = [w.url for w in found]
+            limits = httpx.Limits(max_connections=64)
+            async with httpx.AsyncClient(timeout=60, limits=limits) as http:
+                a = User(http, await token(issuer, "app", urls[0]))
+                b = User(http, await token(issuer, "other", urls[0]))
+                outcome = await crossfire(a, b, urls, 4000)
+            return outcome, [seen for w in found for seen in w.seen]
+
+    outcome, seen = asyncio.run(run())
+    assert outcome["refused"] == 2000, outcome
+    sids = outcome["sids"]
+    for who, name in (("a", "app"), ("b", "other")):
+        ran = [subject for sid, subject in seen if sid == sids[who]]
+        assert ran == [name] * outcome["own"][who], (who, len(ran), outcome["own"])
+    assert {sid for sid, _ in seen} == set(sids.values())
