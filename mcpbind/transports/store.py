@@ -50,6 +50,14 @@ _log = logging.getLogger(__name__)
 # The defaults of the bounds (docs/limits.md).
 MAX_EVENTS = 1000
 EVENT_MAX_AGE = 300.0
+# Seconds one Redis command may take, connecting included, before the store counts Redis as
+# failed (a read that waits for the next event may take its wait plus this).
+REDIS_TIMEOUT = 2.0
+# Seconds a pooled Redis connection may sit unused before its next use checks it with a PING.
+HEALTH_CHECK_INTERVAL = 30
+# Seconds a listener waits for a message before it looks again (a finite wait: redis 5 reads a
+# wait without one under the command timeout, and fails it).
+_LISTEN_WAIT = 1.0
 
 #: One entry of an event log: its position and the message (None: the stream ended there).
 Entry = tuple[str, bytes | None]
@@ -505,9 +513,16 @@ class RedisStore(Store):
     one Lua script, so workers never see half of one. One Redis server (or a primary with
     replicas); the scripts touch several keys, so not Redis Cluster.
 
-    A read that waits (``block``) holds one connection of the pool for that long: a worker needs
-    about one connection per event stream it serves (``max_connections``, 2048; Redis's own
-    ``maxclients`` is 10,000 by default).
+    A read that waits (``block``) holds one connection for that long, of a pool of its own: a
+    worker needs about one connection per event stream it serves (``max_connections``, 2048 in
+    each of the two pools; Redis's own ``maxclients`` is 10,000 by default).
+
+    Failures: a command that takes longer than ``timeout`` seconds (2), connecting included,
+    fails (a read that waits may take its wait plus ``timeout``). A command that fails on a
+    connection error is sent once more on a new connection (not after a timeout: it may have run,
+    and an append would be logged twice), and a connection unused for ``HEALTH_CHECK_INTERVAL``
+    seconds is checked with a PING before its next command: the connections a Redis restart
+    killed each fail once, then serve again.
     """
 
     shared = True
@@ -520,21 +535,39 @@ class RedisStore(Store):
         max_events: int = MAX_EVENTS,
         event_max_age: float = EVENT_MAX_AGE,
         max_connections: int = 2048,
+        timeout: float = REDIS_TIMEOUT,
     ) -> None:
         try:
             import redis.asyncio as aioredis
+            from redis.asyncio.retry import Retry
+            from redis.backoff import NoBackoff
+            from redis.exceptions import ConnectionError as RedisConnectionError
         except ImportError as error:  # pragma: no cover - the http extra installs it
             raise ImportError(
                 'RedisStore needs the redis client: pip install "mcpbind[http]"'
             ) from error
         if max_events <= 0 or event_max_age <= 0:
             raise ValueError("max_events and event_max_age must be positive")
+        if not timeout > 0:
+            raise ValueError(f"timeout must be positive, not {timeout!r}")
         self.url = url
         self.prefix = prefix
         self.max_events = max_events
         self.event_max_age = event_max_age
+        self.timeout = timeout
+        options: dict[str, Any] = {
+            "max_connections": max_connections,
+            "socket_connect_timeout": timeout,
+            "retry": Retry(NoBackoff(), 1, supported_errors=(RedisConnectionError,)),
+            "health_check_interval": HEALTH_CHECK_INTERVAL,
+        }
         self.redis: redis.asyncio.Redis = aioredis.Redis.from_url(
-            url, max_connections=max_connections
+            url, socket_timeout=timeout, **options
+        )
+        # The reads that wait for the next event: their own connections, each read bounded by
+        # its wait plus ``timeout`` (read), not by the commands' socket timeout.
+        self._waits: redis.asyncio.Redis = aioredis.Redis.from_url(
+            url, socket_timeout=None, **options
         )
         self._append = self.redis.register_script(_APPEND)
         self._read = self.redis.register_script(_READ)
@@ -601,7 +634,7 @@ class RedisStore(Store):
 
     async def _deliver(self, pubsub: Any, on_message: OnMessage) -> None:
         while True:
-            message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=None)
+            message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=_LISTEN_WAIT)
             if message is None:
                 continue
             try:
@@ -625,6 +658,7 @@ class RedisStore(Store):
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await listener
         await self.redis.aclose()
+        await self._waits.aclose()
 
     # -- session records
 
@@ -685,9 +719,10 @@ class RedisStore(Store):
         entries = _entries(found[1])
         if entries or block <= 0:
             return entries
-        answer: Any = await self.redis.xread(
-            {key: after or "0-0"}, count=count, block=self._ms(block)
-        )
+        async with asyncio.timeout(block + self.timeout):
+            answer: Any = await self._waits.xread(
+                {key: after or "0-0"}, count=count, block=self._ms(block)
+            )
         if not answer:
             return []
         if isinstance(answer, dict):  # RESP3: by key
@@ -734,7 +769,7 @@ class RedisStore(Store):
 async def _addressed(pubsub: Any, on_message: OnAddressed) -> None:
     """Deliver what is sent to one channel (``RedisStore.listen``)."""
     while True:
-        message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=None)
+        message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=_LISTEN_WAIT)
         if message is None:
             continue
         try:
