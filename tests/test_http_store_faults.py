@@ -6,12 +6,17 @@ stream, a text/plain 500 or a hang; and once Redis is back, requests are answere
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
+import httpx
+
+from mcpbind.transports.http_server import Call, StreamableHTTPServer
 from mcpbind.transports.store import RedisStore
 from tests._net import free_port
 from tests.conftest import own_redis
-from tests.test_http_store import Peer, count_call, data, run, server
+from tests.test_http_store import ACCEPT, INFO, Peer, count_call, data, run, server
+from tests.test_http_transport import URL, http
 
 
 async def counted(peers: list[Peer], app: Any, rid: int) -> list[Any]:
@@ -50,3 +55,90 @@ def test_after_redis_restarts_on_its_port_the_pooled_connections_serve_again() -
         return got
 
     assert run(go(), 60) == [[4] * 8] * 3
+
+
+# -- a Redis the server cannot use: a wrong password, a wrong address -------------------------------
+
+MODERN = "2026-07-28"
+STATELESS = {**ACCEPT, "mcp-protocol-version": MODERN, "mcp-method": "tools/call", "mcp-name": "x"}
+
+
+def stateless_call(rid: int) -> str:
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": MODERN,
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": INFO,
+    }
+    params = {"name": "x", "arguments": {}, "_meta": meta}
+    return json.dumps({"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": params})
+
+
+def both_eras(store: RedisStore) -> StreamableHTTPServer:
+    """A server of a session revision and of the stateless one, on ``store``."""
+
+    async def answer(call: Call) -> Any:
+        return {"content": [{"type": "text", "text": f"answered {call.method}"}]}
+
+    return StreamableHTTPServer(
+        answer,
+        revisions=("2025-11-25", MODERN),
+        capabilities={"tools": {}},
+        info=INFO,
+        store=store,
+    )
+
+
+def assert_store_failed(response: httpx.Response, store: str) -> None:
+    """503 with Retry-After, and a JSON-RPC error naming the store (without its password)."""
+    assert response.status_code == 503, (response.status_code, response.text)
+    assert response.headers["content-type"] == "application/json"
+    assert int(response.headers["retry-after"]) >= 1
+    error = response.json()["error"]
+    assert error["code"] == -32603, error
+    assert error["data"] == {"reason": "store failed", "store": store}, error
+    assert f"the session store failed ({store}: " in error["message"], error
+    assert "wrong" not in response.text  # the password given is not shown
+
+
+async def refused_everywhere_but_stateless(url: str, store: str) -> None:
+    app = both_eras(RedisStore(url, prefix="wrong:"))
+    init = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": INFO},
+    }
+    session = {**ACCEPT, "mcp-session-id": "0" * 32, "mcp-protocol-version": "2025-11-25"}
+    ping = json.dumps({"jsonrpc": "2.0", "id": 2, "method": "ping"})
+    async with http(app) as client:
+        for _ in range(2):  # (the second time too: nothing is left half done by the first)
+            assert_store_failed(
+                await client.post(URL, content=json.dumps(init), headers=ACCEPT), store
+            )
+            assert_store_failed(await client.post(URL, content=ping, headers=session), store)
+            get = {**session, "accept": "text/event-stream"}
+            assert_store_failed(await client.get(URL, headers=get), store)
+            assert_store_failed(await client.delete(URL, headers=session), store)
+            # A stateless request never touches the store: answered as ever.
+            answered = await client.post(URL, content=stateless_call(3), headers=STATELESS)
+            assert answered.status_code == 200, answered.text
+            assert answered.json()["result"]["content"][0]["text"] == "answered tools/call"
+        assert not app.sessions  # the refused initialize left no session behind
+    await app.aclose()
+
+
+def test_a_wrong_redis_password_is_a_503_naming_the_store_and_stateless_requests_go_on() -> None:
+    import redis
+
+    async def go() -> None:
+        with own_redis() as (url, _):
+            redis.Redis.from_url(url).config_set("requirepass", "right")
+            wrong = url.replace("redis://", "redis://:wrong@")
+            await refused_everywhere_but_stateless(wrong, url)
+
+    run(go())
+
+
+def test_a_wrong_redis_address_is_a_503_naming_the_store_and_stateless_requests_go_on() -> None:
+    url = f"redis://127.0.0.1:{free_port()}/0"  # nothing listens there
+    run(refused_everywhere_but_stateless(url, url))

@@ -117,7 +117,7 @@ from ._http_streams import (
 from ._http_streams import (
     _Stream as _Stream,
 )
-from .store import Entry, Store, store_from
+from .store import Entry, FailureLog, Store, StoreError, store_from
 
 if TYPE_CHECKING:
     from ..tasks import Tasks
@@ -125,6 +125,7 @@ if TYPE_CHECKING:
 __all__ = ["Call", "Handler", "StreamableHTTPServer"]
 
 _log = logging.getLogger(__name__)
+_store_failed = FailureLog(_log)  # a store's failures: a warning every 10 s at most
 
 SESSION_HEADER = "mcp-session-id"
 VERSION_HEADER = "mcp-protocol-version"
@@ -518,8 +519,8 @@ class StreamableHTTPServer:
             await self.store.publish(
                 sid, msgspec.msgpack.encode(_Note(origin=self.worker, kind=kind, data=data))
             )
-        except Exception:  # the store is down: the other workers learn it from the store later
-            _log.exception("publishing %s of session %s", kind, sid)
+        except Exception as error:  # the store is down: the other workers learn it from it later
+            _store_failed(f"publishing {kind} of session {sid}", error)
 
     # -- checks -----------------------------------------------------------------------------------
 
@@ -528,7 +529,9 @@ class StreamableHTTPServer:
             return _plain_error(403, "Forbidden: Host or Origin is not an allowed host")
         auth: AuthInfo | None = None  # a local, not request.state: that builds a State a request
         if self._shared and (self._started is None or not self._started.done()):
-            await self._start()
+            refused = await self._listening(request)
+            if refused is not None:
+                return refused
         if self.auth is not None:
             checked = await self.auth.check(request.headers)
             if isinstance(checked, Response):
@@ -540,11 +543,32 @@ class StreamableHTTPServer:
             if request.method == "GET":
                 return await self._get(request)
             return await self._delete(request)
+        except StoreError as error:
+            return self._unavailable(request, error)
         except Exception:  # a bug of ours or of a hook is the client's internal error, not a crash
             _log.exception("internal error answering %s %s", request.method, request.url.path)
             return _plain_error(
                 500, "Internal error: the server failed to answer this request", INTERNAL_ERROR
             )
+
+    async def _listening(self, request: Request) -> Response | None:
+        """Listen to the other workers before serving a request of a session; the 503 refusing
+        it when the store fails. A POST without a session waits for nothing: a stateless one
+        never needs the store (docs/http.md), and an initialize starts the listener when it
+        opens its session (``_opened``)."""
+        if request.method == "POST" and request.headers.get(SESSION_HEADER) is None:
+            return None
+        try:
+            await self._start()
+        except StoreError as error:
+            return self._unavailable(request, error)
+        return None
+
+    def _unavailable(self, request: Request, error: StoreError) -> Response:
+        """The answer to a request the store failed (Redis stopped, frozen, full, refusing the
+        password): 503 with ``Retry-After``, and a JSON-RPC error naming the store and why."""
+        _store_failed(f"the store, answering {request.method} {request.url.path}", error)
+        return _store_error(error)
 
     # -- POST -------------------------------------------------------------------------------------
 
@@ -948,29 +972,36 @@ class StreamableHTTPServer:
         assert live.sid is not None
         record = msgspec.msgpack.encode(_Record(initialize=initialize))
         live.record = record
-        if await self.store.open_session(
-            live.sid, record, self.session_idle_timeout, self.max_sessions
-        ):
-            return True
+        try:
+            await self._start()  # (a POST without a session did not wait for the listener)
+            if await self.store.open_session(
+                live.sid, record, self.session_idle_timeout, self.max_sessions
+            ):
+                return True
+        except StoreError:
+            self.sessions.pop(live.sid, None)
+            raise
         self.sessions.pop(live.sid, None)
         return False
 
     async def _became_ready(self, live: _Live, events: list[Event]) -> None:
-        """The client's initialized notification came: every worker's copy learns it from the
-        record."""
-        if not any(isinstance(event, Initialized) for event in events) or live.sid is None:
+        """The client's initialized notification came (``events``, or a POST before whose record
+        the store failed to save: the session's state says so): every worker's copy learns it
+        from the record."""
+        if live.session.state != "ready" or live.sid is None:
             return
-        live.ready = True
         kept = msgspec.msgpack.decode(live.record or b"", type=_Record) if live.record else None
         if kept is None:
             found = await self.store.load_session(live.sid, self.session_idle_timeout)
             kept = msgspec.msgpack.decode(found, type=_Record) if found else None
         if kept is not None:
             kept.ready = True
-            live.record = msgspec.msgpack.encode(kept)
+            record = msgspec.msgpack.encode(kept)
             await self.store.save_session(
-                live.sid, live.record, self.session_idle_timeout + SESSION_RECHECK
+                live.sid, record, self.session_idle_timeout + SESSION_RECHECK
             )
+            live.record = record
+        live.ready = True
 
     async def _forwarded(self, live: _Live, body: bytes) -> bool:
         """With a shared store: a client's answer to a request this worker did not send goes to
@@ -1412,7 +1443,7 @@ class StreamableHTTPServer:
         store: when there is no such session; the request then goes to the session's GET stream
         wherever it is read, and waits for one to be opened or resumed); ``ConnectionError``
         when the stream closes and is not resumed within ``resume_timeout`` before the answer
-        comes, or the session ends.
+        comes, or the session ends; ``StoreError`` when a shared store fails.
         """
         if self._shared:
             await self._start()  # the client's answer may come through another worker
@@ -1438,6 +1469,24 @@ class StreamableHTTPServer:
         live.session.notify(method, params)
         stream.put(live.session.data_to_send())
         return not stream.given_up
+
+
+def _store_error(error: StoreError) -> Response:
+    """503, ``Retry-After: 1``, and the JSON-RPC error saying which store failed and why."""
+    return JSONResponse(
+        {
+            "jsonrpc": "2.0",
+            "id": None,
+            "error": {
+                "code": INTERNAL_ERROR,
+                "message": f"Service Unavailable: the session store failed ({error}); "
+                "try again later",
+                "data": {"reason": "store failed", "store": error.store},
+            },
+        },
+        status_code=503,
+        headers={"retry-after": "1"},
+    )
 
 
 def _stream_key(key: str) -> bool:

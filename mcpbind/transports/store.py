@@ -23,6 +23,10 @@ What a store holds:
 ``shared`` says whether the records are seen by other processes: a server whose store is not
 shared keeps its sessions in its own table (and never awaits the store for them), as the memory
 store's single process needs.
+
+A store that cannot do what it is asked (Redis stopped, frozen, full, refusing the credentials)
+raises ``StoreError``, which names the store and says what failed; the server answers a request
+that needed it with that reason (docs/http.md, "When the store fails").
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ import contextlib
 import functools
 import logging
 import time
+import urllib.parse
 from abc import ABC, abstractmethod
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -43,7 +48,7 @@ import msgspec
 if TYPE_CHECKING:  # the redis client is imported only by RedisStore
     import redis.asyncio
 
-__all__ = ["Entry", "MemoryStore", "RedisStore", "Store", "store_from"]
+__all__ = ["Entry", "FailureLog", "MemoryStore", "RedisStore", "Store", "StoreError", "store_from"]
 
 _log = logging.getLogger(__name__)
 
@@ -64,6 +69,44 @@ Entry = tuple[str, bytes | None]
 
 OnMessage = Callable[[str, bytes], None]
 OnAddressed = Callable[[bytes], None]
+
+
+class StoreError(Exception):
+    """The store failed: ``store`` names it (a Redis URL without its credentials), ``reason``
+    says what failed (Redis's own words, or the time it did not answer within)."""
+
+    def __init__(self, store: str, reason: str) -> None:
+        super().__init__(f"{store}: {reason}")
+        self.store = store
+        self.reason = reason
+
+
+class FailureLog:
+    """Logs a store's failures to ``log`` at most once every ``interval`` seconds (a warning, with
+    how many failed since the last one), the others at debug level: an outage under load is a
+    few lines, not one per request."""
+
+    def __init__(self, log: logging.Logger, interval: float = 10.0) -> None:
+        self.log = log
+        self.interval = interval
+        self._last = -interval
+        self._since = 0
+
+    def __call__(self, what: str, error: BaseException) -> None:
+        now = time.monotonic()
+        if now - self._last < self.interval:
+            self._since += 1
+            self.log.debug("%s failed: %s", what, error)
+            return
+        since, self._since, self._last = self._since, 0, now
+        self.log.warning(
+            "%s failed: %s (%d more store failures in the last %g s, logged at debug level)",
+            what,
+            error,
+            since,
+            self.interval,
+            exc_info=not isinstance(error, StoreError),  # (a bug of ours: its traceback)
+        )
 
 
 class Store(ABC):
@@ -551,10 +594,12 @@ class RedisStore(Store):
         if not timeout > 0:
             raise ValueError(f"timeout must be positive, not {timeout!r}")
         self.url = url
+        self.name = _without_credentials(url)  # what errors and logs name it by
         self.prefix = prefix
         self.max_events = max_events
         self.event_max_age = event_max_age
         self.timeout = timeout
+        self._guard = _Guard(self.name, timeout)
         options: dict[str, Any] = {
             "max_connections": max_connections,
             "socket_connect_timeout": timeout,
@@ -579,7 +624,7 @@ class RedisStore(Store):
         self._channels: dict[str, asyncio.Task[None]] = {}  # channel -> its listener (listen)
 
     def __repr__(self) -> str:
-        return f"RedisStore({self.url!r}, prefix={self.prefix!r})"
+        return f"RedisStore({self.name!r}, prefix={self.prefix!r})"
 
     def _keys(self, sid: str) -> list[str]:
         return [f"{self.prefix}s:{sid}", f"{self.prefix}sessions", f"{self.prefix}l:{sid}"]
@@ -589,10 +634,21 @@ class RedisStore(Store):
     async def start(self, on_message: OnMessage) -> None:
         if self._listener is not None:
             return
-        pubsub = self.redis.pubsub()
-        await pubsub.subscribe(f"{self.prefix}m")
+        pubsub = await self._subscribed(f"{self.prefix}m")
         deliver = functools.partial(self._deliver, on_message=on_message)
         self._listener = asyncio.ensure_future(self._listen(pubsub, f"{self.prefix}m", deliver))
+
+    async def _subscribed(self, channel: str) -> Any:
+        """A new pub/sub connection subscribed to ``channel`` (``StoreError`` when Redis fails)."""
+        pubsub: Any = self.redis.pubsub()
+        try:
+            with self._guard:
+                await pubsub.subscribe(channel)
+        except BaseException:
+            with contextlib.suppress(Exception):
+                await pubsub.aclose()
+            raise
+        return pubsub
 
     async def _listen(self, pubsub: Any, channel: str, deliver: Any) -> None:
         """Deliver the channel's messages; when the connection to Redis drops, subscribe again
@@ -669,23 +725,27 @@ class RedisStore(Store):
     async def open_session(self, sid: str, record: bytes, idle: float, max_sessions: int) -> bool:
         keys = self._keys(sid)
         now = int(time.time() * 1000)
-        done = await self._open(
-            keys=keys[:2], args=[sid, record, now, self._ms(idle), max_sessions]
-        )
+        with self._guard:
+            done = await self._open(
+                keys=keys[:2], args=[sid, record, now, self._ms(idle), max_sessions]
+            )
         return bool(done)
 
     async def load_session(self, sid: str, idle: float) -> bytes | None:
         now = int(time.time() * 1000)
-        record = await self._touch(keys=self._keys(sid), args=[sid, now, self._ms(idle), ""])
+        with self._guard:
+            record = await self._touch(keys=self._keys(sid), args=[sid, now, self._ms(idle), ""])
         return bytes(record) if record else None
 
     async def save_session(self, sid: str, record: bytes, idle: float) -> bool:
         now = int(time.time() * 1000)
-        done = await self._touch(keys=self._keys(sid), args=[sid, now, self._ms(idle), record])
+        with self._guard:
+            done = await self._touch(keys=self._keys(sid), args=[sid, now, self._ms(idle), record])
         return bool(done)
 
     async def end_session(self, sid: str) -> bool:
-        return bool(await self._end(keys=self._keys(sid), args=[sid]))
+        with self._guard:
+            return bool(await self._end(keys=self._keys(sid), args=[sid]))
 
     # -- event logs
 
@@ -703,7 +763,10 @@ class RedisStore(Store):
         ]
         for message in messages:
             args += ["e", b""] if message is None else ["d", message]
-        ids = await self._append(keys=[self._log_key(sid, stream), self._keys(sid)[2]], args=args)
+        with self._guard:
+            ids = await self._append(
+                keys=[self._log_key(sid, stream), self._keys(sid)[2]], args=args
+            )
         return [i.decode() if isinstance(i, bytes) else str(i) for i in ids]
 
     async def read(
@@ -711,18 +774,20 @@ class RedisStore(Store):
     ) -> list[Entry] | None:
         key = self._log_key(sid, stream)
         now = int(time.time() * 1000)
-        found = await self._read(
-            keys=[key], args=[after or "", count, now, self._ms(self.event_max_age)]
-        )
+        with self._guard:
+            found = await self._read(
+                keys=[key], args=[after or "", count, now, self._ms(self.event_max_age)]
+            )
         if not found or found[0] == 0:
             return None
         entries = _entries(found[1])
         if entries or block <= 0:
             return entries
-        async with asyncio.timeout(block + self.timeout):
-            answer: Any = await self._waits.xread(
-                {key: after or "0-0"}, count=count, block=self._ms(block)
-            )
+        with self._guard:
+            async with asyncio.timeout(block + self.timeout):
+                answer: Any = await self._waits.xread(
+                    {key: after or "0-0"}, count=count, block=self._ms(block)
+                )
         if not answer:
             return []
         if isinstance(answer, dict):  # RESP3: by key
@@ -730,14 +795,16 @@ class RedisStore(Store):
         return _entries(answer[0][1])
 
     async def last(self, sid: str, stream: str) -> str | None:
-        found = await self._last(keys=[self._log_key(sid, stream)], args=[])
+        with self._guard:
+            found = await self._last(keys=[self._log_key(sid, stream)], args=[])
         return found.decode() if isinstance(found, bytes) else found or None
 
     # -- messages between workers
 
     async def publish(self, sid: str, data: bytes) -> None:
         payload = msgspec.msgpack.encode((sid, data))
-        await self.redis.publish(f"{self.prefix}m", payload)
+        with self._guard:
+            await self.redis.publish(f"{self.prefix}m", payload)
 
     # -- addressed messages
 
@@ -745,8 +812,7 @@ class RedisStore(Store):
         if channel in self._channels:
             return
         name = f"{self.prefix}c:{channel}"
-        pubsub = self.redis.pubsub()
-        await pubsub.subscribe(name)
+        pubsub = await self._subscribed(name)
         deliver = functools.partial(_addressed, on_message=on_message)
         self._channels[channel] = asyncio.ensure_future(self._listen(pubsub, name, deliver))
 
@@ -758,11 +824,13 @@ class RedisStore(Store):
                 await listener
 
     async def send(self, channel: str, data: bytes) -> int:
-        return int(await self.redis.publish(f"{self.prefix}c:{channel}", data))
+        with self._guard:
+            return int(await self.redis.publish(f"{self.prefix}c:{channel}", data))
 
     async def listeners(self, channel: str) -> int:
         name = f"{self.prefix}c:{channel}"
-        found: Any = await self.redis.pubsub_numsub(name)
+        with self._guard:
+            found: Any = await self.redis.pubsub_numsub(name)
         return int(dict((_text(k), v) for k, v in found).get(name, 0))
 
 
@@ -776,6 +844,39 @@ async def _addressed(pubsub: Any, on_message: OnAddressed) -> None:
             on_message(bytes(message["data"]))
         except Exception:  # one bad message must not stop the others
             _log.exception("handling a message sent to this process")
+
+
+class _Guard:
+    """Redis's failures (its errors, a connection's, a wait past its bound) as ``StoreError``
+    naming the store: ``with guard:`` around each command."""
+
+    __slots__ = ("name", "timeout")
+
+    def __init__(self, name: str, timeout: float) -> None:
+        self.name = name
+        self.timeout = timeout
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: Any, error: BaseException | None, traceback: Any) -> None:
+        if error is None or isinstance(error, StoreError):
+            return
+        from redis.exceptions import RedisError
+
+        if isinstance(error, TimeoutError) and not str(error):  # (asyncio.timeout's)
+            raise StoreError(self.name, f"no answer within {self.timeout:g} s") from error
+        if isinstance(error, RedisError | OSError):
+            reason = str(error) or type(error).__name__
+            raise StoreError(self.name, reason[:300]) from error
+
+
+def _without_credentials(url: str) -> str:
+    """A Redis URL as errors and logs may show it: no user, password or query."""
+    parts = urllib.parse.urlsplit(url)
+    return urllib.parse.urlunsplit(
+        (parts.scheme, parts.netloc.rpartition("@")[2], parts.path, "", "")
+    )
 
 
 def _text(value: Any) -> str:
