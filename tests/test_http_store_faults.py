@@ -7,9 +7,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import signal
+import time
 from typing import Any
 
 import httpx
+import pytest
 
 from mcpbind.transports.http_server import Call, StreamableHTTPServer
 from mcpbind.transports.store import RedisStore
@@ -142,3 +145,58 @@ def test_a_wrong_redis_password_is_a_503_naming_the_store_and_stateless_requests
 def test_a_wrong_redis_address_is_a_503_naming_the_store_and_stateless_requests_go_on() -> None:
     url = f"redis://127.0.0.1:{free_port()}/0"  # nothing listens there
     run(refused_everywhere_but_stateless(url, url))
+
+
+# -- an outage: requests fail fast, saying why --------------------------------------------------------
+
+
+async def ping(app: Any, peer: Peer, rid: int) -> tuple[httpx.Response, float]:
+    """A ping on ``peer``'s session: the response, and how long it took."""
+    started = time.monotonic()
+    async with http(app) as client:
+        body = json.dumps({"jsonrpc": "2.0", "id": rid, "method": "ping"})
+        response = await client.post(URL, content=body, headers=peer.headers())
+    return response, time.monotonic() - started
+
+
+@pytest.mark.parametrize("fault", ["stopped", "frozen"])
+def test_during_a_redis_outage_requests_fail_fast_saying_why_and_recover(fault: str) -> None:
+    # A session's request a second after its last (so its worker asks Redis about it again):
+    # Redis stopped answers at once, frozen within the store's timeout (2 s), and while it stays
+    # frozen the next requests are not each made to wait that long. Before: ~5 s each (the
+    # client's default socket timeout), then a 500 "Internal error" without a reason.
+    async def go() -> None:
+        with own_redis() as (url, process):
+            store = RedisStore(url, prefix="outage:")
+            app = server(store)
+            peers = [Peer() for _ in range(6)]
+            for peer in peers:
+                await peer.open(app)
+            await asyncio.sleep(1.1)  # past SESSION_RECHECK: each request asks Redis
+            if fault == "stopped":
+                process.terminate()
+                process.wait()
+            else:
+                process.send_signal(signal.SIGSTOP)
+            first, took = await ping(app, peers[0], 1)
+            assert_store_failed(first, url)
+            reason = first.json()["error"]["message"]
+            if fault == "stopped":
+                assert took < 1.5 and "Error 111 connecting" in reason, (took, reason)
+            else:
+                assert took < 4 and "Timeout" in reason, (took, reason)
+            for n, peer in enumerate(peers[1:], 2):  # the outage goes on
+                response, took = await ping(app, peer, n)
+                assert_store_failed(response, url)
+                if fault == "frozen":  # (not each after the timeout)
+                    assert took < 1.5, took
+            if fault == "frozen":
+                process.send_signal(signal.SIGCONT)
+                await asyncio.sleep(1.1)
+                for n, peer in enumerate(peers, 10):
+                    response, _ = await ping(app, peer, n)
+                    assert response.status_code == 200 and response.json()["result"] == {}
+            await app.aclose()
+            await store.close()
+
+    run(go(), 60)

@@ -96,10 +96,12 @@ from .http_limits import (
     MAX_QUEUED as MAX_QUEUED,
     MAX_SESSIONS as MAX_SESSIONS,
     RESUME_TIMEOUT as RESUME_TIMEOUT,
+    RETRY_AFTER,
     RETRY_MS as RETRY_MS,
     SESSION_EVICTABLE_AFTER as SESSION_EVICTABLE_AFTER,
     SESSION_IDLE_TIMEOUT as SESSION_IDLE_TIMEOUT,
     SESSION_RECHECK as SESSION_RECHECK,
+    busy,
     check_limits,
     too_many_in_flight,
 )
@@ -189,16 +191,36 @@ class _Note(msgspec.Struct, array_like=True):
 _peek = msgspec.json.Decoder(_Peek)
 
 
-def _error_code(data: bytes) -> int | None:
-    """The error code of a JSON-RPC error response, else None."""
+def _answer_status(data: bytes, stateful: bool) -> int:
+    """The HTTP status of a POST answered by ``data`` alone: 503 when it is a busy server's error
+    (``http_limits.busy``), in a session or not; else 200 in a session, where every JSON-RPC
+    error travels in a 200, and a stateless POST's error its own status."""
     if data.find(b'"error"') < 0:  # cheaper than reading it: most answers are results
-        return None
+        return 200
     try:
         error = _peek.decode(data).error
     except (msgspec.DecodeError, ValueError, RecursionError):
-        return None
+        return 200
     code = error.get("code") if isinstance(error, dict) else None
-    return code if isinstance(code, int) else None
+    if not isinstance(code, int):
+        return 200
+    return _error_status(code, error.get("message"), stateful)
+
+
+def _error_status(code: int, message: Any, stateful: bool) -> int:
+    if code == INTERNAL_ERROR and busy(message):
+        return 503
+    if stateful:
+        return 200
+    return _STATUS.get(code, 500 if code == INTERNAL_ERROR else 400)
+
+
+def _json_answer(answer: bytes, stateful: bool, headers: dict[str, str]) -> Response:
+    """A POST answered by one JSON-RPC response; a busy server's error with ``Retry-After``."""
+    status = _answer_status(answer, stateful)
+    if status == 503:
+        headers = {**headers, "retry-after": RETRY_AFTER}
+    return _JSONAnswer(answer, status, headers)
 
 
 class _Live:
@@ -717,6 +739,7 @@ class StreamableHTTPServer:
                 "error": {"code": INTERNAL_ERROR, "message": message},
             },
             status_code=503,
+            headers={"retry-after": str(max(1, round(self.session_evictable_after)))},
         )
 
     def _header_mismatch(self, request: Request, body: bytes) -> tuple[Response | None, str | None]:
@@ -803,9 +826,13 @@ class StreamableHTTPServer:
                 )
             result = await self.tasks.respond(method, params, owner)
         except ProtocolError as error:
-            status = _STATUS.get(error.code, 500 if error.code == INTERNAL_ERROR else 400)
+            status = _error_status(error.code, error.message, stateful=False)
             failure = error_object(error)
-            return JSONResponse({"jsonrpc": "2.0", "id": rid, "error": failure}, status_code=status)
+            return JSONResponse(
+                {"jsonrpc": "2.0", "id": rid, "error": failure},
+                status_code=status,
+                headers={"retry-after": RETRY_AFTER} if status == 503 else None,
+            )
         if result is None:
             return None
         return JSONResponse({"jsonrpc": "2.0", "id": rid, "result": result})
@@ -932,6 +959,7 @@ class StreamableHTTPServer:
                     f"Service Unavailable: this worker holds max_sessions ({self.max_sessions}) "
                     "sessions, all in use; try again later",
                     INTERNAL_ERROR,
+                    {"retry-after": RETRY_AFTER},
                 )
             live.last_used = now
             self.sessions[sid] = live
@@ -1287,12 +1315,9 @@ class StreamableHTTPServer:
         """The answer to a POST that started no handler: the session's own reply, or 202."""
         if not direct:
             return Response(status_code=202, headers=headers)
-        status = 200
-        code = _error_code(direct[0])
-        if code is not None and not live.stateful:
-            status = _STATUS.get(code, 500 if code == INTERNAL_ERROR else 400)
         if len(direct) == 1:
-            return _JSONAnswer(direct[0], status, headers)
+            return _json_answer(direct[0], live.stateful, headers)
+        status = 200 if live.stateful else _answer_status(direct[0], False)  # (a batch)
         return _JSONAnswer(b"[" + b",".join(direct) + b"]", status, headers)
 
     async def _respond(
@@ -1310,11 +1335,7 @@ class StreamableHTTPServer:
         stateful = live.stateful
         if isinstance(first, bytes) and stream.closed and stream.queue.qsize() == 1:
             # only the end of the stream is left
-            status = 200
-            code = _error_code(first)
-            if code is not None and not stateful:
-                status = _STATUS.get(code, 500 if code == INTERNAL_ERROR else 400)
-            return _JSONAnswer(first, status, headers)
+            return _json_answer(first, stateful, headers)
         if live.sid is None:  # no session to resume it in
             assert isinstance(first, bytes)  # only a session's stream is closed for polling
             return _EventStream(
@@ -1485,7 +1506,7 @@ def _store_error(error: StoreError) -> Response:
             },
         },
         status_code=503,
-        headers={"retry-after": "1"},
+        headers={"retry-after": RETRY_AFTER},
     )
 
 

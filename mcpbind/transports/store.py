@@ -60,6 +60,9 @@ EVENT_MAX_AGE = 300.0
 REDIS_TIMEOUT = 2.0
 # Seconds a pooled Redis connection may sit unused before its next use checks it with a PING.
 HEALTH_CHECK_INTERVAL = 30
+# Seconds the store fails at once, without asking Redis, after a command timed out (Redis frozen
+# or overloaded): the requests meanwhile are answered at once, not each after ``timeout``.
+HOLD_OFF = 1.0
 # Seconds a listener waits for a message before it looks again (a finite wait: redis 5 reads a
 # wait without one under the command timeout, and fails it).
 _LISTEN_WAIT = 1.0
@@ -848,27 +851,34 @@ async def _addressed(pubsub: Any, on_message: OnAddressed) -> None:
 
 class _Guard:
     """Redis's failures (its errors, a connection's, a wait past its bound) as ``StoreError``
-    naming the store: ``with guard:`` around each command."""
+    naming the store: ``with guard:`` around each command. After a command timed out, every
+    command fails at once for ``HOLD_OFF`` seconds, with the same reason."""
 
-    __slots__ = ("name", "timeout")
+    __slots__ = ("name", "timeout", "until", "why")
 
     def __init__(self, name: str, timeout: float) -> None:
         self.name = name
         self.timeout = timeout
+        self.until = 0.0  # time.monotonic() until which Redis is not asked
+        self.why = ""
 
     def __enter__(self) -> None:
-        return None
+        if self.until and time.monotonic() < self.until:
+            raise StoreError(self.name, self.why)
 
     def __exit__(self, kind: Any, error: BaseException | None, traceback: Any) -> None:
         if error is None or isinstance(error, StoreError):
             return
         from redis.exceptions import RedisError
+        from redis.exceptions import TimeoutError as RedisTimeout
 
-        if isinstance(error, TimeoutError) and not str(error):  # (asyncio.timeout's)
-            raise StoreError(self.name, f"no answer within {self.timeout:g} s") from error
-        if isinstance(error, RedisError | OSError):
-            reason = str(error) or type(error).__name__
-            raise StoreError(self.name, reason[:300]) from error
+        if not isinstance(error, RedisError | OSError):
+            return
+        reason = (str(error) or f"no answer within {self.timeout:g} s")[:300]
+        if isinstance(error, RedisTimeout | TimeoutError):
+            self.until = time.monotonic() + HOLD_OFF
+            self.why = f"{reason} (not asked again for {HOLD_OFF:g} s)"
+        raise StoreError(self.name, reason) from error
 
 
 def _without_credentials(url: str) -> str:
