@@ -6,6 +6,7 @@ stream, a text/plain 500 or a hang; and once Redis is back, requests are answere
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import signal
 import time
@@ -200,3 +201,81 @@ def test_during_a_redis_outage_requests_fail_fast_saying_why_and_recover(fault: 
             await store.close()
 
     run(go(), 60)
+
+
+# -- Redis failing while a request's event stream is logged -------------------------------------------
+
+
+def fill(url: str) -> None:
+    """Redis full: maxmemory below what it holds, and no eviction (every write refused: OOM)."""
+    import redis
+
+    db = redis.Redis.from_url(url)
+    db.config_set("maxmemory-policy", "noeviction")
+    db.config_set("maxmemory", max(1, int(db.info("memory")["used_memory"]) // 2))
+    db.close()
+
+
+async def streamed(app: Any, peer: Peer, rid: int, fail: Any) -> tuple[str, list[Any]]:
+    """A streamed call on ``peer``'s session, ``fail()`` done once its first event came: the
+    response's content type and the messages of its events."""
+    async with (
+        http(app) as client,
+        client.stream(
+            "POST", URL, content=json.dumps(count_call(rid)), headers=peer.headers()
+        ) as response,
+    ):
+        kind = response.headers["content-type"]
+        assert response.status_code == 200, await response.aread()
+        got: list[dict[str, str]] = []
+        event: dict[str, str] = {}
+        async for line in response.aiter_lines():
+            if line:
+                name, _, value = line.partition(":")
+                event[name] = value.removeprefix(" ")
+                continue
+            if event:
+                got.append(event)
+                if len(got) == 1:
+                    fail()
+            event = {}
+    return kind, data(got)
+
+
+@pytest.mark.parametrize("fault", ["frozen", "full", "killed"])
+def test_a_store_failing_while_a_stream_is_logged_answers_its_request_with_an_error(
+    fault: str,
+) -> None:
+    # Frozen or full before the stream's first event is logged, killed after it was sent: the
+    # POST's event stream ends with a JSON-RPC error answering the request, naming the store
+    # (before: an empty 200 event stream, after 5 s when frozen, and no answer at all).
+    async def go() -> tuple[str, list[Any], str]:
+        with own_redis() as (url, process):
+            store = RedisStore(url, prefix="failing:")
+            app = server(store)
+            peer = Peer()
+            await peer.open(app)  # (its copy is fresh: the POST itself needs no Redis)
+            if fault == "frozen":
+                process.send_signal(signal.SIGSTOP)
+            elif fault == "full":
+                fill(url)
+            kind, got = await streamed(
+                app, peer, 1, lambda: process.kill() if fault == "killed" else None
+            )
+            process.send_signal(signal.SIGCONT)
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(app.aclose(), 5)
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(store.close(), 5)
+            return kind, got, url
+
+    kind, got, url = run(go(), 60)
+    assert kind.startswith("text/event-stream")
+    assert got, "an empty event stream"
+    answer = got[-1]
+    assert answer["id"] == 1 and "result" not in answer, got
+    error = answer["error"]
+    assert error["code"] == -32603 and error["data"] == {"reason": "store failed", "store": url}
+    assert "the session store failed" in error["message"] and "given up" in error["message"]
+    if fault == "killed":  # what was logged before Redis went was sent first
+        assert [m.get("params", {}).get("data") for m in got[:-1]][:1] in ([], [1]), got

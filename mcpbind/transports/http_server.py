@@ -40,6 +40,7 @@ import itertools
 import logging
 import secrets
 import time
+from collections import deque
 from collections.abc import (
     AsyncIterator,
     Awaitable,
@@ -140,6 +141,9 @@ STANDALONE = "get"
 # How long one read of an event log waits before a reader looks again (a reader is also woken when
 # its stream is closed or its session ends).
 _READ_BLOCK = 5.0
+# How long a reader that follows its stream from memory (the store failing to read it back)
+# waits before it asks the store again.
+_REREAD = 0.5
 
 
 # The header-mismatch error of the per-request envelope revisions' HTTP transport: the MCP
@@ -1098,15 +1102,20 @@ class StreamableHTTPServer:
         stream.key = key
         stream.resume_timeout = self.resume_timeout
         stream.readers = set()
+        if key != STANDALONE:  # (a POST's stream has one writer: this worker's pump)
+            stream.logged = deque(maxlen=self.store.max_events)
         live.streams[key] = stream
         stream.pump = self._spawn(self._pump(live, stream, first))
 
     async def _pump(self, live: _Live, stream: _Stream, batch: list[Any]) -> None:
         """Move what is queued on ``stream`` to its log, in order, until the stream ends; a
-        ``Call.close_stream`` on the way stops its readers after what came before it."""
+        ``Call.close_stream`` on the way stops its readers after what came before it. When the
+        store fails, the stream is given up: its requests are cancelled, and its readers here
+        end their responses with what was logged and an error answering each (``_failed``)."""
         sid, key = live.sid, stream.key
         assert sid is not None and key is not None
         last: str | None = None  # the position of the last entry appended
+        logged = stream.logged if stream.logged is not None else deque(maxlen=0)
         try:
             while True:
                 while not stream.queue.empty():
@@ -1119,6 +1128,7 @@ class StreamableHTTPServer:
                             positions = await self.store.append(
                                 sid, key, items, self.session_idle_timeout
                             )
+                            logged.extend(zip(positions, items, strict=True))
                             last, items = positions[-1], []
                         stream.stop_readers("close", last)
                         continue
@@ -1126,19 +1136,51 @@ class StreamableHTTPServer:
                     ended = ended or item is None
                 if items:
                     positions = await self.store.append(sid, key, items, self.session_idle_timeout)
+                    logged.extend(zip(positions, items, strict=True))
                     last = positions[-1]
                 if ended:
                     return
                 batch = [await stream.queue.get()]
         except asyncio.CancelledError:
             raise
-        except Exception:  # the store failed: the stream cannot carry anything any more
-            _log.exception("logging the events of session %s stream %s", sid, key)
-            stream.given_up = True
-            stream.abandon(" (the event log failed)")
+        except Exception as error:  # the store failed: the stream cannot carry anything any more
+            _store_failed(f"logging the events of session {sid} stream {key}", error)
+            self._failed(stream, batch, error)
+            if live.streams.get(key) is stream:  # (the GET stream too: a new one next time)
+                del live.streams[key]
         finally:
             if live.streams.get(key) is stream and key != STANDALONE:
                 del live.streams[key]
+
+    def _failed(self, stream: _Stream, batch: list[Any], error: Exception) -> None:
+        """The store failed to log ``stream`` (``batch``: what the pump held): it is given up.
+        Each request it owed an answer (still being handled, or answered by a message not
+        logged) gets a JSON-RPC error naming the store, which this worker's readers send after
+        what was logged; its handlers are cancelled, its requests to the client fail."""
+        while not stream.queue.empty():
+            batch.append(stream.queue.get_nowait())
+        kept = {id(message) for _, message in stream.logged or ()}
+        owed = dict.fromkeys(rid for rid in stream.pending if type(rid) in (str, int))
+        for message in batch:
+            if not isinstance(message, bytes) or not message or id(message) in kept:
+                continue
+            try:
+                peek = _peek.decode(message)
+            except (msgspec.DecodeError, ValueError, RecursionError):
+                continue
+            if peek.method is None and type(peek.id) in (str, int):  # an answer, not logged
+                owed[peek.id] = None
+        why, data = _store_failure(error)
+        message = (
+            f"Internal error: {why} while this request's answer was being logged: the request "
+            "was given up, and no event after the last one sent can be resumed; send it again"
+        )
+        stream.failure = [
+            ProtocolError(INTERNAL_ERROR, message, data, rid).to_json() for rid in owed
+        ]
+        stream.given_up = True
+        stream.stop_readers("failed")
+        stream.abandon(" (the event log failed)")
 
     def _attach(self, live: _Live, key: str, local: _Stream | None) -> asyncio.Future[_Stop]:
         """Count a new reader of stream ``key`` (``local``: its ``_Stream`` on this worker, if
@@ -1184,7 +1226,7 @@ class StreamableHTTPServer:
         """The event-stream response of a reader of stream ``key`` from ``after`` on."""
         stop = self._attach(live, key, local)
         return _EventStream(
-            self._events(live, key, after, stop, entries, greet),
+            self._events(live, key, after, stop, entries, greet, local),
             media_type="text/event-stream",
             headers={**(headers or {}), "cache-control": "no-cache"},
             on_close=functools.partial(self._release, live, key, local, stop),
@@ -1198,11 +1240,15 @@ class StreamableHTTPServer:
         stop: asyncio.Future[_Stop],
         entries: list[Entry] | None = None,
         greet: bool = False,
+        local: _Stream | None = None,
     ) -> AsyncIterator[bytes]:
         """The server-sent events of one stream's log from position ``after`` on, as they come,
         until the stream ends, its session ends (``stop``: "end"), or its handler closes the
         response (``stop``: "close"); ``greet``: a comment first, so that the response starts
-        at once."""
+        at once. When the store fails, a reader of a POST's stream on the worker that logs it
+        (``local``) goes on with what that worker logged, and once the store failed to log it
+        (``stop``: "failed"), ends with the errors answering what the stream owed; any other
+        reader ends, and its client may resume the stream later."""
         sid = live.sid
         assert sid is not None
         prefix = key.encode() + b":"
@@ -1216,7 +1262,20 @@ class StreamableHTTPServer:
                     read = asyncio.ensure_future(self.store.read(sid, key, cursor, _READ_BLOCK))
                     await asyncio.wait((read, stop), return_when=asyncio.FIRST_COMPLETED)
                     if read.done():
-                        entries = read.result()
+                        failed = read.exception()
+                        if failed is None:
+                            entries = read.result()
+                        elif local is None or local.logged is None:
+                            raise failed
+                        else:  # follow what this worker logged, from memory
+                            _store_failed(
+                                f"reading the events of session {sid} stream {key}", failed
+                            )
+                            entries = _logged_after(local, cursor)
+                            if entries is None:
+                                return  # no longer remembered that far: the client resumes
+                            if not entries:
+                                await asyncio.wait((stop,), timeout=_REREAD)
                     else:
                         read.cancel()
                         with contextlib.suppress(asyncio.CancelledError):
@@ -1241,6 +1300,9 @@ class StreamableHTTPServer:
                 entries = None
                 if stop.done():
                     why, until = stop.result()
+                    if why == "failed" and local is not None:
+                        for event in self._after_failure(local, prefix, cursor):
+                            yield event
                     if why != "close":
                         return
                     # Closed for polling: what was logged before the close, then the retry.
@@ -1257,12 +1319,27 @@ class StreamableHTTPServer:
                                 break
                     yield b"retry: %d\n\n" % self.retry_ms
                     return
-        except Exception:  # the store failed: the client may resume the stream later
+        except StoreError as error:  # the client may resume the stream later
+            _store_failed(f"reading the events of session {sid} stream {key}", error)
+        except Exception:  # a bug of ours: the client may resume the stream later
             _log.exception("reading the events of session %s stream %s", sid, key)
         finally:
             if read is not None and not read.done():
                 read.cancel()  # the response ended while it waited
                 read.add_done_callback(_quiet)
+
+    def _after_failure(self, local: _Stream, prefix: bytes, cursor: str | None) -> list[bytes]:
+        """What a reader at ``cursor`` of a stream the store failed to log still sends: what this
+        worker logged after the cursor, then the errors answering what the stream owed (these
+        are in no log: events without an id)."""
+        events = []
+        for position, message in _logged_after(local, cursor) or ():
+            if message is None:
+                break
+            events.append(self._event(prefix, position, message))
+        for answer in local.failure or ():
+            events.append(b"event: message\ndata: " + answer + b"\n\n")
+        return events
 
     # -- handlers ---------------------------------------------------------------------------------
 
@@ -1508,6 +1585,29 @@ def _store_error(error: StoreError) -> Response:
         status_code=503,
         headers={"retry-after": RETRY_AFTER},
     )
+
+
+def _store_failure(error: Exception) -> tuple[str, dict[str, str]]:
+    """What an error answer says of a store that failed (``error``), and its ``data``."""
+    if isinstance(error, StoreError):
+        return f"the session store failed ({error})", {
+            "reason": "store failed",
+            "store": error.store,
+        }
+    return f"the session store failed ({error!r})", {"reason": "store failed"}
+
+
+def _logged_after(stream: _Stream, cursor: str | None) -> list[Entry] | None:
+    """What the pump of ``stream`` logged after position ``cursor`` (None: from the start), as
+    this worker remembers it; None when it no longer remembers that far back."""
+    logged = list(stream.logged or ())
+    if cursor is None:
+        kept = stream.logged
+        return logged if kept is None or len(logged) < (kept.maxlen or 0) else None
+    for at, (position, _) in enumerate(logged):
+        if position == cursor:
+            return logged[at + 1 :]
+    return None
 
 
 def _stream_key(key: str) -> bool:
