@@ -120,7 +120,7 @@ from ._http_streams import (
 from ._http_streams import (
     _Stream as _Stream,
 )
-from .store import Entry, FailureLog, Store, StoreError, store_from
+from .store import Entry, FailureLog, NotIssued, Store, StoreError, store_from
 
 if TYPE_CHECKING:
     from ..tasks import Tasks
@@ -244,6 +244,7 @@ class _Live:
         self.record: bytes | None = None  # its record in a shared store
         self.checked = -SESSION_RECHECK  # time.monotonic() the shared store last confirmed it
         self.readers: set[asyncio.Future[_Stop]] = set()  # its event streams' readers here
+        self.reading: dict[str, asyncio.Future[_Stop]] = {}  # by stream: its one reader here
 
     @property
     def in_use(self) -> bool:
@@ -1189,6 +1190,10 @@ class StreamableHTTPServer:
         assert live.sid is not None
         stop: asyncio.Future[_Stop] = asyncio.get_running_loop().create_future()
         live.readers.add(stop)
+        before = live.reading.get(key)
+        if before is not None and not before.done():  # one reader a stream: the new one reads
+            before.set_result(_Stop("end"))
+        live.reading[key] = stop
         if local is not None:
             local.readers = local.readers or set()
             local.readers.add(stop)
@@ -1204,6 +1209,8 @@ class StreamableHTTPServer:
         if stop not in live.readers:
             return
         live.readers.discard(stop)
+        if live.reading.get(key) is stop:
+            del live.reading[key]
         if local is not None and local.readers is not None:
             local.readers.discard(stop)
             if live.standalone is local and not local.readers:
@@ -1265,6 +1272,8 @@ class StreamableHTTPServer:
                         failed = read.exception()
                         if failed is None:
                             entries = read.result()
+                        elif isinstance(failed, NotIssued):  # the log was dropped, and begun again
+                            entries = None
                         elif local is None or local.logged is None:
                             raise failed
                         else:  # follow what this worker logged, from memory
@@ -1468,12 +1477,17 @@ class StreamableHTTPServer:
             return _plain_error(
                 400, f"Bad Request: Last-Event-ID {last[:64]!r} is no event id of this server"
             )
-        entries = await self.store.read(live.sid, key, position)
+        try:
+            entries = await self.store.read(live.sid, key, position)
+        except NotIssued:
+            return _plain_error(
+                400, f"Bad Request: Last-Event-ID {last[:64]!r} is no event id of this server"
+            )
         if entries is None:
             return _plain_error(
                 410,
                 f"Gone: the events after {last!r} are no longer kept (max_events, "
-                "event_max_age), or there never was such an event",
+                "event_max_age), or this session has no such stream",
             )
         local = live.streams.get(key)
         if key == STANDALONE:

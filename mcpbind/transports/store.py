@@ -48,7 +48,16 @@ import msgspec
 if TYPE_CHECKING:  # the redis client is imported only by RedisStore
     import redis.asyncio
 
-__all__ = ["Entry", "FailureLog", "MemoryStore", "RedisStore", "Store", "StoreError", "store_from"]
+__all__ = [
+    "Entry",
+    "FailureLog",
+    "MemoryStore",
+    "NotIssued",
+    "RedisStore",
+    "Store",
+    "StoreError",
+    "store_from",
+]
 
 _log = logging.getLogger(__name__)
 
@@ -82,6 +91,11 @@ class StoreError(Exception):
         super().__init__(f"{store}: {reason}")
         self.store = store
         self.reason = reason
+
+
+class NotIssued(LookupError):
+    """A position that no entry of the log ever had (``Store.read``): not of the store's form,
+    0, past the log's last, or another entry's; what a made-up ``Last-Event-ID`` names."""
 
 
 class FailureLog:
@@ -163,8 +177,9 @@ class Store(ABC):
         self, sid: str, stream: str, after: str | None, block: float = 0.0, count: int = 100
     ) -> list[Entry] | None:
         """Up to ``count`` entries that follow position ``after`` (None: the stream's start),
-        waiting up to ``block`` seconds for one when there is none yet; None when ``after`` is
-        not a position of this log, or entries after it are no longer kept."""
+        waiting up to ``block`` seconds for one when there is none yet; None when entries after
+        it are no longer kept (the log itself may be gone); ``NotIssued`` when ``after`` is no
+        position this log ever had."""
 
     @abstractmethod
     async def last(self, sid: str, stream: str) -> str | None:
@@ -382,19 +397,23 @@ class MemoryStore(Store):
         self, sid: str, stream: str, after: str | None, count: int = 100
     ) -> list[Entry] | None:
         """``read`` without waiting."""
-        try:
-            cursor = 0 if after is None else int(after)
-        except ValueError:
-            return None
+        if after is None:
+            cursor = 0
+        elif after.isascii() and after.isdigit() and after[0] != "0" and len(after) <= 15:
+            cursor = int(after)  # (positions count from 1, written without leading zeros)
+        else:
+            raise NotIssued(after)
         now = self.clock()
         self._sweep(now)
         log = self._logs.get((sid, stream))
         if log is None:
             return [] if cursor == 0 else None
         self._trim(log, now)
+        if cursor > log.last:
+            raise NotIssued(after)
         first = log.entries[0][0] if log.entries else log.last + 1
-        if not first - 1 <= cursor <= log.last:
-            return None  # entries after it were dropped (or it never was)
+        if cursor < first - 1:
+            return None  # entries after it were dropped
         start = cursor - first + 1
         return [
             (str(position), message)
@@ -477,17 +496,20 @@ redis.call('PEXPIRE', KEYS[2], ARGV[4])
 return ids
 """
 
-# KEYS: log. ARGV: after ('' for the start), count, now (ms), max_age (ms). Returns {1, entries}
-# or {0} when entries after `after` are no longer kept (or it is no position of this log).
+# KEYS: log. ARGV: after ('' for the start), count, now (ms), max_age (ms). Returns {1, entries};
+# {0} when entries after `after` are no longer kept (or the log is gone); {-1} when `after` is no
+# position this log ever had: not of the form, 0, past its last, or not the id of the entry whose
+# number it bears (an entry kept has exactly that id; the one just before the first kept, if it
+# was trimmed, had the last id or one not after the first kept's time).
 _READ = _LUA_HELPERS + """
 redis.call('XTRIM', KEYS[1], 'MINID', tonumber(ARGV[3]) - tonumber(ARGV[4]))
-local after_n = 0
-local after = '0-0'
-if ARGV[1] ~= '' then
-  if not string.match(ARGV[1], '^%d+%-%d+$') then return {0} end
-  after = ARGV[1]
-  local _, parsed = split(after)
-  after_n = parsed
+local after = ARGV[1]
+local after_ms, after_n = 0, 0
+if after ~= '' then
+  local ms_text, n_text = string.match(after, '^(%d+)%-(%d+)$')
+  if not ms_text or #ms_text > 15 or #n_text > 15 then return {-1} end
+  after_ms, after_n = tonumber(ms_text), tonumber(n_text)
+  if after_n == 0 then return {-1} end
 end
 local last = last_id(KEYS[1])
 if not last then
@@ -495,14 +517,24 @@ if not last then
   return {0}
 end
 local _, last_n = split(last)
+if after_n > last_n then return {-1} end
 local first = redis.call('XRANGE', KEYS[1], '-', '+', 'COUNT', 1)
-local first_n = last_n + 1
-if #first > 0 then
-  local _, parsed = split(first[1][1])
-  first_n = parsed
+local first_ms, first_n = nil, last_n + 1
+if #first > 0 then first_ms, first_n = split(first[1][1]) end
+if after_n < first_n - 1 then return {0} end
+if after_n >= first_n then
+  local found = redis.call('XRANGE', KEYS[1], after, after)
+  if #found == 0 or found[1][1] ~= after then return {-1} end
+elseif after_n > 0 then
+  if after_n == last_n then
+    if after ~= last then return {-1} end
+  elseif after_ms > first_ms then
+    return {-1}
+  end
 end
-if after_n < first_n - 1 or after_n > last_n then return {0} end
-return {1, redis.call('XRANGE', KEYS[1], '(' .. after, '+', 'COUNT', tonumber(ARGV[2]))}
+local from = '-'
+if after_n > 0 then from = '(' .. after end
+return {1, redis.call('XRANGE', KEYS[1], from, '+', 'COUNT', tonumber(ARGV[2]))}
 """
 
 # KEYS: log.
@@ -783,6 +815,8 @@ class RedisStore(Store):
             )
         if not found or found[0] == 0:
             return None
+        if found[0] == -1:
+            raise NotIssued(after)
         entries = _entries(found[1])
         if entries or block <= 0:
             return entries
@@ -854,28 +888,28 @@ class _Guard:
     naming the store: ``with guard:`` around each command. After a command timed out, every
     command fails at once for ``HOLD_OFF`` seconds, with the same reason."""
 
-    __slots__ = ("name", "timeout", "until", "why")
+    __slots__ = ("name", "timeout", "until", "why", "failures", "timeouts")
 
     def __init__(self, name: str, timeout: float) -> None:
+        from redis.exceptions import RedisError
+        from redis.exceptions import TimeoutError as RedisTimeout
+
         self.name = name
         self.timeout = timeout
         self.until = 0.0  # time.monotonic() until which Redis is not asked
         self.why = ""
+        self.failures = (RedisError, OSError)  # (imported once: not while Python shuts down)
+        self.timeouts = (RedisTimeout, TimeoutError)
 
     def __enter__(self) -> None:
         if self.until and time.monotonic() < self.until:
             raise StoreError(self.name, self.why)
 
     def __exit__(self, kind: Any, error: BaseException | None, traceback: Any) -> None:
-        if error is None or isinstance(error, StoreError):
-            return
-        from redis.exceptions import RedisError
-        from redis.exceptions import TimeoutError as RedisTimeout
-
-        if not isinstance(error, RedisError | OSError):
+        if error is None or isinstance(error, StoreError) or not isinstance(error, self.failures):
             return
         reason = (str(error) or f"no answer within {self.timeout:g} s")[:300]
-        if isinstance(error, RedisTimeout | TimeoutError):
+        if isinstance(error, self.timeouts):
             self.until = time.monotonic() + HOLD_OFF
             self.why = f"{reason} (not asked again for {HOLD_OFF:g} s)"
         raise StoreError(self.name, reason) from error
