@@ -529,6 +529,7 @@ class StreamableHTTPServer:
                 await self.store.start(self._on_message)
             except BaseException as error:
                 self._started.set_exception(error)
+                self._started.exception()  # (retrieved: those awaiting it hear it, or no one)
                 self._started = None
                 raise
             self._started.set_result(None)
@@ -1287,7 +1288,8 @@ class StreamableHTTPServer:
                                 await asyncio.wait((stop,), timeout=_REREAD)
                     else:
                         read.cancel()
-                        with contextlib.suppress(asyncio.CancelledError):
+                        # (a read failing as it is cancelled: what stopped it says what follows)
+                        with contextlib.suppress(asyncio.CancelledError, Exception):
                             await read
                         entries = []
                     if entries is None:
