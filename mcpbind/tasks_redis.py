@@ -80,7 +80,8 @@ class RedisTasks:
     async def _listen(self, pubsub: Any) -> None:
         try:
             while True:
-                message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=None)
+                # A finite wait: redis 5 fails a wait without one at the store's command timeout.
+                message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=1.0)
                 if message is None:
                     continue
                 try:

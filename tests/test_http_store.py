@@ -18,7 +18,7 @@ import pytest
 from mcpbind import ClientSession, ProtocolError
 from mcpbind.transports.http_client import StreamableHTTPClient
 from mcpbind.transports.http_server import Call, StreamableHTTPServer
-from mcpbind.transports.store import MemoryStore, RedisStore, Store
+from mcpbind.transports.store import MemoryStore, NotIssued, RedisStore, Store
 from tests.conftest import own_redis
 from tests.test_http_transport import URL, http
 
@@ -99,7 +99,8 @@ def test_an_event_log_reads_in_order_after_any_position_to_its_end(make_store: M
         assert entries == list(zip(first + more, [b"a", b"b", b"c", None], strict=True))
         assert await store.read("s", "k", first[0]) == entries[1:]
         assert await store.read("s", "k", more[-1]) == []
-        assert await store.read("s", "k", "no-such-position") is None
+        with pytest.raises(NotIssued):
+            await store.read("s", "k", "no-such-position")
         assert await store.read("s", "other", first[0]) is None  # not a position of that log
         assert await store.read("s", "k", None, count=1) == entries[:1]
         await store.close()
@@ -382,7 +383,8 @@ def test_last_event_id_that_is_not_ours_or_no_longer_kept_is_refused(
         await peer.open(app)
         first = await peer.post(app, count_call(1))  # priming + 3 + answer: 5 entries
         assert await peer.get(app, "nonsense") == 400
-        assert await peer.get(app, "0123456789abcdef:1") == 410  # no such stream
+        position = first[0]["id"].partition(":")[2]
+        assert await peer.get(app, f"0123456789abcdef:{position}") == 410  # no such stream
         assert await peer.get(app, first[0]["id"]) == 410  # trimmed past max_events
         assert data(await peer.get(app, first[-2]["id"]))[-1]["id"] == 1
 

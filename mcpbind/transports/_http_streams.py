@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import types
+from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Generator, Iterable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -23,7 +24,8 @@ _CLOSE: Any = object()  # queued by Call.close_stream: end the response, not the
 
 class _Stop(NamedTuple):
     """Why a reader is told to stop: ``close`` (its response ends after the entry at ``until``:
-    polling) or ``end`` (at once: the stream or session is over)."""
+    polling), ``end`` (at once: the stream or session is over) or ``failed`` (the store failed to
+    log the stream: its ``_Stream.failure`` answers what it owed)."""
 
     why: str
     until: str | None = None
@@ -65,6 +67,8 @@ class _Stream:
         "remote",
         "orphaned",
         "resume_timeout",
+        "logged",
+        "failure",
     )
 
     def __init__(self, max_queued: int = MAX_QUEUED, auth: AuthInfo | None = None) -> None:
@@ -87,6 +91,11 @@ class _Stream:
         self.remote = 0
         self.orphaned: asyncio.TimerHandle | None = None
         self.resume_timeout = RESUME_TIMEOUT
+        # What its pump logged, (position, message), the last max_events of it: what this
+        # worker's readers are given when the store fails to read it back; and once the store
+        # failed to log it, the JSON-RPC errors answering the requests it owed.
+        self.logged: deque[tuple[str, bytes | None]] | None = None
+        self.failure: list[bytes] | None = None
 
     def put(self, messages: Iterable[bytes]) -> None:
         for message in messages:

@@ -27,6 +27,11 @@ RETRY_MS = 1000
 RESUME_TIMEOUT = 30.0
 # The tools whose x-mcp-header designations are kept to check Mcp-Param-* headers against.
 MAX_DESIGNATED = 4096
+# The Retry-After (seconds) of a 503: a busy server's answer, or a store that failed.
+RETRY_AFTER = "1"
+# How every "the server is busy, send it again later" error's message starts (past max_in_flight,
+# an App's in_flight, the gateway's bounds, ...): such an error answering a POST alone is 503.
+BUSY = "Server busy"
 
 
 def check_limits(positive: dict[str, float], not_negative: dict[str, float]) -> None:
@@ -40,12 +45,17 @@ def check_limits(positive: dict[str, float], not_negative: dict[str, float]) -> 
             raise ValueError(f"{name} must be >= 0, not {value!r}")
 
 
+def busy(message: Any) -> bool:
+    """Whether an error's ``message`` says the server is busy (``BUSY``)."""
+    return isinstance(message, str) and message.startswith(BUSY)
+
+
 def too_many_in_flight(request_id: Any, max_in_flight: int) -> ProtocolError:
     """The error answering request ``request_id`` of a session that has ``max_in_flight``
     requests being handled already: -32603, with the limit in ``data``."""
     return ProtocolError(
         INTERNAL_ERROR,
-        f"Server busy: this session is handling as many requests at once as it may "
+        f"{BUSY}: this session is handling as many requests at once as it may "
         f"(max_in_flight: {max_in_flight}); send it again once one is answered",
         {"limit": "max_in_flight", "max": max_in_flight},
         request_id,

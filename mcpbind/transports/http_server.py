@@ -40,6 +40,7 @@ import itertools
 import logging
 import secrets
 import time
+from collections import deque
 from collections.abc import (
     AsyncIterator,
     Awaitable,
@@ -96,10 +97,12 @@ from .http_limits import (
     MAX_QUEUED as MAX_QUEUED,
     MAX_SESSIONS as MAX_SESSIONS,
     RESUME_TIMEOUT as RESUME_TIMEOUT,
+    RETRY_AFTER,
     RETRY_MS as RETRY_MS,
     SESSION_EVICTABLE_AFTER as SESSION_EVICTABLE_AFTER,
     SESSION_IDLE_TIMEOUT as SESSION_IDLE_TIMEOUT,
     SESSION_RECHECK as SESSION_RECHECK,
+    busy,
     check_limits,
     too_many_in_flight,
 )
@@ -117,7 +120,7 @@ from ._http_streams import (
 from ._http_streams import (
     _Stream as _Stream,
 )
-from .store import Entry, Store, store_from
+from .store import Entry, FailureLog, NotIssued, Store, StoreError, store_from
 
 if TYPE_CHECKING:
     from ..tasks import Tasks
@@ -125,6 +128,7 @@ if TYPE_CHECKING:
 __all__ = ["Call", "Handler", "StreamableHTTPServer"]
 
 _log = logging.getLogger(__name__)
+_store_failed = FailureLog(_log)  # a store's failures: a warning every 10 s at most
 
 SESSION_HEADER = "mcp-session-id"
 VERSION_HEADER = "mcp-protocol-version"
@@ -137,6 +141,9 @@ STANDALONE = "get"
 # How long one read of an event log waits before a reader looks again (a reader is also woken when
 # its stream is closed or its session ends).
 _READ_BLOCK = 5.0
+# How long a reader that follows its stream from memory (the store failing to read it back)
+# waits before it asks the store again.
+_REREAD = 0.5
 
 
 # The header-mismatch error of the per-request envelope revisions' HTTP transport: the MCP
@@ -190,16 +197,36 @@ class _Note(msgspec.Struct, array_like=True):
 _peek = msgspec.json.Decoder(_Peek)
 
 
-def _error_code(data: bytes) -> int | None:
-    """The error code of a JSON-RPC error response, else None."""
+def _answer_status(data: bytes, stateful: bool) -> int:
+    """The HTTP status of a POST answered by ``data`` alone: 503 when it is a busy server's error
+    (``http_limits.busy``), in a session or not; else 200 in a session, where every JSON-RPC
+    error travels in a 200, and a stateless POST's error its own status."""
     if data.find(b'"error"') < 0:  # cheaper than reading it: most answers are results
-        return None
+        return 200
     try:
         error = _peek.decode(data).error
     except (msgspec.DecodeError, ValueError, RecursionError):
-        return None
+        return 200
     code = error.get("code") if isinstance(error, dict) else None
-    return code if isinstance(code, int) else None
+    if not isinstance(code, int):
+        return 200
+    return _error_status(code, error.get("message"), stateful)
+
+
+def _error_status(code: int, message: Any, stateful: bool) -> int:
+    if code == INTERNAL_ERROR and busy(message):
+        return 503
+    if stateful:
+        return 200
+    return _STATUS.get(code, 500 if code == INTERNAL_ERROR else 400)
+
+
+def _json_answer(answer: bytes, stateful: bool, headers: dict[str, str]) -> Response:
+    """A POST answered by one JSON-RPC response; a busy server's error with ``Retry-After``."""
+    status = _answer_status(answer, stateful)
+    if status == 503:
+        headers = {**headers, "retry-after": RETRY_AFTER}
+    return _JSONAnswer(answer, status, headers)
 
 
 class _Live:
@@ -220,6 +247,7 @@ class _Live:
         self.checked = -SESSION_RECHECK  # time.monotonic() the shared store last confirmed it
         self.readers: set[asyncio.Future[_Stop]] = set()  # its event streams' readers here
         self.owner: str | None = None  # the principal that opened it: only it reaches it
+        self.reading: dict[str, asyncio.Future[_Stop]] = {}  # by stream: its one reader here
 
     @property
     def in_use(self) -> bool:
@@ -504,6 +532,7 @@ class StreamableHTTPServer:
                 await self.store.start(self._on_message)
             except BaseException as error:
                 self._started.set_exception(error)
+                self._started.exception()  # (retrieved: those awaiting it hear it, or no one)
                 self._started = None
                 raise
             self._started.set_result(None)
@@ -521,8 +550,8 @@ class StreamableHTTPServer:
             await self.store.publish(
                 sid, msgspec.msgpack.encode(_Note(origin=self.worker, kind=kind, data=data))
             )
-        except Exception:  # the store is down: the other workers learn it from the store later
-            _log.exception("publishing %s of session %s", kind, sid)
+        except Exception as error:  # the store is down: the other workers learn it from it later
+            _store_failed(f"publishing {kind} of session {sid}", error)
 
     # -- checks -----------------------------------------------------------------------------------
 
@@ -531,7 +560,9 @@ class StreamableHTTPServer:
             return _plain_error(403, "Forbidden: Host or Origin is not an allowed host")
         auth: AuthInfo | None = None  # a local, not request.state: that builds a State a request
         if self._shared and (self._started is None or not self._started.done()):
-            await self._start()
+            refused = await self._listening(request)
+            if refused is not None:
+                return refused
         if self.auth is not None:
             checked = await self.auth.check(request.headers)
             if isinstance(checked, Response):
@@ -543,11 +574,32 @@ class StreamableHTTPServer:
             if request.method == "GET":
                 return await self._get(request, auth)
             return await self._delete(request, auth)
+        except StoreError as error:
+            return self._unavailable(request, error)
         except Exception:  # a bug of ours or of a hook is the client's internal error, not a crash
             _log.exception("internal error answering %s %s", request.method, request.url.path)
             return _plain_error(
                 500, "Internal error: the server failed to answer this request", INTERNAL_ERROR
             )
+
+    async def _listening(self, request: Request) -> Response | None:
+        """Listen to the other workers before serving a request of a session; the 503 refusing
+        it when the store fails. A POST without a session waits for nothing: a stateless one
+        never needs the store (docs/http.md), and an initialize starts the listener when it
+        opens its session (``_opened``)."""
+        if request.method == "POST" and request.headers.get(SESSION_HEADER) is None:
+            return None
+        try:
+            await self._start()
+        except StoreError as error:
+            return self._unavailable(request, error)
+        return None
+
+    def _unavailable(self, request: Request, error: StoreError) -> Response:
+        """The answer to a request the store failed (Redis stopped, frozen, full, refusing the
+        password): 503 with ``Retry-After``, and a JSON-RPC error naming the store and why."""
+        _store_failed(f"the store, answering {request.method} {request.url.path}", error)
+        return _store_error(error)
 
     # -- POST -------------------------------------------------------------------------------------
 
@@ -697,6 +749,7 @@ class StreamableHTTPServer:
                 "error": {"code": INTERNAL_ERROR, "message": message},
             },
             status_code=503,
+            headers={"retry-after": str(max(1, round(self.session_evictable_after)))},
         )
 
     def _header_mismatch(self, request: Request, body: bytes) -> tuple[Response | None, str | None]:
@@ -783,9 +836,13 @@ class StreamableHTTPServer:
                 )
             result = await self.tasks.respond(method, params, owner)
         except ProtocolError as error:
-            status = _STATUS.get(error.code, 500 if error.code == INTERNAL_ERROR else 400)
+            status = _error_status(error.code, error.message, stateful=False)
             failure = error_object(error)
-            return JSONResponse({"jsonrpc": "2.0", "id": rid, "error": failure}, status_code=status)
+            return JSONResponse(
+                {"jsonrpc": "2.0", "id": rid, "error": failure},
+                status_code=status,
+                headers={"retry-after": RETRY_AFTER} if status == 503 else None,
+            )
         if result is None:
             return None
         return JSONResponse({"jsonrpc": "2.0", "id": rid, "result": result})
@@ -931,6 +988,7 @@ class StreamableHTTPServer:
                     f"Service Unavailable: this worker holds max_sessions ({self.max_sessions}) "
                     "sessions, all in use; try again later",
                     INTERNAL_ERROR,
+                    {"retry-after": RETRY_AFTER},
                 )
             live.last_used = now
             self.sessions[sid] = live
@@ -972,29 +1030,36 @@ class StreamableHTTPServer:
         assert live.sid is not None
         record = msgspec.msgpack.encode(_Record(initialize=initialize, owner=live.owner))
         live.record = record
-        if await self.store.open_session(
-            live.sid, record, self.session_idle_timeout, self.max_sessions
-        ):
-            return True
+        try:
+            await self._start()  # (a POST without a session did not wait for the listener)
+            if await self.store.open_session(
+                live.sid, record, self.session_idle_timeout, self.max_sessions
+            ):
+                return True
+        except StoreError:
+            self.sessions.pop(live.sid, None)
+            raise
         self.sessions.pop(live.sid, None)
         return False
 
     async def _became_ready(self, live: _Live, events: list[Event]) -> None:
-        """The client's initialized notification came: every worker's copy learns it from the
-        record."""
-        if not any(isinstance(event, Initialized) for event in events) or live.sid is None:
+        """The client's initialized notification came (``events``, or a POST before whose record
+        the store failed to save: the session's state says so): every worker's copy learns it
+        from the record."""
+        if live.session.state != "ready" or live.sid is None:
             return
-        live.ready = True
         kept = msgspec.msgpack.decode(live.record or b"", type=_Record) if live.record else None
         if kept is None:
             found = await self.store.load_session(live.sid, self.session_idle_timeout)
             kept = msgspec.msgpack.decode(found, type=_Record) if found else None
         if kept is not None:
             kept.ready = True
-            live.record = msgspec.msgpack.encode(kept)
+            record = msgspec.msgpack.encode(kept)
             await self.store.save_session(
-                live.sid, live.record, self.session_idle_timeout + SESSION_RECHECK
+                live.sid, record, self.session_idle_timeout + SESSION_RECHECK
             )
+            live.record = record
+        live.ready = True
 
     async def _forwarded(self, live: _Live, body: bytes) -> bool:
         """With a shared store: a client's answer to a request this worker did not send goes to
@@ -1063,15 +1128,20 @@ class StreamableHTTPServer:
         stream.key = key
         stream.resume_timeout = self.resume_timeout
         stream.readers = set()
+        if key != STANDALONE:  # (a POST's stream has one writer: this worker's pump)
+            stream.logged = deque(maxlen=self.store.max_events)
         live.streams[key] = stream
         stream.pump = self._spawn(self._pump(live, stream, first))
 
     async def _pump(self, live: _Live, stream: _Stream, batch: list[Any]) -> None:
         """Move what is queued on ``stream`` to its log, in order, until the stream ends; a
-        ``Call.close_stream`` on the way stops its readers after what came before it."""
+        ``Call.close_stream`` on the way stops its readers after what came before it. When the
+        store fails, the stream is given up: its requests are cancelled, and its readers here
+        end their responses with what was logged and an error answering each (``_failed``)."""
         sid, key = live.sid, stream.key
         assert sid is not None and key is not None
         last: str | None = None  # the position of the last entry appended
+        logged = stream.logged if stream.logged is not None else deque(maxlen=0)
         try:
             while True:
                 while not stream.queue.empty():
@@ -1084,6 +1154,7 @@ class StreamableHTTPServer:
                             positions = await self.store.append(
                                 sid, key, items, self.session_idle_timeout
                             )
+                            logged.extend(zip(positions, items, strict=True))
                             last, items = positions[-1], []
                         stream.stop_readers("close", last)
                         continue
@@ -1091,19 +1162,51 @@ class StreamableHTTPServer:
                     ended = ended or item is None
                 if items:
                     positions = await self.store.append(sid, key, items, self.session_idle_timeout)
+                    logged.extend(zip(positions, items, strict=True))
                     last = positions[-1]
                 if ended:
                     return
                 batch = [await stream.queue.get()]
         except asyncio.CancelledError:
             raise
-        except Exception:  # the store failed: the stream cannot carry anything any more
-            _log.exception("logging the events of session %s stream %s", sid, key)
-            stream.given_up = True
-            stream.abandon(" (the event log failed)")
+        except Exception as error:  # the store failed: the stream cannot carry anything any more
+            _store_failed(f"logging the events of session {sid} stream {key}", error)
+            self._failed(stream, batch, error)
+            if live.streams.get(key) is stream:  # (the GET stream too: a new one next time)
+                del live.streams[key]
         finally:
             if live.streams.get(key) is stream and key != STANDALONE:
                 del live.streams[key]
+
+    def _failed(self, stream: _Stream, batch: list[Any], error: Exception) -> None:
+        """The store failed to log ``stream`` (``batch``: what the pump held): it is given up.
+        Each request it owed an answer (still being handled, or answered by a message not
+        logged) gets a JSON-RPC error naming the store, which this worker's readers send after
+        what was logged; its handlers are cancelled, its requests to the client fail."""
+        while not stream.queue.empty():
+            batch.append(stream.queue.get_nowait())
+        kept = {id(message) for _, message in stream.logged or ()}
+        owed = dict.fromkeys(rid for rid in stream.pending if type(rid) in (str, int))
+        for message in batch:
+            if not isinstance(message, bytes) or not message or id(message) in kept:
+                continue
+            try:
+                peek = _peek.decode(message)
+            except (msgspec.DecodeError, ValueError, RecursionError):
+                continue
+            if peek.method is None and type(peek.id) in (str, int):  # an answer, not logged
+                owed[peek.id] = None
+        why, data = _store_failure(error)
+        message = (
+            f"Internal error: {why} while this request's answer was being logged: the request "
+            "was given up, and no event after the last one sent can be resumed; send it again"
+        )
+        stream.failure = [
+            ProtocolError(INTERNAL_ERROR, message, data, rid).to_json() for rid in owed
+        ]
+        stream.given_up = True
+        stream.stop_readers("failed")
+        stream.abandon(" (the event log failed)")
 
     def _attach(self, live: _Live, key: str, local: _Stream | None) -> asyncio.Future[_Stop]:
         """Count a new reader of stream ``key`` (``local``: its ``_Stream`` on this worker, if
@@ -1112,6 +1215,10 @@ class StreamableHTTPServer:
         assert live.sid is not None
         stop: asyncio.Future[_Stop] = asyncio.get_running_loop().create_future()
         live.readers.add(stop)
+        before = live.reading.get(key)
+        if before is not None and not before.done():  # one reader a stream: the new one reads
+            before.set_result(_Stop("end"))
+        live.reading[key] = stop
         if local is not None:
             local.readers = local.readers or set()
             local.readers.add(stop)
@@ -1127,6 +1234,8 @@ class StreamableHTTPServer:
         if stop not in live.readers:
             return
         live.readers.discard(stop)
+        if live.reading.get(key) is stop:
+            del live.reading[key]
         if local is not None and local.readers is not None:
             local.readers.discard(stop)
             if live.standalone is local and not local.readers:
@@ -1149,7 +1258,7 @@ class StreamableHTTPServer:
         """The event-stream response of a reader of stream ``key`` from ``after`` on."""
         stop = self._attach(live, key, local)
         return _EventStream(
-            self._events(live, key, after, stop, entries, greet),
+            self._events(live, key, after, stop, entries, greet, local),
             media_type="text/event-stream",
             headers={**(headers or {}), "cache-control": "no-cache"},
             on_close=functools.partial(self._release, live, key, local, stop),
@@ -1163,11 +1272,15 @@ class StreamableHTTPServer:
         stop: asyncio.Future[_Stop],
         entries: list[Entry] | None = None,
         greet: bool = False,
+        local: _Stream | None = None,
     ) -> AsyncIterator[bytes]:
         """The server-sent events of one stream's log from position ``after`` on, as they come,
         until the stream ends, its session ends (``stop``: "end"), or its handler closes the
         response (``stop``: "close"); ``greet``: a comment first, so that the response starts
-        at once."""
+        at once. When the store fails, a reader of a POST's stream on the worker that logs it
+        (``local``) goes on with what that worker logged, and once the store failed to log it
+        (``stop``: "failed"), ends with the errors answering what the stream owed; any other
+        reader ends, and its client may resume the stream later."""
         sid = live.sid
         assert sid is not None
         prefix = key.encode() + b":"
@@ -1181,10 +1294,26 @@ class StreamableHTTPServer:
                     read = asyncio.ensure_future(self.store.read(sid, key, cursor, _READ_BLOCK))
                     await asyncio.wait((read, stop), return_when=asyncio.FIRST_COMPLETED)
                     if read.done():
-                        entries = read.result()
+                        failed = read.exception()
+                        if failed is None:
+                            entries = read.result()
+                        elif isinstance(failed, NotIssued):  # the log was dropped, and begun again
+                            entries = None
+                        elif local is None or local.logged is None:
+                            raise failed
+                        else:  # follow what this worker logged, from memory
+                            _store_failed(
+                                f"reading the events of session {sid} stream {key}", failed
+                            )
+                            entries = _logged_after(local, cursor)
+                            if entries is None:
+                                return  # no longer remembered that far: the client resumes
+                            if not entries:
+                                await asyncio.wait((stop,), timeout=_REREAD)
                     else:
                         read.cancel()
-                        with contextlib.suppress(asyncio.CancelledError):
+                        # (a read failing as it is cancelled: what stopped it says what follows)
+                        with contextlib.suppress(asyncio.CancelledError, Exception):
                             await read
                         entries = []
                     if entries is None:
@@ -1206,6 +1335,9 @@ class StreamableHTTPServer:
                 entries = None
                 if stop.done():
                     why, until = stop.result()
+                    if why == "failed" and local is not None:
+                        for event in self._after_failure(local, prefix, cursor):
+                            yield event
                     if why != "close":
                         return
                     # Closed for polling: what was logged before the close, then the retry.
@@ -1222,12 +1354,27 @@ class StreamableHTTPServer:
                                 break
                     yield b"retry: %d\n\n" % self.retry_ms
                     return
-        except Exception:  # the store failed: the client may resume the stream later
+        except StoreError as error:  # the client may resume the stream later
+            _store_failed(f"reading the events of session {sid} stream {key}", error)
+        except Exception:  # a bug of ours: the client may resume the stream later
             _log.exception("reading the events of session %s stream %s", sid, key)
         finally:
             if read is not None and not read.done():
                 read.cancel()  # the response ended while it waited
                 read.add_done_callback(_quiet)
+
+    def _after_failure(self, local: _Stream, prefix: bytes, cursor: str | None) -> list[bytes]:
+        """What a reader at ``cursor`` of a stream the store failed to log still sends: what this
+        worker logged after the cursor, then the errors answering what the stream owed (these
+        are in no log: events without an id)."""
+        events = []
+        for position, message in _logged_after(local, cursor) or ():
+            if message is None:
+                break
+            events.append(self._event(prefix, position, message))
+        for answer in local.failure or ():
+            events.append(b"event: message\ndata: " + answer + b"\n\n")
+        return events
 
     # -- handlers ---------------------------------------------------------------------------------
 
@@ -1280,12 +1427,9 @@ class StreamableHTTPServer:
         """The answer to a POST that started no handler: the session's own reply, or 202."""
         if not direct:
             return Response(status_code=202, headers=headers)
-        status = 200
-        code = _error_code(direct[0])
-        if code is not None and not live.stateful:
-            status = _STATUS.get(code, 500 if code == INTERNAL_ERROR else 400)
         if len(direct) == 1:
-            return _JSONAnswer(direct[0], status, headers)
+            return _json_answer(direct[0], live.stateful, headers)
+        status = 200 if live.stateful else _answer_status(direct[0], False)  # (a batch)
         return _JSONAnswer(b"[" + b",".join(direct) + b"]", status, headers)
 
     async def _respond(
@@ -1303,11 +1447,7 @@ class StreamableHTTPServer:
         stateful = live.stateful
         if isinstance(first, bytes) and stream.closed and stream.queue.qsize() == 1:
             # only the end of the stream is left
-            status = 200
-            code = _error_code(first)
-            if code is not None and not stateful:
-                status = _STATUS.get(code, 500 if code == INTERNAL_ERROR else 400)
-            return _JSONAnswer(first, status, headers)
+            return _json_answer(first, stateful, headers)
         if live.sid is None:  # no session to resume it in
             assert isinstance(first, bytes)  # only a session's stream is closed for polling
             return _EventStream(
@@ -1363,12 +1503,17 @@ class StreamableHTTPServer:
             return _plain_error(
                 400, f"Bad Request: Last-Event-ID {last[:64]!r} is no event id of this server"
             )
-        entries = await self.store.read(live.sid, key, position)
+        try:
+            entries = await self.store.read(live.sid, key, position)
+        except NotIssued:
+            return _plain_error(
+                400, f"Bad Request: Last-Event-ID {last[:64]!r} is no event id of this server"
+            )
         if entries is None:
             return _plain_error(
                 410,
                 f"Gone: the events after {last!r} are no longer kept (max_events, "
-                "event_max_age), or there never was such an event",
+                "event_max_age), or this session has no such stream",
             )
         local = live.streams.get(key)
         if key == STANDALONE:
@@ -1449,7 +1594,7 @@ class StreamableHTTPServer:
         store: when there is no such session; the request then goes to the session's GET stream
         wherever it is read, and waits for one to be opened or resumed); ``ConnectionError``
         when the stream closes and is not resumed within ``resume_timeout`` before the answer
-        comes, or the session ends.
+        comes, or the session ends; ``StoreError`` when a shared store fails.
         """
         if self._shared:
             await self._start()  # the client's answer may come through another worker
@@ -1475,6 +1620,47 @@ class StreamableHTTPServer:
         live.session.notify(method, params)
         stream.put(live.session.data_to_send())
         return not stream.given_up
+
+
+def _store_error(error: StoreError) -> Response:
+    """503, ``Retry-After: 1``, and the JSON-RPC error saying which store failed and why."""
+    return JSONResponse(
+        {
+            "jsonrpc": "2.0",
+            "id": None,
+            "error": {
+                "code": INTERNAL_ERROR,
+                "message": f"Service Unavailable: the session store failed ({error}); "
+                "try again later",
+                "data": {"reason": "store failed", "store": error.store},
+            },
+        },
+        status_code=503,
+        headers={"retry-after": RETRY_AFTER},
+    )
+
+
+def _store_failure(error: Exception) -> tuple[str, dict[str, str]]:
+    """What an error answer says of a store that failed (``error``), and its ``data``."""
+    if isinstance(error, StoreError):
+        return f"the session store failed ({error})", {
+            "reason": "store failed",
+            "store": error.store,
+        }
+    return f"the session store failed ({error!r})", {"reason": "store failed"}
+
+
+def _logged_after(stream: _Stream, cursor: str | None) -> list[Entry] | None:
+    """What the pump of ``stream`` logged after position ``cursor`` (None: from the start), as
+    this worker remembers it; None when it no longer remembers that far back."""
+    logged = list(stream.logged or ())
+    if cursor is None:
+        kept = stream.logged
+        return logged if kept is None or len(logged) < (kept.maxlen or 0) else None
+    for at, (position, _) in enumerate(logged):
+        if position == cursor:
+            return logged[at + 1 :]
+    return None
 
 
 def _stream_key(key: str) -> bool:

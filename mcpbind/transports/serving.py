@@ -53,6 +53,7 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from ..errors import INTERNAL_ERROR, INVALID_REQUEST
+from .http_limits import RETRY_AFTER
 
 __all__ = ["serve", "uvicorn_config"]
 
@@ -206,12 +207,14 @@ def _make_room(needed: int) -> None:
 
 def _raw_response(status: str, code: int, message: str) -> bytes:
     """An HTTP/1.1 response written by hand, outside h11's request cycle (there is no request to
-    answer yet), that closes the connection and carries a JSON-RPC error without id."""
+    answer yet), that closes the connection and carries a JSON-RPC error without id (a 503 with
+    ``Retry-After``, as every busy answer)."""
     body = msgspec.json.encode(
         {"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}}
     )
+    retry = f"retry-after: {RETRY_AFTER}\r\n" if status.startswith("503") else ""
     head = (
-        f"HTTP/1.1 {status}\r\ncontent-type: application/json\r\n"
+        f"HTTP/1.1 {status}\r\ncontent-type: application/json\r\n{retry}"
         f"content-length: {len(body)}\r\nconnection: close\r\n\r\n"
     )
     return head.encode() + body

@@ -23,6 +23,10 @@ What a store holds:
 ``shared`` says whether the records are seen by other processes: a server whose store is not
 shared keeps its sessions in its own table (and never awaits the store for them), as the memory
 store's single process needs.
+
+A store that cannot do what it is asked (Redis stopped, frozen, full, refusing the credentials)
+raises ``StoreError``, which names the store and says what failed; the server answers a request
+that needed it with that reason (docs/http.md, "When the store fails").
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ import contextlib
 import functools
 import logging
 import time
+import urllib.parse
 from abc import ABC, abstractmethod
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -43,19 +48,82 @@ import msgspec
 if TYPE_CHECKING:  # the redis client is imported only by RedisStore
     import redis.asyncio
 
-__all__ = ["Entry", "MemoryStore", "RedisStore", "Store", "store_from"]
+__all__ = [
+    "Entry",
+    "FailureLog",
+    "MemoryStore",
+    "NotIssued",
+    "RedisStore",
+    "Store",
+    "StoreError",
+    "store_from",
+]
 
 _log = logging.getLogger(__name__)
 
 # The defaults of the bounds (docs/limits.md).
 MAX_EVENTS = 1000
 EVENT_MAX_AGE = 300.0
+# Seconds one Redis command may take, connecting included, before the store counts Redis as
+# failed (a read that waits for the next event may take its wait plus this).
+REDIS_TIMEOUT = 2.0
+# Seconds a pooled Redis connection may sit unused before its next use checks it with a PING.
+HEALTH_CHECK_INTERVAL = 30
+# Seconds the store fails at once, without asking Redis, after a command timed out (Redis frozen
+# or overloaded): the requests meanwhile are answered at once, not each after ``timeout``.
+HOLD_OFF = 1.0
+# Seconds a listener waits for a message before it looks again (a finite wait: redis 5 reads a
+# wait without one under the command timeout, and fails it).
+_LISTEN_WAIT = 1.0
 
 #: One entry of an event log: its position and the message (None: the stream ended there).
 Entry = tuple[str, bytes | None]
 
 OnMessage = Callable[[str, bytes], None]
 OnAddressed = Callable[[bytes], None]
+
+
+class StoreError(Exception):
+    """The store failed: ``store`` names it (a Redis URL without its credentials), ``reason``
+    says what failed (Redis's own words, or the time it did not answer within)."""
+
+    def __init__(self, store: str, reason: str) -> None:
+        super().__init__(f"{store}: {reason}")
+        self.store = store
+        self.reason = reason
+
+
+class NotIssued(LookupError):
+    """A position that no entry of the log ever had (``Store.read``): not of the store's form,
+    0, past the log's last, or another entry's; what a made-up ``Last-Event-ID`` names."""
+
+
+class FailureLog:
+    """Logs a store's failures to ``log`` at most once every ``interval`` seconds (a warning, with
+    how many failed since the last one), the others at debug level: an outage under load is a
+    few lines, not one per request."""
+
+    def __init__(self, log: logging.Logger, interval: float = 10.0) -> None:
+        self.log = log
+        self.interval = interval
+        self._last = -interval
+        self._since = 0
+
+    def __call__(self, what: str, error: BaseException) -> None:
+        now = time.monotonic()
+        if now - self._last < self.interval:
+            self._since += 1
+            self.log.debug("%s failed: %s", what, error)
+            return
+        since, self._since, self._last = self._since, 0, now
+        self.log.warning(
+            "%s failed: %s (%d more store failures in the last %g s, logged at debug level)",
+            what,
+            error,
+            since,
+            self.interval,
+            exc_info=not isinstance(error, StoreError),  # (a bug of ours: its traceback)
+        )
 
 
 class Store(ABC):
@@ -109,8 +177,9 @@ class Store(ABC):
         self, sid: str, stream: str, after: str | None, block: float = 0.0, count: int = 100
     ) -> list[Entry] | None:
         """Up to ``count`` entries that follow position ``after`` (None: the stream's start),
-        waiting up to ``block`` seconds for one when there is none yet; None when ``after`` is
-        not a position of this log, or entries after it are no longer kept."""
+        waiting up to ``block`` seconds for one when there is none yet; None when entries after
+        it are no longer kept (the log itself may be gone); ``NotIssued`` when ``after`` is no
+        position this log ever had."""
 
     @abstractmethod
     async def last(self, sid: str, stream: str) -> str | None:
@@ -328,19 +397,23 @@ class MemoryStore(Store):
         self, sid: str, stream: str, after: str | None, count: int = 100
     ) -> list[Entry] | None:
         """``read`` without waiting."""
-        try:
-            cursor = 0 if after is None else int(after)
-        except ValueError:
-            return None
+        if after is None:
+            cursor = 0
+        elif after.isascii() and after.isdigit() and after[0] != "0" and len(after) <= 15:
+            cursor = int(after)  # (positions count from 1, written without leading zeros)
+        else:
+            raise NotIssued(after)
         now = self.clock()
         self._sweep(now)
         log = self._logs.get((sid, stream))
         if log is None:
             return [] if cursor == 0 else None
         self._trim(log, now)
+        if cursor > log.last:
+            raise NotIssued(after)
         first = log.entries[0][0] if log.entries else log.last + 1
-        if not first - 1 <= cursor <= log.last:
-            return None  # entries after it were dropped (or it never was)
+        if cursor < first - 1:
+            return None  # entries after it were dropped
         start = cursor - first + 1
         return [
             (str(position), message)
@@ -423,17 +496,20 @@ redis.call('PEXPIRE', KEYS[2], ARGV[4])
 return ids
 """
 
-# KEYS: log. ARGV: after ('' for the start), count, now (ms), max_age (ms). Returns {1, entries}
-# or {0} when entries after `after` are no longer kept (or it is no position of this log).
+# KEYS: log. ARGV: after ('' for the start), count, now (ms), max_age (ms). Returns {1, entries};
+# {0} when entries after `after` are no longer kept (or the log is gone); {-1} when `after` is no
+# position this log ever had: not of the form, 0, past its last, or not the id of the entry whose
+# number it bears (an entry kept has exactly that id; the one just before the first kept, if it
+# was trimmed, had the last id or one not after the first kept's time).
 _READ = _LUA_HELPERS + """
 redis.call('XTRIM', KEYS[1], 'MINID', tonumber(ARGV[3]) - tonumber(ARGV[4]))
-local after_n = 0
-local after = '0-0'
-if ARGV[1] ~= '' then
-  if not string.match(ARGV[1], '^%d+%-%d+$') then return {0} end
-  after = ARGV[1]
-  local _, parsed = split(after)
-  after_n = parsed
+local after = ARGV[1]
+local after_ms, after_n = 0, 0
+if after ~= '' then
+  local ms_text, n_text = string.match(after, '^(%d+)%-(%d+)$')
+  if not ms_text or #ms_text > 15 or #n_text > 15 then return {-1} end
+  after_ms, after_n = tonumber(ms_text), tonumber(n_text)
+  if after_n == 0 then return {-1} end
 end
 local last = last_id(KEYS[1])
 if not last then
@@ -441,14 +517,24 @@ if not last then
   return {0}
 end
 local _, last_n = split(last)
+if after_n > last_n then return {-1} end
 local first = redis.call('XRANGE', KEYS[1], '-', '+', 'COUNT', 1)
-local first_n = last_n + 1
-if #first > 0 then
-  local _, parsed = split(first[1][1])
-  first_n = parsed
+local first_ms, first_n = nil, last_n + 1
+if #first > 0 then first_ms, first_n = split(first[1][1]) end
+if after_n < first_n - 1 then return {0} end
+if after_n >= first_n then
+  local found = redis.call('XRANGE', KEYS[1], after, after)
+  if #found == 0 or found[1][1] ~= after then return {-1} end
+elseif after_n > 0 then
+  if after_n == last_n then
+    if after ~= last then return {-1} end
+  elseif after_ms > first_ms then
+    return {-1}
+  end
 end
-if after_n < first_n - 1 or after_n > last_n then return {0} end
-return {1, redis.call('XRANGE', KEYS[1], '(' .. after, '+', 'COUNT', tonumber(ARGV[2]))}
+local from = '-'
+if after_n > 0 then from = '(' .. after end
+return {1, redis.call('XRANGE', KEYS[1], from, '+', 'COUNT', tonumber(ARGV[2]))}
 """
 
 # KEYS: log.
@@ -505,9 +591,16 @@ class RedisStore(Store):
     one Lua script, so workers never see half of one. One Redis server (or a primary with
     replicas); the scripts touch several keys, so not Redis Cluster.
 
-    A read that waits (``block``) holds one connection of the pool for that long: a worker needs
-    about one connection per event stream it serves (``max_connections``, 2048; Redis's own
-    ``maxclients`` is 10,000 by default).
+    A read that waits (``block``) holds one connection for that long, of a pool of its own: a
+    worker needs about one connection per event stream it serves (``max_connections``, 2048 in
+    each of the two pools; Redis's own ``maxclients`` is 10,000 by default).
+
+    Failures: a command that takes longer than ``timeout`` seconds (2), connecting included,
+    fails (a read that waits may take its wait plus ``timeout``). A command that fails on a
+    connection error is sent once more on a new connection (not after a timeout: it may have run,
+    and an append would be logged twice), and a connection unused for ``HEALTH_CHECK_INTERVAL``
+    seconds is checked with a PING before its next command: the connections a Redis restart
+    killed each fail once, then serve again.
     """
 
     shared = True
@@ -520,21 +613,41 @@ class RedisStore(Store):
         max_events: int = MAX_EVENTS,
         event_max_age: float = EVENT_MAX_AGE,
         max_connections: int = 2048,
+        timeout: float = REDIS_TIMEOUT,
     ) -> None:
         try:
             import redis.asyncio as aioredis
+            from redis.asyncio.retry import Retry
+            from redis.backoff import NoBackoff
+            from redis.exceptions import ConnectionError as RedisConnectionError
         except ImportError as error:  # pragma: no cover - the http extra installs it
             raise ImportError(
                 'RedisStore needs the redis client: pip install "mcpbind[http]"'
             ) from error
         if max_events <= 0 or event_max_age <= 0:
             raise ValueError("max_events and event_max_age must be positive")
+        if not timeout > 0:
+            raise ValueError(f"timeout must be positive, not {timeout!r}")
         self.url = url
+        self.name = _without_credentials(url)  # what errors and logs name it by
         self.prefix = prefix
         self.max_events = max_events
         self.event_max_age = event_max_age
+        self.timeout = timeout
+        self._guard = _Guard(self.name, timeout)
+        options: dict[str, Any] = {
+            "max_connections": max_connections,
+            "socket_connect_timeout": timeout,
+            "retry": Retry(NoBackoff(), 1, supported_errors=(RedisConnectionError,)),
+            "health_check_interval": HEALTH_CHECK_INTERVAL,
+        }
         self.redis: redis.asyncio.Redis = aioredis.Redis.from_url(
-            url, max_connections=max_connections
+            url, socket_timeout=timeout, **options
+        )
+        # The reads that wait for the next event: their own connections, each read bounded by
+        # its wait plus ``timeout`` (read), not by the commands' socket timeout.
+        self._waits: redis.asyncio.Redis = aioredis.Redis.from_url(
+            url, socket_timeout=None, **options
         )
         self._append = self.redis.register_script(_APPEND)
         self._read = self.redis.register_script(_READ)
@@ -546,7 +659,7 @@ class RedisStore(Store):
         self._channels: dict[str, asyncio.Task[None]] = {}  # channel -> its listener (listen)
 
     def __repr__(self) -> str:
-        return f"RedisStore({self.url!r}, prefix={self.prefix!r})"
+        return f"RedisStore({self.name!r}, prefix={self.prefix!r})"
 
     def _keys(self, sid: str) -> list[str]:
         return [f"{self.prefix}s:{sid}", f"{self.prefix}sessions", f"{self.prefix}l:{sid}"]
@@ -556,10 +669,21 @@ class RedisStore(Store):
     async def start(self, on_message: OnMessage) -> None:
         if self._listener is not None:
             return
-        pubsub = self.redis.pubsub()
-        await pubsub.subscribe(f"{self.prefix}m")
+        pubsub = await self._subscribed(f"{self.prefix}m")
         deliver = functools.partial(self._deliver, on_message=on_message)
         self._listener = asyncio.ensure_future(self._listen(pubsub, f"{self.prefix}m", deliver))
+
+    async def _subscribed(self, channel: str) -> Any:
+        """A new pub/sub connection subscribed to ``channel`` (``StoreError`` when Redis fails)."""
+        pubsub: Any = self.redis.pubsub()
+        try:
+            with self._guard:
+                await pubsub.subscribe(channel)
+        except BaseException:
+            with contextlib.suppress(Exception):
+                await pubsub.aclose()
+            raise
+        return pubsub
 
     async def _listen(self, pubsub: Any, channel: str, deliver: Any) -> None:
         """Deliver the channel's messages; when the connection to Redis drops, subscribe again
@@ -601,7 +725,7 @@ class RedisStore(Store):
 
     async def _deliver(self, pubsub: Any, on_message: OnMessage) -> None:
         while True:
-            message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=None)
+            message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=_LISTEN_WAIT)
             if message is None:
                 continue
             try:
@@ -625,6 +749,7 @@ class RedisStore(Store):
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await listener
         await self.redis.aclose()
+        await self._waits.aclose()
 
     # -- session records
 
@@ -635,23 +760,27 @@ class RedisStore(Store):
     async def open_session(self, sid: str, record: bytes, idle: float, max_sessions: int) -> bool:
         keys = self._keys(sid)
         now = int(time.time() * 1000)
-        done = await self._open(
-            keys=keys[:2], args=[sid, record, now, self._ms(idle), max_sessions]
-        )
+        with self._guard:
+            done = await self._open(
+                keys=keys[:2], args=[sid, record, now, self._ms(idle), max_sessions]
+            )
         return bool(done)
 
     async def load_session(self, sid: str, idle: float) -> bytes | None:
         now = int(time.time() * 1000)
-        record = await self._touch(keys=self._keys(sid), args=[sid, now, self._ms(idle), ""])
+        with self._guard:
+            record = await self._touch(keys=self._keys(sid), args=[sid, now, self._ms(idle), ""])
         return bytes(record) if record else None
 
     async def save_session(self, sid: str, record: bytes, idle: float) -> bool:
         now = int(time.time() * 1000)
-        done = await self._touch(keys=self._keys(sid), args=[sid, now, self._ms(idle), record])
+        with self._guard:
+            done = await self._touch(keys=self._keys(sid), args=[sid, now, self._ms(idle), record])
         return bool(done)
 
     async def end_session(self, sid: str) -> bool:
-        return bool(await self._end(keys=self._keys(sid), args=[sid]))
+        with self._guard:
+            return bool(await self._end(keys=self._keys(sid), args=[sid]))
 
     # -- event logs
 
@@ -669,7 +798,10 @@ class RedisStore(Store):
         ]
         for message in messages:
             args += ["e", b""] if message is None else ["d", message]
-        ids = await self._append(keys=[self._log_key(sid, stream), self._keys(sid)[2]], args=args)
+        with self._guard:
+            ids = await self._append(
+                keys=[self._log_key(sid, stream), self._keys(sid)[2]], args=args
+            )
         return [i.decode() if isinstance(i, bytes) else str(i) for i in ids]
 
     async def read(
@@ -677,17 +809,22 @@ class RedisStore(Store):
     ) -> list[Entry] | None:
         key = self._log_key(sid, stream)
         now = int(time.time() * 1000)
-        found = await self._read(
-            keys=[key], args=[after or "", count, now, self._ms(self.event_max_age)]
-        )
+        with self._guard:
+            found = await self._read(
+                keys=[key], args=[after or "", count, now, self._ms(self.event_max_age)]
+            )
         if not found or found[0] == 0:
             return None
+        if found[0] == -1:
+            raise NotIssued(after)
         entries = _entries(found[1])
         if entries or block <= 0:
             return entries
-        answer: Any = await self.redis.xread(
-            {key: after or "0-0"}, count=count, block=self._ms(block)
-        )
+        with self._guard:
+            async with asyncio.timeout(block + self.timeout):
+                answer: Any = await self._waits.xread(
+                    {key: after or "0-0"}, count=count, block=self._ms(block)
+                )
         if not answer:
             return []
         if isinstance(answer, dict):  # RESP3: by key
@@ -695,14 +832,16 @@ class RedisStore(Store):
         return _entries(answer[0][1])
 
     async def last(self, sid: str, stream: str) -> str | None:
-        found = await self._last(keys=[self._log_key(sid, stream)], args=[])
+        with self._guard:
+            found = await self._last(keys=[self._log_key(sid, stream)], args=[])
         return found.decode() if isinstance(found, bytes) else found or None
 
     # -- messages between workers
 
     async def publish(self, sid: str, data: bytes) -> None:
         payload = msgspec.msgpack.encode((sid, data))
-        await self.redis.publish(f"{self.prefix}m", payload)
+        with self._guard:
+            await self.redis.publish(f"{self.prefix}m", payload)
 
     # -- addressed messages
 
@@ -710,8 +849,7 @@ class RedisStore(Store):
         if channel in self._channels:
             return
         name = f"{self.prefix}c:{channel}"
-        pubsub = self.redis.pubsub()
-        await pubsub.subscribe(name)
+        pubsub = await self._subscribed(name)
         deliver = functools.partial(_addressed, on_message=on_message)
         self._channels[channel] = asyncio.ensure_future(self._listen(pubsub, name, deliver))
 
@@ -723,24 +861,66 @@ class RedisStore(Store):
                 await listener
 
     async def send(self, channel: str, data: bytes) -> int:
-        return int(await self.redis.publish(f"{self.prefix}c:{channel}", data))
+        with self._guard:
+            return int(await self.redis.publish(f"{self.prefix}c:{channel}", data))
 
     async def listeners(self, channel: str) -> int:
         name = f"{self.prefix}c:{channel}"
-        found: Any = await self.redis.pubsub_numsub(name)
+        with self._guard:
+            found: Any = await self.redis.pubsub_numsub(name)
         return int(dict((_text(k), v) for k, v in found).get(name, 0))
 
 
 async def _addressed(pubsub: Any, on_message: OnAddressed) -> None:
     """Deliver what is sent to one channel (``RedisStore.listen``)."""
     while True:
-        message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=None)
+        message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=_LISTEN_WAIT)
         if message is None:
             continue
         try:
             on_message(bytes(message["data"]))
         except Exception:  # one bad message must not stop the others
             _log.exception("handling a message sent to this process")
+
+
+class _Guard:
+    """Redis's failures (its errors, a connection's, a wait past its bound) as ``StoreError``
+    naming the store: ``with guard:`` around each command. After a command timed out, every
+    command fails at once for ``HOLD_OFF`` seconds, with the same reason."""
+
+    __slots__ = ("name", "timeout", "until", "why", "failures", "timeouts")
+
+    def __init__(self, name: str, timeout: float) -> None:
+        from redis.exceptions import RedisError
+        from redis.exceptions import TimeoutError as RedisTimeout
+
+        self.name = name
+        self.timeout = timeout
+        self.until = 0.0  # time.monotonic() until which Redis is not asked
+        self.why = ""
+        self.failures = (RedisError, OSError)  # (imported once: not while Python shuts down)
+        self.timeouts = (RedisTimeout, TimeoutError)
+
+    def __enter__(self) -> None:
+        if self.until and time.monotonic() < self.until:
+            raise StoreError(self.name, self.why)
+
+    def __exit__(self, kind: Any, error: BaseException | None, traceback: Any) -> None:
+        if error is None or isinstance(error, StoreError) or not isinstance(error, self.failures):
+            return
+        reason = (str(error) or f"no answer within {self.timeout:g} s")[:300]
+        if isinstance(error, self.timeouts):
+            self.until = time.monotonic() + HOLD_OFF
+            self.why = f"{reason} (not asked again for {HOLD_OFF:g} s)"
+        raise StoreError(self.name, reason) from error
+
+
+def _without_credentials(url: str) -> str:
+    """A Redis URL as errors and logs may show it: no user, password or query."""
+    parts = urllib.parse.urlsplit(url)
+    return urllib.parse.urlunsplit(
+        (parts.scheme, parts.netloc.rpartition("@")[2], parts.path, "", "")
+    )
 
 
 def _text(value: Any) -> str:
