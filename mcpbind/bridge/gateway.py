@@ -253,12 +253,10 @@ class Link(Crossing):
                 negotiated = await self._negotiated
         except ProtocolError as error:
             why = f"the server refused the handshake: {error.message}"
+        except TimeoutError:  # before OSError, which it is a kind of
+            why = self.gateway._timed_out()
         except (OSError, httpx.HTTPError) as error:
-            why = f"the server cannot be reached: {error}"
-        except TimeoutError:
-            why = (
-                f"the server did not complete its handshake within {self.gateway.open_timeout:g} s"
-            )
+            why = f"the server cannot be reached: {error or type(error).__name__}"
         else:
             self._back_agreed(negotiated)
             self._say()
@@ -894,14 +892,16 @@ class Gateway:
             try:
                 await self._probe()
             except Exception as error:  # noqa: BLE001 - said to the client, and tried again
+                why = (
+                    error.message
+                    if isinstance(error, ProtocolError)
+                    else f"the server cannot be reached: {error or type(error).__name__}"
+                )
                 response = JSONResponse(
                     {
                         "jsonrpc": "2.0",
                         "id": None,
-                        "error": {
-                            "code": INTERNAL_ERROR,
-                            "message": f"Bad Gateway: the server cannot be reached: {error}",
-                        },
+                        "error": {"code": INTERNAL_ERROR, "message": f"Bad Gateway: {why}"},
                     },
                     status_code=502,
                 )
@@ -981,9 +981,14 @@ class Gateway:
                 )
             session = Crossing(self.server_revisions).back
             session.info = dict(CLIENT_INFO)
-            self._kind, negotiated = await upstream_kind(
-                self.upstream, self._http, session, self.upstream_auth
-            )
+            try:
+                async with asyncio.timeout(self.open_timeout):
+                    self._kind, negotiated = await upstream_kind(
+                        self.upstream, self._http, session, self.upstream_auth
+                    )
+            except TimeoutError:
+                why = self._timed_out()
+                raise ProtocolError(CONNECTION_CLOSED, f"Connection closed: {why}") from None
             if self._kind is not SseUpstream:  # a core client's tasks, translated (tasks_http)
                 self.tasks = UpstreamTasks.between(self, negotiated)
                 self.face.crossing.tasks_translated = self.tasks is not None
@@ -1003,6 +1008,9 @@ class Gateway:
             self.tasks = front
         self.face.learn(negotiated)
         self._say(self.face.crossing.take_log())
+
+    def _timed_out(self) -> str:
+        return f"the server did not complete its handshake within {self.open_timeout:g} s"
 
     def _transport(self, link: Link) -> Upstream:
         if self.command is not None:
