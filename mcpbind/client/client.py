@@ -7,20 +7,20 @@ import asyncio
 import contextlib
 import contextvars
 import inspect
-import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 from msgspec import UNSET
 
+from .._repeats import Repeats
 from .._revisions import LATEST, REVISIONS
 from .._support import meta_key
 from ..app.revision import Rev, rev
 from ..errors import INTERNAL_ERROR, METHOD_NOT_FOUND, ProtocolError
 from ..events import Event, Negotiated, NotificationReceived, ProgressReceived, RequestReceived
 from ..transports._answer import MAX_ROUNDS
-from .links import Link, ObservedSession
+from .links import Link, ObservedSession, warn
 from .tasks import TaskFollower, declared
 
 if TYPE_CHECKING:
@@ -28,7 +28,6 @@ if TYPE_CHECKING:
 
 __all__ = ["Client"]
 
-log = logging.getLogger("mcpbind.client")
 
 _RELEASED = REVISIONS[: REVISIONS.index(LATEST) + 1]
 # The progress callback of the request about to be sent from this context (taken by the first).
@@ -115,6 +114,7 @@ class Client:
         self._acknowledged: asyncio.Event | None = None
         # tasks being followed (tasks=True): task id -> set when a status notification names it
         self._woken: dict[str, asyncio.Event] = {}
+        self._note = Repeats(warn)  # notifications dropped (callbacks still running), logged
 
     # -- opening and closing ----------------------------------------------------------------------
 
@@ -465,7 +465,7 @@ class Client:
             link = self._link
             callback = link.session.progress_of.get(event.id) if link is not None else None
             if callback is not None:
-                _call_soon(callback, event.progress, event.total, event.message)
+                _call_soon(self._note, callback, event.progress, event.total, event.message)
             return
         assert isinstance(event, NotificationReceived)
         r = rev(event.revision)
@@ -480,7 +480,7 @@ class Client:
                 self._acknowledged.set()
                 return
         if self.on_notification is not None:
-            _call_soon(self.on_notification, event)
+            _call_soon(self._note, self.on_notification, event)
 
     async def _serve(self, event: RequestReceived) -> Any:
         """The answer to a request of the server (or an input request of a round trip)."""
@@ -508,16 +508,17 @@ def _subscription(params: Any) -> Any:
     return meta.get(key) if key is not None and isinstance(meta, dict) else None
 
 
-def _call_soon(callback: Callable[..., Any], *args: Any) -> None:
+def _call_soon(note: Repeats, callback: Callable[..., Any], *args: Any) -> None:
     """Call a user's callback; a coroutine it returns runs as a task of its own (at most
-    ``MAX_CALLBACK_TASKS`` at once: past it the coroutine is dropped, with a warning)."""
+    ``MAX_CALLBACK_TASKS`` at once: past it the coroutine is dropped, with a warning ``note``
+    says at a bounded rate)."""
     result = callback(*args)
     if not inspect.isawaitable(result):
         return
     if len(_TASKS) >= MAX_CALLBACK_TASKS:
         if inspect.iscoroutine(result):
             result.close()
-        log.warning("dropped a notification: %d callbacks are still running", len(_TASKS))
+        note("dropped", f"dropped a notification: {len(_TASKS)} callbacks are still running")
         return
     task = asyncio.ensure_future(result)
     _TASKS.add(task)
