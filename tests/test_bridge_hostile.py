@@ -355,6 +355,27 @@ def test_a_server_request_over_the_limit_is_answered_with_32600() -> None:
     client.bridge.close()
 
 
+def test_a_flood_of_lines_over_the_limit_is_logged_once_and_then_counted() -> None:
+    """2,000 notifications over the limit from the client: the first drop is said, the others
+    counted in one line at the end (the stderr had a line each)."""
+    client = Client(*EXAMPLE, options=("--max-line-bytes", "4096"))
+    big = raw({"jsonrpc": "2.0", "method": "notifications/roots/list_changed", "params": {}})
+    big = big[:-2] + b'"_meta": {"x": "' + b"x" * 5000 + b'"}}}'
+    for _ in range(4):
+        client.bridge.write(*[big] * 500)
+    request = client.call("echo", message="after")
+    client.send()
+    assert text_of(client.answer(request)) == "after"
+    assert client.bridge.close() == 0
+    said = [line for line in client.bridge.stderr.splitlines() if "was dropped" in line]
+    first = (
+        f"mcpbind bridge: client: a notification was dropped: a message of {len(big)} bytes "
+        "exceeds the limit of 4096 bytes"
+    )
+    assert said[0] == first
+    assert len(said) == 2 and said[1].startswith(f"{first} (and 1,999 more like it in the last ")
+
+
 def test_the_example_server_answers_a_line_over_its_limit_and_goes_on() -> None:
     server = Process(EXAMPLE)
     client = mcpbind.ClientSession("2025-11-25", info={"name": "hostile", "version": "1"})

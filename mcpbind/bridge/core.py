@@ -295,9 +295,12 @@ class Bridge(Crossing):
         elif message.kind == "response":
             self._client_answer_lost(message.id, why)
         elif message.kind == "notification":
-            self.log.append(f"client: a notification was dropped: {why}")
+            self.note("client long notification", f"client: a notification was dropped: {why}")
         else:  # never read by the session: answered as it stands
-            self.log.append(f"client: a message was dropped and answered with an error: {why}")
+            self.note(
+                "client long request",
+                f"client: a message was dropped and answered with an error: {why}",
+            )
             self.front.reject(
                 ProtocolError(INVALID_REQUEST, f"Invalid Request: {why}", id=message.id)
             )
@@ -318,9 +321,12 @@ class Bridge(Crossing):
             if self.back.awaits(message.id):  # the session never read it: it stops waiting too
                 self._quietly(self.back.cancel, message.id, why)
         elif message.kind == "notification":
-            self.log.append(f"server: a notification was dropped: {why}")
+            self.note("server long notification", f"server: a notification was dropped: {why}")
         elif message.kind == "request":
-            self.log.append(f"server: a request was dropped and answered with an error: {why}")
+            self.note(
+                "server long request",
+                f"server: a request was dropped and answered with an error: {why}",
+            )
             self.back.reject(
                 ProtocolError(INVALID_REQUEST, f"Invalid Request: {why}", id=message.id)
             )
@@ -363,7 +369,7 @@ class Bridge(Crossing):
         if self.tasks is not None and self.tasks.client_event(e):
             return
         if isinstance(e, MessageRejected):
-            self.log.append(f"client: {e.error.message}")
+            self.note("client rejected", f"client: {e.error.message}")
             rid = e.error.id
             if not e.answered and rid is not None and not self.front.awaits(rid):
                 self._client_answer_lost(rid, e.error.message)  # an unreadable response
@@ -380,7 +386,9 @@ class Bridge(Crossing):
             if len(self._client_waiting) >= self.max_in_flight and not isinstance(
                 e, RequestReceived  # requests are bounded in from_client
             ):
-                self.log.append(f"client: {type(e).__name__} dropped: the server is not ready")
+                self.note(
+                    "client early", f"client: {type(e).__name__} dropped: the server is not ready"
+                )
                 return
             self._client_waiting.append(e)
             return
@@ -484,7 +492,7 @@ class Bridge(Crossing):
         elif isinstance(e, NegotiationFailed):
             self._server_failed(e)
         elif isinstance(e, MessageRejected):
-            self.log.append(f"server: {e.error.message}")
+            self.note("server rejected", f"server: {e.error.message}")
             rid = e.error.id
             if not e.answered and rid in self._down and not self.back.awaits(rid):
                 self._server_answer_lost(rid, e.error.message)  # an unreadable response
@@ -502,7 +510,9 @@ class Bridge(Crossing):
             if len(self._server_waiting) >= self.max_in_flight and not isinstance(
                 e, RequestReceived  # requests are bounded in from_server
             ):
-                self.log.append(f"server: {type(e).__name__} dropped: the client is not ready")
+                self.note(
+                    "server early", f"server: {type(e).__name__} dropped: the client is not ready"
+                )
                 return
             self._server_waiting.append(e)
         elif isinstance(e, RequestReceived):
@@ -531,7 +541,7 @@ class Bridge(Crossing):
                 error = ProtocolError(e.code, e.message, e.data)
                 self._held[self._held_down[e.id]].answer = (None, error)
                 return
-            self.log.append(f"server: error {e.code}: {e.message}")
+            self.note("server error", f"server: error {e.code}: {e.message}")
             return
         self._up.pop(up.id, None)
         self._answer_error(up.id, ProtocolError(e.code, e.message, e.data))
@@ -748,6 +758,7 @@ class Bridge(Crossing):
         and so does every request that arrives from then on (``CONNECTION_CLOSED``)."""
         if self.closed:
             return
+        self.flush_notes()
         self.log.append(f"{why}; {self.pending()} pending requests answered with an error")
         self.closed = True
         self.why = why
@@ -907,7 +918,11 @@ class Bridge(Crossing):
         try:
             call(*args)
         except ProtocolError as err:
-            self.log.append(f"bridge: {err.message}")
+            self.note("refused", f"bridge: {err.message}")
+
+    def _noted_later(self) -> None:
+        if self.wake is not None:
+            self.wake()
 
 
 def _refuse(side: _Front | Back, id: Any, error: ProtocolError) -> None:

@@ -21,6 +21,7 @@ from typing import Any
 import msgspec
 from msgspec import UNSET
 
+from .._repeats import Repeats
 from .._support import convert, open_class
 from ..errors import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, ProtocolError
 from ..events import Negotiated
@@ -92,10 +93,32 @@ class Crossing:
         self._up_way: tuple[type, str, Any] | None = None
         self._typed_cache: tuple[Any, dict[str, Any]] | None = None
         self.tasks_translated = False  # a core client's tasks served by the gateway (tasks_http)
+        self._repeats: Repeats | None = None  # lines about a peer's repeated misdeeds, once any
 
     def take_log(self) -> list[str]:
         out, self.log = self.log, []
         return out
+
+    def note(self, kind: str, line: str) -> None:
+        """Log ``line``, about a misdeed a peer may repeat on every message (``kind``, a name
+        fixed by the code): the first of its kind at once, then a count per interval
+        (``Repeats``)."""
+        repeats = self._repeats
+        if repeats is None:
+            repeats = self._repeats = Repeats(self._noted, wake=self._noted_later)
+        repeats(kind, line)
+
+    def flush_notes(self) -> None:
+        """Log the counts of misdeeds not said yet (the peer is gone)."""
+        if self._repeats is not None:
+            self._repeats.flush()
+
+    def _noted(self, line: str) -> None:
+        self.log.append(line)
+
+    def _noted_later(self) -> None:
+        """A count was logged by a timer of the loop, outside any call: the front that drains
+        ``log`` may say it now."""
 
     # -- values -----------------------------------------------------------------------------
 
@@ -309,15 +332,19 @@ class Crossing:
         the log) when ``target`` has no such notification, or it would lose data under
         --strict."""
         if method not in speech(target).methods:
-            self.log.append(
+            self.note(
+                f"{whose} notification unknown",
                 f"loss: {whose} {method!r} notification does not exist in MCP {target}: "
-                "not forwarded"
+                "not forwarded",
             )
             return NOT_SENT
         what = f"{whose} {method!r} notification"
         params, lost = self._cross(params, target, what)
         if lost and self.strict:
-            self.log.append(f"--strict: {what} not forwarded (it would lose data)")
+            self.note(
+                f"{whose} notification lossy",
+                f"--strict: {what} not forwarded (it would lose data)",
+            )
             return NOT_SENT
         return None if params is UNSET else params
 

@@ -82,6 +82,8 @@ from .upstream import HttpUpstream, SseUpstream, StdioUpstream, Upstream, upstre
 
 __all__ = [
     "INPUT_TIMEOUT",
+    "DROPPED_WITHIN",
+    "MAX_DROPPED",
     "MAX_IN_FLIGHT",
     "MAX_RELAYED",
     "MAX_SHARED",
@@ -93,6 +95,10 @@ __all__ = [
 CONNECTION_CLOSED = -32000  # as the stdio bridge answers: the peer the request was for is gone
 MAX_IN_FLIGHT = 128  # requests of one link awaiting the server's answer (the HTTP server's own)
 MAX_SHARED = 16  # links for clients without a session (one per client identity)
+# A link whose server sends more than MAX_DROPPED messages no client can take (no stream open, no
+# request in flight to carry them) within DROPPED_WITHIN seconds is ended (its child terminated).
+MAX_DROPPED = 1000
+DROPPED_WITHIN = 10.0
 OPEN_TIMEOUT = 30.0  # seconds the server's handshake may take
 CLIENT_INFO = {"name": "mcpbind-gateway", "version": "1"}  # the probe's own info
 GC_THRESHOLD = 10_000  # allocations between the serving process's young collections (``run``)
@@ -229,6 +235,8 @@ class Link(Crossing):
         self._closing: str | None = None  # why the client side ended it
         self._trips: tuple[str, bool] | None = None  # whether the client's revision has retries
         self.tasks: LinkTasks | None = None  # an extension client's tasks (bridge/tasks.py)
+        self._dropped_since = 0.0  # when the count of messages no client could take began
+        self._dropped = 0  # ... and how many there were since
 
     # -- opening and closing ----------------------------------------------------------------------
 
@@ -254,12 +262,10 @@ class Link(Crossing):
                 negotiated = await self._negotiated
         except ProtocolError as error:
             why = f"the server refused the handshake: {error.message}"
+        except TimeoutError:  # before OSError, which it is a kind of
+            why = self.gateway._timed_out()
         except (OSError, httpx.HTTPError) as error:
-            why = f"the server cannot be reached: {error}"
-        except TimeoutError:
-            why = (
-                f"the server did not complete its handshake within {self.gateway.open_timeout:g} s"
-            )
+            why = f"the server cannot be reached: {error or type(error).__name__}"
         else:
             self._back_agreed(negotiated)
             self._say()
@@ -295,6 +301,7 @@ class Link(Crossing):
             self.tasks.close(error)
         for task in self._serving:
             task.cancel()
+        self.flush_notes()
         if count or why is not self._closing:
             self.log.append(f"{why}; {count} pending requests answered with an error")
         self._say()
@@ -526,9 +533,9 @@ class Link(Crossing):
                 if pending is not None:
                     self._settle(pending, event)
                 elif isinstance(event, ErrorReceived) and event.id is None:
-                    self.log.append(f"server: error {event.code}: {event.message}")
+                    self.note("error", f"server: error {event.code}: {event.message}")
             elif isinstance(event, MessageRejected):
-                self.log.append(f"server: {event.error.message}")
+                self.note("rejected", f"server: {event.error.message}")
                 pending = self.pending.pop(event.error.id, None) if not event.answered else None
                 if pending is not None:
                     self._settle(pending, event)
@@ -543,7 +550,7 @@ class Link(Crossing):
             elif isinstance(event, NotificationReceived):
                 self._notify_up(event, related)
             elif isinstance(event, RequestCancelled):
-                self.log.append(f"server: cancelled its request {event.id!r}")
+                self.note("cancelled", f"server: cancelled its request {event.id!r}")
             elif isinstance(event, RequestReceived):  # a transport without its own answering
                 task = asyncio.ensure_future(self._serve_and_answer(event, related))
                 self._serving.add(task)
@@ -583,12 +590,14 @@ class Link(Crossing):
                 ),
             )
         elif message.kind == "request":
-            self.log.append(f"server: a request was dropped and answered with an error: {why}")
+            self.note(
+                "long request", f"server: a request was dropped and answered with an error: {why}"
+            )
             self.back.reject(
                 ProtocolError(INVALID_REQUEST, f"Invalid Request: {why}", id=message.id)
             )
         elif message.kind == "notification":
-            self.log.append(f"server: a notification was dropped: {why}")
+            self.note("long notification", f"server: a notification was dropped: {why}")
         else:
             self.gone(f"the server sent a message that could not be read: {why}")
             return
@@ -599,6 +608,8 @@ class Link(Crossing):
         pending = self.pending.get(event.id)
         call = pending.call if pending is not None else None
         if call is None:
+            if pending is None:
+                self._drop(f"server: progress of {event.id!r} dropped: no request of that id")
             return
         message = self._progress_message(call.revision, event.message)
         with contextlib.suppress(ProtocolError):  # the client's request had no progress token
@@ -611,11 +622,12 @@ class Link(Crossing):
         call = pending.call if pending is not None else None
         revision = call.revision if call is not None else self._client_revision()
         if revision is None:
+            self._drop(f"server: {event.method!r} notification dropped: no client to carry it")
             return
         try:
             params = self._notification(event.method, event.params, revision, "the server's")
         except ProtocolError as error:
-            self.log.append(f"bridge: {error.message}")
+            self.note("uncrossed", f"bridge: {error.message}")
             return
         if params is NOT_SENT:
             return
@@ -626,7 +638,7 @@ class Link(Crossing):
         if call is None:
             call = self._newest_call()
         if call is None:
-            self.log.append(
+            self._drop(
                 f"server: {event.method!r} notification dropped: the client has no stream open "
                 "to carry it"
             )
@@ -667,6 +679,7 @@ class Link(Crossing):
         call = pending.call if pending is not None else None
         revision = pending.revision if pending is not None else self._client_revision()
         if revision is None:
+            self._drop(f"server: {event.method!r} request refused: no client to ask")
             raise ProtocolError(
                 METHOD_NOT_FOUND,
                 f"Method not found: {event.method!r} cannot reach the client: it has no request "
@@ -679,11 +692,13 @@ class Link(Crossing):
             elif self.sid is not None and self.front is not None:
                 try:
                     result = await self.front.request(self.sid, event.method, params)
-                except LookupError as error:
+                except LookupError as error:  # no stream open
+                    self._drop(f"server: {event.method!r} request refused: no client to ask")
                     raise ProtocolError(INTERNAL_ERROR, f"Internal error: {error}") from None
                 except ConnectionError as error:
                     raise ProtocolError(CONNECTION_CLOSED, f"Connection closed: {error}") from None
             else:
+                self._drop(f"server: {event.method!r} request refused: no client to ask")
                 raise ProtocolError(
                     INTERNAL_ERROR,
                     f"Internal error: {event.method!r} cannot reach the client: no stream open",
@@ -731,9 +746,27 @@ class Link(Crossing):
             if params is not NOT_SENT:
                 self.back.notify(event.method, params)
         except ProtocolError as error:
-            self.log.append(f"bridge: {error.message}")
+            self.note("uncrossed down", f"bridge: {error.message}")
         self._flush()
         self._say()
+
+    def _drop(self, line: str) -> None:
+        """A message of the server's that no client can take (``line`` says which), noted; past
+        ``max_dropped`` of them within ``DROPPED_WITHIN`` seconds the link ends: a server that
+        talks to nobody (its client left) would otherwise be read until the idle timeout."""
+        if self.why is not None:
+            return  # ending: what it still sends is not heard
+        self.note("dropped", line)
+        now = time.monotonic()
+        if now - self._dropped_since >= DROPPED_WITHIN:
+            self._dropped_since, self._dropped = now, 0
+        self._dropped += 1
+        limit = self.gateway.max_dropped
+        if self._dropped > limit:
+            self.gone(
+                f"the server sent more than {limit:,} messages no client could take within "
+                f"{DROPPED_WITHIN:g} s (the gateway's max_dropped): the link is ended"
+            )
 
     # -- plumbing ---------------------------------------------------------------------------------
 
@@ -746,6 +779,9 @@ class Link(Crossing):
         if self.log:
             self.gateway._say(self.take_log())
 
+    def _noted_later(self) -> None:
+        self._say()
+
 
 class Gateway:
     """The ASGI application of ``mcpbind bridge --listen``: Streamable HTTP at ``path`` and
@@ -756,7 +792,9 @@ class Gateway:
     link of its own; past it the HTTP servers refuse or evict as they do), ``max_shared`` links
     of clients without a session, ``max_in_flight`` requests of one link awaiting the server,
     ``input_timeout`` seconds a server's request waits for a round-trip client's retry,
-    ``open_timeout`` seconds for the server's handshake, ``max_line`` bytes of a child's line;
+    ``open_timeout`` seconds for the server's handshake, ``max_line`` bytes of a child's line,
+    ``max_dropped`` messages of a server that no client can take within ``DROPPED_WITHIN``
+    seconds (past it the link ends);
     with a shared store, ``max_relayed`` retries carried to the process holding their input
     round and awaiting its answer, each for ``relay_timeout`` seconds at most, and for
     ``holder_silence`` seconds without a word from that process (more than its checks'
@@ -786,6 +824,7 @@ class Gateway:
         input_timeout: float = INPUT_TIMEOUT,
         open_timeout: float = OPEN_TIMEOUT,
         max_line: int = MAX_LINE,
+        max_dropped: int = MAX_DROPPED,
         max_relayed: int = MAX_RELAYED,
         relay_timeout: float = RELAY_TIMEOUT,
         holder_silence: float = HOLDER_SILENCE,
@@ -803,6 +842,7 @@ class Gateway:
             ("max_in_flight", max_in_flight),
             ("input_timeout", input_timeout),
             ("open_timeout", open_timeout),
+            ("max_dropped", max_dropped),
             ("max_relayed", max_relayed),
             ("relay_timeout", relay_timeout),
         ):
@@ -824,6 +864,7 @@ class Gateway:
         self.input_timeout = input_timeout
         self.open_timeout = open_timeout
         self.max_line = max_line
+        self.max_dropped = max_dropped
         self._log = log or _stderr
         self._http = http
         self._own_http = http is None
@@ -895,14 +936,16 @@ class Gateway:
             try:
                 await self._probe()
             except Exception as error:  # noqa: BLE001 - said to the client, and tried again
+                why = (
+                    error.message
+                    if isinstance(error, ProtocolError)
+                    else f"the server cannot be reached: {error or type(error).__name__}"
+                )
                 response = JSONResponse(
                     {
                         "jsonrpc": "2.0",
                         "id": None,
-                        "error": {
-                            "code": INTERNAL_ERROR,
-                            "message": f"Bad Gateway: the server cannot be reached: {error}",
-                        },
+                        "error": {"code": INTERNAL_ERROR, "message": f"Bad Gateway: {why}"},
                     },
                     status_code=502,
                 )
@@ -982,9 +1025,14 @@ class Gateway:
                 )
             session = Crossing(self.server_revisions).back
             session.info = dict(CLIENT_INFO)
-            self._kind, negotiated = await upstream_kind(
-                self.upstream, self._http, session, self.upstream_auth
-            )
+            try:
+                async with asyncio.timeout(self.open_timeout):
+                    self._kind, negotiated = await upstream_kind(
+                        self.upstream, self._http, session, self.upstream_auth
+                    )
+            except TimeoutError:
+                why = self._timed_out()
+                raise ProtocolError(CONNECTION_CLOSED, f"Connection closed: {why}") from None
             if self._kind is not SseUpstream:  # a core client's tasks, translated (tasks_http)
                 self.tasks = UpstreamTasks.between(self, negotiated)
                 self.face.crossing.tasks_translated = self.tasks is not None
@@ -1004,6 +1052,9 @@ class Gateway:
             self.tasks = front
         self.face.learn(negotiated)
         self._say(self.face.crossing.take_log())
+
+    def _timed_out(self) -> str:
+        return f"the server did not complete its handshake within {self.open_timeout:g} s"
 
     def _transport(self, link: Link) -> Upstream:
         if self.command is not None:

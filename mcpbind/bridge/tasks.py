@@ -363,9 +363,10 @@ class TaskBridge:
         if not declares(e.params, self.facts):
             return params
         if len(self.tasks) >= MAX_TASKS:
-            self.bridge.log.append(
+            self.bridge.note(
+                "tasks full",
                 f"bridge: a call of {plain.get('name')!r} goes down without its task: the bridge "
-                f"keeps at most {MAX_TASKS} tasks"
+                f"keeps at most {MAX_TASKS} tasks",
             )
             return params
         plain[self.core.when] = {}

@@ -7,20 +7,20 @@ import asyncio
 import contextlib
 import contextvars
 import inspect
-import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 from msgspec import UNSET
 
+from .._repeats import Repeats
 from .._revisions import LATEST, REVISIONS
 from .._support import meta_key
 from ..app.revision import Rev, rev
 from ..errors import INTERNAL_ERROR, METHOD_NOT_FOUND, ProtocolError
 from ..events import Event, Negotiated, NotificationReceived, ProgressReceived, RequestReceived
 from ..transports._answer import MAX_ROUNDS
-from .links import Link, ObservedSession
+from .links import Link, ObservedSession, warn
 from .tasks import TaskFollower, declared
 
 if TYPE_CHECKING:
@@ -28,9 +28,10 @@ if TYPE_CHECKING:
 
 __all__ = ["Client"]
 
-log = logging.getLogger("mcpbind.client")
 
 _RELEASED = REVISIONS[: REVISIONS.index(LATEST) + 1]
+MAX_LIST_ITEMS = 100_000  # items one listing gathers over all its pages
+MAX_LIST_BYTES = 64 * 1024 * 1024  # ... and their size as JSON, cursors included (64 MiB)
 # The progress callback of the request about to be sent from this context (taken by the first).
 _PROGRESS: contextvars.ContextVar[list[Callable[..., Any]] | None] = contextvars.ContextVar(
     "mcpbind_client_progress", default=None
@@ -57,8 +58,10 @@ class Client:
     (each given one declares its capability); they get the generated params of the agreed
     revision and return plain JSON or a generated result (``roots`` may return a list of URIs).
     ``on_notification(event)`` gets every notification (``mcpbind.events.NotificationReceived``).
-    ``timeout`` bounds the wait for each answer (seconds; None: no bound), ``max_pages`` the pages
-    one listing reads, ``max_rounds`` the input rounds of one request. ``tasks=True`` declares
+    ``timeout`` bounds the wait for each answer (seconds; None: no bound); ``max_pages`` the pages
+    one listing reads, ``max_list_items`` the items it gathers over all of them and
+    ``max_list_bytes`` their size as JSON (a cursor the server gives twice ends it at once);
+    ``max_rounds`` the input rounds of one request. ``tasks=True`` declares
     the 2026-07-28 tasks extension (docs/tasks.md): a tool the server runs as a task is followed
     to its end (polled with ``tasks/get``, its questions answered by the handlers above with
     ``tasks/update``, cancelled with the call), all within ``timeout``. Further ``options`` go to
@@ -78,6 +81,8 @@ class Client:
         on_notification: Callable[[NotificationReceived], Any] | None = None,
         timeout: float | None = 60.0,
         max_pages: int = 1000,
+        max_list_items: int = MAX_LIST_ITEMS,
+        max_list_bytes: int = MAX_LIST_BYTES,
         max_rounds: int = MAX_ROUNDS,
         tasks: bool = False,
         **options: Any,
@@ -103,6 +108,7 @@ class Client:
         self.on_notification = on_notification
         self.timeout = timeout
         self.max_pages = max_pages
+        self.max_list_items, self.max_list_bytes = max_list_items, max_list_bytes
         self.max_rounds = max_rounds
         self.options = options
         self.negotiated: Negotiated | None = None
@@ -115,6 +121,7 @@ class Client:
         self._acknowledged: asyncio.Event | None = None
         # tasks being followed (tasks=True): task id -> set when a status notification names it
         self._woken: dict[str, asyncio.Event] = {}
+        self._note = Repeats(warn)  # notifications dropped (callbacks still running), logged
 
     # -- opening and closing ----------------------------------------------------------------------
 
@@ -254,22 +261,41 @@ class Client:
     async def _pages(
         self, role: str, items: str, params: dict[str, Any] | None = None
     ) -> list[Any]:
+        """Every item of a listing, page after page, within ``max_pages``, ``max_list_items``
+        and ``max_list_bytes`` (the items' size as JSON, and the cursors'); a cursor the server
+        gave before would list the same pages again, for ever: refused at once."""
         link, r = self._rev()
         method = self._method(r, role)
         found: list[Any] = []
         cursor: Any = UNSET
-        for _ in range(self.max_pages):
+        given: set[str] = set()  # the cursors the server gave (each at most max_list_bytes)
+        size = 0
+        for page in range(1, self.max_pages + 1):
             page_params = dict(params or {})
             if cursor is not UNSET:
                 page_params["cursor"] = cursor
             result = await self.request(method, page_params or None)
-            found.extend(getattr(result, items))
+            listed = getattr(result, items)
             cursor = result.next_cursor
+            encoded = msgspec.json.encode(listed)
+            size += len(encoded) + (len(cursor) if isinstance(cursor, str) else 0)
+            if len(found) + len(listed) > self.max_list_items:
+                raise _past(method, "max_list_items", self.max_list_items, "items")
+            if size > self.max_list_bytes:
+                raise _past(method, "max_list_bytes", self.max_list_bytes, "bytes")
+            found.extend(listed)
             if cursor is UNSET or cursor is None:
                 return found
-        raise ProtocolError(
-            INTERNAL_ERROR, f"the server's listing goes on past {self.max_pages} pages"
-        )
+            key = cursor if isinstance(cursor, str) else repr(cursor)
+            if key in given:
+                raise ProtocolError(
+                    INTERNAL_ERROR,
+                    f"the server's {method!r} listing gave the cursor {_shown(cursor)} a second "
+                    f"time (after page {page}): the listing is given up",
+                    {"cursor": cursor, "page": page},
+                )
+            given.add(key)
+        raise _past(method, "max_pages", self.max_pages, "pages")
 
     async def list_tools(self) -> list[Any]:
         """Every tool of the server (every page), each the generated ``Tool``."""
@@ -465,7 +491,7 @@ class Client:
             link = self._link
             callback = link.session.progress_of.get(event.id) if link is not None else None
             if callback is not None:
-                _call_soon(callback, event.progress, event.total, event.message)
+                _call_soon(self._note, callback, event.progress, event.total, event.message)
             return
         assert isinstance(event, NotificationReceived)
         r = rev(event.revision)
@@ -480,7 +506,7 @@ class Client:
                 self._acknowledged.set()
                 return
         if self.on_notification is not None:
-            _call_soon(self.on_notification, event)
+            _call_soon(self._note, self.on_notification, event)
 
     async def _serve(self, event: RequestReceived) -> Any:
         """The answer to a request of the server (or an input request of a round trip)."""
@@ -508,16 +534,33 @@ def _subscription(params: Any) -> Any:
     return meta.get(key) if key is not None and isinstance(meta, dict) else None
 
 
-def _call_soon(callback: Callable[..., Any], *args: Any) -> None:
+def _past(method: str, limit: str, most: int, what: str) -> ProtocolError:
+    """The error ending a listing that goes on past one of its bounds."""
+    return ProtocolError(
+        INTERNAL_ERROR,
+        f"the server's {method!r} listing goes on past {most:,} {what} ({limit}): the listing "
+        "is given up",
+        {"limit": limit, "max": most},
+    )
+
+
+def _shown(cursor: Any) -> str:
+    """A cursor as an error message shows it (its first 100 characters)."""
+    text = repr(cursor)
+    return text if len(text) <= 100 else f"{text[:100]}... ({len(text)} characters)"
+
+
+def _call_soon(note: Repeats, callback: Callable[..., Any], *args: Any) -> None:
     """Call a user's callback; a coroutine it returns runs as a task of its own (at most
-    ``MAX_CALLBACK_TASKS`` at once: past it the coroutine is dropped, with a warning)."""
+    ``MAX_CALLBACK_TASKS`` at once: past it the coroutine is dropped, with a warning ``note``
+    says at a bounded rate)."""
     result = callback(*args)
     if not inspect.isawaitable(result):
         return
     if len(_TASKS) >= MAX_CALLBACK_TASKS:
         if inspect.iscoroutine(result):
             result.close()
-        log.warning("dropped a notification: %d callbacks are still running", len(_TASKS))
+        note("dropped", f"dropped a notification: {len(_TASKS)} callbacks are still running")
         return
     task = asyncio.ensure_future(result)
     _TASKS.add(task)

@@ -10,6 +10,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
+from .._repeats import Repeats
 from ..app.reply import reply
 from ..errors import INTERNAL_ERROR, ProtocolError
 from ..events import (
@@ -32,6 +33,12 @@ from ..transports._answer import answer_rounds
 __all__ = ["Link", "ObservedSession", "PipeLink", "Serve"]
 
 log = logging.getLogger("mcpbind.client")
+
+
+def warn(line: str) -> None:
+    """Log ``line`` as a warning of ``mcpbind.client`` (what ``Repeats`` says, rate-limited)."""
+    log.warning("%s", line)
+
 
 Serve = Callable[[RequestReceived], Awaitable[Any]]
 # Requests of the server (sampling, elicitation, roots) answered at once; past it, -32603.
@@ -138,6 +145,7 @@ class PipeLink:
         self._waiting: dict[Any, asyncio.Future[Event]] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._ended: BaseException | None = None
+        self.note = Repeats(warn)  # what the server may do again on every message, logged
 
     # -- the channel (subclasses) ---------------------------------------------------------------
 
@@ -163,7 +171,7 @@ class PipeLink:
                 key = event.id  # type: ignore[union-attr]
             elif t is MessageRejected:
                 assert isinstance(event, MessageRejected)
-                log.warning("%s", event.error.message)
+                self.note("rejected", event.error.message)
                 if not event.answered:
                     key = event.error.id
             elif t is RequestReceived:
@@ -188,6 +196,7 @@ class PipeLink:
     def ended(self, why: BaseException) -> None:
         """No more messages will come: everything waiting fails with ``why``."""
         self._ended = why
+        self.note.flush()
         for waiter in self._waiting.values():
             if not waiter.done():
                 waiter.set_exception(why)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -13,8 +12,6 @@ from ..transports.stdio import MAX_LINE, LineReader, Overlong
 from .links import PipeLink
 
 __all__ = ["StdioLink"]
-
-log = logging.getLogger("mcpbind.client")
 
 
 class StdioLink(PipeLink):
@@ -61,7 +58,9 @@ class StdioLink(PipeLink):
         try:
             while (line := await lines.read()) is not None:
                 if isinstance(line, Overlong):  # dropped unread: a response to it is lost
-                    log.warning("the server sent a message of %d bytes (the limit)", line.size)
+                    self.note(
+                        "long line", f"the server sent a message of {line.size} bytes (the limit)"
+                    )
                 elif line and not line.isspace():
                     self.feed(line)
         finally:

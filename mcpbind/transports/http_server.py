@@ -58,6 +58,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from .. import bindings
+from .._repeats import Repeats
 from ..auth.resource import AuthInfo, ResourceServer, principal
 from ..errors import (
     INTERNAL_ERROR,
@@ -427,6 +428,7 @@ class StreamableHTTPServer:
         self.retry_ms = retry_ms
         self.resume_timeout = resume_timeout
         self.worker = secrets.token_hex(8)  # names this worker in the ids it gives requests
+        self._note = Repeats(_log.warning)  # unreadable messages of other workers, logged
         self._ids = (f"{self.worker}-{n}" for n in itertools.count(1)) if self._shared else None
         self._started: asyncio.Future[None] | None = None
         self._background: set[asyncio.Task[Any]] = set()
@@ -1086,7 +1088,9 @@ class StreamableHTTPServer:
         try:
             note = msgspec.msgpack.decode(data, type=_Note)
         except msgspec.DecodeError:
-            _log.warning("an unreadable message from another worker about session %s", sid)
+            self._note(
+                "unreadable", f"an unreadable message from another worker about session {sid}"
+            )
             return
         if note.origin == self.worker:
             return

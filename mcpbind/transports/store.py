@@ -45,6 +45,8 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from .._repeats import Repeats
+
 if TYPE_CHECKING:  # the redis client is imported only by RedisStore
     import redis.asyncio
 
@@ -724,6 +726,7 @@ class RedisStore(Store):
                         _log.warning("listening to %s again", channel)
 
     async def _deliver(self, pubsub: Any, on_message: OnMessage) -> None:
+        note = Repeats(_log.warning)  # what others publish on the channel, logged at a bounded rate
         while True:
             message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=_LISTEN_WAIT)
             if message is None:
@@ -731,7 +734,7 @@ class RedisStore(Store):
             try:
                 sid, data = msgspec.msgpack.decode(message["data"], type=tuple[str, bytes])
             except msgspec.DecodeError:
-                _log.warning("a message on %sm that no worker sent: ignored", self.prefix)
+                note("foreign", f"a message on {self.prefix}m that no worker sent: ignored")
                 continue
             try:
                 on_message(sid, data)
