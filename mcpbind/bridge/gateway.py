@@ -45,6 +45,7 @@ from .. import bindings
 from .._revisions import RELEASED
 from ..auth.client import OAuthClient
 from ..errors import (
+    CONNECTION_CLOSED,
     INTERNAL_ERROR,
     INVALID_PARAMS,
     INVALID_REQUEST,
@@ -69,6 +70,7 @@ from ..events import (
 from ..negotiate import negotiate
 from ..session import ServerSession
 from ..session._common import checked, speech
+from ..transports.http_limits import MAX_IN_FLIGHT  # of one link: the HTTP server's own bound
 from ..transports.http_server import SESSION_IDLE_TIMEOUT, Call, StreamableHTTPServer
 from ..transports.sse_server import SSEServer
 from ..transports.stdio import MAX_LINE, Envelope
@@ -89,8 +91,6 @@ __all__ = [
     "Gateway",
 ]
 
-CONNECTION_CLOSED = -32000  # as the stdio bridge answers: the peer the request was for is gone
-MAX_IN_FLIGHT = 128  # requests of one link awaiting the server's answer (the HTTP server's own)
 MAX_SHARED = 16  # links for clients without a session (one per client identity)
 OPEN_TIMEOUT = 30.0  # seconds the server's handshake may take
 CLIENT_INFO = {"name": "mcpbind-gateway", "version": "1"}  # the probe's own info
@@ -126,7 +126,7 @@ class Face:
         return found
 
 
-class _Front(ServerSession):
+class _GatewayFront(ServerSession):
     """The session facing one client (or one stateless POST): its handshake is answered with the
     server's ``Face`` in the agreed revision; ``client`` keeps what its initialize said of it."""
 
@@ -845,7 +845,7 @@ class Gateway:
         clients = (
             (client_revisions,) if isinstance(client_revisions, str) else tuple(client_revisions)
         )
-        session_class = functools.partial(_Front, face=self.face)
+        session_class = functools.partial(_GatewayFront, face=self.face)
         # An extension client's tasks of a core revision server (bridge/tasks.py), once learnt.
         self._task_front = GatewayTasks.of(clients)
         limits: dict[str, Any] = {}
@@ -1046,11 +1046,11 @@ class Gateway:
             if link is None:
                 session = call.session
                 caps = info = None
-                if isinstance(session, _Front) and session.client is not None:
+                if isinstance(session, _GatewayFront) and session.client is not None:
                     caps, info, _ = session.client
                 link = Link(self, key, caps, info, front=front, sid=sid)
                 self.sessions[key] = link
-            if isinstance(call.session, _Front):
+            if isinstance(call.session, _GatewayFront):
                 call.session.link = link
             return link
         caps, info = Crossing.client_identity(speech(call.revision), call.message)
@@ -1109,7 +1109,7 @@ class Gateway:
 
     def _on_event(self, session: ServerSession, event: Event) -> None:
         """A client's notification goes down its link (requests come through the handlers)."""
-        if type(event) is NotificationReceived and isinstance(session, _Front):
+        if type(event) is NotificationReceived and isinstance(session, _GatewayFront):
             link = session.link
             if link is not None and link.why is None:
                 link.notify_down(event)

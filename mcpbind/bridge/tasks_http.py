@@ -8,7 +8,7 @@ about each request of a client of the core revision (``forward``). Its requests 
 declare the extension, as the link's own requests do not (``bridge/tasks.py``,
 ``undeclared_tasks``): behind ``--upstream URL`` (Streamable HTTP) they are stateless requests
 of the extension's revision of its own, authorized as the link's (``_Post``); behind ``-- CMD``
-they go on the link's session to its child process (``_Session``). The client is asked on the
+they go on the link's session to its child process (``_ChildPort``). The client is asked on the
 stream of the request it waits on; the wait between two polls is asyncio's. Each link's tasks
 are a table of their own (``core_tasks.Table``), which goes with the link. A task-augmented
 call the client cancels runs on to the server's answer (counted in flight on its link until
@@ -28,13 +28,12 @@ from typing import TYPE_CHECKING, Any
 import httpx
 import msgspec
 
-from ..errors import INTERNAL_ERROR, ProtocolError
+from ..errors import CONNECTION_CLOSED, INTERNAL_ERROR, ProtocolError
 from ..events import ErrorReceived, MessageRejected, ResultReceived, TaskCreated
 from ..session._common import speech
 from ..session.tasks import with_extension
 from ..transports.header_check import METHOD_HEADER, NAME_HEADER, params_name
 from ..transports.http_client import VERSION_HEADER, _needs_auth
-from .core import CONNECTION_CLOSED
 from .core_tasks import MAX_TASKS, CoreTasks, Table
 from .crossing import too_many
 from .tasks import NOT_MINE
@@ -86,7 +85,7 @@ class UpstreamTasks:
         link.used = time.monotonic()
         link.counted += 1  # in flight: the link is neither ended idle nor evicted meanwhile
         table = self.kept.setdefault(link, {})
-        port = _Post(self, link, call) if self.url is not None else _Session(self, link, call)
+        port = _Post(self, link, call) if self.url is not None else _ChildPort(self, link, call)
         try:
             return await self.tasks.answer(table, port, call.method, call.params)
         finally:
@@ -244,7 +243,7 @@ class _Post:
         self.upstream.gateway._say([line])
 
 
-class _Session(_Post):
+class _ChildPort(_Post):
     """The port behind ``-- CMD``: the requests go on the link's session to its child process
     (one at a time per request of the client, which ``forward`` counted in the link's
     ``max_in_flight``)."""

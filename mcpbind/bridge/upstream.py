@@ -176,12 +176,14 @@ class StdioUpstream:
                 await self._reader
 
 
-class _Peek(msgspec.Struct, gc=False):
+class _IdMethod(msgspec.Struct, gc=False):
+    """Which request a message is (its id and method), or that it is an answer (no method)."""
+
     id: Any = None
     method: Any = None
 
 
-_peek = msgspec.json.Decoder(_Peek)
+_peek = msgspec.json.Decoder(_IdMethod)
 
 
 class HttpUpstream(StreamableHTTPClient):

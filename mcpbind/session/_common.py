@@ -907,7 +907,7 @@ _MEMBERS = msgspec.json.Decoder(list[msgspec.Raw])
 _NESTED = "Invalid Request: a batch inside a batch"
 
 
-class _Peek(msgspec.Struct, gc=False):
+class _RefusedShape(msgspec.Struct, gc=False):
     """Which kind of message a refused one was meant to be (keys present, values raw)."""
 
     id: msgspec.Raw = msgspec.Raw(b"")
@@ -916,14 +916,14 @@ class _Peek(msgspec.Struct, gc=False):
     error: msgspec.Raw = msgspec.Raw(b"")
 
 
-_PEEK = msgspec.json.Decoder(_Peek)
+_REFUSED_SHAPE = msgspec.json.Decoder(_RefusedShape)
 
 
 def _answerable(data: bytes, error: ProtocolError) -> bool:
     """Whether a refused message gets an error response: a request (an id and a method), or a
     message too broken to say, as JSON-RPC asks; never a response or a notification."""
     try:
-        peek = _PEEK.decode(data)
+        peek = _REFUSED_SHAPE.decode(data)
     except (msgspec.DecodeError, ValueError, RecursionError):
         return True  # not JSON, or not an object: a parse or invalid-request error, id null
     if peek.result or peek.error:

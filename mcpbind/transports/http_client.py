@@ -63,13 +63,15 @@ _TOKEN = frozenset("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHI
 _PRIMITIVE = frozenset(("string", "integer", "boolean"))
 
 
-class _Peek(msgspec.Struct, gc=False):
+class _SentMessage(msgspec.Struct, gc=False):
+    """What the headers of a message this client sends come from: its id, method and params."""
+
     id: Any = None
     method: Any = None
     params: Any = None
 
 
-_peek = msgspec.json.Decoder(_Peek)
+_peek = msgspec.json.Decoder(_SentMessage)
 
 
 class StreamableHTTPClient:
@@ -234,7 +236,7 @@ class StreamableHTTPClient:
 
     # -- HTTP ------------------------------------------------------------------------------------
 
-    def _headers(self, message: bytes | None, peek: _Peek | None = None) -> dict[str, str]:
+    def _headers(self, message: bytes | None, peek: _SentMessage | None = None) -> dict[str, str]:
         """The headers of a request carrying ``message`` (None: a GET or DELETE); ``peek``:
         ``message`` read by ``peek_message`` already."""
         headers = {"Accept": ACCEPT, **self.headers}
@@ -517,12 +519,12 @@ def _designations(schema: Any) -> tuple[dict[str, str], str | None]:
     return out, None
 
 
-def peek_message(message: bytes) -> _Peek:
+def peek_message(message: bytes) -> _SentMessage:
     """The id, method and params of a message (all None where it has none, or is unreadable)."""
     try:
         return _peek.decode(message)
     except (msgspec.DecodeError, ValueError):
-        return _Peek()
+        return _SentMessage()
 
 
 def _answering(body: bytes, id_: Any) -> bytes:
@@ -544,7 +546,7 @@ def _answering(body: bytes, id_: Any) -> bytes:
 _ERROR_BODY_MAX = 64 << 10  # an HTTP error's body read for an id-less JSON-RPC error
 
 
-def _owed(message: bytes, peek: _Peek | None = None) -> set[Any]:
+def _owed(message: bytes, peek: _SentMessage | None = None) -> set[Any]:
     """The ids of the requests a message carries (their answers are owed on its response);
     ``peek``: ``message`` read by ``peek_message`` already."""
     if peek is None:

@@ -23,7 +23,7 @@ import httpx
 import msgspec
 from httpx_sse import EventSource, ServerSentEvent
 
-from ..errors import ProtocolError
+from ..errors import CONNECTION_CLOSED, ProtocolError
 from ..events import (
     ANSWERS,
     ErrorReceived,
@@ -44,20 +44,19 @@ __all__ = ["CONNECTION_CLOSED", "SSEClient", "connect_http"]
 # The error of a request whose answer can no longer come (the stream ended, a POST failed), and
 # of a server request refused past ``max_in_flight``: a server error of the implementation range,
 # as the stdio bridge answers a closed connection.
-CONNECTION_CLOSED = -32000
 
 # Statuses that say the endpoint exists and the credentials or the rate are the problem: a
 # Streamable HTTP server answering them is not an HTTP+SSE server.
 _NOT_LEGACY = frozenset((401, 403, 429))
 
 
-class _Peek(msgspec.Struct, gc=False):
-    id: Any = None
-    method: Any = None
+class _ErrorBody(msgspec.Struct, gc=False):
+    """The JSON-RPC error a refused POST's body may carry (None where it has none)."""
+
     error: Any = None
 
 
-_peek = msgspec.json.Decoder(_Peek)
+_error_body = msgspec.json.Decoder(_ErrorBody)
 
 
 class SSEClient:
@@ -241,7 +240,7 @@ class SSEClient:
             return
         code, text = CONNECTION_CLOSED, response.text[:200]
         with contextlib.suppress(msgspec.DecodeError, ValueError):
-            error = _peek.decode(response.content).error
+            error = _error_body.decode(response.content).error
             if isinstance(error, dict) and isinstance(error.get("code"), int):
                 code, text = error["code"], str(error.get("message", text))
         raise ProtocolError(code, f"POST {self.endpoint}: HTTP {response.status_code}: {text}")
