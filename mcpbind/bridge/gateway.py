@@ -33,9 +33,8 @@ import hashlib
 import sys
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import httpx
 import msgspec
 from msgspec import UNSET
 from starlette.applications import Starlette
@@ -71,15 +70,19 @@ from ..negotiate import negotiate
 from ..session import ServerSession
 from ..session._common import checked, speech
 from ..transports.http_limits import MAX_IN_FLIGHT  # of one link: the HTTP server's own bound
+from ..transports.http_pool import HttpPool
 from ..transports.http_server import SESSION_IDLE_TIMEOUT, Call, StreamableHTTPServer
+from ..transports.http_wire import HttpError, HttpWire, HttpxWire
 from ..transports.sse_server import SSEServer
 from ..transports.stdio import MAX_LINE, Envelope
 from .crossing import INPUT_TIMEOUT, NOT_SENT, STATE_PREFIX, Crossing, too_many
-from .pool import Pool
 from .relay import HOLDER_CHECK, HOLDER_SILENCE, MAX_RELAYED, RELAY_TIMEOUT, Relay, RelayedCall
 from .tasks import GatewayTasks, LinkTasks, TaskAnswer
 from .tasks_http import NOT_MINE, UpstreamTasks
 from .upstream import HttpUpstream, SseUpstream, StdioUpstream, Upstream, upstream_kind
+
+if TYPE_CHECKING:
+    import httpx
 
 __all__ = [
     "INPUT_TIMEOUT",
@@ -196,6 +199,16 @@ class _Pending:
         if self.waiter is not None and not self.waiter.done():
             self.waiter.set_result(None)
 
+    async def wait(self, asks: bool = True) -> None:
+        """Until the server answered (``answer``) or, with ``asks``, asked its client for input
+        (``asks``): what a handler of the request waits for, the one loop that waits for it."""
+        while self.answer is None and not (asks and self.asks):
+            self.waiter = asyncio.get_running_loop().create_future()
+            try:
+                await self.waiter
+            finally:
+                self.waiter = None
+
 
 class Link(Crossing):
     """One connection to the server, for one client session or one client identity."""
@@ -253,7 +266,7 @@ class Link(Crossing):
                 negotiated = await self._negotiated
         except ProtocolError as error:
             why = f"the server refused the handshake: {error.message}"
-        except (OSError, httpx.HTTPError) as error:
+        except (OSError, HttpError) as error:
             why = f"the server cannot be reached: {error}"
         except TimeoutError:
             why = (
@@ -414,14 +427,9 @@ class Link(Crossing):
         """Wait for the server's answer to ``pending`` and give it in the client's revision;
         an input-required result instead when the server asks a round-trip client for input."""
         while True:
-            while pending.answer is None:
-                if pending.asks:  # the server's requests no retry has answered yet
-                    return self._ask_input(pending)
-                pending.waiter = asyncio.get_running_loop().create_future()
-                try:
-                    await pending.waiter
-                finally:
-                    pending.waiter = None
+            await pending.wait()
+            if pending.answer is None:  # the server's requests no retry has answered yet
+                return self._ask_input(pending)
             event = pending.answer
             if isinstance(event, BaseException):
                 raise event
@@ -498,6 +506,21 @@ class Link(Crossing):
                 future.set_result(self._input_response(event.method, answers[name]))
             except ProtocolError as error:
                 future.set_exception(error)
+
+    async def answer_to(self, rid: Any, call: Call) -> Any:
+        """The server's answer (an event, or the error the link ended with) to the request
+        ``rid`` the link's session just queued for ``call`` (not one of the client's own: the
+        gateway's, in its handling); cancelled on the server when the caller is."""
+        pending = self.pending[rid] = _Pending(rid, call)
+        self._flush()
+        try:
+            await pending.wait(asks=False)
+        except asyncio.CancelledError:
+            if self.pending.get(rid) is pending:
+                self._cancel(pending, "the client cancelled the request or went away")
+                self._flush()
+            raise
+        return pending.answer
 
     def _cancel(self, pending: _Pending, why: str) -> None:
         self.pending.pop(pending.rid, None)
@@ -825,9 +848,10 @@ class Gateway:
         self.max_line = max_line
         self._log = log or _stderr
         self._http = http
-        self._own_http = http is None
+        self._wire: HttpWire | None = (
+            None  # what requests to an HTTP server go through, once probed
+        )
         self._kind: Any = None  # the upstream transport class, once probed
-        self._pool: Pool | None = None  # keep-alive connections to an HTTP server
         self._probed: asyncio.Future[None] | None = None
         self.face = Face(Crossing(self.server_revisions, strict=strict))
         self.tasks: UpstreamTasks | GatewayTasks | None = None  # tasks_http.py, tasks.py
@@ -939,11 +963,8 @@ class Gateway:
             await self.relay.close()
             self.relay = None
         await self.http.aclose()
-        if self._http is not None and self._own_http:
-            await self._http.aclose()
-            self._http = None
-        if self._pool is not None:
-            self._pool.close()
+        if self._wire is not None and self._http is None:  # (its own; a given client stays open)
+            await self._wire.aclose()
 
     # -- the server -------------------------------------------------------------------------------
 
@@ -974,15 +995,19 @@ class Gateway:
             await relay.start()
             self.relay = relay
         if self.upstream is not None:
-            if self._http is None:
-                self._http = httpx.AsyncClient(
-                    timeout=httpx.Timeout(30.0, read=None),
-                    limits=httpx.Limits(max_connections=None, max_keepalive_connections=100),
+            wire = self._wire
+            if wire is None:
+                given = self._http
+                wire = (
+                    HttpPool(self.upstream, read_timeout=None)
+                    if given is None
+                    else HttpxWire(given)
                 )
+                self._wire = wire
             session = Crossing(self.server_revisions).back
             session.info = dict(CLIENT_INFO)
             self._kind, negotiated = await upstream_kind(
-                self.upstream, self._http, session, self.upstream_auth
+                self.upstream, wire, session, self.upstream_auth
             )
             if self._kind is not SseUpstream:  # a core client's tasks, translated (tasks_http)
                 self.tasks = UpstreamTasks.between(self, negotiated)
@@ -1007,12 +1032,10 @@ class Gateway:
     def _transport(self, link: Link) -> Upstream:
         if self.command is not None:
             return StdioUpstream(self.command, link, self.max_line)
-        assert self._http is not None and self.upstream is not None
+        assert self._wire is not None and self.upstream is not None
         if self._kind is SseUpstream:
-            return SseUpstream(self.upstream, link, self._http)
-        if self._pool is None:
-            self._pool = Pool(self.upstream)
-        return HttpUpstream(self.upstream, link, self._http, self._pool, self.upstream_auth)
+            return SseUpstream(self.upstream, link, self._wire)
+        return HttpUpstream(self.upstream, link, self._wire, self.upstream_auth)
 
     # -- the client's requests --------------------------------------------------------------------
 
