@@ -347,7 +347,7 @@ class HttpUpstream(StreamableHTTPClient):
 
     def _failed(self, message: bytes, error: Exception) -> None:
         """The POST of ``message`` failed with ``error``: the request it carried hears why."""
-        if isinstance(error, HttpError | ProtocolError | OSError):
+        if isinstance(error, HttpError | ProtocolError):  # (the wire maps what it meets)
             self._unanswered(message, f"{_reason(error, self.url)} (sending {_what(message)})")
         else:  # a fault of ours
             self._unanswered(message, f"internal error ({error!r})")
@@ -623,7 +623,7 @@ async def upstream_kind(
 def _reason(error: BaseException, url: str) -> str:
     if isinstance(error, ProtocolError):
         return error.message
-    if isinstance(error, ServerUnreachable | ConnectionRefusedError):
+    if isinstance(error, ServerUnreachable):
         return f"the server at {url} cannot be reached ({error})"
     return f"the connection to the server at {url} failed ({type(error).__name__}: {error})"
 

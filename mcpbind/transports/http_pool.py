@@ -25,7 +25,7 @@ import ssl
 from collections import deque
 from collections.abc import AsyncIterator, Hashable, Mapping
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 import httptools
 
@@ -316,9 +316,12 @@ class HttpPool:
         parts = urlsplit(url)
         if (parts.scheme, parts.netloc) != self.origin:
             raise HttpError(f"{url!r} is not on the origin of this pool ({self.url!r})")
-        if any(c in url for c in " \r\n\0") or not method.isalpha():
-            raise HttpError(f"{method} {url!r} cannot be a request line")
+        if not (method.isascii() and method.isalpha()):
+            raise HttpError(f"{method!r} is not an HTTP method")
         target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        # Percent-encoded where it must be (spaces, line breaks, what is not ASCII), as httpx
+        # sends it: what is left can only be one request target.
+        target = quote(target, safe="!#$%&'()*+,/:;=?@[]~")
         line = f"{method} {target} HTTP/1.1\r\nhost: {self._authority}\r\n"
         if len(self._lines) >= MAX_HEADS:
             self._lines.clear()

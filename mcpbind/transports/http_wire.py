@@ -297,28 +297,30 @@ class HttpxWire:
                 timeout.connect, read=None, write=timeout.write, pool=timeout.pool
             )
         request = self.http.build_request(method, url, content=body, headers=headers, **options)
-        sending = asyncio.ensure_future(self.http.send(request, stream=True))
-        abandoned: asyncio.Future[None] | None = None
         try:
             if held is None:
-                response = await sending
-            else:
-                abandoned = asyncio.get_running_loop().create_future()
-                held.append(abandoned)
-                both: set[asyncio.Future[Any]] = {sending, abandoned}
-                await asyncio.wait(both, return_when=asyncio.FIRST_COMPLETED)
-                if not sending.done():
-                    raise HttpError("the exchange was abandoned")
-                response = sending.result()
+                return _HttpxReply(await self.http.send(request, stream=True))
+            return _HttpxReply(await self._held(request, held))
         except httpx.HTTPError as error:
             raise _mapped(error) from error
+
+    async def _held(self, request: httpx.Request, held: list[Any]) -> httpx.Response:
+        """Send ``request`` while a future in ``held`` stands for it (``abort`` ends it)."""
+        sending = asyncio.ensure_future(self.http.send(request, stream=True))
+        abandoned: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        held.append(abandoned)
+        try:
+            both: set[asyncio.Future[Any]] = {sending, abandoned}
+            await asyncio.wait(both, return_when=asyncio.FIRST_COMPLETED)
+            if not sending.done():
+                raise HttpError("the exchange was abandoned")
+            return sending.result()
         except BaseException:
             sending.cancel()
             raise
         finally:
-            if abandoned is not None and held is not None and abandoned in held:
+            if abandoned in held:
                 held.remove(abandoned)
-        return _HttpxReply(response)
 
     def abort(self, held: list[Any]) -> None:
         for abandoned in list(held):
