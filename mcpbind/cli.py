@@ -203,7 +203,7 @@ The client runs `mcpbind bridge ... -- CMD ARGS` as its server command.""",
     "--max-line-bytes",
     type=click.IntRange(min=1),
     metavar="N",
-    # The defaults are the bridge's own (MAX_LINE, MAX_IN_FLIGHT), not loaded for --help.
+    # The defaults are the bridge's own (MAX_LINE, MAX_IN_FLIGHT_PER_SIDE), not loaded for --help.
     help="The longest message (one line) read from either side, 16777216 (16 MiB) by default. "
     "A longer one is dropped unread: from the client it is answered with -32600, from the "
     "server it fails the request it answers (or ends the connection when it cannot be told "
@@ -327,7 +327,7 @@ def bridge(
     client closes its input or has been silent for 2 s, its requests answered with the error).
     """
     from ._revisions import RELEASED
-    from .bridge.core import INPUT_TIMEOUT, MAX_IN_FLIGHT
+    from .bridge.core import INPUT_TIMEOUT, MAX_IN_FLIGHT_PER_SIDE
     from .bridge.stdio import run
     from .transports.stdio import MAX_LINE
 
@@ -378,7 +378,7 @@ def bridge(
             sides["server"],
             strict=strict,
             max_line=max_line_bytes or MAX_LINE,
-            max_in_flight=max_in_flight or MAX_IN_FLIGHT,
+            max_in_flight=max_in_flight or MAX_IN_FLIGHT_PER_SIDE,
             input_timeout=input_timeout or INPUT_TIMEOUT,
         )
     )

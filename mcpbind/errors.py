@@ -14,8 +14,12 @@ INTERNAL_ERROR = -32603
 # 2026-07-28 and later: errors of the per-request revision and capability checks.
 MISSING_REQUIRED_CLIENT_CAPABILITY = -32021
 UNSUPPORTED_PROTOCOL_VERSION = -32022
+# In JSON-RPC's implementation-defined server error range: the peer a request was for is gone (a
+# connection closed, a bridge's server exited, a gateway shutting down); data may say why.
+CONNECTION_CLOSED = -32000
 
 __all__ = [
+    "CONNECTION_CLOSED",
     "INTERNAL_ERROR",
     "INVALID_PARAMS",
     "INVALID_REQUEST",

@@ -100,7 +100,7 @@ def validate_lines(
 ) -> Iterator[Finding]:
     """The findings for a transcript of one session, one message a line (blank lines are skipped);
     ``revision`` must be one of ``mcpbind.REVISIONS``."""
-    session = _Session(revision, strict)
+    session = _Transcript(revision, strict)
     for number, line in enumerate(lines, 1):
         if line.strip():
             yield from session.check(number, line)
@@ -114,7 +114,7 @@ class _Pending:
     extension: str | None = None  # a request of the tasks extension: its method
 
 
-class _Session:
+class _Transcript:
     """Both sides of one transcript: a codec per receiving side, and the request ids per sender."""
 
     def __init__(self, revision: str, strict: bool) -> None:

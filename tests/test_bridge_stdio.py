@@ -119,7 +119,7 @@ def test_help_explains_the_flags_with_an_example() -> None:
     for flag in ("--client-revision", "--server-revision", "--strict", "Example:"):
         assert flag in result.output
     # the limits, with the defaults the bridge uses
-    from mcpbind.bridge import MAX_IN_FLIGHT
+    from mcpbind.bridge import MAX_IN_FLIGHT_PER_SIDE
     from mcpbind.transports.stdio import MAX_LINE
 
     text = " ".join(result.output.split())
@@ -127,4 +127,4 @@ def test_help_explains_the_flags_with_an_example() -> None:
         f"--max-line-bytes N The longest message (one line) read from either side, {MAX_LINE}"
         in text
     )
-    assert f"at once, {MAX_IN_FLIGHT} by default" in text
+    assert f"at once, {MAX_IN_FLIGHT_PER_SIDE} by default" in text

@@ -796,8 +796,9 @@ def test_the_pool_keeps_its_connection_to_the_server_alive_and_sends_no_broken_h
     """The gateway's POSTs to an HTTP server (``Pool``) go over one kept-alive connection, one
     exchange after the other; a header holding a line break is refused before anything is
     sent."""
-    from mcpbind.bridge.pool import HttpError, Pool
+    from mcpbind.transports.http_pool import HttpPool as Pool
     from mcpbind.transports.http_server import StreamableHTTPServer
+    from mcpbind.transports.http_wire import HttpError
 
     async def main() -> tuple[list[Any], list[int], str]:
         upstream = StreamableHTTPServer(
@@ -834,8 +835,10 @@ def test_the_heads_the_pool_keeps_follow_the_tool_name_and_are_bounded() -> None
     reach a 2026-07-28 server (which refuses a request whose Mcp-Name disagrees with its body)
     with their own name; the pool keeps at most MAX_HEADS heads, and a header holding a line
     break is refused, not kept."""
-    from mcpbind.bridge.pool import MAX_HEADS, HttpError, Pool
+    from mcpbind.transports.http_pool import MAX_HEADS
+    from mcpbind.transports.http_pool import HttpPool as Pool
     from mcpbind.transports.http_server import StreamableHTTPServer
+    from mcpbind.transports.http_wire import HttpError
 
     names = ["echo", "ask", "echo", "ask"]
 
@@ -868,13 +871,13 @@ def test_the_heads_the_pool_keeps_follow_the_tool_name_and_are_bounded() -> None
 
     assert run(main()) == [f"called {name}" for name in names]
     pool = Pool("http://127.0.0.1:9/mcp")
-    first = pool.head({"mcp-name": "t0"}, ("t0",))
+    first = pool.head("POST", pool.url, {"mcp-name": "t0"}, ("t0",))
     assert pool.kept(("t0",)) == first and b"mcp-name: t0\r\n" in first
     for n in range(1, MAX_HEADS + 1):
-        pool.head({"mcp-name": f"t{n}"}, (f"t{n}",))
+        pool.head("POST", pool.url, {"mcp-name": f"t{n}"}, (f"t{n}",))
     assert len(pool._heads) <= MAX_HEADS and pool.kept(("t0",)) is None
     with pytest.raises(HttpError):
-        pool.head({"mcp-name": "a\r\nx-injected: 1"}, ("bad",))
+        pool.head("POST", pool.url, {"mcp-name": "a\r\nx-injected: 1"}, ("bad",))
     assert pool.kept(("bad",)) is None
 
 
@@ -902,7 +905,9 @@ def test_the_serving_process_freezes_the_built_gateway_out_of_garbage_collection
 def test_an_answer_head_past_max_head_fails_the_post_with_why() -> None:
     """A hostile HTTP server answering with a header of 70,000 bytes: the pool stops reading at
     MAX_HEAD and the POST fails naming it, on a fresh connection and on a kept one."""
-    from mcpbind.bridge.pool import MAX_HEAD, HttpError, Pool
+    from mcpbind.transports.http_pool import MAX_HEAD
+    from mcpbind.transports.http_pool import HttpPool as Pool
+    from mcpbind.transports.http_wire import HttpError
 
     def big_or_small(body: bytes) -> bytes:
         big = b"x" * 70_000 if body == b"big" else b"small"
@@ -932,7 +937,7 @@ def test_the_pools_exchanges_past_its_limit_wait_and_a_cancelled_wait_loses_no_s
     """A pool of one connection: exchanges past the first wait for it to be released; one
     cancelled while it waits is passed over, one cancelled just as it was given the connection
     hands it on, and an exchange after them all still gets one."""
-    from mcpbind.bridge.pool import Pool
+    from mcpbind.transports.http_pool import HttpPool as Pool
 
     def echo(body: bytes) -> bytes:
         return b"HTTP/1.1 200 OK\r\ncontent-length: %d\r\n\r\n" % len(body) + body
@@ -942,11 +947,10 @@ def test_the_pools_exchanges_past_its_limit_wait_and_a_cancelled_wait_loses_no_s
         found = []
         async with raw_server(replying(echo)) as url:
             pool = Pool(url, limit=1)
+            head = pool.head("POST", url, headers)
             try:
-                first = await pool.exchange(headers, b"1")
-                waits = [
-                    asyncio.ensure_future(pool.exchange(headers, b"%d" % n)) for n in (2, 3, 4)
-                ]
+                first = await pool.exchange(head, b"1")
+                waits = [asyncio.ensure_future(pool.exchange(head, b"%d" % n)) for n in (2, 3, 4)]
                 for _ in range(20):
                     await asyncio.sleep(0)
                 found.append(f"waiting: {[not w.done() for w in waits]}")
@@ -959,7 +963,7 @@ def test_the_pools_exchanges_past_its_limit_wait_and_a_cancelled_wait_loses_no_s
                 fourth = await asyncio.wait_for(waits[2], 10)
                 found.append((await fourth.read()).decode())
                 pool.release(fourth)
-                fifth = await asyncio.wait_for(pool.exchange(headers, b"5"), 10)
+                fifth = await asyncio.wait_for(pool.exchange(head, b"5"), 10)
                 found.append((await fifth.read()).decode())
                 pool.release(fifth)
                 found.append(f"cancelled: {waits[0].cancelled()} {waits[1].cancelled()}")
@@ -1021,7 +1025,7 @@ def test_the_pool_stops_reading_an_answer_nobody_reads_and_resumes_when_read() -
     """A server answers with 8 MiB the gateway does not read yet (a stream's consumer busy
     elsewhere): the pool holds at most about a read's worth of it (it pauses reading past
     64 KiB unread, the rest waits in the sockets), and hands over every byte once read."""
-    from mcpbind.bridge.pool import Pool
+    from mcpbind.transports.http_pool import HttpPool as Pool
 
     size = 8 << 20
 

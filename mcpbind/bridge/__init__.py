@@ -6,13 +6,14 @@ its own, every message projected between them (docs/bridge.md).
 
 from __future__ import annotations
 
-from .core import CONNECTION_CLOSED, LOSSY, MAX_IN_FLIGHT, Bridge
+from ..errors import CONNECTION_CLOSED
+from .core import LOSSY, MAX_IN_FLIGHT_PER_SIDE, Bridge
 from .losses import Carrier, Lost, carrier, convey
 
 __all__ = [
     "CONNECTION_CLOSED",
     "LOSSY",
-    "MAX_IN_FLIGHT",
+    "MAX_IN_FLIGHT_PER_SIDE",
     "Bridge",
     "Carrier",
     "Lost",

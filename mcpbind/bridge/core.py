@@ -26,6 +26,7 @@ from msgspec import UNSET
 
 from .._revisions import RELEASED
 from ..errors import (
+    CONNECTION_CLOSED,
     INTERNAL_ERROR,
     INVALID_PARAMS,
     INVALID_REQUEST,
@@ -55,12 +56,11 @@ from .crossing import INPUT_TIMEOUT, LOSSY, NOT_SENT, STATE_PREFIX, Back, Crossi
 from .tasks import TaskBridge
 from .tasks_stdio import StdioTasks
 
-__all__ = ["CONNECTION_CLOSED", "INPUT_TIMEOUT", "LOSSY", "MAX_IN_FLIGHT", "Bridge"]
+__all__ = ["CONNECTION_CLOSED", "INPUT_TIMEOUT", "LOSSY", "MAX_IN_FLIGHT_PER_SIDE", "Bridge"]
 
-# JSON-RPC's implementation-defined server error range: the peer the request was for is gone.
-CONNECTION_CLOSED = -32000
-# Requests from one side that may await the other side's answer at once (per side).
-MAX_IN_FLIGHT = 1024
+# Requests from one side of the stdio bridge that may await the other side's answer at once
+# (per side; the HTTP transports' own bound is ``http_limits.MAX_IN_FLIGHT``).
+MAX_IN_FLIGHT_PER_SIDE = 1024
 
 
 class _Held(msgspec.Struct, frozen=True, gc=False):
@@ -73,7 +73,7 @@ class _Held(msgspec.Struct, frozen=True, gc=False):
     message: Any
 
 
-class _Front(Edge, ServerSession):
+class _HeldFront(Edge, ServerSession):
     """The session facing the client: it holds the client's handshake until ``open`` (at most
     ``limit`` handshakes; more are refused)."""
 
@@ -180,7 +180,7 @@ class Bridge(Crossing):
         server_revisions: Iterable[str] | str = RELEASED,
         *,
         strict: bool = False,
-        max_in_flight: int = MAX_IN_FLIGHT,
+        max_in_flight: int = MAX_IN_FLIGHT_PER_SIDE,
         input_timeout: float = INPUT_TIMEOUT,
     ) -> None:
         if max_in_flight < 1:
@@ -188,7 +188,7 @@ class Bridge(Crossing):
         if input_timeout <= 0:
             raise ValueError(f"input_timeout must be positive, not {input_timeout!r}")
         super().__init__(server_revisions, strict=strict)
-        self.front = _Front(client_revisions, max_in_flight)
+        self.front = _HeldFront(client_revisions, max_in_flight)
         self.max_in_flight = max_in_flight
         self.input_timeout = input_timeout
         self.closed = False
@@ -925,7 +925,7 @@ class Bridge(Crossing):
             self.wake()
 
 
-def _refuse(side: _Front | Back, id: Any, error: ProtocolError) -> None:
+def _refuse(side: _HeldFront | Back, id: Any, error: ProtocolError) -> None:
     try:
         side.respond_error(id, error.code, error.message, error.data)
     except ProtocolError:  # the session never read it (or its id could not be read)

@@ -209,7 +209,7 @@ class Crossing:
             projected, lost = self._cross(caps, target, "the client's capabilities")
             if lost and self.strict:
                 self._failed = self._lossy_error("the client's capabilities", target, lost)
-                self.back.state = "failed"
+                self.back.give_up()
                 return
             plain = msgspec.to_builtins(projected)
             self.back.capabilities = undeclared_tasks(plain, caps, target, self.log)

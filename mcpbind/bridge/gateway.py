@@ -33,9 +33,8 @@ import hashlib
 import sys
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import httpx
 import msgspec
 from msgspec import UNSET
 from starlette.applications import Starlette
@@ -46,6 +45,7 @@ from .._revisions import RELEASED
 from ..auth.client import OAuthClient
 from ..auth.resource import principal
 from ..errors import (
+    CONNECTION_CLOSED,
     INTERNAL_ERROR,
     INVALID_PARAMS,
     INVALID_REQUEST,
@@ -70,15 +70,20 @@ from ..events import (
 from ..negotiate import negotiate
 from ..session import ServerSession
 from ..session._common import checked, speech
+from ..transports.http_limits import MAX_IN_FLIGHT  # of one link: the HTTP server's own bound
+from ..transports.http_pool import HttpPool
 from ..transports.http_server import SESSION_IDLE_TIMEOUT, Call, StreamableHTTPServer
+from ..transports.http_wire import HttpError, HttpWire, HttpxWire
 from ..transports.sse_server import SSEServer
 from ..transports.stdio import MAX_LINE, Envelope
 from .crossing import INPUT_TIMEOUT, NOT_SENT, STATE_PREFIX, Crossing, too_many
-from .pool import Pool
 from .relay import HOLDER_CHECK, HOLDER_SILENCE, MAX_RELAYED, RELAY_TIMEOUT, Relay, RelayedCall
 from .tasks import GatewayTasks, LinkTasks, TaskAnswer
 from .tasks_http import NOT_MINE, UpstreamTasks
 from .upstream import HttpUpstream, SseUpstream, StdioUpstream, Upstream, upstream_kind
+
+if TYPE_CHECKING:
+    import httpx
 
 __all__ = [
     "INPUT_TIMEOUT",
@@ -92,8 +97,6 @@ __all__ = [
     "Gateway",
 ]
 
-CONNECTION_CLOSED = -32000  # as the stdio bridge answers: the peer the request was for is gone
-MAX_IN_FLIGHT = 128  # requests of one link awaiting the server's answer (the HTTP server's own)
 MAX_SHARED = 16  # links for clients without a session (one per client identity)
 # A link whose server sends more than MAX_DROPPED messages no client can take (no stream open, no
 # request in flight to carry them) within DROPPED_WITHIN seconds is ended (its child terminated).
@@ -133,7 +136,7 @@ class Face:
         return found
 
 
-class _Front(ServerSession):
+class _GatewayFront(ServerSession):
     """The session facing one client (or one stateless POST): its handshake is answered with the
     server's ``Face`` in the agreed revision; ``client`` keeps what its initialize said of it."""
 
@@ -203,6 +206,16 @@ class _Pending:
         if self.waiter is not None and not self.waiter.done():
             self.waiter.set_result(None)
 
+    async def wait(self, asks: bool = True) -> None:
+        """Until the server answered (``answer``) or, with ``asks``, asked its client for input
+        (``asks``): what a handler of the request waits for, the one loop that waits for it."""
+        while self.answer is None and not (asks and self.asks):
+            self.waiter = asyncio.get_running_loop().create_future()
+            try:
+                await self.waiter
+            finally:
+                self.waiter = None
+
 
 class Link(Crossing):
     """One connection to the server, for one client session or one client identity."""
@@ -264,7 +277,7 @@ class Link(Crossing):
             why = f"the server refused the handshake: {error.message}"
         except TimeoutError:  # before OSError, which it is a kind of
             why = self.gateway._timed_out()
-        except (OSError, httpx.HTTPError) as error:
+        except (OSError, HttpError) as error:
             why = f"the server cannot be reached: {error or type(error).__name__}"
         else:
             self._back_agreed(negotiated)
@@ -422,14 +435,9 @@ class Link(Crossing):
         """Wait for the server's answer to ``pending`` and give it in the client's revision;
         an input-required result instead when the server asks a round-trip client for input."""
         while True:
-            while pending.answer is None:
-                if pending.asks:  # the server's requests no retry has answered yet
-                    return self._ask_input(pending)
-                pending.waiter = asyncio.get_running_loop().create_future()
-                try:
-                    await pending.waiter
-                finally:
-                    pending.waiter = None
+            await pending.wait()
+            if pending.answer is None:  # the server's requests no retry has answered yet
+                return self._ask_input(pending)
             event = pending.answer
             if isinstance(event, BaseException):
                 raise event
@@ -506,6 +514,21 @@ class Link(Crossing):
                 future.set_result(self._input_response(event.method, answers[name]))
             except ProtocolError as error:
                 future.set_exception(error)
+
+    async def answer_to(self, rid: Any, call: Call) -> Any:
+        """The server's answer (an event, or the error the link ended with) to the request
+        ``rid`` the link's session just queued for ``call`` (not one of the client's own: the
+        gateway's, in its handling); cancelled on the server when the caller is."""
+        pending = self.pending[rid] = _Pending(rid, call)
+        self._flush()
+        try:
+            await pending.wait(asks=False)
+        except asyncio.CancelledError:
+            if self.pending.get(rid) is pending:
+                self._cancel(pending, "the client cancelled the request or went away")
+                self._flush()
+            raise
+        return pending.answer
 
     def _cancel(self, pending: _Pending, why: str) -> None:
         self.pending.pop(pending.rid, None)
@@ -867,9 +890,10 @@ class Gateway:
         self.max_dropped = max_dropped
         self._log = log or _stderr
         self._http = http
-        self._own_http = http is None
+        self._wire: HttpWire | None = (
+            None  # what requests to an HTTP server go through, once probed
+        )
         self._kind: Any = None  # the upstream transport class, once probed
-        self._pool: Pool | None = None  # keep-alive connections to an HTTP server
         self._probed: asyncio.Future[None] | None = None
         self.face = Face(Crossing(self.server_revisions, strict=strict))
         self.tasks: UpstreamTasks | GatewayTasks | None = None  # tasks_http.py, tasks.py
@@ -887,7 +911,7 @@ class Gateway:
         clients = (
             (client_revisions,) if isinstance(client_revisions, str) else tuple(client_revisions)
         )
-        session_class = functools.partial(_Front, face=self.face)
+        session_class = functools.partial(_GatewayFront, face=self.face)
         # An extension client's tasks of a core revision server (bridge/tasks.py), once learnt.
         self._task_front = GatewayTasks.of(clients)
         limits: dict[str, Any] = {}
@@ -983,11 +1007,8 @@ class Gateway:
             await self.relay.close()
             self.relay = None
         await self.http.aclose()
-        if self._http is not None and self._own_http:
-            await self._http.aclose()
-            self._http = None
-        if self._pool is not None:
-            self._pool.close()
+        if self._wire is not None and self._http is None:  # (its own; a given client stays open)
+            await self._wire.aclose()
 
     # -- the server -------------------------------------------------------------------------------
 
@@ -1018,17 +1039,21 @@ class Gateway:
             await relay.start()
             self.relay = relay
         if self.upstream is not None:
-            if self._http is None:
-                self._http = httpx.AsyncClient(
-                    timeout=httpx.Timeout(30.0, read=None),
-                    limits=httpx.Limits(max_connections=None, max_keepalive_connections=100),
+            wire = self._wire
+            if wire is None:
+                given = self._http
+                wire = (
+                    HttpPool(self.upstream, read_timeout=None)
+                    if given is None
+                    else HttpxWire(given)
                 )
+                self._wire = wire
             session = Crossing(self.server_revisions).back
             session.info = dict(CLIENT_INFO)
             try:
                 async with asyncio.timeout(self.open_timeout):
                     self._kind, negotiated = await upstream_kind(
-                        self.upstream, self._http, session, self.upstream_auth
+                        self.upstream, wire, session, self.upstream_auth
                     )
             except TimeoutError:
                 why = self._timed_out()
@@ -1059,12 +1084,10 @@ class Gateway:
     def _transport(self, link: Link) -> Upstream:
         if self.command is not None:
             return StdioUpstream(self.command, link, self.max_line)
-        assert self._http is not None and self.upstream is not None
+        assert self._wire is not None and self.upstream is not None
         if self._kind is SseUpstream:
-            return SseUpstream(self.upstream, link, self._http)
-        if self._pool is None:
-            self._pool = Pool(self.upstream)
-        return HttpUpstream(self.upstream, link, self._http, self._pool, self.upstream_auth)
+            return SseUpstream(self.upstream, link, self._wire)
+        return HttpUpstream(self.upstream, link, self._wire, self.upstream_auth)
 
     # -- the client's requests --------------------------------------------------------------------
 
@@ -1098,11 +1121,11 @@ class Gateway:
             if link is None:
                 session = call.session
                 caps = info = None
-                if isinstance(session, _Front) and session.client is not None:
+                if isinstance(session, _GatewayFront) and session.client is not None:
                     caps, info, _ = session.client
                 link = Link(self, key, caps, info, front=front, sid=sid)
                 self.sessions[key] = link
-            if isinstance(call.session, _Front):
+            if isinstance(call.session, _GatewayFront):
                 call.session.link = link
             return link
         caps, info = Crossing.client_identity(speech(call.revision), call.message)
@@ -1161,7 +1184,7 @@ class Gateway:
 
     def _on_event(self, session: ServerSession, event: Event) -> None:
         """A client's notification goes down its link (requests come through the handlers)."""
-        if type(event) is NotificationReceived and isinstance(session, _Front):
+        if type(event) is NotificationReceived and isinstance(session, _GatewayFront):
             link = session.link
             if link is not None and link.why is None:
                 link.notify_down(event)

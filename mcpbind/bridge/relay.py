@@ -34,7 +34,7 @@ from typing import Any
 
 import msgspec
 
-from ..errors import INTERNAL_ERROR, ProtocolError
+from ..errors import CONNECTION_CLOSED, INTERNAL_ERROR, ProtocolError
 from ..transports.store import Store
 from .crossing import STATE_PREFIX
 
@@ -55,7 +55,6 @@ HOLDER_CHECK = 1.0  # seconds between checks that the holder of a waiting retry 
 # store has to answer a check of the holder.
 HOLDER_SILENCE = 5.0
 MAX_OUTBOX = 1024  # progress and notifications queued for other processes (more are dropped)
-CONNECTION_CLOSED = -32000  # as the gateway answers: the peer the request was for is gone
 
 _WORKER_LENGTH = 16  # hex digits of a worker id
 _HEX = frozenset("0123456789abcdef")

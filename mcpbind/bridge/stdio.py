@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from typing import IO
 
 from ..transports.stdio import MAX_LINE, LineReader, Overlong
-from .core import INPUT_TIMEOUT, MAX_IN_FLIGHT, Bridge
+from .core import INPUT_TIMEOUT, MAX_IN_FLIGHT_PER_SIDE, Bridge
 
 __all__ = ["GRACE", "LINGER", "run", "serve"]
 
@@ -192,7 +192,7 @@ def run(
     strict: bool = False,
     *,
     max_line: int = MAX_LINE,
-    max_in_flight: int = MAX_IN_FLIGHT,
+    max_in_flight: int = MAX_IN_FLIGHT_PER_SIDE,
     input_timeout: float = INPUT_TIMEOUT,
 ) -> int:
     """``mcpbind bridge``: this process's stdin/stdout are the client, ``argv`` the server."""

@@ -101,7 +101,7 @@ NOT_MINE: Any = _NotMine()
 class TaskAnswer(dict[str, Any]):
     """A result of the extension's that answers a client's call through the HTTP gateway (the
     task the server created): no class of the client's revision has it, so the front's session
-    sends it as it is (``gateway._Front``)."""
+    sends it as it is (``gateway._GatewayFront``)."""
 
 
 def _plain(value: Any) -> Any:

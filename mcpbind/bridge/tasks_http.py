@@ -8,7 +8,7 @@ about each request of a client of the core revision (``forward``). Its requests 
 declare the extension, as the link's own requests do not (``bridge/tasks.py``,
 ``undeclared_tasks``): behind ``--upstream URL`` (Streamable HTTP) they are stateless requests
 of the extension's revision of its own, authorized as the link's (``_Post``); behind ``-- CMD``
-they go on the link's session to its child process (``_Session``). The client is asked on the
+they go on the link's session to its child process (``_ChildPort``). The client is asked on the
 stream of the request it waits on; the wait between two polls is asyncio's. Each link's tasks
 are a table of their own (``core_tasks.Table``), which goes with the link. A task-augmented
 call the client cancels runs on to the server's answer (counted in flight on its link until
@@ -18,23 +18,22 @@ then), and the task it creates is cancelled (``core_tasks``).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import itertools
 import time
 import weakref
 from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any
 
-import httpx
 import msgspec
 
-from ..errors import INTERNAL_ERROR, ProtocolError
+from ..errors import CONNECTION_CLOSED, INTERNAL_ERROR, ProtocolError
 from ..events import ErrorReceived, MessageRejected, ResultReceived, TaskCreated
 from ..session._common import speech
 from ..session.tasks import with_extension
 from ..transports.header_check import METHOD_HEADER, NAME_HEADER, params_name
-from ..transports.http_client import VERSION_HEADER, _needs_auth
-from .core import CONNECTION_CLOSED
+from ..transports.http_client import VERSION_HEADER
+from ..transports.http_wire import closing, send
+from ..transports.sse_events import EventParser
 from .core_tasks import MAX_TASKS, CoreTasks, Table
 from .crossing import too_many
 from .tasks import NOT_MINE
@@ -86,7 +85,7 @@ class UpstreamTasks:
         link.used = time.monotonic()
         link.counted += 1  # in flight: the link is neither ended idle nor evicted meanwhile
         table = self.kept.setdefault(link, {})
-        port = _Post(self, link, call) if self.url is not None else _Session(self, link, call)
+        port = _Post(self, link, call) if self.url is not None else _ChildPort(self, link, call)
         try:
             return await self.tasks.answer(table, port, call.method, call.params)
         finally:
@@ -119,13 +118,12 @@ class UpstreamTasks:
         name = params_name(params)
         if name is not None:
             headers[NAME_HEADER] = name
-        response = await self._authorized_post(link, body, headers)
-        answer = _answer(response.content, response.headers.get("content-type", ""), id)
+        status, answer = await self._authorized_post(link, body, headers, id)
         if answer is None:
             raise ProtocolError(
                 INTERNAL_ERROR,
                 f"Internal error: the server at {self.url} answered {method!r} with no response "
-                f"(HTTP {response.status_code})",
+                f"(HTTP {status})",
             )
         failure = answer.get("error")
         if isinstance(failure, dict):
@@ -142,41 +140,36 @@ class UpstreamTasks:
         return result
 
     async def _authorized_post(
-        self, link: Link, body: bytes, headers: dict[str, str]
-    ) -> httpx.Response:
+        self, link: Link, body: bytes, headers: dict[str, str], id: str
+    ) -> tuple[int, dict[str, Any] | None]:
         """POST ``body`` authorized as the link's own requests are (the gateway's credentials,
-        ``--upstream-client-id``; never the client's): a challenge goes to the link's
-        ``OAuthClient`` and the POST again, at most its ``max_attempts`` times."""
-        http = self.gateway._http
+        ``--upstream-client-id``; never the client's; ``http_wire.send``) on the link's wire;
+        the status and the response with ``id`` in its JSON body or event stream (None when
+        there is none)."""
         transport = link.transport
-        assert http is not None and isinstance(transport, HttpUpstream) and self.url is not None
-        attempts = 0
-        while True:
-            try:
-                sent = await transport._authorized(dict(headers), "POST")
-                response = await http.post(self.url, content=body, headers=sent)
-            except ProtocolError:
-                raise  # the authorization failed, and says why
-            except Exception as error:  # noqa: BLE001 - the client hears why
-                raise ProtocolError(
-                    INTERNAL_ERROR,
-                    f"Internal error: the server at {self.url} cannot be reached: {error}",
-                ) from None
-            if not _needs_auth(response):
-                return response
-            await transport._challenged(response, attempts)  # raises when it cannot help
-            attempts += 1
+        assert isinstance(transport, HttpUpstream) and self.url is not None
+        try:
+            reply = await send(
+                transport.wire, "POST", self.url, body, headers=headers, auth=transport.auth
+            )
+            async with closing(reply):
+                content = await reply.read()
+        except ProtocolError:
+            raise  # the authorization failed, and says why
+        except Exception as error:  # noqa: BLE001 - the client hears why
+            raise ProtocolError(
+                INTERNAL_ERROR,
+                f"Internal error: the server at {self.url} cannot be reached: {error}",
+            ) from None
+        return reply.status, _answer(content, reply.headers.get("content-type", ""), id)
 
 
 def _answer(body: bytes, content_type: str, id: str) -> dict[str, Any] | None:
     """The response with ``id`` in a JSON body or an event stream."""
-    candidates: list[bytes] = []
+    candidates = [body]
     if content_type.startswith("text/event-stream"):
-        for line in body.splitlines():
-            if line.startswith(b"data:"):
-                candidates.append(line[5:].strip())
-    else:
-        candidates.append(body)
+        parser = EventParser()
+        candidates = [event.data for event in parser.feed(body) + parser.feed(b"\n\n")]
     for data in candidates:
         try:
             message = msgspec.json.decode(data)
@@ -244,7 +237,7 @@ class _Post:
         self.upstream.gateway._say([line])
 
 
-class _Session(_Post):
+class _ChildPort(_Post):
     """The port behind ``-- CMD``: the requests go on the link's session to its child process
     (one at a time per request of the client, which ``forward`` counted in the link's
     ``max_in_flight``)."""
@@ -255,26 +248,9 @@ class _Session(_Post):
         link, call = self.link, self.call
         if link.why is not None:
             raise ProtocolError(CONNECTION_CLOSED, f"Connection closed: {link.why}")
-        from .gateway import _Pending  # (the gateway imports this module)
-
         tasks = self.upstream.tasks
         rid = link.back.request(method, tasks.declared(method, params, link.back.capabilities))
-        pending = link.pending[rid] = _Pending(rid, call)
-        link._flush()
-        try:
-            while pending.answer is None:
-                pending.waiter = asyncio.get_running_loop().create_future()
-                try:
-                    await pending.waiter
-                finally:
-                    pending.waiter = None
-        except asyncio.CancelledError:
-            if link.pending.pop(rid, None) is pending and link.back.awaits(rid):
-                with contextlib.suppress(ProtocolError):
-                    link.back.cancel(rid, "the client cancelled the request or went away")
-                link._flush()
-            raise
-        event = pending.answer
+        event = await link.answer_to(rid, call)
         if isinstance(event, BaseException):
             raise event
         if isinstance(event, ResultReceived | TaskCreated):

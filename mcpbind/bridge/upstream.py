@@ -16,7 +16,6 @@ from collections import deque
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-import httpx
 import msgspec
 
 from ..auth.client import OAuthClient
@@ -38,9 +37,10 @@ from ..transports.http_client import (
     _owed,
     peek_message,
 )
+from ..transports.http_wire import HttpError, HttpWire, Reply, ServerUnreachable, needs_auth, send
 from ..transports.sse_client import SSEClient, connect_http
+from ..transports.sse_events import events
 from ..transports.stdio import MAX_LINE, Envelope, LineReader, Overlong
-from .pool import Answer, HttpError, Pool, event_stream
 
 __all__ = ["GRACE", "HttpUpstream", "SseUpstream", "StdioUpstream", "Upstream", "upstream_kind"]
 
@@ -71,8 +71,8 @@ class Upstream(Protocol):
 
     async def open(self) -> None:
         """Connect and open the link's session on it (its handshake goes out; the link hears
-        of ``Negotiated``); raises ``ProtocolError``, ``OSError`` or ``httpx.HTTPError`` when
-        the server cannot be reached or refuses it."""
+        of ``Negotiated``); raises ``ProtocolError``, ``OSError`` or ``http_wire.HttpError``
+        when the server cannot be reached or refuses it."""
 
     def send(self, messages: Sequence[bytes]) -> None:
         """Send messages (in order where the transport has an order)."""
@@ -176,19 +176,22 @@ class StdioUpstream:
                 await self._reader
 
 
-class _Peek(msgspec.Struct, gc=False):
+class _IdMethod(msgspec.Struct, gc=False):
+    """Which request a message is (its id and method), or that it is an answer (no method)."""
+
     id: Any = None
     method: Any = None
 
 
-_peek = msgspec.json.Decoder(_Peek)
+_peek = msgspec.json.Decoder(_IdMethod)
 
 
 class HttpUpstream(StreamableHTTPClient):
     """A Streamable HTTP connection to the server. Each message is POSTed in a task of its own
-    on the ``Pool`` of keep-alive connections every link shares (``StreamableHTTPClient`` does
-    the rest: the headers, the handshake, resuming a stream, DELETE, on the shared
-    ``httpx.AsyncClient``), so any number of requests are in flight; what a POST's answer
+    on the wire every link shares (``http_pool.HttpPool``'s keep-alive connections, unless the
+    gateway was given an ``httpx.AsyncClient``; ``StreamableHTTPClient`` does the rest: the
+    headers, the handshake, resuming a stream, DELETE), so any number of requests are in
+    flight; what a POST's answer
     carries goes to the link with the id of the request it answers (its notifications, progress
     and requests belong to that request). A POST that fails, or ends without the answers it
     owes, fails those requests.
@@ -210,14 +213,12 @@ class HttpUpstream(StreamableHTTPClient):
         self,
         url: str,
         peer: Peer,
-        http: httpx.AsyncClient,
-        pool: Pool,
+        wire: HttpWire,
         auth: OAuthClient | None = None,
         **options: Any,
     ) -> None:
-        super().__init__(url, peer.back, http=http, listen=True, auth=auth, **options)
+        super().__init__(url, peer.back, http=wire, listen=True, auth=auth, **options)
         self.peer = peer
-        self.pool = pool
         self._posting: set[asyncio.Task[None]] = set()
         # The connections of ``request``s awaiting their answer (a list: every idle session's
         # link has one, and an empty list is a quarter of an empty set).
@@ -246,8 +247,11 @@ class HttpUpstream(StreamableHTTPClient):
         may have to give first; a challenge) is read in a task of its own, as ``send`` does."""
         peek = peek_message(message)
         try:
-            head = await self._head(message, peek)
-            answer = await self.pool.exchange(head, message, self._held)
+            head = self._head(message, peek)
+            if head is not None:
+                answer = await self.wire.exchange(head, message, self._held)
+            else:
+                answer = await self._authorized_post(message, peek, self._held)
         except asyncio.CancelledError:
             raise
         except Exception as error:  # noqa: BLE001 - as _send says it, in its own task
@@ -258,7 +262,7 @@ class HttpUpstream(StreamableHTTPClient):
         ):
             if answer.complete:  # all of it read already: given to the link at once
                 body = answer.take()
-                self.pool.release(answer)
+                answer.release()
                 owed = _owed(message, peek)
                 try:
                     self._json_answer(answer, body, owed)
@@ -274,19 +278,19 @@ class HttpUpstream(StreamableHTTPClient):
         else:
             self.send_answered(message, answer)
 
-    async def _head(self, message: bytes, peek: Any) -> bytes | dict[str, str]:
-        """The headers of the POST of ``message`` (read as ``peek``): ``_headers``'s, encoded by
-        the pool once for every request of this session, revision, method, name and ``_meta``
-        version (what they depend on); the dict as it is, authorized, when they also depend on
-        a token, extra headers or arguments mirrored in ``Mcp-Param-*`` headers."""
+    def _head(self, message: bytes, peek: Any) -> Any:
+        """The head of the POST of ``message`` (read as ``peek``): ``_headers``'s, encoded by
+        the wire once for every request of this session, revision, method, name and ``_meta``
+        version (what they depend on), and kept; None when they also depend on a token, extra
+        headers or arguments mirrored in ``Mcp-Param-*`` headers (``_authorized_post``)."""
         method, params = peek.method, peek.params
         if self.auth is not None or self.headers or type(method) is not str:
-            return await self._authorized(self._headers(message, peek), "POST")
+            return None
         name = version = None
         if type(params) is dict:
             name = params.get("name")
             if type(name) is str and self.designated.get(name):
-                return self._headers(message, peek)  # its arguments may go in headers
+                return None  # its arguments may go in headers
             if type(name) is not str:
                 name = params.get("uri")
                 name = name if type(name) is str else None
@@ -294,18 +298,40 @@ class HttpUpstream(StreamableHTTPClient):
             if meta is not None:
                 version = _meta_version(meta, self.session)
         key = (self.session_id, self.session.revision, method, name, version)
-        head = self.pool.kept(key)
+        head = self.wire.kept(key)
         if head is None:
-            head = self.pool.head(self._headers(message, peek), key)
+            head = self.wire.head("POST", self.url, self._headers(message, peek), key)
         return head
 
-    def send_answered(self, message: bytes, answer: Answer) -> None:
+    async def _authorized_post(
+        self, message: bytes, peek: Any, held: list[Any] | None = None
+    ) -> Reply:
+        """The POST of ``message`` with headers of its own, authorized (``http_wire.send``)."""
+        return await send(
+            self.wire,
+            "POST",
+            self.url,
+            message,
+            headers=self._headers(message, peek),
+            auth=self.auth,
+            held=held,
+            unauthorized=self._unauthorized,
+        )
+
+    def _unauthorized(self, status: int, challenge: str | None) -> Exception:
+        return ProtocolError(
+            INTERNAL_ERROR,
+            f"HTTP {status} from {self.url}: the server requires authorization, and the gateway "
+            f"has no credentials for it ({challenge or 'no challenge'})",
+        )
+
+    def send_answered(self, message: bytes, answer: Reply) -> None:
         """Read ``answer`` to the POST of ``message`` in a task of its own."""
         task = asyncio.ensure_future(self._send(message, answer))
         self._posting.add(task)
         task.add_done_callback(self._posting.discard)
 
-    async def _send(self, message: bytes, answer: Answer | None = None, peek: Any = None) -> None:
+    async def _send(self, message: bytes, answer: Reply | None = None, peek: Any = None) -> None:
         try:
             owed = await self._post_owed(message, answer, peek)
         except asyncio.CancelledError:
@@ -321,7 +347,7 @@ class HttpUpstream(StreamableHTTPClient):
 
     def _failed(self, message: bytes, error: Exception) -> None:
         """The POST of ``message`` failed with ``error``: the request it carried hears why."""
-        if isinstance(error, httpx.HTTPError | ProtocolError | OSError | HttpError):
+        if isinstance(error, HttpError | ProtocolError):  # (the wire maps what it meets)
             self._unanswered(message, f"{_reason(error, self.url)} (sending {_what(message)})")
         else:  # a fault of ours
             self._unanswered(message, f"internal error ({error!r})")
@@ -330,50 +356,33 @@ class HttpUpstream(StreamableHTTPClient):
         await self._post_owed(message)
 
     async def _post_owed(
-        self, message: bytes, answer: Answer | None = None, peek: Any = None
+        self, message: bytes, answer: Reply | None = None, peek: Any = None
     ) -> set[Any]:
-        """POST one message on the pool (``answer``: it was, and this is its answer, the head
-        read; ``peek``: the message read by ``peek_message``) and give what its answer carries
-        to the link (a JSON body, or an event stream read as it comes, resumed with
-        ``Last-Event-ID`` when it ends before the answers it owes); a challenge goes to
-        ``auth`` and the POST again. The ids of the requests it carried left unanswered."""
+        """POST one message (``answer``: it was, and this is its answer, the head read;
+        ``peek``: the message read by ``peek_message``) and give what its answer carries to the
+        link (a JSON body, or an event stream read as it comes, resumed with ``Last-Event-ID``
+        when it ends before the answers it owes); a challenge went to ``auth`` and the POST
+        again (``http_wire.send``). The ids of the requests it carried left unanswered."""
         if peek is None:
             peek = peek_message(message)
         owed = _owed(message, peek)
-        attempts = 0
-        last: str | None = None
-        while True:
-            if answer is None:
-                answer = await self.pool.exchange(await self._head(message, peek), message)
-            challenged: httpx.Response | None = None
-            try:
-                if answer.status == 401 or (
-                    answer.status == 403 and "www-authenticate" in answer.headers
-                ):
-                    await answer.read()
-                    challenged = httpx.Response(answer.status, headers=answer.headers)
-                else:
-                    last = await self._read(answer, owed)
-            finally:
-                self.pool.release(answer)
-            answer = None
-            if challenged is None:
-                break
-            if self.auth is None:
-                raise ProtocolError(
-                    INTERNAL_ERROR,
-                    f"HTTP {challenged.status_code} from {self.url}: the server requires "
-                    "authorization, and the gateway has no credentials for it "
-                    f"({challenged.headers.get('www-authenticate', 'no challenge')})",
-                )
-            # Outside the exchange: the pool's connection is not held while a token is got.
-            await self._challenged(challenged, attempts)
-            attempts += 1
+        if answer is None:
+            head = self._head(message, peek)
+            if head is not None:
+                answer = await self.wire.exchange(head, message)
+            else:
+                answer = await self._authorized_post(message, peek)
+        try:
+            if needs_auth(answer):  # (only without auth: send answers a challenge with it)
+                raise self._unauthorized(answer.status, answer.headers.get("www-authenticate"))
+            last = await self._read(answer, owed)
+        finally:
+            await answer.aclose()
         if last is not None and owed:
             await self._resume_post(last, owed)
         return owed
 
-    async def _read(self, answer: Answer, owed: set[Any]) -> str | None:
+    async def _read(self, answer: Reply, owed: set[Any]) -> str | None:
         """Read one POST's answer; the last event id of its stream when it is one."""
         last: str | None = None
         sid = answer.headers.get(SESSION_HEADER.lower())
@@ -393,23 +402,21 @@ class HttpUpstream(StreamableHTTPClient):
             await answer.read()
             return None
         if kind.startswith("text/event-stream"):
-            buffer = bytearray()
-            async for chunk in answer.chunks():
-                for event in event_stream(buffer, chunk):
-                    if "id" in event:
-                        last = event["id"].decode(errors="replace")
-                    retry = event.get("retry", b"")
-                    if retry.isdigit():
-                        self.retry_ms = int(retry)
-                    if event.get("data"):
-                        await self._receive(event["data"], owed)
-                if not owed:
-                    return None  # the rest of the stream is not waited for (nor kept)
+            async with contextlib.aclosing(events(answer)) as stream:
+                async for event in stream:
+                    if event.id is not None:
+                        last = event.id
+                    if event.retry is not None:
+                        self.retry_ms = event.retry
+                    if event.data:
+                        await self._receive(event.data, owed)
+                    if not owed:
+                        return None  # the rest of the stream is not waited for (nor kept)
             return last
         self._json_answer(answer, await answer.read(), owed)
         return None
 
-    def _json_answer(self, answer: Answer, body: bytes, owed: set[Any]) -> None:
+    def _json_answer(self, answer: Reply, body: bytes, owed: set[Any]) -> None:
         """What a POST's answer other than an event stream (read whole: ``body``) gives the
         link; a request of the server's in it is answered in a task of its own (this may run in
         the very handler that request may have to wait for)."""
@@ -507,7 +514,7 @@ class HttpUpstream(StreamableHTTPClient):
                 _quietly(self.session.respond_error, event.id, -32603, error.message)
 
     async def close(self) -> None:
-        self.pool.abort(self._held)  # the handlers of their requests hear why from the link
+        self.wire.abort(self._held)  # the handlers of their requests hear why from the link
         if self._closed:
             # Gone already (the server forgot the session): no DELETE, but the GET stream ends.
             listener, self._listener = self._listener, None
@@ -526,8 +533,8 @@ class SseUpstream(SSEClient):
     """An HTTP+SSE connection to the server (the older transport, when the server refused the
     opening POST with a 4xx): one event stream per link, messages POSTed in order."""
 
-    def __init__(self, url: str, peer: Peer, http: httpx.AsyncClient, **options: Any) -> None:
-        super().__init__(url, peer.back, http=http, on_request=self._serve, **options)
+    def __init__(self, url: str, peer: Peer, wire: HttpWire, **options: Any) -> None:
+        super().__init__(url, peer.back, http=wire, on_request=self._serve, **options)
         self.peer = peer
         self._closed = False
         self._sender: asyncio.Task[None] | None = None
@@ -548,7 +555,7 @@ class SseUpstream(SSEClient):
                 try:
                     async with self._sending:
                         await self._post(message)
-                except (httpx.HTTPError, ProtocolError) as error:
+                except (HttpError, ProtocolError) as error:
                     self._end(_reason(error, self.url))
                     return
 
@@ -588,7 +595,7 @@ class SseUpstream(SSEClient):
 
 
 async def upstream_kind(
-    url: str, http: httpx.AsyncClient, session: ClientSession, auth: OAuthClient | None = None
+    url: str, wire: HttpWire, session: ClientSession, auth: OAuthClient | None = None
 ) -> Any:
     """Which HTTP transport the server at ``url`` speaks (``HttpUpstream`` or ``SseUpstream``),
     found the way ``connect_http`` finds it, with ``session`` opened (and closed again); and
@@ -597,14 +604,14 @@ async def upstream_kind(
     authorized: the token it obtains is kept in ``auth``'s store for the links."""
     client: StreamableHTTPClient | SSEClient
     if auth is not None:
-        client = StreamableHTTPClient(url, session, http=http, listen=False, auth=auth)
+        client = StreamableHTTPClient(url, session, http=wire, listen=False, auth=auth)
         try:
             await client.connect()
         except BaseException:
             await client.close()
             raise
     else:
-        client = await connect_http(url, session, http=http)
+        client = await connect_http(url, session, http=wire)
     try:
         negotiated = next(e for e in client.events if isinstance(e, Negotiated))
         kind = SseUpstream if isinstance(client, SSEClient) else HttpUpstream
@@ -616,7 +623,7 @@ async def upstream_kind(
 def _reason(error: BaseException, url: str) -> str:
     if isinstance(error, ProtocolError):
         return error.message
-    if isinstance(error, httpx.ConnectError | ConnectionRefusedError):
+    if isinstance(error, ServerUnreachable):
         return f"the server at {url} cannot be reached ({error})"
     return f"the connection to the server at {url} failed ({type(error).__name__}: {error})"
 

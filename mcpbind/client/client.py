@@ -40,7 +40,9 @@ _PROGRESS: contextvars.ContextVar[list[Callable[..., Any]] | None] = contextvars
 Handler = Callable[[Any], Any]
 
 
-class _Session(ObservedSession):
+class _ProgressSession(ObservedSession):
+    """The Client's session: a request made while a call awaits progress carries its token."""
+
     def request(self, method: str, params: Any = None, **options: Any) -> Any:
         pending = _PROGRESS.get()
         if pending:
@@ -151,7 +153,7 @@ class Client:
         raise TypeError(f"Client target {target!r}: expected a URL, a command (list) or an App")
 
     async def __aenter__(self) -> Client:
-        session = _Session(
+        session = _ProgressSession(
             revisions=self.revisions,
             capabilities=self.capabilities,
             info=self.info,

@@ -24,10 +24,11 @@ _SHARED = frozenset(("http", "headers", "max_rounds"))
 
 
 class HttpLink:
-    """``options`` go to the transport: ``http`` (an ``httpx.AsyncClient``), ``headers``, and
-    Streamable HTTP's own (``auth``, ``max_resumptions``, ...), which rule out the fall-back to
-    HTTP+SSE. Each request waits at most ``timeout`` seconds for its answer (None: no bound), a
-    subscription stream as long as it is open."""
+    """``options`` go to the transport: ``http`` (an ``httpx.AsyncClient``, or an
+    ``http_wire.HttpWire``), ``headers``, and Streamable HTTP's own (``auth``,
+    ``max_resumptions``, ...), which rule out the fall-back to HTTP+SSE. Each request waits at
+    most ``timeout`` seconds for its answer (None: no bound), a subscription stream as long as
+    it is open."""
 
     def __init__(
         self,
@@ -37,7 +38,7 @@ class HttpLink:
         timeout: float | None,
         **options: Any,
     ) -> None:
-        import httpx
+        from ..transports.http_pool import HttpPool
 
         self.url = url
         self.session = session
@@ -47,7 +48,7 @@ class HttpLink:
         if self._own:
             # No read timeout on the connection: a stream may stay quiet for long (a
             # subscription); each request is bounded by ``timeout`` instead.
-            options["http"] = httpx.AsyncClient(timeout=httpx.Timeout(30.0, read=None))
+            options["http"] = HttpPool(url, read_timeout=None)
         self.options = options
         self.http: StreamableHTTPClient | SSEClient | None = None
 

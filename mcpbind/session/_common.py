@@ -10,7 +10,7 @@ import functools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Any, ClassVar, Union
 
 import msgspec
 from msgspec import UNSET
@@ -34,6 +34,7 @@ from ..events import (
     ResultReceived,
     TaskCreated,
 )
+from .states import IDLE, READY, IllegalTransition, SessionState
 
 if TYPE_CHECKING:
     from .tasks import TaskSpeech
@@ -259,6 +260,8 @@ class Session:
     role = ""
     peer = ""
     _connecting = False  # (a client, while it sends its handshake request)
+    # Which state may follow which (``states.CLIENT`` or ``states.SERVER``).
+    _transitions: ClassVar[Mapping[SessionState, frozenset[SessionState]]] = {}
 
     def __init__(self, revisions: Any, capabilities: Any, info: Any) -> None:
         offered = (revisions,) if isinstance(revisions, str) else tuple(revisions)
@@ -272,7 +275,7 @@ class Session:
 
     def _begin(self) -> None:
         """The state of a connection that has not started (everything but the configuration)."""
-        self.state = "idle"
+        self.state = IDLE  # (where every session starts: ``_move`` changes it from here)
         self._requests: dict[str, _Send] = _NOT_READY  # ``_Speech.requests`` once "ready"
         self.revision: str | None = None
         self._codec: Codec | None = None  # the codec of what this side sends now
@@ -292,6 +295,13 @@ class Session:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(state={self.state!r}, revision={self.revision!r})"
+
+    def _move(self, new: SessionState) -> None:
+        """The one code that changes ``state``: to ``new``, when the session's table allows it
+        from where it is (``IllegalTransition`` otherwise)."""
+        if new not in self._transitions.get(self.state, ()):
+            raise IllegalTransition(type(self).__name__, self.state, new)
+        self.state = new
 
     # -- output ---------------------------------------------------------------------------------
 
@@ -315,7 +325,7 @@ class Session:
         return codec
 
     def _sending(self, what: str) -> tuple[Codec, _Speech]:
-        if self._codec is None or self._speech is None or self.state != "ready":
+        if self._codec is None or self._speech is None or self.state is not READY:
             raise ProtocolError(
                 INVALID_REQUEST,
                 f"{type(self).__name__} is in state {self.state!r}: it cannot {what} "
@@ -387,7 +397,7 @@ class Session:
         the request that opens a session, a method not sent yet. Raises ``ProtocolError`` when
         it cannot be sent."""
         sp = self._speech
-        if self._codec is None or sp is None or (self.state != "ready" and not self._connecting):
+        if self._codec is None or sp is None or (self.state is not READY and not self._connecting):
             _, sp = self._sending(f"send {method!r}")  # raises, naming the state
         send = sp.send(method)
         if not send.request:
@@ -397,7 +407,7 @@ class Session:
         if not send.opening:
             if method not in sp.extended:  # (those go by ``_extension_request`` each time)
                 sp.requests[method] = send
-        elif self.state == "ready":  # before, it is connect()'s own handshake
+        elif self.state is READY:  # before, it is connect()'s own handshake
             raise ProtocolError(
                 INVALID_REQUEST,
                 f"{type(self).__name__} is in state 'ready': {method!r} opens a session, and "
@@ -407,7 +417,7 @@ class Session:
 
     def _ready(self) -> None:
         """State "ready": requests go out in ``_speech``'s revision, with ``_codec``."""
-        self.state = "ready"
+        self._move(READY)
         assert self._speech is not None and self._codec is not None
         self._requests = self._speech.requests
 
@@ -897,7 +907,7 @@ _MEMBERS = msgspec.json.Decoder(list[msgspec.Raw])
 _NESTED = "Invalid Request: a batch inside a batch"
 
 
-class _Peek(msgspec.Struct, gc=False):
+class _RefusedShape(msgspec.Struct, gc=False):
     """Which kind of message a refused one was meant to be (keys present, values raw)."""
 
     id: msgspec.Raw = msgspec.Raw(b"")
@@ -906,14 +916,14 @@ class _Peek(msgspec.Struct, gc=False):
     error: msgspec.Raw = msgspec.Raw(b"")
 
 
-_PEEK = msgspec.json.Decoder(_Peek)
+_REFUSED_SHAPE = msgspec.json.Decoder(_RefusedShape)
 
 
 def _answerable(data: bytes, error: ProtocolError) -> bool:
     """Whether a refused message gets an error response: a request (an id and a method), or a
     message too broken to say, as JSON-RPC asks; never a response or a notification."""
     try:
-        peek = _PEEK.decode(data)
+        peek = _REFUSED_SHAPE.decode(data)
     except (msgspec.DecodeError, ValueError, RecursionError):
         return True  # not JSON, or not an object: a parse or invalid-request error, id null
     if peek.result or peek.error:

@@ -23,6 +23,7 @@ from ._common import (
     open_get,
     speech,
 )
+from .states import CLIENT, FAILED, IDLE, NEGOTIATING, READY
 
 __all__ = ["ClientSession"]
 
@@ -39,12 +40,14 @@ class ClientSession(Session):
     from the server into events (a ``Negotiated`` once the handshake is done), after which
     ``request`` and ``notify`` send by method name in the agreed revision.
 
-    States: ``"idle"`` (before ``connect``), ``"negotiating"``, ``"ready"``, ``"failed"`` (no
-    common revision). Anything called in the wrong state raises ``ProtocolError`` naming it.
+    States (``states.SessionState``, moves allowed by ``states.CLIENT``): ``"idle"`` (before
+    ``connect``), ``"negotiating"``, ``"ready"``, ``"failed"`` (no common revision, or
+    ``give_up``). Anything called in the wrong state raises ``ProtocolError`` naming it.
     """
 
     role = "client"
     peer = "server"
+    _transitions = CLIENT
 
     def __init__(
         self,
@@ -65,7 +68,7 @@ class ClientSession(Session):
     def connect(self) -> None:
         """Queue the opening: a discover probe in the newest revision that has one, else
         initialize in the newest revision."""
-        if self.state != "idle":
+        if self.state is not IDLE:
             raise ProtocolError(
                 INVALID_REQUEST,
                 f"ClientSession is in state {self.state!r}: connect() opens an idle session once",
@@ -74,7 +77,7 @@ class ClientSession(Session):
             self._probe(self._discover_revisions[0])
         else:
             self._initialize(self._initialize_revisions[0])
-        self.state = "negotiating"
+        self._move(NEGOTIATING)
 
     def receive(self, data: bytes | str) -> list[Event]:
         """The events of one message (or batch) from the server."""
@@ -138,7 +141,7 @@ class ClientSession(Session):
         which keep the task ids (-32602 with the JSON path for ids that are not strings); a
         listen naming none is the revision's own (None here)."""
         sp = self._speech
-        ext = sp.ext if sp is not None and self.state == "ready" else None
+        ext = sp.ext if sp is not None and self.state is READY else None
         if ext is None or sp is None:
             return None
         listen = sp.tasks_listen if method == ext.listen and ext.names_tasks(params) else None
@@ -182,7 +185,7 @@ class ClientSession(Session):
         a ``NotificationReceived`` carrying its generated class (``TaskSpeech.notification``);
         one that does not fit it is refused (-32602, its JSON path)."""
         sp = self._speech
-        ext = sp.ext if sp is not None and self.state == "ready" else None
+        ext = sp.ext if sp is not None and self.state is READY else None
         if ext is None or sp is None:
             return False
         try:
@@ -401,9 +404,14 @@ class ClientSession(Session):
         events: list[Event],
         headline: str = "Unsupported protocol version",
     ) -> None:
-        self.state = "failed"
-        self._requests = _NOT_READY
+        self.give_up()
         error = UnsupportedRevision(offered, list(self.revisions))
         error.message = f"{headline}: {reason}; this client offers {list(self.revisions)}"
         error.args = (error.message,)
         events.append(NegotiationFailed(error=error))
+
+    def give_up(self) -> None:
+        """Fail this session before it opens (state ``"failed"``): what a bridge does with the
+        server side of a crossing whose client cannot be carried (--strict); nothing is sent."""
+        self._move(FAILED)
+        self._requests = _NOT_READY

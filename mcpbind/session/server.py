@@ -16,6 +16,7 @@ from ..errors import INTERNAL_ERROR, INVALID_REQUEST, ProtocolError, Unsupported
 from ..events import Event, Initialized, Negotiated, NegotiationFailed
 from ..negotiate import negotiate
 from ._common import Session, _fields, _Speech, checked, make, speech
+from .states import INITIALIZING, READY, SERVER
 
 __all__ = ["ServerSession"]
 
@@ -35,12 +36,14 @@ class ServerSession(Session):
     HTTP deployment). ``revision`` is the revision agreed by initialize, else that of the last
     request. Pings are answered by the session itself.
 
-    States: ``"idle"``, ``"initializing"`` (initialize answered, the client's initialized
-    notification awaited), ``"ready"``.
+    States (``states.SessionState``, moves allowed by ``states.SERVER``): ``"idle"``,
+    ``"initializing"`` (initialize answered, the client's initialized notification awaited),
+    ``"ready"``.
     """
 
     role = "server"
     peer = "client"
+    _transitions = SERVER
 
     def __init__(
         self,
@@ -196,7 +199,7 @@ class ServerSession(Session):
     ) -> None:
         role = sp.roles.get(message.method)
         if role == "initialize":
-            if self.state == "ready" and not self._bound:
+            if self.state is READY and not self._bound:
                 self._reject_request(codec, self._serving_per_request(message.method, id), events)
                 return
             self._on_initialize(codec, sp, id, message, events)
@@ -274,7 +277,7 @@ class ServerSession(Session):
         self._peer_capabilities = new.peer_capabilities
         self._bound = True
         self.revision = revision
-        self.state = "initializing"
+        self._move(INITIALIZING)
         events.append(
             Negotiated(revision=revision, capabilities=params.capabilities, info=params.client_info)
         )
@@ -309,7 +312,7 @@ class ServerSession(Session):
     def _notification(
         self, codec: Codec, sp: _Speech, msg: Any, role: str | None, events: list[Event]
     ) -> None:
-        if role == "initialized" and self.state == "initializing":
+        if role == "initialized" and self.state is INITIALIZING:
             self._ready()
             events.append(Initialized())
             return

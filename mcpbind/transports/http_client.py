@@ -1,5 +1,6 @@
-"""Streamable HTTP for clients: a ``ClientSession`` driven over httpx, server-sent events read by
-httpx-sse.
+"""Streamable HTTP for clients: a ``ClientSession`` driven over HTTP (``http_wire``: the pool of
+``http_pool`` by default, or the ``httpx.AsyncClient`` given as ``http``), server-sent events read
+by ``sse_events``.
 
 ``StreamableHTTPClient(url, session)`` POSTs each message the session queues and feeds every
 message of the answer (a JSON body or an event stream) back to the session. It carries the
@@ -13,7 +14,8 @@ on any stream, are answered by ``on_request(event)``, an async function returnin
 
 A 401 (or a 403 with a challenge) goes to ``auth`` (an ``mcpbind.auth.OAuthClient``), which
 obtains or steps up a token, and the request is sent again, at most ``auth.max_attempts``
-times; without ``auth``, or when it cannot help, the call ends with one ``AuthorizationError``.
+times (``http_wire.send``); without ``auth``, or when it cannot help, the call ends with one
+``AuthorizationError``. What fails on the way is an ``http_wire.HttpError``.
 """
 
 from __future__ import annotations
@@ -23,15 +25,12 @@ import contextlib
 import itertools
 from collections import deque
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import httpx
 import msgspec
-from httpx_sse import EventSource
 
 from .. import bindings
 from ..auth.client import OAuthClient
-from ..auth.errors import AuthorizationError
 from ..errors import INTERNAL_ERROR, INVALID_PARAMS, ProtocolError
 from ..events import (
     ANSWERS,
@@ -48,6 +47,11 @@ from ..session import ClientSession
 from ._answer import MAX_ROUNDS, answer_request, answer_rounds
 from .header_check import encode_header_value as encode_header_value
 from .header_check import params_name
+from .http_wire import HttpError, HttpWire, Reply, closing, send, wire_for
+from .sse_events import events
+
+if TYPE_CHECKING:
+    import httpx
 
 __all__ = ["StreamableHTTPClient"]
 
@@ -63,13 +67,15 @@ _TOKEN = frozenset("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHI
 _PRIMITIVE = frozenset(("string", "integer", "boolean"))
 
 
-class _Peek(msgspec.Struct, gc=False):
+class _SentMessage(msgspec.Struct, gc=False):
+    """What the headers of a message this client sends come from: its id, method and params."""
+
     id: Any = None
     method: Any = None
     params: Any = None
 
 
-_peek = msgspec.json.Decoder(_Peek)
+_peek = msgspec.json.Decoder(_SentMessage)
 
 
 class StreamableHTTPClient:
@@ -85,7 +91,10 @@ class StreamableHTTPClient:
     (a resumption, with ``Last-Event-ID``) is never mistaken for it. ``auth`` (an
     ``OAuthClient``) authorizes the requests of a protected server. ``max_rounds`` bounds the
     input rounds of one multi-round-trip request (16): a server asking for input once more fails
-    the call with ``ProtocolError`` -32603 rather than keep it going.
+    the call with ``ProtocolError`` -32603 rather than keep it going. ``http``: what the
+    requests go through, an ``httpx.AsyncClient`` (its proxies, TLS settings, transports) or an
+    ``http_wire.HttpWire``; by default an ``http_pool.HttpPool`` of its own (connect and read
+    timeouts of 30 s; an event stream has no read timeout).
     """
 
     def __init__(
@@ -93,7 +102,7 @@ class StreamableHTTPClient:
         url: str,
         session: ClientSession,
         *,
-        http: httpx.AsyncClient | None = None,
+        http: httpx.AsyncClient | HttpWire | None = None,
         headers: dict[str, str] | None = None,
         on_request: Callable[[RequestReceived], Awaitable[Any]] | None = None,
         max_resumptions: int = 5,
@@ -114,8 +123,8 @@ class StreamableHTTPClient:
         self._meta_keys = tuple(
             dict.fromkeys(bindings(r).FACTS.meta_key for r in session.revisions)
         )
-        self.http = http or httpx.AsyncClient(timeout=httpx.Timeout(30.0))
-        self._own_http = http is None
+        # What the requests go through: a pool of its own unless ``http`` says otherwise.
+        self.wire, self._own_wire = wire_for(http, url)
         self.headers = dict(headers or {})
         self.on_request = on_request
         self.max_resumptions = max_resumptions
@@ -147,12 +156,14 @@ class StreamableHTTPClient:
             self._listener = None
         if self.session_id is not None:
             # A failed DELETE leaves the server to expire the session: nothing to do about it.
-            with contextlib.suppress(httpx.HTTPError, ProtocolError):
+            with contextlib.suppress(HttpError, ProtocolError):
                 headers = await self._authorized(self._headers(None), "DELETE")
-                await self.http.delete(self.url, headers=headers)
+                reply = await self.wire.exchange(self.wire.head("DELETE", self.url, headers))
+                async with closing(reply):
+                    await reply.read()
             self.session_id = None
-        if self._own_http:
-            await self.http.aclose()
+        if self._own_wire:
+            await self.wire.aclose()
 
     # -- the conversation ----------------------------------------------------------------------
 
@@ -234,7 +245,7 @@ class StreamableHTTPClient:
 
     # -- HTTP ------------------------------------------------------------------------------------
 
-    def _headers(self, message: bytes | None, peek: _Peek | None = None) -> dict[str, str]:
+    def _headers(self, message: bytes | None, peek: _SentMessage | None = None) -> dict[str, str]:
         """The headers of a request carrying ``message`` (None: a GET or DELETE); ``peek``:
         ``message`` read by ``peek_message`` already."""
         headers = {"Accept": ACCEPT, **self.headers}
@@ -307,64 +318,45 @@ class StreamableHTTPClient:
             headers.update(await self.auth.headers(method, self.url))
         return headers
 
-    async def _challenged(self, response: httpx.Response, attempts: int) -> None:
-        """Act on a 401, or a 403 with a challenge: return when the request is worth sending
-        again, raise ``AuthorizationError`` when it is not."""
-        await response.aread()
-        status = response.status_code
-        challenge = response.headers.get("WWW-Authenticate")
-        if self.auth is None:
-            raise AuthorizationError(
-                f"HTTP {status} from {self.url}: the server requires authorization "
-                f"({challenge or 'no WWW-Authenticate challenge'}) and no auth= was given",
-                status,
-            )
-        if attempts >= self.auth.max_attempts:
-            raise AuthorizationError(
-                f"HTTP {status} from {self.url} after {attempts} authorization attempts "
-                f"({challenge or 'no WWW-Authenticate challenge'})",
-                status,
-            )
-        await self.auth.handle(response, self.url, attempts)
-
     async def _post(self, message: bytes) -> None:
         owed = _owed(message)
-        attempts = 0
-        while True:
-            headers = await self._authorized(self._headers(message), "POST")
-            async with self.http.stream(
-                "POST", self.url, content=message, headers=headers
-            ) as response:
-                if _needs_auth(response):
-                    await self._challenged(response, attempts)
-                    attempts += 1
-                    continue
-                last = await self._answer_post(response, owed)
-                break
+        reply = await send(
+            self.wire, "POST", self.url, message, headers=self._headers(message), auth=self.auth
+        )
+        async with closing(reply):
+            last = await self._answer_post(reply, owed)
         if last is not _DONE:
             await self._resume_post(last, owed)
 
-    async def _answer_post(self, response: httpx.Response, owed: set[Any]) -> Any:
+    async def _get(self, last: str | None) -> Reply:
+        """A GET of the session's event stream (``last``: resumed after that event)."""
+        headers = await self._authorized(self._headers(None), "GET")
+        headers["Accept"] = "text/event-stream"
+        if last is not None:
+            headers["Last-Event-ID"] = last
+        return await self.wire.exchange(self.wire.head("GET", self.url, headers), stream=True)
+
+    async def _answer_post(self, reply: Reply, owed: set[Any]) -> Any:
         """Read one POST's answer; the last event id of its stream (to resume from), or
         ``_DONE`` when nothing remains to resume."""
-        sid = response.headers.get(SESSION_HEADER)
+        sid = reply.headers.get(_SESSION_KEY)
         if sid is not None:
             self.session_id = sid
-        kind = response.headers.get("content-type", "")
-        if response.status_code == 202 or not owed and response.status_code < 300:
-            await response.aread()
+        kind = reply.headers.get("content-type", "")
+        status = reply.status
+        if status == 202 or not owed and status < 300:
+            await reply.read()
             return _DONE
         if kind.startswith("text/event-stream"):
-            return await self._read_stream(response, owed)
-        body = await response.aread()
+            return await self._read_stream(reply, owed)
+        body = await reply.read()
         if kind.startswith("application/json") and body:
-            if response.status_code >= 400 and len(owed) == 1:
+            if status >= 400 and len(owed) == 1:
                 body = _answering(body, next(iter(owed)))
             await self._receive(body, owed)
         elif owed:
             raise ProtocolError(
-                INTERNAL_ERROR,
-                f"HTTP {response.status_code} without a JSON-RPC answer: {body[:200]!r}",
+                INTERNAL_ERROR, f"HTTP {status} without a JSON-RPC answer: {body[:200]!r}"
             )
         return _DONE
 
@@ -394,14 +386,11 @@ class StreamableHTTPClient:
     async def _resume(self, last: str, owed: set[Any]) -> str | None:
         """Resume a POST's stream from the event ``last`` with a GET; the last event id seen, or
         None when the server offers no stream (or nothing remains owed)."""
-        headers = await self._authorized(self._headers(None), "GET")
-        headers["Accept"] = "text/event-stream"
-        headers["Last-Event-ID"] = last
-        async with self.http.stream("GET", self.url, headers=headers) as response:
-            if response.status_code != 200:
-                await response.aread()
+        async with closing(await self._get(last)) as reply:
+            if reply.status != 200:
+                await reply.read()
                 return None
-            return await self._read_stream(response, owed) or last
+            return await self._read_stream(reply, owed) or last
 
     async def _open_listener(self) -> None:
         """Start reading the standalone GET stream and return once the server has answered the
@@ -419,36 +408,33 @@ class StreamableHTTPClient:
         last: str | None = None
         try:
             for _ in range(self.max_resumptions + 1):
-                headers = await self._authorized(self._headers(None), "GET")
-                headers["Accept"] = "text/event-stream"
-                if last is not None:
-                    headers["Last-Event-ID"] = last
                 try:
-                    async with self.http.stream("GET", self.url, headers=headers) as response:
+                    async with closing(await self._get(last)) as reply:
                         answered.set()
-                        if response.status_code != 200:
-                            await response.aread()
+                        if reply.status != 200:
+                            await reply.read()
                             return  # 405: no stream to offer (401/403: none for us)
-                        last = await self._read_stream(response, {object()}) or last
-                except (httpx.HTTPError, ProtocolError):
+                        last = await self._read_stream(reply, {object()}) or last
+                except (HttpError, ProtocolError):
                     answered.set()  # resumed below, like a POST stream
                 await asyncio.sleep(self.retry_ms / 1000)
         finally:
             answered.set()
 
-    async def _read_stream(self, response: httpx.Response, owed: set[Any]) -> str | None:
+    async def _read_stream(self, reply: Reply, owed: set[Any]) -> str | None:
         """Feed a stream's messages to the session until it ends or owes nothing more; the id of
         its last event (to resume from), or None when nothing remains owed."""
         last: str | None = None
-        async for sse in EventSource(response).aiter_sse():
-            if sse.id:
-                last = sse.id
-            if sse.retry is not None:
-                self.retry_ms = sse.retry
-            if sse.data:
-                await self._receive(sse.data.encode(), owed)
-            if not owed:
-                return None
+        async with contextlib.aclosing(events(reply)) as stream:
+            async for event in stream:
+                if event.id:
+                    last = event.id
+                if event.retry is not None:
+                    self.retry_ms = event.retry
+                if event.data:
+                    await self._receive(event.data, owed)
+                if not owed:
+                    return None
         return last
 
     def _report(self, event: Event) -> None:
@@ -484,13 +470,7 @@ class StreamableHTTPClient:
 
 # What _answer_post returns when a POST's answer is complete.
 _DONE: Any = object()
-
-
-def _needs_auth(response: httpx.Response) -> bool:
-    """Whether a response asks for (other) credentials: a 401, or a 403 with a challenge."""
-    return response.status_code == 401 or (
-        response.status_code == 403 and "www-authenticate" in response.headers
-    )
+_SESSION_KEY = SESSION_HEADER.lower()  # (a reply's header names are lower-case)
 
 
 def _designations(schema: Any) -> tuple[dict[str, str], str | None]:
@@ -517,12 +497,12 @@ def _designations(schema: Any) -> tuple[dict[str, str], str | None]:
     return out, None
 
 
-def peek_message(message: bytes) -> _Peek:
+def peek_message(message: bytes) -> _SentMessage:
     """The id, method and params of a message (all None where it has none, or is unreadable)."""
     try:
         return _peek.decode(message)
     except (msgspec.DecodeError, ValueError):
-        return _Peek()
+        return _SentMessage()
 
 
 def _answering(body: bytes, id_: Any) -> bytes:
@@ -544,7 +524,7 @@ def _answering(body: bytes, id_: Any) -> bytes:
 _ERROR_BODY_MAX = 64 << 10  # an HTTP error's body read for an id-less JSON-RPC error
 
 
-def _owed(message: bytes, peek: _Peek | None = None) -> set[Any]:
+def _owed(message: bytes, peek: _SentMessage | None = None) -> set[Any]:
     """The ids of the requests a message carries (their answers are owed on its response);
     ``peek``: ``message`` read by ``peek_message`` already."""
     if peek is None:

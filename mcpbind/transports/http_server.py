@@ -156,7 +156,9 @@ HEADER_MISMATCH = -32020
 _STATUS = {PARSE_ERROR: 400, INVALID_REQUEST: 400, METHOD_NOT_FOUND: 404, INVALID_PARAMS: 400}
 
 
-class _Peek(msgspec.Struct, gc=False):
+class _ClientMessage(msgspec.Struct, gc=False):
+    """A client's message as routing reads it: its id, method, params and error."""
+
     id: Any = None
     method: Any = None
     params: Any = None
@@ -195,7 +197,7 @@ class _Note(msgspec.Struct, array_like=True):
     data: bytes = b""
 
 
-_peek = msgspec.json.Decoder(_Peek)
+_peek = msgspec.json.Decoder(_ClientMessage)
 
 
 def _answer_status(data: bytes, stateful: bool) -> int:

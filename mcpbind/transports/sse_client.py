@@ -1,6 +1,7 @@
 """HTTP+SSE for clients (the HTTP transport of MCP 2024-11-05): a ``ClientSession`` driven over
-httpx, the event stream read by httpx-sse; and ``connect_http``, which picks Streamable HTTP or
-HTTP+SSE the way the 2025-03-26 specification's backwards-compatibility section says.
+HTTP (``http_wire``, as ``StreamableHTTPClient``), the event stream read by ``sse_events``; and
+``connect_http``, which picks Streamable HTTP or HTTP+SSE the way the 2025-03-26 specification's
+backwards-compatibility section says.
 
 ``SSEClient(url, session)`` GETs ``url``, an event stream whose first event, ``endpoint``, names
 the URL to POST messages to (it must be on the same origin as ``url``). Each message the session
@@ -15,15 +16,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections import deque
-from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urljoin, urlsplit
 
-import httpx
 import msgspec
-from httpx_sse import EventSource, ServerSentEvent
 
-from ..errors import ProtocolError
+from ..errors import CONNECTION_CLOSED, ProtocolError
 from ..events import (
     ANSWERS,
     ErrorReceived,
@@ -38,26 +37,30 @@ from ..events import (
 from ..session import ClientSession
 from ._answer import MAX_ROUNDS, answer_request, answer_rounds
 from .http_client import StreamableHTTPClient
+from .http_wire import HttpError, HttpWire, Reply, closing, wire_for
+from .sse_events import ServerEvent, events
+
+if TYPE_CHECKING:
+    import httpx
 
 __all__ = ["CONNECTION_CLOSED", "SSEClient", "connect_http"]
 
 # The error of a request whose answer can no longer come (the stream ended, a POST failed), and
 # of a server request refused past ``max_in_flight``: a server error of the implementation range,
 # as the stdio bridge answers a closed connection.
-CONNECTION_CLOSED = -32000
 
 # Statuses that say the endpoint exists and the credentials or the rate are the problem: a
 # Streamable HTTP server answering them is not an HTTP+SSE server.
 _NOT_LEGACY = frozenset((401, 403, 429))
 
 
-class _Peek(msgspec.Struct, gc=False):
-    id: Any = None
-    method: Any = None
+class _ErrorBody(msgspec.Struct, gc=False):
+    """The JSON-RPC error a refused POST's body may carry (None where it has none)."""
+
     error: Any = None
 
 
-_peek = msgspec.json.Decoder(_Peek)
+_error_body = msgspec.json.Decoder(_ErrorBody)
 
 
 class SSEClient:
@@ -70,7 +73,7 @@ class SSEClient:
     input rounds of one multi-round-trip request (16): a server asking for input once more fails
     the call with ``ProtocolError`` -32603 rather than keep it going. ``endpoint`` is the URL
     messages go to, and ``session_id`` its ``session_id`` (or ``sessionId``) query parameter,
-    once connected.
+    once connected. ``http`` is what the requests go through, as for ``StreamableHTTPClient``.
     """
 
     def __init__(
@@ -78,7 +81,7 @@ class SSEClient:
         url: str,
         session: ClientSession,
         *,
-        http: httpx.AsyncClient | None = None,
+        http: httpx.AsyncClient | HttpWire | None = None,
         headers: dict[str, str] | None = None,
         on_request: Callable[[RequestReceived], Awaitable[Any]] | None = None,
         on_event: Callable[[Event], None] | None = None,
@@ -91,8 +94,7 @@ class SSEClient:
             raise ValueError(f"max_rounds must be >= 0, not {max_rounds}")
         self.url = url
         self.session = session
-        self.http = http or httpx.AsyncClient(timeout=httpx.Timeout(30.0))
-        self._own_http = http is None
+        self.wire, self._own_wire = wire_for(http, url)
         self.headers = dict(headers or {})
         self.on_request = on_request
         self.on_event = on_event
@@ -129,8 +131,8 @@ class SSEClient:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._reader
             self._reader = None
-        if self._own_http:
-            await self.http.aclose()
+        if self._own_wire:
+            await self.wire.aclose()
 
     # -- the conversation ----------------------------------------------------------------------
 
@@ -219,7 +221,7 @@ class SSEClient:
         try:
             try:
                 await self.flush()
-            except (ProtocolError, httpx.HTTPError):
+            except (ProtocolError, HttpError):
                 if not future.done():
                     raise
             # Answered, or failed by the end of the stream (which says more than the refusal of
@@ -236,40 +238,42 @@ class SSEClient:
                 CONNECTION_CLOSED, f"Connection closed: {self._ended or 'not connected'}"
             )
         headers = {**self.headers, "Content-Type": "application/json"}
-        response = await self.http.post(self.endpoint, content=message, headers=headers)
-        if response.is_success:
+        reply = await self.wire.exchange(self.wire.head("POST", self.endpoint, headers), message)
+        async with closing(reply):
+            body = await reply.read()
+        if 200 <= reply.status < 300:
             return
-        code, text = CONNECTION_CLOSED, response.text[:200]
+        code, text = CONNECTION_CLOSED, body[:800].decode("utf-8", "replace")[:200]
         with contextlib.suppress(msgspec.DecodeError, ValueError):
-            error = _peek.decode(response.content).error
+            error = _error_body.decode(body).error
             if isinstance(error, dict) and isinstance(error.get("code"), int):
                 code, text = error["code"], str(error.get("message", text))
-        raise ProtocolError(code, f"POST {self.endpoint}: HTTP {response.status_code}: {text}")
+        raise ProtocolError(code, f"POST {self.endpoint}: HTTP {reply.status}: {text}")
 
     async def _read(self, opened: asyncio.Future[str]) -> None:
         """Read the stream: its endpoint event settles ``opened``, each message goes to the
         session; when it ends, whatever waits is told why."""
         why = "the server closed the event stream"
         headers = {**self.headers, "Accept": "text/event-stream", "Cache-Control": "no-cache"}
-        # A quiet stream is not a failure: no read timeout on it.
-        timeout = self.http.timeout
-        timeout = httpx.Timeout(timeout.connect, read=None, write=timeout.write, pool=timeout.pool)
         try:
-            async with self.http.stream("GET", self.url, headers=headers, timeout=timeout) as r:
+            # A quiet stream is not a failure: no read timeout on it (``stream``).
+            head = self.wire.head("GET", self.url, headers)
+            async with closing(await self.wire.exchange(head, stream=True)) as r:
                 kind = r.headers.get("content-type", "")
-                if r.status_code != 200 or not kind.startswith("text/event-stream"):
-                    body = (await r.aread())[:200]
-                    why = f"GET {self.url}: HTTP {r.status_code} {kind!r}, not an event stream"
+                if r.status != 200 or not kind.startswith("text/event-stream"):
+                    body = (await r.read())[:200]
+                    why = f"GET {self.url}: HTTP {r.status} {kind!r}, not an event stream"
                     opened.set_exception(ProtocolError(CONNECTION_CLOSED, f"{why}: {body!r}"))
                     return
-                async for sse in EventSource(r).aiter_sse():
-                    if not opened.done():
-                        self._opened(sse, opened)
-                        if opened.exception() is not None:
-                            return
-                    elif sse.event == "message" and sse.data:
-                        await self._receive(sse.data.encode())
-        except httpx.HTTPError as error:
+                async with contextlib.aclosing(events(r)) as stream:
+                    async for sse in stream:
+                        if not opened.done():
+                            self._opened(sse, opened)
+                            if opened.exception() is not None:
+                                return
+                        elif sse.event == "message" and sse.data:
+                            await self._receive(sse.data)
+        except HttpError as error:
             why = f"the event stream failed: {error!r}"
         except ProtocolError as error:  # a POST the answers needed was refused
             why = error.message
@@ -280,7 +284,7 @@ class SSEClient:
                 )
             self._end(why)
 
-    def _opened(self, sse: ServerSentEvent, opened: asyncio.Future[str]) -> None:
+    def _opened(self, sse: ServerEvent, opened: asyncio.Future[str]) -> None:
         """Settle ``opened`` with the first event: the endpoint URL, on the stream's origin."""
         if sse.event != "endpoint":
             opened.set_exception(
@@ -291,7 +295,7 @@ class SSEClient:
                 )
             )
             return
-        endpoint = urljoin(self.url, sse.data.strip())
+        endpoint = urljoin(self.url, sse.data.decode("utf-8", "replace").strip())
         mine, theirs = urlsplit(self.url), urlsplit(endpoint)
         if (mine.scheme, mine.netloc) != (theirs.scheme, theirs.netloc):
             # Messages (and the credentials in ``headers``) never go to another origin.
@@ -321,7 +325,7 @@ class SSEClient:
                 self._answer(event)
         try:
             await self.flush()  # what the session answered itself (pings, refusals, initialized)
-        except httpx.HTTPError as error:
+        except HttpError as error:
             raise ProtocolError(CONNECTION_CLOSED, f"a POST failed: {error!r}") from error
 
     def _settle(self, rid: Any, event: Event) -> None:
@@ -348,7 +352,7 @@ class SSEClient:
         await answer_request(self.session, event, self.on_request)
         try:
             await self.flush()
-        except (ProtocolError, httpx.HTTPError) as error:
+        except (ProtocolError, HttpError) as error:
             # The server will not get the answer: the connection is of no further use.
             self._end(f"the answer to the server's {event.method!r} was not delivered: {error}")
             if self._reader is not None:
@@ -379,11 +383,56 @@ class _Legacy(Exception):
         self.message = message
 
 
+class _Watching:
+    """The wire of the opening's POST: its first POST's reply, when it is an HTTP+SSE server's
+    refusal (a 4xx that is not a JSON-RPC answer, nor 401, 403 or 429), raises ``_Legacy``."""
+
+    def __init__(self, wire: HttpWire) -> None:
+        self.wire = wire
+        self.decided = False
+
+    def head(
+        self, method: str, url: str, headers: Mapping[str, str], key: Hashable | None = None
+    ) -> Any:
+        return method, self.wire.head(method, url, headers)
+
+    def kept(self, key: Hashable) -> Any | None:
+        return None
+
+    async def exchange(
+        self,
+        head: Any,
+        body: bytes | None = None,
+        held: list[Any] | None = None,
+        stream: bool = False,
+    ) -> Reply:
+        method, inner = head
+        reply = await self.wire.exchange(inner, body, held=held, stream=stream)
+        if self.decided or method != "POST":
+            return reply
+        self.decided = True
+        kind = reply.headers.get("content-type", "")
+        if (
+            400 <= reply.status < 500
+            and reply.status not in _NOT_LEGACY
+            and not kind.startswith(("application/json", "text/event-stream"))
+        ):
+            await reply.aclose()
+            raise _Legacy(reply.status, body or b"")
+        return reply
+
+    def abort(self, held: list[Any]) -> None:
+        self.wire.abort(held)
+
+    async def aclose(self) -> None:
+        await self.wire.aclose()
+
+
 async def connect_http(
     url: str,
     session: ClientSession,
     *,
-    http: httpx.AsyncClient | None = None,
+    http: httpx.AsyncClient | HttpWire | None = None,
     headers: dict[str, str] | None = None,
     on_request: Callable[[RequestReceived], Awaitable[Any]] | None = None,
     max_rounds: int = MAX_ROUNDS,
@@ -396,45 +445,32 @@ async def connect_http(
     401, 403 and 429 are not taken for the old transport (they say the endpoint exists), nor is
     a 4xx carrying a JSON-RPC error (a Streamable HTTP server answering the message).
     ``max_rounds`` goes to either client (the input rounds of one request). Returns a
-    ``StreamableHTTPClient`` or an ``SSEClient``, connected; closing it closes its HTTP client
-    when ``http`` was not given.
+    ``StreamableHTTPClient`` or an ``SSEClient``, connected, sending through ``http`` (as they
+    take it; one wire for the attempt and the client it gives); closing it closes the wire when
+    ``http`` was not given.
     """
-    decided = False
-
-    async def watch(response: httpx.Response) -> None:
-        nonlocal decided
-        if decided or response.request.method != "POST":
-            return
-        decided = True
-        kind = response.headers.get("content-type", "")
-        if (
-            400 <= response.status_code < 500
-            and response.status_code not in _NOT_LEGACY
-            and not kind.startswith(("application/json", "text/event-stream"))
-        ):
-            raise _Legacy(response.status_code, response.request.content)
-
+    wire, own = wire_for(http, url)
     common: dict[str, Any] = {
         "headers": headers,
         "on_request": on_request,
         "max_rounds": max_rounds,
     }
-    modern = StreamableHTTPClient(url, session, http=http, **common)
-    hooks = modern.http.event_hooks["response"]
-    hooks.append(watch)
+    watching = _Watching(wire)
+    modern = StreamableHTTPClient(url, session, http=watching, **common)
     try:
         await modern.connect()
-        return modern
     except _Legacy as refused:
         opening = refused.message
     except BaseException:
         await modern.close()
+        if own:
+            await wire.aclose()
         raise
-    finally:
-        hooks.remove(watch)
-    if http is None:
-        await modern.close()  # its own HTTP client; no session was opened to delete
-    old = SSEClient(url, session, http=http, **common)
+    else:
+        modern.wire, modern._own_wire = wire, own  # the opening is past: no more watching
+        return modern
+    old = SSEClient(url, session, http=wire, **common)
+    old._own_wire = own
     try:
         await old.connect(unsent=[opening])
     except BaseException:

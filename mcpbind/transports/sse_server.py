@@ -100,7 +100,7 @@ class _Feed(_Stream):
             self.last = asyncio.get_running_loop().time()
 
 
-class _Session(_Live):
+class _SSESession(_Live):
     """One HTTP+SSE session: a ``ServerSession``, its stream, the handlers running for it."""
 
     def __init__(self, session: ServerSession, sid: str, feed: _Feed) -> None:
@@ -191,7 +191,7 @@ class SSEServer:
         self.session_class = session_class  # builds each ServerSession from the config
         self.on_close = on_close  # told the id of each session that ends
         self.messages_path = messages_path
-        self.sessions: dict[str, _Session] = {}
+        self.sessions: dict[str, _SSESession] = {}
         self.routes = [
             Route(sse_path, self._get, methods=["GET"]),
             Route(messages_path, self._post, methods=["POST"]),
@@ -224,7 +224,7 @@ class SSEServer:
             return response
         sid = secrets.token_hex(16)
         feed = _Feed(max_queued=self.max_queued, last=now)
-        live = _Session(self.session_class(**self._config), sid, feed)
+        live = _SSESession(self.session_class(**self._config), sid, feed)
         feed.overrun = lambda rest: self._overrun(live, rest)
         self.sessions[sid] = live
         endpoint = f"{request.scope.get('root_path', '')}{self.messages_path}?session_id={sid}"
@@ -247,7 +247,7 @@ class SSEServer:
         self._end(oldest)
         return True
 
-    async def _events(self, live: _Session, endpoint: str) -> AsyncGenerator[bytes, None]:
+    async def _events(self, live: _SSESession, endpoint: str) -> AsyncGenerator[bytes, None]:
         """The body of a session's stream: the endpoint, then every message, with keep-alive
         comments while quiet; ending it (for whatever reason) ends the session."""
         loop = asyncio.get_running_loop()
@@ -321,7 +321,7 @@ class SSEServer:
             return _plain_error(500, "Internal error while reading the message", INTERNAL_ERROR)
         return Response(b"Accepted", status_code=202, media_type="text/plain")
 
-    def _receive(self, live: _Session, body: bytes) -> None:
+    def _receive(self, live: _SSESession, body: bytes) -> None:
         """Give the session one POST's message; what it answers itself goes on the stream."""
         live.feed.last = asyncio.get_running_loop().time()
         session = live.session
@@ -331,7 +331,7 @@ class SSEServer:
             for event in events:
                 self._observe(live, event)
 
-    def _observe(self, live: _Session, event: Event) -> None:
+    def _observe(self, live: _SSESession, event: Event) -> None:
         """Act on one event of a POST: start a handler, settle an awaited client answer."""
         if self.on_event is not None:
             self.on_event(live.session, event)
@@ -346,7 +346,7 @@ class SSEServer:
         else:
             _settle(live, event)
 
-    async def _run(self, live: _Session, call: Call) -> None:
+    async def _run(self, live: _SSESession, call: Call) -> None:
         session = live.session
         try:
             result = await self.handler(call)
@@ -372,7 +372,7 @@ class SSEServer:
 
     # -- the end of a session ---------------------------------------------------------------------
 
-    def _end(self, live: _Session) -> None:
+    def _end(self, live: _SSESession) -> None:
         """End a session: forget it, cancel its handlers, fail the requests it awaits from the
         client, and close its stream (what is queued is still written)."""
         if live.ended:
@@ -388,7 +388,7 @@ class SSEServer:
         live.feed.closed = True
         live.feed.queue.put_nowait(None)
 
-    def _overrun(self, live: _Session, rest: list[bytes]) -> None:
+    def _overrun(self, live: _SSESession, rest: list[bytes]) -> None:
         """The client stopped reading: what waits is still written, what did not fit is not, and
         every request of the client still owed an answer (in flight, or answered by a message
         that did not fit) is answered with an error saying why; then the session ends."""

@@ -1,13 +1,20 @@
-"""Keep-alive HTTP/1.1 connections to one server, for the gateway's POSTs to it: the request head
-written here, the answer read by httptools (the C HTTP parser uvicorn serves with), fed by the
-event loop's protocol callbacks.
+"""The default ``http_wire.HttpWire``: keep-alive HTTP/1.1 connections to one origin, the request
+head written here, the answer read by httptools (the C HTTP parser uvicorn serves with), fed by
+the event loop's protocol callbacks.
 
-The gateway sends every request of every client to its server over HTTP; httpx spends about 2 ms
-of CPU on one such POST, more than the whole gateway may spend on a request (docs/bridge.md,
-"Cost"), and h11 (pure Python) about a fifth of the gateway's time. This does the one exchange
-the gateway needs (a POST, its answer read as it comes) in a small fraction of that. Everything
-else (deleting a session, resuming a stream with ``Last-Event-ID``, finding which transport a
-server speaks) still goes through httpx.
+Written for the gateway, which sends every request of every client to its server over HTTP:
+httpx spends about 2 ms of CPU on one such POST, more than the whole gateway may spend on a
+request (docs/bridge.md, "Cost"), and h11 (pure Python) about a fifth of the gateway's time. This
+does an exchange (a request, its answer read as it comes) in a small fraction of that, and
+carries every request of mcpbind's HTTP clients (POST, the GET of an event stream, DELETE).
+
+Bounds: ``limit`` exchanges at once (``MAX_EXCHANGES``; one past it waits for one to end), and
+apart from them ``max_streams`` event streams (``MAX_STREAMS``; one past it fails at once), which
+may stay open for as long as the server keeps them; an answer's head of at most ``MAX_HEAD``
+bytes; at most ``MAX_HEADS`` request heads kept encoded; a connection stops reading while more
+than 64 KiB of an answer wait unread. ``connect_timeout`` bounds a connection's opening,
+``read_timeout`` (None: no bound) each wait for more of an answer that is not an event stream.
+Failures are ``http_wire.HttpError`` (``ServerUnreachable``, ``HttpTimeout``), the socket's mapped.
 """
 
 from __future__ import annotations
@@ -16,23 +23,21 @@ import asyncio
 import contextlib
 import ssl
 from collections import deque
-from collections.abc import AsyncIterator, Hashable
+from collections.abc import AsyncIterator, Hashable, Mapping
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 import httptools
 
-__all__ = ["MAX_CONNECTIONS", "MAX_HEAD", "MAX_HEADS", "Answer", "HttpError", "Pool"]
+from .http_wire import HttpError, HttpTimeout, ServerUnreachable
 
-MAX_CONNECTIONS = 256  # connections to the server held at once (a request past it waits)
+__all__ = ["MAX_EXCHANGES", "MAX_HEAD", "MAX_HEADS", "MAX_STREAMS", "Answer", "HttpPool"]
+
+MAX_EXCHANGES = 256  # exchanges with the server at once, each on a connection (more wait)
+MAX_STREAMS = 4096  # event streams open at once besides them (more fail): a gateway's links' GETs
 MAX_HEAD = 65536  # bytes of an answer's status line and headers, at most
-MAX_HEADS = 1024  # request heads kept encoded for the next POST with the same headers
+MAX_HEADS = 1024  # request heads kept encoded for the next request with the same headers
 _READ = 65536
-
-
-class HttpError(Exception):
-    """The server's answer is not HTTP/1.1 the pool can read (or its head is over
-    ``MAX_HEAD``), or a header to send would break the request head."""
 
 
 class _Connection(asyncio.Protocol):
@@ -40,15 +45,19 @@ class _Connection(asyncio.Protocol):
     a small answer arrives in one read and is parsed whole there), and what it has read of the
     answer in hand. Reading pauses while more than ``_READ`` bytes of body wait unread."""
 
-    def __init__(self) -> None:
+    def __init__(self, pool: HttpPool) -> None:
+        self.pool = pool
         # Its loop, kept: asyncio.get_running_loop() is a getpid() system call on Python 3.11.
         self.loop = asyncio.get_running_loop()
         self.transport: asyncio.Transport | None = None
         self.parser = httptools.HttpResponseParser(self)
         self.waiter: asyncio.Future[None] | None = None  # what a reader of the answer awaits
+        self.timeout: float | None = None  # seconds a wait for more of the answer may take
+        self.stream = False  # its exchange is an event stream (counted apart)
+        self.answer: Answer | None = None  # the answer it carries until released
         self.error: BaseException | None = None  # why the connection cannot go on
         self.paused = False
-        self.abandoned = False  # ended by ``Pool.abort``: not to be tried again
+        self.abandoned = False  # ended by ``HttpPool.abort``: not to be tried again
         self._start()
 
     def _start(self) -> None:
@@ -79,11 +88,12 @@ class _Connection(asyncio.Protocol):
         self._wake()
 
     def eof_received(self) -> bool:
-        self._fail(ConnectionError("the server closed the connection mid-answer"))
+        self._fail(HttpError("the server closed the connection mid-answer"))
         return False
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self._fail(exc or ConnectionError("the server closed the connection mid-answer"))
+        error = HttpError(f"the connection failed ({type(exc).__name__}: {exc})") if exc else None
+        self._fail(error or HttpError("the server closed the connection mid-answer"))
 
     # httptools' callbacks
     def on_header(self, name: bytes, value: bytes) -> None:
@@ -127,17 +137,32 @@ class _Connection(asyncio.Protocol):
             waiter.set_result(None)
 
     async def more(self) -> None:
-        """Wait for the server to send more (raises why, when it cannot)."""
+        """Wait for the server to send more (raises why, when it cannot; ``HttpTimeout`` when
+        nothing comes within ``timeout``)."""
         if self.error is not None:
             raise self.error
         if self.paused and self.transport is not None:
             self.paused = False
             self.transport.resume_reading()
         self.waiter = self.loop.create_future()
+        if self.timeout is not None:
+            await self._timed(self.waiter, self.timeout)
+            return
         try:
             await self.waiter
         finally:
             self.waiter = None
+
+    async def _timed(self, waiter: asyncio.Future[None], timeout: float) -> None:
+        timer = self.loop.call_later(timeout, self._late)
+        try:
+            await waiter
+        finally:
+            self.waiter = None
+            timer.cancel()
+
+    def _late(self) -> None:
+        self._fail(HttpTimeout(f"the server sent nothing for {self.timeout:g} s (read timeout)"))
 
     def take(self) -> list[bytes]:
         """The body read so far, no longer kept here."""
@@ -155,12 +180,13 @@ class _Connection(asyncio.Protocol):
         if self.transport is not None:
             self.transport.close()
         if self.error is None:
-            self.error = ConnectionError("the connection was closed")
+            self.error = HttpError("the connection was closed")
 
 
 class Answer:
-    """The answer to one POST: ``status``, ``headers`` (lower-case names), and its body as it
-    comes (``chunks``, or ``read`` for all of it)."""
+    """The answer to one request (an ``http_wire.Reply``): ``status``, ``headers`` (lower-case
+    names), and its body as it comes (``chunks``, or ``read`` for all of it); ``release`` (or
+    ``aclose``) gives its connection back."""
 
     __slots__ = ("_connection", "headers", "status")
 
@@ -168,6 +194,7 @@ class Answer:
         self._connection = connection
         self.status = connection.status
         self.headers = connection.headers
+        connection.answer = self
 
     @property
     def complete(self) -> bool:
@@ -198,19 +225,59 @@ class Answer:
         parts += connection.take()
         return parts[0] if len(parts) == 1 else b"".join(parts)
 
+    def release(self) -> None:
+        """The exchange is over: its connection is kept for the next one when its answer was
+        read whole and the server keeps it open, else closed (once: again, it does nothing)."""
+        connection = self._connection
+        if connection.answer is not self:
+            return  # released already
+        connection.answer = None
+        pool = connection.pool
+        if connection.reusable():
+            connection._start()  # (the parser goes on with the next answer)
+            if connection.stream:
+                connection.stream, connection.timeout = False, pool.read_timeout
+                pool._streams -= 1
+                pool._idle.append(connection)
+                return
+            pool._idle.append(connection)
+        else:
+            connection.close()
+            if connection.stream:
+                pool._streams -= 1
+                return
+        pool._free_slot()
 
-class Pool:
-    """At most ``limit`` keep-alive connections to the server at ``url`` (its scheme, host and
-    port), reused one exchange at a time."""
+    async def aclose(self) -> None:
+        self.release()
 
-    def __init__(self, url: str, limit: int = MAX_CONNECTIONS) -> None:
+
+class HttpPool:
+    """At most ``limit`` keep-alive connections to the origin of ``url`` (its scheme, host and
+    port) for exchanges, reused one exchange at a time, and at most ``max_streams`` more for
+    event streams (module docstring)."""
+
+    def __init__(
+        self,
+        url: str,
+        limit: int = MAX_EXCHANGES,
+        *,
+        max_streams: int = MAX_STREAMS,
+        connect_timeout: float = 30.0,
+        read_timeout: float | None = None,
+    ) -> None:
         parts = urlsplit(url)
+        self.url = url
+        self.origin = (parts.scheme, parts.netloc)
         self.host = parts.hostname or "localhost"
         self.port = parts.port or (443 if parts.scheme == "https" else 80)
         self.ssl = ssl.create_default_context() if parts.scheme == "https" else None
-        self.target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-        authority = parts.netloc.rpartition("@")[2]
-        self._line = f"POST {self.target} HTTP/1.1\r\nhost: {authority}\r\n"
+        self._authority = parts.netloc.rpartition("@")[2]
+        self.max_streams = max_streams
+        self.connect_timeout = connect_timeout
+        self.read_timeout = read_timeout
+        self._streams = 0  # event streams open
+        self._lines: dict[tuple[str, str], str] = {}  # (method, url) -> its request line and host
         self._idle: list[_Connection] = []
         # Exchanges at once, at most ``limit`` (a semaphore's work, without its coroutine):
         # slots free, and the exchanges waiting for one.
@@ -220,18 +287,22 @@ class Pool:
         # POST about 25k instructions, and a session sends the same few again and again.
         self._heads: dict[Hashable, bytes] = {}
 
-    def head(self, headers: dict[str, str], key: Hashable | None = None) -> bytes:
-        """The head of a POST with ``headers``, checked and encoded, up to its content-length
-        (raises ``HttpError`` when a header would break it). With ``key`` (which must stand for
-        exactly these headers) it is kept for ``kept(key)``, at most ``MAX_HEADS`` of them (all
-        forgotten when that many are kept: recomputing one is what it saves)."""
+    def head(
+        self, method: str, url: str, headers: Mapping[str, str], key: Hashable | None = None
+    ) -> bytes:
+        """The head of a ``method`` request to ``url`` (on the pool's origin) with ``headers``,
+        checked and encoded, up to its content-length (raises ``HttpError`` when a header would
+        break it). With ``key`` (which must stand for exactly these method, url and headers) it
+        is kept for ``kept(key)``, at most ``MAX_HEADS`` of them (all forgotten when that many
+        are kept: recomputing one is what it saves)."""
+        line = self._lines.get((method, url)) or self._line(method, url)
         lines = "".join(f"{name}: {value}\r\n" for name, value in headers.items())
         # One line per header, or a name or value holds a line break (or a NUL): one scan each.
         if lines.count("\n") != len(headers) or lines.count("\r") != len(headers) or "\0" in lines:
             bad = next(n for n, v in headers.items() if any(c in n + v for c in "\r\n\0"))
             raise HttpError(f"the header {bad!r} holds a line break or NUL: not sent")
         try:
-            head = f"{self._line}{lines}".encode("latin-1")
+            head = f"{line}{lines}".encode("latin-1")
         except UnicodeEncodeError as error:
             raise HttpError(f"a header holds what HTTP/1.1 cannot carry: {error}") from None
         if key is not None:
@@ -240,31 +311,62 @@ class Pool:
             self._heads[key] = head
         return head
 
+    def _line(self, method: str, url: str) -> str:
+        """The request line and host header of ``method`` to ``url``, kept for the next."""
+        parts = urlsplit(url)
+        if (parts.scheme, parts.netloc) != self.origin:
+            raise HttpError(f"{url!r} is not on the origin of this pool ({self.url!r})")
+        if not (method.isascii() and method.isalpha()):
+            raise HttpError(f"{method!r} is not an HTTP method")
+        target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        # Percent-encoded where it must be (spaces, line breaks, what is not ASCII), as httpx
+        # sends it: what is left can only be one request target.
+        target = quote(target, safe="!#$%&'()*+,/:;=?@[]~")
+        line = f"{method} {target} HTTP/1.1\r\nhost: {self._authority}\r\n"
+        if len(self._lines) >= MAX_HEADS:
+            self._lines.clear()
+        self._lines[method, url] = line
+        return line
+
     def kept(self, key: Hashable) -> bytes | None:
         """The head ``head`` kept under ``key``, if it still is."""
         return self._heads.get(key)
 
     @contextlib.asynccontextmanager
-    async def post(self, headers: dict[str, str], body: bytes) -> AsyncIterator[Answer]:
-        """POST ``body``; the answer, its head read. The connection goes back to the pool when
-        its body was read whole and the server keeps it open; else it is closed."""
-        answer = await self.exchange(headers, body)
+    async def post(self, headers: Mapping[str, str], body: bytes) -> AsyncIterator[Answer]:
+        """POST ``body`` to the pool's URL; the answer, its head read. The connection goes back
+        to the pool when its body was read whole and the server keeps it open; else it is
+        closed."""
+        answer = await self.exchange(self.head("POST", self.url, headers), body)
         try:
             yield answer
         finally:
             self.release(answer)
 
     async def exchange(
-        self, headers: dict[str, str] | bytes, body: bytes, held: list[Any] | None = None
+        self,
+        head: bytes,
+        body: bytes | None = None,
+        held: list[Any] | None = None,
+        stream: bool = False,
     ) -> Answer:
-        """``post`` without the context manager: the answer, whose connection is held until
-        ``release(answer)`` (which must follow, whatever happens). ``headers``: a dict, or a
-        head made by ``head``. ``held`` (a list) holds the connection while the exchange waits
-        for the answer's head, so that ``abort(held)`` can end it."""
-        if not isinstance(headers, bytes):
-            headers = self.head(headers)
-        data = headers + b"content-length: %d\r\n\r\n" % len(body) + body
-        if self._free > 0:  # (none waits then: a slot freed goes to a waiter first)
+        """Send a request (``head`` made by ``head``; ``body``, or none); the answer, whose
+        connection is held until ``release(answer)`` (which must follow, whatever happens).
+        ``held`` (a list) holds the connection while the exchange waits for the answer's head,
+        so that ``abort(held)`` can end it. ``stream``: an event stream, counted apart (at most
+        ``max_streams``, past it ``HttpError`` at once) and read without a timeout."""
+        if body is None:
+            data = head + b"\r\n"
+        else:
+            data = head + b"content-length: %d\r\n\r\n" % len(body) + body
+        if stream:
+            if self._streams >= self.max_streams:
+                raise HttpError(
+                    f"{self.max_streams} event streams to {self.url} are open already "
+                    "(max_streams)"
+                )
+            self._streams += 1
+        elif self._free > 0:  # (none waits then: a slot freed goes to a waiter first)
             self._free -= 1
         else:
             await self._slot()
@@ -279,14 +381,18 @@ class Pool:
             fresh = connection is None
             if connection is None:
                 connection = await self._connection()
+            if stream:
+                connection.stream, connection.timeout = True, None
             try:
                 return await self._exchange(connection, data, held)
-            except (ConnectionError, OSError, HttpError):
+            except HttpError:
                 connection.close()
                 if fresh or connection.abandoned:
                     raise
                 # A kept connection the server had closed meanwhile: once more on a new one.
                 connection = await self._connection()
+                if stream:
+                    connection.stream, connection.timeout = True, None
                 try:
                     return await self._exchange(connection, data, held)
                 except BaseException:
@@ -296,7 +402,10 @@ class Pool:
                 connection.close()
                 raise
         except BaseException:
-            self._free_slot()
+            if stream:
+                self._streams -= 1
+            else:
+                self._free_slot()
             raise
 
     async def _slot(self) -> None:
@@ -322,29 +431,35 @@ class Pool:
 
     @staticmethod
     def abort(held: list[Any]) -> None:
-        """End the exchanges waiting in ``held``: each fails with ConnectionError."""
+        """End the exchanges waiting in ``held``: each fails with ``HttpError``."""
         for connection in list(held):
             connection.abandoned = True
-            connection._fail(ConnectionError("the exchange was abandoned"))
+            connection._fail(HttpError("the exchange was abandoned"))
         held.clear()
 
-    def release(self, answer: Answer) -> None:
-        """The exchange of ``answer`` is over: its connection is kept for the next one when its
-        answer was read whole and the server keeps it open, else closed."""
-        connection = answer._connection
-        if connection.reusable():
-            connection._start()  # (the parser goes on with the next answer)
-            self._idle.append(connection)
-        else:
-            connection.close()
-        self._free_slot()
+    @staticmethod
+    def release(answer: Answer) -> None:
+        """The exchange of ``answer`` is over (``answer.release()``)."""
+        answer.release()
 
     async def _connection(self) -> _Connection:
         loop = asyncio.get_running_loop()
-        _, connection = await loop.create_connection(
-            _Connection, self.host, self.port, ssl=self.ssl
-        )
+        try:
+            async with asyncio.timeout(self.connect_timeout):
+                _, connection = await loop.create_connection(
+                    self._protocol, self.host, self.port, ssl=self.ssl
+                )
+        except TimeoutError:
+            raise ServerUnreachable(
+                f"no connection to {self.host}:{self.port} within {self.connect_timeout:g} s"
+            ) from None
+        except OSError as error:
+            raise ServerUnreachable(f"{type(error).__name__}: {error}") from error
+        connection.timeout = self.read_timeout
         return connection
+
+    def _protocol(self) -> _Connection:
+        return _Connection(self)
 
     @staticmethod
     async def _exchange(connection: _Connection, data: bytes, held: list[Any] | None) -> Answer:
@@ -366,25 +481,5 @@ class Pool:
             connection.close()
         self._idle.clear()
 
-
-def event_stream(buffer: bytearray, chunk: bytes) -> list[dict[str, Any]]:
-    """The server-sent events complete once ``chunk`` is added to ``buffer`` (which keeps the
-    rest): each a dict of its fields (``data`` lines joined)."""
-    buffer += chunk.replace(b"\r\n", b"\n")
-    events = []
-    while (end := buffer.find(b"\n\n")) >= 0:
-        block, buffer[:] = bytes(buffer[:end]), buffer[end + 2 :]
-        fields: dict[str, Any] = {}
-        for line in block.split(b"\n"):
-            if not line or line.startswith(b":"):
-                continue
-            name, _, value = line.partition(b":")
-            value = value[1:] if value.startswith(b" ") else value
-            key = name.decode(errors="replace")
-            if key == "data" and "data" in fields:
-                fields["data"] += b"\n" + value
-            else:
-                fields[key] = value
-        if fields:
-            events.append(fields)
-    return events
+    async def aclose(self) -> None:
+        self.close()
