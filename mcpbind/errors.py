@@ -14,6 +14,8 @@ INTERNAL_ERROR = -32603
 # 2026-07-28 and later: errors of the per-request revision and capability checks.
 MISSING_REQUIRED_CLIENT_CAPABILITY = -32021
 UNSUPPORTED_PROTOCOL_VERSION = -32022
+# The resource-not-found error of the spec's resources page (every revision).
+RESOURCE_NOT_FOUND = -32002
 
 __all__ = [
     "INTERNAL_ERROR",
@@ -22,8 +24,11 @@ __all__ = [
     "METHOD_NOT_FOUND",
     "MISSING_REQUIRED_CLIENT_CAPABILITY",
     "PARSE_ERROR",
+    "RESOURCE_NOT_FOUND",
     "UNSUPPORTED_PROTOCOL_VERSION",
     "ProtocolError",
+    "ResourceNotFound",
+    "ToolError",
     "UnsupportedRevision",
 ]
 
@@ -85,3 +90,19 @@ class UnsupportedRevision(ProtocolError):
             {"supported": self.supported, "requested": requested},
             id,
         )
+
+
+class ResourceNotFound(ProtocolError):
+    """Raise it in a resource or resource template function when nothing is at ``uri``: the
+    request is answered with the spec's resource-not-found error (-32002, ``Resource not found:
+    uri``, ``data: {"uri": uri}``), as a URI that no resource or template matches is."""
+
+    def __init__(self, uri: str, message: str | None = None) -> None:
+        super().__init__(RESOURCE_NOT_FOUND, message or f"Resource not found: {uri}", {"uri": uri})
+        self.uri = uri
+
+
+class ToolError(Exception):
+    """Raise it in a tool to answer with a tool error (a result with ``isError``) carrying this
+    message: what the model reads to correct its call. Any other exception a tool raises is
+    answered the same way, with the exception's type and message."""

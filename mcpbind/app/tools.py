@@ -9,18 +9,13 @@ from typing import Any
 
 import msgspec
 
+from ..errors import ToolError
 from .content import Results, generated, json_text, newest
 from .handler import Handler, definition, describe
 from .revision import Rev, latest
 from .signature import Output
 
 __all__ = ["Tool", "ToolError"]
-
-
-class ToolError(Exception):
-    """Raise it in a tool to answer with a tool error (a result with ``isError``) carrying this
-    message: what the model reads to correct its call. Any other exception a tool raises is
-    answered the same way, with the exception's type and message."""
 
 
 class Tool:
