@@ -36,7 +36,7 @@ class Tool:
         what = f"tool {self.name!r}"
         self.handler = Handler(func, what)
         returns = typing.get_type_hints(func, include_extras=True).get("return", Any)
-        self.output = Output(returns, f"{what} result")
+        self.output = Output(returns, what)
         self.text = self.output.schema is None  # a string it returns is one text block
         data = {
             "name": self.name,
