@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
-from collections.abc import Awaitable, Mapping
+from collections.abc import Awaitable, Generator, Mapping
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import msgspec
@@ -24,7 +24,7 @@ from .revision import Rev
 if TYPE_CHECKING:
     from ..session import ServerSession
 
-__all__ = ["LEVELS", "Context", "Exchange", "InputNeeded"]
+__all__ = ["LEVELS", "Context", "Exchange", "InputNeeded", "Sent"]
 
 T = TypeVar("T")
 
@@ -56,6 +56,24 @@ class Exchange(Protocol):
     def close_stream(self) -> bool: ...
 
 
+class Sent:
+    """What ``ctx.log`` and ``ctx.progress`` return: the notification is on its way already, so
+    ``await ctx.log(...)`` returns at once and a plain ``ctx.log(...)`` loses nothing. Every call
+    of the context that talks to the client is awaitable, the same way in every handler."""
+
+    __slots__ = ()
+
+    def __await__(self) -> Generator[Any, None, None]:
+        return
+        yield  # a generator that returns at once
+
+    def __repr__(self) -> str:
+        return "<sent>"
+
+
+_SENT = Sent()
+
+
 class InputNeeded(BaseException):
     """Raised by asks that have no answer yet, in a revision with multi-round-trip results: the
     handler's run ends and the client is asked (``requests``: ask key -> input request). A
@@ -75,10 +93,12 @@ class Context:
     App's lifespan yielded; ``auth`` the verified bearer token (``mcpbind.auth.resource.AuthInfo``:
     subject, client id, scopes) when the server checks tokens (``app.asgi(auth=...)``), else
     None. ``progress`` and ``log`` send notifications about this request;
-    ``sample``, ``elicit`` and ``roots`` ask the client (``gather`` several at once);
-    ``require`` refuses a client without a capability; ``close_stream`` ends the HTTP response
-    early (the client polls for the rest); ``cancelled`` says whether the client cancelled the
-    request. A synchronous handler (run in a worker thread) may call all of them; it waits for an
+    ``sample``, ``elicit`` and ``roots`` ask the client (``gather`` several at once): every call
+    that talks to the client is awaitable (``log`` and ``progress`` are sent at once, so awaiting
+    them is optional). ``require`` refuses a client without a capability; ``close_stream`` ends
+    the HTTP response early (the client polls for the rest); ``cancelled`` says whether the
+    client cancelled the request: these are plain calls (a type checker refuses ``await`` on
+    them). A synchronous handler (run in a worker thread) may call all of them; it waits for an
     ask with ``wait(ctx.elicit(...))``.
     """
 
@@ -132,47 +152,50 @@ class Context:
 
     def progress(
         self, progress: float, total: float | None = None, message: str | None = None
-    ) -> None:
-        """Report progress on this request. Nothing is sent when the client asked for no
-        progress; ``message`` is left out in a revision whose progress has none."""
+    ) -> Awaitable[None]:
+        """Report progress on this request (sent at once: awaiting what it returns is
+        optional). Nothing is sent when the client asked for no progress; ``message`` is left
+        out in a revision whose progress has none."""
         if message is not None and not self._rev.progress_message:
             message = None
         self._in_loop(self._progress, progress, total, message)
+        return _SENT
 
     def _progress(self, progress: float, total: float | None, message: str | None) -> None:
         # No progress token, or the request is answered already: nobody listens.
         with contextlib.suppress(ProtocolError):
             self._exchange.progress(progress, total, message)
 
-    def log(self, level: str, data: Any, logger: str | None = None) -> None:
+    def log(self, level: str, data: Any, logger: str | None = None) -> Awaitable[None]:
         """Send a log message about this request at ``level`` (one of ``LEVELS``), when the
         client asked for that level: by ``logging/setLevel`` in revisions that have it (all
         levels until it does), by the request's own ``_meta`` in those that carry one (none
-        unless it does)."""
+        unless it does). Sent at once: awaiting what it returns is optional."""
         if level not in LEVELS:
             raise ValueError(f"unknown log level {level!r}; the levels are {', '.join(LEVELS)}")
         wanted = self._log_level
         if not self._logs or (wanted is not None and LEVELS.index(level) < LEVELS.index(wanted)):
-            return
+            return _SENT
         method = self._rev.features.get("log")
         if method is None:
-            return
+            return _SENT
         params: dict[str, Any] = {"level": level, "data": msgspec.to_builtins(data)}
         if logger is not None:
             params["logger"] = logger
         self._in_loop(self._notify, method, params)
+        return _SENT
 
-    def debug(self, data: Any) -> None:
-        self.log("debug", data)
+    def debug(self, data: Any) -> Awaitable[None]:
+        return self.log("debug", data)
 
-    def info(self, data: Any) -> None:
-        self.log("info", data)
+    def info(self, data: Any) -> Awaitable[None]:
+        return self.log("info", data)
 
-    def warning(self, data: Any) -> None:
-        self.log("warning", data)
+    def warning(self, data: Any) -> Awaitable[None]:
+        return self.log("warning", data)
 
-    def error(self, data: Any) -> None:
-        self.log("error", data)
+    def error(self, data: Any) -> Awaitable[None]:
+        return self.log("error", data)
 
     def _notify(self, method: str, params: Any) -> None:
         # The client's revision or capabilities do not take it.
