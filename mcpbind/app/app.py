@@ -5,8 +5,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import sys
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 from .._revisions import LATEST, REVISIONS
 from ..session import ServerSession
@@ -51,7 +52,8 @@ def _unique(registered: Mapping[Any, Any], key: Any, what: str, func: Any, repla
 
 class App:
     """An MCP server: tools, resources, prompts and completions registered with decorators,
-    served over stdio (``run``), Streamable HTTP (``asgi``) or in process (``mcpbind.Client(app)``)
+    served over stdio (``run()``), Streamable HTTP (``run("http")``, or ``asgi()`` for an ASGI
+    server of your own) or in process (``mcpbind.Client(app)``)
     to clients of every revision in ``revisions`` (the released ones by default).
 
     ``lifespan(app)``, an async context manager, runs while the App serves; what it yields is
@@ -394,12 +396,64 @@ class App:
                 if tasks is not None:
                     await tasks.aclose()
 
-    def run(self, *, max_line: int = MAX_LINE, tasks: Tasks | None = None) -> None:
-        """Serve one client on this process's stdin and stdout (``max_line``: the longest
-        message line, 16 MiB by default). ``tasks``: a tasks layer
-        (``mcpbind.app.tasks.app_tasks``) serving the 2026-07-28 tasks extension, as
-        ``asgi(tasks=...)`` does over HTTP; its running tasks are cancelled when the input ends."""
-        asyncio.run(self.serve_stdio(max_line=max_line, tasks=tasks))
+    def run(
+        self,
+        transport: Literal["stdio", "http"] = "stdio",
+        *,
+        host: str | None = None,
+        port: int | None = None,
+        max_line: int = MAX_LINE,
+        tasks: Tasks | None = None,
+        serving: Mapping[str, Any] | None = None,
+        on_started: Callable[[str, int], Any] | None = None,
+        **options: Any,
+    ) -> None:
+        """Serve until stopped. ``transport="stdio"`` (the default): one client on this
+        process's stdin and stdout (``max_line``: the longest message line, 16 MiB by default).
+        ``transport="http"`` (mcpbind[http]): Streamable HTTP on ``host:port`` (127.0.0.1:8000
+        by default) at ``/mcp``, served by ``mcpbind.transports.serving.serve`` with its
+        connection bounds (``serving``: its options, ``max_connections``, ``header_timeout``,
+        ..., and uvicorn's); ``options`` go to ``asgi`` (``path``, ``allowed_hosts``,
+        ``max_sessions``, ...). A line on stderr says where it listens; ``on_started(host,
+        port)`` is called then too. ``tasks``: a tasks layer (``mcpbind.app.tasks.app_tasks``)
+        serving the 2026-07-28 tasks extension; over stdio its running tasks are cancelled when
+        the input ends."""
+        if transport == "stdio":
+            http_only = {"host": host, "port": port, "serving": serving, "on_started": on_started}
+            given = [k for k, v in {**http_only, **options}.items() if v is not None]
+            if given:
+                raise TypeError(f"app.run: {', '.join(given)} go with transport='http'")
+            asyncio.run(self.serve_stdio(max_line=max_line, tasks=tasks))
+            return
+        if transport != "http":
+            raise ValueError(f"app.run: transport must be 'stdio' or 'http', not {transport!r}")
+        from ..transports.serving import serve
+
+        if tasks is not None:
+            options["tasks"] = tasks
+        path = options.get("path", "/mcp")
+        asgi = self.asgi(**options)
+
+        def started(bound_host: str, bound_port: int) -> None:
+            where = f"[{bound_host}]" if ":" in bound_host else bound_host
+            first, last = self.revisions[0], self.revisions[-1]
+            print(
+                f"{self.name}: serving MCP on http://{where}:{bound_port}{path} (Streamable "
+                f"HTTP, revisions {first} to {last})",
+                file=sys.stderr,
+                flush=True,
+            )
+            if on_started is not None:
+                on_started(bound_host, bound_port)
+
+        bounds = {"log_level": "warning", **(serving or {})}
+        serve(
+            asgi,
+            host or "127.0.0.1",
+            8000 if port is None else port,
+            on_started=started,
+            **bounds,
+        )
 
     def asgi(self, **options: Any) -> Any:
         """The ASGI application serving this App over Streamable HTTP (mcpbind[http]); it runs
