@@ -32,7 +32,9 @@ if TYPE_CHECKING:
     from .projection import ProjectionError, project, project_lossy
     from .session import ClientSession, ServerSession
 
-_PACKAGE_NAMES = frozenset(PACKAGES.values())
+# The generated modules reached as attributes: each revision's package, and ``any_revision``
+# (every name as the union over the revisions, for type checkers; it imports them all).
+_PACKAGE_NAMES = frozenset(PACKAGES.values()) | {"any_revision"}
 
 # The runtime's other parts load on first use, so that importing one revision package costs
 # only that package, msgspec and the support module.
