@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import threading
 from collections.abc import Awaitable, Generator, Mapping
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, overload
 
 import msgspec
 
@@ -22,9 +22,12 @@ from ..errors import INVALID_PARAMS, METHOD_NOT_FOUND, ProtocolError
 from .revision import Rev
 
 if TYPE_CHECKING:
+    # generated/: `make check` does not see it (pyproject: its names are Any there)
+    import mcpbind.any_revision as any_revision
+
     from ..session import ServerSession
 
-__all__ = ["LEVELS", "Context", "Exchange", "InputNeeded", "Sent"]
+__all__ = ["LEVELS", "Context", "Elicited", "Exchange", "InputNeeded", "Sent"]
 
 T = TypeVar("T")
 
@@ -72,6 +75,27 @@ class Sent:
 
 
 _SENT = Sent()
+
+
+class Elicited(Generic[T]):
+    """The user's answer to ``ctx.elicit(message, Schema)`` asked with a type: ``action``
+    (``"accept"``, ``"decline"`` or ``"cancel"``), ``content`` the answer as a ``Schema`` when
+    accepted (else None), ``result`` the generated ``ElicitResult`` of the request's revision."""
+
+    __slots__ = ("action", "content", "result")
+
+    def __init__(self, result: Any, content: T | None) -> None:
+        self.result = result
+        self.action: str = result.action
+        self.content = content
+
+    @property
+    def accepted(self) -> bool:
+        """Whether the user accepted (``content`` is then the answer)."""
+        return self.action == "accept"
+
+    def __repr__(self) -> str:
+        return f"Elicited(action={self.action!r}, content={self.content!r})"
 
 
 class InputNeeded(BaseException):
@@ -241,16 +265,32 @@ class Context:
             data["systemPrompt"] = system_prompt
         return await self._ask("sample", data, key)
 
-    async def elicit(self, message: str, schema: Any, *, key: str | None = None) -> Any:
-        """Ask the user, through the client, to fill a form: ``schema`` is a JSON Schema object
-        of flat properties, or a type whose msgspec schema is one (a Struct, a TypedDict).
-        Returns the generated ``ElicitResult`` of the request's revision (``action``, and the
-        ``content`` when accepted). ``key`` names the ask in an input-required result."""
-        if not isinstance(schema, dict):
-            from .signature import schema_of
+    @overload
+    async def elicit(
+        self, message: str, schema: type[T], *, key: str | None = None
+    ) -> Elicited[T]: ...
 
-            schema = schema_of(schema, "elicitation")
-        return await self._ask("elicit", {"message": message, "requestedSchema": schema}, key)
+    @overload
+    async def elicit(
+        self, message: str, schema: Mapping[str, Any], *, key: str | None = None
+    ) -> any_revision.ElicitResult: ...
+
+    async def elicit(self, message: str, schema: Any, *, key: str | None = None) -> Any:
+        """Ask the user, through the client, to fill a form. ``schema`` is a type whose msgspec
+        schema is an object of flat properties (a Struct, a TypedDict): the answer is an
+        ``Elicited[schema]``, whose ``content`` is a ``schema`` when accepted (an answer that
+        does not fit raises ``msgspec.ValidationError`` naming its JSON path). Or ``schema`` is
+        a JSON Schema object: the answer is the generated ``ElicitResult`` of the request's
+        revision (``action``, and the ``content`` when accepted). ``key`` names the ask in an
+        input-required result."""
+        if isinstance(schema, Mapping):
+            params = {"message": message, "requestedSchema": dict(schema)}
+            return await self._ask("elicit", params, key)
+        from .signature import schema_of
+
+        params = {"message": message, "requestedSchema": schema_of(schema, "elicitation")}
+        result = await self._ask("elicit", params, key)
+        return Elicited(result, _answer(result, schema) if result.action == "accept" else None)
 
     async def roots(self, *, key: str | None = None) -> Any:
         """The client's roots: the generated ``ListRootsResult`` of the request's revision.
@@ -337,3 +377,16 @@ class Context:
             f"Missing required client capability: {path}",
             {"requiredCapabilities": missing_capabilities(required, dict(self.client))},
         )
+
+
+def _answer(result: Any, schema: Any) -> Any:
+    """The accepted content of an ``ElicitResult`` as a ``schema``."""
+    content = result.content
+    try:
+        return msgspec.convert({} if content is msgspec.UNSET else content, schema)
+    except msgspec.ValidationError as exc:
+        name = getattr(schema, "__qualname__", repr(schema))
+        message = str(exc)
+        if " - at `$" in message:
+            message = message.replace(" - at `$", " - at `$.content", 1)
+        raise msgspec.ValidationError(f"the answer is not a {name}: {message}") from None
