@@ -351,11 +351,22 @@ def _methods(a: Revision, b: Revision) -> Iterator[Change]:
         ma, mb = a.methods.get(name), b.methods.get(name)
         if mb is None:
             assert ma is not None
-            yield Change("method_removed", name, _describe(ma), None, "both", side=ma.sender)
+            note = _asked(b, name, "now")
+            yield Change("method_removed", name, _describe(ma), None, "both", ma.sender, note)
         elif ma is None:
-            yield Change("method_added", name, None, _describe(mb), None, side=mb.sender)
+            note = _asked(a, name, "was")
+            yield Change("method_added", name, None, _describe(mb), None, mb.sender, note)
         else:
             yield from _method_changes(ma, mb, a, b)
+
+
+def _asked(rev: Revision, method: str, when: str) -> str | None:
+    """Where a request lives in a revision that lacks it as a method: one of the input requests
+    of its multi-round-trip results (``InputRequiredResult.inputRequests``)."""
+    asks = rev.input_requests
+    if asks is None or method not in asks.methods:
+        return None
+    return f"{when} an input request of multi-round-trip results: {asks.result}.{asks.key}"
 
 
 def _method_changes(ma: Method, mb: Method, a: Revision, b: Revision) -> Iterator[Change]:

@@ -3,7 +3,8 @@
 The generator writes one digest per revision (``generated/mcpbind/_digest/<package>.json``,
 committed and drift-checked like the bindings); ``mcpbind diff`` and ``docs/changes/`` compare
 digests read back with ``load``, so a plain install diffs revisions without the upstream files.
-The digest holds the IR's definitions, methods and overlay patches, everything the diff reads;
+The digest holds the IR's definitions, methods, overlay patches and input requests (how a
+revision with multi-round-trip requests asks the client), everything the diff reads;
 it leaves out how unions are decoded (``Revision.unions``) and where the schema file was read
 (a local path), which belong to the generator alone.
 
@@ -25,6 +26,7 @@ from .ir import (
     Constraints,
     Definition,
     Field,
+    InputRequests,
     Lit,
     MapT,
     Method,
@@ -148,6 +150,13 @@ def dump(rev: Revision) -> str:
         json.dumps(p.__dict__, ensure_ascii=False, separators=(",", ":")) for p in rev.patches
     )
     parts.append(f'"patches": [\n{patches}\n]' if patches else '"patches": []')
+    if rev.input_requests is not None:
+        asks = rev.input_requests
+        parts.append(
+            _line(
+                "input_requests", {"result": asks.result, "key": asks.key, "methods": asks.methods}
+            )
+        )
     # The first line says where the file came from, as every generated file's does.
     return "{" + _line("generated", note) + ",\n" + ",\n".join(parts) + "\n}\n"
 
@@ -222,6 +231,12 @@ def _read_method(name: str, x: dict[str, Any]) -> Method:
     )
 
 
+def _read_input_requests(x: dict[str, Any] | None) -> InputRequests | None:
+    if x is None:
+        return None
+    return InputRequests(x["result"], x["key"], tuple(x["methods"]))
+
+
 def load(text: str | bytes, source: str = "") -> Revision:
     """The IR a digest holds (without ``unions``); DigestError when it is not a readable digest."""
     try:
@@ -236,6 +251,7 @@ def load(text: str | bytes, source: str = "") -> Revision:
             definitions={n: _read_definition(n, d) for n, d in x["definitions"].items()},
             methods={n: _read_method(n, m) for n, m in x["methods"].items()},
             patches=tuple(Patch(**p) for p in x["patches"]),
+            input_requests=_read_input_requests(x.get("input_requests")),
         )
     except DigestError:
         raise

@@ -203,14 +203,21 @@ class ModuleView:
     facts: Any = None  # codegen.facts.FactsView
 
 
+def python_names(rev: Revision) -> dict[str, str]:
+    """Every definition's schema name -> the name it is bound to in the revision's ``types``."""
+    taken: set[str] = set()
+    py: dict[str, str] = {}
+    for name in rev.definitions:
+        py[name] = class_name(name, taken)
+        taken.add(py[name])
+    return py
+
+
 class _Renderer:
     def __init__(self, rev: Revision) -> None:
         self.rev = rev
-        taken: set[str] = set()
-        self.py: dict[str, str] = {}
-        for name in rev.definitions:
-            self.py[name] = class_name(name, taken)
-            taken.add(self.py[name])
+        self.py: dict[str, str] = python_names(rev)
+        taken = set(self.py.values())
         self.markers: dict[Site, str] = {}  # untagged union site -> marker class name
         for site, info in rev.unions.items():
             if info.strategy == "untagged":

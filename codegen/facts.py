@@ -13,7 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .ir import AliasDef, Lit, MapT, Method, ObjectDef, RefT, Revision, TypeExpr, UnionT
+from .ir import Lit, Method, ObjectDef, RefT, Revision, TypeExpr, UnionT
+from .model import input_methods
 from .overlay import OverlayError, overlay
 
 
@@ -155,7 +156,7 @@ def facts_view(rev: Revision, py: dict[str, str], annotate: Callable[[TypeExpr],
             )
         )
     for e in _entries("round_trip", rev.revision):
-        asked = _input_methods(rev, e["result"], e["input_requests"])
+        asked = set(input_methods(rev, e["result"], e["input_requests"]))
         requests = {r: m for r, m in ov.features.items() if m in asked}
         gates = {r: ov.capabilities[m][1] for r, m in requests.items() if m in ov.capabilities}
         record.append(
@@ -255,35 +256,6 @@ def _losses(rev: Revision) -> str:
                 f"reason={literal(e['reason'])})"
             )
     return "{" + ", ".join(items) + "}" if items else ""
-
-
-def _input_methods(rev: Revision, result: str, key: str) -> set[str]:
-    """The methods of the input requests a round trip's ``result`` can carry under ``key``: the
-    ``method`` tags of the members of the union its map of input requests holds."""
-    found: set[str] = set()
-    f = _object(rev, result).field(key)
-    todo: list[TypeExpr] = [f.type] if f is not None else []
-    seen: set[str] = set()
-    while todo:
-        t = todo.pop()
-        if isinstance(t, RefT):
-            if t.name in seen:
-                continue
-            seen.add(t.name)
-            d = rev.definitions[t.name]
-            if isinstance(d, ObjectDef):
-                method = d.field("method")
-                if method is not None and isinstance(method.type, Lit):
-                    found.update(str(v) for v in method.type.values)
-            elif isinstance(d, AliasDef):
-                todo.append(d.type)
-        elif isinstance(t, UnionT):
-            todo.extend(t.members)
-        elif isinstance(t, MapT):
-            todo.append(t.value)
-    if not found:
-        raise OverlayError(f"{rev.revision}: {result}.{key} holds no request with a method")
-    return found
 
 
 def _entries_all(kind: str) -> list[dict[str, Any]]:

@@ -237,6 +237,17 @@ class Patch:
     reason: str
 
 
+@dataclass(frozen=True)
+class InputRequests:
+    """How a revision with multi-round-trip requests (overlay ``[[round_trip]]``) asks the
+    client for input: the requests of ``methods`` travel in the field ``key`` of the result
+    ``result`` (``InputRequiredResult.inputRequests``) instead of being sent as requests."""
+
+    result: str
+    key: str
+    methods: tuple[str, ...]  # sorted
+
+
 @dataclass
 class Revision:
     revision: str
@@ -247,6 +258,7 @@ class Revision:
     unions: dict[Site, UnionInfo] = field(default_factory=dict)  # by site
     methods: dict[str, Method] = field(default_factory=dict)  # sorted by method name
     patches: tuple[Patch, ...] = ()
+    input_requests: InputRequests | None = None
     same: dict[str, str] = field(default_factory=dict)
     # an inline object identical to another -> the canonical member of its family, whose class it
     # shares (``codegen.families``); every definition stays in ``definitions`` under its own name

@@ -20,6 +20,7 @@ from .ir import (
     Constraints,
     Definition,
     Field,
+    InputRequests,
     Lit,
     MapT,
     Method,
@@ -32,7 +33,7 @@ from .ir import (
     UnionT,
 )
 from .names import pascal, unique_attributes
-from .overlay import Overlay, apply, overlay
+from .overlay import Overlay, OverlayError, apply, overlay
 from .pin import load_schema, pin
 from .resolve import ResolveError
 
@@ -86,7 +87,39 @@ def build_from_schema(
     patched = apply(schema, ov, revision)
     rev = _Modeler(revision, patched, ov).run()
     rev.sha256, rev.source, rev.patches = sha256, source, ov.patches
+    for result, key in ov.round_trips:
+        rev.input_requests = InputRequests(result, key, input_methods(rev, result, key))
     return rev
+
+
+def input_methods(rev: Revision, result: str, key: str) -> tuple[str, ...]:
+    """The methods of the input requests a round trip's ``result`` can carry under ``key``
+    (sorted): the ``method`` tags of the members of the union its map of input requests holds."""
+    found: set[str] = set()
+    holder = rev.definitions.get(result)
+    f = holder.field(key) if isinstance(holder, ObjectDef) else None
+    todo: list[TypeExpr] = [f.type] if f is not None else []
+    seen: set[str] = set()
+    while todo:
+        t = todo.pop()
+        if isinstance(t, RefT):
+            if t.name in seen:
+                continue
+            seen.add(t.name)
+            d = rev.definitions[t.name]
+            if isinstance(d, ObjectDef):
+                method = d.field("method")
+                if method is not None and isinstance(method.type, Lit):
+                    found.update(str(v) for v in method.type.values)
+            elif isinstance(d, AliasDef):
+                todo.append(d.type)
+        elif isinstance(t, UnionT):
+            todo.extend(t.members)
+        elif isinstance(t, MapT):
+            todo.append(t.value)
+    if not found:
+        raise OverlayError(f"{rev.revision}: {result}.{key} holds no request with a method")
+    return tuple(sorted(found))
 
 
 def patched_schema(revision: str) -> dict[str, Any]:

@@ -35,6 +35,8 @@ class Overlay:
     task_results: tuple[TaskResult, ...] = ()
     keywords: dict[str, str] = field(default_factory=dict)
     # schema keyword the generator does not implement -> how to treat it ("ignore")
+    round_trips: tuple[tuple[str, str], ...] = ()
+    # multi-round-trip requests: (the result asking for input, its field of input requests)
 
 
 @dataclass(frozen=True)
@@ -150,6 +152,7 @@ def overlay(revision: str) -> Overlay:
             for e in entries("task_result")
         ),
         keywords={e["keyword"]: _treatment(e) for e in entries("keyword")},
+        round_trips=tuple((e["result"], e["input_requests"]) for e in entries("round_trip")),
     )
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import libcst
 
-from . import diff_render, digest, extensions, projection
+from . import any_revision, diff_render, digest, extensions, projection
 from .diff import compare
 from .emit import format_python, on_all_cores, render, revision_files
 from .ir import Revision
@@ -95,6 +95,7 @@ def generate(revisions: Iterable[str] | None = None, *, settle: bool = False) ->
     files.update({GENERATED_DIR / path: text for path, text in pairs.items()})
     if complete:
         files[GENERATED_DIR / "_provenance.py"] = projection.provenance_file(irs)
+        files[GENERATED_DIR / any_revision.FILE] = any_revision.any_revision_file(irs)
     python = format_python(
         {path: text for path, text in files.items() if path.suffix == ".py"}, settle=settle
     )
@@ -126,6 +127,9 @@ import importlib, sys
 import msgspec
 from mcpbind._support import dec_hook
 for package in sys.argv[1:]:
+    if package == "any_revision":
+        importlib.import_module("mcpbind.any_revision")
+        continue
     if package == "_projection":
         import pkgutil
         for info in pkgutil.iter_modules(importlib.import_module("mcpbind._projection").__path__):
@@ -175,6 +179,8 @@ def verify(files: dict[Path, str]) -> None:
             for p in files
             if p.parent != GENERATED_DIR and p.suffix == ".py"  # packages, not the digests
         )
+        if GENERATED_DIR / any_revision.FILE in files:
+            packages.append("any_revision")
         env = {
             **os.environ,
             "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")]),

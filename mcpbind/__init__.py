@@ -24,15 +24,17 @@ from ._support import MethodSpec, OpenObject, convert, dec_hook, decode, decoder
 from .negotiate import negotiate  # noqa: E402
 
 if TYPE_CHECKING:
-    from .app import App
+    from .app import App, Context
     from .capabilities import missing_capabilities, supports
     from .client import Client
     from .codec import Codec, ErrorObject, ErrorResponse, Request, Response
-    from .errors import ProtocolError, UnsupportedRevision
+    from .errors import ProtocolError, ResourceNotFound, ToolError, UnsupportedRevision
     from .projection import ProjectionError, project, project_lossy
     from .session import ClientSession, ServerSession
 
-_PACKAGE_NAMES = frozenset(PACKAGES.values())
+# The generated modules reached as attributes: each revision's package, and ``any_revision``
+# (every name as the union over the revisions, for type checkers; it imports them all).
+_PACKAGE_NAMES = frozenset(PACKAGES.values()) | {"any_revision"}
 
 # The runtime's other parts load on first use, so that importing one revision package costs
 # only that package, msgspec and the support module.
@@ -45,6 +47,8 @@ _LAZY = {
     "Request": "codec",
     "Response": "codec",
     "ProtocolError": "errors",
+    "ResourceNotFound": "errors",
+    "ToolError": "errors",
     "UnsupportedRevision": "errors",
     "ProjectionError": "projection",
     "project": "projection",
@@ -52,6 +56,7 @@ _LAZY = {
     "ClientSession": "session",
     "ServerSession": "session",
     "App": "app",
+    "Context": "app",
     "Client": "client",
 }
 
@@ -75,6 +80,7 @@ __all__ = [
     "Client",
     "ClientSession",
     "Codec",
+    "Context",
     "ErrorObject",
     "ErrorResponse",
     "MethodSpec",
@@ -82,8 +88,10 @@ __all__ = [
     "ProjectionError",
     "ProtocolError",
     "Request",
+    "ResourceNotFound",
     "Response",
     "ServerSession",
+    "ToolError",
     "UnsupportedRevision",
     "UnknownRevisionError",
     "bindings",

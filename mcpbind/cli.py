@@ -11,7 +11,9 @@ Every user error is one line on stderr and exit 2, never a usage block or a trac
 
 from __future__ import annotations
 
+import shlex
 import sys
+from collections.abc import Sequence
 from typing import IO, Any
 
 import click
@@ -118,10 +120,16 @@ def _known(value: str, what: str) -> str:
     show_default=True,
     help="markdown for review, json for tools (shape in docs/diff.md).",
 )
-def diff(a: str, b: str, fmt: str) -> None:
+@click.option(
+    "--summary",
+    is_flag=True,
+    help="Only the counts by section and kind, and the methods added and removed by name.",
+)
+def diff(a: str, b: str, fmt: str, summary: bool) -> None:
     """The protocol changes from revision A to revision B, each with a kind and whom it breaks.
 
     Computed from the digests of the two revisions that ship with mcpbind (no schema needed).
+    On a terminal the generated-file comment of docs/changes/ is left out.
     """
     from codegen import diff_render  # the standard library only: no generator needed
     from codegen.diff import diff as compute
@@ -132,9 +140,15 @@ def diff(a: str, b: str, fmt: str) -> None:
         result = compute(a, b)
     except DigestError as exc:
         raise UserError(str(exc)) from None
-    click.echo(
-        diff_render.markdown(result) if fmt == "markdown" else diff_render.to_json(result), nl=False
-    )
+    if summary:
+        text = (
+            diff_render.summary(result) if fmt == "markdown" else diff_render.summary_json(result)
+        )
+    elif fmt == "markdown":
+        text = diff_render.markdown(result, header=not sys.stdout.isatty())
+    else:
+        text = diff_render.to_json(result)
+    click.echo(text, nl=False)
 
 
 @main.command()
@@ -152,7 +166,8 @@ def validate(revision: str, strict: bool, file: Any) -> None:
     """Check a JSON-RPC transcript (JSON Lines, both directions of one session) against revision R.
 
     Each finding is a line: its line number, JSON-RPC error code and JSON path. Exit 0 when
-    there is none, 1 when there are findings, 2 when FILE is not a UTF-8 text transcript.
+    there is none, 1 when there are findings, 2 when FILE is not a UTF-8 text transcript. A last
+    line on stderr counts the findings, or the messages checked when there is none.
     """
     from .validate import UnreadableTranscript, read_transcript, validate_lines
 
@@ -168,6 +183,9 @@ def validate(revision: str, strict: bool, file: Any) -> None:
     if findings:
         click.echo(f"{findings} finding(s)", err=True)
         sys.exit(1)
+    messages = sum(1 for line in lines if line.strip())
+    mode = ", strict" if strict else ""
+    click.echo(f"{file.name}: {messages} message(s), no findings ({revision}{mode})", err=True)
 
 
 @main.command(
@@ -455,4 +473,24 @@ def _listen(
         options["allowed_hosts"] = tuple(h.lower() for h in allowed_hosts)
     if client_id is not None:
         options["upstream_client"] = (client_id, client_secret)
-    gateway.run(host, int(port), options, workers=workers, auth_server=auth_server)
+    sse = gateway.sse_revisions(sides["client"], sse=options["sse"], auth=auth_server is not None)
+    server = upstream if upstream is not None else f"{shlex.join(command)} (a child per session)"
+    revisions = f"client revisions {_span(sides['client'])}, server {_span(sides['server'])}"
+
+    def started(bound_host: str, bound_port: int) -> None:
+        where = f"[{bound_host}]" if ":" in bound_host else bound_host
+        url = f"http://{where}:{bound_port}{path}"
+        fronts = f"{url} (HTTP+SSE at /sse for {_span(sse)})" if sse else url
+        click.echo(
+            f"mcpbind bridge: listening on {fronts}; server: {server}; {revisions}", err=True
+        )
+
+    gateway.run(
+        host, int(port), options, workers=workers, auth_server=auth_server, on_started=started
+    )
+
+
+def _span(revisions: Sequence[str]) -> str:
+    """``2024-11-05 to 2026-07-28``, or the one revision."""
+    first, last = revisions[0], revisions[-1]
+    return first if first == last else f"{first} to {last}"

@@ -17,6 +17,8 @@ UNSUPPORTED_PROTOCOL_VERSION = -32022
 # In JSON-RPC's implementation-defined server error range: the peer a request was for is gone (a
 # connection closed, a bridge's server exited, a gateway shutting down); data may say why.
 CONNECTION_CLOSED = -32000
+# The resource-not-found error of the spec's resources page (every revision).
+RESOURCE_NOT_FOUND = -32002
 
 __all__ = [
     "CONNECTION_CLOSED",
@@ -26,8 +28,11 @@ __all__ = [
     "METHOD_NOT_FOUND",
     "MISSING_REQUIRED_CLIENT_CAPABILITY",
     "PARSE_ERROR",
+    "RESOURCE_NOT_FOUND",
     "UNSUPPORTED_PROTOCOL_VERSION",
     "ProtocolError",
+    "ResourceNotFound",
+    "ToolError",
     "UnsupportedRevision",
 ]
 
@@ -89,3 +94,19 @@ class UnsupportedRevision(ProtocolError):
             {"supported": self.supported, "requested": requested},
             id,
         )
+
+
+class ResourceNotFound(ProtocolError):
+    """Raise it in a resource or resource template function when nothing is at ``uri``: the
+    request is answered with the spec's resource-not-found error (-32002, ``Resource not found:
+    uri``, ``data: {"uri": uri}``), as a URI that no resource or template matches is."""
+
+    def __init__(self, uri: str, message: str | None = None) -> None:
+        super().__init__(RESOURCE_NOT_FOUND, message or f"Resource not found: {uri}", {"uri": uri})
+        self.uri = uri
+
+
+class ToolError(Exception):
+    """Raise it in a tool to answer with a tool error (a result with ``isError``) carrying this
+    message: what the model reads to correct its call. Any other exception a tool raises is
+    answered the same way, with the exception's type and message."""

@@ -317,15 +317,17 @@ def asking_app(runs: list[str]) -> App:
         answer = await ctx.elicit("Your name?", Name)
         sampled = await ctx.sample(f"A {style} greeting", max_tokens=10)
         roots = await ctx.roots()
+        assert answer.content is not None  # an Elicited[Name]
         return (
-            f"{answer.action}:{answer.content['name']} {sampled.content.text} "
-            f"{[r.uri for r in roots.roots]} {type(answer).__module__}"
+            f"{answer.action}:{answer.content.name} {sampled.content.text} "
+            f"{[r.uri for r in roots.roots]} {type(answer.result).__module__}"
         )
 
     @app.tool
     def ask_in_a_thread(ctx: Context) -> str:
         answer = ctx.wait(ctx.elicit("Your name?", Name))
-        return f"{answer.content['name']} from a thread"
+        assert answer.content is not None
+        return f"{answer.content.name} from a thread"
 
     return app
 
@@ -521,7 +523,7 @@ def gathering_app(runs: list[str]) -> App:
             ctx.sample("A greeting", max_tokens=10, key="greeting"),
             ctx.roots(key="roots"),
         )
-        return f"{name.content['name']} {sampled.content.text} {[r.uri for r in roots.roots]}"
+        return f"{name.content.name} {sampled.content.text} {[r.uri for r in roots.roots]}"
 
     return app
 

@@ -58,8 +58,10 @@ def run(
     f.write_text("\n".join(lines) + "\n", encoding="utf-8")
     result = CliRunner().invoke(main, ["validate", "--revision", revision, *args, str(f)])
     assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    messages = sum(1 for line in lines if line.strip())
+    clean = f"{f}: {messages} message(s), no findings ({revision}{', strict' if args else ''})\n"
     assert result.stderr == (
-        f"{result.stdout.count(chr(10))} finding(s)\n" if result.stdout else ""
+        f"{result.stdout.count(chr(10))} finding(s)\n" if result.stdout else clean
     )
     return result.exit_code, result.stdout
 
@@ -198,7 +200,8 @@ def test_a_line_separator_inside_a_string_does_not_split_the_line(tmp_path: Path
     )
     assert "\u2028".encode() in f.read_bytes()
     result = CliRunner().invoke(main, ["validate", "--revision", "2024-11-05", str(f)])
-    assert (result.exit_code, result.stdout, result.stderr) == (0, "", "")
+    assert (result.exit_code, result.stdout) == (0, "")
+    assert result.stderr == f"{f}: 4 message(s), no findings (2024-11-05)\n"  # one line each
 
 
 # -- strict --------------------------------------------------------------------------------------

@@ -12,9 +12,9 @@ request, either side), ``connection``, ``stdio`` and ``http`` (transports).
 from __future__ import annotations
 
 from .app import App
-from .context import LEVELS, Context
+from .context import LEVELS, Context, Elicited
 from .limits import Limits
 from .serve import RESOURCE_NOT_FOUND
 from .tools import ToolError
 
-__all__ = ["LEVELS", "RESOURCE_NOT_FOUND", "App", "Context", "Limits", "ToolError"]
+__all__ = ["LEVELS", "RESOURCE_NOT_FOUND", "App", "Context", "Elicited", "Limits", "ToolError"]

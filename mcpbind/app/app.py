@@ -5,8 +5,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import sys
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 from .._revisions import LATEST, REVISIONS
 from ..session import ServerSession
@@ -28,9 +29,31 @@ F = TypeVar("F", bound=Callable[..., Any])
 _RELEASED = REVISIONS[: REVISIONS.index(LATEST) + 1]
 
 
+def _named_by_keyword(decorator: str, func: Any) -> None:
+    """Refuse ``@app.tool("name")``: the decorator's only positional argument is the function."""
+    if isinstance(func, str):
+        raise TypeError(
+            f"@app.{decorator}({func!r}): give the name by keyword, @app.{decorator}(name={func!r})"
+        )
+
+
+def _unique(registered: Mapping[Any, Any], key: Any, what: str, func: Any, replace: bool) -> None:
+    """Refuse a second registration of ``key`` unless ``replace``."""
+    old = registered.get(key)
+    if old is None or replace:
+        return
+    previous = getattr(getattr(old, "handler", old), "func", None)
+    by = f" (by {previous.__qualname__})" if previous is not None else ""
+    raise ValueError(
+        f"{what} is registered already{by}; {getattr(func, '__qualname__', func)} would replace "
+        "it: give it another name, or pass replace=True"
+    )
+
+
 class App:
     """An MCP server: tools, resources, prompts and completions registered with decorators,
-    served over stdio (``run``), Streamable HTTP (``asgi``) or in process (``mcpbind.Client(app)``)
+    served over stdio (``run()``), Streamable HTTP (``run("http")``, or ``asgi()`` for an ASGI
+    server of your own) or in process (``mcpbind.Client(app)``)
     to clients of every revision in ``revisions`` (the released ones by default).
 
     ``lifespan(app)``, an async context manager, runs while the App serves; what it yields is
@@ -88,6 +111,7 @@ class App:
         annotations: Mapping[str, Any] | None = None,
         meta: Mapping[str, Any] | None = None,
         input_schema: Mapping[str, Any] | None = None,
+        replace: bool = False,
     ) -> Callable[[F], F]: ...
 
     def tool(
@@ -100,6 +124,7 @@ class App:
         annotations: Mapping[str, Any] | None = None,
         meta: Mapping[str, Any] | None = None,
         input_schema: Mapping[str, Any] | None = None,
+        replace: bool = False,
     ) -> Any:
         """Register a tool: its name is the function's (or ``name``), its description the
         docstring, its input schema the parameters' type hints, its output schema the return
@@ -108,7 +133,12 @@ class App:
         behaviour hints (``readOnlyHint``, ...). ``input_schema``, a JSON Schema object, is
         listed instead of the one of the type hints (for keywords msgspec does not write:
         ``if``/``then``, ``$anchor``, ...); the arguments are still converted to the
-        parameters, which must accept what it allows."""
+        parameters, which must accept what it allows.
+
+        Mistakes raise here, naming the function: a name already registered (``ValueError``,
+        unless ``replace=True``), a parameter type msgspec cannot check, a pydantic model or
+        constraint (``TypeError``)."""
+        _named_by_keyword("tool", func)
 
         def register(f: F) -> F:
             tool = Tool(
@@ -120,6 +150,7 @@ class App:
                 meta=meta,
                 input_schema=input_schema,
             )
+            _unique(self._server.tools, tool.name, f"tool {tool.name!r}", f, replace)
             self._server.tools[tool.name] = tool
             self._changed("tools_changed")
             return f
@@ -135,11 +166,22 @@ class App:
         description: str | None = None,
         mime_type: str | None = None,
         meta: Mapping[str, Any] | None = None,
+        replace: bool = False,
     ) -> Callable[[F], F]:
         """Register a resource at ``uri``, or, when ``uri`` holds ``{variables}``, a resource
         template whose function takes the variables as arguments. The function returns the
         contents: a string (text), bytes (a blob), any other value (JSON text), or generated
-        resource contents / a read result."""
+        resource contents / a read result; it raises ``mcpbind.ResourceNotFound(uri)`` when
+        nothing is there. A URI or template already registered raises ``ValueError`` unless
+        ``replace=True``."""
+        if not isinstance(uri, str):
+            what = getattr(uri, "__qualname__", None)
+            if callable(uri) and what is not None:
+                raise TypeError(
+                    f'@app.resource needs the resource\'s URI: write @app.resource("scheme://...") '
+                    f"above {what} (a URI with {{variables}} registers a template)"
+                )
+            raise TypeError(f"app.resource: the URI must be a string, not {uri!r}")
 
         def register(f: F) -> F:
             kind = Template if template_variables(uri) else Resource
@@ -153,8 +195,12 @@ class App:
                 meta=meta,
             )
             if isinstance(item, Template):
-                self._server.templates.append(item)
+                templates = {t.uri: t for t in self._server.templates}
+                _unique(templates, uri, f"resource template {uri!r}", f, replace)
+                templates[uri] = item
+                self._server.templates[:] = templates.values()
             else:
+                _unique(self._server.resources, uri, f"resource {uri!r}", f, replace)
                 self._server.resources[uri] = item
             self._changed("resources_changed")
             return f
@@ -172,6 +218,7 @@ class App:
         title: str | None = None,
         description: str | None = None,
         meta: Mapping[str, Any] | None = None,
+        replace: bool = False,
     ) -> Callable[[F], F]: ...
 
     def prompt(
@@ -182,13 +229,17 @@ class App:
         title: str | None = None,
         description: str | None = None,
         meta: Mapping[str, Any] | None = None,
+        replace: bool = False,
     ) -> Any:
         """Register a prompt: its arguments are the function's parameters (strings on the wire,
         required unless they have a default); it returns a string (one user message), a list
-        of strings and messages, or a generated ``GetPromptResult``."""
+        of strings and messages, or a generated ``GetPromptResult``. A name already registered
+        raises ``ValueError`` unless ``replace=True``."""
+        _named_by_keyword("prompt", func)
 
         def register(f: F) -> F:
             prompt = Prompt(f, name=name, title=title, description=description, meta=meta)
+            _unique(self._server.prompts, prompt.name, f"prompt {prompt.name!r}", f, replace)
             self._server.prompts[prompt.name] = prompt
             self._changed("prompts_changed")
             return f
@@ -196,11 +247,27 @@ class App:
         return register(func) if func is not None else register
 
     def completion(
-        self, *, argument: str, prompt: str | None = None, resource: str | None = None
+        self,
+        func: None = None,
+        /,
+        *,
+        argument: str | None = None,
+        prompt: str | None = None,
+        resource: str | None = None,
+        replace: bool = False,
     ) -> Callable[[F], F]:
         """Register the completion of one ``argument`` of ``prompt`` (a prompt name) or of one
         variable of ``resource`` (a URI template): ``func(value, arguments)`` returns the
-        suggested values (at most 100 are sent, with the total)."""
+        suggested values (at most 100 are sent, with the total). One already registered for
+        that argument raises ``ValueError`` unless ``replace=True``."""
+        if func is not None:
+            what = getattr(func, "__qualname__", repr(func))
+            raise TypeError(
+                f"@app.completion needs what it completes: write "
+                f"@app.completion(argument=..., prompt=...) (or resource=...) above {what}"
+            )
+        if argument is None:
+            raise TypeError("completion: give argument= (the argument or variable it completes)")
         if (prompt is None) == (resource is None):
             raise TypeError("completion: give exactly one of prompt= and resource=")
 
@@ -215,7 +282,9 @@ class App:
                 )
             )
             what = f"completion of {argument!r} of {key[0]} {key[1]!r}"
-            self._server.completions[key] = Completion(f, what)  # type: ignore[index]
+            completions: dict[Any, Completion] = self._server.completions
+            _unique(completions, key, what, f, replace)
+            completions[key] = Completion(f, what)
             self._server.changed()
             return f
 
@@ -327,12 +396,64 @@ class App:
                 if tasks is not None:
                     await tasks.aclose()
 
-    def run(self, *, max_line: int = MAX_LINE, tasks: Tasks | None = None) -> None:
-        """Serve one client on this process's stdin and stdout (``max_line``: the longest
-        message line, 16 MiB by default). ``tasks``: a tasks layer
-        (``mcpbind.app.tasks.app_tasks``) serving the 2026-07-28 tasks extension, as
-        ``asgi(tasks=...)`` does over HTTP; its running tasks are cancelled when the input ends."""
-        asyncio.run(self.serve_stdio(max_line=max_line, tasks=tasks))
+    def run(
+        self,
+        transport: Literal["stdio", "http"] = "stdio",
+        *,
+        host: str | None = None,
+        port: int | None = None,
+        max_line: int = MAX_LINE,
+        tasks: Tasks | None = None,
+        serving: Mapping[str, Any] | None = None,
+        on_started: Callable[[str, int], Any] | None = None,
+        **options: Any,
+    ) -> None:
+        """Serve until stopped. ``transport="stdio"`` (the default): one client on this
+        process's stdin and stdout (``max_line``: the longest message line, 16 MiB by default).
+        ``transport="http"`` (mcpbind[http]): Streamable HTTP on ``host:port`` (127.0.0.1:8000
+        by default) at ``/mcp``, served by ``mcpbind.transports.serving.serve`` with its
+        connection bounds (``serving``: its options, ``max_connections``, ``header_timeout``,
+        ..., and uvicorn's); ``options`` go to ``asgi`` (``path``, ``allowed_hosts``,
+        ``max_sessions``, ...). A line on stderr says where it listens; ``on_started(host,
+        port)`` is called then too. ``tasks``: a tasks layer (``mcpbind.app.tasks.app_tasks``)
+        serving the 2026-07-28 tasks extension; over stdio its running tasks are cancelled when
+        the input ends."""
+        if transport == "stdio":
+            http_only = {"host": host, "port": port, "serving": serving, "on_started": on_started}
+            given = [k for k, v in {**http_only, **options}.items() if v is not None]
+            if given:
+                raise TypeError(f"app.run: {', '.join(given)} go with transport='http'")
+            asyncio.run(self.serve_stdio(max_line=max_line, tasks=tasks))
+            return
+        if transport != "http":
+            raise ValueError(f"app.run: transport must be 'stdio' or 'http', not {transport!r}")
+        from ..transports.serving import serve
+
+        if tasks is not None:
+            options["tasks"] = tasks
+        path = options.get("path", "/mcp")
+        asgi = self.asgi(**options)
+
+        def started(bound_host: str, bound_port: int) -> None:
+            where = f"[{bound_host}]" if ":" in bound_host else bound_host
+            first, last = self.revisions[0], self.revisions[-1]
+            print(
+                f"{self.name}: serving MCP on http://{where}:{bound_port}{path} (Streamable "
+                f"HTTP, revisions {first} to {last})",
+                file=sys.stderr,
+                flush=True,
+            )
+            if on_started is not None:
+                on_started(bound_host, bound_port)
+
+        bounds = {"log_level": "warning", **(serving or {})}
+        serve(
+            asgi,
+            host or "127.0.0.1",
+            8000 if port is None else port,
+            on_started=started,
+            **bounds,
+        )
 
     def asgi(self, **options: Any) -> Any:
         """The ASGI application serving this App over Streamable HTTP (mcpbind[http]); it runs

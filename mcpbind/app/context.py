@@ -12,8 +12,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
-from collections.abc import Awaitable, Mapping
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from collections.abc import Awaitable, Generator, Mapping
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, overload
 
 import msgspec
 
@@ -22,9 +22,12 @@ from ..errors import INVALID_PARAMS, METHOD_NOT_FOUND, ProtocolError
 from .revision import Rev
 
 if TYPE_CHECKING:
+    # generated/: `make check` does not see it (pyproject: its names are Any there)
+    import mcpbind.any_revision as any_revision
+
     from ..session import ServerSession
 
-__all__ = ["LEVELS", "Context", "Exchange", "InputNeeded"]
+__all__ = ["LEVELS", "Context", "Elicited", "Exchange", "InputNeeded", "Sent"]
 
 T = TypeVar("T")
 
@@ -56,6 +59,45 @@ class Exchange(Protocol):
     def close_stream(self) -> bool: ...
 
 
+class Sent:
+    """What ``ctx.log`` and ``ctx.progress`` return: the notification is on its way already, so
+    ``await ctx.log(...)`` returns at once and a plain ``ctx.log(...)`` loses nothing. Every call
+    of the context that talks to the client is awaitable, the same way in every handler."""
+
+    __slots__ = ()
+
+    def __await__(self) -> Generator[Any, None, None]:
+        return
+        yield  # a generator that returns at once
+
+    def __repr__(self) -> str:
+        return "<sent>"
+
+
+_SENT = Sent()
+
+
+class Elicited(Generic[T]):
+    """The user's answer to ``ctx.elicit(message, Schema)`` asked with a type: ``action``
+    (``"accept"``, ``"decline"`` or ``"cancel"``), ``content`` the answer as a ``Schema`` when
+    accepted (else None), ``result`` the generated ``ElicitResult`` of the request's revision."""
+
+    __slots__ = ("action", "content", "result")
+
+    def __init__(self, result: Any, content: T | None) -> None:
+        self.result = result
+        self.action: str = result.action
+        self.content = content
+
+    @property
+    def accepted(self) -> bool:
+        """Whether the user accepted (``content`` is then the answer)."""
+        return self.action == "accept"
+
+    def __repr__(self) -> str:
+        return f"Elicited(action={self.action!r}, content={self.content!r})"
+
+
 class InputNeeded(BaseException):
     """Raised by asks that have no answer yet, in a revision with multi-round-trip results: the
     handler's run ends and the client is asked (``requests``: ask key -> input request). A
@@ -75,10 +117,12 @@ class Context:
     App's lifespan yielded; ``auth`` the verified bearer token (``mcpbind.auth.resource.AuthInfo``:
     subject, client id, scopes) when the server checks tokens (``app.asgi(auth=...)``), else
     None. ``progress`` and ``log`` send notifications about this request;
-    ``sample``, ``elicit`` and ``roots`` ask the client (``gather`` several at once);
-    ``require`` refuses a client without a capability; ``close_stream`` ends the HTTP response
-    early (the client polls for the rest); ``cancelled`` says whether the client cancelled the
-    request. A synchronous handler (run in a worker thread) may call all of them; it waits for an
+    ``sample``, ``elicit`` and ``roots`` ask the client (``gather`` several at once): every call
+    that talks to the client is awaitable (``log`` and ``progress`` are sent at once, so awaiting
+    them is optional). ``require`` refuses a client without a capability; ``close_stream`` ends
+    the HTTP response early (the client polls for the rest); ``cancelled`` says whether the
+    client cancelled the request: these are plain calls (a type checker refuses ``await`` on
+    them). A synchronous handler (run in a worker thread) may call all of them; it waits for an
     ask with ``wait(ctx.elicit(...))``.
     """
 
@@ -132,47 +176,50 @@ class Context:
 
     def progress(
         self, progress: float, total: float | None = None, message: str | None = None
-    ) -> None:
-        """Report progress on this request. Nothing is sent when the client asked for no
-        progress; ``message`` is left out in a revision whose progress has none."""
+    ) -> Awaitable[None]:
+        """Report progress on this request (sent at once: awaiting what it returns is
+        optional). Nothing is sent when the client asked for no progress; ``message`` is left
+        out in a revision whose progress has none."""
         if message is not None and not self._rev.progress_message:
             message = None
         self._in_loop(self._progress, progress, total, message)
+        return _SENT
 
     def _progress(self, progress: float, total: float | None, message: str | None) -> None:
         # No progress token, or the request is answered already: nobody listens.
         with contextlib.suppress(ProtocolError):
             self._exchange.progress(progress, total, message)
 
-    def log(self, level: str, data: Any, logger: str | None = None) -> None:
+    def log(self, level: str, data: Any, logger: str | None = None) -> Awaitable[None]:
         """Send a log message about this request at ``level`` (one of ``LEVELS``), when the
         client asked for that level: by ``logging/setLevel`` in revisions that have it (all
         levels until it does), by the request's own ``_meta`` in those that carry one (none
-        unless it does)."""
+        unless it does). Sent at once: awaiting what it returns is optional."""
         if level not in LEVELS:
             raise ValueError(f"unknown log level {level!r}; the levels are {', '.join(LEVELS)}")
         wanted = self._log_level
         if not self._logs or (wanted is not None and LEVELS.index(level) < LEVELS.index(wanted)):
-            return
+            return _SENT
         method = self._rev.features.get("log")
         if method is None:
-            return
+            return _SENT
         params: dict[str, Any] = {"level": level, "data": msgspec.to_builtins(data)}
         if logger is not None:
             params["logger"] = logger
         self._in_loop(self._notify, method, params)
+        return _SENT
 
-    def debug(self, data: Any) -> None:
-        self.log("debug", data)
+    def debug(self, data: Any) -> Awaitable[None]:
+        return self.log("debug", data)
 
-    def info(self, data: Any) -> None:
-        self.log("info", data)
+    def info(self, data: Any) -> Awaitable[None]:
+        return self.log("info", data)
 
-    def warning(self, data: Any) -> None:
-        self.log("warning", data)
+    def warning(self, data: Any) -> Awaitable[None]:
+        return self.log("warning", data)
 
-    def error(self, data: Any) -> None:
-        self.log("error", data)
+    def error(self, data: Any) -> Awaitable[None]:
+        return self.log("error", data)
 
     def _notify(self, method: str, params: Any) -> None:
         # The client's revision or capabilities do not take it.
@@ -218,16 +265,32 @@ class Context:
             data["systemPrompt"] = system_prompt
         return await self._ask("sample", data, key)
 
-    async def elicit(self, message: str, schema: Any, *, key: str | None = None) -> Any:
-        """Ask the user, through the client, to fill a form: ``schema`` is a JSON Schema object
-        of flat properties, or a type whose msgspec schema is one (a Struct, a TypedDict).
-        Returns the generated ``ElicitResult`` of the request's revision (``action``, and the
-        ``content`` when accepted). ``key`` names the ask in an input-required result."""
-        if not isinstance(schema, dict):
-            from .signature import schema_of
+    @overload
+    async def elicit(
+        self, message: str, schema: type[T], *, key: str | None = None
+    ) -> Elicited[T]: ...
 
-            schema = schema_of(schema, "elicitation")
-        return await self._ask("elicit", {"message": message, "requestedSchema": schema}, key)
+    @overload
+    async def elicit(
+        self, message: str, schema: Mapping[str, Any], *, key: str | None = None
+    ) -> any_revision.ElicitResult: ...
+
+    async def elicit(self, message: str, schema: Any, *, key: str | None = None) -> Any:
+        """Ask the user, through the client, to fill a form. ``schema`` is a type whose msgspec
+        schema is an object of flat properties (a Struct, a TypedDict): the answer is an
+        ``Elicited[schema]``, whose ``content`` is a ``schema`` when accepted (an answer that
+        does not fit raises ``msgspec.ValidationError`` naming its JSON path). Or ``schema`` is
+        a JSON Schema object: the answer is the generated ``ElicitResult`` of the request's
+        revision (``action``, and the ``content`` when accepted). ``key`` names the ask in an
+        input-required result."""
+        if isinstance(schema, Mapping):
+            params = {"message": message, "requestedSchema": dict(schema)}
+            return await self._ask("elicit", params, key)
+        from .signature import schema_of
+
+        params = {"message": message, "requestedSchema": schema_of(schema, "elicitation")}
+        result = await self._ask("elicit", params, key)
+        return Elicited(result, _answer(result, schema) if result.action == "accept" else None)
 
     async def roots(self, *, key: str | None = None) -> Any:
         """The client's roots: the generated ``ListRootsResult`` of the request's revision.
@@ -314,3 +377,16 @@ class Context:
             f"Missing required client capability: {path}",
             {"requiredCapabilities": missing_capabilities(required, dict(self.client))},
         )
+
+
+def _answer(result: Any, schema: Any) -> Any:
+    """The accepted content of an ``ElicitResult`` as a ``schema``."""
+    content = result.content
+    try:
+        return msgspec.convert({} if content is msgspec.UNSET else content, schema)
+    except msgspec.ValidationError as exc:
+        name = getattr(schema, "__qualname__", repr(schema))
+        message = str(exc)
+        if " - at `$" in message:
+            message = message.replace(" - at `$", " - at `$.content", 1)
+        raise msgspec.ValidationError(f"the answer is not a {name}: {message}") from None

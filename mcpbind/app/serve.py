@@ -18,7 +18,14 @@ import msgspec
 from msgspec import UNSET
 
 from .._support import OpenObject, convert
-from ..errors import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, ProtocolError
+from ..errors import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    METHOD_NOT_FOUND,
+    RESOURCE_NOT_FOUND,
+    ProtocolError,
+    ResourceNotFound,
+)
 from .content import Results
 from .context import Context, Exchange, InputNeeded
 from .handler import Handler
@@ -34,9 +41,6 @@ from .tools import Tool, ToolError
 __all__ = ["RESOURCE_NOT_FOUND", "Server"]
 
 log = logging.getLogger("mcpbind.app")
-
-# The resource-not-found error of the spec's resources page (every revision).
-RESOURCE_NOT_FOUND = -32002
 
 
 class Server:
@@ -249,7 +253,7 @@ class Server:
                     found, variables = template, match
                     break
         if found is None:
-            raise ProtocolError(RESOURCE_NOT_FOUND, f"Resource not found: {uri}", {"uri": uri})
+            raise ResourceNotFound(uri)
         value = await self._run(found.handler, variables, exchange, r, uri, None, repr(uri))
         if isinstance(value, _Asked):
             return value.result

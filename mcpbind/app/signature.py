@@ -18,7 +18,7 @@ import msgspec
 from .._support import join_path
 from ..projection import revision_of_class
 
-__all__ = ["ArgumentError", "Output", "Parameters", "schema_of"]
+__all__ = ["SUPPORTED", "ArgumentError", "Output", "Parameters", "check_type", "schema_of"]
 
 _MISSING: Any = inspect.Parameter.empty
 # Parameter types whose values a JSON decoder already gives as exactly that class: arguments of
@@ -32,6 +32,70 @@ _TYPED_DICT: Any = TypedDict
 
 class ArgumentError(ValueError):
     """Arguments that do not fit a handler's parameters; the message names the JSON path."""
+
+
+# What msgspec checks and describes, as a registration error lists it.
+SUPPORTED = (
+    "str, int, float, bool, None, bytes, datetime, date, time, timedelta, UUID, Decimal, "
+    "Literal, Enum, list/tuple/set/frozenset/dict of these, X | Y, msgspec.Struct, TypedDict, "
+    "dataclass, NamedTuple, Any, constraints as Annotated[int, msgspec.Meta(ge=0)]"
+)
+# The libraries whose models and constraints msgspec does not read: an annotation using them
+# would be described and checked without them (a constraint silently ignored).
+_PYDANTIC = frozenset({"pydantic", "pydantic_core", "annotated_types"})
+
+
+def check_type(annotation: Any, what: str, where: str) -> None:
+    """Refuse, with a ``TypeError`` naming ``what`` and ``where`` (``parameter 'x'``), an
+    annotation msgspec cannot check: a type it does not know, or pydantic's models and
+    constraints, which it would ignore."""
+    _refuse_pydantic(annotation, what, where)
+    try:
+        msgspec.json.schema(annotation)
+    except TypeError as exc:
+        reason = str(exc).strip().splitlines()[-1]
+        raise TypeError(
+            f"{what}: {where} has type {_type_name(annotation)}, which msgspec cannot check "
+            f"({reason}); supported: {SUPPORTED}"
+        ) from None
+
+
+def _refuse_pydantic(annotation: Any, what: str, where: str) -> None:
+    if typing.get_origin(annotation) is typing.Annotated:
+        base, *metadata = typing.get_args(annotation)
+        for m in metadata:
+            if _from_pydantic(type(m)):
+                raise TypeError(
+                    f"{what}: {where} is annotated with {m!r}, a pydantic constraint that "
+                    "msgspec does not read (a value breaking it would be accepted); mcpbind "
+                    "checks values with msgspec: write it as msgspec.Meta, "
+                    "Annotated[int, msgspec.Meta(ge=0)]"
+                )
+        _refuse_pydantic(base, what, where)
+        return
+    if isinstance(annotation, type) and (
+        any(_from_pydantic(c) for c in annotation.__mro__)
+        or getattr(annotation, "__pydantic_fields__", None) is not None
+    ):
+        raise TypeError(
+            f"{what}: {where} is a pydantic model ({annotation.__qualname__}); mcpbind describes "
+            f"and checks values with msgspec, not pydantic: declare {annotation.__qualname__} as a "
+            "msgspec.Struct (constraints as Annotated[int, msgspec.Meta(ge=0)]), a TypedDict "
+            "or a dataclass"
+        )
+    for arg in typing.get_args(annotation):
+        if not isinstance(arg, (str, int, bytes, bool)) and arg is not None:  # Literal values
+            _refuse_pydantic(arg, what, where)
+
+
+def _from_pydantic(cls: type) -> bool:
+    return cls.__module__.partition(".")[0] in _PYDANTIC
+
+
+def _type_name(annotation: Any) -> str:
+    if isinstance(annotation, type) and typing.get_args(annotation) == ():
+        return annotation.__qualname__
+    return repr(annotation)
 
 
 def schema_of(tp: Any, name: str) -> dict[str, Any]:
@@ -98,6 +162,15 @@ class Parameters:
                     f"{what}: parameter {p.name!r} must be an ordinary or keyword-only parameter "
                     "(MCP passes arguments by name)"
                 )
+            where = f"parameter {p.name!r} of {getattr(func, '__qualname__', func)}"
+            if _from_pydantic(type(p.default)):
+                raise TypeError(
+                    f"{what}: {where} has a pydantic Field as its default ({p.default!r}), which "
+                    "msgspec does not read (its constraints would be ignored); write the "
+                    "constraint as Annotated[int, msgspec.Meta(ge=0)] and the default as a plain "
+                    "value"
+                )
+            check_type(annotation, what, where)
             required = p.default is _MISSING
             exact = annotation if annotation in _EXACT else None
             params.append(_Param(p.name, annotation, required, p.default, exact))
@@ -170,12 +243,13 @@ class Output:
             annotation
         ):
             return
+        check_type(annotation, what, "its return annotation")
         origin, args = typing.get_origin(annotation), typing.get_args(annotation)
         if annotation in (list, tuple) or (
             origin in (list, tuple) and args and args[0] in (Any, object)
         ):
             return  # a list of anything: content blocks or JSON, told apart by the value
-        schema = schema_of(annotation, what)
+        schema = schema_of(annotation, f"{what} result")
         if schema.get("type") == "object" and "$ref" not in schema:
             self.schema = schema
         else:

@@ -9,18 +9,13 @@ from typing import Any
 
 import msgspec
 
+from ..errors import ToolError
 from .content import Results, generated, json_text, newest
 from .handler import Handler, definition, describe
 from .revision import Rev, latest
 from .signature import Output
 
 __all__ = ["Tool", "ToolError"]
-
-
-class ToolError(Exception):
-    """Raise it in a tool to answer with a tool error (a result with ``isError``) carrying this
-    message: what the model reads to correct its call. Any other exception a tool raises is
-    answered the same way, with the exception's type and message."""
 
 
 class Tool:
@@ -41,7 +36,7 @@ class Tool:
         what = f"tool {self.name!r}"
         self.handler = Handler(func, what)
         returns = typing.get_type_hints(func, include_extras=True).get("return", Any)
-        self.output = Output(returns, f"{what} result")
+        self.output = Output(returns, what)
         self.text = self.output.schema is None  # a string it returns is one text block
         data = {
             "name": self.name,

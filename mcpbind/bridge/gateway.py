@@ -935,11 +935,7 @@ class Gateway:
         )
         # HTTP+SSE has no authorization (with tokens required it is not served at all), and
         # keeps its sessions in the process (``sse=False`` where processes share a port).
-        with_sessions = [
-            r
-            for r in clients
-            if bindings(r).FACTS.handshake == "initialize" and auth is None and sse
-        ]
+        with_sessions = sse_revisions(clients, sse=sse, auth=auth is not None)
         self.sse = (
             SSEServer(
                 self._handle_sse,
@@ -1267,6 +1263,15 @@ class Gateway:
     def _say(self, lines: list[str]) -> None:
         for line in lines:
             self._log(line)
+
+
+def sse_revisions(clients: Iterable[str], *, sse: bool = True, auth: bool = False) -> list[str]:
+    """The client revisions the HTTP+SSE front serves (at ``/sse``): those with the initialize
+    handshake, unless clients present tokens (``auth``: HTTP+SSE has no authorization) or
+    ``sse`` is off (processes sharing a port)."""
+    if auth or not sse:
+        return []
+    return [r for r in clients if bindings(r).FACTS.handshake == "initialize"]
 
 
 def _stderr(line: str) -> None:

@@ -8,7 +8,7 @@ import contextlib
 import contextvars
 import inspect
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import msgspec
 from msgspec import UNSET
@@ -21,9 +21,14 @@ from ..errors import INTERNAL_ERROR, METHOD_NOT_FOUND, ProtocolError
 from ..events import Event, Negotiated, NotificationReceived, ProgressReceived, RequestReceived
 from ..transports._answer import MAX_ROUNDS
 from .links import Link, ObservedSession, warn
+from .structured import structured
 from .tasks import TaskFollower, declared
 
 if TYPE_CHECKING:
+    # Each result is of the revision agreed on: typed as the union over the revisions.
+    # generated/: `make check` does not see it (pyproject: its names are Any there)
+    import mcpbind.any_revision as any_revision
+
     from ..app import App
 
 __all__ = ["Client"]
@@ -38,6 +43,7 @@ _PROGRESS: contextvars.ContextVar[list[Callable[..., Any]] | None] = contextvars
 )
 
 Handler = Callable[[Any], Any]
+T = TypeVar("T")
 
 
 class _ProgressSession(ObservedSession):
@@ -192,12 +198,12 @@ class Client:
         return self.negotiated.revision if self.negotiated is not None else None
 
     @property
-    def server_capabilities(self) -> Any:
+    def server_capabilities(self) -> any_revision.ServerCapabilities | None:
         """The server's capabilities: the generated ``ServerCapabilities`` of the revision."""
         return self.negotiated.capabilities if self.negotiated is not None else None
 
     @property
-    def server_info(self) -> Any:
+    def server_info(self) -> any_revision.Implementation | None:
         """The server's ``Implementation`` (name, version), when it sent one."""
         return self.negotiated.info if self.negotiated is not None else None
 
@@ -299,9 +305,28 @@ class Client:
             given.add(key)
         raise _past(method, "max_pages", self.max_pages, "pages")
 
-    async def list_tools(self) -> list[Any]:
+    async def list_tools(self) -> list[any_revision.Tool]:
         """Every tool of the server (every page), each the generated ``Tool``."""
         return await self._pages("list_tools", "tools")
+
+    @overload
+    async def call_tool(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        progress: Callable[[float, float | None, str | None], Any] | None = None,
+    ) -> any_revision.CallToolResult: ...
+
+    @overload
+    async def call_tool(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        progress: Callable[[float, float | None, str | None], Any] | None = None,
+        result_type: type[T],
+    ) -> T: ...
 
     async def call_tool(
         self,
@@ -309,11 +334,25 @@ class Client:
         arguments: Mapping[str, Any] | None = None,
         *,
         progress: Callable[[float, float | None, str | None], Any] | None = None,
+        result_type: Any = None,
     ) -> Any:
         """Call a tool: the generated ``CallToolResult`` (a tool's failure is a result with
         ``is_error``; an unknown tool raises ``ProtocolError``). With ``tasks=True``, a call the
         server runs as a task returns the task's result once it completes (a failed task raises
-        its error)."""
+        its error). ``result_type=T`` returns the tool's structured content decoded as a ``T``
+        instead (``client.structured``: a tool error raises ``ToolError``, content that does not
+        fit ``msgspec.ValidationError`` with its JSON path)."""
+        result = await self._call_tool(name, arguments, progress)
+        if result_type is not None:
+            return structured(result, result_type, name)
+        return result
+
+    async def _call_tool(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None,
+        progress: Callable[[float, float | None, str | None], Any] | None,
+    ) -> Any:
         _, r = self._rev()
         params: dict[str, Any] = {"name": name}
         if arguments is not None:
@@ -344,21 +383,23 @@ class Client:
         if event is not None:
             event.set()
 
-    async def list_resources(self) -> list[Any]:
+    async def list_resources(self) -> list[any_revision.Resource]:
         return await self._pages("list_resources", "resources")
 
-    async def list_resource_templates(self) -> list[Any]:
+    async def list_resource_templates(self) -> list[any_revision.ResourceTemplate]:
         return await self._pages("list_resource_templates", "resource_templates")
 
-    async def read_resource(self, uri: str) -> Any:
+    async def read_resource(self, uri: str) -> any_revision.ReadResourceResult:
         """The generated ``ReadResourceResult`` of ``uri``."""
         _, r = self._rev()
         return await self.request(self._method(r, "read_resource"), {"uri": uri})
 
-    async def list_prompts(self) -> list[Any]:
+    async def list_prompts(self) -> list[any_revision.Prompt]:
         return await self._pages("list_prompts", "prompts")
 
-    async def get_prompt(self, name: str, arguments: Mapping[str, str] | None = None) -> Any:
+    async def get_prompt(
+        self, name: str, arguments: Mapping[str, str] | None = None
+    ) -> any_revision.GetPromptResult:
         """The generated ``GetPromptResult`` of prompt ``name``."""
         _, r = self._rev()
         params: dict[str, Any] = {"name": name}
@@ -374,7 +415,7 @@ class Client:
         prompt: str | None = None,
         resource: str | None = None,
         arguments: Mapping[str, str] | None = None,
-    ) -> Any:
+    ) -> any_revision.CompleteResult:
         """Suggestions for ``argument`` of ``prompt`` (a name) or of ``resource`` (a URI
         template), given its partial ``value`` and the other ``arguments`` already chosen: the
         generated ``CompleteResult``."""

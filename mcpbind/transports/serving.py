@@ -112,10 +112,18 @@ def uvicorn_config(
 
 
 def serve(
-    app: Any, host: str = "127.0.0.1", port: int = 8000, *, workers: int = 1, **limits: Any
+    app: Any,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    *,
+    workers: int = 1,
+    on_started: Callable[[str, int], Any] | None = None,
+    **limits: Any,
 ) -> None:
     """Serve ``app`` on ``host:port`` until interrupted, with the bounds of ``uvicorn_config``
-    (which takes ``limits`` and any other ``uvicorn.Config`` option).
+    (which takes ``limits`` and any other ``uvicorn.Config`` option). ``on_started(host, port)``
+    is called once the socket listens, with the address it is bound to (the port the system
+    chose for ``port=0``).
 
     The process's soft limit on open files is raised, as far as its hard limit allows, to hold
     ``max_connections`` plus a full accept ``backlog``: a connection past the cap still takes a
@@ -129,15 +137,41 @@ def serve(
     when one of them exits.
     """
     if workers > 1:
-        _serve_workers(app, host, port, workers, limits)
+        _serve_workers(app, host, port, workers, limits, on_started)
         return
     config = uvicorn_config(app, host, port, **limits)
     _make_room(limits.get("max_connections", MAX_CONNECTIONS) + config.backlog + _OWN_FILES)
-    uvicorn.Server(config).run()
+    _Server(config, on_started).run()
+
+
+class _Server(uvicorn.Server):
+    """uvicorn's server, telling ``on_started`` the address it listens on."""
+
+    def __init__(self, config: uvicorn.Config, on_started: Callable[[str, int], Any] | None):
+        super().__init__(config)
+        self.on_started = on_started
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets)
+        if self.started and self.on_started is not None:
+            listening = self.servers[0].sockets
+            self.on_started(*_address(listening[0] if listening else None, self.config))
+
+
+def _address(sock: socket.socket | None, config: uvicorn.Config) -> tuple[str, int]:
+    if sock is None or sock.family not in (socket.AF_INET, socket.AF_INET6):
+        return config.host, config.port
+    host, port = sock.getsockname()[:2]
+    return str(host), int(port)
 
 
 def _serve_workers(
-    factory: Callable[[], Any], host: str, port: int, workers: int, limits: dict[str, Any]
+    factory: Callable[[], Any],
+    host: str,
+    port: int,
+    workers: int,
+    limits: dict[str, Any],
+    on_started: Callable[[str, int], Any] | None = None,
 ) -> None:
     """Run ``workers`` processes serving ``factory()`` on one socket bound here."""
     config = uvicorn_config(None, host, port, **limits)
@@ -157,6 +191,8 @@ def _serve_workers(
     try:
         for process in processes:
             process.start()
+        if on_started is not None:  # the socket listens: connections wait for a worker
+            on_started(*_address(sock, config))
         while not stopping and all(p.is_alive() for p in processes):
             multiprocessing.connection.wait([p.sentinel for p in processes], timeout=0.5)
     finally:

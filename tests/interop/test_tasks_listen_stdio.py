@@ -109,7 +109,7 @@ class Peer:
 
 def validated(lines: list[bytes], where: Path) -> str:
     """What ``mcpbind validate -r 2026-07-28 --strict`` says of the transcript (its exit code
-    and output)."""
+    and output, but for the line counting the messages of a clean transcript)."""
     where.write_bytes(b"\n".join(lines) + b"\n")
     done = subprocess.run(
         [MCPBIND, "validate", "-r", REVISION, "--strict", str(where)],
@@ -117,7 +117,9 @@ def validated(lines: list[bytes], where: Path) -> str:
         text=True,
         timeout=60,
     )
-    return f"{done.returncode} {done.stdout}{done.stderr}"
+    clean = f"{where}: {sum(1 for line in lines if line.strip())} message(s), no findings "
+    stderr = done.stderr.removeprefix(clean + f"({REVISION}, strict)\n")
+    return f"{done.returncode} {done.stdout}{stderr}"
 
 
 def test_a_listener_on_stdio_hears_each_status_change(server: list[str], tmp_path: Path) -> None:
