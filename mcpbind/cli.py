@@ -456,3 +456,9 @@ def _listen(
     if client_id is not None:
         options["upstream_client"] = (client_id, client_secret)
     gateway.run(host, int(port), options, workers=workers, auth_server=auth_server)
+
+
+# `mcpbind surface lock|check|diff|generate`: a server's own surface (imports click only here).
+from .surface.cli import surface  # noqa: E402
+
+main.add_command(surface)
