@@ -9,7 +9,7 @@ from typing import Any
 
 from ..emit import render
 from .ir import Inexact
-from .render import Renderer
+from .render import Renderer, StructView
 from .resolve import Resolver
 
 __all__ = ["Document", "TypesModule", "types_module"]
@@ -44,6 +44,8 @@ class Root:
 class TypesModule:
     source: str
     roots: dict[str, Root]  # by document name
+    structs: dict[str, StructView] = field(default_factory=dict)  # by class name
+    names: list[str] = field(default_factory=list)  # every class and alias it defines
 
 
 def types_module(
@@ -84,7 +86,8 @@ def types_module(
         aliases=renderer.aliases,
         tail=tail or [],
     )
-    return TypesModule(source, roots)
+    names = [v.name for v in renderer.structs] + [a.name for a in renderer.aliases]
+    return TypesModule(source, roots, {v.name: v for v in renderer.structs}, names)
 
 
 def _alias(name: str, annotation: str) -> Any:

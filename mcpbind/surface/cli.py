@@ -220,7 +220,7 @@ def generate(output: str, check_only: bool, lock_file: str) -> None:
             f"surface generate needs the generator ({', '.join(missing)} missing): "
             'pip install "mcpbind[codegen]"'
         )
-    from codegen.surface import generate as generator
+    import codegen.surface.generate as generator
 
     locked = _lock(lock_file)
     try:
