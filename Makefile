@@ -18,8 +18,9 @@ $(STAMP): pyproject.toml
 generate: $(STAMP)
 	$(BIN)/mcpbind generate
 
-# Real MCP peers for the interop tests: server-everything from npm at the version pinned in
-# tests/interop/package-lock.json (the Python peer's `mcp` is pinned in the dev extras).
+# Real MCP peers for the interop tests: server-everything, -filesystem, -memory and
+# -sequential-thinking from npm at the versions pinned in tests/interop/package-lock.json (the
+# Python peers, `mcp` and mcp-server-time, are pinned in the dev extras).
 INTEROP_STAMP := tests/interop/node_modules/.installed
 
 interop-setup: $(INTEROP_STAMP)

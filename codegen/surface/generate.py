@@ -107,9 +107,8 @@ def package_files(lock: Lock, output: Path) -> dict[Path, str]:
     type_names = sorted(made.names, key=lambda n: (n.lower(), n))
     types_source = made.source + f"\n\n__all__ = {type_names!r}\n"
     names = Names(module={"REVISION", *type_names})
-    cls = class_name(
-        pascal(snake(str(lock.server.get("name") or "mcp"))) + "Server", set(type_names)
-    )
+    stem = pascal(snake(str(lock.server.get("name") or "mcp")))
+    cls = class_name(stem if stem.endswith("Server") else stem + "Server", set(type_names))
     names.module.add(cls)
     tool_views: list[ToolView] = []
     methods: list[MethodView] = []
@@ -133,7 +132,9 @@ def package_files(lock: Lock, output: Path) -> dict[Path, str]:
                 ),
             )
         )
-        methods.append(_tool_method(tool, names, const, arg_root.name, res_root, made.structs))
+        methods.append(
+            _tool_method(tool, names, const, arg_root.name, res_root, made.structs, made.aliases)
+        )
     prompt_views, template_views = [], []
     for prompt in sorted(lock.items.get("prompt", {}).values(), key=lambda i: i.name):
         const = names.constant(prompt.name + "_prompt")
@@ -197,8 +198,18 @@ def package_files(lock: Lock, output: Path) -> dict[Path, str]:
         raise GenerateError(f"the generated package does not format: {exc}") from exc
 
 
+def _any_object(name: str, structs: dict[str, StructView], aliases: dict[str, str]) -> bool:
+    return name not in structs and aliases.get(name) == "dict[str, Any]"
+
+
 def _tool_method(
-    tool: Item, names: Names, const: str, args: str, result: Any, structs: dict[str, StructView]
+    tool: Item,
+    names: Names,
+    const: str,
+    args: str,
+    result: Any,
+    structs: dict[str, StructView],
+    aliases: dict[str, str],
 ) -> MethodView:
     view = structs.get(args)
     fields = None
@@ -207,7 +218,10 @@ def _tool_method(
     returns = result.name if result is not None else "protocol.CallToolResult"
     name = names.method(tool.name)
     doc = docstring(tool.definition.get("description"))
-    if fields is None:
+    if fields is None and _any_object(args, structs, aliases):
+        params = ["self"]  # an object any keys may be given: none are named
+        call = f"{const}.call(self.client, {{}})"
+    elif fields is None:
         params = ["self", f"arguments: {args}"]
         call = f"{const}.call(self.client, arguments)"
     else:

@@ -46,6 +46,7 @@ class TypesModule:
     roots: dict[str, Root]  # by document name
     structs: dict[str, StructView] = field(default_factory=dict)  # by class name
     names: list[str] = field(default_factory=list)  # every class and alias it defines
+    aliases: dict[str, str] = field(default_factory=dict)  # alias -> its annotation
 
 
 def types_module(
@@ -87,7 +88,8 @@ def types_module(
         tail=tail or [],
     )
     names = [v.name for v in renderer.structs] + [a.name for a in renderer.aliases]
-    return TypesModule(source, roots, {v.name: v for v in renderer.structs}, names)
+    aliases = {a.name: a.annotation for a in renderer.aliases}
+    return TypesModule(source, roots, {v.name: v for v in renderer.structs}, names, aliases)
 
 
 def _alias(name: str, annotation: str) -> Any:
