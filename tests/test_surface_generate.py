@@ -80,11 +80,54 @@ def test_the_package_regenerates_byte_identically_and_check_finds_it_stale_when_
     types_py.write_bytes(first["types.py"])
 
 
-def test_the_generated_package_is_clean_under_mypy_strict(weather: tuple[Path, Path]) -> None:
+def black_check(folder: Path) -> subprocess.CompletedProcess[str]:
+    """black --check with the repository's settings (line length 100, Python 3.11)."""
+    return subprocess.run(
+        [sys.executable, "-m", "black", "--check", "-l", "100", "-t", "py311", str(folder)],
+        capture_output=True,
+        text=True,
+    )
+
+
+def test_the_generated_package_is_black_formatted_and_clean_under_mypy_strict(
+    weather: tuple[Path, Path],
+) -> None:
     _, folder = weather
     done = subprocess.run(
         [sys.executable, "-m", "mypy", "--strict", "weather_server"],
         cwd=folder,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stdout
+    formatted = black_check(folder / "weather_server")
+    assert formatted.returncode == 0, formatted.stderr
+
+
+def test_a_package_of_every_test_suite_schema_is_black_formatted_and_mypy_strict(
+    tmp_path: Path,
+) -> None:
+    """The layout (codegen/surface/layout.py) held to black, and the types to mypy, on the
+    official Test Suite's schemas, each a tool's input and output schema."""
+    from mcpbind.surface.canonical import digest
+    from mcpbind.surface.lockfile import Item
+    from tests._json_schema_suite import DRAFTS, groups
+
+    for draft, dialect in DRAFTS.items():
+        items = {}
+        for i, (file, group, schema, _) in enumerate(groups(draft)):
+            name = f"{file[:-5]} {group}"[:60] + f" {i}"
+            d = {"name": name, "description": group, "inputSchema": schema, "outputSchema": schema}
+            dialects = {"inputSchema": dialect, "outputSchema": dialect}
+            items[name] = Item("tool", name, d, digest(d), dialects)
+        locked = Lock(REVISION, {"name": f"suite {draft}", "version": "1"}, {"tool": items})
+        package = tmp_path / f"suite_{draft.replace('-', '_')}"
+        write(package_files(locked, package), package)
+    formatted = black_check(tmp_path)
+    assert formatted.returncode == 0, formatted.stderr
+    done = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "suite_draft7", "suite_draft2020_12"],
+        cwd=tmp_path,
         capture_output=True,
         text=True,
     )
@@ -136,6 +179,7 @@ def test_names_are_deterministic_and_collision_free(tmp_path: Path) -> None:
     generated = imported(tmp_path, locked, "shop")
     methods = sorted(m for m in vars(generated.ShopServer) if not m.startswith("__"))
     assert methods == ["class_", "client_", "get_weather", "get_weather_"]
+    assert black_check(tmp_path / "shop").returncode == 0
     assert msgspec.convert({"self": "x", "class": 1}, generated.GetWeatherArguments).class_ == 1
     done = subprocess.run(
         [sys.executable, "-m", "mypy", "--strict", "shop"],

@@ -185,3 +185,13 @@ def test_diff_of_two_locks_in_json_gives_kinds_and_breaking_flags(
     assert change["before"] == '{"maximum": 7, "minimum": 1, "type": "integer"}'
     report = diff(Lock.read(base_lock), Lock.read(changed))
     assert [c.kind for c in report.changes] == ["parameter_narrowed"]
+
+
+def test_integers_beyond_doubles_are_hashed_as_the_double_rfc_8785_writes() -> None:
+    from mcpbind.surface.canonical import canonical, digest
+
+    definition = {"name": "t", "inputSchema": {"maximum": 2**53, "minimum": -(2**64)}}
+    assert canonical(definition) == (
+        b'{"inputSchema":{"maximum":9007199254740992,"minimum":-18446744073709552000},"name":"t"}'
+    )
+    assert digest(definition) == hashlib.sha256(canonical(definition)).hexdigest()

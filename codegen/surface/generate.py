@@ -5,7 +5,7 @@ a Struct or alias per tool's arguments and result; client.py: the typed client c
 from __future__ import annotations
 
 import difflib
-import hashlib
+import json
 import keyword
 import os
 import re
@@ -16,10 +16,13 @@ from typing import Any
 from mcpbind.surface.lockfile import Item, Lock
 from mcpbind.surface.runtime import variables
 
-from ..emit import docstring, format_python, render
-from ..names import class_name, pascal, snake
+from ..emit import render
+from ..names import class_name
 from ..paths import package_name
+from .layout import LINE, black_block, bracketed, pystr, signature
+from .layout import docstring as layout_docstring
 from .module import Document, types_module
+from .naming import pascal, snake
 from .render import StructView
 
 __all__ = ["GenerateError", "package_files", "stale", "write"]
@@ -34,23 +37,44 @@ class GenerateError(Exception):
 
 
 @dataclass
-class ToolView:
-    const: str
-    name: str
-    arguments: str
-    result: str
-    dialect: str
-    input_schema: str
-    output_schema: str
-
-
-@dataclass
 class MethodView:
+    """One method of the client class: its signature, docstring and statements, each
+    statement plain or as (head, items, tail) for ``layout.bracketed``."""
+
     name: str
     params: list[str]
     returns: str
-    call: str
+    statements: list[str | tuple[str, list[str], str]]
     doc: str | None = None
+
+    def lines(self) -> list[str]:
+        head = signature(f"async def {self.name}(", self.params, f") -> {self.returns}:", 4)
+        if head is None:
+            return _black_method(self)
+        out = head + (layout_docstring(self.doc, 8) or [])
+        for statement in self.statements:
+            if isinstance(statement, str):
+                out.append(f"        {statement}")
+                continue
+            laid = bracketed(*statement, 8)
+            if laid is None:
+                return _black_method(self)
+            out += laid
+        return out
+
+
+def _black_method(m: MethodView) -> list[str]:
+    """A method black lays out itself (a line the generator's layout cannot split)."""
+    body = [s if isinstance(s, str) else f"{s[0]}{', '.join(s[1])}{s[2]}" for s in m.statements]
+    source = "\n".join(
+        [
+            "class _X:",
+            f"    async def {m.name}({', '.join(m.params)}) -> {m.returns}:",
+            *(layout_docstring(m.doc, 8) or []),
+            *(f"        {line}" for line in body),
+        ]
+    )
+    return black_block(source + "\n").rstrip("\n").split("\n")[1:]
 
 
 @dataclass
@@ -76,10 +100,11 @@ class Names:
 
 
 def package_files(lock: Lock, output: Path) -> dict[Path, str]:
-    """Every file of the package for ``lock`` (absolute path -> content), formatted."""
+    """Every file of the package for ``lock`` (absolute path -> content), laid out as black
+    lays code out (``codegen.surface.layout``)."""
     if not output.name.isidentifier() or keyword.iskeyword(output.name):
         raise GenerateError(f"{output}: the package's directory name must be a Python identifier")
-    lock_sha = hashlib.sha256(lock.to_json().encode()).hexdigest()
+    lock_sha = lock.digest()
     where = Path(lock.path).name if lock.path else "a lock"
     server = f"{lock.server.get('name', 'the server')} {lock.server.get('version', '')}".strip()
     header = (
@@ -89,113 +114,158 @@ def package_files(lock: Lock, output: Path) -> dict[Path, str]:
     tools = sorted(lock.items.get("tool", {}).values(), key=lambda i: i.name)
     bases: set[str] = set()
     documents: list[Document] = []
-    plan: list[tuple[Item, str, str | None]] = []
+    plan: list[tuple[Item, Document, Document | None]] = []
     for tool in tools:
         base = class_name(pascal(snake(tool.name)) or "Tool", bases)
         bases.add(base)
-        schema = tool.definition.get("inputSchema", {"type": "object"})
-        args = base + "Arguments"
         dialect = tool.dialects.get("inputSchema", "")
-        documents.append(Document(args, schema, dialect, tool.definition.get("description")))
+        args = Document(
+            base + "Arguments",
+            tool.definition.get("inputSchema", {"type": "object"}),
+            dialect,
+            tool.definition.get("description"),
+        )
+        documents.append(args)
         result = None
         if isinstance(tool.definition.get("outputSchema"), dict | bool):
-            result = base + "Result"
             out_dialect = tool.dialects.get("outputSchema", dialect)
-            documents.append(Document(result, tool.definition["outputSchema"], out_dialect))
+            result = Document(base + "Result", tool.definition["outputSchema"], out_dialect)
+            documents.append(result)
         plan.append((tool, args, result))
-    made = types_module(documents, header=header, doc=f"The types of {server}'s tools.")
+    made = types_module(
+        documents, header=header, doc=f"The types of {server}'s tools.", exports=True
+    )
     type_names = sorted(made.names, key=lambda n: (n.lower(), n))
-    types_source = made.source + f"\n\n__all__ = {type_names!r}\n"
-    names = Names(module={"REVISION", *type_names})
+    names = Names(module={"REVISION", "SCHEMAS", *type_names})
     stem = pascal(snake(str(lock.server.get("name") or "mcp")))
     cls = class_name(stem if stem.endswith("Server") else stem + "Server", set(type_names))
     names.module.add(cls)
-    tool_views: list[ToolView] = []
+    constants: list[list[str]] = []
+    referenced: set[str] = set()  # the type names the constants hold
     methods: list[MethodView] = []
+    schemas: dict[str, dict[str, Any]] = {}
     for tool, args, result in plan:
-        doc_of = {d.name: d for d in documents}
-        arg_root = made.roots[args]
-        res_root = made.roots[result] if result else None
+        arg_root = made.roots[args.name]
+        res_root = made.roots[result.name] if result is not None else None
         const = names.constant(tool.name)
-        tool_views.append(
-            ToolView(
-                const=const,
-                name=repr(tool.name),
-                arguments=arg_root.name,
-                result=res_root.name if res_root else "None",
-                dialect=repr(doc_of[args].dialect),
-                input_schema="None" if arg_root.exact else repr(doc_of[args].schema),
-                output_schema=(
-                    "None"
-                    if res_root is None or res_root.exact
-                    else repr(doc_of[result or ""].schema)
-                ),
-            )
-        )
+        inexact: dict[str, Any] = {}
+        if not arg_root.exact:
+            inexact["input"] = args.schema
+        if result is not None and res_root is not None and not res_root.exact:
+            inexact["output"] = result.schema
+        if inexact:
+            schemas[tool.name] = inexact
+        referenced.add(arg_root.name)
+        if res_root is not None:
+            referenced.add(res_root.name)
+        items = [
+            pystr(tool.name),
+            arg_root.name,
+            res_root.name if res_root is not None else "None",
+            f"dialect={pystr(args.dialect)}",
+        ]
+        for key, attribute in (("input", "input_schema"), ("output", "output_schema")):
+            if key in inexact:
+                items.append(f"{attribute}=SCHEMAS[{pystr(tool.name)}][{pystr(key)}]")
+        constants.append(_constant(const, "Tool", items))
         methods.append(
             _tool_method(tool, names, const, arg_root.name, res_root, made.structs, made.aliases)
         )
-    prompt_views, template_views = [], []
     for prompt in sorted(lock.items.get("prompt", {}).values(), key=lambda i: i.name):
         const = names.constant(prompt.name + "_prompt")
-        prompt_views.append({"const": const, "name": repr(prompt.name)})
+        constants.append(_constant(const, "Prompt", [pystr(prompt.name)], explode=False))
         methods.append(_prompt_method(prompt, names, const))
     for template in sorted(lock.items.get("resource_template", {}).values(), key=lambda i: i.name):
         label = str(template.definition.get("name") or template.name)
         const = names.constant(label + "_template")
-        template_views.append({"const": const, "uri_template": repr(template.name)})
+        constants.append(_constant(const, "Template", [pystr(template.name)], explode=False))
         methods.append(_template_method(template, label, names, const))
     used = " ".join(p for m in methods for p in [*m.params, m.returns])
     idents = set(_IDENT.findall(used))
+    runtime = [
+        n
+        for n, wanted in (
+            ("Prompt", "= Prompt("),
+            ("Template", "= Template("),
+            ("Tool", "= Tool("),
+        )
+        if any(wanted in "\n".join(c) for c in constants)
+    ] + (["schemas"] if schemas else [])
+    imported = sorted(
+        {n for n in type_names if n in idents} | referenced, key=lambda n: (n.lower(), n)
+    )
+    imports = [
+        *([f"from typing import {', '.join([n for n in _TYPING if n in idents] + ['cast'])}", ""]),
+        *(
+            [
+                f"from msgspec import {', '.join(n for n in _MSGSPEC if n in idents or n == 'UNSET' and '= UNSET' in used)}",
+                "",
+            ]
+            if any(n in idents for n in _MSGSPEC) or "= UNSET" in used
+            else []
+        ),
+        "from mcpbind import Client",
+        f"from mcpbind import {package_name(lock.revision)} as protocol",
+        f"from mcpbind.surface.runtime import {', '.join(runtime)}",
+        *(["", "from .types import (", *(f"    {n}," for n in imported), ")"] if imported else []),
+    ]
+    class_lines = [
+        f"class {cls}:",
+        *(
+            layout_docstring(
+                f"The tools, prompts and resource templates of {server}, typed: ``{cls}(client)`` "
+                "with an open ``mcpbind.Client``.",
+                4,
+            )
+            or []
+        ),
+        "",
+        "    def __init__(self, client: Client) -> None:",
+        "        self.client = client",
+    ]
+    for m in methods:
+        class_lines += ["", *m.lines()]
     client_source = render(
         "surface/client.py.j2",
         header=header,
         server=server,
-        typing=[n for n in _TYPING if n in idents] + ["cast"],
-        msgspec=[n for n in _MSGSPEC if n in idents or (n == "UNSET" and "= UNSET" in used)],
-        protocol=package_name(lock.revision),
-        runtime=[
-            n
-            for n, xs in (
-                ("Prompt", prompt_views),
-                ("Template", template_views),
-                ("Tool", tool_views),
-            )
-            if xs
-        ],
-        types=sorted(
-            {
-                n
-                for n in type_names
-                if n in idents or any(n in (t.arguments, t.result) for t in tool_views)
-            },
-            key=lambda n: (n.lower(), n),
-        ),
-        revision=repr(lock.revision),
-        tools=tool_views,
-        prompts=prompt_views,
-        templates=template_views,
-        cls=cls,
-        cls_doc=f"The tools, prompts and resource templates of {server}, typed: "
-        f"``{cls}(client)`` with an open ``mcpbind.Client``.",
-        methods=methods,
+        imports=imports,
+        revision=pystr(lock.revision),
+        schemas=bool(schemas),
+        constants=constants,
+        class_lines=class_lines,
     )
+    exports = ["REVISION", cls, "ToolCallError", *type_names]
     init_source = render(
         "surface/package.py.j2",
         header=header,
         doc=f"Typed bindings of {server} (MCP {lock.revision}), generated by mcpbind surface.",
         cls=cls,
-        exports=["REVISION", cls, "ToolCallError", *type_names],
+        exports=[pystr(n) for n in exports],
     )
     files = {
         output / "__init__.py": init_source,
-        output / "types.py": types_source,
+        output / "types.py": made.source,
         output / "client.py": client_source,
     }
-    try:
-        return format_python({p.resolve(): t for p, t in files.items()})
-    except Exception as exc:  # black refusing what was rendered: a generator bug, said plainly
-        raise GenerateError(f"the generated package does not format: {exc}") from exc
+    if schemas:
+        files[output / "schemas.json"] = json.dumps(schemas, indent=2, sort_keys=True) + "\n"
+    return {p.resolve(): t for p, t in files.items()}
+
+
+def _constant(name: str, cls: str, items: list[str], *, explode: bool = True) -> list[str]:
+    """``NAME = Cls(items)``: exploded one per line (with a trailing comma, which black keeps)
+    or as black lays out one bracket pair."""
+    if explode:
+        lines = [f"{name} = {cls}(", *(f"    {i}," for i in items), ")"]
+        if all(len(line) <= LINE for line in lines):
+            return lines
+    else:
+        laid = bracketed(f"{name} = {cls}(", items, ")", 0)
+        if laid is not None:
+            return laid
+    source = f"{name} = {cls}({', '.join(items)}{',' if explode else ''})\n"
+    return black_block(source).rstrip("\n").split("\n")
 
 
 def _any_object(name: str, structs: dict[str, StructView], aliases: dict[str, str]) -> bool:
@@ -217,16 +287,16 @@ def _tool_method(
         fields = [(f.py, f.annotation, f.default is not None) for f in view.fields]
     returns = result.name if result is not None else "protocol.CallToolResult"
     name = names.method(tool.name)
-    doc = docstring(tool.definition.get("description"))
+    statements: list[str | tuple[str, list[str], str]] = []
     if fields is None and _any_object(args, structs, aliases):
         params = ["self"]  # an object any keys may be given: none are named
-        call = f"{const}.call(self.client, {{}})"
+        given = "{}"
     elif fields is None:
         params = ["self", f"arguments: {args}"]
-        call = f"{const}.call(self.client, arguments)"
+        given = "arguments"
     else:
         params = ["self"] + (["*"] if fields else [])
-        taken = {"self"}
+        taken = {"self", "arguments", "result"}
         passed = []
         for py, annotation, optional in fields:
             param = py
@@ -235,8 +305,11 @@ def _tool_method(
             taken.add(param)
             params.append(f"{param}: {annotation}" + (" = UNSET" if optional else ""))
             passed.append(f"{py}={param}")
-        call = f"{const}.call(self.client, {args}({', '.join(passed)}))"
-    return MethodView(name, params, returns, call, doc)
+        statements.append((f"arguments = {args}(", passed, ")"))
+        given = "arguments"
+    statements.append((f"result = await {const}.call(", ["self.client", given], ")"))
+    statements.append(("return cast(", [returns, "result"], ")"))
+    return MethodView(name, params, returns, statements, tool.definition.get("description"))
 
 
 def _prompt_method(prompt: Item, names: Names, const: str) -> MethodView:
@@ -244,7 +317,7 @@ def _prompt_method(prompt: Item, names: Names, const: str) -> MethodView:
     params = ["self"]
     passed = []
     arguments = prompt.definition.get("arguments") or []
-    taken = {"self"}
+    taken = {"self", "arguments", "result"}
     ordered = sorted(
         (a for a in arguments if isinstance(a, dict) and isinstance(a.get("name"), str)),
         key=lambda a: not a.get("required"),
@@ -257,14 +330,14 @@ def _prompt_method(prompt: Item, names: Names, const: str) -> MethodView:
             py += "_"
         taken.add(py)
         params.append(f"{py}: str" if a.get("required") else f"{py}: str | None = None")
-        passed.append(f"{a['name']!r}: {py}")
-    call = f"{const}.get(self.client, {{{', '.join(passed)}}})"
+        passed.append(f"{pystr(a['name'])}: {py}")
+    returns = "protocol.GetPromptResult"
     return MethodView(
         name,
         params,
-        "protocol.GetPromptResult",
-        call,
-        docstring(prompt.definition.get("description")),
+        returns,
+        _use(const, "get", passed, returns),
+        prompt.definition.get("description"),
     )
 
 
@@ -272,7 +345,7 @@ def _template_method(template: Item, label: str, names: Names, const: str) -> Me
     name = names.method("read_" + label)
     params = ["self"]
     passed = []
-    taken = {"self"}
+    taken = {"self", "arguments", "result"}
     found = sorted(variables(template.name), key=lambda v: not v[1])
     if found:
         params.append("*")
@@ -282,10 +355,24 @@ def _template_method(template: Item, label: str, names: Names, const: str) -> Me
             py += "_"
         taken.add(py)
         params.append(f"{py}: str" if needed else f"{py}: str | None = None")
-        passed.append(f"{var!r}: {py}")
-    call = f"{const}.read(self.client, {{{', '.join(passed)}}})"
-    doc = docstring(template.definition.get("description"))
-    return MethodView(name, params, "protocol.ReadResourceResult", call, doc)
+        passed.append(f"{pystr(var)}: {py}")
+    returns = "protocol.ReadResourceResult"
+    statements = _use(const, "read", passed, returns)
+    return MethodView(name, params, returns, statements, template.definition.get("description"))
+
+
+def _use(
+    const: str, verb: str, passed: list[str], returns: str
+) -> list[str | tuple[str, list[str], str]]:
+    """The statements of a prompt's or template's method."""
+    statements: list[str | tuple[str, list[str], str]] = []
+    given = "{}"
+    if passed:
+        statements.append(("arguments = {", passed, "}"))
+        given = "arguments"
+    statements.append((f"result = await {const}.{verb}(", ["self.client", given], ")"))
+    statements.append(("return cast(", [returns, "result"], ")"))
+    return statements
 
 
 def stale(files: dict[Path, str]) -> list[str]:

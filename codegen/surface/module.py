@@ -9,6 +9,8 @@ from typing import Any
 
 from ..emit import render
 from .ir import Inexact
+from .layout import docstring as layout_docstring
+from .layout import pystr
 from .render import Renderer, StructView
 from .resolve import Resolver
 
@@ -50,7 +52,7 @@ class TypesModule:
 
 
 def types_module(
-    documents: list[Document], *, header: str, doc: str, tail: list[str] | None = None
+    documents: list[Document], *, header: str, doc: str, exports: bool = False
 ) -> TypesModule:
     """The types of ``documents`` as one module's source (not yet formatted)."""
     renderer = Renderer(set())
@@ -67,9 +69,10 @@ def types_module(
             renderer.uses.add("TypeAlias")
         root = Root(name, list(inexact.reasons))
         roots[d.name] = root
-        struct = next((s for s in renderer.structs if s.name == name), None)
-        if struct is not None and root.reasons:
-            struct.notes = _notes(root.reasons)
+        if root.reasons:
+            struct = renderer.struct_named(name)
+            if struct is not None:
+                struct.notes = _notes(root.reasons)
     uses = renderer.uses
     typing = [n for n in _TYPING if n in uses]
     msgspec = ["Struct"] + [n for n in ("Meta",) if n in uses]
@@ -77,17 +80,17 @@ def types_module(
         msgspec += ["UNSET", "UnsetType"]
     if any(f.py != f.wire for s in renderer.structs for f in s.fields):
         msgspec.append("field")
+    names = [v.name for v in renderer.structs] + [a.name for a in renderer.aliases]
+    blocks = [s.lines() for s in renderer.structs] + [a.lines() for a in renderer.aliases]
     source = render(
         "surface/types.py.j2",
         header=header,
-        doc=doc,
+        doc="\n".join(layout_docstring(doc, 0) or []),
         typing=typing,
         msgspec=sorted(msgspec, key=str.lower),
-        structs=renderer.structs,
-        aliases=renderer.aliases,
-        tail=tail or [],
+        blocks=blocks,
+        exports=[pystr(n) for n in sorted(names, key=lambda n: (n.lower(), n))] if exports else [],
     )
-    names = [v.name for v in renderer.structs] + [a.name for a in renderer.aliases]
     aliases = {a.name: a.annotation for a in renderer.aliases}
     return TypesModule(source, roots, {v.name: v for v in renderer.structs}, names, aliases)
 

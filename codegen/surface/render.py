@@ -6,11 +6,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
-from ..emit import ANNOTATION_NAMES, docstring
-from ..names import class_name, pascal, snake, unique_attributes
+from ..emit import ANNOTATION_NAMES
+from ..names import class_name, unique_attributes
 from .ir import ANY_KINDS, Arr, Bool, Inexact, Kind, Lits, Node, Null, Num, Obj, Str, Tagged
+from .layout import LINE, annotated, black_block, bracketed, pystr
+from .layout import docstring as layout_docstring
+from .naming import pascal, snake
 from .resolve import Resolver
 
 __all__ = ["AliasView", "FieldView", "Renderer", "StructView"]
@@ -22,15 +26,27 @@ class FieldView:
     wire: str
     annotation: str
     default: str | None  # "UNSET" for an optional field
-    doc: str | None = None
+    doc: str | None = None  # the text
 
     @property
     def assign(self) -> str | None:
         """What follows ``=`` in the class body (None: nothing)."""
         if self.py != self.wire:
             default = f", default={self.default}" if self.default else ""
-            return f"field(name={self.wire!r}{default})"
+            return f"field(name={pystr(self.wire)}{default})"
         return self.default
+
+    def lines(self) -> list[str]:
+        """The field as black lays it out in a class body, and its docstring."""
+        doc = layout_docstring(self.doc, 4)
+        return self._lines() + ([""] + doc if doc else [])
+
+    def _lines(self) -> list[str]:
+        found = annotated(self.py, self.annotation, self.assign, 4)
+        if found is not None:
+            return found
+        one = f"    {self.py}: {self.annotation}" + (f" = {self.assign}" if self.assign else "")
+        return _by_black(f"class _X:\n{one}\n", 1)
 
 
 @dataclass
@@ -38,15 +54,47 @@ class StructView:
     name: str
     options: str  # the class keywords after Struct
     fields: list[FieldView] = field(default_factory=list)
-    doc: str | None = None
+    doc: str | None = None  # the text
     notes: list[str] = field(default_factory=list)  # what the fallback checks, as comments
+
+    def lines(self) -> list[str]:
+        items = ["Struct", *self.options.split(", ")] if self.options else ["Struct"]
+        head = bracketed(f"class {self.name}(", items, "):", 0)
+        if head is None:
+            head = _by_black(f"class {self.name}({', '.join(items)}):\n    pass\n", 0)[:-1]
+        body: list[str] = []
+        doc = layout_docstring(self.doc, 4)
+        if doc:
+            body += doc
+        for note in self.notes:
+            body.append(f"    # {note}".rstrip())
+        for i, f in enumerate(self.fields):
+            if i and (self.fields[i - 1].doc or f.doc):
+                body.append("")
+            body += f.lines()
+        if doc and (self.notes or self.fields):
+            body.insert(len(doc), "")
+        return head + (body or ["    pass"])
 
 
 @dataclass
 class AliasView:
     name: str
     annotation: str
-    doc: str | None = None
+    doc: str | None = None  # the text
+
+    def lines(self) -> list[str]:
+        one = f"{self.name}: TypeAlias = {self.annotation}"
+        out = [one]
+        if len(one) > LINE:
+            out = _by_black(one + "\n", 0)
+        doc = layout_docstring(self.doc, 0)
+        return out + (doc or [])
+
+
+def _by_black(source: str, wrapper_lines: int) -> list[str]:
+    """``source`` formatted by black, without its first ``wrapper_lines`` lines."""
+    return black_block(source).rstrip("\n").split("\n")[wrapper_lines:]
 
 
 _STRUCT = object()  # a mark on the rendering stack: a Struct's fields are read lazily by name
@@ -62,6 +110,13 @@ class Renderer:
         self._defs: dict[tuple[int, str], str] = {}  # (resolver, definition) -> its name here
         self._stack: list[object] = []
         self.uses: set[str] = set()  # what the module must import (Annotated, Meta, Literal, ...)
+
+    def struct_named(self, name: str) -> StructView | None:
+        """The Struct rendered under ``name`` (the latest one: roots are rendered last)."""
+        for view in reversed(self.structs):
+            if view.name == name:
+                return view
+        return None
 
     def name(self, hint: str) -> str:
         found = class_name(hint or "Value", self.taken)
@@ -129,7 +184,7 @@ class Renderer:
         self._stack.pop()
         if text == own:
             text = "Any"
-        self.aliases.append(AliasView(own, text, docstring(node.doc)))
+        self.aliases.append(AliasView(own, text, node.doc))
         self.uses.add("TypeAlias")
         return own
 
@@ -224,7 +279,7 @@ class Renderer:
             return f"Literal[{values[0]!r}]"
         if all(isinstance(v, str) for v in values):
             self._lit()
-            return f"Literal[{', '.join(repr(v) for v in values)}]"
+            return f"Literal[{', '.join(pystr(v) for v in values)}]"
         numbers = sorted({float(v) for v in values})
         ints = sorted({int(v) for v in values if float(v).is_integer() and abs(v) < 2**63})
         parts = []
@@ -265,12 +320,12 @@ class Renderer:
         if obj.closed:
             options.append("forbid_unknown_fields=True")
         if obj.tag is not None:
-            options.append(f"tag_field={obj.tag[0]!r}, tag={obj.tag[1]!r}")
-        view = StructView(name, ", ".join(options), doc=docstring(doc or obj.doc))
+            options.append(f"tag_field={pystr(obj.tag[0])}, tag={pystr(obj.tag[1])}")
+        view = StructView(name, ", ".join(options), doc=doc or obj.doc)
         self.structs.append(view)
         self._stack.append(_STRUCT)
         wires = [k for k, _ in obj.properties]
-        attributes = unique_attributes(wires)
+        attributes = dict(_unique_attributes(tuple(wires)))
         taken = set(attributes.values())
         for wire in wires:
             py = attributes[wire]
@@ -291,12 +346,17 @@ class Renderer:
                     wire=wire,
                     annotation=annotation,
                     default=None if required else "UNSET",
-                    doc=docstring(node.doc),
+                    doc=node.doc,
                 )
             )
         self._stack.pop()
         view.fields.sort(key=lambda f: f.default is not None)
         return name
+
+
+@lru_cache(maxsize=1 << 14)
+def _unique_attributes(wires: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
+    return tuple(unique_attributes(list(wires)).items())
 
 
 def _nameable(wire: str) -> bool:
@@ -309,9 +369,7 @@ def _is_struct(k: Kind) -> bool:
 
 
 def _value(v: Any) -> str:
-    if isinstance(v, float) and v.is_integer() and abs(v) < 2**53:
-        return repr(v)
-    return repr(v)
+    return pystr(v) if isinstance(v, str) else repr(v)
 
 
 def _int_bound(v: float, open_: bool, *, up: bool) -> int | None:

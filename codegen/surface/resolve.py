@@ -19,9 +19,10 @@ from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import unquote, urldefrag, urljoin
 
-from ..names import class_name, pascal, snake
+from ..names import class_name
 from . import ir
 from .ir import ANY_KINDS, Arr, Bool, Inexact, Kind, Lits, Node, Null, Num, Obj, Ref, Str, Tagged
+from .naming import pascal, snake
 from .patterns import python_pattern
 
 __all__ = ["Definition", "DRAFT7", "DRAFT2020", "Resolver"]
@@ -52,6 +53,8 @@ _MAP = (
     "properties",
     "dependencies",
 )
+
+_SUBSCHEMA_KEYS = frozenset(_ONE + _MANY + _MAP)
 
 # Keywords whose meaning the generated type cannot hold, by dialect; the fallback checks them.
 # (A keyword of the other dialect is unknown here, so an annotation: JSON Schema's own rule.)
@@ -782,15 +785,13 @@ _ANNOTATIONS = frozenset(
 
 
 def _subschemas(schema: dict[str, Any], draft7: bool) -> Iterator[Any]:
-    for key in _ONE:
-        if isinstance(schema.get(key), dict | bool) and key in schema:
-            yield schema[key]
-    for key in _MANY:
-        if isinstance(schema.get(key), list):
-            yield from schema[key]
-    for key in _MAP:
-        value = schema.get(key)
-        if isinstance(value, dict):
+    for key in sorted(schema.keys() & _SUBSCHEMA_KEYS):
+        value = schema[key]
+        if isinstance(value, dict | bool) and key in _ONE:
+            yield value
+        elif isinstance(value, list) and key in _MANY:
+            yield from value
+        elif isinstance(value, dict) and key in _MAP:
             for sub in value.values():
                 if isinstance(sub, dict | bool):
                     yield sub

@@ -10,7 +10,7 @@ __all__ = ["MissingExtra", "canonical", "digest"]
 
 # RFC 8785 writes numbers as IEEE 754 doubles; integers beyond this magnitude are not exact there,
 # and the rfc8785 package refuses them, so they are hashed as the double a JSON parser reads.
-_EXACT = 2**53
+_EXACT = 2**53 - 1
 
 
 class MissingExtra(ImportError):

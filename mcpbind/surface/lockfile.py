@@ -91,6 +91,18 @@ class Lock:
         """How reports name this surface: its file, or "the live surface"."""
         return self.path if self.path is not None else "the live surface"
 
+    def digest(self) -> str:
+        """The sha256 of everything the lock approves (the revision, the server, its
+        instructions and every item's digest), from the items' digests."""
+        return digest(
+            {
+                "revision": self.revision,
+                "server": dict(self.server),
+                "instructions": self.instructions,
+                "items": {k: {n: i.sha256 for n, i in v.items()} for k, v in self.items.items()},
+            }
+        )
+
     # -- the file -----------------------------------------------------------------------------
 
     def to_json(self) -> str:

@@ -15,7 +15,21 @@ import msgspec
 from ..errors import INTERNAL_ERROR, INVALID_PARAMS, ProtocolError
 from .validation import Checker
 
-__all__ = ["Prompt", "Template", "Tool", "ToolCallError", "expand"]
+__all__ = ["Prompt", "Template", "Tool", "ToolCallError", "expand", "schemas"]
+
+
+def schemas(package: str | None) -> dict[str, Any]:
+    """The schemas a generated package keeps for its fallback checks (its schemas.json): by
+    tool name, ``input`` and ``output``, those whose generated types do not say them whole."""
+    import importlib.resources
+    import json
+
+    if package is None:
+        raise ImportError("a generated surface package's client is imported from its package")
+    found: dict[str, Any] = json.loads(
+        importlib.resources.files(package).joinpath("schemas.json").read_text(encoding="utf-8")
+    )
+    return found
 
 
 class ToolCallError(Exception):
