@@ -7,6 +7,7 @@ tests/json_schema_suite.txt (pip checks its sha256), and the score of a decider 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import tarfile
@@ -32,8 +33,19 @@ LEFT_OUT = {
     "vocabulary.json": "its metaschema with custom vocabularies is on another server",
 }
 
-# The suite's server of other documents: a group whose schema names it needs one of them.
-REMOTE = "localhost:1234"
+# Cases no validator here decides, and why (docs/surface.md): each needs a document the suite
+# serves from a server of its own (http://localhost:1234/...), which is never fetched; the
+# fallback (jsonschema) cannot resolve it, so refuses the valid instance. The type alone accepts.
+UNDECIDABLE = {
+    ("draft2020-12", "dynamicRef.json", group): "its $ref names a document on another server"
+    for group in (
+        "strict-tree schema, guards against misspelled properties",
+        "tests for implementation dynamic anchor and reference link",
+        "$ref and $dynamicAnchor are independent of order - $defs first",
+        "$ref and $dynamicAnchor are independent of order - $ref first",
+        "$ref to $dynamicRef finds detached $dynamicAnchor",
+    )
+}
 
 
 def install() -> Path:
@@ -91,8 +103,6 @@ def groups(draft: str) -> Iterator[tuple[str, str, Any, list[dict[str, Any]]]]:
         if path.name in LEFT_OUT:
             continue
         for group in json.loads(path.read_text()):
-            if REMOTE in json.dumps(group["schema"]):
-                continue  # names a document on the suite's own server: never fetched
             yield path.name, group["description"], group["schema"], group["tests"]
 
 
@@ -103,6 +113,7 @@ class Score:
 
     total: int = 0
     right: int = 0
+    undecidable: int = 0  # cases of UNDECIDABLE decided wrong
     by_type: int = 0
     stricter: int = 0
     groups: int = 0
@@ -141,6 +152,8 @@ def score(draft: str, decider: Callable[[Any, str], Decider]) -> Score:
             got = typed and (d.checked is None or _safely(d.checked, t["data"]))
             if got == t["valid"]:
                 s.right += 1
+            elif (draft, file, group) in UNDECIDABLE:
+                s.undecidable += 1
             else:
                 s.wrong.append(f"{file}: {group}: {t['description']} (valid: {t['valid']})")
     return s
@@ -244,4 +257,6 @@ if __name__ == "__main__":
         if "--dcg" in sys.argv:
             deciders["datamodel-code-generator 0.89.0"] = datamodel_code_generator
         rows = {n: {d: score(d, f) for d in DRAFTS} for n, f in deciders.items()}
-        print(table(rows))
+        print(table(rows), flush=True)
+        # (msgspec 0.22 can crash collecting the hundreds of generated types at exit: see _KEPT)
+        os._exit(0)

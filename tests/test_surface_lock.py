@@ -195,3 +195,15 @@ def test_integers_beyond_doubles_are_hashed_as_the_double_rfc_8785_writes() -> N
         b'{"inputSchema":{"maximum":9007199254740992,"minimum":-18446744073709552000},"name":"t"}'
     )
     assert digest(definition) == hashlib.sha256(canonical(definition)).hexdigest()
+
+
+def test_a_lock_whose_key_names_another_item_is_refused(base_lock: Path, tmp_path: Path) -> None:
+    body = json.loads(base_lock.read_text())
+    tools = body["items"]["tool"]
+    tools["get_weather"], tools["add"] = tools["add"], tools["get_weather"]
+    swapped = tmp_path / "swapped.lock"
+    swapped.write_text(json.dumps(body))
+    with pytest.raises(
+        LockError, match=r"items.tool\['add'\] holds the definition of 'get_weather'"
+    ):
+        Lock.read(swapped)

@@ -16,7 +16,7 @@ from typing import Any
 
 from .._revisions import REVISIONS
 from .canonical import digest
-from .kinds import KINDS, Speech
+from .kinds import KINDS, Speech, speech
 
 __all__ = ["FORMAT", "Item", "Lock", "LockError", "item_of"]
 
@@ -167,10 +167,16 @@ class Lock:
         if not isinstance(groups, dict) or set(groups) - set(KINDS):
             raise LockError(f"{where}: 'items' must be an object with the keys {', '.join(KINDS)}")
         items: dict[str, dict[str, Item]] = {}
+        kinds = speech(revision).kinds
         for kind in KINDS:
             items[kind] = {}
             for name, entry in (groups.get(kind) or {}).items():
-                items[kind][name] = _entry(kind, name, entry, where)
+                item = items[kind][name] = _entry(kind, name, entry, where)
+                named = item.definition.get(kinds[kind].id_key) if kind in kinds else name
+                if named != name:
+                    raise LockError(
+                        f"{where}: items.{kind}[{name!r}] holds the definition of {named!r}"
+                    )
         return cls(revision, server, items, instructions, where)
 
 
