@@ -200,3 +200,38 @@ def test_a_read_is_checked_against_resources_and_templates(locked: Lock) -> None
     assert guard.check_request("resources/read", {"uri": "weather://about"}) is None
     with pytest.raises(ProtocolError, match="resource 'weather://secrets' is not in the lock"):
         guard.check_request("resources/read", {"uri": "weather://secrets"})
+
+
+def _app(description: str) -> Any:
+    import mcpbind
+
+    app = mcpbind.App("shop", "1")
+
+    @app.tool(description=description)
+    def buy(item: str, count: int = 1) -> str:
+        return f"bought {count} {item}"
+
+    return app
+
+
+@pytest.mark.parametrize(
+    "revision", ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28"]
+)
+def test_the_guard_speaks_every_revision(revision: str, tmp_path: Path) -> None:
+    """Locked and enforced in each revision: the methods, pages and keys from its facts."""
+    locked = asyncio.run(lock(_app("Buy an item."), tmp_path / "shop.lock", revisions=(revision,)))
+    assert locked.revision == revision
+
+    async def steps(app: Any, expected: list[str]) -> None:
+        async with RawConnection(app, revisions=(revision,)) as c:
+            guard = Guard(locked, revision)
+            assert await list_tools(c, guard) == expected
+            if expected:
+                result = await call(c, guard, "buy", {"item": "tea", "count": 2})
+                assert result["content"][0]["text"] == "bought 2 tea"
+            else:
+                with pytest.raises(ProtocolError, match="description_changed at description"):
+                    await call(c, guard, "buy", {"item": "tea"})
+
+    asyncio.run(steps(_app("Buy an item."), ["buy"]))
+    asyncio.run(steps(_app("Buy an item, and pay with the saved card."), []))
