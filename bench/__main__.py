@@ -40,6 +40,7 @@ from . import gateway as gateway_script
 from . import projection as projection_script
 from . import server as server_script
 from . import sessions as sessions_script
+from . import surface as surface_script
 from .anchors import (
     Anchor,
     Dmcg,
@@ -477,6 +478,7 @@ def summary(rows: list[Row], extra: dict[str, Any]) -> list[tuple[str, str, str,
     out += server_script.targets(extra)
     out += gateway_script.targets(extra)
     out += app_script.targets(extra)
+    out += surface_script.targets(extra)
     imp = extra.get("imports")
     if imp:
         ours, theirs = imp["warm"]["mcpbind.v2025_11_25"][0], imp["warm"]["mcp_types"][0]
@@ -896,6 +898,9 @@ def main(argv: list[str] | None = None) -> int:
     print("whole servers over HTTP (bench/server.py) ...", file=sys.stderr)
     extra["server"] = server_script.measure(3 if args.quick else 10)
     extra["gateway"] = gateway_script.measure(3 if args.quick else 10)  # bench/gateway.py
+
+    print("surface (bench/surface.py) ...", file=sys.stderr)
+    extra["surface"] = surface_script.measure(timer)
 
     print("memory ...", file=sys.stderr)
     extra["memory"] = measure_memory(100_000)

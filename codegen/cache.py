@@ -27,7 +27,7 @@ def fingerprint() -> str:
         PINS_FILE,
         EXTENSIONS_FILE,
         OVERLAY_FILE,
-        *sorted(TEMPLATES_DIR.glob("*")),
+        *sorted(p for p in TEMPLATES_DIR.glob("*") if p.is_file()),  # (not surface/: its own)
         *sorted(Path(__file__).parent.glob("*.py")),
     ]
     for path in inputs:

@@ -101,6 +101,7 @@ def facts_view(rev: Revision, py: dict[str, str], annotate: Callable[[TypeExpr],
         ("batches", repr(any(n.startswith("JSONRPCBatch") for n in rev.definitions))),
         ("enveloped", repr(enveloped)),
         ("meta_key", literal(key)),
+        ("schema_dialect", literal(SCHEMA_DIALECTS[rev.dialect])),
         ("error_id_optional", repr(_error_id_optional(rev))),
         ("result", py["Result"]),
         ("result_response", "_ResultResponse"),
@@ -179,6 +180,14 @@ def facts_view(rev: Revision, py: dict[str, str], annotate: Callable[[TypeExpr],
         wires=wires, responses=responses, record=record, peek_key=peek, meta_key=literal(key)
     )
 
+
+# The JSON Schema dialect of the revision's own schema, by the IR's name for it: the dialect a
+# tool's inputSchema and outputSchema are read in when they declare no ``$schema`` (2025-11-25
+# says so of 2020-12; the revisions before it say nothing, and are written in draft-07 themselves).
+SCHEMA_DIALECTS = {
+    "draft-07": "http://json-schema.org/draft-07/schema#",
+    "2020-12": "https://json-schema.org/draft/2020-12/schema",
+}
 
 # The bases every request's params, every notification's params and every result extend: the
 # reserved metadata member is the one key all three declare.

@@ -132,6 +132,9 @@ class Facts(msgspec.Struct, frozen=True, kw_only=True):
     # the wire key of the reserved metadata member of params and results (every generated class
     # reads it as its ``meta`` attribute)
     meta_key: str
+    # the JSON Schema dialect (its ``$schema`` URI) of schemas the revision carries (a tool's
+    # input and output schemas) that declare none: the dialect of the revision's own schema
+    schema_dialect: str
     result: Any  # the generic result (an open object): unknown methods, extension results
     result_response: Any  # its closed response envelope
     client_capabilities: Any

@@ -494,3 +494,9 @@ def _span(revisions: Sequence[str]) -> str:
     """``2024-11-05 to 2026-07-28``, or the one revision."""
     first, last = revisions[0], revisions[-1]
     return first if first == last else f"{first} to {last}"
+
+
+# `mcpbind surface lock|check|diff|generate`: a server's own surface (imports click only here).
+from .surface.cli import surface  # noqa: E402
+
+main.add_command(surface)

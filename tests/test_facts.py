@@ -67,3 +67,10 @@ def test_a_meta_attribute_on_another_key_stops_generation(rev: Revision) -> None
         match="CallToolRequestParams.metadata is the attribute 'meta', but the reserved metadata key is '_meta'",
     ):
         meta_key(_with_object(rev, "CallToolRequestParams", moved))
+
+
+@pytest.mark.parametrize("revision", mcpbind.REVISIONS)
+def test_the_schema_dialect_is_the_one_the_revisions_own_schema_declares(revision: str) -> None:
+    from codegen.pin import load_schema
+
+    assert mcpbind.bindings(revision).FACTS.schema_dialect == load_schema(revision)["$schema"]

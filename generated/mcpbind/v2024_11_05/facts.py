@@ -391,6 +391,7 @@ FACTS = Facts(
     batches=False,
     enveloped=False,
     meta_key="_meta",
+    schema_dialect="http://json-schema.org/draft-07/schema#",
     error_id_optional=False,
     result=Result,
     result_response=_ResultResponse,

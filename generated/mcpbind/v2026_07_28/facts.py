@@ -188,6 +188,7 @@ FACTS = Facts(
     batches=False,
     enveloped=True,
     meta_key="_meta",
+    schema_dialect="https://json-schema.org/draft/2020-12/schema",
     error_id_optional=True,
     result=Result,
     result_response=_ResultResponse,
