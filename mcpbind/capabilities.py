@@ -171,8 +171,12 @@ class Advertised:
         """Remember the capabilities a message's params or result carries (its sender's)."""
         caps = getattr(carrier, "capabilities", None)
         side = self._sides.get(type(caps))
-        if side is not None:
+        if side is None:
+            return
+        if self._verdicts or self._settled:
             self.set(side, caps)
+        else:  # a handshake's, with nothing to forget: ``set`` without its call
+            self.caps[side] = caps
 
     def set(self, side: str, caps: Any) -> None:
         if self.caps.get(side) is not caps:
