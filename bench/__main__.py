@@ -39,6 +39,7 @@ from . import costs as costs_script
 from . import gateway as gateway_script
 from . import projection as projection_script
 from . import server as server_script
+from . import server_instructions as server_instructions_script
 from . import sessions as sessions_script
 from .anchors import (
     Anchor,
@@ -537,6 +538,7 @@ def summary(rows: list[Row], extra: dict[str, Any]) -> list[tuple[str, str, str,
     out += sessions_script.targets(extra)
     out += bridge_script.targets(extra)
     out += server_script.targets(extra)
+    out += server_instructions_script.targets(extra)
     out += gateway_script.targets(extra)
     out += app_script.targets(extra)
     imp = extra.get("imports")
@@ -706,6 +708,20 @@ def write_report(
                 f"| {theirs['p99']:.0f} ms | {_mark(ratio, ratio >= server_script.TARGET)}"
                 f"{' (' + ', '.join(failed) + ')' if failed else ''} |"
             )
+    counted = extra.get("server_instructions")
+    if counted:
+        lines += ["", "## Whole server against its stack", "", SERVER_INSTRUCTIONS_TEXT, ""]
+        lines += [
+            "| era | example server, tools/call | empty app | ratio (<= 2x) |",
+            "| --- | ---: | ---: | ---: |",
+        ]
+        for era in server_script.ERAS:
+            ours, empty = counted[era]["everything"], counted[era]["empty"]
+            ratio = ours / empty
+            lines.append(
+                f"| {era} | {ours:,} | {empty:,} "
+                f"| {_mark(ratio, ratio <= server_instructions_script.TARGET)} |"
+            )
     imp = extra.get("imports")
     if imp:
         lines += [
@@ -824,6 +840,16 @@ connections, after a warm-up: 2025-11-25 within one session (initialize first), 
 stateless (each request with its `_meta` and the `Mcp-Method` / `Mcp-Name` headers), a fresh
 JSON-RPC id per request. Requests per second are autocannon's mean of its one-second samples;
 p99 is the 99th percentile of latency. One answer of each is checked first (the tool's text)."""
+
+SERVER_INSTRUCTIONS_TEXT = """\
+`python -m bench.server_instructions` (issue 36): instructions per request counted under
+callgrind, where requests per second on this 2-core machine are bound by the load generator. One
+server process on `mcpbind.transports.serving`'s uvicorn configuration (httptools, uvloop),
+requests sent one after another on one keep-alive connection by a process that is not counted,
+whole request cycles counted (parsing, the app, the response's writing, the event loop's turns):
+examples/everything_server.py answering the era's `tools/call` (2025-11-25 within a session,
+2026-07-28 stateless, as above) against an ASGI app answering every request with a fixed 200, on
+the same `serve()`: what the server adds to the stack it runs on."""
 
 IMPORT_TEXT = """\
 `python -X importtime -c "import M"` in a fresh process, the cumulative figure of `M` (minimum of
@@ -966,6 +992,8 @@ def main(argv: list[str] | None = None) -> int:
     extra["app"] = app_script.measure(timer)
     print("whole servers over HTTP (bench/server.py) ...", file=sys.stderr)
     extra["server"] = server_script.measure(3 if args.quick else 10)
+    print("whole server against its stack (bench/server_instructions.py) ...", file=sys.stderr)
+    extra["server_instructions"] = server_instructions_script.measure(20 if args.quick else 60)
     extra["gateway"] = gateway_script.measure(3 if args.quick else 10)  # bench/gateway.py
 
     print("memory ...", file=sys.stderr)

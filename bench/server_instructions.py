@@ -33,6 +33,7 @@ from .processes import free_port, listening
 from .server import ERAS, ROOT, TEXT, request
 
 EMPTY_BODY = b'{"jsonrpc":"2.0","id":1,"result":{}}'
+TARGET = 2.0  # the example server's tools/call, at most this many times the empty app's request
 
 
 def _empty_app() -> Any:
@@ -162,6 +163,43 @@ def count(
                     headers, body = request(url, era)  # opens the session of a 2025-11-25 era
                 send_calls(port, headers, body, warmup + runs + 1)
         return {label: total // runs for label, total in read_dumps(out_dir).items()}
+
+
+def measure(runs: int = 60, warmup: int = 50) -> dict[str, Any]:
+    """The `make bench` row (issue 36): era -> {"everything", "empty"} instructions per request,
+    the example server's tools/call and the empty app on the same ``serve()``; {} without
+    valgrind or a C compiler."""
+    if shutil.which("valgrind") is None or shutil.which("cc") is None:
+        print("bench/server_instructions.py: no valgrind or cc; skipped", file=sys.stderr)
+        return {}
+    ours = count(list(ERAS), "everything", "httptools", runs, warmup, None)
+    empty = count(list(ERAS), "empty", "httptools", runs, warmup, None)
+    out: dict[str, Any] = {era: {"everything": ours[era], "empty": empty[era]} for era in ERAS}
+    out["runs"] = runs
+    print(f"  server instructions: {out}", file=sys.stderr)
+    return out
+
+
+def targets(extra: dict[str, Any]) -> list[tuple[str, str, str, bool | None]]:
+    """The row of the report's headline table: the whole server against its serving stack."""
+    found = extra.get("server_instructions")
+    if not found:
+        return []
+    ratios = {era: found[era]["everything"] / found[era]["empty"] for era in ERAS}
+    worst = max(ratios, key=ratios.__getitem__)
+    where = "; ".join(
+        f"{era} {ratios[era]:.2f}x ({found[era]['everything']:,} vs {found[era]['empty']:,})"
+        for era in ERAS
+    )
+    return [
+        (
+            f"whole server, tools/call <= {TARGET:g}x an empty ASGI app on the same `serve()` "
+            f"(instructions per request, callgrind, {found['runs']} requests on one connection)",
+            f"worst {ratios[worst]:.2f}x",
+            where,
+            ratios[worst] <= TARGET,
+        )
+    ]
 
 
 def main(argv: list[str] | None = None) -> int:
