@@ -1,0 +1,134 @@
+"""The handler of a POST's one request runs in the request's own task (no task of its own, no
+wait for an answer that comes at once): what a handler sees of its task, and its cancellations,
+are what they were when it had a task of its own."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from mcpbind.transports.http_server import Call
+from tests.test_http_hostile import (
+    STATELESS,
+    eventually,
+    held,
+    open_session,
+    post,
+    run,
+    server,
+    stateless,
+)
+
+CALL = {"name": "echo", "arguments": {}}
+
+
+def text(value: str) -> dict[str, Any]:
+    return {"content": [{"type": "text", "text": value}]}
+
+
+def call_of(stateful_sid: str | None, rid: int) -> tuple[dict[str, Any], list[Any]]:
+    if stateful_sid is None:
+        return stateless("tools/call", CALL, rid=rid), STATELESS
+    message = {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": CALL}
+    return message, [(b"mcp-session-id", stateful_sid.encode())]
+
+
+@pytest.mark.parametrize("stateful", [False, True])
+def test_a_handler_that_answers_at_once_runs_in_the_requests_own_task(stateful: bool) -> None:
+    tasks: list[Any] = []
+
+    async def answer(call: Call) -> Any:
+        tasks.append(asyncio.current_task())
+        return text("at once")
+
+    async def go() -> None:
+        app = server(handler=answer)
+        sid = await open_session(app) if stateful else None
+        exchange = post(app, *call_of(sid, 21))
+        assert (await exchange.json())["result"]["content"][0]["text"] == "at once"
+        assert tasks == [exchange.task]
+
+    run(go(), 10)
+
+
+def test_a_waiting_handler_keeps_its_task_and_its_timeout_fires() -> None:
+    """A timeout entered before the handler's first wait cancels that wait: the handler is not
+    moved to another task once it waits."""
+    tasks: list[Any] = []
+
+    async def patient(call: Call) -> Any:
+        tasks.append(asyncio.current_task())
+        try:
+            async with asyncio.timeout(0.05):
+                await asyncio.Event().wait()
+        except TimeoutError:
+            tasks.append(asyncio.current_task())
+            return text("timed out")
+        return text("never")
+
+    async def go() -> None:
+        app = server(handler=patient)
+        exchange = post(app, *call_of(None, 22))
+        assert (await exchange.json())["result"]["content"][0]["text"] == "timed out"
+        assert tasks == [exchange.task, exchange.task]
+
+    run(go(), 10)
+
+
+def test_cancelling_the_requests_task_from_outside_leaves_its_handler_running() -> None:
+    """An in-process server (or one shutting down) cancelling the request's task ends the
+    response, not the handler: it goes on in a task of its own, with what it awaited intact."""
+    release = asyncio.Event()
+    finished: list[str] = []
+
+    async def slow(call: Call) -> Any:
+        await release.wait()
+        finished.append("finished")
+        return text("late")
+
+    async def go() -> None:
+        app = server(handler=slow)
+        sid = await open_session(app)
+        exchange = post(app, *call_of(sid, 23))
+        await eventually(lambda: app.sessions[sid].tasks)
+        exchange.task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await exchange.task
+        release.set()
+        await eventually(lambda: finished)
+        assert finished == ["finished"]
+        await eventually(lambda: not app.sessions[sid].tasks)
+        assert not app.sessions[sid].tasks
+
+    run(go(), 10)
+
+
+def test_the_clients_cancel_reaches_a_waiting_handler_not_its_requests_task() -> None:
+    cancelled: list[Any] = []
+    started = asyncio.Event()
+
+    async def start(call: Call) -> None:
+        started.set()
+
+    async def go() -> None:
+        app = server(handler=held(cancelled, start))
+        sid = await open_session(app)
+        message, headers = call_of(sid, 24)
+        exchange = post(app, message, headers)
+        await started.wait()
+        cancel = {
+            "jsonrpc": "2.0",
+            "method": "notifications/cancelled",
+            "params": {"requestId": 24, "reason": "changed my mind"},
+        }
+        assert await post(app, cancel, headers).status == 202
+        await eventually(lambda: cancelled)
+        assert cancelled == [24]
+        assert await exchange.status == 202  # cancelled: nothing is owed, the POST just ends
+        await asyncio.wait_for(exchange.task, 10)
+        assert not exchange.task.cancelled()
+        assert not app.sessions[sid].tasks
+
+    run(go(), 10)
