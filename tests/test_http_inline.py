@@ -132,3 +132,39 @@ def test_the_clients_cancel_reaches_a_waiting_handler_not_its_requests_task() ->
         assert not app.sessions[sid].tasks
 
     run(go(), 10)
+
+
+# -- the stream's queue ----------------------------------------------------------------------------
+
+
+def test_the_streams_queue_hands_a_cancelled_readers_message_to_the_next() -> None:
+    """What asyncio.Queue did for the streams: first in, first out; a reader waits for a message;
+    a reader cancelled as its message came leaves it to the next reader; the one waiter set on
+    the queue is woken by a message."""
+    from mcpbind.transports._http_streams import _Queue
+
+    async def go() -> None:
+        queue = _Queue()
+        with pytest.raises(asyncio.QueueEmpty):
+            queue.get_nowait()
+        queue.put_nowait(b"a")
+        queue.put_nowait(None)
+        assert (queue.qsize(), queue.empty()) == (2, False)
+        assert [await queue.get(), queue.get_nowait()] == [b"a", None]
+        assert queue.empty()
+
+        first = asyncio.ensure_future(queue.get())
+        second = asyncio.ensure_future(queue.get())
+        await asyncio.sleep(0)
+        queue.put_nowait(b"b")  # wakes the first reader...
+        first.cancel()  # ...which is cancelled before it runs: the second gets the message
+        assert await second == b"b"
+        with pytest.raises(asyncio.CancelledError):
+            await first
+        assert queue.empty()
+
+        waiter = queue.waiter = asyncio.get_running_loop().create_future()
+        queue.put_nowait(b"c")
+        assert waiter.done() and queue.get_nowait() == b"c"
+
+    run(go(), 10)
