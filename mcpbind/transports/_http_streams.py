@@ -296,21 +296,18 @@ def _wake(waiter: asyncio.Future[None], gone: asyncio.Future[None]) -> None:
         waiter.set_result(None)
 
 
-async def _received(receive: Receive, deadline: float) -> Message:
-    """The next ASGI message of ``receive``: at once when it is ready (the common case: the body
-    came with the request head), without setting a timer; else by ``deadline`` (the loop's time;
-    TimeoutError past it)."""
+def _ready(receive: Receive) -> tuple[Message, None] | tuple[None, Awaitable[Message]]:
+    """``receive()`` run up to where it waits: (the next ASGI message, None) when it is ready
+    at once (the common case: the body came with the request head), else (None, what to await
+    for it, in the same task)."""
     pending = receive()
-    waiting: Awaitable[Message] = pending
     if isinstance(pending, types.CoroutineType):
         try:
             step = pending.send(None)
         except StopIteration as done:
-            message: Message = done.value
-            return message
-        waiting = _Resumed(pending, step)
-    async with asyncio.timeout_at(deadline):
-        return await waiting
+            return done.value, None
+        return None, _Resumed(pending, step)
+    return None, pending
 
 
 class _Resumed(Awaitable[Any]):

@@ -113,7 +113,7 @@ from ._http_streams import (
     _GONE,
     _first_or_gone,
     _quiet,
-    _received,
+    _ready,
     _sse,
     _Stop,
 )
@@ -452,6 +452,8 @@ class StreamableHTTPServer:
             for v, r in self._by_version.items()
         }
         self._designated: dict[str, dict[str, str]] = {}
+        # By revision served, its protocol versions (a session's Mcp-Protocol-Version must be one)
+        self._versions_of = {r: frozenset(bindings(r).FACTS.versions) for r in probe.revisions}
         # By revision, its tool list method, whose results are learned from while some revision
         # served checks Mcp-Param-* headers (has the envelope).
         self._lists = (
@@ -578,7 +580,8 @@ class StreamableHTTPServer:
             if (
                 header is not None
                 and revision is not None
-                and header not in bindings(revision).FACTS.versions
+                and header
+                not in (self._versions_of.get(revision) or bindings(revision).FACTS.versions)
             ):
                 return _plain_error(
                     400,
@@ -652,6 +655,12 @@ class StreamableHTTPServer:
         try:
             step = run.send(None)
         except StopIteration:
+            queue = stream.queue
+            if stream.closed and queue.qsize() == 2:  # its answer, and the end of the stream
+                first = queue.get_nowait()
+                if isinstance(first, bytes):
+                    return self._json(first, live, headers)  # (what _respond makes of it)
+                queue._items.appendleft(first)
             return await self._respond(request, live, stream, headers)
         inline.run, inline.step = run, step
         return _Handled(self._respond(request, live, stream, headers), inline)
@@ -668,19 +677,27 @@ class StreamableHTTPServer:
         chunks: list[bytes] = []
         size = 0
         receive = request.receive
-        deadline = asyncio.get_running_loop().time() + self.body_timeout
+        deadline: float | None = None  # set once a read waits (the usual body came with the head)
         try:
             while True:
-                message = await _received(receive, deadline)
+                message, waiting = _ready(receive)
+                if waiting is not None:
+                    if deadline is None:
+                        deadline = asyncio.get_running_loop().time() + self.body_timeout
+                    async with asyncio.timeout_at(deadline):
+                        message = await waiting
                 if message["type"] != "http.request":  # http.disconnect
                     return _Gone()
                 chunk = message.get("body", b"")
                 size += len(chunk)
                 if size > self.max_body_size:
                     return self._too_large()
-                chunks.append(chunk)
                 if not message.get("more_body", False):
+                    if not chunks:
+                        return chunk  # all in one
+                    chunks.append(chunk)
                     break
+                chunks.append(chunk)
         except TimeoutError:
             return _plain_error(
                 408,
@@ -1313,14 +1330,8 @@ class StreamableHTTPServer:
             return _Gone()
         if first is None:
             return Response(status_code=202, headers=headers)
-        stateful = live.stateful
         if isinstance(first, bytes) and stream.closed and stream.queue.qsize() == 1:
-            # only the end of the stream is left
-            status = 200
-            code = _error_code(first)
-            if code is not None and not stateful:
-                status = _STATUS.get(code, 500 if code == INTERNAL_ERROR else 400)
-            return _JSONAnswer(first, status, headers)
+            return self._json(first, live, headers)  # only the end of the stream is left
         if live.sid is None:  # no session to resume it in
             assert isinstance(first, bytes)  # only a session's stream is closed for polling
             return _EventStream(
@@ -1333,6 +1344,15 @@ class StreamableHTTPServer:
         key = secrets.token_hex(8)
         self._resumable(live, stream, key, ([b""] if primed else []) + [first])
         return self._stream_response(live, key, None, stream, headers=headers)
+
+    def _json(self, answer: bytes, live: _Live, headers: dict[str, str]) -> Response:
+        """A POST's one answer as its JSON response (stateless: an error's HTTP status)."""
+        status = 200
+        if not live.stateful:
+            code = _error_code(answer)
+            if code is not None:
+                status = _STATUS.get(code, 500 if code == INTERNAL_ERROR else 400)
+        return _JSONAnswer(answer, status, headers)
 
     def _event(self, prefix: bytes, position: str, message: bytes) -> bytes:
         """One server-sent event of a logged stream (empty: the priming event, with the retry
