@@ -151,8 +151,9 @@ class Codec:
         self._gates = Advertised(self._t, revision, role, requires)
         self._check_meta = self._gates.meta_checked
         self._requires = self._gates.requires  # method -> the client capabilities it needs
-        # the gates' own dict and sets, read on the hot paths without another attribute hop
+        # the gates' own dicts and sets, read on the hot paths without another attribute hop
         self._caps, self._passed = self._gates.caps, self._gates.passed
+        self._light = self._gates.light
         self._learn = self._gates.learn
         self.wire_results = wire_results
         if capabilities is not None:  # (a new codec knows none: None changes nothing)
@@ -301,7 +302,13 @@ class Codec:
             msg = Request(id=wire.id, message=m.message(params=wire.params))
         else:
             msg = m.message(params=wire.params)
-        if (m.gated and self._caps and m.name not in self._passed[True]) or m.learns:
+        gated = m.gated and self._caps and m.name not in self._passed[True]
+        if gated:
+            light = self._light[True].get(m.name)
+            if light is not None:  # settled but for one conditional gate: its value absent?
+                params = getattr(msg.message if m.wrapped else msg, "params", UNSET)
+                gated = type(params) is not light[0] or getattr(params, light[1]) is not UNSET
+        if gated or m.learns:
             self._received(m, msg)
         elif self._check_meta and m.request:
             # The envelope's usual case read here, without the two calls of the full check: a
@@ -562,7 +569,14 @@ class Codec:
         if m.request and type(msg.id) not in _IDS:
             _check_id(msg.id)
         if m.gated and self._caps and m.name not in self._passed[False]:
-            self._gates.check(m, _params(msg), getattr(msg, "id", None), incoming=False)
+            params = _params(msg)
+            light = self._light[False].get(m.name)
+            if (
+                light is None
+                or type(params) is not light[0]
+                or getattr(params, light[1]) is not UNSET
+            ):
+                self._gates.check(m, params, getattr(msg, "id", None), incoming=False)
         out = _encode(msg if m.enveloped else m.unbuild(msg))
         if len(out) > _SCAN_MAX or out.partition(b"null")[1]:
             _finite(msg, out)
