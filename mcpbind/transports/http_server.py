@@ -635,22 +635,25 @@ class StreamableHTTPServer:
             return self._direct(live, direct, headers)
         stream.put(direct)
         if inline is not None:
-            return await self._inline(request, live, stream, headers, inline)
+            answered = self._inline(request, live, stream, headers, inline)
+            if answered is not None:
+                return answered
         return await self._respond(request, live, stream, headers)
 
-    async def _inline(
+    def _inline(
         self,
         request: Request,
         live: _Live,
         stream: _Stream,
         headers: dict[str, str],
         inline: _Inline,
-    ) -> Response:
+    ) -> Response | None:
         """The POST's one handler, run in the request's own task: one that answers without
         waiting costs no task of its own, nor a wait for it (a loop turn, the watch of the
         client leaving); one that waits goes on in this task while another writes the response
         (``_Handled``). Either way ``asyncio.current_task()`` is the same one all along, so a
-        timeout or task group the handler enters cancels what it means to."""
+        timeout or task group the handler enters cancels what it means to. None: it is done,
+        and ``_respond`` makes the response of what it sent."""
         run = self._run(live, stream, inline.call)
         try:
             step = run.send(None)
@@ -661,7 +664,7 @@ class StreamableHTTPServer:
                 if isinstance(first, bytes):
                     return self._json(first, live, headers)  # (what _respond makes of it)
                 queue._items.appendleft(first)
-            return await self._respond(request, live, stream, headers)
+            return None
         inline.run, inline.step = run, step
         return _Handled(self._respond(request, live, stream, headers), inline)
 
