@@ -134,6 +134,35 @@ def test_the_clients_cancel_reaches_a_waiting_handler_not_its_requests_task() ->
     run(go(), 10)
 
 
+def test_a_kind_of_request_seen_to_wait_gets_a_task_of_its_own_after() -> None:
+    """A handler that waits costs the request a task to write the response and a relay a wait;
+    its kind of request (method and tool name) then runs in a task of its own, as before, and
+    the kinds remembered are bounded (the names are the client's)."""
+    tasks: list[tuple[str, bool]] = []
+    requests: list[Any] = []
+
+    async def waits(call: Call) -> Any:
+        name = call.params.name
+        if name.startswith("waits"):
+            await asyncio.sleep(0)
+        tasks.append((name, asyncio.current_task() is requests[-1].task))
+        return text(name)
+
+    async def go() -> None:
+        app = server(handler=waits)
+        for name in ("waits", "waits", "at-once", "at-once"):
+            message = stateless("tools/call", {"name": name, "arguments": {}}, rid=len(tasks))
+            requests.append(post(app, message, STATELESS))
+            assert (await requests[-1].json())["result"]["content"][0]["text"] == name
+        assert tasks == [("waits", True), ("waits", False), ("at-once", True), ("at-once", True)]
+        for n in range(300):
+            message = stateless("tools/call", {"name": f"waits-{n}", "arguments": {}}, rid=n)
+            await post(app, message, STATELESS).json()
+        assert 0 < len(app._waits) <= 256
+
+    run(go(), 20)
+
+
 # -- the stream's queue ----------------------------------------------------------------------------
 
 

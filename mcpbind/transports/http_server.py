@@ -452,6 +452,9 @@ class StreamableHTTPServer:
             for v, r in self._by_version.items()
         }
         self._designated: dict[str, dict[str, str]] = {}
+        # The kinds of request (method, and the name a tool call gives) whose handler was seen
+        # to wait, run in a task of their own (_inline); at most _WAITS_MAX, then forgotten
+        self._waits: set[tuple[str, str | None]] = set()
         # By revision served, its protocol versions (a session's Mcp-Protocol-Version must be one)
         self._versions_of = {r: frozenset(bindings(r).FACTS.versions) for r in probe.revisions}
         # By revision, its tool list method, whose results are learned from while some revision
@@ -620,7 +623,8 @@ class StreamableHTTPServer:
                 return self._no_room(direct)
             live.stateful = True
         stream = _Stream(max_queued=self.max_queued, auth=auth)
-        # The handler of a POST's one request runs in this task (_inline); a batch's, a task each
+        # The handler of a POST's one request runs in this task (_inline), unless its kind of
+        # request was seen to wait (_waits); a batch's, a task each
         inline: _Inline | None = None
         alone = len(events) == 1
         for event in events:
@@ -666,6 +670,11 @@ class StreamableHTTPServer:
                 queue._items.appendleft(first)
             return None
         inline.run, inline.step = run, step
+        # It waits: requests of its kind get a task of their own from now on, which costs less
+        # than the response's task and the handler's relays (_Inline) a waiting handler needs
+        if len(self._waits) >= _WAITS_MAX:
+            self._waits.clear()
+        self._waits.add(inline.kind)
         return _Handled(self._respond(request, live, stream, headers), inline)
 
     async def _body(self, request: Request) -> bytes | Response:
@@ -1272,8 +1281,10 @@ class StreamableHTTPServer:
             call = Call(live, stream, event)
             if self._ids is not None:
                 call._ids = self._ids
-            if inline:
-                handler = _Inline(call)
+            name = getattr(event.params, "name", None)
+            kind = (event.method, name if type(name) is str else None)
+            if inline and kind not in self._waits:
+                handler = _Inline(call, kind)
                 live.tasks[event.id] = stream.handlers[event.id] = handler  # type: ignore[assignment]
                 return handler
             task = asyncio.get_running_loop().create_task(self._run(live, stream, call))
@@ -1505,6 +1516,9 @@ def _stream_key(key: str) -> bool:
     return key == STANDALONE or (len(key) == 16 and all(c in "0123456789abcdef" for c in key))
 
 
+_WAITS_MAX = 256  # kinds of request remembered to wait (names come from clients: bounded)
+
+
 class _Inline:
     """The handler of a POST's one request, run in the request's task rather than a task of its
     own (``StreamableHTTPServer._inline``): ``asyncio.current_task()`` is that task all along,
@@ -1521,10 +1535,11 @@ class _Inline:
     A cancellation requested outside any task (a timer's or a callback's, as a timeout or a
     task group requests it) reaches the handler."""
 
-    __slots__ = ("call", "run", "step", "cancelled", "later")
+    __slots__ = ("call", "kind", "run", "step", "cancelled", "later")
 
-    def __init__(self, call: Call) -> None:
+    def __init__(self, call: Call, kind: tuple[str, str | None]) -> None:
         self.call = call
+        self.kind = kind  # its method, and the name its params give (a tool's)
         self.run: Coroutine[Any, Any, None] | None = None  # (set once it waits; None once done)
         self.step: Any = None  # what it awaits: a future, or None for a bare yield
         self.cancelled = False  # a cancellation to throw in at its next step
