@@ -475,7 +475,7 @@ def summary(rows: list[Row], extra: dict[str, Any]) -> list[tuple[str, str, str,
                 where += f" and {len(missed) - 4} more"
         out.append((target, f"worst {x(worst[0])}", where, None if floor else not missed))
 
-    for what, floor in (
+    for what, against in (
         ("decode", "its floor (msgspec's decoders alone, the hooks included)"),
         (
             "encode",
@@ -499,7 +499,7 @@ def summary(rows: list[Row], extra: dict[str, Any]) -> list[tuple[str, str, str,
             where += f"; closest: {worst[1].workload.name} {ns(worst[1].over(what))} a message"
         out.append(
             (
-                f"codec {what} <= 1.3x {floor} + 0.5 µs a message",
+                f"codec {what} <= 1.3x {against} + 0.5 µs a message",
                 f"worst {x(worst[0])} of its bound",
                 where,
                 not missed,

@@ -242,7 +242,7 @@ def main(argv: list[str] | None = None) -> int:
     if args[:1] == ["--child"]:
         shim, port, app_name, http, plan, profile = args[1:]
         steps = [tuple(p) for p in json.loads(plan)]
-        child(shim, int(port), app_name, http, steps, profile)  # type: ignore[arg-type]
+        child(shim, int(port), app_name, http, steps, profile)
         return 0
     parser = argparse.ArgumentParser(
         prog="python -m bench.server_instructions",
