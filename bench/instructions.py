@@ -15,6 +15,8 @@ the workload, in the very runners `make bench` times:
 - ``mcpbind``: ``Codec.decode`` / ``Codec.encode`` per message (bench/anchors.py ``Mcpbind``);
 - ``floor``: the decode and encode floors of `make bench` (bench/anchors.py ``decode_floor``,
   ``encode_floor``), the anchors of the codec's targets;
+- ``guarded`` (encode only): the guarded encode floor (``guarded_encode_floor``), the anchor of
+  the encode bound;
 - ``orjson``: ``orjson.loads`` / ``dumps``.
 
 Each line prints the counts and codec / floor. Instructions are a proxy for time: orjson does
@@ -36,7 +38,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .anchors import Mcpbind, Orjson, accepted_by_mcpbind, decode_floor, encode_floor
+from .anchors import (
+    Mcpbind,
+    Orjson,
+    accepted_by_mcpbind,
+    decode_floor,
+    encode_floor,
+    guarded_encode_floor,
+)
 from .workloads import ROOT, all_workloads
 
 SHIM = r"""
@@ -46,7 +55,7 @@ void bench_stop(void) { CALLGRIND_STOP_INSTRUMENTATION; }
 void bench_zero(void) { CALLGRIND_ZERO_STATS; }
 void bench_dump(const char *label) { CALLGRIND_DUMP_STATS_AT(label); }
 """
-ANCHORS = ("mcpbind", "floor", "orjson")
+ANCHORS = ("mcpbind", "floor", "guarded", "orjson")
 
 
 def runners(anchor: str, what: str, names: list[str]) -> list[tuple[str, Callable[[], Any]]]:
@@ -59,7 +68,11 @@ def runners(anchor: str, what: str, names: list[str]) -> list[tuple[str, Callabl
         w = accepted_by_mcpbind(w)
         decode, _ = Mcpbind().decoder(w)
         assert decode is not None
-        if anchor == "floor":
+        if anchor == "guarded":
+            if what == "decode":
+                continue  # (an encode floor only)
+            fn = guarded_encode_floor(w, decode())
+        elif anchor == "floor":
             fn = decode_floor(w) if what == "decode" else encode_floor(w, decode())
         else:
             a = Mcpbind() if anchor == "mcpbind" else Orjson()
@@ -228,6 +241,8 @@ def main(argv: list[str] | None = None) -> int:
             ratio = ""
             if row.get("mcpbind") and row.get("floor"):
                 ratio = f"  codec/floor {row['mcpbind'] / row['floor']:.2f}"
+            if row.get("mcpbind") and row.get("guarded"):
+                ratio += f"  codec/guarded {row['mcpbind'] / row['guarded']:.2f}"
             print(f"{what:6s} {w[:56]:56s} {cells}{ratio}")
     return 0
 

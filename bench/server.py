@@ -69,8 +69,9 @@ def _result(response: httpx.Response) -> Any:
     return response.json()
 
 
-def request(url: str, era: str) -> tuple[dict[str, str], dict[str, Any]]:
-    """The headers and body of the era's tools/call (a session opened for 2025-11-25)."""
+def request(url: str, era: str, timeout: float = 5.0) -> tuple[dict[str, str], dict[str, Any]]:
+    """The headers and body of the era's tools/call (a session opened for 2025-11-25, each
+    request of the handshake answered within ``timeout`` seconds)."""
     headers = {"Content-Type": "application/json", "Accept": ACCEPT, "MCP-Protocol-Version": era}
     params: dict[str, Any] = {"name": "test_simple_text", "arguments": {}}
     if era == "2025-11-25":
@@ -84,11 +85,12 @@ def request(url: str, era: str) -> tuple[dict[str, str], dict[str, Any]]:
             url,
             json=init,
             headers={k: v for k, v in headers.items() if k != "MCP-Protocol-Version"},
+            timeout=timeout,
         )
         opened.raise_for_status()
         headers["Mcp-Session-Id"] = opened.headers["mcp-session-id"]
         done = {"jsonrpc": "2.0", "method": "notifications/initialized"}
-        httpx.post(url, json=done, headers=headers).raise_for_status()
+        httpx.post(url, json=done, headers=headers, timeout=timeout).raise_for_status()
     else:
         params["_meta"] = {
             "io.modelcontextprotocol/protocolVersion": era,

@@ -33,6 +33,7 @@ class _Method:
     # the wire keys of ``FACTS.tasks.when`` (where a task may ride on it) and of
     # ``.payload_task_id`` (a request naming a task) in its params, for plain dicts; or None
     task_keys: tuple[str | None, str | None]
+    message: Any  # the generated message class a caller holds (``spec.message``)
     build: Callable[[Any], Any]  # decoded wire Struct -> what decode returns
     unbuild: Callable[[Any], Any]  # what a caller encodes -> the wire Struct
 
@@ -146,6 +147,7 @@ def _build(revision: str, role: str) -> _Tables:
                 if tasks is not None
                 else (None, None)
             ),
+            spec.message,
             *_builders(spec, wire.wire),
         )
     peer = "server" if role == "client" else "client"

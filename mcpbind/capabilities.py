@@ -147,6 +147,9 @@ class Advertised:
         # by direction: method -> its conditional gates whose capability is not advertised
         # (with the params class seen first, and the attribute its one key is read by there)
         self.conditional: tuple[dict[str, list[Any]], dict[str, list[Any]]] = ({}, {})
+        # the usual conditional case, read by the codec in place: method -> (params class,
+        # attribute) of its one such gate, refusing only params of that class holding a value
+        self.light: tuple[dict[str, tuple[Any, str]], dict[str, tuple[Any, str]]] = ({}, {})
         self._verdicts: dict[tuple[str, str], bool] = {}  # (side, path) -> advertised
         self._settled = False  # whether ``passed`` or ``conditional`` holds anything
         self._sides = tables.sides
@@ -171,8 +174,12 @@ class Advertised:
         """Remember the capabilities a message's params or result carries (its sender's)."""
         caps = getattr(carrier, "capabilities", None)
         side = self._sides.get(type(caps))
-        if side is not None:
+        if side is None:
+            return
+        if self._verdicts or self._settled:
             self.set(side, caps)
+        else:  # a handshake's, with nothing to forget: ``set`` without its call
+            self.caps[side] = caps
 
     def set(self, side: str, caps: Any) -> None:
         if self.caps.get(side) is not caps:
@@ -185,7 +192,7 @@ class Advertised:
                 self._verdicts = {k: v for k, v in self._verdicts.items() if k[0] != side}
             if self._settled:
                 self._settled = False
-                for settled in self.passed + self.conditional:
+                for settled in self.passed + self.conditional + self.light:
                     settled.clear()
 
     def check(self, m: Any, params: Any, id_: Any, *, incoming: bool) -> None:
@@ -219,6 +226,10 @@ class Advertised:
         # conditional ones, on the params that have their value.
         if residual:
             self.conditional[incoming][m.name] = residual
+            if len(residual) == 1:
+                gate, cls, attr = residual[0]
+                if attr is not None and gate.equals is None:
+                    self.light[incoming][m.name] = (cls, attr)
         else:
             self.passed[incoming].add(m.name)
         self._settled = True

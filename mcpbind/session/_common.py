@@ -504,7 +504,7 @@ class Session:
             return
         sp = incoming.speech
         result = self._result(incoming, result)
-        data = incoming.codec.respond(request_id, result)
+        data = incoming.codec.encode(Response(id=request_id, result=result))  # (respond's own)
         tasks = sp.facts.tasks
         if tasks is not None and type(result) is tasks.result:
             task = result

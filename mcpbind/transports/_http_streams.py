@@ -6,6 +6,8 @@ the next ASGI message by a deadline, and a POST stream's server-sent events."""
 from __future__ import annotations
 
 import asyncio
+import collections
+import contextlib
 import functools
 import types
 from collections import deque
@@ -31,16 +33,63 @@ class _Stop(NamedTuple):
     until: str | None = None
 
 
-class _Queue(asyncio.Queue[Any]):
-    """A stream's queue, which also wakes the one ``waiter`` set on it when a message arrives (a
-    response's first message is awaited without a task reading the queue)."""
+class _Queue:
+    """A stream's queue: the part of ``asyncio.Queue`` the streams use (``put_nowait``,
+    ``get_nowait``, ``get``, ``qsize``, ``empty``) without what they do not (a size bound, the
+    putters it wakes, ``task_done``/``join``), each call a few Python calls cheaper, and one
+    ``waiter`` set on it woken when a message arrives (a response's first message is awaited
+    without a task reading the queue). Unbounded: ``_Stream.put`` bounds it (``max_queued``)."""
 
-    waiter: asyncio.Future[None] | None = None
+    __slots__ = ("_items", "_getters", "waiter")
 
-    def _put(self, item: Any) -> None:
-        super()._put(item)  # asyncio.Queue's hook for subclasses
-        if self.waiter is not None and not self.waiter.done():
-            self.waiter.set_result(None)
+    def __init__(self) -> None:
+        self._items: collections.deque[Any] = collections.deque()
+        self._getters: collections.deque[asyncio.Future[None]] | None = None  # (made on need)
+        self.waiter: asyncio.Future[None] | None = None
+
+    def qsize(self) -> int:
+        return len(self._items)
+
+    def empty(self) -> bool:
+        return not self._items
+
+    def put_nowait(self, item: Any) -> None:
+        self._items.append(item)
+        waiter = self.waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+        if self._getters:
+            _wake_next(self._getters)
+
+    def get_nowait(self) -> Any:
+        if not self._items:
+            raise asyncio.QueueEmpty
+        return self._items.popleft()
+
+    async def get(self) -> Any:
+        while not self._items:
+            getter = asyncio.get_running_loop().create_future()
+            if self._getters is None:
+                self._getters = collections.deque()
+            self._getters.append(getter)
+            try:
+                await getter
+            except BaseException:
+                getter.cancel()  # (it may be done already: a message came with the cancel)
+                with contextlib.suppress(ValueError):
+                    self._getters.remove(getter)
+                if self._items and not getter.cancelled():
+                    _wake_next(self._getters)  # the message it was woken for: the next one's
+                raise
+        return self._items.popleft()
+
+
+def _wake_next(getters: collections.deque[asyncio.Future[None]]) -> None:
+    while getters:
+        getter = getters.popleft()
+        if not getter.done():
+            getter.set_result(None)
+            return
 
 
 class _Stream:
@@ -256,21 +305,18 @@ def _wake(waiter: asyncio.Future[None], gone: asyncio.Future[None]) -> None:
         waiter.set_result(None)
 
 
-async def _received(receive: Receive, deadline: float) -> Message:
-    """The next ASGI message of ``receive``: at once when it is ready (the common case: the body
-    came with the request head), without setting a timer; else by ``deadline`` (the loop's time;
-    TimeoutError past it)."""
+def _ready(receive: Receive) -> tuple[Message, None] | tuple[None, Awaitable[Message]]:
+    """``receive()`` run up to where it waits: (the next ASGI message, None) when it is ready
+    at once (the common case: the body came with the request head), else (None, what to await
+    for it, in the same task)."""
     pending = receive()
-    waiting: Awaitable[Message] = pending
     if isinstance(pending, types.CoroutineType):
         try:
             step = pending.send(None)
         except StopIteration as done:
-            message: Message = done.value
-            return message
-        waiting = _Resumed(pending, step)
-    async with asyncio.timeout_at(deadline):
-        return await waiting
+            return done.value, None
+        return None, _Resumed(pending, step)
+    return None, pending
 
 
 class _Resumed(Awaitable[Any]):

@@ -45,6 +45,8 @@ from collections.abc import (
     AsyncIterator,
     Awaitable,
     Callable,
+    Coroutine,
+    Generator,
     Iterable,
     Iterator,
     Mapping,
@@ -56,6 +58,7 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
 
 from .. import bindings
 from .._repeats import Repeats
@@ -114,7 +117,7 @@ from ._http_streams import (
     _GONE,
     _first_or_gone,
     _quiet,
-    _received,
+    _ready,
     _sse,
     _Stop,
 )
@@ -484,6 +487,11 @@ class StreamableHTTPServer:
             for v, r in self._by_version.items()
         }
         self._designated: dict[str, dict[str, str]] = {}
+        # The kinds of request (method, and the name a tool call gives) whose handler was seen
+        # to wait, run in a task of their own (_inline); at most _WAITS_MAX, then forgotten
+        self._waits: set[tuple[str, str | None]] = set()
+        # By revision served, its protocol versions (a session's Mcp-Protocol-Version must be one)
+        self._versions_of = {r: frozenset(bindings(r).FACTS.versions) for r in probe.revisions}
         # By revision, its tool list method, whose results are learned from while some revision
         # served checks Mcp-Param-* headers (has the envelope).
         self._lists = (
@@ -634,7 +642,8 @@ class StreamableHTTPServer:
             if (
                 header is not None
                 and revision is not None
-                and header not in bindings(revision).FACTS.versions
+                and header
+                not in (self._versions_of.get(revision) or bindings(revision).FACTS.versions)
             ):
                 return _plain_error(
                     400,
@@ -674,8 +683,12 @@ class StreamableHTTPServer:
                 return self._no_room(direct)
             live.stateful = True
         stream = _Stream(max_queued=self.max_queued, auth=auth)
+        # The handler of a POST's one request runs in this task (_inline), unless its kind of
+        # request was seen to wait (_waits); a batch's, a task each
+        inline: _Inline | None = None
+        alone = len(events) == 1
         for event in events:
-            self._observe(live, event, stream)
+            inline = self._observe(live, event, stream, alone)
         direct += session.data_to_send()  # what _observe answered itself (past max_in_flight)
         if self._shared and live.sid is not None and not live.ready:
             await self._became_ready(live, events)
@@ -685,7 +698,46 @@ class StreamableHTTPServer:
                 session.release()  # answered: its codecs may serve the next stateless POST
             return self._direct(live, direct, headers)
         stream.put(direct)
+        if inline is not None:
+            answered = self._inline(request, live, stream, headers, inline)
+            if answered is not None:
+                return answered
         return await self._respond(request, live, stream, headers)
+
+    def _inline(
+        self,
+        request: Request,
+        live: _Live,
+        stream: _Stream,
+        headers: dict[str, str],
+        inline: _Inline,
+    ) -> Response | None:
+        """The POST's one handler, run in the request's own task: one that answers without
+        waiting costs no task of its own, nor a wait for it (a loop turn, the watch of the
+        client leaving); one that waits goes on in this task while another writes the response
+        (``_Handled``). Either way ``asyncio.current_task()`` is the same one all along, so a
+        timeout or task group the handler enters cancels what it means to. None: it is done,
+        and ``_respond`` makes the response of what it sent."""
+        run = self._run(live, stream, inline.call)
+        try:
+            step = run.send(None)
+        except StopIteration:
+            queue = stream.queue
+            if stream.closed and queue.qsize() == 2:  # its answer, and the end of the stream
+                first = queue.get_nowait()
+                if isinstance(first, bytes):
+                    return _json_answer(
+                        first, live.stateful, headers
+                    )  # (what _respond makes of it)
+                queue._items.appendleft(first)
+            return None
+        inline.run, inline.step = run, step
+        # It waits: requests of its kind get a task of their own from now on, which costs less
+        # than the response's task and the handler's relays (_Inline) a waiting handler needs
+        if len(self._waits) >= _WAITS_MAX:
+            self._waits.clear()
+        self._waits.add(inline.kind)
+        return _Handled(self._respond(request, live, stream, headers), inline)
 
     async def _body(self, request: Request) -> bytes | Response:
         """The body of a POST, read in chunks up to ``max_body_size`` within ``body_timeout``;
@@ -699,19 +751,27 @@ class StreamableHTTPServer:
         chunks: list[bytes] = []
         size = 0
         receive = request.receive
-        deadline = asyncio.get_running_loop().time() + self.body_timeout
+        deadline: float | None = None  # set once a read waits (the usual body came with the head)
         try:
             while True:
-                message = await _received(receive, deadline)
+                message, waiting = _ready(receive)
+                if waiting is not None:
+                    if deadline is None:
+                        deadline = asyncio.get_running_loop().time() + self.body_timeout
+                    async with asyncio.timeout_at(deadline):
+                        message = await waiting
                 if message["type"] != "http.request":  # http.disconnect
                     return _Gone()
                 chunk = message.get("body", b"")
                 size += len(chunk)
                 if size > self.max_body_size:
                     return self._too_large()
-                chunks.append(chunk)
                 if not message.get("more_body", False):
+                    if not chunks:
+                        return chunk  # all in one
+                    chunks.append(chunk)
                     break
+                chunks.append(chunk)
         except TimeoutError:
             return _plain_error(
                 408,
@@ -1384,23 +1444,33 @@ class StreamableHTTPServer:
 
     # -- handlers ---------------------------------------------------------------------------------
 
-    def _observe(self, live: _Live, event: Event, stream: _Stream) -> None:
-        """Act on one event of a POST: start a handler, settle an awaited client answer."""
+    def _observe(
+        self, live: _Live, event: Event, stream: _Stream, inline: bool = False
+    ) -> _Inline | None:
+        """Act on one event of a POST: start a handler (``inline``: the caller runs it, in its
+        own task), settle an awaited client answer."""
         if self.on_event is not None:
             self.on_event(live.session, event)
         if isinstance(event, RequestReceived):
             if len(live.tasks) >= self.max_in_flight:
                 busy = too_many_in_flight(event.id, self.max_in_flight)
                 _answer_error(live.session, event.id, busy.code, busy.message, busy.data)
-                return
+                return None
             stream.pending.add(event.id)
             call = Call(live, stream, event)
             if self._ids is not None:
                 call._ids = self._ids
+            name = getattr(event.params, "name", None)
+            kind = (event.method, name if type(name) is str else None)
+            if inline and kind not in self._waits:
+                handler = _Inline(call, kind)
+                live.tasks[event.id] = stream.handlers[event.id] = handler  # type: ignore[assignment]
+                return handler
             task = asyncio.get_running_loop().create_task(self._run(live, stream, call))
             live.tasks[event.id] = stream.handlers[event.id] = task
         else:
             _settle(live, event)
+        return None
 
     async def _run(self, live: _Live, stream: _Stream, call: Call) -> None:
         session = live.session
@@ -1450,10 +1520,8 @@ class StreamableHTTPServer:
             return _Gone()
         if first is None:
             return Response(status_code=202, headers=headers)
-        stateful = live.stateful
         if isinstance(first, bytes) and stream.closed and stream.queue.qsize() == 1:
-            # only the end of the stream is left
-            return _json_answer(first, stateful, headers)
+            return _json_answer(first, live.stateful, headers)  # only the end of the stream is left
         if live.sid is None:  # no session to resume it in
             assert isinstance(first, bytes)  # only a session's stream is closed for polling
             return _EventStream(
@@ -1672,6 +1740,142 @@ def _logged_after(stream: _Stream, cursor: str | None) -> list[Entry] | None:
 def _stream_key(key: str) -> bool:
     """Whether ``key`` names a stream in this server's event ids."""
     return key == STANDALONE or (len(key) == 16 and all(c in "0123456789abcdef" for c in key))
+
+
+_WAITS_MAX = 256  # kinds of request remembered to wait (names come from clients: bounded)
+
+
+class _Inline:
+    """The handler of a POST's one request, run in the request's task rather than a task of its
+    own (``StreamableHTTPServer._inline``): ``asyncio.current_task()`` is that task all along,
+    so a timeout or task group the handler enters cancels the handler, as it would in a task of
+    its own. What else cancels it is what cancelled its task before (``cancel``: the client
+    cancelled the request or left, the session ended): what it awaits is cancelled, as
+    ``Task.cancel`` does, or when it awaits nothing, a cancellation is thrown in at its next
+    step.
+
+    The request's task waits on a future of its own (``_Relay``) for each of the handler's, so
+    that a cancellation of that task by another task (an in-process client leaving, a server
+    shutting down) never reaches what the handler awaits: the response ends, and the handler is
+    handed over to a task of its own, where it goes on as it did when it had one from the start.
+    A cancellation requested outside any task (a timer's or a callback's, as a timeout or a
+    task group requests it) reaches the handler."""
+
+    __slots__ = ("call", "kind", "run", "step", "cancelled", "later")
+
+    def __init__(self, call: Call, kind: tuple[str, str | None]) -> None:
+        self.call = call
+        self.kind = kind  # its method, and the name its params give (a tool's)
+        self.run: Coroutine[Any, Any, None] | None = None  # (set once it waits; None once done)
+        self.step: Any = None  # what it awaits: a future, or None for a bare yield
+        self.cancelled = False  # a cancellation to throw in at its next step
+        self.later = False  # a cancellation for what it awaits after what it hears now
+
+    def cancel(self, msg: Any = None) -> bool:
+        if self.run is None:
+            return False  # it has not waited yet, or it is done: nothing to cancel
+        step = self.step
+        if not asyncio.isfuture(step):
+            self.cancelled = True  # a bare yield: thrown in as it resumes
+        elif step.done():
+            # What it awaited came first (a task would have been woken before this): it hears
+            # that, and what it awaits next is cancelled.
+            self.later = True
+        else:
+            step.cancel(msg)
+        return True
+
+    def __await__(self) -> Generator[Any, Any, None]:
+        """The handler, on from where it waits, in the task awaiting this."""
+        run = self.run
+        assert run is not None
+        loop = asyncio.get_running_loop()
+        task = asyncio.current_task()
+        try:
+            while True:
+                step = self.step
+                relay: _Relay | None = None
+                if step is not None:
+                    if not asyncio.isfuture(step) or not step._asyncio_future_blocking:
+                        self.step = run.throw(RuntimeError(f"bad yield: {step!r}"))
+                        continue
+                    step._asyncio_future_blocking = False  # as a task takes it
+                    relay = _Relay(loop=loop)
+                    relay.owner = task
+                    step.add_done_callback(relay.wake)
+                    relay._asyncio_future_blocking = True
+                try:
+                    yield relay
+                except GeneratorExit:
+                    run.close()
+                    raise
+                except BaseException as error:
+                    if relay is None or not relay.by_task:  # the handler's own: it hears it
+                        self.step = run.throw(error)
+                        continue
+                    # Another task cancelled this one: the response ends, the handler goes on.
+                    step.remove_done_callback(relay.wake)
+                    step._asyncio_future_blocking = True  # (as it yielded it)
+                    loop.create_task(_handed_over(self))
+                    run = None
+                    raise
+                if self.cancelled:
+                    self.cancelled = False
+                    self.step = run.throw(asyncio.CancelledError())
+                else:
+                    self.step = run.send(None)
+                if self.later:
+                    self.later = False
+                    self.cancel()
+        except StopIteration:
+            return
+        finally:
+            if run is not None:
+                self.run = None
+
+
+class _Relay(asyncio.Future[None]):
+    """What the request's task (``owner``) awaits for one of its inline handler's futures: done
+    when that one is; cancelled with the task, saying whether another task asked (``by_task``)."""
+
+    owner: asyncio.Task[Any] | None = None
+    by_task = False
+
+    def wake(self, step: asyncio.Future[Any]) -> None:
+        if not self.done():
+            self.set_result(None)
+
+    def cancel(self, msg: Any = None) -> bool:
+        self.by_task = asyncio.current_task() not in (None, self.owner)
+        return super().cancel(msg)
+
+
+async def _handed_over(inline: _Inline) -> None:
+    await inline
+
+
+class _Handled(Response):
+    """The response to a POST whose one handler (``_Inline``) waits: a task writes the response
+    as ``respond`` makes it, while the request's task runs the handler to its end."""
+
+    def __init__(self, respond: Coroutine[Any, Any, Response], inline: _Inline) -> None:
+        self.status_code = 200
+        self.background = None
+        self._make = respond
+        self._inline = inline
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        writer = asyncio.get_running_loop().create_task(self._write(scope, receive, send))
+        try:
+            await self._inline
+        except BaseException:
+            writer.cancel()
+            raise
+        await writer
+
+    async def _write(self, scope: Scope, receive: Receive, send: Send) -> None:
+        response = await self._make
+        await response(scope, receive, send)
 
 
 def _settle(live: _Live, event: Event) -> None:
