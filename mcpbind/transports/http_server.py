@@ -760,9 +760,10 @@ class StreamableHTTPServer:
                         deadline = asyncio.get_running_loop().time() + self.body_timeout
                     async with asyncio.timeout_at(deadline):
                         message = await waiting
+                assert message is not None  # (_ready gives the message or what to await for it)
                 if message["type"] != "http.request":  # http.disconnect
                     return _Gone()
-                chunk = message.get("body", b"")
+                chunk: bytes = message.get("body", b"")
                 size += len(chunk)
                 if size > self.max_body_size:
                     return self._too_large()
