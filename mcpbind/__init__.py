@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import importlib
 import os
-from types import ModuleType
 
 # The generated packages live in generated/mcpbind/ in a checkout and beside this file in a wheel;
 # the generator points MCPBIND_GENERATED_DIR at new output to import it before it replaces any.
@@ -22,6 +21,7 @@ from ._support import MethodSpec, OpenObject, convert, dec_hook, decode, decoder
 # The function shares its module's name: bound now, importing the module later (the sessions
 # do) would otherwise rebind `mcpbind.negotiate` to the module. The module is small.
 from .negotiate import negotiate  # noqa: E402
+from .packages import UnknownRevisionError, bindings  # noqa: E402
 
 if TYPE_CHECKING:
     from .app import App, Context
@@ -105,34 +105,3 @@ __all__ = [
     "project_lossy",
     "supports",
 ]
-
-
-class UnknownRevisionError(ValueError):
-    """A revision string that is not one of ``REVISIONS``."""
-
-    def __init__(self, revision: object) -> None:
-        self.revision = revision
-        super().__init__(
-            f"unknown MCP revision {revision!r}; known revisions: {', '.join(REVISIONS)}"
-        )
-
-
-def bindings(revision: str) -> ModuleType:
-    """The generated package of ``revision`` (``bindings("2025-11-25") is mcpbind.v2025_11_25``)."""
-    try:
-        return _LOADED[revision]
-    except (KeyError, TypeError):
-        pass
-    try:
-        package = PACKAGES[revision]
-    except (KeyError, TypeError):
-        raise UnknownRevisionError(revision) from None
-    # The import system's own lock makes the import safe from any thread; the cache holds one
-    # entry per pinned revision, so it is bounded by PACKAGES.
-    module = _LOADED[revision] = importlib.import_module(f"{__name__}.{package}")
-    return module
-
-
-# Revision -> its imported package: transports look a revision up on every request, and
-# import_module costs several hundred nanoseconds even for a loaded module.
-_LOADED: dict[str, ModuleType] = {}

@@ -92,7 +92,7 @@ def _tables(revision: str, role: str) -> _Tables:
     except TypeError:  # an unhashable revision
         found = None
     if found is None:
-        from . import bindings
+        from .packages import bindings
 
         bindings(revision)  # UnknownRevisionError for anything but a pinned revision
         with _BUILD_LOCK:  # built once, by one thread (docs/threads.md)
@@ -103,8 +103,8 @@ def _tables(revision: str, role: str) -> _Tables:
 
 
 def _build(revision: str, role: str) -> _Tables:
-    from . import bindings
     from ._support import prepare
+    from .packages import bindings
 
     module = bindings(revision)
     prepare(module)

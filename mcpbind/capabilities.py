@@ -32,8 +32,8 @@ T = TypeVar("T")
 
 def _facts(caps: Any, revision: str | None) -> Any:
     """The facts record of the revision whose rules read ``caps``."""
-    from . import bindings
     from ._revisions import LATEST, PACKAGES
+    from .packages import bindings
 
     if revision is None:
         package = type(caps).__module__.split(".")[1:2]

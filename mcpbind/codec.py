@@ -709,7 +709,7 @@ def _invalid(why: str, id_: Any = None) -> ProtocolError:
 
 def _where(method: str) -> str:
     """Where else ``method`` exists, for the error message (read from the method tables)."""
-    from . import bindings
+    from .packages import bindings
 
     found = [
         f"{r} ({spec.kind} from {_senders(spec.sender)})"

@@ -13,7 +13,7 @@ __all__ = ["handshake", "negotiate"]
 def handshake(revision: str) -> str:
     """How peers of ``revision`` agree on it: ``"initialize"``, or ``"discover"`` (the revision
     travels in every request's ``_meta``); read from the revision's ``FACTS``."""
-    from . import bindings
+    from .packages import bindings
 
     return bindings(revision).FACTS.handshake  # type: ignore[no-any-return]
 

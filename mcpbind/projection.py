@@ -323,7 +323,7 @@ _ROUTES: dict[tuple[type, str], tuple[Callable[[Any, Ctx], Any] | None, Ctx]] = 
 
 def _route(cls: type, to: str) -> tuple[Callable[[Any, Ctx], Any] | None, Ctx]:
     if to not in PACKAGES:
-        from . import UnknownRevisionError
+        from .packages import UnknownRevisionError
 
         raise UnknownRevisionError(to)
     source = revision_of_class(cls)

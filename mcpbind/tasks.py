@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from . import bindings
 from ._extension_tasks import TASK_TYPES
 from ._extensions import TASKS, TasksFacts
 from ._support import meta_key
@@ -32,6 +31,7 @@ from .errors import (
     MISSING_REQUIRED_CLIENT_CAPABILITY,
     ProtocolError,
 )
+from .packages import bindings
 from .session._common import checked
 
 if TYPE_CHECKING:

@@ -43,10 +43,10 @@ from typing import Any
 
 import msgspec
 
-from . import bindings
 from ._support import convert
 from .codec import Codec, ErrorResponse, Request, Response
 from .errors import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, ProtocolError
+from .packages import bindings
 from .projection import revision_of_class
 from .session.tasks import TaskSpeech, declares
 

@@ -167,27 +167,27 @@ def package_files(lock: Lock, output: Path) -> dict[Path, str]:
         for key, attribute in (("input", "input_schema"), ("output", "output_schema")):
             if key in inexact:
                 items.append(f"{attribute}=SCHEMAS[{pystr(tool.name)}][{pystr(key)}]")
-        constants.append(_constant(const, "Tool", items))
+        constants.append(_constant(const, "BoundTool", items))
         methods.append(
             _tool_method(tool, names, const, arg_root.name, res_root, made.structs, made.aliases)
         )
     for prompt in sorted(lock.items.get("prompt", {}).values(), key=lambda i: i.name):
         const = names.constant(prompt.name + "_prompt")
-        constants.append(_constant(const, "Prompt", [pystr(prompt.name)], explode=False))
+        constants.append(_constant(const, "BoundPrompt", [pystr(prompt.name)], explode=False))
         methods.append(_prompt_method(prompt, names, const))
     for template in sorted(lock.items.get("resource_template", {}).values(), key=lambda i: i.name):
         label = str(template.definition.get("name") or template.name)
         const = names.constant(label + "_template")
-        constants.append(_constant(const, "Template", [pystr(template.name)], explode=False))
+        constants.append(_constant(const, "BoundTemplate", [pystr(template.name)], explode=False))
         methods.append(_template_method(template, label, names, const))
     used = " ".join(p for m in methods for p in [*m.params, m.returns])
     idents = set(_IDENT.findall(used))
     runtime = [
         n
         for n, wanted in (
-            ("Prompt", "= Prompt("),
-            ("Template", "= Template("),
-            ("Tool", "= Tool("),
+            ("BoundPrompt", "= BoundPrompt("),
+            ("BoundTemplate", "= BoundTemplate("),
+            ("BoundTool", "= BoundTool("),
         )
         if any(wanted in "\n".join(c) for c in constants)
     ] + (["schemas"] if schemas else [])

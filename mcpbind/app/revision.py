@@ -11,9 +11,9 @@ from typing import Any
 import msgspec
 from msgspec import UNSET
 
-from .. import bindings
 from .._revisions import LATEST
 from .._support import Facts, RoundTrip
+from ..packages import bindings
 
 __all__ = ["Build", "Rev", "latest", "rev"]
 

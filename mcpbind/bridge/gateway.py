@@ -40,7 +40,6 @@ from msgspec import UNSET
 from starlette.applications import Starlette
 from starlette.responses import JSONResponse
 
-from .. import bindings
 from .._revisions import RELEASED
 from ..auth.client import OAuthClient
 from ..auth.resource import principal
@@ -68,6 +67,7 @@ from ..events import (
     TaskCreated,
 )
 from ..negotiate import negotiate
+from ..packages import bindings
 from ..session import ServerSession
 from ..session._common import checked, speech
 from ..transports.http_limits import MAX_IN_FLIGHT  # of one link: the HTTP server's own bound

@@ -17,8 +17,8 @@ import msgspec
 import msgspec.inspect as mi
 from msgspec import UNSET
 
-from .. import bindings
 from .._support import Loss, OpenObject, Untagged, _member_classes, convert
+from ..packages import bindings
 from ..projection import ProjectionError, project, project_lossy, revision_of
 
 __all__ = ["Carrier", "Lost", "carrier"]

@@ -39,7 +39,6 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 from msgspec import UNSET
 
-from .. import bindings
 from .._extension_tasks import TASK_TYPES
 from .._extensions import TASKS, TasksFacts
 from ..errors import (
@@ -57,6 +56,7 @@ from ..events import (
     ResultReceived,
     TaskCreated,
 )
+from ..packages import bindings
 from ..session._common import checked, speech
 from ..session.tasks import declares
 from . import crossing  # (which imports this module: its names are read when called)

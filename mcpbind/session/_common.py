@@ -103,7 +103,7 @@ class _Speech:
     """One revision's facts as a session reads them, built once per revision."""
 
     def __init__(self, revision: str) -> None:
-        from .. import bindings
+        from ..packages import bindings
 
         self.revision = revision
         self.module = bindings(revision)

@@ -10,21 +10,27 @@ into their exact class (or refused with the JSON path of what is wrong).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import msgspec
 from msgspec import UNSET
 
-from .. import bindings
 from .._extension_tasks import TASK_TYPES, TaskTypes
 from .._extensions import TASKS, TasksFacts
 from .._support import convert
 from ..codec import encode_json
 from ..errors import INVALID_PARAMS, METHOD_NOT_FOUND, ProtocolError
 from ..events import Event, NotificationReceived, ResultReceived, TaskCreated
+from ..packages import bindings
 
-if TYPE_CHECKING:
-    from ._common import _Speech
+
+class RevisionSpeech(Protocol):
+    """What the extension's requests read of a session's revision (``_common``'s speech)."""
+
+    revision: str
+    version: str
+    facts: Any
+
 
 __all__ = ["TaskSpeech", "declares", "with_extension"]
 
@@ -139,7 +145,7 @@ class TaskSpeech:
 
     def request(
         self,
-        sp: _Speech,
+        sp: RevisionSpeech,
         method: str,
         id: Any,
         params: dict[str, Any],

@@ -13,7 +13,7 @@ from typing import Any
 
 import msgspec
 
-from .. import bindings
+from ..packages import bindings
 
 __all__ = ["KINDS", "Kind", "Speech", "speech"]
 

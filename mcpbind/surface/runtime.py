@@ -15,7 +15,7 @@ import msgspec
 from ..errors import INTERNAL_ERROR, INVALID_PARAMS, ProtocolError
 from .validation import Checker
 
-__all__ = ["Prompt", "Template", "Tool", "ToolCallError", "expand", "schemas"]
+__all__ = ["BoundPrompt", "BoundTemplate", "BoundTool", "ToolCallError", "expand", "schemas"]
 
 
 def schemas(package: str | None) -> dict[str, Any]:
@@ -75,7 +75,7 @@ class _Schema:
         return typed
 
 
-class Tool:
+class BoundTool:
     """One tool of a generated package: its name, its arguments' type and its result's type
     (None: the tool declares no output schema), with the schemas their types do not say
     whole."""
@@ -123,7 +123,7 @@ class Tool:
         )
 
 
-class Prompt:
+class BoundPrompt:
     """One prompt: its name and the wire names of its arguments."""
 
     def __init__(self, name: str) -> None:
@@ -134,7 +134,7 @@ class Prompt:
         return await client.get_prompt(self.name, given)
 
 
-class Template:
+class BoundTemplate:
     """One resource template: its URI template, expanded with the method's arguments."""
 
     def __init__(self, uri_template: str) -> None:

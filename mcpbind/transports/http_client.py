@@ -29,7 +29,6 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from .. import bindings
 from ..auth.client import OAuthClient
 from ..errors import INTERNAL_ERROR, INVALID_PARAMS, ProtocolError
 from ..events import (
@@ -43,11 +42,13 @@ from ..events import (
     ResultReceived,
     TaskCreated,
 )
+from ..packages import bindings
 from ..session import ClientSession
 from ._answer import MAX_ROUNDS, answer_request, answer_rounds
 from .header_check import encode_header_value as encode_header_value
 from .header_check import params_name
-from .http_wire import HttpError, HttpWire, Reply, closing, send, wire_for
+from .http_pool import wire_for
+from .http_wire import HttpError, HttpWire, Reply, closing, send
 from .sse_events import events
 
 if TYPE_CHECKING:

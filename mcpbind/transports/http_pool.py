@@ -24,14 +24,25 @@ import contextlib
 import ssl
 from collections import deque
 from collections.abc import AsyncIterator, Hashable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlsplit
 
 import httptools
 
-from .http_wire import HttpError, HttpTimeout, ServerUnreachable
+from .http_wire import HttpError, HttpTimeout, HttpWire, ServerUnreachable, wrapped
 
-__all__ = ["MAX_EXCHANGES", "MAX_HEAD", "MAX_HEADS", "MAX_STREAMS", "Answer", "HttpPool"]
+if TYPE_CHECKING:
+    import httpx
+
+__all__ = [
+    "MAX_EXCHANGES",
+    "MAX_HEAD",
+    "MAX_HEADS",
+    "MAX_STREAMS",
+    "Answer",
+    "HttpPool",
+    "wire_for",
+]
 
 MAX_EXCHANGES = 256  # exchanges with the server at once, each on a connection (more wait)
 MAX_STREAMS = 4096  # event streams open at once besides them (more fail): a gateway's links' GETs
@@ -483,3 +494,15 @@ class HttpPool:
 
     async def aclose(self) -> None:
         self.close()
+
+
+def wire_for(
+    http: httpx.AsyncClient | HttpWire | None, url: str, read_timeout: float | None = 30.0
+) -> tuple[HttpWire, bool]:
+    """The wire a client of ``url`` sends through, and whether it is the client's own (to close
+    with it): ``http`` as it is when it is a wire, an ``httpx.AsyncClient`` through
+    ``HttpxWire``, else a ``HttpPool`` of its own (connect and read timeouts of 30 s, as an
+    ``httpx.AsyncClient``'s default, unless ``read_timeout`` says otherwise)."""
+    if http is None:
+        return HttpPool(url, read_timeout=read_timeout), True
+    return wrapped(http), False

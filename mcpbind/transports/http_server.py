@@ -60,7 +60,6 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-from .. import bindings
 from .._repeats import Repeats
 from ..auth.resource import AuthInfo, ResourceServer, principal
 from ..errors import (
@@ -79,6 +78,7 @@ from ..events import (
     RequestReceived,
     ResultReceived,
 )
+from ..packages import bindings
 from ..session import ServerSession
 from . import header_check
 from ._http_answers import _NO_CACHE, _events, _EventStream, _Gone, _JSONAnswer

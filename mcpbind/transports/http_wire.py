@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from ..auth.client import OAuthClient
 
 __all__ = [
+    "wrapped",
     "HttpError",
     "HttpTimeout",
     "HttpxWire",
@@ -41,7 +42,6 @@ __all__ = [
     "HttpWire",
     "closing",
     "send",
-    "wire_for",
 ]
 
 
@@ -120,22 +120,13 @@ class HttpWire(Protocol):
         """Close every connection."""
 
 
-def wire_for(
-    http: httpx.AsyncClient | HttpWire | None, url: str, read_timeout: float | None = 30.0
-) -> tuple[HttpWire, bool]:
-    """The wire a client of ``url`` sends through, and whether it is the client's own (to close
-    with it): ``http`` as it is when it is a wire, an ``httpx.AsyncClient`` through
-    ``HttpxWire``, else a ``HttpPool`` of its own (connect and read timeouts of 30 s, as an
-    ``httpx.AsyncClient``'s default, unless ``read_timeout`` says otherwise)."""
-    if http is None:
-        from .http_pool import HttpPool
-
-        return HttpPool(url, read_timeout=read_timeout), True
+def wrapped(http: httpx.AsyncClient | HttpWire) -> HttpWire:
+    """``http`` as a wire: an ``httpx.AsyncClient`` through ``HttpxWire``, a wire as it is."""
     import httpx
 
     if isinstance(http, httpx.AsyncClient):
-        return HttpxWire(http), False
-    return http, False
+        return HttpxWire(http)
+    return http
 
 
 @contextlib.asynccontextmanager

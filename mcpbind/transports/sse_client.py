@@ -37,7 +37,8 @@ from ..events import (
 from ..session import ClientSession
 from ._answer import MAX_ROUNDS, answer_request, answer_rounds
 from .http_client import StreamableHTTPClient
-from .http_wire import HttpError, HttpWire, Reply, closing, wire_for
+from .http_pool import wire_for
+from .http_wire import HttpError, HttpWire, Reply, closing
 from .sse_events import ServerEvent, events
 
 if TYPE_CHECKING:

@@ -31,9 +31,9 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-from .. import bindings
 from ..errors import INTERNAL_ERROR, ProtocolError
 from ..events import Event, RequestReceived
+from ..packages import bindings
 from ..session import ServerSession
 from .http_limits import check_limits, too_many_in_flight
 
