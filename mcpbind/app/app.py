@@ -461,4 +461,4 @@ class App:
         (``path``, ``allowed_hosts``, ``max_sessions``, ``on_event``, ...)."""
         from .http import ASGIApp
 
-        return ASGIApp(self, options)
+        return ASGIApp(self._server, self._session_config(), self.running, options)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterable
+from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -14,7 +15,7 @@ from ..events import Event, Negotiated
 if TYPE_CHECKING:
     from ..session import ServerSession
     from ..transports.http_server import Call, StreamableHTTPServer
-    from .app import App
+    from .serve import Server
 
 __all__ = ["ASGIApp"]
 
@@ -34,12 +35,19 @@ class _Sessions:
 class ASGIApp:
     """The ASGI application of an App: Streamable HTTP on ``http.path``, and lifespan events."""
 
-    def __init__(self, app: App, options: dict[str, Any]) -> None:
+    def __init__(
+        self,
+        server: Server,
+        config: dict[str, Any],
+        running: Callable[[], AbstractAsyncContextManager[Any]],
+        options: dict[str, Any],
+    ) -> None:
+        """``server``, ``config`` and ``running``: the App's dispatcher, what its sessions
+        declare (revisions, capabilities, info, instructions) and its lifespan."""
         from ..transports.http_server import StreamableHTTPServer
 
-        self.app = app
+        self.running = running
         observe: Callable[[ServerSession, Event], None] | None = options.pop("on_event", None)
-        server = app._server
 
         def on_event(session: ServerSession, event: Event) -> None:
             if type(event) is Negotiated:
@@ -51,7 +59,6 @@ class ASGIApp:
         async def handler(call: Call) -> Any:
             return await server.serve(call)
 
-        config = app._session_config()
         self.http = StreamableHTTPServer(
             handler,
             revisions=config["revisions"],
@@ -72,7 +79,7 @@ class ASGIApp:
 
     async def _lifespan(self, receive: Any, send: Any) -> None:
         await receive()  # lifespan.startup
-        running = self.app.running()
+        running = self.running()
         try:
             await running.__aenter__()
         except Exception as error:  # the lifespan failed to start: the server must not serve
