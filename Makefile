@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup generate test test-deep check lint format types drift bench bench-setup diff clean \
+.PHONY: setup generate test test-deep check lint format types drift layers bench bench-setup diff clean \
 	interop interop-setup conformance conformance-setup suite-setup
 
 setup: $(STAMP)
@@ -61,7 +61,11 @@ test: $(STAMP) $(INTEROP_STAMP) $(SUITE_STAMP)
 test-deep: $(STAMP)
 	MCPBIND_DEEP=1 $(BIN)/pytest -q -m deep
 
-check: lint format types drift
+check: lint format types drift layers
+
+# The runtime's import graph: no new import circle, no new private name imported across modules.
+layers: $(STAMP)
+	$(BIN)/pytest -q tests/test_import_graph.py
 
 # One formatter for the whole repository, generated code included (the generator runs black too).
 format: $(STAMP)

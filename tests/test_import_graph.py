@@ -1,0 +1,182 @@
+"""The runtime's import graph (issue 33): module-level, function-level and ``TYPE_CHECKING``
+imports alike, read with ``ast`` from ``mcpbind/``. No import circle and no private name
+imported from another module, except the ones still listed here, which this test holds exact:
+a new circle or private import fails, and so does a listed one once it is gone (drop it from the
+list). ``make check`` runs it (``make layers``)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+RUNTIME = Path(__file__).resolve().parent.parent / "mcpbind"
+
+# The bridge's circle, left to its layering into sub-packages (issue 33, part B).
+KNOWN_CIRCLES = {
+    frozenset(
+        f"mcpbind.bridge.{name}"
+        for name in (
+            "core",
+            "core_tasks",
+            "crossing",
+            "gateway",
+            "relay",
+            "tasks",
+            "tasks_http",
+            "tasks_stdio",
+        )
+    )
+}
+
+# (importing module, imported module, name), left to the same step.
+KNOWN_PRIVATE = {
+    ("mcpbind.bridge.crossing", "mcpbind.session._common", "_fields"),
+    ("mcpbind.bridge.losses", "mcpbind._support", "_member_classes"),
+    ("mcpbind.bridge.upstream", "mcpbind.transports.http_client", "_answering"),
+    ("mcpbind.bridge.upstream", "mcpbind.transports.http_client", "_meta_version"),
+    ("mcpbind.bridge.upstream", "mcpbind.transports.http_client", "_owed"),
+    ("mcpbind.codec", "mcpbind._tables", "_Method"),
+    ("mcpbind.codec", "mcpbind._tables", "_tables"),
+    ("mcpbind.compat.mcp_types", "mcpbind.projection", "_render"),
+    ("mcpbind.session.client", "mcpbind.session._common", "_NOT_READY"),
+    ("mcpbind.session.client", "mcpbind.session._common", "_Outgoing"),
+    ("mcpbind.session.client", "mcpbind.session._common", "_Speech"),
+    ("mcpbind.session.server", "mcpbind.session._common", "_Speech"),
+    ("mcpbind.session.server", "mcpbind.session._common", "_fields"),
+    ("mcpbind.transports.http_server", "mcpbind.transports._http_answers", "_EventStream"),
+    ("mcpbind.transports.http_server", "mcpbind.transports._http_answers", "_Gone"),
+    ("mcpbind.transports.http_server", "mcpbind.transports._http_answers", "_JSONAnswer"),
+    ("mcpbind.transports.http_server", "mcpbind.transports._http_answers", "_NO_CACHE"),
+    ("mcpbind.transports.http_server", "mcpbind.transports._http_answers", "_events"),
+    ("mcpbind.transports.http_server", "mcpbind.transports._http_answers", "_plain_error"),
+    ("mcpbind.transports.http_server", "mcpbind.transports._http_head", "_ACCEPTED"),
+    ("mcpbind.transports.http_server", "mcpbind.transports._http_head", "_JSON"),
+    ("mcpbind.transports.http_server", "mcpbind.transports._http_head", "_Request"),
+    ("mcpbind.transports.http_server", "mcpbind.transports._http_head", "_authority_host"),
+    ("mcpbind.transports.http_server", "mcpbind.transports._http_head", "_host_allowed"),
+    ("mcpbind.transports.http_server", "mcpbind.transports._http_head", "_media_types"),
+    ("mcpbind.transports.http_server", "mcpbind.transports._http_head", "_origin_host"),
+    ("mcpbind.transports.http_server", "mcpbind.transports._http_streams", "_CLOSE"),
+    ("mcpbind.transports.http_server", "mcpbind.transports._http_streams", "_GONE"),
+    ("mcpbind.transports.http_server", "mcpbind.transports._http_streams", "_Stop"),
+    ("mcpbind.transports.http_server", "mcpbind.transports._http_streams", "_Stream"),
+    ("mcpbind.transports.http_server", "mcpbind.transports._http_streams", "_first_or_gone"),
+    ("mcpbind.transports.http_server", "mcpbind.transports._http_streams", "_quiet"),
+    ("mcpbind.transports.http_server", "mcpbind.transports._http_streams", "_ready"),
+    ("mcpbind.transports.http_server", "mcpbind.transports._http_streams", "_sse"),
+    ("mcpbind.transports.http_server", "mcpbind.transports.http_client", "_designations"),
+    ("mcpbind.transports.sse_server", "mcpbind.transports.http_server", "_Live"),
+    ("mcpbind.transports.sse_server", "mcpbind.transports.http_server", "_Stream"),
+    ("mcpbind.transports.sse_server", "mcpbind.transports.http_server", "_answer_error"),
+    ("mcpbind.transports.sse_server", "mcpbind.transports.http_server", "_ask"),
+    ("mcpbind.transports.sse_server", "mcpbind.transports.http_server", "_host_allowed"),
+    ("mcpbind.transports.sse_server", "mcpbind.transports.http_server", "_media_types"),
+    ("mcpbind.transports.sse_server", "mcpbind.transports.http_server", "_peek"),
+    ("mcpbind.transports.sse_server", "mcpbind.transports.http_server", "_plain_error"),
+    ("mcpbind.transports.sse_server", "mcpbind.transports.http_server", "_settle"),
+}
+
+
+def _modules() -> dict[str, tuple[Path, ast.Module]]:
+    found = {}
+    for path in sorted(RUNTIME.rglob("*.py")):
+        parts = list(path.relative_to(RUNTIME.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        found[".".join(parts)] = (path, ast.parse(path.read_text(), str(path)))
+    return found
+
+
+def _target(module: str, node: ast.ImportFrom, package: bool) -> str:
+    if node.level == 0:
+        return node.module or ""
+    base = module.split(".") if package else module.split(".")[:-1]
+    base = base[: len(base) - (node.level - 1)]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+def _graph() -> tuple[dict[str, set[str]], set[tuple[str, str, str]]]:
+    modules = _modules()
+    edges: dict[str, set[str]] = {name: set() for name in modules}
+    private = set()
+    for name, (path, tree) in modules.items():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom):
+                target = _target(name, node, path.name == "__init__.py")
+                for alias in node.names:
+                    whole = f"{target}.{alias.name}"
+                    if whole in modules:
+                        edges[name].add(whole)
+                    elif target in modules:
+                        edges[name].add(target)
+                    hidden = alias.name.startswith("_") and not alias.name.startswith("__")
+                    if hidden and target != name and target.startswith("mcpbind"):
+                        private.add((name, target, alias.name))
+            elif isinstance(node, ast.Import):
+                edges[name].update(a.name for a in node.names if a.name in modules)
+    return edges, private
+
+
+def _circles(edges: dict[str, set[str]]) -> set[frozenset[str]]:
+    """The strongly connected components of more than one module (Tarjan's)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    found: set[frozenset[str]] = set()
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(edges[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = set()
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                component.add(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.add(frozenset(component))
+
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_no_import_circle_but_the_known_ones() -> None:
+    edges, _ = _graph()
+    assert _circles(edges) == KNOWN_CIRCLES
+
+
+def test_no_private_name_imported_across_modules_but_the_known_ones() -> None:
+    _, private = _graph()
+    assert sorted(private - KNOWN_PRIVATE) == [], "new private imports"
+    assert sorted(KNOWN_PRIVATE - private) == [], "gone: drop them from KNOWN_PRIVATE"
+
+
+def test_the_graph_reads_every_kind_of_import() -> None:
+    """The reader sees a TYPE_CHECKING and a function-level import, and finds a circle (so that
+    the answers above mean no new circle, not an unread graph)."""
+    tree = ast.parse(
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n    from .b import _X\n"
+        "def f():\n    from . import b\n"
+    )
+    targets = {
+        (n.module, tuple(a.name for a in n.names))
+        for n in ast.walk(tree)
+        if isinstance(n, ast.ImportFrom) and n.level == 1
+    }
+    assert targets == {("b", ("_X",)), (None, ("b",))}
+    assert _circles({"a": {"b"}, "b": {"a"}, "c": set()}) == {frozenset({"a", "b"})}
+    edges, _ = _graph()
+    assert "mcpbind.packages" in edges["mcpbind.app.revision"]
