@@ -28,11 +28,13 @@ def test_a_link_polling_a_tasks_result_is_not_ended_idle(tmp_path: Path) -> None
     script.write_text(SERVER)
 
     async def main() -> Any:
-        served = Served(command=[sys.executable, str(script)], session_idle_timeout=0.3)
+        # idle after 1 s, the call 3 s: a child that starts slowly on a loaded machine (0.3 s
+        # ended its link during the handshake) still leaves the poll twice the idle time
+        served = Served(command=[sys.executable, str(script)], session_idle_timeout=1.0)
         async with served.running():
             session = StreamableHTTPClient(served.url, client("2025-11-25", capabilities=CAPS))
             await session.connect()
-            call = {"name": "slow", "arguments": {"seconds": 1.5}, "task": {}}
+            call = {"name": "slow", "arguments": {"seconds": 3.0}, "task": {}}
             created = await session.call("tools/call", call)
             task_id = created.task.task_id
             result = await session.call("tasks/result", {"taskId": task_id})
@@ -40,7 +42,7 @@ def test_a_link_polling_a_tasks_result_is_not_ended_idle(tmp_path: Path) -> None
             return result, served.log
 
     result, log = run(main())
-    assert result.content[0].text == "slept 1.5", log
+    assert result.content[0].text == "slept 3.0", log
     assert not any("idle" in line for line in log), log
 
 
