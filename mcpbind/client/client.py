@@ -7,8 +7,9 @@ import asyncio
 import contextlib
 import contextvars
 import inspect
+import os
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 import msgspec
 from msgspec import UNSET
@@ -30,6 +31,8 @@ if TYPE_CHECKING:
     import mcpbind.any_revision as any_revision
 
     from ..app import App
+    from ..surface.lockfile import Lock
+    from .guarded import Enforcer
 
 __all__ = ["Client"]
 
@@ -72,7 +75,14 @@ class Client:
     ``max_rounds`` the input rounds of one request. ``tasks=True`` declares
     the 2026-07-28 tasks extension (docs/tasks.md): a tool the server runs as a task is followed
     to its end (polled with ``tasks/get``, its questions answered by the handlers above with
-    ``tasks/update``, cancelled with the call), all within ``timeout``. Further ``options`` go to
+    ``tasks/update``, cancelled with the call), all within ``timeout``. ``surface=LOCK`` (a
+    lock written by ``mcpbind surface lock``, or its path; mcpbind[surface]) enforces it
+    (docs/surface.md): a tool, prompt, resource or template the lock does not approve (new,
+    renamed, or changed since) is left out of lists and its use refused with ``ProtocolError``
+    -32602 naming the item, the lock and the change (``on_drift="block"``), or only logged
+    (``"warn"``); a tool's arguments are checked against its locked input schema before they are
+    sent, its result against its locked output schema; the lock's revision is the one offered
+    unless ``revisions`` are given. Further ``options`` go to
     the transport (HTTP: ``headers``, ``http``, and Streamable HTTP's own ``auth``, ...; a command:
     ``env``, ``cwd``, ``grace``).
     """
@@ -93,9 +103,22 @@ class Client:
         max_list_bytes: int = MAX_LIST_BYTES,
         max_rounds: int = MAX_ROUNDS,
         tasks: bool = False,
+        surface: Lock | str | os.PathLike[str] | None = None,
+        on_drift: Literal["block", "warn"] = "block",
         **options: Any,
     ) -> None:
         self.target = target
+        self.lock: Lock | None = None
+        if surface is not None:
+            from .guarded import load_lock
+
+            self.lock = load_lock(surface)
+            if revisions is None:
+                revisions = (self.lock.revision,)
+        if on_drift not in ("block", "warn"):
+            raise ValueError(f"on_drift={on_drift!r}: 'block' or 'warn'")
+        self.on_drift: Literal["block", "warn"] = on_drift
+        self._enforcer: Enforcer | None = None
         self.revisions = tuple(revisions) if revisions is not None else _RELEASED
         self.info = dict(info) if info is not None else {"name": "mcpbind-client", "version": "1"}
         self._handlers: dict[str, Callable[..., Any]] = {}
@@ -174,6 +197,12 @@ class Client:
             await link.close()
             self._link = None
             raise
+        if self.lock is not None:
+            from .guarded import Enforcer
+
+            self._enforcer = Enforcer(
+                self.lock, self.negotiated.revision, self.on_drift, session, self.max_pages
+            )
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -242,12 +271,16 @@ class Client:
         agreed revision; an error response raises ``ProtocolError``. ``progress(progress,
         total, message)`` is called with each progress notification about it."""
         link, r = self._rev()
+        enforcer = self._enforcer
+        if enforcer is not None:
+            await enforcer.before(method, params, self.request)
         params = self._with_log_level(r, params)
         token = _PROGRESS.set([progress] if progress is not None else None)
         try:
-            return await link.call(method, params)
+            result = await link.call(method, params)
         finally:
             _PROGRESS.reset(token)
+        return result if enforcer is None else enforcer.after(method, params, result)
 
     def _with_log_level(self, r: Rev, params: Any) -> Any:
         """``params`` carrying the log level in their ``_meta`` where the revision asks for it
@@ -537,6 +570,8 @@ class Client:
                 _call_soon(self._note, callback, event.progress, event.total, event.message)
             return
         assert isinstance(event, NotificationReceived)
+        if self._enforcer is not None:
+            self._enforcer.changed(event.method)
         r = rev(event.revision)
         if event.method == r.features.get("acknowledged"):
             link = self._link

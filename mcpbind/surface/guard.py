@@ -22,8 +22,7 @@ from typing import Any, Literal, NamedTuple
 from ..errors import INTERNAL_ERROR, INVALID_PARAMS, ProtocolError
 from .compare import Change, item_changes
 from .kinds import Kind, speech
-from .lockfile import Item, Lock, item_of
-from .reader import MAX_ITEMS
+from .lockfile import MAX_ITEMS, Item, Lock, item_of
 from .validation import Checker
 
 __all__ = ["Drift", "Filtered", "Guard", "Unverified"]

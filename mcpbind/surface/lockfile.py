@@ -18,9 +18,10 @@ from .._revisions import REVISIONS
 from .canonical import digest
 from .kinds import KINDS, Speech, speech
 
-__all__ = ["FORMAT", "Item", "Lock", "LockError", "item_of"]
+__all__ = ["FORMAT", "MAX_ITEMS", "Item", "Lock", "LockError", "item_of"]
 
 FORMAT = "mcpbind-surface-lock/1"
+MAX_ITEMS = 100_000  # items of one kind a surface may hold (read, locked or guarded)
 
 
 class LockError(ValueError):

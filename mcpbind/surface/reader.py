@@ -18,10 +18,10 @@ from .._revisions import LATEST, REVISIONS
 from ..capabilities import supports
 from ..client.links import Link, ObservedSession
 from ..errors import INTERNAL_ERROR, METHOD_NOT_FOUND, ProtocolError
-from ..events import Event, RequestReceived, ResultReceived
+from ..events import Event, RequestReceived
 from ..transports._answer import MAX_ROUNDS
 from .kinds import Kind, Speech, speech
-from .lockfile import Item, Lock, LockError, item_of
+from .lockfile import MAX_ITEMS, Item, Lock, LockError, item_of
 
 if TYPE_CHECKING:
     from ..app import App
@@ -29,28 +29,7 @@ if TYPE_CHECKING:
 __all__ = ["MAX_ITEMS", "MAX_PAGES", "RawConnection", "pages", "read"]
 
 MAX_PAGES = 1000  # pages one listing reads
-MAX_ITEMS = 100_000  # items of one kind
 _RELEASED = REVISIONS[: REVISIONS.index(LATEST) + 1]
-_RAW = msgspec.json.Decoder()
-
-
-class _Keeping(ObservedSession):
-    """A client session that keeps the raw ``result`` of each answer, by request id, until its
-    request's caller takes it (``RawConnection.request``: requests run one at a time)."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, observe=_ignore, **kwargs)
-        self.raw: dict[Any, Any] = {}
-
-    def receive(self, data: bytes | str) -> list[Event]:
-        events = super().receive(data)
-        wanted = [e.id for e in events if type(e) is ResultReceived]
-        if wanted:
-            body = _RAW.decode(data)
-            for message in body if isinstance(body, list) else [body]:
-                if isinstance(message, dict) and message.get("id") in wanted:
-                    self.raw[message["id"]] = message.get("result")
-        return events
 
 
 def _ignore(event: Event) -> None:
@@ -101,8 +80,11 @@ class RawConnection:
         **options: Any,
     ) -> None:
         chosen = tuple(revisions) if revisions is not None else _RELEASED
-        self.session = _Keeping(
-            revisions=chosen, capabilities={}, info={"name": "mcpbind-surface", "version": "1"}
+        self.session = ObservedSession(
+            revisions=chosen,
+            capabilities={},
+            info={"name": "mcpbind-surface", "version": "1"},
+            observe=_ignore,
         )
         self.link = _link(target, self.session, timeout, **options)
         self.negotiated: Any = None
@@ -113,6 +95,7 @@ class RawConnection:
         except BaseException:
             await self.link.close()
             raise
+        self.session.keep_raw({*self.speech.by_list, *self.speech.by_use})
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -124,13 +107,9 @@ class RawConnection:
 
     async def request(self, method: str, params: Any = None) -> Any:
         """The result of a request as the server sent it (raw JSON); an error response raises
-        ``ProtocolError``. One request at a time."""
-        try:
-            await self.link.call(method, params)
-        finally:
-            raw = self.session.raw.pop(self.session.last_ids.get(method), None)
-            self.session.raw.clear()  # (an answer to a request given up on)
-        return raw
+        ``ProtocolError``; None for a method whose raw results are not kept (those listing
+        and using items are)."""
+        return self.session.raw_of(await self.link.call(method, params))
 
 
 async def read(
