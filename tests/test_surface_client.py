@@ -65,9 +65,7 @@ def test_block_leaves_a_drifted_tool_out_and_refuses_it_even_unlisted(
         )
         assert refused.value.data["item"] == {"kind": "tool", "name": "get_weather"}
         assert await names(client) == ["add"]
-        assert (await client.call_tool("add", {"a": 2, "b": 3})).structured_content == {
-            "result": 5
-        }
+        assert (await client.call_tool("add", {"a": 2, "b": 3})).structured_content == {"result": 5}
 
     run(locked, variant, "block", steps)
 
