@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from ..errors import INTERNAL_ERROR, ProtocolError
+from ..session.raw import cut
 from ..surface.guard import Guard
 from ..surface.lockfile import Lock
 from .links import ObservedSession
@@ -86,24 +86,8 @@ class Enforcer:
         filtered = guard.filter_result(method, raw)
         if filtered.result is raw:
             return result
-        return _cut(result, k.items_key, raw[k.items_key], filtered.result[k.items_key])
+        return cut(result, k.items_key, raw[k.items_key], filtered.result[k.items_key])
 
     def changed(self, method: str) -> None:
         """A notification from the server: a list it says changed is checked again."""
         self.guard.changed(method)
-
-
-def _cut(result: Any, items_key: str, page: list[Any], kept: list[Any]) -> Any:
-    """``result`` (a decoded list result) with only the items whose raw definitions are in
-    ``kept`` (the same objects as in ``page``, the raw page it was decoded from, in order)."""
-    field = next(
-        (f.name for f in msgspec.structs.fields(type(result)) if f.encode_name == items_key), None
-    )
-    items = getattr(result, field, None) if field is not None else None
-    if field is None or not isinstance(items, list) or len(items) != len(page):
-        raise ProtocolError(
-            INTERNAL_ERROR, f"the list result's {items_key!r} could not be cut to the lock"
-        )
-    keep = {id(definition) for definition in kept}
-    chosen = [item for item, definition in zip(items, page, strict=True) if id(definition) in keep]
-    return msgspec.structs.replace(result, **{field: chosen})

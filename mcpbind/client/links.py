@@ -10,8 +10,6 @@ import logging
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, Protocol
 
-import msgspec
-
 from .._repeats import Repeats
 from ..app.reply import reply
 from ..errors import INTERNAL_ERROR, ProtocolError
@@ -29,6 +27,7 @@ from ..events import (
     TaskCreated,
 )
 from ..session import ClientSession
+from ..session.raw import RawResults
 from ..session.tasks import TaskSpeech
 from ..transports._answer import answer_rounds
 
@@ -45,8 +44,6 @@ def warn(line: str) -> None:
 Serve = Callable[[RequestReceived], Awaitable[Any]]
 # Requests of the server (sampling, elicitation, roots) answered at once; past it, -32603.
 MAX_SERVER_REQUESTS = 64
-MAX_RAW = 64  # raw results kept at once for their callers (ObservedSession.keep_raw)
-_RAW = msgspec.json.Decoder()
 _OPENING = object()  # the key the handshake's waiter is filed under
 
 
@@ -76,40 +73,20 @@ class ObservedSession(ClientSession):
         self.last_ids: dict[str, Any] = {}
         self.progress_of: dict[Any, Callable[..., Any]] = {}
         self._next_progress: Callable[..., Any] | None = None
-        self._keep_raw: frozenset[str] = frozenset()
-        # id(result) -> (result, its raw JSON), for the methods of keep_raw, until raw_of
-        self._raw: dict[int, tuple[Any, Any]] = {}
+        self.raw = RawResults()  # (none kept until keep_raw)
 
     def expect_progress(self, callback: Callable[..., Any] | None) -> None:
         self._next_progress = callback
 
     def keep_raw(self, methods: Iterable[str]) -> None:
-        """Keep the raw JSON of each result of ``methods`` (as the server sent it, keys the
-        revision does not define included) until ``raw_of`` takes it; at most ``MAX_RAW``
-        results at once (the oldest, whose caller gave up on them, are dropped)."""
-        self._keep_raw = frozenset(methods)
+        """Keep the raw JSON of each result of ``methods`` until ``raw_of`` takes it
+        (``mcpbind.session.raw``)."""
+        self.raw = RawResults(methods)
 
     def raw_of(self, result: Any) -> Any:
         """The raw JSON of ``result`` (a decoded result of a method given to ``keep_raw``),
         taken: None when it was not kept."""
-        kept = self._raw.pop(id(result), None)
-        return kept[1] if kept is not None and kept[0] is result else None
-
-    def _kept(self, data: bytes | str, events: list[Event]) -> None:
-        wanted = {
-            e.id: e.result
-            for e in events
-            if type(e) is ResultReceived and e.method in self._keep_raw
-        }
-        if not wanted:
-            return
-        body = _RAW.decode(data)
-        for message in body if isinstance(body, list) else [body]:
-            if isinstance(message, dict) and message.get("id") in wanted:
-                result = wanted[message["id"]]
-                self._raw[id(result)] = (result, message.get("result"))
-        while len(self._raw) > MAX_RAW:
-            del self._raw[next(iter(self._raw))]
+        return self.raw.take(result)
 
     def request(self, method: str, params: Any = None, **options: Any) -> Any:
         callback, self._next_progress = self._next_progress, None
@@ -125,8 +102,8 @@ class ObservedSession(ClientSession):
 
     def receive(self, data: bytes | str) -> list[Event]:
         events = super().receive(data)
-        if self._keep_raw:
-            self._kept(data, events)
+        if self.raw.methods:
+            self.raw.keep(data, events)
         for event in events:
             if type(event) in (NotificationReceived, ProgressReceived):
                 if self._observe_task is not None and self._is_task_status(event):
