@@ -113,6 +113,18 @@ def test_every_result_is_the_precise_class_of_the_agreed_revision(revision: str)
     check(revision, found)
 
 
+@pytest.mark.parametrize("revision", RELEASED)
+def test_a_missing_resource_raises_resource_not_found(revision: str) -> None:
+    async def main() -> None:
+        async with mcpbind.Client(notes_app(), revisions=[revision]) as client:
+            await client.read_resource("notes://nowhere")
+
+    with pytest.raises(mcpbind.ResourceNotFound) as caught:
+        run(main())
+    assert caught.value.code == -32002 and caught.value.uri == "notes://nowhere"
+    assert "notes://nowhere" in caught.value.message
+
+
 def test_the_newest_revision_both_speak_is_agreed() -> None:
     older = App("older", revisions=["2025-06-18", "2025-03-26"])
 

@@ -18,7 +18,13 @@ from .._repeats import Repeats
 from .._revisions import LATEST, REVISIONS
 from .._support import meta_key
 from ..app.revision import Rev, rev
-from ..errors import INTERNAL_ERROR, METHOD_NOT_FOUND, ProtocolError
+from ..errors import (
+    INTERNAL_ERROR,
+    METHOD_NOT_FOUND,
+    RESOURCE_NOT_FOUND,
+    ProtocolError,
+    ResourceNotFound,
+)
 from ..events import Event, Negotiated, NotificationReceived, ProgressReceived, RequestReceived
 from ..transports._answer import MAX_ROUNDS
 from .links import Link, ObservedSession, warn
@@ -423,9 +429,15 @@ class Client:
         return await self._pages("list_resource_templates", "resource_templates")
 
     async def read_resource(self, uri: str) -> any_revision.ReadResourceResult:
-        """The generated ``ReadResourceResult`` of ``uri``."""
+        """The generated ``ReadResourceResult`` of ``uri``; ``mcpbind.ResourceNotFound``
+        (-32002) when the server has nothing there."""
         _, r = self._rev()
-        return await self.request(self._method(r, "read_resource"), {"uri": uri})
+        try:
+            return await self.request(self._method(r, "read_resource"), {"uri": uri})
+        except ProtocolError as error:
+            if error.code != RESOURCE_NOT_FOUND or isinstance(error, ResourceNotFound):
+                raise
+            raise ResourceNotFound(uri, error.message) from None
 
     async def list_prompts(self) -> list[any_revision.Prompt]:
         return await self._pages("list_prompts", "prompts")
