@@ -183,6 +183,20 @@ def test_bad_arguments_are_answered_as_the_revision_says(revision: str) -> None:
             assert error.message == f"Invalid arguments for tool 'count': {text}"
 
 
+def test_a_whole_float_is_an_integer_as_json_schema_says() -> None:
+    async def main() -> list[Any]:
+        out: list[Any] = []
+        async with client(shapes_app(), "2025-11-25") as c:
+            for args in ({"n": 3.0}, {"n": 3.5}, {"n": -1.0}):
+                out.append(await c.call_tool("count", args))
+        return out
+
+    whole, fraction, negative = run(main())
+    assert whole.is_error is not True and whole.structured_content == {"result": 4}  # n + 1
+    assert fraction.content[0].text.endswith("Expected `int`, got `float` - at `$.n`")
+    assert negative.content[0].text.endswith("Expected `int` >= 0 - at `$.n`")
+
+
 def test_an_unknown_tool_is_a_protocol_error_in_every_revision() -> None:
     async def main(revision: str) -> mcpbind.ProtocolError:
         async with client(shapes_app(), revision) as c:

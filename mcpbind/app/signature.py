@@ -218,8 +218,30 @@ class Parameters:
         try:
             converted = msgspec.convert(args, self._typed, strict=self.strict)
         except msgspec.ValidationError as exc:
-            raise ArgumentError(join_path(str(exc))) from None
+            # JSON Schema counts 3.0 an integer, and so do the tool's schema and the client
+            # that read it; msgspec does not: tried once more with such numbers as ints.
+            whole = _integral(args)
+            if whole is args:
+                raise ArgumentError(join_path(str(exc))) from None
+            try:
+                converted = msgspec.convert(whole, self._typed, strict=self.strict)
+            except msgspec.ValidationError as again:  # what is wrong with them as integers
+                raise ArgumentError(join_path(str(again))) from None
         return dict(converted)
+
+
+def _integral(value: Any) -> Any:
+    """``value`` with every float of no fractional part an int (``value`` itself when it holds
+    none)."""
+    if type(value) is float:
+        return int(value) if value.is_integer() else value
+    if type(value) is dict:
+        out = {k: _integral(v) for k, v in value.items()}
+        return value if all(out[k] is v for k, v in value.items()) else out
+    if type(value) is list:
+        items = [_integral(v) for v in value]
+        return value if all(a is b for a, b in zip(items, value, strict=True)) else items
+    return value
 
 
 def _json(value: Any) -> Any:
