@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import math
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -209,6 +210,7 @@ class ResourceServer:
             return JSONResponse(
                 {"error": "temporarily_unavailable", "error_description": error.message},
                 status_code=503,
+                headers={"Retry-After": self._retry_after()},
             )
         missing = [s for s in self.required_scopes if s not in info.scopes]
         if missing:
@@ -216,6 +218,12 @@ class ResourceServer:
                 403, "insufficient_scope", f"the token lacks {' '.join(missing)}"
             )
         return info
+
+    def _retry_after(self) -> str:
+        """The seconds until the authorization server is asked again (the refresh interval
+        since the last try; at least 1): a 503's ``Retry-After``."""
+        wait = self.jwks_refresh_interval - (time.monotonic() - self._tried_at)
+        return str(max(1, math.ceil(min(wait, self.jwks_refresh_interval))))
 
     # -- the authorization server --------------------------------------------------------------
 

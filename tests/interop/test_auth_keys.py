@@ -93,11 +93,13 @@ def test_made_up_key_ids_cost_one_fetch_per_interval_when_the_key_set_fails(issu
         forged = made_up(issuer, 50)
         rs = ResourceServer(RESOURCE, issuer)  # jwks_refresh_interval 30 s
         before = await jwks(issuer, fail=True)
-        statuses = [
-            status(a) for a in await asyncio.gather(*(rs.check(bearer(t)) for t in forged[:25]))
-        ]
-        statuses += [status(await rs.check(bearer(t))) for t in forged[25:]]
+        answers = await asyncio.gather(*(rs.check(bearer(t)) for t in forged[:25]))
+        answers += [await rs.check(bearer(t)) for t in forged[25:]]
+        statuses = [status(a) for a in answers]
         failing = await jwks(issuer) - before
+        # when to ask again: the rest of the 30 s interval, in whole seconds
+        waits = {int(a.headers["retry-after"]) for a in answers if isinstance(a, Response)}
+        assert waits and all(1 <= w <= 30 for w in waits), waits
 
         interval = 3.0
         rs = ResourceServer(RESOURCE, issuer, jwks_refresh_interval=interval)
