@@ -30,19 +30,10 @@ KNOWN_CIRCLES = {
 
 # (importing module, imported module, name), left to the same step.
 KNOWN_PRIVATE = {
-    ("mcpbind.bridge.crossing", "mcpbind.session._common", "_fields"),
     ("mcpbind.bridge.losses", "mcpbind._support", "_member_classes"),
     ("mcpbind.bridge.upstream", "mcpbind.transports.http_client", "_answering"),
     ("mcpbind.bridge.upstream", "mcpbind.transports.http_client", "_meta_version"),
     ("mcpbind.bridge.upstream", "mcpbind.transports.http_client", "_owed"),
-    ("mcpbind.codec", "mcpbind._tables", "_Method"),
-    ("mcpbind.codec", "mcpbind._tables", "_tables"),
-    ("mcpbind.compat.mcp_types", "mcpbind.projection", "_render"),
-    ("mcpbind.session.client", "mcpbind.session._common", "_NOT_READY"),
-    ("mcpbind.session.client", "mcpbind.session._common", "_Outgoing"),
-    ("mcpbind.session.client", "mcpbind.session._common", "_Speech"),
-    ("mcpbind.session.server", "mcpbind.session._common", "_Speech"),
-    ("mcpbind.session.server", "mcpbind.session._common", "_fields"),
     ("mcpbind.transports.http_server", "mcpbind.transports._http_answers", "_EventStream"),
     ("mcpbind.transports.http_server", "mcpbind.transports._http_answers", "_Gone"),
     ("mcpbind.transports.http_server", "mcpbind.transports._http_answers", "_JSONAnswer"),
@@ -64,7 +55,6 @@ KNOWN_PRIVATE = {
     ("mcpbind.transports.http_server", "mcpbind.transports._http_streams", "_quiet"),
     ("mcpbind.transports.http_server", "mcpbind.transports._http_streams", "_ready"),
     ("mcpbind.transports.http_server", "mcpbind.transports._http_streams", "_sse"),
-    ("mcpbind.transports.http_server", "mcpbind.transports.http_client", "_designations"),
     ("mcpbind.transports.sse_server", "mcpbind.transports.http_server", "_Live"),
     ("mcpbind.transports.sse_server", "mcpbind.transports.http_server", "_Stream"),
     ("mcpbind.transports.sse_server", "mcpbind.transports.http_server", "_answer_error"),

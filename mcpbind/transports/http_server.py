@@ -89,7 +89,7 @@ from ._http_head import _host_allowed as _host_allowed
 from ._http_head import _media_types as _media_types
 from ._http_head import _origin_host as _origin_host
 from .header_check import METHOD_HEADER, NAME_HEADER, param_mismatch, standard_mismatch
-from .http_client import _designations as designations
+from .http_client import designations
 
 # isort: off
 # The limits' defaults, named here too: they are the options' (docs/limits.md).
