@@ -13,7 +13,7 @@ from starlette.types import Receive, Scope, Send
 from ..errors import INVALID_REQUEST
 
 
-class _JSONAnswer(Response):
+class JSONAnswer(Response):
     """A JSON body already encoded, its head made directly (``Response`` works the same two
     headers out of its arguments on every answer): ``headers`` first, then content-length and
     content-type, as ``Response`` orders them."""
@@ -30,7 +30,7 @@ class _JSONAnswer(Response):
         self.raw_headers = raw
 
 
-class _Gone(Response):
+class Gone(Response):
     """The response to a client that left: nothing is sent, there is no one to send it to."""
 
     def __init__(self) -> None:
@@ -40,7 +40,7 @@ class _Gone(Response):
         return None
 
 
-class _EventStream(StreamingResponse):
+class EventStream(StreamingResponse):
     """An event stream whose generator is closed however the response ends (the client leaving
     included), so that its clean-up runs at once rather than when it is collected; ``on_close``
     runs then too (even when the response never started)."""
@@ -64,16 +64,16 @@ class _EventStream(StreamingResponse):
                     self.on_close()
 
 
-_NO_CACHE = {"cache-control": "no-cache"}
+NO_CACHE = {"cache-control": "no-cache"}
 
 
-async def _events(messages: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+async def as_events(messages: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
     """Server-sent events of messages made elsewhere (the tasks layer's streams)."""
     async for message in messages:
         yield b"event: message\ndata: " + message + b"\n\n"
 
 
-def _plain_error(
+def plain_error(
     status: int,
     message: str,
     code: int = INVALID_REQUEST,

@@ -48,7 +48,6 @@ from collections.abc import (
     Coroutine,
     Generator,
     Iterable,
-    Iterator,
     Mapping,
 )
 from typing import TYPE_CHECKING, Any
@@ -71,23 +70,16 @@ from ..errors import (
     ProtocolError,
 )
 from ..events import (
-    ErrorReceived,
     Event,
     Initialized,
-    RequestCancelled,
     RequestReceived,
-    ResultReceived,
 )
 from ..packages import bindings
 from ..session import ServerSession
 from . import header_check
-from ._http_answers import _NO_CACHE, _events, _EventStream, _Gone, _JSONAnswer
-from ._http_answers import _plain_error as _plain_error
-from ._http_head import _ACCEPTED, _JSON, _Request
-from ._http_head import _authority_host as _authority_host
-from ._http_head import _host_allowed as _host_allowed
-from ._http_head import _media_types as _media_types
-from ._http_head import _origin_host as _origin_host
+from ._http_answers import NO_CACHE, EventStream, Gone, JSONAnswer, as_events, plain_error
+from ._http_calls import Call, Handler, Live, answer_error, ask, read_client, settle
+from ._http_head import ACCEPTED, JSON_ONLY, LOCAL_HOSTS, ASGIRequest, host_allowed, media_types
 from .header_check import METHOD_HEADER, NAME_HEADER, param_mismatch, standard_mismatch
 from .http_client import designations
 
@@ -113,16 +105,14 @@ from .http_limits import (
 
 # isort: on
 from ._http_streams import (
-    _CLOSE,
-    _GONE,
-    _first_or_gone,
-    _quiet,
-    _ready,
-    _sse,
-    _Stop,
-)
-from ._http_streams import (
-    _Stream as _Stream,
+    CLOSE,
+    GONE,
+    Stop,
+    Stream,
+    first_or_gone,
+    next_message,
+    quiet,
+    stream_events,
 )
 from .store import Entry, FailureLog, NotIssued, Store, StoreError, store_from
 
@@ -136,7 +126,6 @@ _store_failed = FailureLog(_log)  # a store's failures: a warning every 10 s at 
 
 SESSION_HEADER = "mcp-session-id"
 VERSION_HEADER = "mcp-protocol-version"
-LOCAL_HOSTS = ("localhost", "127.0.0.1", "[::1]")
 
 
 # The stream id of a session's GET stream in event ids (``get:<position>``); a POST's stream is
@@ -157,15 +146,6 @@ HEADER_MISMATCH = -32020
 # HTTP status of a JSON-RPC error answered on a stateless POST (the envelope revisions' transport
 # rule); a session-bound POST answers every JSON-RPC error with 200.
 _STATUS = {PARSE_ERROR: 400, INVALID_REQUEST: 400, METHOD_NOT_FOUND: 404, INVALID_PARAMS: 400}
-
-
-class _ClientMessage(msgspec.Struct, gc=False):
-    """A client's message as routing reads it: its id, method, params and error."""
-
-    id: Any = None
-    method: Any = None
-    params: Any = None
-    error: Any = None
 
 
 class _PeekAnswer(msgspec.Struct, gc=False):
@@ -200,9 +180,6 @@ class _Note(msgspec.Struct, array_like=True):
     data: bytes = b""
 
 
-_peek = msgspec.json.Decoder(_ClientMessage)
-
-
 def _answer_status(data: bytes, stateful: bool) -> int:
     """The HTTP status of a POST answered by ``data`` alone: 503 when it is a busy server's error
     (``http_limits.busy``), in a session or not; else 200 in a session, where every JSON-RPC
@@ -210,7 +187,7 @@ def _answer_status(data: bytes, stateful: bool) -> int:
     if data.find(b'"error"') < 0:  # cheaper than reading it: most answers are results
         return 200
     try:
-        error = _peek.decode(data).error
+        error = read_client.decode(data).error
     except (msgspec.DecodeError, ValueError, RecursionError):
         return 200
     code = error.get("code") if isinstance(error, dict) else None
@@ -232,117 +209,7 @@ def _json_answer(answer: bytes, stateful: bool, headers: dict[str, str]) -> Resp
     status = _answer_status(answer, stateful)
     if status == 503:
         headers = {**headers, "retry-after": RETRY_AFTER}
-    return _JSONAnswer(answer, status, headers)
-
-
-class _Live:
-    """One MCP session: its ``ServerSession``, the requests it awaits from the client, and the
-    stream of messages that belong to no request (served by GET)."""
-
-    def __init__(self, session: ServerSession, stateful: bool) -> None:
-        self.session = session
-        self.stateful = stateful
-        self.waiting: dict[Any, asyncio.Future[Any]] = {}
-        self.tasks: dict[Any, asyncio.Task[None]] = {}
-        self.standalone: _Stream | None = None  # its GET stream, while read on this worker
-        self.sid: str | None = None  # its Mcp-Session-Id, once it has one
-        self.last_used = 0.0  # time.monotonic() of its last use
-        self.streams: dict[str, _Stream] = {}  # its resumable streams with work on this worker
-        self.ready = False  # the client's initialized notification came (a shared record says)
-        self.record: bytes | None = None  # its record in a shared store
-        self.checked = -SESSION_RECHECK  # time.monotonic() the shared store last confirmed it
-        self.readers: set[asyncio.Future[_Stop]] = set()  # its event streams' readers here
-        self.owner: str | None = None  # the principal that opened it: only it reaches it
-        self.reading: dict[str, asyncio.Future[_Stop]] = {}  # by stream: its one reader here
-
-    @property
-    def in_use(self) -> bool:
-        """A request of the client is in flight, or its GET stream is open."""
-        return bool(self.tasks) or self.standalone is not None
-
-
-class Call:
-    """One request the server is answering: what was asked, and the ways to talk back on the
-    stream that carries its response."""
-
-    def __init__(self, live: _Live, stream: _Stream, event: RequestReceived) -> None:
-        self._live = live
-        self._stream = stream
-        self.id = event.id
-        self.method = event.method
-        self.params = event.params
-        self.message = event.message
-        self.revision = event.revision
-        #: The verified token (subject, client id, scopes) when the server has ``auth=``.
-        self.auth = stream.auth
-
-    @property
-    def session(self) -> ServerSession:
-        """The session the request arrived on (its revision, the client's capabilities)."""
-        return self._live.session
-
-    @property
-    def session_id(self) -> str | None:
-        """The ``Mcp-Session-Id`` of that session (None when stateless): what the server's own
-        ``notify`` and ``request`` take to reach it on its GET stream, now or later."""
-        return self._live.sid
-
-    def _flush(self) -> None:
-        self._stream.put(self._live.session.data_to_send())
-
-    def notify(self, method: str, params: Any = None) -> None:
-        """Send a notification on this request's stream."""
-        self._live.session.notify(method, params)
-        self._flush()
-
-    def progress(
-        self, progress: float, total: float | None = None, message: str | None = None
-    ) -> None:
-        """Report progress on this request (it must have carried a progress token)."""
-        self._live.session.progress(self.id, progress, total, message)
-        self._flush()
-
-    async def request(self, method: str, params: Any = None) -> Any:
-        """Send a request to the client on this request's stream and await its result; an
-        error response raises ``ProtocolError`` with the client's code and message."""
-        return await _ask(self._live, self._stream, method, params, self._ids)
-
-    _ids: Iterator[str] | None = None  # the ids of requests to the client, with a shared store
-
-    def close_stream(self) -> bool:
-        """End the HTTP response carrying this request's stream now, without ending the stream
-        (polling, SEP-1699): the client resumes it with a GET carrying ``Last-Event-ID`` after
-        the ``retry`` delay sent with it, on any worker, and receives what was sent meanwhile, the
-        answer included. Only in a session whose revision has priming events
-        (``FACTS.sse_priming``); False (nothing done) elsewhere."""
-        session = self._live.session
-        if not self._live.stateful or session.revision is None:
-            return False
-        if not bindings(session.revision).FACTS.sse_priming:
-            return False
-        self._stream.queue.put_nowait(_CLOSE)
-        return True
-
-
-Handler = Callable[[Call], Awaitable[Any]]
-
-
-async def _ask(
-    live: _Live, stream: _Stream, method: str, params: Any, ids: Iterator[str] | None = None
-) -> Any:
-    """Send a request to the client on ``stream`` and await its result (with a shared store,
-    under an id of this worker's own, so that workers never send the same id)."""
-    if stream.given_up:
-        raise ConnectionError("the stream was given up: its client is not reading it")
-    rid = live.session.request(method, params, id=None if ids is None else next(ids))
-    future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-    live.waiting[rid] = stream.asked[rid] = future
-    stream.put(live.session.data_to_send())
-    try:
-        return await future
-    finally:
-        live.waiting.pop(rid, None)
-        stream.asked.pop(rid, None)
+    return JSONAnswer(answer, status, headers)
 
 
 class StreamableHTTPServer:
@@ -457,7 +324,7 @@ class StreamableHTTPServer:
         self.on_close = on_close  # told the id of each session this worker forgets
         self.auth = auth  # bearer tokens checked before any session work (docs/auth.md)
         # By Mcp-Session-Id, least recently used first (every use moves a session to the end).
-        self.sessions: dict[str, _Live] = {}
+        self.sessions: dict[str, Live] = {}
         probe = self.session_class(**self._config)
         # A POST without a session id gets a session spawned from this one (ServerSession.spawn:
         # the configuration is not worked out again, codecs are reused); a session class of
@@ -516,7 +383,7 @@ class StreamableHTTPServer:
             # The hot path, straight to the endpoint: Starlette's routing and middleware would
             # find this same endpoint (and add nothing it uses) at about a sixth of a request's
             # instructions.
-            response = await self._endpoint(_Request(scope, receive, send))
+            response = await self._endpoint(ASGIRequest(scope, receive, send))
             await response(scope, receive, send)
             return
         await self.app(scope, receive, send)
@@ -568,8 +435,8 @@ class StreamableHTTPServer:
     # -- checks -----------------------------------------------------------------------------------
 
     async def _endpoint(self, request: Request) -> Response:
-        if not _host_allowed(request.headers, self.allowed_hosts):
-            return _plain_error(403, "Forbidden: Host or Origin is not an allowed host")
+        if not host_allowed(request.headers, self.allowed_hosts):
+            return plain_error(403, "Forbidden: Host or Origin is not an allowed host")
         auth: AuthInfo | None = None  # a local, not request.state: that builds a State a request
         if self._shared and (self._started is None or not self._started.done()):
             refused = await self._listening(request)
@@ -590,7 +457,7 @@ class StreamableHTTPServer:
             return self._unavailable(request, error)
         except Exception:  # a bug of ours or of a hook is the client's internal error, not a crash
             _log.exception("internal error answering %s %s", request.method, request.url.path)
-            return _plain_error(
+            return plain_error(
                 500, "Internal error: the server failed to answer this request", INTERNAL_ERROR
             )
 
@@ -617,14 +484,12 @@ class StreamableHTTPServer:
 
     async def _post(self, request: Request, auth: AuthInfo | None) -> Response:
         """A POST; ``auth``: its verified token (with ``auth=``)."""
-        if not _media_types(request.headers.get("accept", "")) >= _ACCEPTED:
-            return _plain_error(
+        if not media_types(request.headers.get("accept", "")) >= ACCEPTED:
+            return plain_error(
                 406, "Not Acceptable: Accept must list application/json and text/event-stream"
             )
-        if _media_types(request.headers.get("content-type", "")) != _JSON:
-            return _plain_error(
-                415, "Unsupported Media Type: Content-Type must be application/json"
-            )
+        if media_types(request.headers.get("content-type", "")) != JSON_ONLY:
+            return plain_error(415, "Unsupported Media Type: Content-Type must be application/json")
         body = await self._body(request)
         if isinstance(body, Response):
             return body
@@ -635,7 +500,7 @@ class StreamableHTTPServer:
             if isinstance(found, Response):
                 return found
             if found is None:
-                return _plain_error(404, f"Not Found: no MCP session {sid!r}", INVALID_REQUEST)
+                return plain_error(404, f"Not Found: no MCP session {sid!r}", INVALID_REQUEST)
             live = found
             header = request.headers.get(VERSION_HEADER)
             revision = live.session.revision
@@ -645,7 +510,7 @@ class StreamableHTTPServer:
                 and header
                 not in (self._versions_of.get(revision) or bindings(revision).FACTS.versions)
             ):
-                return _plain_error(
+                return plain_error(
                     400,
                     f"Bad Request: {VERSION_HEADER} {header!r} is not the negotiated "
                     f"version of this session",
@@ -664,7 +529,7 @@ class StreamableHTTPServer:
                 if answered is not None:
                     return answered
             template = self._template
-            live = _Live(
+            live = Live(
                 template.spawn() if template is not None else self.session_class(**self._config),
                 stateful=False,
             )
@@ -682,7 +547,7 @@ class StreamableHTTPServer:
             if new_sid is None or (self._shared and not await self._opened(live, body)):
                 return self._no_room(direct)
             live.stateful = True
-        stream = _Stream(max_queued=self.max_queued, auth=auth)
+        stream = Stream(max_queued=self.max_queued, auth=auth)
         # The handler of a POST's one request runs in this task (_inline), unless its kind of
         # request was seen to wait (_waits); a batch's, a task each
         inline: _Inline | None = None
@@ -707,8 +572,8 @@ class StreamableHTTPServer:
     def _inline(
         self,
         request: Request,
-        live: _Live,
-        stream: _Stream,
+        live: Live,
+        stream: Stream,
         headers: dict[str, str],
         inline: _Inline,
     ) -> Response | None:
@@ -745,7 +610,7 @@ class StreamableHTTPServer:
         declared = request.headers.get("content-length")
         if declared is not None:
             if not (declared.isascii() and declared.isdigit()):
-                return _plain_error(400, "Bad Request: Content-Length is not a number")
+                return plain_error(400, "Bad Request: Content-Length is not a number")
             if int(declared) > self.max_body_size:
                 return self._too_large()
         chunks: list[bytes] = []
@@ -754,15 +619,17 @@ class StreamableHTTPServer:
         deadline: float | None = None  # set once a read waits (the usual body came with the head)
         try:
             while True:
-                message, waiting = _ready(receive)
+                message, waiting = next_message(receive)
                 if waiting is not None:
                     if deadline is None:
                         deadline = asyncio.get_running_loop().time() + self.body_timeout
                     async with asyncio.timeout_at(deadline):
                         message = await waiting
-                assert message is not None  # (_ready gives the message or what to await for it)
+                assert (
+                    message is not None
+                )  # (next_message gives the message or what to await for it)
                 if message["type"] != "http.request":  # http.disconnect
-                    return _Gone()
+                    return Gone()
                 chunk: bytes = message.get("body", b"")
                 size += len(chunk)
                 if size > self.max_body_size:
@@ -774,7 +641,7 @@ class StreamableHTTPServer:
                     break
                 chunks.append(chunk)
         except TimeoutError:
-            return _plain_error(
+            return plain_error(
                 408,
                 f"Request Timeout: the body did not arrive within {self.body_timeout:g} s",
                 headers={"connection": "close"},
@@ -786,12 +653,12 @@ class StreamableHTTPServer:
         # drops what is left of the body unread (and the connection guard of
         # mcpbind.transports.serving bounds for how long), where closing at once would reset
         # the connection under the client before it read anything.
-        return _plain_error(
+        return plain_error(
             413, f"Payload Too Large: the body is over max_body_size ({self.max_body_size} bytes)"
         )
 
     def _too_deep(self, stateful: bool) -> Response:
-        return _plain_error(
+        return plain_error(
             200 if stateful else 400,
             "Parse error: the body nests deeper than the server reads",
             PARSE_ERROR,
@@ -800,7 +667,7 @@ class StreamableHTTPServer:
     def _no_room(self, answered: list[bytes]) -> Response:
         """The refusal of an initialize when every session kept is in use or recently used."""
         try:
-            rid = _peek.decode(answered[0]).id if answered else None
+            rid = read_client.decode(answered[0]).id if answered else None
         except (msgspec.DecodeError, ValueError):
             rid = None
         message = (
@@ -896,8 +763,8 @@ class StreamableHTTPServer:
             owner = principal(auth)
             stream = self.tasks.listen(rid, params, owner)  # task status notifications
             if stream is not None:
-                return _EventStream(
-                    _events(stream), media_type="text/event-stream", headers=_NO_CACHE
+                return EventStream(
+                    as_events(stream), media_type="text/event-stream", headers=NO_CACHE
                 )
             result = await self.tasks.respond(method, params, owner)
         except ProtocolError as error:
@@ -938,7 +805,7 @@ class StreamableHTTPServer:
 
     # -- the session table ------------------------------------------------------------------------
 
-    async def _lookup(self, sid: str, auth: AuthInfo | None) -> _Live | Response | None:
+    async def _lookup(self, sid: str, auth: AuthInfo | None) -> Live | Response | None:
         """The session ``sid`` when the principal of the request's token opened it: another
         principal's is None (404) exactly as an id never issued (docs/auth.md)."""
         owner = principal(auth)
@@ -949,7 +816,7 @@ class StreamableHTTPServer:
             return None  # not touched: another principal does not keep it alive
         return self._session(sid)
 
-    def _session(self, sid: str) -> _Live | None:
+    def _session(self, sid: str) -> Live | None:
         """The session named ``sid`` (now used), unless it expired or never was."""
         now = time.monotonic()
         self._expire(now)
@@ -958,7 +825,7 @@ class StreamableHTTPServer:
             self._touch(live, now)
         return live
 
-    def _touch(self, live: _Live, now: float) -> None:
+    def _touch(self, live: Live, now: float) -> None:
         live.last_used = now
         if live.sid is not None and live.sid in self.sessions:
             self.sessions[live.sid] = self.sessions.pop(live.sid)  # to the end: used last
@@ -990,7 +857,7 @@ class StreamableHTTPServer:
             return True
         return False
 
-    def _register(self, live: _Live) -> str | None:
+    def _register(self, live: Live) -> str | None:
         """Keep ``live`` as a session of its own: its new id, or None when there is no room."""
         now = time.monotonic()
         self._expire(now)
@@ -1001,7 +868,7 @@ class StreamableHTTPServer:
         self.sessions[sid] = live
         return sid
 
-    def _end(self, live: _Live) -> None:
+    def _end(self, live: Live) -> None:
         """Forget a session here: expired or evicted (with a shared store, only this worker's
         copy, which any worker rebuilds from the store's record while it lasts)."""
         if live.sid is not None:
@@ -1014,7 +881,7 @@ class StreamableHTTPServer:
 
     async def _find(
         self, sid: str, owner: str | None = None, anyone: bool = False
-    ) -> _Live | Response | None:
+    ) -> Live | Response | None:
         """The session ``sid`` if the shared store still holds it (its idle time restarted),
         rebuilt from its record when this worker has no copy; None when it ended or expired
         (this worker's copy is dropped then) or another principal than ``owner`` opened it
@@ -1048,7 +915,7 @@ class StreamableHTTPServer:
             now = time.monotonic()
             self._expire(now)
             if len(self.sessions) >= self.max_sessions and not self._evict(now, copies=True):
-                return _plain_error(
+                return plain_error(
                     503,
                     f"Service Unavailable: this worker holds max_sessions ({self.max_sessions}) "
                     "sessions, all in use; try again later",
@@ -1062,7 +929,7 @@ class StreamableHTTPServer:
         live.checked = now
         return live
 
-    def _rebuild(self, sid: str, kept: _Record) -> _Live | None:
+    def _rebuild(self, sid: str, kept: _Record) -> Live | None:
         """A copy of a session opened on another worker: a new ``ServerSession`` that reads the
         client's initialize again (and its initialized notification, when it came)."""
         session = self.session_class(**self._config)
@@ -1071,14 +938,14 @@ class StreamableHTTPServer:
         if session.state != "initializing":
             _log.error("session %s cannot be rebuilt from its initialize: it is ended", sid)
             return None
-        live = _Live(session, stateful=True)
+        live = Live(session, stateful=True)
         live.sid = sid
         live.owner = kept.owner
         if kept.ready:
             self._initialized(live)
         return live
 
-    def _initialized(self, live: _Live) -> None:
+    def _initialized(self, live: Live) -> None:
         """Tell a rebuilt session what the client told the worker that has its record: the
         initialized notification (its method from the agreed revision's facts)."""
         revision = live.session.revision
@@ -1089,7 +956,7 @@ class StreamableHTTPServer:
                 live.session.data_to_send()
         live.ready = True
 
-    async def _opened(self, live: _Live, initialize: bytes) -> bool:
+    async def _opened(self, live: Live, initialize: bytes) -> bool:
         """Keep a new session's record in the shared store; False (the session forgotten here
         too) when the store holds ``max_sessions`` already."""
         assert live.sid is not None
@@ -1107,7 +974,7 @@ class StreamableHTTPServer:
         self.sessions.pop(live.sid, None)
         return False
 
-    async def _became_ready(self, live: _Live, events: list[Event]) -> None:
+    async def _became_ready(self, live: Live, events: list[Event]) -> None:
         """The client's initialized notification came (``events``, or a POST before whose record
         the store failed to save: the session's state says so): every worker's copy learns it
         from the record."""
@@ -1126,7 +993,7 @@ class StreamableHTTPServer:
             live.record = record
         live.ready = True
 
-    async def _forwarded(self, live: _Live, body: bytes) -> bool:
+    async def _forwarded(self, live: Live, body: bytes) -> bool:
         """With a shared store: a client's answer to a request this worker did not send goes to
         the worker that sent it (True: nothing more to do here); a client's notification is also
         told to the other workers, where the request it cancels may run."""
@@ -1165,7 +1032,7 @@ class StreamableHTTPServer:
             self._close(live)
         elif note.kind in ("answer", "note"):
             try:
-                peek = _peek.decode(note.data)
+                peek = read_client.decode(note.data)
             except (msgspec.DecodeError, ValueError, RecursionError):
                 return
             if note.kind == "answer" and peek.id not in live.waiting:
@@ -1174,7 +1041,7 @@ class StreamableHTTPServer:
                 if isinstance(event, Initialized):
                     live.ready = True
                 elif not isinstance(event, RequestReceived):
-                    _settle(live, event)
+                    settle(live, event)
             live.session.data_to_send()  # what a copy would say is said by the one asked
         elif note.kind in ("attached", "detached"):
             stream = live.streams.get(note.data.decode(errors="replace"))
@@ -1189,7 +1056,7 @@ class StreamableHTTPServer:
 
     # -- resumable event streams ------------------------------------------------------------------
 
-    def _resumable(self, live: _Live, stream: _Stream, key: str, first: list[Any]) -> None:
+    def _resumable(self, live: Live, stream: Stream, key: str, first: list[Any]) -> None:
         """Make ``stream`` one of the session's logged streams: what is queued on it goes to the
         store's log under ``key``, where its readers (on any worker) read it."""
         stream.key = key
@@ -1200,7 +1067,7 @@ class StreamableHTTPServer:
         live.streams[key] = stream
         stream.pump = self._spawn(self._pump(live, stream, first))
 
-    async def _pump(self, live: _Live, stream: _Stream, batch: list[Any]) -> None:
+    async def _pump(self, live: Live, stream: Stream, batch: list[Any]) -> None:
         """Move what is queued on ``stream`` to its log, in order, until the stream ends; a
         ``Call.close_stream`` on the way stops its readers after what came before it. When the
         store fails, the stream is given up: its requests are cancelled, and its readers here
@@ -1216,7 +1083,7 @@ class StreamableHTTPServer:
                 items: list[bytes | None] = []
                 ended = False
                 for item in batch:
-                    if item is _CLOSE:
+                    if item is CLOSE:
                         if items:
                             positions = await self.store.append(
                                 sid, key, items, self.session_idle_timeout
@@ -1245,7 +1112,7 @@ class StreamableHTTPServer:
             if live.streams.get(key) is stream and key != STANDALONE:
                 del live.streams[key]
 
-    def _failed(self, stream: _Stream, batch: list[Any], error: Exception) -> None:
+    def _failed(self, stream: Stream, batch: list[Any], error: Exception) -> None:
         """The store failed to log ``stream`` (``batch``: what the pump held): it is given up.
         Each request it owed an answer (still being handled, or answered by a message not
         logged) gets a JSON-RPC error naming the store, which this worker's readers send after
@@ -1258,7 +1125,7 @@ class StreamableHTTPServer:
             if not isinstance(message, bytes) or not message or id(message) in kept:
                 continue
             try:
-                peek = _peek.decode(message)
+                peek = read_client.decode(message)
             except (msgspec.DecodeError, ValueError, RecursionError):
                 continue
             if peek.method is None and type(peek.id) in (str, int):  # an answer, not logged
@@ -1275,16 +1142,16 @@ class StreamableHTTPServer:
         stream.stop_readers("failed")
         stream.abandon(" (the event log failed)")
 
-    def _attach(self, live: _Live, key: str, local: _Stream | None) -> asyncio.Future[_Stop]:
-        """Count a new reader of stream ``key`` (``local``: its ``_Stream`` on this worker, if
+    def _attach(self, live: Live, key: str, local: Stream | None) -> asyncio.Future[Stop]:
+        """Count a new reader of stream ``key`` (``local``: its ``Stream`` on this worker, if
         any) before its response starts, so that a ``close_stream`` already on its way stops it;
         its "stop now" future."""
         assert live.sid is not None
-        stop: asyncio.Future[_Stop] = asyncio.get_running_loop().create_future()
+        stop: asyncio.Future[Stop] = asyncio.get_running_loop().create_future()
         live.readers.add(stop)
         before = live.reading.get(key)
         if before is not None and not before.done():  # one reader a stream: the new one reads
-            before.set_result(_Stop("end"))
+            before.set_result(Stop("end"))
         live.reading[key] = stop
         if local is not None:
             local.readers = local.readers or set()
@@ -1295,7 +1162,7 @@ class StreamableHTTPServer:
         return stop
 
     def _release(
-        self, live: _Live, key: str, local: _Stream | None, stop: asyncio.Future[_Stop]
+        self, live: Live, key: str, local: Stream | None, stop: asyncio.Future[Stop]
     ) -> None:
         """The reader of ``stop`` is gone (once, however its response ended)."""
         if stop not in live.readers:
@@ -1314,17 +1181,17 @@ class StreamableHTTPServer:
 
     def _stream_response(
         self,
-        live: _Live,
+        live: Live,
         key: str,
         after: str | None,
-        local: _Stream | None,
+        local: Stream | None,
         entries: list[Entry] | None = None,
         greet: bool = False,
         headers: dict[str, str] | None = None,
     ) -> Response:
         """The event-stream response of a reader of stream ``key`` from ``after`` on."""
         stop = self._attach(live, key, local)
-        return _EventStream(
+        return EventStream(
             self._events(live, key, after, stop, entries, greet, local),
             media_type="text/event-stream",
             headers={**(headers or {}), "cache-control": "no-cache"},
@@ -1333,13 +1200,13 @@ class StreamableHTTPServer:
 
     async def _events(
         self,
-        live: _Live,
+        live: Live,
         key: str,
         after: str | None,
-        stop: asyncio.Future[_Stop],
+        stop: asyncio.Future[Stop],
         entries: list[Entry] | None = None,
         greet: bool = False,
-        local: _Stream | None = None,
+        local: Stream | None = None,
     ) -> AsyncIterator[bytes]:
         """The server-sent events of one stream's log from position ``after`` on, as they come,
         until the stream ends, its session ends (``stop``: "end"), or its handler closes the
@@ -1428,9 +1295,9 @@ class StreamableHTTPServer:
         finally:
             if read is not None and not read.done():
                 read.cancel()  # the response ended while it waited
-                read.add_done_callback(_quiet)
+                read.add_done_callback(quiet)
 
-    def _after_failure(self, local: _Stream, prefix: bytes, cursor: str | None) -> list[bytes]:
+    def _after_failure(self, local: Stream, prefix: bytes, cursor: str | None) -> list[bytes]:
         """What a reader at ``cursor`` of a stream the store failed to log still sends: what this
         worker logged after the cursor, then the errors answering what the stream owed (these
         are in no log: events without an id)."""
@@ -1446,7 +1313,7 @@ class StreamableHTTPServer:
     # -- handlers ---------------------------------------------------------------------------------
 
     def _observe(
-        self, live: _Live, event: Event, stream: _Stream, inline: bool = False
+        self, live: Live, event: Event, stream: Stream, inline: bool = False
     ) -> _Inline | None:
         """Act on one event of a POST: start a handler (``inline``: the caller runs it, in its
         own task), settle an awaited client answer."""
@@ -1455,12 +1322,10 @@ class StreamableHTTPServer:
         if isinstance(event, RequestReceived):
             if len(live.tasks) >= self.max_in_flight:
                 busy = too_many_in_flight(event.id, self.max_in_flight)
-                _answer_error(live.session, event.id, busy.code, busy.message, busy.data)
+                answer_error(live.session, event.id, busy.code, busy.message, busy.data)
                 return None
             stream.pending.add(event.id)
-            call = Call(live, stream, event)
-            if self._ids is not None:
-                call._ids = self._ids
+            call = Call(live, stream, event, self._ids)
             name = getattr(event.params, "name", None)
             kind = (event.method, name if type(name) is str else None)
             if inline and kind not in self._waits:
@@ -1470,28 +1335,28 @@ class StreamableHTTPServer:
             task = asyncio.get_running_loop().create_task(self._run(live, stream, call))
             live.tasks[event.id] = stream.handlers[event.id] = task
         else:
-            _settle(live, event)
+            settle(live, event)
         return None
 
-    async def _run(self, live: _Live, stream: _Stream, call: Call) -> None:
+    async def _run(self, live: Live, stream: Stream, call: Call) -> None:
         session = live.session
         try:
             result = await self.handler(call)
         except asyncio.CancelledError:
             # Cancelled by the client (nothing is owed then), or because it left the stream or
             # the session ended: the session forgets the request, so its id may come again.
-            _answer_error(session, call.id, INTERNAL_ERROR, "Request cancelled", None)
+            answer_error(session, call.id, INTERNAL_ERROR, "Request cancelled", None)
         except ProtocolError as error:
-            _answer_error(session, call.id, error.code, error.message, error.data)
+            answer_error(session, call.id, error.code, error.message, error.data)
         except Exception as error:  # a handler's bug is the client's internal error, not a crash
-            _answer_error(session, call.id, INTERNAL_ERROR, f"Internal error: {error}", None)
+            answer_error(session, call.id, INTERNAL_ERROR, f"Internal error: {error}", None)
         else:
             if self._lists.get(call.revision) == call.method:
                 self._learn_tools(call, result)
             try:
                 session.respond(call.id, result)
             except ProtocolError as error:
-                _answer_error(session, call.id, INTERNAL_ERROR, error.message, None)
+                answer_error(session, call.id, INTERNAL_ERROR, error.message, None)
         live.tasks.pop(call.id, None)
         if live.stateful:
             self._touch(live, time.monotonic())  # idle from the end of its last request
@@ -1500,33 +1365,33 @@ class StreamableHTTPServer:
         if not live.stateful and not live.tasks:
             session.release()  # every request answered: its codecs may serve the next POST
 
-    def _direct(self, live: _Live, direct: list[bytes], headers: dict[str, str]) -> Response:
+    def _direct(self, live: Live, direct: list[bytes], headers: dict[str, str]) -> Response:
         """The answer to a POST that started no handler: the session's own reply, or 202."""
         if not direct:
             return Response(status_code=202, headers=headers)
         if len(direct) == 1:
             return _json_answer(direct[0], live.stateful, headers)
         status = 200 if live.stateful else _answer_status(direct[0], False)  # (a batch)
-        return _JSONAnswer(b"[" + b",".join(direct) + b"]", status, headers)
+        return JSONAnswer(b"[" + b",".join(direct) + b"]", status, headers)
 
     async def _respond(
-        self, request: Request, live: _Live, stream: _Stream, headers: dict[str, str]
+        self, request: Request, live: Live, stream: Stream, headers: dict[str, str]
     ) -> Response:
         """A POST's response: JSON when its one answer is all there is to send, else an event
         stream carrying everything the handlers send before their answers (resumable in a
         session: its events are logged in the store)."""
-        first = await _first_or_gone(stream, request.receive)
-        if first is _GONE:
+        first = await first_or_gone(stream, request.receive)
+        if first is GONE:
             stream.abandon()
-            return _Gone()
+            return Gone()
         if first is None:
             return Response(status_code=202, headers=headers)
         if isinstance(first, bytes) and stream.closed and stream.queue.qsize() == 1:
             return _json_answer(first, live.stateful, headers)  # only the end of the stream is left
         if live.sid is None:  # no session to resume it in
             assert isinstance(first, bytes)  # only a session's stream is closed for polling
-            return _EventStream(
-                _sse(first, stream),
+            return EventStream(
+                stream_events(first, stream),
                 media_type="text/event-stream",
                 headers={**headers, "cache-control": "no-cache"},
             )
@@ -1547,45 +1412,45 @@ class StreamableHTTPServer:
     # -- GET and DELETE ---------------------------------------------------------------------------
 
     async def _get(self, request: Request, auth: AuthInfo | None = None) -> Response:
-        if "text/event-stream" not in _media_types(request.headers.get("accept", "")):
-            return _plain_error(406, "Not Acceptable: a GET stream needs Accept: text/event-stream")
+        if "text/event-stream" not in media_types(request.headers.get("accept", "")):
+            return plain_error(406, "Not Acceptable: a GET stream needs Accept: text/event-stream")
         sid = request.headers.get(SESSION_HEADER)
         if sid is None:
-            return _plain_error(405, "no MCP session for a standalone stream")
+            return plain_error(405, "no MCP session for a standalone stream")
         found = await self._lookup(sid, auth)
         if isinstance(found, Response):
             return found
         if found is None:
-            return _plain_error(404, f"Not Found: no MCP session {sid!r}")
+            return plain_error(404, f"Not Found: no MCP session {sid!r}")
         live = found
         last = request.headers.get("last-event-id")
         if last is not None:
             return await self._resume(live, last)
         if live.standalone is not None:
-            return _plain_error(409, "Conflict: this session already has a GET stream")
+            return plain_error(409, "Conflict: this session already has a GET stream")
         stream = self._standalone(live)
         after = await self.store.last(sid, STANDALONE)  # only what comes from now on
         if live.standalone is not None:
-            return _plain_error(409, "Conflict: this session already has a GET stream")
+            return plain_error(409, "Conflict: this session already has a GET stream")
         live.standalone = stream
         return self._stream_response(live, STANDALONE, after, stream, greet=True)
 
-    async def _resume(self, live: _Live, last: str) -> Response:
+    async def _resume(self, live: Live, last: str) -> Response:
         """A GET with ``Last-Event-ID``: the rest of the stream that event belongs to."""
         assert live.sid is not None
         key, sep, position = last.partition(":")
         if not (sep and position and len(last) <= 64 and _stream_key(key)):
-            return _plain_error(
+            return plain_error(
                 400, f"Bad Request: Last-Event-ID {last[:64]!r} is no event id of this server"
             )
         try:
             entries = await self.store.read(live.sid, key, position)
         except NotIssued:
-            return _plain_error(
+            return plain_error(
                 400, f"Bad Request: Last-Event-ID {last[:64]!r} is no event id of this server"
             )
         if entries is None:
-            return _plain_error(
+            return plain_error(
                 410,
                 f"Gone: the events after {last!r} are no longer kept (max_events, "
                 "event_max_age), or this session has no such stream",
@@ -1593,16 +1458,16 @@ class StreamableHTTPServer:
         local = live.streams.get(key)
         if key == STANDALONE:
             if live.standalone is not None:
-                return _plain_error(409, "Conflict: this session already has a GET stream")
+                return plain_error(409, "Conflict: this session already has a GET stream")
             local = live.standalone = self._standalone(live)
         return self._stream_response(live, key, position, local, entries)
 
-    def _standalone(self, live: _Live) -> _Stream:
+    def _standalone(self, live: Live) -> Stream:
         """The session's GET stream on this worker: what belongs to no request goes to its log
         through it (read by a GET stream open on any worker)."""
         stream = live.streams.get(STANDALONE)
         if stream is None:
-            stream = _Stream(max_queued=self.max_queued)
+            stream = Stream(max_queued=self.max_queued)
             stream.pending.add(object())  # open until the session closes
             self._resumable(live, stream, STANDALONE, [])
         return stream
@@ -1610,9 +1475,9 @@ class StreamableHTTPServer:
     async def _delete(self, request: Request, auth: AuthInfo | None = None) -> Response:
         sid = request.headers.get(SESSION_HEADER)
         if sid is None:
-            return _plain_error(400, "no such MCP session")
+            return plain_error(400, "no such MCP session")
         if self.auth is not None and await self._owner_of(sid) != (principal(auth),):
-            return _plain_error(404, "no such MCP session")  # as unknown: another principal's
+            return plain_error(404, "no such MCP session")  # as unknown: another principal's
         live = self.sessions.pop(sid, None)
         if live is not None:
             self._close(live)
@@ -1624,7 +1489,7 @@ class StreamableHTTPServer:
             if found:
                 await self.store.end_session(sid)  # its event logs
         if not found:
-            return _plain_error(404, "no such MCP session")
+            return plain_error(404, "no such MCP session")
         return Response(status_code=200)
 
     async def _owner_of(self, sid: str) -> tuple[str | None, ...]:
@@ -1638,7 +1503,7 @@ class StreamableHTTPServer:
         except msgspec.DecodeError:
             return ()
 
-    def _close(self, live: _Live) -> None:
+    def _close(self, live: Live) -> None:
         """The session ended here: its handlers are cancelled, its readers end, what its
         streams awaited from the client raises ``ConnectionError``, and ``on_close`` hears."""
         if self.on_close is not None and live.sid is not None:
@@ -1647,7 +1512,7 @@ class StreamableHTTPServer:
             task.cancel()
         for reader in live.readers:
             if not reader.done():
-                reader.set_result(_Stop("end"))
+                reader.set_result(Stop("end"))
         for stream in list(live.streams.values()):
             stream.abandon()
             if stream.orphaned is not None:
@@ -1676,10 +1541,10 @@ class StreamableHTTPServer:
         live = self.sessions.get(sid)
         if live is None and self._shared:
             found = await self._find(sid, anyone=True)
-            live = found if isinstance(found, _Live) else None
+            live = found if isinstance(found, Live) else None
         if live is None or (not self._shared and live.standalone is None):
             raise LookupError(f"MCP session {sid!r} has no GET stream open to send a request on")
-        return await _ask(live, self._standalone(live), method, params, self._ids)
+        return await ask(live, self._standalone(live), method, params, self._ids)
 
     def notify(self, sid: str, method: str, params: Any = None) -> bool:
         """Send a notification that belongs to no request on a session's GET stream; False when
@@ -1725,7 +1590,7 @@ def _store_failure(error: Exception) -> tuple[str, dict[str, str]]:
     return f"the session store failed ({error!r})", {"reason": "store failed"}
 
 
-def _logged_after(stream: _Stream, cursor: str | None) -> list[Entry] | None:
+def _logged_after(stream: Stream, cursor: str | None) -> list[Entry] | None:
     """What the pump of ``stream`` logged after position ``cursor`` (None: from the start), as
     this worker remembers it; None when it no longer remembers that far back."""
     logged = list(stream.logged or ())
@@ -1877,28 +1742,3 @@ class _Handled(Response):
     async def _write(self, scope: Scope, receive: Receive, send: Send) -> None:
         response = await self._make
         await response(scope, receive, send)
-
-
-def _settle(live: _Live, event: Event) -> None:
-    """Act on an event that answers or cancels: settle an awaited client answer, cancel the
-    handler of a request the client cancelled."""
-    if isinstance(event, ResultReceived):
-        future = live.waiting.get(event.id)
-        if future is not None and not future.done():
-            future.set_result(event.result)
-    elif isinstance(event, ErrorReceived):
-        future = live.waiting.get(event.id)
-        if future is not None and not future.done():
-            future.set_exception(ProtocolError(event.code, event.message, event.data))
-    elif isinstance(event, RequestCancelled):
-        cancelled = live.tasks.get(event.id)
-        if cancelled is not None:
-            cancelled.cancel()
-
-
-def _answer_error(
-    session: ServerSession, request_id: Any, code: int, message: str, data: Any
-) -> None:
-    # The client cancelled it, or it was answered already: nothing is owed then.
-    with contextlib.suppress(ProtocolError):
-        session.respond_error(request_id, code, message, data)
