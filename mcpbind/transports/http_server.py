@@ -35,21 +35,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import itertools
-import logging
 import secrets
 import time
-from collections import deque
-from collections.abc import (
-    AsyncIterator,
-    Awaitable,
-    Callable,
-    Coroutine,
-    Generator,
-    Iterable,
-    Mapping,
-)
+from collections.abc import AsyncIterator, Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -57,31 +46,31 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
-from starlette.types import Receive, Scope, Send
 
 from .._repeats import Repeats
 from ..auth.resource import AuthInfo, ResourceServer, principal
-from ..errors import (
-    INTERNAL_ERROR,
-    INVALID_PARAMS,
-    INVALID_REQUEST,
-    METHOD_NOT_FOUND,
-    PARSE_ERROR,
-    ProtocolError,
-)
-from ..events import (
-    Event,
-    Initialized,
-    RequestReceived,
-)
+from ..errors import INTERNAL_ERROR, INVALID_REQUEST, ProtocolError
+from ..events import Event, RequestReceived
 from ..packages import bindings
 from ..session import ServerSession
-from . import header_check
-from ._http_answers import NO_CACHE, EventStream, Gone, JSONAnswer, as_events, plain_error
+from ._http_answers import (
+    EventStream,
+    Gone,
+    JSONAnswer,
+    answer_status,
+    json_answer,
+    plain_error,
+    too_deep,
+)
 from ._http_calls import Call, Handler, Live, answer_error, ask, read_client, settle
+from ._http_events import SESSION_HEADER, EventStreams
 from ._http_head import ACCEPTED, JSON_ONLY, LOCAL_HOSTS, ASGIRequest, host_allowed, media_types
-from .header_check import METHOD_HEADER, NAME_HEADER, param_mismatch, standard_mismatch
-from .http_client import designations
+from ._http_inline import WAITS_MAX, HandledResponse, InlineHandler
+from ._http_stateless import HEADER_MISMATCH as HEADER_MISMATCH
+from ._http_stateless import VERSION_HEADER, StatelessPath
+from ._http_streams import GONE, Stream, first_or_gone, next_message, stream_events
+from ._http_table import log, store_failed
+from .header_check import METHOD_HEADER, NAME_HEADER
 
 # isort: off
 # The limits' defaults, named here too: they are the options' (docs/limits.md).
@@ -98,121 +87,20 @@ from .http_limits import (
     SESSION_EVICTABLE_AFTER as SESSION_EVICTABLE_AFTER,
     SESSION_IDLE_TIMEOUT as SESSION_IDLE_TIMEOUT,
     SESSION_RECHECK as SESSION_RECHECK,
-    busy,
     check_limits,
     too_many_in_flight,
 )
 
 # isort: on
-from ._http_streams import (
-    CLOSE,
-    GONE,
-    Stop,
-    Stream,
-    first_or_gone,
-    next_message,
-    quiet,
-    stream_events,
-)
-from .store import Entry, FailureLog, NotIssued, Store, StoreError, store_from
+from .store import Store, StoreError, store_from
 
 if TYPE_CHECKING:
     from ..tasks import Tasks
 
 __all__ = ["Call", "Handler", "StreamableHTTPServer"]
 
-_log = logging.getLogger(__name__)
-_store_failed = FailureLog(_log)  # a store's failures: a warning every 10 s at most
 
-SESSION_HEADER = "mcp-session-id"
-VERSION_HEADER = "mcp-protocol-version"
-
-
-# The stream id of a session's GET stream in event ids (``get:<position>``); a POST's stream is
-# named by 16 hex digits.
-STANDALONE = "get"
-# How long one read of an event log waits before a reader looks again (a reader is also woken when
-# its stream is closed or its session ends).
-_READ_BLOCK = 5.0
-# How long a reader that follows its stream from memory (the store failing to read it back)
-# waits before it asks the store again.
-_REREAD = 0.5
-
-
-# The header-mismatch error of the per-request envelope revisions' HTTP transport: the MCP
-# schema defines no such error, so the facts record does not carry it (see the report).
-HEADER_MISMATCH = -32020
-
-# HTTP status of a JSON-RPC error answered on a stateless POST (the envelope revisions' transport
-# rule); a session-bound POST answers every JSON-RPC error with 200.
-_STATUS = {PARSE_ERROR: 400, INVALID_REQUEST: 400, METHOD_NOT_FOUND: 404, INVALID_PARAMS: 400}
-
-
-class _PeekAnswer(msgspec.Struct, gc=False):
-    """Enough of a client's message to tell an answer (to a request of some worker) apart."""
-
-    id: Any = None
-    method: Any = None
-    result: msgspec.Raw = msgspec.Raw()  # empty when absent
-    error: msgspec.Raw = msgspec.Raw()
-
-
-_peek_answer = msgspec.json.Decoder(_PeekAnswer)
-
-
-class _Record(msgspec.Struct, array_like=True):
-    """What rebuilds a session on another worker (a shared store's session record): the client's
-    initialize request as it was sent, whether its initialized notification came, and the
-    principal that opened it (``auth.resource.principal``; None without ``auth=``)."""
-
-    initialize: bytes
-    ready: bool = False
-    owner: str | None = None
-
-
-class _Note(msgspec.Struct, array_like=True):
-    """A message between workers about one session: ``kind`` is ``answer`` (a client's response
-    to a request some worker sent), ``note`` (a client's notification), ``ended``,
-    ``attached`` or ``detached`` (a reader of the stream named by ``data``)."""
-
-    origin: str
-    kind: str
-    data: bytes = b""
-
-
-def _answer_status(data: bytes, stateful: bool) -> int:
-    """The HTTP status of a POST answered by ``data`` alone: 503 when it is a busy server's error
-    (``http_limits.busy``), in a session or not; else 200 in a session, where every JSON-RPC
-    error travels in a 200, and a stateless POST's error its own status."""
-    if data.find(b'"error"') < 0:  # cheaper than reading it: most answers are results
-        return 200
-    try:
-        error = read_client.decode(data).error
-    except (msgspec.DecodeError, ValueError, RecursionError):
-        return 200
-    code = error.get("code") if isinstance(error, dict) else None
-    if not isinstance(code, int):
-        return 200
-    return _error_status(code, error.get("message"), stateful)
-
-
-def _error_status(code: int, message: Any, stateful: bool) -> int:
-    if code == INTERNAL_ERROR and busy(message):
-        return 503
-    if stateful:
-        return 200
-    return _STATUS.get(code, 500 if code == INTERNAL_ERROR else 400)
-
-
-def _json_answer(answer: bytes, stateful: bool, headers: dict[str, str]) -> Response:
-    """A POST answered by one JSON-RPC response; a busy server's error with ``Retry-After``."""
-    status = _answer_status(answer, stateful)
-    if status == 503:
-        headers = {**headers, "retry-after": RETRY_AFTER}
-    return JSONAnswer(answer, status, headers)
-
-
-class StreamableHTTPServer:
+class StreamableHTTPServer(StatelessPath, EventStreams):
     """An ASGI application serving MCP over Streamable HTTP at ``path``.
 
     ``revisions``, ``capabilities``, ``info`` and ``instructions`` configure every
@@ -300,7 +188,7 @@ class StreamableHTTPServer:
         self.retry_ms = retry_ms
         self.resume_timeout = resume_timeout
         self.worker = secrets.token_hex(8)  # names this worker in the ids it gives requests
-        self._note = Repeats(_log.warning)  # unreadable messages of other workers, logged
+        self._note = Repeats(log.warning)  # unreadable messages of other workers, logged
         self._ids = (f"{self.worker}-{n}" for n in itertools.count(1)) if self._shared else None
         self._started: asyncio.Future[None] | None = None
         self._background: set[asyncio.Task[Any]] = set()
@@ -355,7 +243,7 @@ class StreamableHTTPServer:
         }
         self._designated: dict[str, dict[str, str]] = {}
         # The kinds of request (method, and the name a tool call gives) whose handler was seen
-        # to wait, run in a task of their own (_inline); at most _WAITS_MAX, then forgotten
+        # to wait, run in a task of their own (_inline); at most WAITS_MAX, then forgotten
         self._waits: set[tuple[str, str | None]] = set()
         # By revision served, its protocol versions (a session's Mcp-Protocol-Version must be one)
         self._versions_of = {r: frozenset(bindings(r).FACTS.versions) for r in probe.revisions}
@@ -402,36 +290,6 @@ class StreamableHTTPServer:
             await self.store.close()
         self._started = None
 
-    async def _start(self) -> None:
-        """Listen to the other workers sharing the store (once, on the first request, or the
-        first ``request`` of the server's own)."""
-        if self._started is None:
-            self._started = asyncio.get_running_loop().create_future()
-            try:
-                await self.store.start(self._on_message)
-            except BaseException as error:
-                self._started.set_exception(error)
-                self._started.exception()  # (retrieved: those awaiting it hear it, or no one)
-                self._started = None
-                raise
-            self._started.set_result(None)
-        await self._started
-
-    def _spawn(self, work: Awaitable[Any]) -> asyncio.Task[Any]:
-        """Run ``work`` in the background, keeping a reference until it is done."""
-        task = asyncio.ensure_future(work)
-        self._background.add(task)
-        task.add_done_callback(self._background.discard)
-        return task
-
-    async def _publish(self, sid: str, kind: str, data: bytes = b"") -> None:
-        try:
-            await self.store.publish(
-                sid, msgspec.msgpack.encode(_Note(origin=self.worker, kind=kind, data=data))
-            )
-        except Exception as error:  # the store is down: the other workers learn it from it later
-            _store_failed(f"publishing {kind} of session {sid}", error)
-
     # -- checks -----------------------------------------------------------------------------------
 
     async def _endpoint(self, request: Request) -> Response:
@@ -456,7 +314,7 @@ class StreamableHTTPServer:
         except StoreError as error:
             return self._unavailable(request, error)
         except Exception:  # a bug of ours or of a hook is the client's internal error, not a crash
-            _log.exception("internal error answering %s %s", request.method, request.url.path)
+            log.exception("internal error answering %s %s", request.method, request.url.path)
             return plain_error(
                 500, "Internal error: the server failed to answer this request", INTERNAL_ERROR
             )
@@ -477,7 +335,7 @@ class StreamableHTTPServer:
     def _unavailable(self, request: Request, error: StoreError) -> Response:
         """The answer to a request the store failed (Redis stopped, frozen, full, refusing the
         password): 503 with ``Retry-After``, and a JSON-RPC error naming the store and why."""
-        _store_failed(f"the store, answering {request.method} {request.url.path}", error)
+        store_failed(f"the store, answering {request.method} {request.url.path}", error)
         return _store_error(error)
 
     # -- POST -------------------------------------------------------------------------------------
@@ -537,7 +395,7 @@ class StreamableHTTPServer:
         try:
             events = session.receive(body, version=version) if version else session.receive(body)
         except RecursionError:  # msgspec's bound on nesting: the body cannot be read
-            return self._too_deep(live.stateful)
+            return too_deep(live.stateful)
         direct = session.data_to_send()
         new_sid: str | None = None
         if sid is None and session.state == "initializing":
@@ -550,7 +408,7 @@ class StreamableHTTPServer:
         stream = Stream(max_queued=self.max_queued, auth=auth)
         # The handler of a POST's one request runs in this task (_inline), unless its kind of
         # request was seen to wait (_waits); a batch's, a task each
-        inline: _Inline | None = None
+        inline: InlineHandler | None = None
         alone = len(events) == 1
         for event in events:
             inline = self._observe(live, event, stream, alone)
@@ -575,12 +433,12 @@ class StreamableHTTPServer:
         live: Live,
         stream: Stream,
         headers: dict[str, str],
-        inline: _Inline,
+        inline: InlineHandler,
     ) -> Response | None:
         """The POST's one handler, run in the request's own task: one that answers without
         waiting costs no task of its own, nor a wait for it (a loop turn, the watch of the
         client leaving); one that waits goes on in this task while another writes the response
-        (``_Handled``). Either way ``asyncio.current_task()`` is the same one all along, so a
+        (``HandledResponse``). Either way ``asyncio.current_task()`` is the same one all along, so a
         timeout or task group the handler enters cancels what it means to. None: it is done,
         and ``_respond`` makes the response of what it sent."""
         run = self._run(live, stream, inline.call)
@@ -591,18 +449,16 @@ class StreamableHTTPServer:
             if stream.closed and queue.qsize() == 2:  # its answer, and the end of the stream
                 first = queue.get_nowait()
                 if isinstance(first, bytes):
-                    return _json_answer(
-                        first, live.stateful, headers
-                    )  # (what _respond makes of it)
+                    return json_answer(first, live.stateful, headers)  # (what _respond makes of it)
                 queue._items.appendleft(first)
             return None
         inline.run, inline.step = run, step
         # It waits: requests of its kind get a task of their own from now on, which costs less
-        # than the response's task and the handler's relays (_Inline) a waiting handler needs
-        if len(self._waits) >= _WAITS_MAX:
+        # than the response's task and the handler's relays (InlineHandler) a waiting handler needs
+        if len(self._waits) >= WAITS_MAX:
             self._waits.clear()
         self._waits.add(inline.kind)
-        return _Handled(self._respond(request, live, stream, headers), inline)
+        return HandledResponse(self._respond(request, live, stream, headers), inline)
 
     async def _body(self, request: Request) -> bytes | Response:
         """The body of a POST, read in chunks up to ``max_body_size`` within ``body_timeout``;
@@ -657,13 +513,6 @@ class StreamableHTTPServer:
             413, f"Payload Too Large: the body is over max_body_size ({self.max_body_size} bytes)"
         )
 
-    def _too_deep(self, stateful: bool) -> Response:
-        return plain_error(
-            200 if stateful else 400,
-            "Parse error: the body nests deeper than the server reads",
-            PARSE_ERROR,
-        )
-
     def _no_room(self, answered: list[bytes]) -> Response:
         """The refusal of an initialize when every session kept is in use or recently used."""
         try:
@@ -684,637 +533,17 @@ class StreamableHTTPServer:
             headers={"retry-after": str(max(1, round(self.session_evictable_after)))},
         )
 
-    def _header_mismatch(self, request: Request, body: bytes) -> tuple[Response | None, str | None]:
-        """A stateless POST's protocol version header must name the version the request's
-        ``_meta`` names (absent counts as a mismatch), and its ``Mcp-Method``, ``Mcp-Name`` and
-        ``Mcp-Param-*`` headers must agree with the body (``header_check``); a request that
-        disagrees is refused with the header-mismatch error before the session reads it. With
-        the response refusing it (or None), the version its ``_meta`` names when it is a string
-        (for the session, which need not read it again)."""
-        if not self._version_keys:
-            return None, None  # no revision served has the envelope: nothing to mirror
-        try:
-            peek = header_check.decode(body)
-        except RecursionError:
-            return self._too_deep(stateful=False), None
-        except (msgspec.DecodeError, ValueError):
-            return None, None  # the session answers what cannot be read
-        params = peek.params
-        meta = params.meta if params is not None else None
-        if meta is None:
-            return None, None
-        version = header_check.version(meta, self._version_keys)
-        if version is None:
-            return None, None
-        headers = request.headers
-        header = headers.get(VERSION_HEADER)
-        rid = peek.id if type(peek.id) in (str, int) else None
-        if header == version:  # a string, then
-            # Mcp-Name is checked for the methods of the revision only: one it does not know is
-            # answered method-not-found by the session, whatever its headers say.
-            method = peek.method
-            mirrored = self._mirrored.get(version)
-            known = type(method) is str and (
-                (mirrored is not None and method in mirrored[0])
-                or (self.tasks is not None and method in self.tasks.methods)
-            )
-            name = header_check.target_name(params)
-            wrong = standard_mismatch(headers, method, name, named=known)
-            if (
-                wrong is None
-                and self._designated
-                and mirrored is not None
-                and method == mirrored[1]
-                and params is not None
-            ):
-                wrong = self._param_mismatch(headers, params.name, params)
-            if wrong is None:
-                return None, version
-            message = f"Header mismatch: {wrong}"
-        else:
-            message = (
-                f"Header mismatch: {VERSION_HEADER} is {header!r} but the request's _meta names "
-                f"{version!r}"
-            )
-        return (
-            JSONResponse(
-                {
-                    "jsonrpc": "2.0",
-                    "id": rid,
-                    "error": {"code": HEADER_MISMATCH, "message": message},
-                },
-                status_code=400,
-            ),
-            None,
-        )
-
-    async def _tasks_answer(self, body: bytes, auth: AuthInfo | None) -> Response | None:
-        """The tasks layer's answer to a stateless request it owns, or None for the session to
-        read it (not a request of the revision the extension extends, or a tool call the
-        layer leaves to the handler). A task belongs to the token's principal (docs/auth.md)."""
-        assert self.tasks is not None
-        from ..tasks import error_object, read_request
-
-        read = read_request(body, self.tasks.speaks)
-        if read is None:
-            return None
-        rid, method, params = read
-        try:
-            owner = principal(auth)
-            stream = self.tasks.listen(rid, params, owner)  # task status notifications
-            if stream is not None:
-                return EventStream(
-                    as_events(stream), media_type="text/event-stream", headers=NO_CACHE
-                )
-            result = await self.tasks.respond(method, params, owner)
-        except ProtocolError as error:
-            status = _error_status(error.code, error.message, stateful=False)
-            failure = error_object(error)
-            return JSONResponse(
-                {"jsonrpc": "2.0", "id": rid, "error": failure},
-                status_code=status,
-                headers={"retry-after": RETRY_AFTER} if status == 503 else None,
-            )
-        if result is None:
-            return None
-        return JSONResponse({"jsonrpc": "2.0", "id": rid, "result": result})
-
-    def _param_mismatch(self, headers: Mapping[str, str], name: Any, params: Any) -> str | None:
-        """What is wrong with the ``Mcp-Param-*`` headers of a call of the tool ``name``, by the
-        designations of the tool as this server last listed it (a tool it has not listed is not
-        checked)."""
-        designated = self._designated.get(name) if type(name) is str else None
-        if not designated:
-            return None
-        return param_mismatch(headers, designated, header_check.arguments(params))
-
-    def _learn_tools(self, call: Call, result: Any) -> None:
-        """Remember the ``x-mcp-header`` designations of the tools a tool list result names (at
-        most ``MAX_DESIGNATED`` tools, the least recently listed forgotten first); a tool whose
-        designations are invalid is not checked."""
-        tools = msgspec.to_builtins(result).get("tools") if result is not None else None
-        for tool in tools if isinstance(tools, list) else ():
-            if not isinstance(tool, dict) or not isinstance(tool.get("name"), str):
-                continue
-            designated, problem = designations(tool.get("inputSchema"))
-            self._designated.pop(tool["name"], None)
-            if problem is None and designated:
-                self._designated[tool["name"]] = designated
-                while len(self._designated) > MAX_DESIGNATED:
-                    del self._designated[next(iter(self._designated))]
-
     # -- the session table ------------------------------------------------------------------------
-
-    async def _lookup(self, sid: str, auth: AuthInfo | None) -> Live | Response | None:
-        """The session ``sid`` when the principal of the request's token opened it: another
-        principal's is None (404) exactly as an id never issued (docs/auth.md)."""
-        owner = principal(auth)
-        if self._shared:
-            return await self._find(sid, owner)
-        live = self.sessions.get(sid)
-        if live is not None and live.owner != owner:
-            return None  # not touched: another principal does not keep it alive
-        return self._session(sid)
-
-    def _session(self, sid: str) -> Live | None:
-        """The session named ``sid`` (now used), unless it expired or never was."""
-        now = time.monotonic()
-        self._expire(now)
-        live = self.sessions.get(sid)
-        if live is not None:
-            self._touch(live, now)
-        return live
-
-    def _touch(self, live: Live, now: float) -> None:
-        live.last_used = now
-        if live.sid is not None and live.sid in self.sessions:
-            self.sessions[live.sid] = self.sessions.pop(live.sid)  # to the end: used last
-
-    def _expire(self, now: float) -> None:
-        """Drop the sessions idle past ``session_idle_timeout``: the table is in order of use,
-        so this looks at the least recently used ones only, and stops at the first recent one."""
-        for _ in range(len(self.sessions)):
-            live = next(iter(self.sessions.values()))
-            if now - live.last_used < self.session_idle_timeout:
-                return
-            if live.in_use:  # in use now, so not idle: its clock starts again
-                self._touch(live, now)
-                continue
-            self._end(live)
-
-    def _evict(self, now: float, copies: bool = False) -> bool:
-        """Make room for one session by evicting the least recently used one not in use and idle
-        for ``session_evictable_after`` (any not in use, when ``copies`` of a shared store's
-        sessions are evicted); False when there is none."""
-        for _ in range(len(self.sessions)):
-            live = next(iter(self.sessions.values()))
-            if live.in_use:
-                self._touch(live, now)
-                continue
-            if not copies and now - live.last_used < self.session_evictable_after:
-                return False  # the least recently used one is too recent: so are all the others
-            self._end(live)
-            return True
-        return False
-
-    def _register(self, live: Live) -> str | None:
-        """Keep ``live`` as a session of its own: its new id, or None when there is no room."""
-        now = time.monotonic()
-        self._expire(now)
-        if len(self.sessions) >= self.max_sessions and not self._evict(now, self._shared):
-            return None
-        sid = live.sid = secrets.token_hex(16)
-        live.last_used = now
-        self.sessions[sid] = live
-        return sid
-
-    def _end(self, live: Live) -> None:
-        """Forget a session here: expired or evicted (with a shared store, only this worker's
-        copy, which any worker rebuilds from the store's record while it lasts)."""
-        if live.sid is not None:
-            self.sessions.pop(live.sid, None)
-            if not self._shared:  # its event logs go with it
-                self._spawn(self.store.end_session(live.sid))
-        self._close(live)
 
     # -- sessions in a shared store ---------------------------------------------------------------
 
-    async def _find(
-        self, sid: str, owner: str | None = None, anyone: bool = False
-    ) -> Live | Response | None:
-        """The session ``sid`` if the shared store still holds it (its idle time restarted),
-        rebuilt from its record when this worker has no copy; None when it ended or expired
-        (this worker's copy is dropped then) or another principal than ``owner`` opened it
-        (unless ``anyone``), a 503 when there is no room for a copy. A ready copy the store
-        confirmed less than ``SESSION_RECHECK`` seconds ago is not asked about."""
-        copy = self.sessions.get(sid)
-        if copy is not None and not anyone and copy.owner != owner:
-            return None  # the copy's owner is the record's: another principal's session
-        live = self._session(sid)
-        now = time.monotonic()
-        if live is not None and live.ready and now - live.checked < SESSION_RECHECK:
-            return live
-        record = await self.store.load_session(sid, self.session_idle_timeout + SESSION_RECHECK)
-        if record is None:
-            live = self.sessions.pop(sid, None)
-            if live is not None:
-                self._close(live)
-            return None
-        try:
-            kept = msgspec.msgpack.decode(record, type=_Record)
-        except msgspec.DecodeError:
-            _log.error("the record of session %s cannot be read: it is ended", sid)
-            return None
-        if not anyone and kept.owner != owner:
-            return None  # another principal's session: as unknown, and no copy made here
-        live = self.sessions.get(sid)  # a request may have rebuilt it while this one waited
-        if live is None:
-            live = self._rebuild(sid, kept)
-            if live is None:
-                return None
-            now = time.monotonic()
-            self._expire(now)
-            if len(self.sessions) >= self.max_sessions and not self._evict(now, copies=True):
-                return plain_error(
-                    503,
-                    f"Service Unavailable: this worker holds max_sessions ({self.max_sessions}) "
-                    "sessions, all in use; try again later",
-                    INTERNAL_ERROR,
-                    {"retry-after": RETRY_AFTER},
-                )
-            live.last_used = now
-            self.sessions[sid] = live
-        elif kept.ready and not live.ready:
-            self._initialized(live)
-        live.checked = now
-        return live
-
-    def _rebuild(self, sid: str, kept: _Record) -> Live | None:
-        """A copy of a session opened on another worker: a new ``ServerSession`` that reads the
-        client's initialize again (and its initialized notification, when it came)."""
-        session = self.session_class(**self._config)
-        session.receive(kept.initialize)
-        session.data_to_send()
-        if session.state != "initializing":
-            _log.error("session %s cannot be rebuilt from its initialize: it is ended", sid)
-            return None
-        live = Live(session, stateful=True)
-        live.sid = sid
-        live.owner = kept.owner
-        if kept.ready:
-            self._initialized(live)
-        return live
-
-    def _initialized(self, live: Live) -> None:
-        """Tell a rebuilt session what the client told the worker that has its record: the
-        initialized notification (its method from the agreed revision's facts)."""
-        revision = live.session.revision
-        if revision is not None and live.session.state == "initializing":
-            method = bindings(revision).FACTS.lifecycle.get("initialized")
-            if method is not None:
-                live.session.receive(msgspec.json.encode({"jsonrpc": "2.0", "method": method}))
-                live.session.data_to_send()
-        live.ready = True
-
-    async def _opened(self, live: Live, initialize: bytes) -> bool:
-        """Keep a new session's record in the shared store; False (the session forgotten here
-        too) when the store holds ``max_sessions`` already."""
-        assert live.sid is not None
-        record = msgspec.msgpack.encode(_Record(initialize=initialize, owner=live.owner))
-        live.record = record
-        try:
-            await self._start()  # (a POST without a session did not wait for the listener)
-            if await self.store.open_session(
-                live.sid, record, self.session_idle_timeout, self.max_sessions
-            ):
-                return True
-        except StoreError:
-            self.sessions.pop(live.sid, None)
-            raise
-        self.sessions.pop(live.sid, None)
-        return False
-
-    async def _became_ready(self, live: Live, events: list[Event]) -> None:
-        """The client's initialized notification came (``events``, or a POST before whose record
-        the store failed to save: the session's state says so): every worker's copy learns it
-        from the record."""
-        if live.session.state != "ready" or live.sid is None:
-            return
-        kept = msgspec.msgpack.decode(live.record or b"", type=_Record) if live.record else None
-        if kept is None:
-            found = await self.store.load_session(live.sid, self.session_idle_timeout)
-            kept = msgspec.msgpack.decode(found, type=_Record) if found else None
-        if kept is not None:
-            kept.ready = True
-            record = msgspec.msgpack.encode(kept)
-            await self.store.save_session(
-                live.sid, record, self.session_idle_timeout + SESSION_RECHECK
-            )
-            live.record = record
-        live.ready = True
-
-    async def _forwarded(self, live: Live, body: bytes) -> bool:
-        """With a shared store: a client's answer to a request this worker did not send goes to
-        the worker that sent it (True: nothing more to do here); a client's notification is also
-        told to the other workers, where the request it cancels may run."""
-        try:
-            peek = _peek_answer.decode(body)
-        except (msgspec.DecodeError, ValueError, RecursionError):
-            return False  # a batch, or what cannot be read: this worker's session answers it
-        assert live.sid is not None
-        if peek.method is None and peek.id is not None:
-            if not peek.result and not peek.error:
-                return False
-            if peek.id in live.waiting:
-                return False
-            await self._publish(live.sid, "answer", body)
-            return True
-        if isinstance(peek.method, str) and peek.id is None:
-            await self._publish(live.sid, "note", body)
-        return False
-
-    def _on_message(self, sid: str, data: bytes) -> None:
-        """What another worker said about a session this worker may hold a copy of."""
-        try:
-            note = msgspec.msgpack.decode(data, type=_Note)
-        except msgspec.DecodeError:
-            self._note(
-                "unreadable", f"an unreadable message from another worker about session {sid}"
-            )
-            return
-        if note.origin == self.worker:
-            return
-        live = self.sessions.get(sid)
-        if live is None:
-            return
-        if note.kind == "ended":
-            self.sessions.pop(sid, None)
-            self._close(live)
-        elif note.kind in ("answer", "note"):
-            try:
-                peek = read_client.decode(note.data)
-            except (msgspec.DecodeError, ValueError, RecursionError):
-                return
-            if note.kind == "answer" and peek.id not in live.waiting:
-                return
-            for event in live.session.receive(note.data):
-                if isinstance(event, Initialized):
-                    live.ready = True
-                elif not isinstance(event, RequestReceived):
-                    settle(live, event)
-            live.session.data_to_send()  # what a copy would say is said by the one asked
-        elif note.kind in ("attached", "detached"):
-            stream = live.streams.get(note.data.decode(errors="replace"))
-            if stream is None:
-                return
-            if note.kind == "attached":
-                stream.remote += 1
-                stream.attached()
-            else:
-                stream.remote = max(0, stream.remote - 1)
-                stream.detached()
-
     # -- resumable event streams ------------------------------------------------------------------
-
-    def _resumable(self, live: Live, stream: Stream, key: str, first: list[Any]) -> None:
-        """Make ``stream`` one of the session's logged streams: what is queued on it goes to the
-        store's log under ``key``, where its readers (on any worker) read it."""
-        stream.key = key
-        stream.resume_timeout = self.resume_timeout
-        stream.readers = set()
-        if key != STANDALONE:  # (a POST's stream has one writer: this worker's pump)
-            stream.logged = deque(maxlen=self.store.max_events)
-        live.streams[key] = stream
-        stream.pump = self._spawn(self._pump(live, stream, first))
-
-    async def _pump(self, live: Live, stream: Stream, batch: list[Any]) -> None:
-        """Move what is queued on ``stream`` to its log, in order, until the stream ends; a
-        ``Call.close_stream`` on the way stops its readers after what came before it. When the
-        store fails, the stream is given up: its requests are cancelled, and its readers here
-        end their responses with what was logged and an error answering each (``_failed``)."""
-        sid, key = live.sid, stream.key
-        assert sid is not None and key is not None
-        last: str | None = None  # the position of the last entry appended
-        logged = stream.logged if stream.logged is not None else deque(maxlen=0)
-        try:
-            while True:
-                while not stream.queue.empty():
-                    batch.append(stream.queue.get_nowait())
-                items: list[bytes | None] = []
-                ended = False
-                for item in batch:
-                    if item is CLOSE:
-                        if items:
-                            positions = await self.store.append(
-                                sid, key, items, self.session_idle_timeout
-                            )
-                            logged.extend(zip(positions, items, strict=True))
-                            last, items = positions[-1], []
-                        stream.stop_readers("close", last)
-                        continue
-                    items.append(item)
-                    ended = ended or item is None
-                if items:
-                    positions = await self.store.append(sid, key, items, self.session_idle_timeout)
-                    logged.extend(zip(positions, items, strict=True))
-                    last = positions[-1]
-                if ended:
-                    return
-                batch = [await stream.queue.get()]
-        except asyncio.CancelledError:
-            raise
-        except Exception as error:  # the store failed: the stream cannot carry anything any more
-            _store_failed(f"logging the events of session {sid} stream {key}", error)
-            self._failed(stream, batch, error)
-            if live.streams.get(key) is stream:  # (the GET stream too: a new one next time)
-                del live.streams[key]
-        finally:
-            if live.streams.get(key) is stream and key != STANDALONE:
-                del live.streams[key]
-
-    def _failed(self, stream: Stream, batch: list[Any], error: Exception) -> None:
-        """The store failed to log ``stream`` (``batch``: what the pump held): it is given up.
-        Each request it owed an answer (still being handled, or answered by a message not
-        logged) gets a JSON-RPC error naming the store, which this worker's readers send after
-        what was logged; its handlers are cancelled, its requests to the client fail."""
-        while not stream.queue.empty():
-            batch.append(stream.queue.get_nowait())
-        kept = {id(message) for _, message in stream.logged or ()}
-        owed = dict.fromkeys(rid for rid in stream.pending if type(rid) in (str, int))
-        for message in batch:
-            if not isinstance(message, bytes) or not message or id(message) in kept:
-                continue
-            try:
-                peek = read_client.decode(message)
-            except (msgspec.DecodeError, ValueError, RecursionError):
-                continue
-            if peek.method is None and type(peek.id) in (str, int):  # an answer, not logged
-                owed[peek.id] = None
-        why, data = _store_failure(error)
-        message = (
-            f"Internal error: {why} while this request's answer was being logged: the request "
-            "was given up, and no event after the last one sent can be resumed; send it again"
-        )
-        stream.failure = [
-            ProtocolError(INTERNAL_ERROR, message, data, rid).to_json() for rid in owed
-        ]
-        stream.given_up = True
-        stream.stop_readers("failed")
-        stream.abandon(" (the event log failed)")
-
-    def _attach(self, live: Live, key: str, local: Stream | None) -> asyncio.Future[Stop]:
-        """Count a new reader of stream ``key`` (``local``: its ``Stream`` on this worker, if
-        any) before its response starts, so that a ``close_stream`` already on its way stops it;
-        its "stop now" future."""
-        assert live.sid is not None
-        stop: asyncio.Future[Stop] = asyncio.get_running_loop().create_future()
-        live.readers.add(stop)
-        before = live.reading.get(key)
-        if before is not None and not before.done():  # one reader a stream: the new one reads
-            before.set_result(Stop("end"))
-        live.reading[key] = stop
-        if local is not None:
-            local.readers = local.readers or set()
-            local.readers.add(stop)
-            local.attached()
-        if self._shared:
-            self._spawn(self._publish(live.sid, "attached", key.encode()))
-        return stop
-
-    def _release(
-        self, live: Live, key: str, local: Stream | None, stop: asyncio.Future[Stop]
-    ) -> None:
-        """The reader of ``stop`` is gone (once, however its response ended)."""
-        if stop not in live.readers:
-            return
-        live.readers.discard(stop)
-        if live.reading.get(key) is stop:
-            del live.reading[key]
-        if local is not None and local.readers is not None:
-            local.readers.discard(stop)
-            if live.standalone is local and not local.readers:
-                live.standalone = None
-                self._touch(live, time.monotonic())
-            local.detached()
-        if self._shared and live.sid is not None:
-            self._spawn(self._publish(live.sid, "detached", key.encode()))
-
-    def _stream_response(
-        self,
-        live: Live,
-        key: str,
-        after: str | None,
-        local: Stream | None,
-        entries: list[Entry] | None = None,
-        greet: bool = False,
-        headers: dict[str, str] | None = None,
-    ) -> Response:
-        """The event-stream response of a reader of stream ``key`` from ``after`` on."""
-        stop = self._attach(live, key, local)
-        return EventStream(
-            self._events(live, key, after, stop, entries, greet, local),
-            media_type="text/event-stream",
-            headers={**(headers or {}), "cache-control": "no-cache"},
-            on_close=functools.partial(self._release, live, key, local, stop),
-        )
-
-    async def _events(
-        self,
-        live: Live,
-        key: str,
-        after: str | None,
-        stop: asyncio.Future[Stop],
-        entries: list[Entry] | None = None,
-        greet: bool = False,
-        local: Stream | None = None,
-    ) -> AsyncIterator[bytes]:
-        """The server-sent events of one stream's log from position ``after`` on, as they come,
-        until the stream ends, its session ends (``stop``: "end"), or its handler closes the
-        response (``stop``: "close"); ``greet``: a comment first, so that the response starts
-        at once. When the store fails, a reader of a POST's stream on the worker that logs it
-        (``local``) goes on with what that worker logged, and once the store failed to log it
-        (``stop``: "failed"), ends with the errors answering what the stream owed; any other
-        reader ends, and its client may resume the stream later."""
-        sid = live.sid
-        assert sid is not None
-        prefix = key.encode() + b":"
-        cursor = after
-        read: asyncio.Future[list[Entry] | None] | None = None
-        if greet:
-            yield b": stream open\n\n"
-        try:
-            while True:
-                if entries is None:
-                    read = asyncio.ensure_future(self.store.read(sid, key, cursor, _READ_BLOCK))
-                    await asyncio.wait((read, stop), return_when=asyncio.FIRST_COMPLETED)
-                    if read.done():
-                        failed = read.exception()
-                        if failed is None:
-                            entries = read.result()
-                        elif isinstance(failed, NotIssued):  # the log was dropped, and begun again
-                            entries = None
-                        elif local is None or local.logged is None:
-                            raise failed
-                        else:  # follow what this worker logged, from memory
-                            _store_failed(
-                                f"reading the events of session {sid} stream {key}", failed
-                            )
-                            entries = _logged_after(local, cursor)
-                            if entries is None:
-                                return  # no longer remembered that far: the client resumes
-                            if not entries:
-                                await asyncio.wait((stop,), timeout=_REREAD)
-                    else:
-                        read.cancel()
-                        # (a read failing as it is cancelled: what stopped it says what follows)
-                        with contextlib.suppress(asyncio.CancelledError, Exception):
-                            await read
-                        entries = []
-                    if entries is None:
-                        _log.warning(
-                            "session %s stream %s: the events after %s are no longer kept, so "
-                            "its reader is ended",
-                            sid,
-                            key,
-                            cursor,
-                        )
-                        return
-                for position, message in entries:
-                    if message is None:  # the stream ended
-                        return
-                    cursor = position
-                    yield self._event(prefix, position, message)
-                    if stop.done() and stop.result() == ("close", position):
-                        break  # what follows the close is for the client's next GET
-                entries = None
-                if stop.done():
-                    why, until = stop.result()
-                    if why == "failed" and local is not None:
-                        for event in self._after_failure(local, prefix, cursor):
-                            yield event
-                    if why != "close":
-                        return
-                    # Closed for polling: what was logged before the close, then the retry.
-                    while cursor != until:
-                        more = await self.store.read(sid, key, cursor)
-                        if not more:
-                            break
-                        for position, message in more:
-                            if message is None:
-                                return
-                            cursor = position
-                            yield self._event(prefix, position, message)
-                            if position == until:
-                                break
-                    yield b"retry: %d\n\n" % self.retry_ms
-                    return
-        except StoreError as error:  # the client may resume the stream later
-            _store_failed(f"reading the events of session {sid} stream {key}", error)
-        except Exception:  # a bug of ours: the client may resume the stream later
-            _log.exception("reading the events of session %s stream %s", sid, key)
-        finally:
-            if read is not None and not read.done():
-                read.cancel()  # the response ended while it waited
-                read.add_done_callback(quiet)
-
-    def _after_failure(self, local: Stream, prefix: bytes, cursor: str | None) -> list[bytes]:
-        """What a reader at ``cursor`` of a stream the store failed to log still sends: what this
-        worker logged after the cursor, then the errors answering what the stream owed (these
-        are in no log: events without an id)."""
-        events = []
-        for position, message in _logged_after(local, cursor) or ():
-            if message is None:
-                break
-            events.append(self._event(prefix, position, message))
-        for answer in local.failure or ():
-            events.append(b"event: message\ndata: " + answer + b"\n\n")
-        return events
 
     # -- handlers ---------------------------------------------------------------------------------
 
     def _observe(
         self, live: Live, event: Event, stream: Stream, inline: bool = False
-    ) -> _Inline | None:
+    ) -> InlineHandler | None:
         """Act on one event of a POST: start a handler (``inline``: the caller runs it, in its
         own task), settle an awaited client answer."""
         if self.on_event is not None:
@@ -1329,7 +558,7 @@ class StreamableHTTPServer:
             name = getattr(event.params, "name", None)
             kind = (event.method, name if type(name) is str else None)
             if inline and kind not in self._waits:
-                handler = _Inline(call, kind)
+                handler = InlineHandler(call, kind)
                 live.tasks[event.id] = stream.handlers[event.id] = handler  # type: ignore[assignment]
                 return handler
             task = asyncio.get_running_loop().create_task(self._run(live, stream, call))
@@ -1370,8 +599,8 @@ class StreamableHTTPServer:
         if not direct:
             return Response(status_code=202, headers=headers)
         if len(direct) == 1:
-            return _json_answer(direct[0], live.stateful, headers)
-        status = 200 if live.stateful else _answer_status(direct[0], False)  # (a batch)
+            return json_answer(direct[0], live.stateful, headers)
+        status = 200 if live.stateful else answer_status(direct[0], False)  # (a batch)
         return JSONAnswer(b"[" + b",".join(direct) + b"]", status, headers)
 
     async def _respond(
@@ -1387,7 +616,7 @@ class StreamableHTTPServer:
         if first is None:
             return Response(status_code=202, headers=headers)
         if isinstance(first, bytes) and stream.closed and stream.queue.qsize() == 1:
-            return _json_answer(first, live.stateful, headers)  # only the end of the stream is left
+            return json_answer(first, live.stateful, headers)  # only the end of the stream is left
         if live.sid is None:  # no session to resume it in
             assert isinstance(first, bytes)  # only a session's stream is closed for polling
             return EventStream(
@@ -1401,76 +630,7 @@ class StreamableHTTPServer:
         self._resumable(live, stream, key, ([b""] if primed else []) + [first])
         return self._stream_response(live, key, None, stream, headers=headers)
 
-    def _event(self, prefix: bytes, position: str, message: bytes) -> bytes:
-        """One server-sent event of a logged stream (empty: the priming event, with the retry
-        delay)."""
-        head = b"id: " + prefix + position.encode()
-        if not message:
-            return head + b"\nretry: %d\ndata: \n\n" % self.retry_ms
-        return head + b"\nevent: message\ndata: " + message + b"\n\n"
-
     # -- GET and DELETE ---------------------------------------------------------------------------
-
-    async def _get(self, request: Request, auth: AuthInfo | None = None) -> Response:
-        if "text/event-stream" not in media_types(request.headers.get("accept", "")):
-            return plain_error(406, "Not Acceptable: a GET stream needs Accept: text/event-stream")
-        sid = request.headers.get(SESSION_HEADER)
-        if sid is None:
-            return plain_error(405, "no MCP session for a standalone stream")
-        found = await self._lookup(sid, auth)
-        if isinstance(found, Response):
-            return found
-        if found is None:
-            return plain_error(404, f"Not Found: no MCP session {sid!r}")
-        live = found
-        last = request.headers.get("last-event-id")
-        if last is not None:
-            return await self._resume(live, last)
-        if live.standalone is not None:
-            return plain_error(409, "Conflict: this session already has a GET stream")
-        stream = self._standalone(live)
-        after = await self.store.last(sid, STANDALONE)  # only what comes from now on
-        if live.standalone is not None:
-            return plain_error(409, "Conflict: this session already has a GET stream")
-        live.standalone = stream
-        return self._stream_response(live, STANDALONE, after, stream, greet=True)
-
-    async def _resume(self, live: Live, last: str) -> Response:
-        """A GET with ``Last-Event-ID``: the rest of the stream that event belongs to."""
-        assert live.sid is not None
-        key, sep, position = last.partition(":")
-        if not (sep and position and len(last) <= 64 and _stream_key(key)):
-            return plain_error(
-                400, f"Bad Request: Last-Event-ID {last[:64]!r} is no event id of this server"
-            )
-        try:
-            entries = await self.store.read(live.sid, key, position)
-        except NotIssued:
-            return plain_error(
-                400, f"Bad Request: Last-Event-ID {last[:64]!r} is no event id of this server"
-            )
-        if entries is None:
-            return plain_error(
-                410,
-                f"Gone: the events after {last!r} are no longer kept (max_events, "
-                "event_max_age), or this session has no such stream",
-            )
-        local = live.streams.get(key)
-        if key == STANDALONE:
-            if live.standalone is not None:
-                return plain_error(409, "Conflict: this session already has a GET stream")
-            local = live.standalone = self._standalone(live)
-        return self._stream_response(live, key, position, local, entries)
-
-    def _standalone(self, live: Live) -> Stream:
-        """The session's GET stream on this worker: what belongs to no request goes to its log
-        through it (read by a GET stream open on any worker)."""
-        stream = live.streams.get(STANDALONE)
-        if stream is None:
-            stream = Stream(max_queued=self.max_queued)
-            stream.pending.add(object())  # open until the session closes
-            self._resumable(live, stream, STANDALONE, [])
-        return stream
 
     async def _delete(self, request: Request, auth: AuthInfo | None = None) -> Response:
         sid = request.headers.get(SESSION_HEADER)
@@ -1491,37 +651,6 @@ class StreamableHTTPServer:
         if not found:
             return plain_error(404, "no such MCP session")
         return Response(status_code=200)
-
-    async def _owner_of(self, sid: str) -> tuple[str | None, ...]:
-        """(the principal that opened session ``sid``,), or () when there is no such session."""
-        live = self.sessions.get(sid)
-        if live is not None or not self._shared:
-            return () if live is None else (live.owner,)
-        record = await self.store.load_session(sid, self.session_idle_timeout + SESSION_RECHECK)
-        try:
-            return () if record is None else (msgspec.msgpack.decode(record, type=_Record).owner,)
-        except msgspec.DecodeError:
-            return ()
-
-    def _close(self, live: Live) -> None:
-        """The session ended here: its handlers are cancelled, its readers end, what its
-        streams awaited from the client raises ``ConnectionError``, and ``on_close`` hears."""
-        if self.on_close is not None and live.sid is not None:
-            self.on_close(live.sid)
-        for task in live.tasks.values():
-            task.cancel()
-        for reader in live.readers:
-            if not reader.done():
-                reader.set_result(Stop("end"))
-        for stream in list(live.streams.values()):
-            stream.abandon()
-            if stream.orphaned is not None:
-                stream.orphaned.cancel()
-                stream.orphaned = None
-            if stream.pump is not None:
-                stream.pump.cancel()
-        live.streams.clear()
-        live.standalone = None
 
     async def request(self, sid: str, method: str, params: Any = None) -> Any:
         """Send a request that belongs to no client request (``roots/list``, a sampling or an
@@ -1578,167 +707,3 @@ def _store_error(error: StoreError) -> Response:
         status_code=503,
         headers={"retry-after": RETRY_AFTER},
     )
-
-
-def _store_failure(error: Exception) -> tuple[str, dict[str, str]]:
-    """What an error answer says of a store that failed (``error``), and its ``data``."""
-    if isinstance(error, StoreError):
-        return f"the session store failed ({error})", {
-            "reason": "store failed",
-            "store": error.store,
-        }
-    return f"the session store failed ({error!r})", {"reason": "store failed"}
-
-
-def _logged_after(stream: Stream, cursor: str | None) -> list[Entry] | None:
-    """What the pump of ``stream`` logged after position ``cursor`` (None: from the start), as
-    this worker remembers it; None when it no longer remembers that far back."""
-    logged = list(stream.logged or ())
-    if cursor is None:
-        kept = stream.logged
-        return logged if kept is None or len(logged) < (kept.maxlen or 0) else None
-    for at, (position, _) in enumerate(logged):
-        if position == cursor:
-            return logged[at + 1 :]
-    return None
-
-
-def _stream_key(key: str) -> bool:
-    """Whether ``key`` names a stream in this server's event ids."""
-    return key == STANDALONE or (len(key) == 16 and all(c in "0123456789abcdef" for c in key))
-
-
-_WAITS_MAX = 256  # kinds of request remembered to wait (names come from clients: bounded)
-
-
-class _Inline:
-    """The handler of a POST's one request, run in the request's task rather than a task of its
-    own (``StreamableHTTPServer._inline``): ``asyncio.current_task()`` is that task all along,
-    so a timeout or task group the handler enters cancels the handler, as it would in a task of
-    its own. What else cancels it is what cancelled its task before (``cancel``: the client
-    cancelled the request or left, the session ended): what it awaits is cancelled, as
-    ``Task.cancel`` does, or when it awaits nothing, a cancellation is thrown in at its next
-    step.
-
-    The request's task waits on a future of its own (``_Relay``) for each of the handler's, so
-    that a cancellation of that task by another task (an in-process client leaving, a server
-    shutting down) never reaches what the handler awaits: the response ends, and the handler is
-    handed over to a task of its own, where it goes on as it did when it had one from the start.
-    A cancellation requested outside any task (a timer's or a callback's, as a timeout or a
-    task group requests it) reaches the handler."""
-
-    __slots__ = ("call", "kind", "run", "step", "cancelled", "later")
-
-    def __init__(self, call: Call, kind: tuple[str, str | None]) -> None:
-        self.call = call
-        self.kind = kind  # its method, and the name its params give (a tool's)
-        self.run: Coroutine[Any, Any, None] | None = None  # (set once it waits; None once done)
-        self.step: Any = None  # what it awaits: a future, or None for a bare yield
-        self.cancelled = False  # a cancellation to throw in at its next step
-        self.later = False  # a cancellation for what it awaits after what it hears now
-
-    def cancel(self, msg: Any = None) -> bool:
-        if self.run is None:
-            return False  # it has not waited yet, or it is done: nothing to cancel
-        step = self.step
-        if not asyncio.isfuture(step):
-            self.cancelled = True  # a bare yield: thrown in as it resumes
-        elif step.done():
-            # What it awaited came first (a task would have been woken before this): it hears
-            # that, and what it awaits next is cancelled.
-            self.later = True
-        else:
-            step.cancel(msg)
-        return True
-
-    def __await__(self) -> Generator[Any, Any, None]:
-        """The handler, on from where it waits, in the task awaiting this."""
-        run = self.run
-        assert run is not None
-        loop = asyncio.get_running_loop()
-        task = asyncio.current_task()
-        try:
-            while True:
-                step = self.step
-                relay: _Relay | None = None
-                if step is not None:
-                    if not asyncio.isfuture(step) or not step._asyncio_future_blocking:
-                        self.step = run.throw(RuntimeError(f"bad yield: {step!r}"))
-                        continue
-                    step._asyncio_future_blocking = False  # as a task takes it
-                    relay = _Relay(loop=loop)
-                    relay.owner = task
-                    step.add_done_callback(relay.wake)
-                    relay._asyncio_future_blocking = True
-                try:
-                    yield relay
-                except GeneratorExit:
-                    run.close()
-                    raise
-                except BaseException as error:
-                    if relay is None or not relay.by_task:  # the handler's own: it hears it
-                        self.step = run.throw(error)
-                        continue
-                    # Another task cancelled this one: the response ends, the handler goes on.
-                    step.remove_done_callback(relay.wake)
-                    step._asyncio_future_blocking = True  # (as it yielded it)
-                    loop.create_task(_handed_over(self))
-                    run = None
-                    raise
-                if self.cancelled:
-                    self.cancelled = False
-                    self.step = run.throw(asyncio.CancelledError())
-                else:
-                    self.step = run.send(None)
-                if self.later:
-                    self.later = False
-                    self.cancel()
-        except StopIteration:
-            return
-        finally:
-            if run is not None:
-                self.run = None
-
-
-class _Relay(asyncio.Future[None]):
-    """What the request's task (``owner``) awaits for one of its inline handler's futures: done
-    when that one is; cancelled with the task, saying whether another task asked (``by_task``)."""
-
-    owner: asyncio.Task[Any] | None = None
-    by_task = False
-
-    def wake(self, step: asyncio.Future[Any]) -> None:
-        if not self.done():
-            self.set_result(None)
-
-    def cancel(self, msg: Any = None) -> bool:
-        self.by_task = asyncio.current_task() not in (None, self.owner)
-        return super().cancel(msg)
-
-
-async def _handed_over(inline: _Inline) -> None:
-    await inline
-
-
-class _Handled(Response):
-    """The response to a POST whose one handler (``_Inline``) waits: a task writes the response
-    as ``respond`` makes it, while the request's task runs the handler to its end."""
-
-    def __init__(self, respond: Coroutine[Any, Any, Response], inline: _Inline) -> None:
-        self.status_code = 200
-        self.background = None
-        self._make = respond
-        self._inline = inline
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        writer = asyncio.get_running_loop().create_task(self._write(scope, receive, send))
-        try:
-            await self._inline
-        except BaseException:
-            writer.cancel()
-            raise
-        await writer
-
-    async def _write(self, scope: Scope, receive: Receive, send: Send) -> None:
-        response = await self._make
-        await response(scope, receive, send)
