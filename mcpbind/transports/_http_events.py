@@ -243,45 +243,13 @@ class EventStreams(SessionTable):
         assert sid is not None
         prefix = key.encode() + b":"
         cursor = after
-        read: asyncio.Future[list[Entry] | None] | None = None
         if greet:
             yield b": stream open\n\n"
         try:
             while True:
                 if entries is None:
-                    read = asyncio.ensure_future(self.store.read(sid, key, cursor, _READ_BLOCK))
-                    await asyncio.wait((read, stop), return_when=asyncio.FIRST_COMPLETED)
-                    if read.done():
-                        failed = read.exception()
-                        if failed is None:
-                            entries = read.result()
-                        elif isinstance(failed, NotIssued):  # the log was dropped, and begun again
-                            entries = None
-                        elif local is None or local.logged is None:
-                            raise failed
-                        else:  # follow what this worker logged, from memory
-                            store_failed(
-                                f"reading the events of session {sid} stream {key}", failed
-                            )
-                            entries = _logged_after(local, cursor)
-                            if entries is None:
-                                return  # no longer remembered that far: the client resumes
-                            if not entries:
-                                await asyncio.wait((stop,), timeout=_REREAD)
-                    else:
-                        read.cancel()
-                        # (a read failing as it is cancelled: what stopped it says what follows)
-                        with contextlib.suppress(asyncio.CancelledError, Exception):
-                            await read
-                        entries = []
+                    entries = await self._read_next(sid, key, cursor, stop, local)
                     if entries is None:
-                        log.warning(
-                            "session %s stream %s: the events after %s are no longer kept, so "
-                            "its reader is ended",
-                            sid,
-                            key,
-                            cursor,
-                        )
                         return
                 for position, message in entries:
                     if message is None:  # the stream ended
@@ -299,27 +267,81 @@ class EventStreams(SessionTable):
                     if why != "close":
                         return
                     # Closed for polling: what was logged before the close, then the retry.
-                    while cursor != until:
-                        more = await self.store.read(sid, key, cursor)
-                        if not more:
-                            break
-                        for position, message in more:
-                            if message is None:
-                                return
-                            cursor = position
-                            yield self._event(prefix, position, message)
-                            if position == until:
-                                break
-                    yield b"retry: %d\n\n" % self.retry_ms
+                    async for event in self._until_close(sid, key, prefix, cursor, until):
+                        yield event
                     return
         except StoreError as error:  # the client may resume the stream later
             store_failed(f"reading the events of session {sid} stream {key}", error)
         except Exception:  # a bug of ours: the client may resume the stream later
             log.exception("reading the events of session %s stream %s", sid, key)
+
+    async def _read_next(
+        self,
+        sid: str,
+        key: str,
+        cursor: str | None,
+        stop: asyncio.Future[Stop],
+        local: Stream | None,
+    ) -> list[Entry] | None:
+        """What a reader of ``_events`` at ``cursor`` sends next: what the store read (or, when it
+        fails on a POST's stream this worker logs, what this worker logged), empty when ``stop``
+        came first; None when the reader ends (the events after ``cursor`` are no longer kept)."""
+        read = asyncio.ensure_future(self.store.read(sid, key, cursor, _READ_BLOCK))
+        try:
+            await asyncio.wait((read, stop), return_when=asyncio.FIRST_COMPLETED)
+            if read.done():
+                entries: list[Entry] | None
+                failed = read.exception()
+                if failed is None:
+                    entries = read.result()
+                elif isinstance(failed, NotIssued):  # the log was dropped, and begun again
+                    entries = None
+                elif local is None or local.logged is None:
+                    raise failed
+                else:  # follow what this worker logged, from memory
+                    store_failed(f"reading the events of session {sid} stream {key}", failed)
+                    entries = _logged_after(local, cursor)
+                    if entries is None:
+                        return None  # no longer remembered that far: the client resumes
+                    if not entries:
+                        await asyncio.wait((stop,), timeout=_REREAD)
+            else:
+                read.cancel()
+                # (a read failing as it is cancelled: what stopped it says what follows)
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await read
+                entries = []
         finally:
-            if read is not None and not read.done():
+            if not read.done():
                 read.cancel()  # the response ended while it waited
                 read.add_done_callback(quiet)
+        if entries is None:
+            log.warning(
+                "session %s stream %s: the events after %s are no longer kept, so "
+                "its reader is ended",
+                sid,
+                key,
+                cursor,
+            )
+        return entries
+
+    async def _until_close(
+        self, sid: str, key: str, prefix: bytes, cursor: str | None, until: str | None
+    ) -> AsyncIterator[bytes]:
+        """The events of a stream closed for polling from ``cursor`` to the close (``until``),
+        then the retry delay."""
+        while cursor != until:
+            more = await self.store.read(sid, key, cursor)
+            if not more:
+                break
+            for position, message in more:
+                if message is None:
+                    return
+                cursor = position
+                yield self._event(prefix, position, message)
+                if position == until:
+                    break
+        yield b"retry: %d\n\n" % self.retry_ms
 
     def _after_failure(self, local: Stream, prefix: bytes, cursor: str | None) -> list[bytes]:
         """What a reader at ``cursor`` of a stream the store failed to log still sends: what this

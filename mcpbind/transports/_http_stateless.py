@@ -14,6 +14,7 @@ from starlette.responses import JSONResponse, Response
 
 from ..auth.resource import AuthInfo, principal
 from ..errors import ProtocolError
+from ..packages import bindings
 from . import header_check
 from ._http_answers import NO_CACHE, EventStream, as_events, error_status, too_deep
 from ._http_calls import Call
@@ -43,6 +44,43 @@ class StatelessPath:
     _designated: dict[str, dict[str, str]]
     _versions_of: dict[str, frozenset[str]]
     _lists: dict[str, str | None]
+
+    def _read_revisions(self, revisions: tuple[str, ...]) -> None:
+        """Work out once, from the facts of the revisions served, what the checks of each request
+        read."""
+        # The _meta keys naming a request's protocol version, from the facts of the revisions
+        # served that carry the per-request envelope.
+        self._version_keys = tuple(
+            dict.fromkeys(
+                meta.version_key
+                for r in revisions
+                if (meta := bindings(r).FACTS.request_meta) is not None
+            )
+        )
+        # The versions whose requests carry the envelope, each with its revision; and the
+        # x-mcp-header designations of the tools this server listed, by tool name.
+        self._by_version = {
+            v: r
+            for r in revisions
+            if bindings(r).FACTS.request_meta is not None
+            for v in bindings(r).FACTS.versions
+        }
+        # By version, the methods of its revision (whose Mcp-Name is checked) and the method of
+        # a tool call (whose Mcp-Param-* are): read per request, worked out here once.
+        self._mirrored = {
+            v: (frozenset(bindings(r).FACTS.wires), bindings(r).FACTS.features.get("call_tool"))
+            for v, r in self._by_version.items()
+        }
+        self._designated: dict[str, dict[str, str]] = {}
+        # By revision served, its protocol versions (a session's Mcp-Protocol-Version must be one)
+        self._versions_of = {r: frozenset(bindings(r).FACTS.versions) for r in revisions}
+        # By revision, its tool list method, whose results are learned from while some revision
+        # served checks Mcp-Param-* headers (has the envelope).
+        self._lists = (
+            {r: bindings(r).FACTS.features.get("list_tools") for r in revisions}
+            if self._by_version
+            else {}
+        )
 
     def _header_mismatch(self, request: Request, body: bytes) -> tuple[Response | None, str | None]:
         """A stateless POST's protocol version header must name the version the request's

@@ -6,6 +6,7 @@ and the messages workers send each other about a session."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import secrets
 import time
@@ -79,11 +80,26 @@ class SessionTable:
     session_class: Callable[..., ServerSession]
     on_close: Callable[[str], None] | None
     _shared: bool
+    _owns_store: bool
     _config: dict[str, Any]
     _note: Repeats
     _ids: Iterator[str] | None
     _started: asyncio.Future[None] | None
     _background: set[asyncio.Task[Any]]
+
+    def _keep_sessions(self, store: Store, owned: bool) -> None:
+        """Start the table empty, its sessions kept with ``store`` (``owned``: closed with the
+        app, made from a URL or None)."""
+        self.store = store
+        self._owns_store = owned
+        self._shared = store.shared
+        self.worker = secrets.token_hex(8)  # names this worker in the ids it gives requests
+        self._note = Repeats(log.warning)  # unreadable messages of other workers, logged
+        self._ids = (f"{self.worker}-{n}" for n in itertools.count(1)) if self._shared else None
+        self._started = None
+        self._background = set()
+        # By Mcp-Session-Id, least recently used first (every use moves a session to the end).
+        self.sessions = {}
 
     async def _start(self) -> None:
         """Listen to the other workers sharing the store (once, on the first request, or the

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import itertools
 import secrets
 import time
 from collections.abc import AsyncIterator, Callable, Iterable
@@ -47,7 +46,6 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from .._repeats import Repeats
 from ..auth.resource import AuthInfo, ResourceServer, principal
 from ..errors import INTERNAL_ERROR, INVALID_REQUEST, ProtocolError
 from ..events import Event, RequestReceived
@@ -180,18 +178,11 @@ class StreamableHTTPServer(StatelessPath, EventStreams):
         self.tasks = tasks
         if tasks is not None:
             capabilities = tasks.advertise(capabilities)
-        self.store = store_from(store)
+        self._keep_sessions(store_from(store), owned=not isinstance(store, Store))
         if tasks is not None:
             tasks.share(self.store)  # its tasks seen by every worker of a shared store
-        self._owns_store = not isinstance(store, Store)  # closed with the app
-        self._shared = self.store.shared
         self.retry_ms = retry_ms
         self.resume_timeout = resume_timeout
-        self.worker = secrets.token_hex(8)  # names this worker in the ids it gives requests
-        self._note = Repeats(log.warning)  # unreadable messages of other workers, logged
-        self._ids = (f"{self.worker}-{n}" for n in itertools.count(1)) if self._shared else None
-        self._started: asyncio.Future[None] | None = None
-        self._background: set[asyncio.Task[Any]] = set()
         self._config: dict[str, Any] = {
             "capabilities": capabilities,
             "info": info,
@@ -211,51 +202,21 @@ class StreamableHTTPServer(StatelessPath, EventStreams):
         self.session_class = session_class  # builds each ServerSession from the config
         self.on_close = on_close  # told the id of each session this worker forgets
         self.auth = auth  # bearer tokens checked before any session work (docs/auth.md)
-        # By Mcp-Session-Id, least recently used first (every use moves a session to the end).
-        self.sessions: dict[str, Live] = {}
         probe = self.session_class(**self._config)
         # A POST without a session id gets a session spawned from this one (ServerSession.spawn:
         # the configuration is not worked out again, codecs are reused); a session class of
         # the caller's own is called instead, as it may keep state of its own.
         self._template = probe if self.session_class is ServerSession else None
-        # The _meta keys naming a request's protocol version, from the facts of the revisions
-        # served that carry the per-request envelope.
-        self._version_keys = tuple(
-            dict.fromkeys(
-                meta.version_key
-                for r in probe.revisions
-                if (meta := bindings(r).FACTS.request_meta) is not None
-            )
-        )
-        # The versions whose requests carry the envelope, each with its revision; and the
-        # x-mcp-header designations of the tools this server listed, by tool name.
-        self._by_version = {
-            v: r
-            for r in probe.revisions
-            if bindings(r).FACTS.request_meta is not None
-            for v in bindings(r).FACTS.versions
-        }
-        # By version, the methods of its revision (whose Mcp-Name is checked) and the method of
-        # a tool call (whose Mcp-Param-* are): read per request, worked out here once.
-        self._mirrored = {
-            v: (frozenset(bindings(r).FACTS.wires), bindings(r).FACTS.features.get("call_tool"))
-            for v, r in self._by_version.items()
-        }
-        self._designated: dict[str, dict[str, str]] = {}
+        self._read_revisions(probe.revisions)
         # The kinds of request (method, and the name a tool call gives) whose handler was seen
         # to wait, run in a task of their own (_inline); at most WAITS_MAX, then forgotten
         self._waits: set[tuple[str, str | None]] = set()
-        # By revision served, its protocol versions (a session's Mcp-Protocol-Version must be one)
-        self._versions_of = {r: frozenset(bindings(r).FACTS.versions) for r in probe.revisions}
-        # By revision, its tool list method, whose results are learned from while some revision
-        # served checks Mcp-Param-* headers (has the envelope).
-        self._lists = (
-            {r: bindings(r).FACTS.features.get("list_tools") for r in probe.revisions}
-            if self._by_version
-            else {}
-        )
         self.path = path
-        self.app = Starlette(
+        self.app = self._application(path, auth)
+
+    def _application(self, path: str, auth: ResourceServer | None) -> Starlette:
+        """The Starlette application answering at ``path`` (and the metadata route of ``auth``)."""
+        return Starlette(
             routes=[Route(path, self._endpoint, methods=["GET", "POST", "DELETE"])]
             + ([auth.metadata_route] if auth is not None else []),
             lifespan=self._lifespan,
@@ -354,28 +315,10 @@ class StreamableHTTPServer(StatelessPath, EventStreams):
         sid = request.headers.get(SESSION_HEADER)
         version: str | None = None  # what a stateless request's _meta names, read once
         if sid is not None:
-            found = await self._lookup(sid, auth)
-            if isinstance(found, Response):
-                return found
-            if found is None:
-                return plain_error(404, f"Not Found: no MCP session {sid!r}", INVALID_REQUEST)
-            live = found
-            header = request.headers.get(VERSION_HEADER)
-            revision = live.session.revision
-            if (
-                header is not None
-                and revision is not None
-                and header
-                not in (self._versions_of.get(revision) or bindings(revision).FACTS.versions)
-            ):
-                return plain_error(
-                    400,
-                    f"Bad Request: {VERSION_HEADER} {header!r} is not the negotiated "
-                    f"version of this session",
-                    INVALID_REQUEST,
-                )
-            if self._shared and await self._forwarded(live, body):
-                return Response(status_code=202)
+            bound = await self._bound(request, sid, auth, body)
+            if isinstance(bound, Response):
+                return bound
+            live = bound
         else:
             mismatch, version = self._header_mismatch(request, body)
             if mismatch is not None:
@@ -426,6 +369,34 @@ class StreamableHTTPServer(StatelessPath, EventStreams):
             if answered is not None:
                 return answered
         return await self._respond(request, live, stream, headers)
+
+    async def _bound(
+        self, request: Request, sid: str, auth: AuthInfo | None, body: bytes
+    ) -> Live | Response:
+        """The session of a POST naming one, or the response refusing it (no such session, a
+        protocol version header not its own), or 202 for an answer forwarded to another worker."""
+        found = await self._lookup(sid, auth)
+        if isinstance(found, Response):
+            return found
+        if found is None:
+            return plain_error(404, f"Not Found: no MCP session {sid!r}", INVALID_REQUEST)
+        live = found
+        header = request.headers.get(VERSION_HEADER)
+        revision = live.session.revision
+        if (
+            header is not None
+            and revision is not None
+            and header not in (self._versions_of.get(revision) or bindings(revision).FACTS.versions)
+        ):
+            return plain_error(
+                400,
+                f"Bad Request: {VERSION_HEADER} {header!r} is not the negotiated "
+                f"version of this session",
+                INVALID_REQUEST,
+            )
+        if self._shared and await self._forwarded(live, body):
+            return Response(status_code=202)
+        return live
 
     def _inline(
         self,
