@@ -16,7 +16,7 @@ from .messages import Request
 
 
 @dataclass(frozen=True, eq=False, slots=True)
-class _Method:
+class Method:
     spec: MethodSpec
     wire: Wire
     name: str
@@ -62,13 +62,13 @@ class _Tables:
 
     facts: Facts
     module: Any  # the generated package of the revision
-    methods: dict[str, _Method]
-    receive: dict[str, _Method]  # what this role may receive
-    by_wire: dict[type, _Method]
+    methods: dict[str, Method]
+    receive: dict[str, Method]  # what this role may receive
+    by_wire: dict[type, Method]
     # every method, by the generated class a caller holds, and by its wire class
     # (``FACTS.wires``: what a session builds, saving the ``Request`` and the rebuild)
-    by_message: dict[type, _Method]
-    send: dict[type, _Method]  # what this role may send, by the same classes
+    by_message: dict[type, Method]
+    send: dict[type, Method]  # what this role may send, by the same classes
     fast: msgspec.json.Decoder[Any]  # the tagged union of every message this role receives
     generic: msgspec.json.Decoder[Any]  # a response with the generic result
     tasks: msgspec.json.Decoder[Any] | None  # a response creating a task
@@ -85,7 +85,7 @@ _BUILD_LOCK = threading.Lock()
 _TABLES: dict[tuple[str, str], _Tables] = {}  # two per pinned revision at most
 
 
-def _tables(revision: str, role: str) -> _Tables:
+def tables_for(revision: str, role: str) -> _Tables:
     """The tables of ``revision`` for ``role``; UnknownRevisionError for a revision not pinned."""
     try:
         found = _TABLES.get((revision, role))
@@ -125,7 +125,7 @@ def _build(revision: str, role: str) -> _Tables:
         tasked = tasks is not None and (
             name == tasks.payload_method or _has_field(spec.params, tasks.when)
         )
-        methods[name] = _Method(
+        methods[name] = Method(
             spec,
             wire,
             name,
@@ -177,7 +177,7 @@ def _build(revision: str, role: str) -> _Tables:
     )
 
 
-def _as_wire(m: _Method) -> _Method:
+def _as_wire(m: Method) -> Method:
     """``m`` as sent in its wire class, which carries the envelope itself."""
     return dataclasses.replace(m, enveloped=True, wrapped=False, build=_same, unbuild=_same)
 

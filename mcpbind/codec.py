@@ -16,7 +16,7 @@ from msgspec import UNSET, Raw, UnsetType
 
 from ._revisions import REVISIONS
 from ._support import Facts, dec_hook, join_path
-from ._tables import _Method, _tables
+from ._tables import Method, tables_for
 from .capabilities import Advertised
 from .errors import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR, ProtocolError
 from .messages import ErrorObject, ErrorResponse, Request, RequestId, Response
@@ -131,7 +131,7 @@ class Codec:
     ) -> None:
         if role not in ("client", "server"):
             raise ValueError(f"role must be 'client' or 'server', not {role!r}")
-        self._t = _tables(revision, role)  # UnknownRevisionError for a revision not pinned
+        self._t = tables_for(revision, role)  # UnknownRevisionError for a revision not pinned
         self.module = self._t.module
         self.revision, self.role = revision, role
         self.peer = "server" if role == "client" else "client"
@@ -142,7 +142,7 @@ class Codec:
         self._own_kind = kinds.own if kinds is not None else None
         self._task_when = self.facts.tasks.when if self.facts.tasks is not None else ""
         # id of a request sent -> its method's table entry (its name, for a method not in them)
-        self._pending: dict[Any, _Method | str] = {}
+        self._pending: dict[Any, Method | str] = {}
         self._last: Any = None  # the id last added to it: the one, when one is pending
         # id -> (the method whose result answers it, None for a task's creation; the task id)
         self._answers: dict[Any, tuple[str | None, Any]] = {}
@@ -223,7 +223,7 @@ class Codec:
     @property
     def pending(self) -> dict[Any, str]:
         """Ids of requests awaiting a response, with their methods (a copy)."""
-        return {k: m.name if isinstance(m, _Method) else m for k, m in self._pending.items()}
+        return {k: m.name if isinstance(m, Method) else m for k, m in self._pending.items()}
 
     # -- decode ---------------------------------------------------------------------------------
 
@@ -259,7 +259,7 @@ class Codec:
             if data.partition(b'"result"')[1] if short else data.find(b'"result"', 0, _HEAD) >= 0:
                 id_ = self._last
                 m: Any = pending.get(id_) if len(pending) == 1 and not self._answers else None
-                if type(m) is _Method and m.response is not None:
+                if type(m) is Method and m.response is not None:
                     # _fast_response's usual case written out here (a Python call is 500
                     # instructions): the one pending request, the last sent, answered
                     try:
@@ -339,7 +339,7 @@ class Codec:
         decoded with ``wire_results``); None when it is not plainly that (the classifier then
         decides, errors included)."""
         pending = self._pending
-        m: _Method | str | None
+        m: Method | str | None
         if len(pending) == 1:
             id_ = self._last
             try:  # (a subscript: cheaper than get)
@@ -353,7 +353,7 @@ class Codec:
             except _FAILED:
                 return None
             m = pending.get(id_) if type(id_) in _IDS else None
-        if type(m) is not _Method or m.response is None or (self._answers and id_ in self._answers):
+        if type(m) is not Method or m.response is None or (self._answers and id_ in self._answers):
             return None  # a task's result, or one without a precise class: the classifier's
         try:
             env = m.response.decode(data)
@@ -477,7 +477,7 @@ class Codec:
     def _result(self, id_: Any, raw: Raw) -> Response[Any]:
         """A result response the fast path did not take: its class by the rules, or why not."""
         found = self._pending.get(id_)
-        method = found.name if isinstance(found, _Method) else found
+        method = found.name if isinstance(found, Method) else found
         m = self._t.methods.get(method) if method is not None else None
         answers = self._answers.get(id_)
         kinds = self.facts.result_kinds
@@ -515,7 +515,7 @@ class Codec:
 
     # -- checks on what is received and sent ----------------------------------------------------
 
-    def _received(self, m: _Method, msg: Any) -> Any:
+    def _received(self, m: Method, msg: Any) -> Any:
         params = getattr(msg.message if m.wrapped else msg, "params", UNSET)
         if m.gated and self._caps and m.name not in self._passed[True]:
             self._gates.check(m, params, getattr(msg, "id", None), incoming=True)
@@ -627,7 +627,7 @@ class Codec:
             )
         raise TypeError(self._not_sendable(msg))
 
-    def _expect_task(self, m: _Method, id_: Any, params: Any) -> None:
+    def _expect_task(self, m: Method, id_: Any, params: Any) -> None:
         """The one place that learns what answers a request of ``m`` whose params decide it (one
         encoded, or told of by ``expect_request``): one asking for a task, the task's creation
         result; the payload request of a task created here, the result of the method that created
@@ -649,7 +649,7 @@ class Codec:
             if created is not None:
                 self._answers[id_] = (created, task)
 
-    def _named_task(self, m: _Method, params: Any) -> Any:
+    def _named_task(self, m: Method, params: Any) -> Any:
         """The task id the params of ``m`` (a Struct or the plain dict) name, or None."""
         key = m.task_keys[1]
         if key is None:

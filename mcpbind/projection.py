@@ -49,14 +49,14 @@ class ProjectionError(ValueError):
         """The same failure, one level further from the projected object (at ``key``)."""
         return ProjectionError(
             self.type,
-            "$" + _render([key])[1:] + self.path[1:],
+            "$" + render_path([key])[1:] + self.path[1:],
             self.source,
             self.target,
             self.reason,
         )
 
 
-def _render(at: list[str | int]) -> str:
+def render_path(at: list[str | int]) -> str:
     out = "$"
     for part in at:
         if isinstance(part, int):
@@ -88,7 +88,7 @@ class Ctx:
 
     def fail(self, type: str, reason: str, key: str | int | None = None) -> Any:
         at = self.at if key is None else [*self.at, key]
-        raise ProjectionError(type, _render(at), self.source, self.target, reason)
+        raise ProjectionError(type, render_path(at), self.source, self.target, reason)
 
     def member(self, v: Any, site: str) -> Any:
         """``v`` is a union member the target has no counterpart for."""
@@ -159,7 +159,7 @@ class _LossyCtx(Ctx):
 
     def _drop(self, n: int) -> None:
         del self.at[n + 1 :]
-        self.dropped.append(_render(self.at))
+        self.dropped.append(render_path(self.at))
         del self.at[n:]
 
     def opt(self, v: Any, f: Callable[[Any, Ctx], Any], key: str) -> Any:

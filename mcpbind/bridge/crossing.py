@@ -27,7 +27,7 @@ from ..errors import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, ProtocolE
 from ..events import Negotiated
 from ..projection import ProjectionError
 from ..session import ClientSession
-from ..session._common import _fields, checked, speech
+from ..session._common import checked, speech, wire_fields
 from .losses import Lost, convey, conveyor
 from .tasks import undeclared_tasks, untranslated_tasks
 
@@ -382,7 +382,7 @@ class Crossing:
         a loss, when its progress notification has none)."""
         progress = speech(revision).facts.lifecycle.get("progress")
         spec = speech(revision).methods.get(progress or "")
-        if message is not None and spec is not None and "message" not in _fields(spec.params):
+        if message is not None and spec is not None and "message" not in wire_fields(spec.params):
             self.log.append(
                 f"loss: the server's progress message {message!r} into MCP {revision}: "
                 "its progress notification has no message; dropped"
@@ -475,7 +475,7 @@ class Crossing:
         trip = speech(revision).facts.round_trip
         if trip is None or params is UNSET or params is None:
             return None, _NO_ANSWERS
-        names = {key: attr for attr, key in _fields(type(params)).items()}
+        names = {key: attr for attr, key in wire_fields(type(params)).items()}
         state_attr, answers_attr = names.get(trip.request_state), names.get(trip.input_responses)
         state = getattr(params, state_attr, UNSET) if state_attr else UNSET
         answers = getattr(params, answers_attr, UNSET) if answers_attr else UNSET

@@ -22,7 +22,7 @@ from typing import Any, Literal, cast, get_args, get_origin
 import msgspec
 
 import mcpbind
-from mcpbind.projection import _render, revision_of_class
+from mcpbind.projection import render_path, revision_of_class
 
 try:
     import mcp_types as _mcp_types
@@ -245,7 +245,7 @@ def _pydantic_failure(exc: ValidationError, wire: Any) -> tuple[str, str]:
                 at.append(part)
         rank = (len(at), error["type"] != "missing")
         if best is None or rank > best[0]:
-            best = (rank, _render(at), error["msg"])
+            best = (rank, render_path(at), error["msg"])
     if best is None:
         return "$", str(exc)
     return best[1], best[2]
@@ -258,7 +258,7 @@ def _require_same(before: Any, after: Any, name: str, revision: str, holder: str
     difference = _difference(before, after, [])
     if difference is not None:
         at, what = difference
-        raise CompatError(name, revision, _render(at), f"{holder} {what}")
+        raise CompatError(name, revision, render_path(at), f"{holder} {what}")
 
 
 def _difference(a: Any, b: Any, at: list[str | int]) -> tuple[list[str | int], str] | None:

@@ -1,6 +1,6 @@
 """What client and server sessions share: sending by method name, receiving into events,
 responses, cancellation and progress. Every fact about a revision comes from its generated
-``FACTS`` record and ``METHODS`` table (through ``_Speech``); no revision or method is named here.
+``FACTS`` record and ``METHODS`` table (through ``SessionSpeech``); no revision or method is named here.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ RequestId = Union[str, int]  # noqa: UP007
 _REMEMBERED = 1024  # answered, cancelled and task ids a session keeps for its error messages
 
 
-def _fields(cls: Any) -> dict[str, str]:
+def wire_fields(cls: Any) -> dict[str, str]:
     """Attribute name -> wire key of a generated Struct's fields (or an open object's keys)."""
     if isinstance(cls, type) and issubclass(cls, OpenObject):
         return dict(cls._attributes)
@@ -64,7 +64,7 @@ def open_get(obj: Any, attribute: str) -> Any:
 def make(cls: Any, revision: str, **attributes: Any) -> Any:
     """A generated Struct of ``revision`` from attribute values of any revision (or plain JSON);
     unset (None) values are left out. Bad values raise ``ProtocolError`` (-32602, path named)."""
-    names = _fields(cls)
+    names = wire_fields(cls)
     data = {names[k]: msgspec.to_builtins(v) for k, v in attributes.items() if v is not None}
     return checked(data, cls, revision, "$")
 
@@ -96,10 +96,10 @@ class _Send:
     meta_class: Any  # the open class of the params' _meta, or None
     version_key: str | None  # the _meta key a request must carry its revision in, or None
     opening: bool  # the request that opens a session (initialize): sent by connect() alone
-    speech: _Speech  # the revision's facts it belongs to
+    speech: SessionSpeech  # the revision's facts it belongs to
 
 
-class _Speech:
+class SessionSpeech:
     """One revision's facts as a session reads them, built once per revision."""
 
     def __init__(self, revision: str) -> None:
@@ -116,7 +116,7 @@ class _Speech:
         self.version = self.facts.versions[0]
         progress = self.methods.get(self.facts.lifecycle.get("progress", ""))
         self.progress_key = (
-            _fields(progress.params).get("progress_token") if progress is not None else None
+            wire_fields(progress.params).get("progress_token") if progress is not None else None
         )
         trip = self.facts.round_trip
         # The result class that asks for input instead of answering, or None.
@@ -185,7 +185,7 @@ class _Speech:
                     {"method": method},
                 )
             params = spec.params
-            meta_key = _fields(params).get("meta") if params is not None else None
+            meta_key = wire_fields(params).get("meta") if params is not None else None
             ready(params) if params is not None else None
             envelope = self.facts.request_meta
             request = spec.kind == "request"
@@ -204,28 +204,28 @@ class _Speech:
         return found
 
 
-_SPEECH: dict[str, _Speech] = {}  # one per pinned revision at most
-_NOT_READY: dict[str, _Send] = {}  # (never written)
+_SPEECH: dict[str, SessionSpeech] = {}  # one per pinned revision at most
+NOT_READY: dict[str, _Send] = {}  # (never written)
 
 
-def speech(revision: str) -> _Speech:
+def speech(revision: str) -> SessionSpeech:
     found = _SPEECH.get(revision)
     if found is None:
-        found = _SPEECH.setdefault(revision, _Speech(revision))
+        found = _SPEECH.setdefault(revision, SessionSpeech(revision))
     return found
 
 
-# A request this side sent, awaiting its response: (method, the _Speech it was sent in, its
+# A request this side sent, awaiting its response: (method, the SessionSpeech it was sent in, its
 # params, the progress token put in its _meta or None). A tuple:
 # one is built on every request, and a tuple costs a tenth of a Struct (some 70 instructions,
 # not 700).
-_Outgoing = tuple[str, _Speech, Any, Any]
+Outgoing = tuple[str, SessionSpeech, Any, Any]
 
 
 class _Incoming(msgspec.Struct, gc=False):
     method: str
     codec: Codec
-    speech: _Speech
+    speech: SessionSpeech
     params: Any
     token: Any
 
@@ -276,13 +276,13 @@ class Session:
     def _begin(self) -> None:
         """The state of a connection that has not started (everything but the configuration)."""
         self.state = IDLE  # (where every session starts: ``_move`` changes it from here)
-        self._requests: dict[str, _Send] = _NOT_READY  # ``_Speech.requests`` once "ready"
+        self._requests: dict[str, _Send] = NOT_READY  # ``SessionSpeech.requests`` once "ready"
         self.revision: str | None = None
         self._codec: Codec | None = None  # the codec of what this side sends now
-        self._speech: _Speech | None = None
+        self._speech: SessionSpeech | None = None
         self._codecs: dict[str, Codec] = {}
         self._out: list[bytes] = []
-        self._outgoing: dict[Any, _Outgoing] = {}
+        self._outgoing: dict[Any, Outgoing] = {}
         self._incoming: dict[Any, _Incoming] = {}
         self._answered: dict[Any, str] = {}  # ids answered -> method, for error messages
         self._cancelled: dict[Any, str] = {}  # ids this side cancelled -> method
@@ -324,7 +324,7 @@ class Session:
         self._codec, self._speech = codec, speech(revision)
         return codec
 
-    def _sending(self, what: str) -> tuple[Codec, _Speech]:
+    def _sending(self, what: str) -> tuple[Codec, SessionSpeech]:
         if self._codec is None or self._speech is None or self.state is not READY:
             raise ProtocolError(
                 INVALID_REQUEST,
@@ -432,7 +432,7 @@ class Session:
         codec, sp = self._sending(f"send {method!r}")
         self._notify(codec, sp, method, params)
 
-    def _notify(self, codec: Codec, sp: _Speech, method: str, params: Any) -> None:
+    def _notify(self, codec: Codec, sp: SessionSpeech, method: str, params: Any) -> None:
         send = sp.send(method)
         if send.request:
             raise ProtocolError(
@@ -442,7 +442,7 @@ class Session:
         self._out.append(codec.encode(send.wire(jsonrpc="2.0", params=params)))
 
     def _params(
-        self, sp: _Speech, send: _Send, params: Any, token: Any, envelope: bool = True
+        self, sp: SessionSpeech, send: _Send, params: Any, token: Any, envelope: bool = True
     ) -> Any:
         """The params Struct to send: the caller's own when it needs nothing added."""
         meta = sp.facts.request_meta if envelope else None
@@ -626,7 +626,7 @@ class Session:
         if total is not None:
             values["total"] = total
         if message is not None:
-            if "message" not in _fields(cls):  # 2024-11-05's progress has no message
+            if "message" not in wire_fields(cls):  # 2024-11-05's progress has no message
                 raise ProtocolError(
                     INVALID_PARAMS, f"a progress notification of MCP {sp.revision} has no message"
                 )
@@ -635,7 +635,7 @@ class Session:
 
     # -- receiving ------------------------------------------------------------------------------
 
-    def _receive(self, codec: Codec, sp: _Speech, raw: Any, events: list[Event]) -> None:
+    def _receive(self, codec: Codec, sp: SessionSpeech, raw: Any, events: list[Event]) -> None:
         """Decode one message (or a batch) from the peer in ``sp``'s revision, into events."""
         if sp.batches and _ARRAY(raw) is not None and self._batch(codec, sp, raw, events):
             return
@@ -646,7 +646,7 @@ class Session:
             return
         self._dispatch(codec, sp, msg, events)
 
-    def _batch(self, codec: Codec, sp: _Speech, raw: Any, events: list[Event]) -> bool:
+    def _batch(self, codec: Codec, sp: SessionSpeech, raw: Any, events: list[Event]) -> bool:
         """Receive a batch member by member, as JSON-RPC asks: a member that cannot be read is
         refused on its own and the others still count (the codec refuses a whole batch, after
         some members may have ended their requests). False when it is not a readable, non-empty
@@ -665,7 +665,7 @@ class Session:
                 self._receive(codec, sp, one, events)
         return True
 
-    def _dispatch(self, codec: Codec, sp: _Speech, msg: Any, events: list[Event]) -> None:
+    def _dispatch(self, codec: Codec, sp: SessionSpeech, msg: Any, events: list[Event]) -> None:
         """Turn one decoded message into events (and automatic answers)."""
         t = type(msg)
         if t is Response:
@@ -685,7 +685,7 @@ class Session:
                 self._on_notification(codec, sp, msg, events)
 
     def _on_request(
-        self, codec: Codec, sp: _Speech, id: Any, message: Any, events: list[Event]
+        self, codec: Codec, sp: SessionSpeech, id: Any, message: Any, events: list[Event]
     ) -> None:
         method = message.method
         params = message.params
@@ -717,7 +717,9 @@ class Session:
             )
         )
 
-    def _on_notification(self, codec: Codec, sp: _Speech, msg: Any, events: list[Event]) -> None:
+    def _on_notification(
+        self, codec: Codec, sp: SessionSpeech, msg: Any, events: list[Event]
+    ) -> None:
         role = sp.roles.get(msg.method)
         params = msg.params
         if role == "cancelled":
@@ -745,7 +747,7 @@ class Session:
         self._notification(codec, sp, msg, role, events)
 
     def _notification(
-        self, codec: Codec, sp: _Speech, msg: Any, role: str | None, events: list[Event]
+        self, codec: Codec, sp: SessionSpeech, msg: Any, role: str | None, events: list[Event]
     ) -> None:
         events.append(
             NotificationReceived(
@@ -754,7 +756,7 @@ class Session:
         )
 
     def _on_response(
-        self, msg: Response[Any], outgoing: _Outgoing | None, events: list[Event]
+        self, msg: Response[Any], outgoing: Outgoing | None, events: list[Event]
     ) -> None:
         """The events of a result response; ``outgoing``: the request it answers, taken out of
         those awaiting one (None when none awaited it)."""
@@ -835,7 +837,7 @@ class Session:
         )
 
     def _handshake_answer(
-        self, outgoing: _Outgoing, result: Any, error: ErrorObject | None, events: list[Event]
+        self, outgoing: Outgoing, result: Any, error: ErrorObject | None, events: list[Event]
     ) -> None:
         """Handle the answer (a result, or an error) to this side's handshake request."""
         raise NotImplementedError

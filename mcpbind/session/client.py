@@ -13,11 +13,11 @@ from ..codec import Codec, ErrorObject, Response, encode_json
 from ..errors import INVALID_PARAMS, INVALID_REQUEST, ProtocolError, UnsupportedRevision
 from ..events import Event, InputRequired, Negotiated, NegotiationFailed, ResultReceived
 from ._common import (
-    _NOT_READY,
+    NOT_READY,
+    Outgoing,
     RequestId,
     Session,
-    _Outgoing,
-    _Speech,
+    SessionSpeech,
     checked,
     make,
     open_get,
@@ -230,7 +230,7 @@ class ClientSession(Session):
             self._connecting = False
 
     def _handshake_answer(
-        self, outgoing: _Outgoing, result: Any, error: ErrorObject | None, events: list[Event]
+        self, outgoing: Outgoing, result: Any, error: ErrorObject | None, events: list[Event]
     ) -> None:
         method, sp = outgoing[0], outgoing[1]
         discover = sp.roles.get(method) == "discover"
@@ -271,7 +271,7 @@ class ClientSession(Session):
                 "Negotiation failed",
             )
 
-    def _initialized(self, sp: _Speech, result: Any, events: list[Event]) -> None:
+    def _initialized(self, sp: SessionSpeech, result: Any, events: list[Event]) -> None:
         version = result.protocol_version
         revision = next(
             (r for r in self._initialize_revisions if version in speech(r).facts.versions), None
@@ -293,7 +293,7 @@ class ClientSession(Session):
             )
         )
 
-    def _discovered(self, sp: _Speech, result: Any, events: list[Event]) -> None:
+    def _discovered(self, sp: SessionSpeech, result: Any, events: list[Event]) -> None:
         offered = list(result.supported_versions)
         revision = next((r for r in self._discover_revisions if speech(r).version in offered), None)
         if revision is not None:
@@ -316,7 +316,7 @@ class ClientSession(Session):
         self._fail(offered, f"the server offers {offered}", events)
 
     def _refused(
-        self, sp: _Speech, discover: bool, error: ErrorObject, events: list[Event]
+        self, sp: SessionSpeech, discover: bool, error: ErrorObject, events: list[Event]
     ) -> None:
         """The server refused the handshake: try what its error says it supports (a revision
         already tried once more at most, as a server may refuse the very version it lists),
@@ -361,7 +361,7 @@ class ClientSession(Session):
             None,
         )
 
-    def _agree(self, sp: _Speech, revision: str, result: Any, events: list[Event]) -> Any:
+    def _agree(self, sp: SessionSpeech, revision: str, result: Any, events: list[Event]) -> Any:
         """Speak ``revision`` from now on; the handshake result as that revision's class (None,
         and negotiation failed, when it does not fit that revision)."""
         if revision != sp.revision:
@@ -414,4 +414,4 @@ class ClientSession(Session):
         """Fail this session before it opens (state ``"failed"``): what a bridge does with the
         server side of a crossing whose client cannot be carried (--strict); nothing is sent."""
         self._move(FAILED)
-        self._requests = _NOT_READY
+        self._requests = NOT_READY

@@ -15,7 +15,7 @@ from ..codec import Codec
 from ..errors import INTERNAL_ERROR, INVALID_REQUEST, ProtocolError, UnsupportedRevision
 from ..events import Event, Initialized, Negotiated, NegotiationFailed
 from ..negotiate import negotiate
-from ._common import Session, _fields, _Speech, checked, make, speech
+from ._common import Session, SessionSpeech, checked, make, speech, wire_fields
 from .states import INITIALIZING, READY, SERVER
 
 __all__ = ["ServerSession"]
@@ -150,7 +150,7 @@ class ServerSession(Session):
 
     def _route(
         self, raw: bytes, events: list[Event], known: str | None = None
-    ) -> tuple[Codec, _Speech] | None:
+    ) -> tuple[Codec, SessionSpeech] | None:
         """The revision to read a message in before initialize fixed one (``known``: the version
         its ``_meta`` names, read by the caller)."""
         if not self._discover_revisions:
@@ -195,7 +195,7 @@ class ServerSession(Session):
         return self._codec_for(revision), speech(revision)
 
     def _on_request(
-        self, codec: Codec, sp: _Speech, id: Any, message: Any, events: list[Event]
+        self, codec: Codec, sp: SessionSpeech, id: Any, message: Any, events: list[Event]
     ) -> None:
         role = sp.roles.get(message.method)
         if role == "initialize":
@@ -226,7 +226,7 @@ class ServerSession(Session):
         super()._on_request(codec, sp, id, message, events)
 
     def _on_initialize(
-        self, codec: Codec, sp: _Speech, id: Any, message: Any, events: list[Event]
+        self, codec: Codec, sp: SessionSpeech, id: Any, message: Any, events: list[Event]
     ) -> None:
         if self._bound:
             # Decoding it taught the codec the capabilities it carries: the agreed ones stand.
@@ -310,7 +310,7 @@ class ServerSession(Session):
         )
 
     def _notification(
-        self, codec: Codec, sp: _Speech, msg: Any, role: str | None, events: list[Event]
+        self, codec: Codec, sp: SessionSpeech, msg: Any, role: str | None, events: list[Event]
     ) -> None:
         if role == "initialized" and self.state is INITIALIZING:
             self._ready()
@@ -319,11 +319,11 @@ class ServerSession(Session):
         super()._notification(codec, sp, msg, role, events)
 
     def _on_discover(
-        self, codec: Codec, sp: _Speech, id: Any, message: Any, events: list[Event]
+        self, codec: Codec, sp: SessionSpeech, id: Any, message: Any, events: list[Event]
     ) -> None:
         facts = sp.facts
         cls = facts.wires[message.method].result
-        names = _fields(cls)
+        names = wire_fields(cls)
         data: dict[str, Any] = {
             names["supported_versions"]: self.supported_versions,
             names["capabilities"]: self.capabilities,

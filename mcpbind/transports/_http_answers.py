@@ -7,13 +7,22 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from typing import Any
 
+import msgspec
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
-from ..errors import INVALID_REQUEST
+from ..errors import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    PARSE_ERROR,
+)
+from ._http_calls import read_client
+from .http_limits import RETRY_AFTER, busy
 
 
-class _JSONAnswer(Response):
+class JSONAnswer(Response):
     """A JSON body already encoded, its head made directly (``Response`` works the same two
     headers out of its arguments on every answer): ``headers`` first, then content-length and
     content-type, as ``Response`` orders them."""
@@ -30,7 +39,7 @@ class _JSONAnswer(Response):
         self.raw_headers = raw
 
 
-class _Gone(Response):
+class Gone(Response):
     """The response to a client that left: nothing is sent, there is no one to send it to."""
 
     def __init__(self) -> None:
@@ -40,7 +49,7 @@ class _Gone(Response):
         return None
 
 
-class _EventStream(StreamingResponse):
+class EventStream(StreamingResponse):
     """An event stream whose generator is closed however the response ends (the client leaving
     included), so that its clean-up runs at once rather than when it is collected; ``on_close``
     runs then too (even when the response never started)."""
@@ -64,16 +73,16 @@ class _EventStream(StreamingResponse):
                     self.on_close()
 
 
-_NO_CACHE = {"cache-control": "no-cache"}
+NO_CACHE = {"cache-control": "no-cache"}
 
 
-async def _events(messages: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+async def as_events(messages: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
     """Server-sent events of messages made elsewhere (the tasks layer's streams)."""
     async for message in messages:
         yield b"event: message\ndata: " + message + b"\n\n"
 
 
-def _plain_error(
+def plain_error(
     status: int,
     message: str,
     code: int = INVALID_REQUEST,
@@ -84,4 +93,50 @@ def _plain_error(
         {"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}},
         status_code=status,
         headers=headers,
+    )
+
+
+# HTTP status of a JSON-RPC error answered on a stateless POST (the envelope revisions' transport
+# rule); a session-bound POST answers every JSON-RPC error with 200.
+STATUS = {PARSE_ERROR: 400, INVALID_REQUEST: 400, METHOD_NOT_FOUND: 404, INVALID_PARAMS: 400}
+
+
+def answer_status(data: bytes, stateful: bool) -> int:
+    """The HTTP status of a POST answered by ``data`` alone: 503 when it is a busy server's error
+    (``http_limits.busy``), in a session or not; else 200 in a session, where every JSON-RPC
+    error travels in a 200, and a stateless POST's error its own status."""
+    if data.find(b'"error"') < 0:  # cheaper than reading it: most answers are results
+        return 200
+    try:
+        error = read_client.decode(data).error
+    except (msgspec.DecodeError, ValueError, RecursionError):
+        return 200
+    code = error.get("code") if isinstance(error, dict) else None
+    if not isinstance(code, int):
+        return 200
+    return error_status(code, error.get("message"), stateful)
+
+
+def error_status(code: int, message: Any, stateful: bool) -> int:
+    if code == INTERNAL_ERROR and busy(message):
+        return 503
+    if stateful:
+        return 200
+    return STATUS.get(code, 500 if code == INTERNAL_ERROR else 400)
+
+
+def json_answer(answer: bytes, stateful: bool, headers: dict[str, str]) -> Response:
+    """A POST answered by one JSON-RPC response; a busy server's error with ``Retry-After``."""
+    status = answer_status(answer, stateful)
+    if status == 503:
+        headers = {**headers, "retry-after": RETRY_AFTER}
+    return JSONAnswer(answer, status, headers)
+
+
+def too_deep(stateful: bool) -> Response:
+    """The answer to a body nesting deeper than msgspec reads."""
+    return plain_error(
+        200 if stateful else 400,
+        "Parse error: the body nests deeper than the server reads",
+        PARSE_ERROR,
     )

@@ -46,7 +46,7 @@ class _Headers(Mapping[str, str]):
         return len(self._raw)
 
 
-class _Request(Request):
+class ASGIRequest(Request):
     """Starlette's ``Request`` with its headers in a ``_Headers``, built with it: a plain
     attribute (this class's ``headers`` is no descriptor, so the instance's own is read), not a
     property called on each of a POST's ten or so lookups."""
@@ -58,19 +58,20 @@ class _Request(Request):
         self.headers = _Headers(scope["headers"])
 
 
-_ACCEPTED = frozenset({"application/json", "text/event-stream"})  # what Accept must list
-_JSON = frozenset({"application/json"})
+LOCAL_HOSTS = ("localhost", "127.0.0.1", "[::1]")  # the allowed hosts by default
+ACCEPTED = frozenset({"application/json", "text/event-stream"})  # what Accept must list
+JSON_ONLY = frozenset({"application/json"})
 
 
 @functools.lru_cache(maxsize=64)  # a client sends the same Accept and Content-Type every time
-def _media_types(header: str) -> frozenset[str]:
+def media_types(header: str) -> frozenset[str]:
     """The media types a header lists (``Accept``, or ``Content-Type`` with its one), lower case
     and without their parameters."""
     return frozenset(part.split(";", 1)[0].strip().lower() for part in header.split(","))
 
 
 @functools.lru_cache(maxsize=64)  # a client sends the same Host on every request
-def _authority_host(authority: str) -> str | None:
+def authority_host(authority: str) -> str | None:
     """The host of ``host[:port]`` (a Host header, or an origin's authority) in lower case, IPv6
     literals in their brackets; None when it is anything else, such as text after the ``]`` of
     a literal, a port that is not a number, or user information."""
@@ -92,20 +93,20 @@ def _authority_host(authority: str) -> str | None:
 
 
 @functools.lru_cache(maxsize=64)
-def _origin_host(origin: str) -> str | None:
+def origin_host(origin: str) -> str | None:
     """The host of an ``Origin`` header (``scheme://host[:port]``, nothing more); None for
     ``null`` or anything that is not such an origin."""
     scheme, sep, authority = origin.partition("://")
     if not sep or not scheme:
         return None
-    return _authority_host(authority)
+    return authority_host(authority)
 
 
-def _host_allowed(headers: Mapping[str, str], allowed: frozenset[str]) -> bool:
+def host_allowed(headers: Mapping[str, str], allowed: frozenset[str]) -> bool:
     """``Host`` and ``Origin`` (when present) name hosts of ``allowed`` (lower case): DNS
     rebinding protection, the same for both HTTP transports."""
     host = headers.get("host")
-    if host is not None and _authority_host(host) not in allowed:
+    if host is not None and authority_host(host) not in allowed:
         return False
     origin = headers.get("origin")
-    return origin is None or _origin_host(origin) in allowed
+    return origin is None or origin_host(origin) in allowed

@@ -1,6 +1,6 @@
 """The messages bound for the responses of the Streamable HTTP server: a POST's or GET's stream
-(``_Stream``, its queue, when it is closed or given up), waiting for a response's first message
-while watching for the client leaving (``_first_or_gone``, without a task of its own), reading
+(``Stream``, its queue, when it is closed or given up), waiting for a response's first message
+while watching for the client leaving (``first_or_gone``, without a task of its own), reading
 the next ASGI message by a deadline, and a POST stream's server-sent events."""
 
 from __future__ import annotations
@@ -21,13 +21,13 @@ from .http_limits import MAX_QUEUED, RESUME_TIMEOUT
 if TYPE_CHECKING:
     from ..auth.resource import AuthInfo
 
-_CLOSE: Any = object()  # queued by Call.close_stream: end the response, not the stream
+CLOSE: Any = object()  # queued by Call.close_stream: end the response, not the stream
 
 
-class _Stop(NamedTuple):
+class Stop(NamedTuple):
     """Why a reader is told to stop: ``close`` (its response ends after the entry at ``until``:
     polling), ``end`` (at once: the stream or session is over) or ``failed`` (the store failed to
-    log the stream: its ``_Stream.failure`` answers what it owed)."""
+    log the stream: its ``Stream.failure`` answers what it owed)."""
 
     why: str
     until: str | None = None
@@ -38,7 +38,7 @@ class _Queue:
     ``get_nowait``, ``get``, ``qsize``, ``empty``) without what they do not (a size bound, the
     putters it wakes, ``task_done``/``join``), each call a few Python calls cheaper, and one
     ``waiter`` set on it woken when a message arrives (a response's first message is awaited
-    without a task reading the queue). Unbounded: ``_Stream.put`` bounds it (``max_queued``)."""
+    without a task reading the queue). Unbounded: ``Stream.put`` bounds it (``max_queued``)."""
 
     __slots__ = ("_items", "_getters", "waiter")
 
@@ -92,7 +92,7 @@ def _wake_next(getters: collections.deque[asyncio.Future[None]]) -> None:
             return
 
 
-class _Stream:
+class Stream:
     """The messages bound for one POST's response (or the GET stream): a queue the response body
     reads (in a session, once it is an event stream, a pump moves it to the store's log, which
     its readers read), closed once every request it carries has been answered, and given up when
@@ -136,7 +136,7 @@ class _Stream:
         # it.
         self.key: str | None = None
         self.pump: asyncio.Task[None] | None = None
-        self.readers: set[asyncio.Future[_Stop]] | None = None
+        self.readers: set[asyncio.Future[Stop]] | None = None
         self.remote = 0
         self.orphaned: asyncio.TimerHandle | None = None
         self.resume_timeout = RESUME_TIMEOUT
@@ -187,7 +187,7 @@ class _Stream:
         position ``until``, and a retry field: the client resumes) or ``end`` (at once)."""
         for reader in self.readers or ():
             if not reader.done():
-                reader.set_result(_Stop(why, until))
+                reader.set_result(Stop(why, until))
 
     @property
     def owed(self) -> bool:
@@ -215,17 +215,17 @@ class _Stream:
             self.abandon(why)
 
 
-def _quiet(future: asyncio.Future[Any]) -> None:
+def quiet(future: asyncio.Future[Any]) -> None:
     """Retrieve the outcome of a future no one awaits any more (so it is not logged)."""
     if not future.cancelled():
         future.exception()
 
 
-_GONE = object()  # the client left before the first message of its response
+GONE = object()  # the client left before the first message of its response
 
 
-async def _first_or_gone(stream: _Stream, receive: Receive) -> bytes | None | object:
-    """The first message of a POST's response, or ``_GONE`` when the client disconnects before it:
+async def first_or_gone(stream: Stream, receive: Receive) -> bytes | None | object:
+    """The first message of a POST's response, or ``GONE`` when the client disconnects before it:
     a handler that sends nothing before its answer is watched for its client leaving too."""
     queue = stream.queue
     if queue.empty():
@@ -235,7 +235,7 @@ async def _first_or_gone(stream: _Stream, receive: Receive) -> bytes | None | ob
             while queue.empty():
                 waiter = queue.waiter = loop.create_future()
                 if not departure.watch(waiter):
-                    return _GONE
+                    return GONE
                 await waiter  # a message came, or the client may have left
         finally:
             queue.waiter = None
@@ -300,12 +300,12 @@ class _Departure:
 
 def _wake(waiter: asyncio.Future[None], gone: asyncio.Future[None]) -> None:
     """The client left (or its receive failed, which is told no further): wake ``waiter``."""
-    _quiet(gone)
+    quiet(gone)
     if not waiter.done():
         waiter.set_result(None)
 
 
-def _ready(receive: Receive) -> tuple[Message, None] | tuple[None, Awaitable[Message]]:
+def next_message(receive: Receive) -> tuple[Message, None] | tuple[None, Awaitable[Message]]:
     """``receive()`` run up to where it waits: (the next ASGI message, None) when it is ready
     at once (the common case: the body came with the request head), else (None, what to await
     for it, in the same task)."""
@@ -356,7 +356,7 @@ async def _disconnected(receive: Receive, first: Awaitable[Message] | None = Non
         pass
 
 
-async def _sse(first: bytes, stream: _Stream) -> AsyncIterator[bytes]:
+async def stream_events(first: bytes, stream: Stream) -> AsyncIterator[bytes]:
     """Server-sent events of a POST stream: each message one ``message`` event with an id."""
     message: bytes | None = first
     try:

@@ -306,7 +306,7 @@ class StreamableHTTPClient:
         for tool in tools:
             if not isinstance(tool, dict) or not isinstance(tool.get("name"), str):
                 continue
-            designated, problem = _designations(tool.get("inputSchema"))
+            designated, problem = designations(tool.get("inputSchema"))
             self.designated[tool["name"]] = designated
             if problem is None:
                 self.invalid_tools.pop(tool["name"], None)
@@ -474,7 +474,7 @@ _DONE: Any = object()
 _SESSION_KEY = SESSION_HEADER.lower()  # (a reply's header names are lower-case)
 
 
-def _designations(schema: Any) -> tuple[dict[str, str], str | None]:
+def designations(schema: Any) -> tuple[dict[str, str], str | None]:
     """The argument -> header designations of an input schema, and what is wrong with them."""
     properties = schema.get("properties") if isinstance(schema, dict) else None
     if not isinstance(properties, dict):

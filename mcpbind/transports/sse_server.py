@@ -35,33 +35,26 @@ from ..errors import INTERNAL_ERROR, ProtocolError
 from ..events import Event, RequestReceived
 from ..packages import bindings
 from ..session import ServerSession
-from .http_limits import check_limits, too_many_in_flight
 
-# Shared with the Streamable HTTP server: the handler's view of a request (Call), the session
-# record it reads (_Live), a stream's queue and the requests sent on it (_Stream), how the server
-# asks the client something (_ask), how an answer or a cancellation settles what awaits it
-# (_settle), the Host and Origin check (_host_allowed), the defaults of the limits (one value for
-# both transports), and the small helpers around them.
-from .http_server import (
+# Shared with the Streamable HTTP server (_http_calls): the handler's view of a request (Call),
+# the session record it reads (Live), how the server asks the client something (ask), how an
+# answer or a cancellation settles what awaits it (settle); a stream's queue and the requests sent
+# on it (Stream), the Host and Origin check (host_allowed), the defaults of the limits (one value
+# for both transports), and the small helpers around them.
+from ._http_answers import plain_error
+from ._http_calls import Call, Handler, Live, answer_error, ask, read_client, settle
+from ._http_head import LOCAL_HOSTS, host_allowed, media_types
+from ._http_streams import Stream
+from .http_limits import (
     BODY_TIMEOUT,
-    LOCAL_HOSTS,
     MAX_BODY_SIZE,
     MAX_IN_FLIGHT,
     MAX_QUEUED,
     MAX_SESSIONS,
     SESSION_EVICTABLE_AFTER,
     SESSION_IDLE_TIMEOUT,
-    Call,
-    Handler,
-    _answer_error,
-    _ask,
-    _host_allowed,
-    _Live,
-    _media_types,
-    _peek,
-    _plain_error,
-    _settle,
-    _Stream,
+    check_limits,
+    too_many_in_flight,
 )
 
 __all__ = ["SSEServer"]
@@ -73,7 +66,7 @@ class _Overrun(ConnectionError):
     """A stream's queue is full: the client is not reading it."""
 
 
-class _Feed(_Stream):
+class _Feed(Stream):
     """A session's event stream: the queue its response body reads, bounded by ``max_queued``.
     Unlike a POST's stream it is the session's only way to the client, so a full queue ends the
     session (``overrun``) and a closed one refuses more with ``ConnectionError``."""
@@ -100,7 +93,7 @@ class _Feed(_Stream):
             self.last = asyncio.get_running_loop().time()
 
 
-class _SSESession(_Live):
+class _SSESession(Live):
     """One HTTP+SSE session: a ``ServerSession``, its stream, the handlers running for it."""
 
     def __init__(self, session: ServerSession, sid: str, feed: _Feed) -> None:
@@ -205,16 +198,16 @@ class SSEServer:
 
     async def _get(self, request: Request) -> Response:
         if request.method != "GET":  # a HEAD would open a session nobody can read
-            return _plain_error(405, "Method Not Allowed: the event stream is opened with GET")
-        if not _host_allowed(request.headers, self.allowed_hosts):
-            return _plain_error(403, "Forbidden: Host or Origin is not an allowed host")
-        if not {"text/event-stream", "text/*", "*/*"} & _media_types(
+            return plain_error(405, "Method Not Allowed: the event stream is opened with GET")
+        if not host_allowed(request.headers, self.allowed_hosts):
+            return plain_error(403, "Forbidden: Host or Origin is not an allowed host")
+        if not {"text/event-stream", "text/*", "*/*"} & media_types(
             request.headers.get("accept", "*/*")
         ):
-            return _plain_error(406, "Not Acceptable: the stream needs Accept: text/event-stream")
+            return plain_error(406, "Not Acceptable: the stream needs Accept: text/event-stream")
         now = asyncio.get_running_loop().time()
         if len(self.sessions) >= self.max_sessions and not self._evict(now):
-            response = _plain_error(
+            response = plain_error(
                 503,
                 f"Service Unavailable: {self.max_sessions} sessions are open and none is idle "
                 "(max_sessions)",
@@ -280,24 +273,22 @@ class SSEServer:
     # -- POST: the client's messages --------------------------------------------------------------
 
     async def _post(self, request: Request) -> Response:
-        if not _host_allowed(request.headers, self.allowed_hosts):
-            return _plain_error(403, "Forbidden: Host or Origin is not an allowed host")
+        if not host_allowed(request.headers, self.allowed_hosts):
+            return plain_error(403, "Forbidden: Host or Origin is not an allowed host")
         sid = request.query_params.get("session_id")
         if sid is None:
-            return _plain_error(400, "Bad Request: the session_id query parameter is missing")
+            return plain_error(400, "Bad Request: the session_id query parameter is missing")
         live = self.sessions.get(sid)
         if live is None:
             return _gone(sid)
-        if _media_types(request.headers.get("content-type", "")) != {"application/json"}:
-            return _plain_error(
-                415, "Unsupported Media Type: Content-Type must be application/json"
-            )
+        if media_types(request.headers.get("content-type", "")) != {"application/json"}:
+            return plain_error(415, "Unsupported Media Type: Content-Type must be application/json")
         try:
             async with asyncio.timeout(self.body_timeout):
                 body = await _read_body(request, self.max_body_size)
         except TimeoutError:
             return _closing(
-                _plain_error(
+                plain_error(
                     408,
                     f"Request Timeout: the body did not arrive within {self.body_timeout} s "
                     "(body_timeout)",
@@ -307,7 +298,7 @@ class SSEServer:
             # Not closing the connection: the HTTP server discards the rest of the body (uvicorn
             # until its keep-alive timeout), where closing with the body unread could reset the
             # connection before the client has read this answer.
-            return _plain_error(
+            return plain_error(
                 413,
                 f"Payload Too Large: a message may have at most {self.max_body_size} bytes "
                 "(max_body_size)",
@@ -318,7 +309,7 @@ class SSEServer:
             self._receive(live, body)
         except Exception:  # a bug (of an on_event hook, say): logged, answered, not a traceback
             log.exception("SSEServer: reading a POST of session %s failed", sid)
-            return _plain_error(500, "Internal error while reading the message", INTERNAL_ERROR)
+            return plain_error(500, "Internal error while reading the message", INTERNAL_ERROR)
         return Response(b"Accepted", status_code=202, media_type="text/plain")
 
     def _receive(self, live: _SSESession, body: bytes) -> None:
@@ -338,13 +329,13 @@ class SSEServer:
         if isinstance(event, RequestReceived):
             if len(live.tasks) >= self.max_in_flight:
                 busy = too_many_in_flight(event.id, self.max_in_flight)
-                _answer_error(live.session, event.id, busy.code, busy.message, busy.data)
+                answer_error(live.session, event.id, busy.code, busy.message, busy.data)
                 live.feed.put(live.session.data_to_send())
                 return
             call = Call(live, live.feed, event)
             live.tasks[event.id] = asyncio.ensure_future(self._run(live, call))
         else:
-            _settle(live, event)
+            settle(live, event)
 
     async def _run(self, live: _SSESession, call: Call) -> None:
         session = live.session
@@ -354,18 +345,18 @@ class SSEServer:
             live.tasks.pop(call.id, None)
             return
         except ProtocolError as error:
-            _answer_error(session, call.id, error.code, error.message, error.data)
+            answer_error(session, call.id, error.code, error.message, error.data)
         except Exception as error:  # a handler's bug is the client's internal error, not a crash
             if live.ended:  # it failed talking on a stream that is gone: nobody to answer
                 live.tasks.pop(call.id, None)
                 return
             log.exception("SSEServer: the handler of %r failed", call.method)
-            _answer_error(session, call.id, INTERNAL_ERROR, f"Internal error: {error}", None)
+            answer_error(session, call.id, INTERNAL_ERROR, f"Internal error: {error}", None)
         else:
             try:
                 session.respond(call.id, result)
             except ProtocolError as error:
-                _answer_error(session, call.id, INTERNAL_ERROR, error.message, None)
+                answer_error(session, call.id, INTERNAL_ERROR, error.message, None)
         live.tasks.pop(call.id, None)
         with contextlib.suppress(ConnectionError):  # the session ended meanwhile
             live.feed.put(session.data_to_send())
@@ -396,7 +387,7 @@ class SSEServer:
         owed: dict[Any, None] = dict.fromkeys(live.tasks)
         for message in rest:
             try:
-                peek = _peek.decode(message)
+                peek = read_client.decode(message)
             except (msgspec.DecodeError, ValueError):
                 continue
             if peek.method is None and type(peek.id) in (str, int):  # a response
@@ -427,7 +418,7 @@ class SSEServer:
         live = self.sessions.get(sid)
         if live is None:
             raise LookupError(f"no MCP session {sid!r} to send a request on")
-        return await _ask(live, live.feed, method, params)
+        return await ask(live, live.feed, method, params)
 
     def notify(self, sid: str, method: str, params: Any = None) -> bool:
         """Send a notification on session ``sid``'s stream; False when there is no such session
@@ -502,7 +493,7 @@ async def _read_body(request: Request, limit: int) -> bytes | None:
 
 
 def _gone(sid: str) -> Response:
-    return _plain_error(404, f"Not Found: no MCP session {sid!r} (it ended, or never was)")
+    return plain_error(404, f"Not Found: no MCP session {sid!r} (it ended, or never was)")
 
 
 def _closing(response: Response) -> Response:

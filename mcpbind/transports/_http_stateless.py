@@ -1,0 +1,202 @@
+"""The stateless path of the Streamable HTTP server (``StatelessPath``, a layer of
+``StreamableHTTPServer``): a POST without a session, of a revision with the per-request ``_meta``
+envelope, whose ``Mcp-Protocol-Version``, ``Mcp-Method``, ``Mcp-Name`` and ``Mcp-Param-*``
+headers must agree with its body, and whose tasks requests the tasks layer may answer itself."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from ..auth.resource import AuthInfo, principal
+from ..errors import ProtocolError
+from ..packages import bindings
+from . import header_check
+from ._http_answers import NO_CACHE, EventStream, as_events, error_status, too_deep
+from ._http_calls import Call
+from .header_check import param_mismatch, standard_mismatch
+from .http_client import designations
+from .http_limits import MAX_DESIGNATED, RETRY_AFTER
+
+if TYPE_CHECKING:
+    from ..tasks import Tasks
+
+__all__ = ["HEADER_MISMATCH", "VERSION_HEADER", "StatelessPath"]
+
+VERSION_HEADER = "mcp-protocol-version"
+
+# The header-mismatch error of the per-request envelope revisions' HTTP transport: the MCP
+# schema defines no such error, so the facts record does not carry it (see the report).
+HEADER_MISMATCH = -32020
+
+
+class StatelessPath:
+    """The checks and answers of a POST without a session (module docstring)."""
+
+    tasks: Tasks | None
+    _version_keys: tuple[str, ...]
+    _by_version: dict[str, str]
+    _mirrored: dict[str, tuple[frozenset[str], str | None]]
+    _designated: dict[str, dict[str, str]]
+    _versions_of: dict[str, frozenset[str]]
+    _lists: dict[str, str | None]
+
+    def _read_revisions(self, revisions: tuple[str, ...]) -> None:
+        """Work out once, from the facts of the revisions served, what the checks of each request
+        read."""
+        # The _meta keys naming a request's protocol version, from the facts of the revisions
+        # served that carry the per-request envelope.
+        self._version_keys = tuple(
+            dict.fromkeys(
+                meta.version_key
+                for r in revisions
+                if (meta := bindings(r).FACTS.request_meta) is not None
+            )
+        )
+        # The versions whose requests carry the envelope, each with its revision; and the
+        # x-mcp-header designations of the tools this server listed, by tool name.
+        self._by_version = {
+            v: r
+            for r in revisions
+            if bindings(r).FACTS.request_meta is not None
+            for v in bindings(r).FACTS.versions
+        }
+        # By version, the methods of its revision (whose Mcp-Name is checked) and the method of
+        # a tool call (whose Mcp-Param-* are): read per request, worked out here once.
+        self._mirrored = {
+            v: (frozenset(bindings(r).FACTS.wires), bindings(r).FACTS.features.get("call_tool"))
+            for v, r in self._by_version.items()
+        }
+        self._designated: dict[str, dict[str, str]] = {}
+        # By revision served, its protocol versions (a session's Mcp-Protocol-Version must be one)
+        self._versions_of = {r: frozenset(bindings(r).FACTS.versions) for r in revisions}
+        # By revision, its tool list method, whose results are learned from while some revision
+        # served checks Mcp-Param-* headers (has the envelope).
+        self._lists = (
+            {r: bindings(r).FACTS.features.get("list_tools") for r in revisions}
+            if self._by_version
+            else {}
+        )
+
+    def _header_mismatch(self, request: Request, body: bytes) -> tuple[Response | None, str | None]:
+        """A stateless POST's protocol version header must name the version the request's
+        ``_meta`` names (absent counts as a mismatch), and its ``Mcp-Method``, ``Mcp-Name`` and
+        ``Mcp-Param-*`` headers must agree with the body (``header_check``); a request that
+        disagrees is refused with the header-mismatch error before the session reads it. With
+        the response refusing it (or None), the version its ``_meta`` names when it is a string
+        (for the session, which need not read it again)."""
+        if not self._version_keys:
+            return None, None  # no revision served has the envelope: nothing to mirror
+        try:
+            peek = header_check.decode(body)
+        except RecursionError:
+            return too_deep(stateful=False), None
+        except (msgspec.DecodeError, ValueError):
+            return None, None  # the session answers what cannot be read
+        params = peek.params
+        meta = params.meta if params is not None else None
+        if meta is None:
+            return None, None
+        version = header_check.version(meta, self._version_keys)
+        if version is None:
+            return None, None
+        headers = request.headers
+        header = headers.get(VERSION_HEADER)
+        rid = peek.id if type(peek.id) in (str, int) else None
+        if header == version:  # a string, then
+            # Mcp-Name is checked for the methods of the revision only: one it does not know is
+            # answered method-not-found by the session, whatever its headers say.
+            method = peek.method
+            mirrored = self._mirrored.get(version)
+            known = type(method) is str and (
+                (mirrored is not None and method in mirrored[0])
+                or (self.tasks is not None and method in self.tasks.methods)
+            )
+            name = header_check.target_name(params)
+            wrong = standard_mismatch(headers, method, name, named=known)
+            if (
+                wrong is None
+                and self._designated
+                and mirrored is not None
+                and method == mirrored[1]
+                and params is not None
+            ):
+                wrong = self._param_mismatch(headers, params.name, params)
+            if wrong is None:
+                return None, version
+            message = f"Header mismatch: {wrong}"
+        else:
+            message = (
+                f"Header mismatch: {VERSION_HEADER} is {header!r} but the request's _meta names "
+                f"{version!r}"
+            )
+        return (
+            JSONResponse(
+                {
+                    "jsonrpc": "2.0",
+                    "id": rid,
+                    "error": {"code": HEADER_MISMATCH, "message": message},
+                },
+                status_code=400,
+            ),
+            None,
+        )
+
+    async def _tasks_answer(self, body: bytes, auth: AuthInfo | None) -> Response | None:
+        """The tasks layer's answer to a stateless request it owns, or None for the session to
+        read it (not a request of the revision the extension extends, or a tool call the
+        layer leaves to the handler). A task belongs to the token's principal (docs/auth.md)."""
+        assert self.tasks is not None
+        from ..tasks import error_object, read_request
+
+        read = read_request(body, self.tasks.speaks)
+        if read is None:
+            return None
+        rid, method, params = read
+        try:
+            owner = principal(auth)
+            stream = self.tasks.listen(rid, params, owner)  # task status notifications
+            if stream is not None:
+                return EventStream(
+                    as_events(stream), media_type="text/event-stream", headers=NO_CACHE
+                )
+            result = await self.tasks.respond(method, params, owner)
+        except ProtocolError as error:
+            status = error_status(error.code, error.message, stateful=False)
+            failure = error_object(error)
+            return JSONResponse(
+                {"jsonrpc": "2.0", "id": rid, "error": failure},
+                status_code=status,
+                headers={"retry-after": RETRY_AFTER} if status == 503 else None,
+            )
+        if result is None:
+            return None
+        return JSONResponse({"jsonrpc": "2.0", "id": rid, "result": result})
+
+    def _param_mismatch(self, headers: Mapping[str, str], name: Any, params: Any) -> str | None:
+        """What is wrong with the ``Mcp-Param-*`` headers of a call of the tool ``name``, by the
+        designations of the tool as this server last listed it (a tool it has not listed is not
+        checked)."""
+        designated = self._designated.get(name) if type(name) is str else None
+        if not designated:
+            return None
+        return param_mismatch(headers, designated, header_check.arguments(params))
+
+    def _learn_tools(self, call: Call, result: Any) -> None:
+        """Remember the ``x-mcp-header`` designations of the tools a tool list result names (at
+        most ``MAX_DESIGNATED`` tools, the least recently listed forgotten first); a tool whose
+        designations are invalid is not checked."""
+        tools = msgspec.to_builtins(result).get("tools") if result is not None else None
+        for tool in tools if isinstance(tools, list) else ():
+            if not isinstance(tool, dict) or not isinstance(tool.get("name"), str):
+                continue
+            designated, problem = designations(tool.get("inputSchema"))
+            self._designated.pop(tool["name"], None)
+            if problem is None and designated:
+                self._designated[tool["name"]] = designated
+                while len(self._designated) > MAX_DESIGNATED:
+                    del self._designated[next(iter(self._designated))]
