@@ -344,16 +344,7 @@ def bridge(
     pending request gets an error and the bridge exits (when the server went first, once the
     client closes its input or has been silent for 2 s, its requests answered with the error).
     """
-    from ._revisions import RELEASED
-    from .bridge.core import INPUT_TIMEOUT, MAX_IN_FLIGHT_PER_SIDE
-    from .bridge.stdio import run
-    from .transports.stdio import MAX_LINE
-
-    sides = {}
-    for name, value in (("client", client_revision), ("server", server_revision)):
-        if value != "auto" and value not in REVISIONS:
-            raise UserError(f"--{name}-revision {value!r}: one of auto, {', '.join(REVISIONS)}")
-        sides[name] = RELEASED if value == "auto" else (value,)
+    sides = _sides(client_revision, server_revision)
     gateway_only = {
         "--upstream": upstream,
         "--redis": redis,
@@ -389,16 +380,42 @@ def bridge(
         raise UserError(f"{', '.join(given)} only go with --listen")
     if not command:
         raise UserError("the server to start is missing: -- CMD ARGS...")
-    sys.exit(
-        run(
-            list(command),
-            sides["client"],
-            sides["server"],
-            strict=strict,
-            max_line=max_line_bytes or MAX_LINE,
-            max_in_flight=max_in_flight or MAX_IN_FLIGHT_PER_SIDE,
-            input_timeout=input_timeout or INPUT_TIMEOUT,
-        )
+    sys.exit(_stdio(list(command), sides, strict, max_line_bytes, max_in_flight, input_timeout))
+
+
+def _sides(client_revision: str, server_revision: str) -> dict[str, tuple[str, ...]]:
+    """The revisions each side of the bridge may speak, by side: ``auto`` is every released one."""
+    from ._revisions import RELEASED
+
+    sides = {}
+    for name, value in (("client", client_revision), ("server", server_revision)):
+        if value != "auto" and value not in REVISIONS:
+            raise UserError(f"--{name}-revision {value!r}: one of auto, {', '.join(REVISIONS)}")
+        sides[name] = RELEASED if value == "auto" else (value,)
+    return sides
+
+
+def _stdio(
+    command: list[str],
+    sides: dict[str, tuple[str, ...]],
+    strict: bool,
+    max_line: int | None,
+    max_in_flight: int | None,
+    input_timeout: float | None,
+) -> int:
+    """``mcpbind bridge`` on stdio: run the bridge to the server ``command``; its exit status."""
+    from .bridge.core import INPUT_TIMEOUT, MAX_IN_FLIGHT_PER_SIDE
+    from .bridge.stdio import run
+    from .transports.stdio import MAX_LINE
+
+    return run(
+        command,
+        sides["client"],
+        sides["server"],
+        strict=strict,
+        max_line=max_line or MAX_LINE,
+        max_in_flight=max_in_flight or MAX_IN_FLIGHT_PER_SIDE,
+        input_timeout=input_timeout or INPUT_TIMEOUT,
     )
 
 
@@ -424,30 +441,8 @@ def _listen(
     """``mcpbind bridge --listen``: check the options, then serve the gateway."""
     from .bridge import gateway
 
-    host, colon, port = listen.rpartition(":")
-    if not colon or not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise UserError(f"--listen {listen!r}: HOST:PORT, such as 127.0.0.1:8000")
-    host = host.strip("[]")
-    if (upstream is None) == (not command):
-        raise UserError("--listen serves either a server command (-- CMD ARGS) or --upstream URL")
-    if upstream is not None and not upstream.startswith(("http://", "https://")):
-        raise UserError(f"--upstream {upstream!r}: an http:// or https:// URL")
-    if workers > 1 and (upstream is None or redis is None):
-        raise UserError(
-            "--workers above 1 needs --upstream and --redis: the workers share sessions through "
-            "Redis, and a session with a child of its own lives in the worker running it "
-            "(docs/bridge.md says how to route such sessions)"
-        )
-    if not path.startswith("/"):
-        raise UserError(f"--path {path!r}: a path starting with /")
+    host, port = _listen_checks(listen, path, command, upstream, redis, workers, upstream_client)
     client_id, client_secret = upstream_client
-    if client_id is not None and upstream is None:
-        raise UserError("--upstream-client-id goes with --upstream URL")
-    if client_id is not None and not client_secret:
-        raise UserError(
-            "--upstream-client-id needs its secret: --upstream-client-secret or "
-            "MCPBIND_UPSTREAM_CLIENT_SECRET"
-        )
     options: dict[str, Any] = {
         "command": command or None,
         "upstream": upstream,
@@ -485,9 +480,44 @@ def _listen(
             f"mcpbind bridge: listening on {fronts}; server: {server}; {revisions}", err=True
         )
 
-    gateway.run(
-        host, int(port), options, workers=workers, auth_server=auth_server, on_started=started
-    )
+    gateway.run(host, port, options, workers=workers, auth_server=auth_server, on_started=started)
+
+
+def _listen_checks(
+    listen: str,
+    path: str,
+    command: list[str],
+    upstream: str | None,
+    redis: str | None,
+    workers: int,
+    upstream_client: tuple[str | None, str | None],
+) -> tuple[str, int]:
+    """The options of ``mcpbind bridge --listen`` checked together (a ``UserError`` saying what is
+    wrong); the host and port to listen on."""
+    host, colon, port = listen.rpartition(":")
+    if not colon or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise UserError(f"--listen {listen!r}: HOST:PORT, such as 127.0.0.1:8000")
+    if (upstream is None) == (not command):
+        raise UserError("--listen serves either a server command (-- CMD ARGS) or --upstream URL")
+    if upstream is not None and not upstream.startswith(("http://", "https://")):
+        raise UserError(f"--upstream {upstream!r}: an http:// or https:// URL")
+    if workers > 1 and (upstream is None or redis is None):
+        raise UserError(
+            "--workers above 1 needs --upstream and --redis: the workers share sessions through "
+            "Redis, and a session with a child of its own lives in the worker running it "
+            "(docs/bridge.md says how to route such sessions)"
+        )
+    if not path.startswith("/"):
+        raise UserError(f"--path {path!r}: a path starting with /")
+    client_id, client_secret = upstream_client
+    if client_id is not None and upstream is None:
+        raise UserError("--upstream-client-id goes with --upstream URL")
+    if client_id is not None and not client_secret:
+        raise UserError(
+            "--upstream-client-id needs its secret: --upstream-client-secret or "
+            "MCPBIND_UPSTREAM_CLIENT_SECRET"
+        )
+    return host.strip("[]"), int(port)
 
 
 def _span(revisions: Sequence[str]) -> str:

@@ -6,9 +6,6 @@ this module names no revision and no method. See docs/design.md, "Runtime codec"
 
 from __future__ import annotations
 
-import _thread  # not threading: its import would add to the codec's
-import math
-import re
 from typing import Any, Literal, Union
 
 import msgspec
@@ -20,6 +17,12 @@ from ._tables import Method, tables_for
 from .capabilities import Advertised
 from .errors import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR, ProtocolError
 from .messages import ErrorObject, ErrorResponse, Request, RequestId, Response
+
+# isort: off
+from ._nonfinite import SCAN_MAX, refuse_nonfinite
+from ._nonfinite import encode_json as encode_json  # (the sessions import it from here)
+
+# isort: on
 
 __all__ = ["Codec", "ErrorObject", "ErrorResponse", "Request", "Response"]
 
@@ -46,29 +49,7 @@ class _Id(msgspec.Struct, gc=False):
 
 
 _encode = msgspec.json.encode
-# What the NaN guard searches in a long message: MessagePack, written into a buffer each thread
-# keeps (up to _SCRATCH_MAX bytes), since a fresh megabyte costs more in page faults than to encode
-_pack = msgspec.msgpack.encode
-_pack_into = msgspec.msgpack.Encoder().encode_into
-_BIG = 64 << 10  # from this size, into the thread's buffer (a fresh one would be mmapped)
-_SCRATCH_MAX = 4 << 20
-
-
-class _Scratch(_thread._local):
-    def __init__(self) -> None:  # (once in each thread)
-        self.buffer = bytearray()
-
-
-_scratch = _Scratch()
-_null = re.compile(b"null").search  # on a long message twice as fast as ``bytes.find``
 _HEAD = 512  # bytes of a message searched for "result" while a request is pending
-_SCAN_MAX = 512  # up to this many bytes JSON is searched for a null in place; longer: _finite
-_TEXT_MIN = 1024  # longer ones may be searched as text (_finite)
-# message or result class (with the bit length of the size, past _BIG) -> whether its last long
-# message was made of structure; any result class may be encoded, so bounded by a count
-_STRUCTURED: dict[Any, bool] = {}
-_KINDS_MAX = 4096
-_NONFINITE = re.compile(b"[\x7f\xff][\xf0-\xff]").match
 _ENVELOPE = msgspec.json.Decoder(Union[_Envelope, list[Raw]])  # noqa: UP007
 _ERROR = msgspec.json.Decoder(_ErrorEnvelope)
 _ID = msgspec.json.Decoder(_Id)
@@ -236,21 +217,9 @@ class Codec:
         raises ``ProtocolError``, never another exception.
         """
         if type(data) is not bytes:
-            if isinstance(data, str):
-                data = data.encode("utf-8", "surrogatepass")  # a lone surrogate fails below
-            elif isinstance(data, (bytearray, memoryview)):
-                data = bytes(data)
-            else:
-                raise TypeError(
-                    f"Codec.decode takes the bytes or str of a message, not {type(data).__name__}"
-                )
+            data = _as_bytes(data)
         if not data.isascii():
-            try:  # msgspec skips the values it does not keep without checking them
-                data.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise ProtocolError(
-                    PARSE_ERROR, f"Parse error: invalid UTF-8 ({exc.reason})"
-                ) from None
+            _check_utf8(data)  # msgspec skips the values it does not keep without checking them
         # partition: cheaper than find (which parses its bounds) and ``in`` (which tries the
         # needle as an integer first); on a long message only its head is searched
         pending = self._pending
@@ -304,10 +273,7 @@ class Codec:
             msg = m.message(params=wire.params)
         gated = m.gated and self._caps and m.name not in self._passed[True]
         if gated:
-            light = self._light[True].get(m.name)
-            if light is not None:  # settled but for one conditional gate: its value absent?
-                params = getattr(msg.message if m.wrapped else msg, "params", UNSET)
-                gated = type(params) is not light[0] or getattr(params, light[1]) is not UNSET
+            gated = self._still_gated(m, msg)
         if gated or m.learns:
             self._received(m, msg)
         elif self._check_meta and m.request:
@@ -322,6 +288,15 @@ class Codec:
             if not usual or m.name in self._requires:
                 self._received(m, msg)
         return msg
+
+    def _still_gated(self, m: Method, msg: Any) -> bool:
+        """Whether a message of a method not yet let through its capability gates must be checked
+        by them: not when it is settled but for one conditional gate whose value is absent."""
+        light = self._light[True].get(m.name)
+        if light is None:
+            return True
+        params = getattr(msg.message if m.wrapped else msg, "params", UNSET)
+        return type(params) is not light[0] or getattr(params, light[1]) is not UNSET
 
     def _fast_error(self, data: bytes) -> ErrorResponse | None:
         """An error response in one closed pass, as the classifier reads it once every other
@@ -558,8 +533,8 @@ class Codec:
             if type(msg.id) not in _IDS:
                 _check_id(msg.id)
             out = _encode(msg)
-            if len(out) > _SCAN_MAX or out.partition(b"null")[1]:
-                _finite(msg, out)
+            if len(out) > SCAN_MAX or out.partition(b"null")[1]:
+                refuse_nonfinite(msg, out)
             if type(msg.result) in self._learners:
                 self._learn(msg.result)
             return out
@@ -578,8 +553,8 @@ class Codec:
             ):
                 self._gates.check(m, params, getattr(msg, "id", None), incoming=False)
         out = _encode(msg if m.enveloped else m.unbuild(msg))
-        if len(out) > _SCAN_MAX or out.partition(b"null")[1]:
-            _finite(msg, out)
+        if len(out) > SCAN_MAX or out.partition(b"null")[1]:
+            refuse_nonfinite(msg, out)
         if m.request:
             self._pending[msg.id] = m
             self._last = msg.id
@@ -613,8 +588,8 @@ class Codec:
             elif msg.id is not None and msg.id is not UNSET:
                 _check_id(msg.id)
             out = _encode(msg)
-            if len(out) > _SCAN_MAX or out.partition(b"null")[1]:
-                _finite(msg, out)
+            if len(out) > SCAN_MAX or out.partition(b"null")[1]:
+                refuse_nonfinite(msg, out)
             return out
         if isinstance(msg, ProtocolError):
             return self.error_response(msg)
@@ -743,77 +718,22 @@ def _check_id(id_: Any) -> None:
         raise ValueError(f"a JSON-RPC request id is a string or an integer, not {id_!r}")
 
 
-def _finite(msg: Any, out: bytes) -> None:
-    """Refuse ``msg`` if it holds NaN or an infinity, which msgspec writes as null.
-
-    Called when the JSON ``out`` has a null, or is too long to have been searched for one in
-    place. No null, no non-finite number. Two searches, each costing by what it reads
-    (docs/design.md, "Runtime codec"): the JSON text for a null, by the byte; the MessagePack
-    form, by the value, where every float is the byte 0xcb and its 8 bytes, found with
-    ``memchr``. Structure (tool lists, schemas) is cheaper to read as text; one long string (a
-    file, an image) as MessagePack. What a class's messages over 1 KiB are made of is learned
-    from the MessagePack form of the first (past 64 KiB, per power-of-two size): it is shorter
-    than the JSON by its quotes, colons and commas, much shorter when values are many and small.
-    Only a null in the text, or a float in MessagePack whose exponent is all ones, sends the
-    value to the exact walk.
-    """
-    n = len(out)
-    if n > _SCAN_MAX:
-        kind: Any = None  # what it is made of is learned past _TEXT_MIN (shorter: packed)
-        dense: bool | None = False
-        big = False
-        if n > _TEXT_MIN:
-            # By class, and past 64 KiB by power-of-two size too: a result class may be small
-            # structure one time and a megabyte of text the next.
-            kind = type(msg.result) if type(msg) is Response else type(msg)
-            big = n > _BIG
-            if big:
-                kind = (kind, n.bit_length())
-            dense = _STRUCTURED.get(kind)
-            if dense and _null(out) is None:
-                return
-        packed: bytes | bytearray
-        try:
-            if big:
-                packed = _scratch.buffer
-                _pack_into(msg, packed)
-            else:
-                packed = _pack(msg)
-        except Exception:  # noqa: BLE001 - JSON holds what it may not (ints past 64 bits): walk
-            at = 0
-        else:
-            at = packed.find(b"\xcb")
-            while at >= 0 and not _NONFINITE(packed, at + 1):  # exponent all ones: not finite
-                at = packed.find(b"\xcb", at + 1)
-            if dense is None or dense:  # (first seen, or a null in what was structure)
-                if len(_STRUCTURED) >= _KINDS_MAX:
-                    _STRUCTURED.clear()
-                # MessagePack under 7/8 of the JSON: many small values, cheaper to search as text
-                _STRUCTURED[kind] = len(packed) * 8 < n * 7
-        if big and len(_scratch.buffer) > _SCRATCH_MAX:
-            _scratch.buffer = bytearray()  # the memory of the long one goes
-        if at < 0:
-            return
-    if _nonfinite(msgspec.to_builtins(msg)):
-        raise ValueError("JSON has no NaN or Infinity: the message holds a non-finite number")
+def _as_bytes(data: Any) -> bytes:
+    """A message given as str, bytearray or memoryview, as bytes (a TypeError for anything
+    else)."""
+    if isinstance(data, str):
+        return data.encode("utf-8", "surrogatepass")  # a lone surrogate fails the UTF-8 check
+    if isinstance(data, (bytearray, memoryview)):
+        return bytes(data)
+    raise TypeError(f"Codec.decode takes the bytes or str of a message, not {type(data).__name__}")
 
 
-def _nonfinite(value: Any) -> bool:
-    if type(value) is float:
-        return not math.isfinite(value)
-    if type(value) is dict:
-        return any(_nonfinite(v) for v in value.values())
-    return type(value) is list and any(_nonfinite(v) for v in value)
-
-
-def encode_json(msg: Any) -> bytes:
-    """``msg`` (a message of a class no codec's tables hold: an extension's, which a session
-    encodes itself) as JSON, refused as ``Codec.encode`` refuses one holding NaN or an infinity
-    (``ValueError``; msgspec would write null)."""
-    out = _encode(msg)
-    if len(out) > _SCAN_MAX or out.partition(b"null")[1]:
-        _finite(msg, out)
-    return out
+def _check_utf8(data: bytes) -> None:
+    """Refuse a message that is not UTF-8 (-32700)."""
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ProtocolError(PARSE_ERROR, f"Parse error: invalid UTF-8 ({exc.reason})") from None
 
 
 def _plain(raw: Raw) -> Any:

@@ -94,7 +94,7 @@ def test_a_long_request_with_a_non_finite_argument_is_refused_and_not_remembered
 def test_a_long_string_is_not_searched_as_text_where_its_class_was_structure(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from mcpbind import codec as codec_module
+    from mcpbind import _nonfinite as codec_module  # the NaN guard codec.encode calls
 
     monkeypatch.setattr(codec_module, "_STRUCTURED", {})  # nothing learned by other tests
     server = Codec("2025-11-25", "server")
@@ -112,7 +112,7 @@ def test_a_long_string_is_not_searched_as_text_where_its_class_was_structure(
 
 
 def test_what_the_guard_keeps_is_bounded() -> None:
-    from mcpbind import codec as codec_module
+    from mcpbind import _nonfinite as codec_module  # the NaN guard codec.encode calls
 
     server = Codec("2025-11-25", "server")
     # The (class, size) -> "made of structure" verdicts: any result class may be encoded, so they

@@ -12,17 +12,8 @@ from .._revisions import LATEST, REVISIONS
 from ..codec import Codec, ErrorObject, Response, encode_json
 from ..errors import INVALID_PARAMS, INVALID_REQUEST, ProtocolError, UnsupportedRevision
 from ..events import Event, InputRequired, Negotiated, NegotiationFailed, ResultReceived
-from ._common import (
-    NOT_READY,
-    Outgoing,
-    RequestId,
-    Session,
-    SessionSpeech,
-    checked,
-    make,
-    open_get,
-    speech,
-)
+from ._common import Outgoing, RequestId, Session
+from ._speech import NOT_READY, SessionSpeech, checked, make, open_get, speech
 from .states import CLIENT, FAILED, IDLE, NEGOTIATING, READY
 
 __all__ = ["ClientSession"]

@@ -15,7 +15,8 @@ from ..codec import Codec
 from ..errors import INTERNAL_ERROR, INVALID_REQUEST, ProtocolError, UnsupportedRevision
 from ..events import Event, Initialized, Negotiated, NegotiationFailed
 from ..negotiate import negotiate
-from ._common import Session, SessionSpeech, checked, make, speech, wire_fields
+from ._common import Session
+from ._speech import SessionSpeech, checked, make, speech, wire_fields
 from .states import INITIALIZING, READY, SERVER
 
 __all__ = ["ServerSession"]
