@@ -327,13 +327,14 @@ class StreamableHTTPClient:
     async def _post(self, message: bytes) -> None:
         peek = peek_message(message)  # (read once, for the ids owed and the headers)
         owed = _owed(message, peek)
+        headers = self._headers(message, peek)
+        head = None
+        if self.auth is None:
+            # The same few heads again and again: kept encoded by the wire, by all they hold.
+            key = ("POST", self.url, *headers.items())
+            head = self.wire.kept(key) or self.wire.head("POST", self.url, headers, key)
         reply = await send(
-            self.wire,
-            "POST",
-            self.url,
-            message,
-            headers=self._headers(message, peek),
-            auth=self.auth,
+            self.wire, "POST", self.url, message, headers=headers, head=head, auth=self.auth
         )
         async with closing(reply):
             last = await self._answer_post(reply, owed)
