@@ -336,8 +336,10 @@ class StreamableHTTPClient:
         reply = await send(
             self.wire, "POST", self.url, message, headers=headers, head=head, auth=self.auth
         )
-        async with closing(reply):
+        try:  # (``closing``'s work, without an async context manager's generator a POST)
             last = await self._answer_post(reply, owed)
+        finally:
+            await reply.aclose()
         if last is not _DONE:
             await self._resume_post(last, owed)
 
