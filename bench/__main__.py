@@ -35,6 +35,7 @@ import mcpbind
 
 from . import app as app_script
 from . import bridge as bridge_script
+from . import client as client_script
 from . import costs as costs_script
 from . import gateway as gateway_script
 from . import gateway_instructions as gateway_instructions_script
@@ -540,6 +541,7 @@ def summary(rows: list[Row], extra: dict[str, Any]) -> list[tuple[str, str, str,
     out += sessions_script.targets(extra)
     out += bridge_script.targets(extra)
     out += server_script.targets(extra)
+    out += client_script.targets(extra)
     out += server_instructions_script.targets(extra)
     out += gateway_script.targets(extra)
     out += gateway_instructions_script.targets(extra)
@@ -712,6 +714,10 @@ def write_report(
                 f"| {theirs['p99']:.0f} ms | {_mark(ratio, ratio >= server_script.TARGET)}"
                 f"{' (' + ', '.join(failed) + ')' if failed else ''} |"
             )
+    clients = extra.get("client")
+    if clients:
+        lines += ["", "## Client over Streamable HTTP", "", CLIENT_TEXT, ""]
+        lines += client_script.table(clients)
     counted = extra.get("server_instructions")
     if counted:
         lines += ["", "## Whole server against its stack", "", SERVER_INSTRUCTIONS_TEXT, ""]
@@ -848,6 +854,17 @@ connections, after a warm-up: 2025-11-25 within one session (initialize first), 
 stateless (each request with its `_meta` and the `Mcp-Method` / `Mcp-Name` headers), a fresh
 JSON-RPC id per request. Requests per second are autocannon's mean of its one-second samples;
 p99 is the 99th percentile of latency. One answer of each is checked first (the tool's text)."""
+
+CLIENT_TEXT = """\
+`python -m bench.client` (issue 36): `tools/call` of one text tool over Streamable HTTP, one call
+after another (each answered before the next is sent), by `mcpbind.Client` and by the official
+`mcp` 2.3.0 SDK's `Client`, one connection each, to the same server: examples/everything_server.py
+(mcpbind's, on the same `serve()` as above), fast enough that the client's cost shows. 2025-11-25
+is the SDK's `mode="legacy"` (its initialize handshake, which ends at 2025-11-25), 2026-07-28 its
+`mode="2026-07-28"` (stateless requests); mcpbind's `revisions=(ERA,)`. Both clients in one
+process, after 100 warm-up calls each; 15 rounds of 100 calls of one client then the other, the
+order alternating. Calls/s and CPU time a call (the process's, over a round: the client's own
+cost) are the medians over the rounds; the ratio is the median of the rounds' ratios."""
 
 SERVER_INSTRUCTIONS_TEXT = """\
 `python -m bench.server_instructions` (issue 36): instructions per request counted under
@@ -1011,6 +1028,8 @@ def main(argv: list[str] | None = None) -> int:
     extra["app"] = app_script.measure(timer)
     print("whole servers over HTTP (bench/server.py) ...", file=sys.stderr)
     extra["server"] = server_script.measure(3 if args.quick else 10)
+    print("client over HTTP (bench/client.py) ...", file=sys.stderr)
+    extra["client"] = client_script.measure(5 if args.quick else 15)
     print("whole server against its stack (bench/server_instructions.py) ...", file=sys.stderr)
     extra["server_instructions"] = server_instructions_script.measure(20 if args.quick else 60)
     extra["gateway"] = gateway_script.measure(3 if args.quick else 10)  # bench/gateway.py

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import itertools
 from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
@@ -242,7 +241,11 @@ class StreamableHTTPClient:
             for message in out:
                 await self._post(message)
         new = min(self._reported - start, len(self.events))
-        return list(itertools.islice(self.events, len(self.events) - new, None))
+        if not new:
+            return []
+        # The newest ``new`` from the right end: the window may hold a thousand older ones.
+        events = self.events
+        return [events[-i] for i in range(new, 0, -1)]
 
     # -- HTTP ------------------------------------------------------------------------------------
 
@@ -299,6 +302,8 @@ class StreamableHTTPClient:
     def _learn(self, result: Any) -> None:
         """Remember the ``x-mcp-header`` designations of every tool a result lists, and which
         tools carry invalid ones (they are not called)."""
+        if isinstance(result, msgspec.Struct) and not _lists_tools(type(result)):
+            return  # (a result of a class without a ``tools`` member: most, on every call)
         data = msgspec.to_builtins(result)
         tools = data.get("tools") if isinstance(data, dict) else None
         if not isinstance(tools, list):
@@ -320,12 +325,21 @@ class StreamableHTTPClient:
         return headers
 
     async def _post(self, message: bytes) -> None:
-        owed = _owed(message)
+        peek = peek_message(message)  # (read once, for the ids owed and the headers)
+        owed = _owed(message, peek)
+        headers = self._headers(message, peek)
+        head = None
+        if self.auth is None:
+            # The same few heads again and again: kept encoded by the wire, by all they hold.
+            key = ("POST", self.url, *headers.items())
+            head = self.wire.kept(key) or self.wire.head("POST", self.url, headers, key)
         reply = await send(
-            self.wire, "POST", self.url, message, headers=self._headers(message), auth=self.auth
+            self.wire, "POST", self.url, message, headers=headers, head=head, auth=self.auth
         )
-        async with closing(reply):
+        try:  # (``closing``'s work, without an async context manager's generator a POST)
             last = await self._answer_post(reply, owed)
+        finally:
+            await reply.aclose()
         if last is not _DONE:
             await self._resume_post(last, owed)
 
@@ -472,6 +486,18 @@ class StreamableHTTPClient:
 # What _answer_post returns when a POST's answer is complete.
 _DONE: Any = object()
 _SESSION_KEY = SESSION_HEADER.lower()  # (a reply's header names are lower-case)
+
+
+_LISTS_TOOLS: dict[type, bool] = {}  # result class -> whether a member of it is ``tools``
+
+
+def _lists_tools(kind: type[msgspec.Struct]) -> bool:
+    """Whether a result of class ``kind`` may list tools: a member it writes as ``tools``."""
+    found = _LISTS_TOOLS.get(kind)
+    if found is None:
+        found = any(f.encode_name == "tools" for f in msgspec.structs.fields(kind))
+        _LISTS_TOOLS[kind] = found
+    return found
 
 
 def designations(schema: Any) -> tuple[dict[str, str], str | None]:
