@@ -31,10 +31,6 @@ KNOWN_CIRCLES = {
 # (importing module, imported module, name), left to the same step.
 KNOWN_PRIVATE = {
     ("mcpbind.bridge.crossing", "mcpbind.session._common", "_fields"),
-    ("mcpbind.bridge.losses", "mcpbind._support", "_member_classes"),
-    ("mcpbind.bridge.upstream", "mcpbind.transports.http_client", "_answering"),
-    ("mcpbind.bridge.upstream", "mcpbind.transports.http_client", "_meta_version"),
-    ("mcpbind.bridge.upstream", "mcpbind.transports.http_client", "_owed"),
     ("mcpbind.codec", "mcpbind._tables", "_Method"),
     ("mcpbind.codec", "mcpbind._tables", "_tables"),
     ("mcpbind.compat.mcp_types", "mcpbind.projection", "_render"),

@@ -17,7 +17,7 @@ import msgspec
 import msgspec.inspect as mi
 from msgspec import UNSET
 
-from .._support import Loss, OpenObject, Untagged, _member_classes, convert
+from .._support import Loss, OpenObject, Untagged, convert, member_classes
 from ..packages import bindings
 from ..projection import ProjectionError, project, project_lossy, revision_of
 
@@ -88,7 +88,7 @@ def _types_in(t: Any, out: set[type], todo: list[type]) -> None:
             todo.append(t.cls)
     elif isinstance(t, mi.CustomType):
         if issubclass(t.cls, Untagged):
-            for member in _member_classes(t.cls):
+            for member in member_classes(t.cls):
                 if issubclass(member, msgspec.Struct) and member not in out:
                     out.add(member)
                     todo.append(member)

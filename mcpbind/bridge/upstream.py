@@ -32,9 +32,9 @@ from ..session import ClientSession
 from ..transports.http_client import (
     SESSION_HEADER,
     StreamableHTTPClient,
-    _answering,
-    _meta_version,
-    _owed,
+    error_with_id,
+    meta_version,
+    owed_ids,
     peek_message,
 )
 from ..transports.http_wire import HttpError, HttpWire, Reply, ServerUnreachable, needs_auth, send
@@ -263,7 +263,7 @@ class HttpUpstream(StreamableHTTPClient):
             if answer.complete:  # all of it read already: given to the link at once
                 body = answer.take()
                 answer.release()
-                owed = _owed(message, peek)
+                owed = owed_ids(message, peek)
                 try:
                     self._json_answer(answer, body, owed)
                 except Exception as error:  # noqa: BLE001 - as _send says it
@@ -296,7 +296,7 @@ class HttpUpstream(StreamableHTTPClient):
                 name = name if type(name) is str else None
             meta = self._request_meta(params)  # (under the facts' key of the revisions)
             if meta is not None:
-                version = _meta_version(meta, self.session)
+                version = meta_version(meta, self.session)
         key = (self.session_id, self.session.revision, method, name, version)
         head = self.wire.kept(key)
         if head is None:
@@ -365,7 +365,7 @@ class HttpUpstream(StreamableHTTPClient):
         again (``http_wire.send``). The ids of the requests it carried left unanswered."""
         if peek is None:
             peek = peek_message(message)
-        owed = _owed(message, peek)
+        owed = owed_ids(message, peek)
         if answer is None:
             head = self._head(message, peek)
             if head is not None:
@@ -427,7 +427,7 @@ class HttpUpstream(StreamableHTTPClient):
             return
         if answer.headers.get("content-type", "").startswith("application/json") and body:
             if answer.status >= 400 and len(owed) == 1:
-                body = _answering(body, next(iter(owed)))
+                body = error_with_id(body, next(iter(owed)))
             rest, asked, related = self._sort(body, owed)
             for event in asked:
                 self._answer_later(event, related)
