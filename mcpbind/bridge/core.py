@@ -236,7 +236,7 @@ class Bridge(Crossing):
                     len(self._up) + len(self._rounds) + len(self._held) + len(self._client_waiting)
                     >= self.max_in_flight
                 ):
-                    self._answer_error(
+                    self.answer_error(
                         e.id, too_many(e.id, self.max_in_flight, "the client", "the server")
                     )
                 elif self.back.state == "ready":
@@ -272,7 +272,7 @@ class Bridge(Crossing):
                     and len(self._served) + self._asked + len(self._server_waiting)
                     >= self.max_in_flight
                 ):
-                    self._quietly(
+                    self.quietly(
                         self.back.respond_error,
                         e.id,
                         INTERNAL_ERROR,
@@ -319,7 +319,7 @@ class Bridge(Crossing):
             and self.tasks.answer_lost(message.id, why)
         ):
             if self.back.awaits(message.id):  # the session never read it: it stops waiting too
-                self._quietly(self.back.cancel, message.id, why)
+                self.quietly(self.back.cancel, message.id, why)
         elif message.kind == "notification":
             self.note("server long notification", f"server: a notification was dropped: {why}")
         elif message.kind == "request":
@@ -341,6 +341,16 @@ class Bridge(Crossing):
 
     # -- opening ----------------------------------------------------------------------------
 
+    def claim_forwarded(self, id: Any, revision: str) -> _Forwarded | None:
+        """The client's request forwarded as ``id`` to the server when the client is of
+        ``revision``, no longer awaited here (the tasks translation answers it), else None."""
+        up = self._down.get(id)
+        if up is None or up.revision != revision:
+            return None
+        del self._down[id]
+        self._up.pop(up.id, None)
+        return up
+
     def _connect(self, held: Any) -> None:
         """Open the server side with what the client's first message says about it."""
         sp = held.speech if isinstance(held, _Held) else speech(held.revision)
@@ -352,7 +362,7 @@ class Bridge(Crossing):
         upstream = StdioTasks.between(self, e, revision)
         self.tasks_translated = upstream is not None
         try:
-            face = self._server_face(e, revision)
+            face = self.server_face(e, revision)
         except ProtocolError as error:
             self.front.refuse(error)
             return
@@ -379,7 +389,7 @@ class Bridge(Crossing):
             return
         if self.back.state != "ready":
             if isinstance(e, RequestReceived) and self._failed is not None:
-                self._answer_error(e.id, self._failed)
+                self.answer_error(e.id, self._failed)
                 return
             if isinstance(e, RequestReceived) and self.back.state == "idle":
                 self._connect(e)
@@ -405,9 +415,9 @@ class Bridge(Crossing):
         elif isinstance(e, ProgressReceived):
             served = self._served.get(e.id)
             if served is not None:
-                self._quietly(self.back.progress, served.id, e.progress, e.total, e.message)
+                self.quietly(self.back.progress, served.id, e.progress, e.total, e.message)
 
-    def _answer_error(self, id: Any, error: ProtocolError) -> None:
+    def answer_error(self, id: Any, error: ProtocolError) -> None:
         with contextlib.suppress(ProtocolError):  # the client cancelled it meanwhile
             self.front.respond_error(id, error.code, error.message, error.data)
 
@@ -423,14 +433,14 @@ class Bridge(Crossing):
         if self.tasks is not None and self.tasks.client_request(e):
             return
         try:
-            params, token = self._down_params(e.method, e.params, e.revision)
+            params, token = self.down_params(e.method, e.params, e.revision)
             if self.tasks is not None:
                 params = self.tasks.down(e, params)
             down = self.back.request(
                 e.method, None if params is UNSET else params, progress=token is not None
             )
         except ProtocolError as err:
-            self._answer_error(e.id, err)
+            self.answer_error(e.id, err)
             return
         self._down[down] = _Forwarded(e.id, e.method, e.revision)
         self._up[e.id] = down
@@ -438,7 +448,7 @@ class Bridge(Crossing):
     def _client_notification(self, e: NotificationReceived) -> None:
         target = self.back.revision
         assert target is not None
-        self._quietly(self._notify, self.back, e.method, e.params, target, "the client's")
+        self.quietly(self._notify, self.back, e.method, e.params, target, "the client's")
 
     def _notify(self, session: Any, method: str, params: Any, target: str, whose: str) -> None:
         params = self._notification(method, params, target, whose)
@@ -449,7 +459,7 @@ class Bridge(Crossing):
         down = self._up.pop(e.id, None)
         if down is not None:
             del self._down[down]
-            self._quietly(self.back.cancel, down, e.reason)
+            self.quietly(self.back.cancel, down, e.reason)
 
     def _client_result(self, e: ResultReceived) -> None:
         round = self._rounds.pop(e.id, None)
@@ -464,14 +474,14 @@ class Bridge(Crossing):
                 served.id, self._client_answer(e.result, served.revision, served.method)
             )
         except ProtocolError as err:
-            self._quietly(self.back.respond_error, served.id, err.code, err.message, err.data)
+            self.quietly(self.back.respond_error, served.id, err.code, err.message, err.data)
 
     def _client_error(self, e: ErrorReceived) -> None:
         round = self._rounds.pop(e.id, None)
         if round is not None:
             for other in round.pending:
                 self._rounds.pop(other, None)
-            self._answer_error(
+            self.answer_error(
                 round.front.id,
                 ProtocolError(
                     e.code, f"the client refused input the server asked for: {e.message}", e.data
@@ -480,7 +490,7 @@ class Bridge(Crossing):
             return
         served = self._served.pop(e.id, None)
         if served is not None:
-            self._quietly(self.back.respond_error, served.id, e.code, e.message, e.data)
+            self.quietly(self.back.respond_error, served.id, e.code, e.message, e.data)
 
     # -- what the server did ----------------------------------------------------------------
 
@@ -523,7 +533,7 @@ class Bridge(Crossing):
             for fid, served in list(self._served.items()):
                 if served.id == e.id:
                     del self._served[fid]
-                    self._quietly(self.front.cancel, fid, e.reason)
+                    self.quietly(self.front.cancel, fid, e.reason)
 
     def _server_failed(self, e: NegotiationFailed) -> None:
         self._failed = e.error
@@ -532,7 +542,7 @@ class Bridge(Crossing):
         waiting, self._client_waiting = self._client_waiting, []
         for one in waiting:
             if isinstance(one, RequestReceived):
-                self._answer_error(one.id, e.error)
+                self.answer_error(one.id, e.error)
 
     def _server_error(self, e: ErrorReceived) -> None:
         up = self._down.pop(e.id, None)
@@ -544,16 +554,16 @@ class Bridge(Crossing):
             self.note("server error", f"server: error {e.code}: {e.message}")
             return
         self._up.pop(up.id, None)
-        self._answer_error(up.id, ProtocolError(e.code, e.message, e.data))
+        self.answer_error(up.id, ProtocolError(e.code, e.message, e.data))
 
     def _server_notification(self, e: NotificationReceived) -> None:
         target = self.front.revision
         assert target is not None
-        self._quietly(self._notify, self.front, e.method, e.params, target, "the server's")
+        self.quietly(self._notify, self.front, e.method, e.params, target, "the server's")
 
     def _progress(self, up: _Forwarded, e: ProgressReceived) -> None:
         message = self._progress_message(up.revision, e.message)
-        self._quietly(self.front.progress, up.id, e.progress, e.total, message)
+        self.quietly(self.front.progress, up.id, e.progress, e.total, message)
 
     def _flush_server(self) -> None:
         if self.front.state != "ready":
@@ -570,9 +580,9 @@ class Bridge(Crossing):
             return
         self._up.pop(up.id, None)
         try:
-            self.front.respond(up.id, self._up_result(result, up.revision, up.method))
+            self.front.respond(up.id, self.up_result(result, up.revision, up.method))
         except ProtocolError as err:
-            self._answer_error(up.id, err)
+            self.answer_error(up.id, err)
 
     def _server_event_request(self, e: RequestReceived) -> None:
         target = self.front.revision
@@ -583,7 +593,7 @@ class Bridge(Crossing):
         try:
             up = self.front.request(e.method, self._server_request(e.method, e.params, target))
         except ProtocolError as err:
-            self._quietly(self.back.respond_error, e.id, err.code, err.message, err.data)
+            self.quietly(self.back.respond_error, e.id, err.code, err.message, err.data)
             return
         self._served[up] = _Forwarded(e.id, e.method, e.revision)
 
@@ -617,7 +627,7 @@ class Bridge(Crossing):
         except ProtocolError as err:
             for asked in round.pending:
                 self._rounds.pop(asked, None)
-            self._answer_error(up.id, err)
+            self.answer_error(up.id, err)
             return
         if not round.pending:
             self._retry(round)
@@ -644,7 +654,7 @@ class Bridge(Crossing):
             hold.asks[self.input_name()] = ask
             self._asked += 1
             return
-        self._quietly(
+        self.quietly(
             self.back.respond_error,
             e.id,
             METHOD_NOT_FOUND,
@@ -661,13 +671,13 @@ class Bridge(Crossing):
         try:
             result = self._round_trip_ask(asked, hold.revision, state)
         except ProtocolError as err:  # the client's revision cannot carry what is asked
-            self._answer_error(id, err)
+            self.answer_error(id, err)
             self._drop(hold, err)
             return
         hold.since = time.monotonic()
         self._held[state] = hold
         self._held_down[hold.down] = state
-        self._quietly(self.front.respond, id, result)  # (the client may have cancelled it)
+        self.quietly(self.front.respond, id, result)  # (the client may have cancelled it)
 
     def _resume(self, e: RequestReceived, state: str, answers: dict[str, Any]) -> None:
         """A round-trip client's retry ``e``: its answers go to the server's requests, and it
@@ -676,7 +686,7 @@ class Bridge(Crossing):
         if hold is None or hold.method != e.method:
             if hold is not None:
                 self._held[state] = hold
-            self._answer_error(
+            self.answer_error(
                 e.id,
                 ProtocolError(
                     INVALID_PARAMS,
@@ -692,17 +702,17 @@ class Bridge(Crossing):
             try:
                 self.back.respond(sid, self._input_response(method, answers[name]))
             except ProtocolError as err:
-                self._quietly(self.back.respond_error, sid, err.code, err.message, err.data)
+                self.quietly(self.back.respond_error, sid, err.code, err.message, err.data)
         if hold.answer is not None:
             result, error = hold.answer
             self._drop(hold, ProtocolError(INTERNAL_ERROR, "the client's request was answered"))
             if error is not None:
-                self._answer_error(e.id, error)
+                self.answer_error(e.id, error)
             else:
                 try:
-                    self.front.respond(e.id, self._up_result(result, e.revision, e.method))
+                    self.front.respond(e.id, self.up_result(result, e.revision, e.method))
                 except ProtocolError as err:
-                    self._answer_error(e.id, err)
+                    self.answer_error(e.id, err)
         elif hold.asks:  # asked while the client was answering: asked again
             hold.revision = e.revision
             self._ask(e.id, hold)
@@ -713,7 +723,7 @@ class Bridge(Crossing):
     def _drop(self, hold: _Hold, error: ProtocolError) -> None:
         """The server's requests ``hold`` still asks get ``error``."""
         for sid, _, _ in hold.asks.values():
-            self._quietly(self.back.respond_error, sid, error.code, error.message, error.data)
+            self.quietly(self.back.respond_error, sid, error.code, error.message, error.data)
         self._asked -= len(hold.asks)
         hold.asks.clear()
 
@@ -733,7 +743,7 @@ class Bridge(Crossing):
             del self._held_down[hold.down]
             self._drop(hold, ProtocolError(INTERNAL_ERROR, f"Request cancelled: {why}"))
             if hold.answer is None:
-                self._quietly(self.back.cancel, hold.down, why)
+                self.quietly(self.back.cancel, hold.down, why)
             self.log.append(f"bridge: {hold.method!r} cancelled: {why}")
 
     def _round_answer(self, id: Any, round: _Round, result: Any) -> None:
@@ -746,7 +756,7 @@ class Bridge(Crossing):
         try:
             down = self.back.answer(round.event, round.responses)
         except ProtocolError as err:
-            self._answer_error(round.front.id, err)
+            self.answer_error(round.front.id, err)
             return
         self._down[down] = round.front
         self._up[round.front.id] = down
@@ -765,17 +775,17 @@ class Bridge(Crossing):
         error = self._closing = ProtocolError(CONNECTION_CLOSED, f"Connection closed: {why}")
         self.front.refuse(error)
         for up in list(self._down.values()):
-            self._answer_error(up.id, error)
+            self.answer_error(up.id, error)
         for round in list(self._rounds.values()):
-            self._answer_error(round.front.id, error)
+            self.answer_error(round.front.id, error)
         for e in self._client_waiting:
             if type(e) is RequestReceived:
-                self._answer_error(e.id, error)
+                self.answer_error(e.id, error)
         for served in list(self._served.values()):
-            self._quietly(self.back.respond_error, served.id, error.code, error.message)
+            self.quietly(self.back.respond_error, served.id, error.code, error.message)
         for e in self._server_waiting:
             if type(e) is RequestReceived:
-                self._quietly(self.back.respond_error, e.id, error.code, error.message)
+                self.quietly(self.back.respond_error, e.id, error.code, error.message)
         if self.tasks is not None:
             self.tasks.close(error)
         for hold in self._held.values():
@@ -811,8 +821,8 @@ class Bridge(Crossing):
         up = self._down.pop(id)
         self._up.pop(up.id, None)
         if self.back.awaits(id):  # the session never read it: it stops waiting too
-            self._quietly(self.back.cancel, id, why)
-        self._answer_error(
+            self.quietly(self.back.cancel, id, why)
+        self.answer_error(
             up.id,
             ProtocolError(
                 INTERNAL_ERROR,
@@ -828,18 +838,18 @@ class Bridge(Crossing):
         why = why.removeprefix("from the client: ")
         if self.tasks is not None and self.tasks.answer_lost(id, why):
             if self.front.awaits(id):  # the session never read it: it stops waiting too
-                self._quietly(self.front.cancel, id, why)
+                self.quietly(self.front.cancel, id, why)
             return
         round = self._rounds.pop(id, None)
         served = self._served.pop(id, None) if round is None else None
         if round is None and served is None:
             return  # not an answer to the bridge's request
         if self.front.awaits(id):  # the session never read it: it stops waiting too
-            self._quietly(self.front.cancel, id, why)
+            self.quietly(self.front.cancel, id, why)
         if round is not None:
             for other in round.pending:
                 self._rounds.pop(other, None)
-            self._answer_error(
+            self.answer_error(
                 round.front.id,
                 ProtocolError(
                     INTERNAL_ERROR,
@@ -849,7 +859,7 @@ class Bridge(Crossing):
             )
             return
         assert served is not None
-        self._quietly(
+        self.quietly(
             self.back.respond_error,
             served.id,
             INTERNAL_ERROR,
@@ -913,7 +923,7 @@ class Bridge(Crossing):
         if message.kind in ("request", "invalid"):
             side.reject(ProtocolError(error.code, error.message, error.data, message.id))
 
-    def _quietly(self, call: Any, *args: Any) -> None:
+    def quietly(self, call: Any, *args: Any) -> None:
         """Do ``call``; a refusal (the peer's state moved on) is logged, never raised."""
         try:
             call(*args)

@@ -211,7 +211,7 @@ class CoreTasks:
                 "client connection, and none of them is over)",
             )
         plain = msgspec.structs.replace(params, **{self.when: UNSET})
-        down, _ = port.crossing._down_params(method, plain, self.core)
+        down, _ = port.crossing.down_params(method, plain, self.core)
         # Shielded: a client's cancel must not drop the answer, which names the task to cancel.
         sending = asyncio.ensure_future(port.send(method, msgspec.to_builtins(down)))
         try:
@@ -334,7 +334,7 @@ class CoreTasks:
                 f"Internal error: the task asks for {method!r} input, which MCP {self.core} "
                 "cannot ask for",
             )
-        params = port.crossing._carry(
+        params = port.crossing.carry(
             request.params, self.core, f"the params of the task's {method!r}"
         )
         plain = msgspec.to_builtins(params) if params is not UNSET else {}
@@ -347,7 +347,7 @@ class CoreTasks:
         """The task's result in the core revision, tied to the task as the core revision says
         a payload is."""
         method = self.facts.eligible
-        typed = port.crossing._up_result(result, self.core, method)
+        typed = port.crossing.up_result(result, self.core, method)
         key, meta_key = self.facts.related_task_key, self.meta_key
         if key is None:
             return typed

@@ -150,7 +150,7 @@ class Crossing:
             raise self._lossy_error(what, target, refused, "")
         self._log_losses(what, target, lost)
 
-    def _carry(self, obj: Any, target: str, what: str) -> Any:
+    def carry(self, obj: Any, target: str, what: str) -> Any:
         """``obj`` into ``target``; with --strict, a loss raises the ``LOSSY`` error."""
         value, lost = self._cross(obj, target, what)
         if lost and self.strict:
@@ -226,7 +226,7 @@ class Crossing:
                 plain, self._client_caps, e.revision, self.log
             )
 
-    def _server_face(self, e: Negotiated, revision: str | None) -> tuple[Any, Any, Any]:
+    def server_face(self, e: Negotiated, revision: str | None) -> tuple[Any, Any, Any]:
         """What a client of ``revision`` is told of the server the handshake ``e`` opened: its
         capabilities, info and instructions, as plain JSON (raises the ``LOSSY`` error with
         --strict when the capabilities lose anything)."""
@@ -250,7 +250,7 @@ class Crossing:
 
     # -- the client's messages, down ----------------------------------------------------------
 
-    def _down_params(self, method: str, params: Any, revision: str) -> tuple[Any, Any]:
+    def down_params(self, method: str, params: Any, revision: str) -> tuple[Any, Any]:
         """The params of the client's ``method`` request (of ``revision``) for the server's
         revision, and the client's progress token (None: none); ``ProtocolError`` when the
         request cannot go down (the server's revision has no such method, a refused loss)."""
@@ -305,7 +305,7 @@ class Crossing:
         self._envelope_cache = (target, self.back.capabilities, out)
         return out
 
-    def _typed_envelope(self, envelope: dict[str, Any], cls: Any) -> dict[str, Any]:
+    def typed_envelope(self, envelope: dict[str, Any], cls: Any) -> dict[str, Any]:
         """``envelope`` with its values in the types ``cls`` (the client side's ``_meta`` class,
         which declares the envelope's keys) gives them, so that it projects; built once."""
         key = (id(envelope), cls)
@@ -350,11 +350,11 @@ class Crossing:
 
     def _client_answer(self, result: Any, revision: str, method: str) -> Any:
         """The client's result of the server's ``method`` request, in the server's ``revision``."""
-        return self._carry(result, revision, f"the client's result of {method!r}")
+        return self.carry(result, revision, f"the client's result of {method!r}")
 
     # -- the server's messages, up ------------------------------------------------------------
 
-    def _up_result(self, result: Any, revision: str, method: str) -> Any:
+    def up_result(self, result: Any, revision: str, method: str) -> Any:
         """The server's result of the client's ``method`` request, in the client's ``revision``."""
         if result is UNSET or result is None:
             return result
@@ -400,7 +400,7 @@ class Crossing:
                 "the revision the client speaks",
                 {"method": method},
             )
-        params = self._carry(params, target, f"the params of the server's {method!r}")
+        params = self.carry(params, target, f"the params of the server's {method!r}")
         return None if params is UNSET else params
 
     # -- input rounds -------------------------------------------------------------------------
@@ -457,7 +457,7 @@ class Crossing:
         requests = {}
         for name, (method, params) in asked.items():
             request: dict[str, Any] = {"method": method}
-            params = self._carry(params, revision, f"the params of the server's {method!r}")
+            params = self.carry(params, revision, f"the params of the server's {method!r}")
             if params is not None and params is not UNSET:
                 request["params"] = msgspec.to_builtins(params)
             requests[name] = request
@@ -490,7 +490,7 @@ class Crossing:
         target = self.back.revision
         assert target is not None
         result_class = speech(target).facts.wires[method].result
-        value = self._carry(response, target, f"the client's result of {method!r}")
+        value = self.carry(response, target, f"the client's result of {method!r}")
         return checked(msgspec.to_builtins(value), result_class, target, "$.result")
 
 
@@ -558,7 +558,7 @@ def _rewrite_meta(
     if cls is None:
         return params, token
     if envelope:
-        kept.update(crossing._typed_envelope(envelope, cls) if sp.facts.request_meta else envelope)
+        kept.update(crossing.typed_envelope(envelope, cls) if sp.facts.request_meta else envelope)
     return msgspec.structs.replace(params, meta=cls(kept)), token
 
 

@@ -127,7 +127,7 @@ class Face:
         if found is None:
             assert self.negotiated is not None  # the gateway learns it before serving
             try:
-                found = self.crossing._server_face(self.negotiated, revision)
+                found = self.crossing.server_face(self.negotiated, revision)
             except ProtocolError as error:
                 found = error
             self._faces[revision] = found
@@ -235,7 +235,7 @@ class Link(Crossing):
         self.key = key
         self.caps, self.info = caps, info
         self.front, self.sid = front, sid  # the HTTP server and session id the client is on
-        self.transport: Upstream = gateway._transport(self)
+        self.transport: Upstream = gateway.upstream_for(self)
         self.pending: dict[Any, _Pending] = {}
         # requests in flight not in ``pending``: awaiting the link to open, or served by the
         # tasks translation of a core client (tasks_http)
@@ -276,32 +276,37 @@ class Link(Crossing):
         except ProtocolError as error:
             why = f"the server refused the handshake: {error.message}"
         except TimeoutError:  # before OSError, which it is a kind of
-            why = self.gateway._timed_out()
+            why = self.gateway.timed_out()
         except (OSError, HttpError) as error:
             why = f"the server cannot be reached: {error or type(error).__name__}"
         else:
             self._back_agreed(negotiated)
-            self._say()
+            self.say()
             return
         self._end(why)
         await self.transport.close()
         raise ProtocolError(CONNECTION_CLOSED, f"Connection closed: {why}")
+
+    def agreement(self) -> Negotiated:
+        """What the server agreed on (the link is open)."""
+        assert self._negotiated is not None
+        return self._negotiated.result()
 
     def gone(self, why: str) -> None:
         """The connection is over (``why``): every request on it gets an error, and the link is
         forgotten (a later request opens another)."""
         if self.why is None:
             self._end(why)
-            self.gateway._spawn(self.transport.close())
+            self.gateway.spawn(self.transport.close())
 
     def _end(self, why: str) -> None:
         self.why = why
-        self.gateway._forget(self)
+        self.gateway.forget(self)
         error = ProtocolError(CONNECTION_CLOSED, f"Connection closed: {why}", {"reason": why})
         count = 0
         for pending in list(self.pending.values()):
             count += 1
-            self._settle(pending, error)
+            self.settle(pending, error)
             for _, future in pending.asks.values():
                 if not future.done():
                     future.set_exception(error)
@@ -317,15 +322,15 @@ class Link(Crossing):
         self.flush_notes()
         if count or why is not self._closing:
             self.log.append(f"{why}; {count} pending requests answered with an error")
-        self._say()
+        self.say()
 
     async def close(self, why: str) -> None:
         """End the link because its client is gone: what it sent is cancelled on the server."""
         if self.why is not None:
             return
         for pending in list(self.pending.values()):
-            self._cancel(pending, why)
-        self._flush()
+            self.cancel_pending(pending, why)
+        self.flush()
         self._closing = why  # said only when it answers something with an error
         self._end(why)
         await self.transport.close()
@@ -351,7 +356,7 @@ class Link(Crossing):
             if relay is not None and holder is not None and holder != relay.worker:
                 # Held by another gateway process: asked there, answered here (bridge/relay.py).
                 return await relay.forward(holder, state, repr(self.key), call)
-            pending = self.gateway._resume(state, call, self)
+            pending = self.gateway.resume_held(state, call, self)
             self._answer_asks(pending, answers)
         else:
             opening = self._opening
@@ -366,16 +371,16 @@ class Link(Crossing):
                 await self.transport.request(message)
                 event = pending.answer
                 if type(event) is ResultReceived:  # the common case, without _outcome's loop
-                    return self._up_result(event.result, call.revision, call.method)
+                    return self.up_result(event.result, call.revision, call.method)
             return await self._outcome(pending)
         except asyncio.CancelledError:
             # The client cancelled it, or left: the server stops working on it too.
             if pending.call is call and self.pending.get(pending.rid) is pending:
-                self._cancel(pending, "the client cancelled the request or went away")
-                self._flush()
+                self.cancel_pending(pending, "the client cancelled the request or went away")
+                self.flush()
             raise
         finally:
-            self._say()
+            self.say()
 
     async def resume(self, pending: _Pending, answers: dict[str, Any]) -> Any:
         """The answer to a retry that arrived at another gateway process (``pending`` resumed
@@ -385,11 +390,11 @@ class Link(Crossing):
             return await self._outcome(pending)
         except asyncio.CancelledError:
             if self.pending.get(pending.rid) is pending:
-                self._cancel(pending, "the client cancelled the request or went away")
-                self._flush()
+                self.cancel_pending(pending, "the client cancelled the request or went away")
+                self.flush()
             raise
         finally:
-            self._say()
+            self.say()
 
     async def _opened(self, call: Call) -> None:
         """Wait for the link to open (counted among the requests in flight meanwhile)."""
@@ -414,7 +419,7 @@ class Link(Crossing):
                 raise too_many(call.id, limit, "the client", "the server")
         else:
             raise ProtocolError(CONNECTION_CLOSED, f"Connection closed: {self.why}")
-        params, token = self._down_params(call.method, call.params, call.revision)
+        params, token = self.down_params(call.method, call.params, call.revision)
         if self.tasks is not None:
             params = self.tasks.down(call, params)  # type: ignore[arg-type]
         rid = self.back.request(
@@ -446,12 +451,12 @@ class Link(Crossing):
             call = pending.call
             assert call is not None
             if isinstance(event, ResultReceived | TaskCreated):
-                return self._up_result(event.result, call.revision, call.method)
+                return self.up_result(event.result, call.revision, call.method)
             if isinstance(event, ErrorReceived):
                 raise ProtocolError(event.code, event.message, event.data)
             if isinstance(event, InputRequired):
                 if speech(call.revision).facts.round_trip is not None:
-                    return self._up_result(event.result, call.revision, call.method)
+                    return self.up_result(event.result, call.revision, call.method)
                 await self._ask_older_client(pending, event)
                 continue
             assert isinstance(event, MessageRejected)
@@ -485,7 +490,7 @@ class Link(Crossing):
         pending.rid = self.back.answer(event, responses)
         pending.answer = None
         self.pending[pending.rid] = pending
-        self._flush()
+        self.flush()
 
     def _ask_input(self, pending: _Pending) -> Any:
         """The input-required result carrying the server's requests waiting on ``pending`` to a
@@ -497,7 +502,7 @@ class Link(Crossing):
             for name, (event, future) in pending.asks.items()
             if not future.done()
         }
-        state = self.gateway._hold(pending, self)
+        state = self.gateway.hold(pending, self)
         result = self._round_trip_ask(asked, call.revision, state)
         pending.call = None
         return result
@@ -520,17 +525,17 @@ class Link(Crossing):
         ``rid`` the link's session just queued for ``call`` (not one of the client's own: the
         gateway's, in its handling); cancelled on the server when the caller is."""
         pending = self.pending[rid] = _Pending(rid, call)
-        self._flush()
+        self.flush()
         try:
             await pending.wait(asks=False)
         except asyncio.CancelledError:
             if self.pending.get(rid) is pending:
-                self._cancel(pending, "the client cancelled the request or went away")
-                self._flush()
+                self.cancel_pending(pending, "the client cancelled the request or went away")
+                self.flush()
             raise
         return pending.answer
 
-    def _cancel(self, pending: _Pending, why: str) -> None:
+    def cancel_pending(self, pending: _Pending, why: str) -> None:
         self.pending.pop(pending.rid, None)
         if pending.timer is not None:
             pending.timer.cancel()
@@ -538,7 +543,7 @@ class Link(Crossing):
             with contextlib.suppress(ProtocolError):
                 self.back.cancel(pending.rid, why)
         error = ProtocolError(INTERNAL_ERROR, f"Request cancelled: {why}")
-        self._settle(pending, error)  # a handler still waiting for it hears why
+        self.settle(pending, error)  # a handler still waiting for it hears why
         for _, future in pending.asks.values():
             if not future.done():
                 future.set_exception(error)
@@ -554,14 +559,14 @@ class Link(Crossing):
             if isinstance(event, ResultReceived | ErrorReceived | InputRequired | TaskCreated):
                 pending = self.pending.pop(event.id, None)
                 if pending is not None:
-                    self._settle(pending, event)
+                    self.settle(pending, event)
                 elif isinstance(event, ErrorReceived) and event.id is None:
                     self.note("error", f"server: error {event.code}: {event.message}")
             elif isinstance(event, MessageRejected):
                 self.note("rejected", f"server: {event.error.message}")
                 pending = self.pending.pop(event.error.id, None) if not event.answered else None
                 if pending is not None:
-                    self._settle(pending, event)
+                    self.settle(pending, event)
             elif isinstance(event, Negotiated):
                 if self._negotiated is not None and not self._negotiated.done():
                     self._negotiated.set_result(event)
@@ -578,9 +583,9 @@ class Link(Crossing):
                 task = asyncio.ensure_future(self._serve_and_answer(event, related))
                 self._serving.add(task)
                 task.add_done_callback(self._serving.discard)
-        self._say()
+        self.say()
 
-    def _settle(self, pending: _Pending, event: Any) -> None:
+    def settle(self, pending: _Pending, event: Any) -> None:
         """``pending`` is answered by ``event`` (or ends with an error), unless it was already."""
         if pending.answer is None:
             pending.answer = event
@@ -591,8 +596,8 @@ class Link(Crossing):
         pending = self.pending.pop(id, None)
         if pending is not None and pending.answer is None:
             self.log.append(f"{why}: the request is answered with an error")
-            self._settle(pending, ProtocolError(CONNECTION_CLOSED, f"Connection closed: {why}"))
-            self._say()
+            self.settle(pending, ProtocolError(CONNECTION_CLOSED, f"Connection closed: {why}"))
+            self.say()
 
     def discarded(self, message: Envelope, why: str) -> None:
         """A message from the server was dropped unread (over ``max_line``), of which only its
@@ -604,7 +609,7 @@ class Link(Crossing):
             if self.back.awaits(rid):  # the session never read it: it stops waiting too
                 with contextlib.suppress(ProtocolError):
                     self.back.cancel(rid, why)
-            self._settle(
+            self.settle(
                 pending,
                 ProtocolError(
                     INTERNAL_ERROR,
@@ -624,8 +629,8 @@ class Link(Crossing):
         else:
             self.gone(f"the server sent a message that could not be read: {why}")
             return
-        self._flush()
-        self._say()
+        self.flush()
+        self.say()
 
     def _progress_up(self, event: ProgressReceived) -> None:
         pending = self.pending.get(event.id)
@@ -691,7 +696,7 @@ class Link(Crossing):
         try:
             return await self._serve(event, related)
         finally:
-            self._say()
+            self.say()
 
     async def _serve(self, event: RequestReceived, related: Any) -> Any:
         if self.tasks is not None and (asked := self.tasks.asked(event)) is not None:
@@ -756,7 +761,7 @@ class Link(Crossing):
             except ProtocolError as error:
                 with contextlib.suppress(ProtocolError):
                     self.back.respond_error(event.id, INTERNAL_ERROR, error.message)
-        self._flush()
+        self.flush()
 
     # -- the client's notifications ---------------------------------------------------------------
 
@@ -770,8 +775,8 @@ class Link(Crossing):
                 self.back.notify(event.method, params)
         except ProtocolError as error:
             self.note("uncrossed down", f"bridge: {error.message}")
-        self._flush()
-        self._say()
+        self.flush()
+        self.say()
 
     def _drop(self, line: str) -> None:
         """A message of the server's that no client can take (``line`` says which), noted; past
@@ -793,17 +798,17 @@ class Link(Crossing):
 
     # -- plumbing ---------------------------------------------------------------------------------
 
-    def _flush(self) -> None:
+    def flush(self) -> None:
         out = self.back.data_to_send()
         if out:
             self.transport.send(out)
 
-    def _say(self) -> None:
+    def say(self) -> None:
         if self.log:
-            self.gateway._say(self.take_log())
+            self.gateway.say(self.take_log())
 
     def _noted_later(self) -> None:
-        self._say()
+        self.say()
 
 
 class Gateway:
@@ -1052,7 +1057,7 @@ class Gateway:
                         self.upstream, wire, session, self.upstream_auth
                     )
             except TimeoutError:
-                why = self._timed_out()
+                why = self.timed_out()
                 raise ProtocolError(CONNECTION_CLOSED, f"Connection closed: {why}") from None
             if self._kind is not SseUpstream:  # a core client's tasks, translated (tasks_http)
                 self.tasks = UpstreamTasks.between(self, negotiated)
@@ -1061,8 +1066,7 @@ class Gateway:
             probe = Link(self, None, None, CLIENT_INFO)
             try:
                 await probe.open()
-                assert probe._negotiated is not None
-                negotiated = probe._negotiated.result()
+                negotiated = probe.agreement()
             finally:
                 await probe.close("the probe is done")
             # a core client's tasks, translated on the child's session (tasks_http)
@@ -1072,12 +1076,12 @@ class Gateway:
         if self.tasks is None and front is not None and front.between(negotiated):
             self.tasks = front
         self.face.learn(negotiated)
-        self._say(self.face.crossing.take_log())
+        self.say(self.face.crossing.take_log())
 
-    def _timed_out(self) -> str:
+    def timed_out(self) -> str:
         return f"the server did not complete its handshake within {self.open_timeout:g} s"
 
-    def _transport(self, link: Link) -> Upstream:
+    def upstream_for(self, link: Link) -> Upstream:
         if self.command is not None:
             return StdioUpstream(self.command, link, self.max_line)
         assert self._wire is not None and self.upstream is not None
@@ -1157,18 +1161,18 @@ class Gateway:
                 if not link.pending and not link.counted and now - link.used >= self.idle_timeout:
                     if link.tasks is not None and link.tasks.mine:
                         continue  # a task still running on it (tasks.py)
-                    self._forget(link)
-                    self._spawn(link.close(why))
+                    self.forget(link)
+                    self.spawn(link.close(why))
 
     def _evict_shared(self) -> bool:
         for identity, link in self.shared.items():
             if not link.pending and not link.counted and not (link.tasks and link.tasks.mine):
                 del self.shared[identity]
-                self._spawn(link.close("its place went to another client identity (max_shared)"))
+                self.spawn(link.close("its place went to another client identity (max_shared)"))
                 return True
         return False
 
-    def _forget(self, link: Link) -> None:
+    def forget(self, link: Link) -> None:
         if isinstance(link.key, tuple):
             if self.sessions.get(link.key) is link:
                 del self.sessions[link.key]
@@ -1189,11 +1193,11 @@ class Gateway:
         """A front forgot a session: its link ends, and what it had in flight is cancelled."""
         link = self.sessions.pop((which, sid), None)
         if link is not None:
-            self._spawn(link.close("the client's session ended"))
+            self.spawn(link.close("the client's session ended"))
 
     # -- input rounds with round-trip clients -----------------------------------------------------
 
-    def _hold(self, pending: _Pending, link: Link) -> str:
+    def hold(self, pending: _Pending, link: Link) -> str:
         """Keep ``pending`` for the client's retry; its request state."""
         state = Crossing.new_state()
         if self.relay is not None:
@@ -1212,13 +1216,13 @@ class Gateway:
             return
         link, pending = found
         pending.timer = None
-        link._cancel(
+        link.cancel_pending(
             pending,
             f"the client did not retry within input_timeout ({self.input_timeout:g} s) with the "
             "input the server asked for",
         )
-        link._flush()
-        link._say()
+        link.flush()
+        link.say()
 
     async def _resume_relayed(self, call: RelayedCall, state: str, identity: str) -> Any:
         """The answer to ``call``, a retry of the round ``state`` held here that arrived at
@@ -1230,11 +1234,11 @@ class Gateway:
         _, answers = Crossing.round_trip_retry(params, call.revision)
         found = self._holds.get(state)
         link = found[0] if found is not None and repr(found[0].key) == identity else None
-        pending = self._resume(state, call, link)
+        pending = self.resume_held(state, call, link)
         assert link is not None
         return await link.resume(pending, answers)
 
-    def _resume(self, state: str, call: Call | RelayedCall, link: Link | None) -> _Pending:
+    def resume_held(self, state: str, call: Call | RelayedCall, link: Link | None) -> _Pending:
         """The held request a retry's ``state`` names, now serving ``call``."""
         found = self._holds.pop(state, None) if link is not None else None
         if found is None or found[0] is not link or found[1].method != call.method:
@@ -1255,12 +1259,12 @@ class Gateway:
 
     # -- plumbing ---------------------------------------------------------------------------------
 
-    def _spawn(self, work: Any) -> None:
+    def spawn(self, work: Any) -> None:
         task = asyncio.ensure_future(work)
         self._background.add(task)
         task.add_done_callback(self._background.discard)
 
-    def _say(self, lines: list[str]) -> None:
+    def say(self, lines: list[str]) -> None:
         for line in lines:
             self._log(line)
 

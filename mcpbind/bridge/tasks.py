@@ -87,7 +87,6 @@ MAX_TASKS = 1000
 # Tool names whose task support the bridge remembers from the server's tool lists.
 MAX_TOOLS = 10_000
 
-_JSON = msgspec.json.Encoder()
 _KEYS = itertools.count(1)  # the gateway's handlers awaiting a translator's answer
 
 
@@ -413,12 +412,9 @@ class TaskBridge:
             self.tools[tool.get("name")] = value in self.facts.core_taskable
 
     def _created(self, e: TaskCreated) -> bool:
-        bridge = self.bridge
-        up = bridge._down.get(e.id)
-        if up is None or up.revision != self.client:
+        up = self.bridge.claim_forwarded(e.id, self.client)
+        if up is None:
             return False
-        del bridge._down[e.id]
-        bridge._up.pop(up.id, None)
         self._answer(up.id, self._made(e, up.revision, up.method), session=True)
         return True
 
@@ -448,9 +444,7 @@ class TaskBridge:
         if isinstance(meta, dict) and len(meta) == 1:  # the tie to the task is the task here
             params = msgspec.structs.replace(params, meta=UNSET)
         try:
-            params = bridge._carry(
-                params, task.revision, f"the params of the server's {e.method!r}"
-            )
+            params = bridge.carry(params, task.revision, f"the params of the server's {e.method!r}")
         except ProtocolError as err:
             self._respond(e.id, err)
             return True
@@ -479,7 +473,7 @@ class TaskBridge:
     def _result(self, what: str, task: _Task, id: Any, result: Any) -> None:
         f = self.facts
         if what == "payload":
-            result = self.bridge._up_result(result, task.revision, task.method)
+            result = self.bridge.up_result(result, task.revision, task.method)
             plain = msgspec.to_builtins(result)
             plain.setdefault(self.kind, f.complete_result)
             task.payload = (f.result, plain)
@@ -555,22 +549,14 @@ class TaskBridge:
         result or a ``ProtocolError``."""
         bridge = self.bridge
         if isinstance(answer, ProtocolError):
-            bridge._quietly(
-                bridge.back.respond_error, sid, answer.code, answer.message, answer.data
-            )
+            bridge.quietly(bridge.back.respond_error, sid, answer.code, answer.message, answer.data)
         else:
-            bridge._quietly(bridge.back.respond, sid, answer)
+            bridge.quietly(bridge.back.respond, sid, answer)
 
     def _answer(self, id: Any, result: dict[str, Any], session: bool = False) -> None:
         """Send the client ``result`` for its request ``id``; ``session``: a request its session
         read (a call), which then stops awaiting an answer there."""
-        front = self.bridge.front
-        if session:
-            incoming = front._incoming.get(id)
-            if incoming is None:
-                return  # the client cancelled it meanwhile
-            front._answer(id, incoming)
-        front._out.append(_JSON.encode({"jsonrpc": "2.0", "id": id, "result": result}))
+        self.bridge.front.respond_unchecked(id, result, read=session)
 
     def _error(self, id: Any, error: ProtocolError) -> None:
         self.bridge.front.reject(ProtocolError(error.code, error.message, error.data, id))
@@ -626,7 +612,7 @@ class LinkTasks(TaskBridge):
             return await future
         finally:
             self.calls.pop(key, None)
-            self.bridge._say()
+            self.bridge.say()
 
     def asked(self, e: RequestReceived) -> asyncio.Future[Any] | None:
         """The answer to come to the server's request ``e`` when it is an input request of one
@@ -659,7 +645,7 @@ class LinkTasks(TaskBridge):
         created = self._made(e, call.revision, call.method)
         self.owners[e.task_id] = _owner(getattr(call, "auth", None))
         self.front.where[e.task_id] = self
-        link._settle(pending, TaskAnswer(created))  # the handler returns it as it is
+        link.settle(pending, TaskAnswer(created))  # the handler returns it as it is
         return True
 
     def _failed(self, what: str, task: _Task, id: Any, error: ProtocolError) -> None:
@@ -673,7 +659,7 @@ class LinkTasks(TaskBridge):
         return int(self.bridge.gateway.max_in_flight)
 
     def _sent(self) -> None:
-        self.bridge._flush()
+        self.bridge.flush()
 
     def _respond(self, sid: Any, answer: Any) -> None:
         future = self.inputs.pop(sid, None)

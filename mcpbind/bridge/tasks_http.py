@@ -90,7 +90,7 @@ class UpstreamTasks:
             return await self.tasks.answer(table, port, call.method, call.params)
         finally:
             link.counted -= 1
-            link._say()  # (the losses of the input requests carried to the client)
+            link.say()  # (the losses of the input requests carried to the client)
 
     # -- the server ----------------------------------------------------------------------------
 
@@ -231,10 +231,10 @@ class _Post:
             finally:
                 link.counted -= 1
 
-        self.upstream.gateway._spawn(counted())
+        self.upstream.gateway.spawn(counted())
 
     def note(self, line: str) -> None:
-        self.upstream.gateway._say([line])
+        self.upstream.gateway.say([line])
 
 
 class _ChildPort(_Post):

@@ -145,7 +145,7 @@ class StdioTasks:
             return False
         limit = self.bridge.max_in_flight
         if len(self.running) + len(self.settling) >= limit:
-            self.bridge._answer_error(
+            self.bridge.answer_error(
                 e.id, crossing.too_many(e.id, limit, "the client", "the server")
             )
             return True
@@ -158,10 +158,10 @@ class StdioTasks:
         try:
             result = await self.tasks.answer(self.table, self, e.method, e.params)
         except ProtocolError as error:
-            bridge._answer_error(e.id, error)
+            bridge.answer_error(e.id, error)
         except Exception as exc:  # noqa: BLE001 - a fault of the bridge's own: still an answer
             bridge.log.append(f"internal error ({type(exc).__name__}: {exc}) on {e.method!r}")
-            bridge._answer_error(
+            bridge.answer_error(
                 e.id,
                 ProtocolError(INTERNAL_ERROR, f"Internal error: {type(exc).__name__}: {exc}"),
             )
@@ -169,7 +169,7 @@ class StdioTasks:
             try:
                 bridge.front.respond(e.id, result)
             except ProtocolError as error:
-                bridge._answer_error(e.id, error)
+                bridge.answer_error(e.id, error)
         finally:
             if self.running.get(e.id) is asyncio.current_task():
                 del self.running[e.id]
@@ -257,7 +257,7 @@ class StdioTasks:
         running, self.running = self.running, {}
         for id, task in running.items():
             task.cancel()
-            self.bridge._answer_error(id, error)
+            self.bridge.answer_error(id, error)
         for settling in list(self.settling):
             settling.cancel()
         for future in (*self.sent.values(), *self.asked.values()):
