@@ -345,7 +345,7 @@ def bridge(
     client closes its input or has been silent for 2 s, its requests answered with the error).
     """
     from ._revisions import RELEASED
-    from .bridge.core import INPUT_TIMEOUT, MAX_IN_FLIGHT_PER_SIDE
+    from .bridge.limits import INPUT_TIMEOUT, MAX_IN_FLIGHT_PER_SIDE
     from .bridge.stdio import run
     from .transports.stdio import MAX_LINE
 

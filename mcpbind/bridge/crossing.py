@@ -23,31 +23,17 @@ from msgspec import UNSET
 
 from .._repeats import Repeats
 from .._support import convert, open_class
-from ..errors import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, ProtocolError
+from ..errors import INVALID_PARAMS, METHOD_NOT_FOUND, ProtocolError
 from ..events import Negotiated
 from ..projection import ProjectionError
 from ..session import ClientSession
 from ..session._common import _fields, checked, speech
+from .limits import LOSSY, NOT_SENT, STATE_PREFIX
 from .losses import Lost, convey, conveyor
-from .tasks import undeclared_tasks, untranslated_tasks
+from .task_facts import undeclared_tasks, untranslated_tasks
 
-__all__ = [
-    "INPUT_TIMEOUT",
-    "LOSSY",
-    "NOT_SENT",
-    "STATE_PREFIX",
-    "Back",
-    "Crossing",
-    "Edge",
-    "too_many",
-]
+__all__ = ["Back", "Crossing", "Edge"]
 
-# What --strict answers a message with when it cannot cross without a loss.
-LOSSY = INVALID_PARAMS
-# Seconds a server's own request, asked of a round-trip client through an input-required result,
-# waits for that client's retry (both fronts; --input-timeout).
-INPUT_TIMEOUT = 300.0
-STATE_PREFIX = "mcpbind-gateway:"  # the request states a bridge issues (others pass through)
 _ASKS = itertools.count(1)  # names of the input requests a bridge asks (unique per process)
 
 _SHOWN = 3  # JSON paths shown per kind of loss in one log line
@@ -92,7 +78,7 @@ class Crossing:
         self._down_way: tuple[type, str, Any] | None = None
         self._up_way: tuple[type, str, Any] | None = None
         self._typed_cache: tuple[Any, dict[str, Any]] | None = None
-        self.tasks_translated = False  # a core client's tasks served by the gateway (tasks_http)
+        self.tasks_translated = False  # a core client's tasks served by the gateway (gateway/tasks_core_to_extension.py)
         self._repeats: Repeats | None = None  # lines about a peer's repeated misdeeds, once any
 
     def take_log(self) -> list[str]:
@@ -240,7 +226,9 @@ class Crossing:
             info, _ = self._cross(info, revision, "the server's info")
         instructions = getattr(e.result, "instructions", UNSET)
         plain = msgspec.to_builtins(caps)
-        if revision is not None:  # tasks of the extension a core client cannot use (tasks.py)
+        if (
+            revision is not None
+        ):  # tasks of the extension a core client cannot use (tasks_extension_to_core.py)
             plain = untranslated_tasks(plain, e.revision, revision, self.log, self.tasks_translated)
         return (
             plain,
@@ -508,24 +496,6 @@ def _said(names: dict[str, str], what: str, method: str) -> str:
 
 
 _NO_ANSWERS: dict[str, Any] = {}  # (never changed: round_trip_retry's answers of a first try)
-
-
-class _NotSent:
-    """The notification is not forwarded (``Crossing._notification``)."""
-
-
-NOT_SENT: Any = _NotSent()
-
-
-def too_many(id: Any, limit: int, sender: str, other: str) -> ProtocolError:
-    """The error for a request from ``sender`` past ``limit`` requests awaiting ``other``."""
-    return ProtocolError(
-        INTERNAL_ERROR,
-        f"Server busy: {limit} requests from {sender} already await an answer from {other} "
-        "(the bridge's max_in_flight)",
-        {"max_in_flight": limit},
-        id,
-    )
 
 
 def _rewrite_meta(

@@ -34,9 +34,9 @@ from typing import Any
 
 import msgspec
 
-from ..errors import CONNECTION_CLOSED, INTERNAL_ERROR, ProtocolError
-from ..transports.store import Store
-from .crossing import STATE_PREFIX
+from ...errors import CONNECTION_CLOSED, INTERNAL_ERROR, ProtocolError
+from ...transports.store import Store
+from ..limits import STATE_PREFIX
 
 __all__ = [
     "HOLDER_CHECK",

@@ -1,7 +1,7 @@
 """How the HTTP gateway reaches the server behind it: a child process on stdio, or an MCP server
 over Streamable HTTP (or HTTP+SSE, when the server answers the opening POST with a 4xx).
 
-Each transport carries one upstream connection of one ``Link`` (``gateway.py``): ``send`` takes
+Each transport carries one upstream connection of one ``Link`` (``link.py``): ``send`` takes
 the messages the link's ``ClientSession`` queued, and what the server sends goes back to the
 link (``Link.received``, with the id of the request whose response carried it when the transport
 knows it; ``Link.serve`` for a request of the server's, whose answer the transport sends;
@@ -18,9 +18,9 @@ from typing import Any, Protocol
 
 import msgspec
 
-from ..auth.client import OAuthClient
-from ..errors import INTERNAL_ERROR, ProtocolError
-from ..events import (
+from ...auth.client import OAuthClient
+from ...errors import INTERNAL_ERROR, ProtocolError
+from ...events import (
     ANSWERS,
     Event,
     MessageRejected,
@@ -28,8 +28,8 @@ from ..events import (
     NegotiationFailed,
     RequestReceived,
 )
-from ..session import ClientSession
-from ..transports.http_client import (
+from ...session import ClientSession
+from ...transports.http_client import (
     SESSION_HEADER,
     StreamableHTTPClient,
     error_with_id,
@@ -37,10 +37,10 @@ from ..transports.http_client import (
     owed_ids,
     peek_message,
 )
-from ..transports.http_wire import HttpError, HttpWire, Reply, ServerUnreachable, needs_auth, send
-from ..transports.sse_client import SSEClient, connect_http
-from ..transports.sse_events import events
-from ..transports.stdio import MAX_LINE, Envelope, LineReader, Overlong
+from ...transports.http_wire import HttpError, HttpWire, Reply, ServerUnreachable, needs_auth, send
+from ...transports.sse_client import SSEClient, connect_http
+from ...transports.sse_events import events
+from ...transports.stdio import MAX_LINE, Envelope, LineReader, Overlong
 
 __all__ = ["GRACE", "HttpUpstream", "SseUpstream", "StdioUpstream", "Upstream", "upstream_kind"]
 

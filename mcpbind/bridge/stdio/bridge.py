@@ -14,18 +14,15 @@ side, or with an error when the other side's answer cannot be passed on, when th
 fails on it, past the bound of requests in flight, or when the other side is gone.
 """
 
-from __future__ import annotations
-
 import contextlib
 import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-import msgspec
 from msgspec import UNSET
 
-from .._revisions import RELEASED
-from ..errors import (
+from ..._revisions import RELEASED
+from ...errors import (
     CONNECTION_CLOSED,
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -33,7 +30,7 @@ from ..errors import (
     METHOD_NOT_FOUND,
     ProtocolError,
 )
-from ..events import (
+from ...events import (
     ErrorReceived,
     Event,
     Initialized,
@@ -48,117 +45,16 @@ from ..events import (
     ResultReceived,
     TaskCreated,
 )
-from ..negotiate import negotiate
-from ..session import ServerSession
-from ..session._common import speech
-from ..transports.stdio import Envelope, envelope
-from .crossing import INPUT_TIMEOUT, LOSSY, NOT_SENT, STATE_PREFIX, Back, Crossing, Edge, too_many
-from .tasks import TaskBridge
-from .tasks_stdio import StdioTasks
+from ...session._common import speech
+from ...transports.stdio import Envelope, envelope
+from ..crossing import Back, Crossing, Edge
+from ..limits import INPUT_TIMEOUT, LOSSY, MAX_IN_FLIGHT_PER_SIDE, NOT_SENT, STATE_PREFIX, too_many
+from .front import Held, HeldFront
+from .requests import Forwarded, Hold, Round
+from .tasks_core_to_extension import StdioTasks
+from .tasks_extension_to_core import StdioTaskBridge
 
 __all__ = ["CONNECTION_CLOSED", "INPUT_TIMEOUT", "LOSSY", "MAX_IN_FLIGHT_PER_SIDE", "Bridge"]
-
-# Requests from one side of the stdio bridge that may await the other side's answer at once
-# (per side; the HTTP transports' own bound is ``http_limits.MAX_IN_FLIGHT``).
-MAX_IN_FLIGHT_PER_SIDE = 1024
-
-
-class _Held(msgspec.Struct, frozen=True, gc=False):
-    """A handshake from the client, held until the server's handshake is done."""
-
-    initialize: bool
-    codec: Any
-    speech: Any
-    id: Any
-    message: Any
-
-
-class _HeldFront(Edge, ServerSession):
-    """The session facing the client: it holds the client's handshake until ``open`` (at most
-    ``limit`` handshakes; more are refused)."""
-
-    def __init__(self, revisions: Iterable[str], limit: int) -> None:
-        super().__init__(revisions)
-        self.held: list[_Held] = []
-        self.opened = False
-        self.limit = limit
-
-    def _on_initialize(self, codec: Any, sp: Any, id: Any, message: Any, events: Any) -> None:
-        if self.opened or self._bound:
-            super()._on_initialize(codec, sp, id, message, events)
-        else:
-            self._hold(_Held(True, codec, sp, id, message))
-
-    def _on_discover(self, codec: Any, sp: Any, id: Any, message: Any, events: Any) -> None:
-        if self.opened:
-            super()._on_discover(codec, sp, id, message, events)
-        else:
-            self._hold(_Held(False, codec, sp, id, message))
-
-    def _hold(self, held: _Held) -> None:
-        if len(self.held) < self.limit:
-            self.held.append(held)
-        else:
-            self.reject(too_many(held.id, self.limit, "the client", "the server"))
-
-    def open(self, capabilities: Any, info: Any, instructions: Any) -> list[Event]:
-        """Answer the held handshakes with the server's capabilities, info and instructions."""
-        self.capabilities, self.info, self.instructions = capabilities, info, instructions
-        self.opened = True
-        events: list[Event] = []
-        for h in self.held:
-            answer = self._on_initialize if h.initialize else self._on_discover
-            answer(h.codec, h.speech, h.id, h.message, events)
-        self.held.clear()
-        return events
-
-    def refuse(self, error: ProtocolError) -> None:
-        """Answer the held handshakes with ``error``."""
-        for h in self.held:
-            self._out.append(
-                h.codec.error_response(ProtocolError(error.code, error.message, error.data, h.id))
-            )
-        self.held.clear()
-
-    def revision_of(self, held: _Held) -> str | None:
-        """The revision the client's held handshake will be answered in (None: none fits)."""
-        if not held.initialize:
-            return str(held.speech.revision)
-        try:
-            return negotiate(held.message.params.protocol_version, self._initialize_revisions)
-        except ProtocolError:
-            return None
-
-
-class _Forwarded(msgspec.Struct, gc=False):
-    """A request that crossed the bridge: its id on the side it came from, and its revision."""
-
-    id: Any
-    method: str
-    revision: str
-
-
-class _Round(msgspec.Struct, gc=False):
-    """A server's request for input, turned into the older client's own requests."""
-
-    front: _Forwarded  # the client's request awaiting the answer
-    event: Any  # the InputRequired event
-    pending: dict[Any, str]  # id of a request to the client -> its input request name
-    responses: dict[str, Any]
-
-
-class _Hold(msgspec.Struct, gc=False):
-    """A client's request (of a round-trip revision) still in flight on the server, whose
-    server asked for input: the client was answered with an input-required result, and its
-    retry takes the request up again."""
-
-    down: Any  # the request's id on the server
-    method: str
-    revision: str
-    asks: dict[str, tuple[Any, str, Any]]  # input name -> the server's request (id, method, params)
-    since: float  # when the client was asked (time.monotonic())
-    # The server's answer, when it came before the retry: (its result, None) or (None, error).
-    answer: tuple[Any, ProtocolError | None] | None = None
 
 
 class Bridge(Crossing):
@@ -188,24 +84,24 @@ class Bridge(Crossing):
         if input_timeout <= 0:
             raise ValueError(f"input_timeout must be positive, not {input_timeout!r}")
         super().__init__(server_revisions, strict=strict)
-        self.front = _HeldFront(client_revisions, max_in_flight)
+        self.front = HeldFront(client_revisions, max_in_flight)
         self.max_in_flight = max_in_flight
         self.input_timeout = input_timeout
         self.closed = False
         self.why: str | None = None  # why close() ended it
         self._closing: ProtocolError | None = None  # ... as the error that answers from then on
-        self._down: dict[Any, _Forwarded] = {}  # id to the server -> the client's request
+        self._down: dict[Any, Forwarded] = {}  # id to the server -> the client's request
         self._up: dict[Any, Any] = {}  # the client's request id -> id to the server
-        self._served: dict[Any, _Forwarded] = {}  # id to the client -> the server's request
-        self._rounds: dict[Any, _Round] = {}  # id to the client -> the input round it serves
-        self._held: dict[str, _Hold] = {}  # request state -> a round-trip client's request
+        self._served: dict[Any, Forwarded] = {}  # id to the client -> the server's request
+        self._rounds: dict[Any, Round] = {}  # id to the client -> the input round it serves
+        self._held: dict[str, Hold] = {}  # request state -> a round-trip client's request
         self._held_down: dict[Any, str] = {}  # id to the server -> the state holding it
         self._asked = 0  # the server's requests held for a round-trip client's retry
         self._client_waiting: list[Event] = []  # client events until the server side is ready
         self._server_waiting: list[Event] = []  # server events until the client side is ready
-        # Tasks translated between the sides: an extension client's (bridge/tasks.py), a core
-        # revision client's (bridge/tasks_stdio.py, only with ``wake``).
-        self.tasks: TaskBridge | StdioTasks | None = None
+        # Tasks translated between the sides: an extension client's (tasks_extension_to_core.py),
+        # a core revision client's (tasks_core_to_extension.py, only with ``wake``).
+        self.tasks: StdioTaskBridge | StdioTasks | None = None
         # Set by a driver that runs the bridge on an asyncio event loop (``stdio.serve``): the
         # bridge may then run coroutines of its own there (a core client's tasks polled), which
         # call ``wake`` once they queued messages for either side. None: sans-IO only.
@@ -341,7 +237,7 @@ class Bridge(Crossing):
 
     # -- opening ----------------------------------------------------------------------------
 
-    def claim_forwarded(self, id: Any, revision: str) -> _Forwarded | None:
+    def claim_forwarded(self, id: Any, revision: str) -> Forwarded | None:
         """The client's request forwarded as ``id`` to the server when the client is of
         ``revision``, no longer awaited here (the tasks translation answers it), else None."""
         up = self._down.get(id)
@@ -353,7 +249,7 @@ class Bridge(Crossing):
 
     def _connect(self, held: Any) -> None:
         """Open the server side with what the client's first message says about it."""
-        sp = held.speech if isinstance(held, _Held) else speech(held.revision)
+        sp = held.speech if isinstance(held, Held) else speech(held.revision)
         self._open_back(*self.client_identity(sp, held.message))
 
     def _server_ready(self, e: Negotiated) -> None:
@@ -368,7 +264,7 @@ class Bridge(Crossing):
             return
         for one in self.front.open(*face):
             self._client_event(one)
-        self.tasks = upstream or TaskBridge.between(self)
+        self.tasks = upstream or StdioTaskBridge.between(self)
         waiting, self._client_waiting = self._client_waiting, []
         for one in waiting:
             self._client_event(one)
@@ -442,7 +338,7 @@ class Bridge(Crossing):
         except ProtocolError as err:
             self.answer_error(e.id, err)
             return
-        self._down[down] = _Forwarded(e.id, e.method, e.revision)
+        self._down[down] = Forwarded(e.id, e.method, e.revision)
         self._up[e.id] = down
 
     def _client_notification(self, e: NotificationReceived) -> None:
@@ -561,7 +457,7 @@ class Bridge(Crossing):
         assert target is not None
         self.quietly(self._notify, self.front, e.method, e.params, target, "the server's")
 
-    def _progress(self, up: _Forwarded, e: ProgressReceived) -> None:
+    def _progress(self, up: Forwarded, e: ProgressReceived) -> None:
         message = self._progress_message(up.revision, e.message)
         self.quietly(self.front.progress, up.id, e.progress, e.total, message)
 
@@ -595,7 +491,7 @@ class Bridge(Crossing):
         except ProtocolError as err:
             self.quietly(self.back.respond_error, e.id, err.code, err.message, err.data)
             return
-        self._served[up] = _Forwarded(e.id, e.method, e.revision)
+        self._served[up] = Forwarded(e.id, e.method, e.revision)
 
     def _input_required(self, e: InputRequired) -> None:
         up = self._down.pop(e.id, None)
@@ -608,7 +504,7 @@ class Bridge(Crossing):
             self._server_result(e.id, e.result)
             return
         # An older client: ask it with its own requests, then retry with its answers.
-        round = _Round(up, e, {}, {})
+        round = Round(up, e, {}, {})
         try:
             for name, request in (e.input_requests or {}).items():
                 method = request.method
@@ -645,7 +541,7 @@ class Bridge(Crossing):
             if speech(up.revision).facts.round_trip is not None:
                 del self._down[down]
                 self._up.pop(up.id, None)
-                hold = _Hold(down, up.method, up.revision, {self.input_name(): ask}, 0.0)
+                hold = Hold(down, up.method, up.revision, {self.input_name(): ask}, 0.0)
                 self._asked += 1
                 self._ask(up.id, hold)
                 return
@@ -663,7 +559,7 @@ class Bridge(Crossing):
             {"method": e.method},
         )
 
-    def _ask(self, id: Any, hold: _Hold) -> None:
+    def _ask(self, id: Any, hold: Hold) -> None:
         """Answer the client's request ``id`` with the input-required result asking what
         ``hold`` holds, and keep it for the retry."""
         state = self.new_state()
@@ -717,10 +613,10 @@ class Bridge(Crossing):
             hold.revision = e.revision
             self._ask(e.id, hold)
         else:
-            self._down[hold.down] = _Forwarded(e.id, e.method, e.revision)
+            self._down[hold.down] = Forwarded(e.id, e.method, e.revision)
             self._up[e.id] = hold.down
 
-    def _drop(self, hold: _Hold, error: ProtocolError) -> None:
+    def _drop(self, hold: Hold, error: ProtocolError) -> None:
         """The server's requests ``hold`` still asks get ``error``."""
         for sid, _, _ in hold.asks.values():
             self.quietly(self.back.respond_error, sid, error.code, error.message, error.data)
@@ -746,13 +642,13 @@ class Bridge(Crossing):
                 self.quietly(self.back.cancel, hold.down, why)
             self.log.append(f"bridge: {hold.method!r} cancelled: {why}")
 
-    def _round_answer(self, id: Any, round: _Round, result: Any) -> None:
+    def _round_answer(self, id: Any, round: Round, result: Any) -> None:
         name = round.pending.pop(id)
         round.responses[name] = self._input_answer(result)
         if not round.pending:
             self._retry(round)
 
-    def _retry(self, round: _Round) -> None:
+    def _retry(self, round: Round) -> None:
         try:
             down = self.back.answer(round.event, round.responses)
         except ProtocolError as err:
@@ -935,7 +831,7 @@ class Bridge(Crossing):
             self.wake()
 
 
-def _refuse(side: _HeldFront | Back, id: Any, error: ProtocolError) -> None:
+def _refuse(side: HeldFront | Back, id: Any, error: ProtocolError) -> None:
     try:
         side.respond_error(id, error.code, error.message, error.data)
     except ProtocolError:  # the session never read it (or its id could not be read)

@@ -12,8 +12,9 @@ import sys
 from collections.abc import Iterable, Sequence
 from typing import IO
 
-from ..transports.stdio import MAX_LINE, LineReader, Overlong
-from .core import INPUT_TIMEOUT, MAX_IN_FLIGHT_PER_SIDE, Bridge
+from ...transports.stdio import MAX_LINE, LineReader, Overlong
+from ..limits import INPUT_TIMEOUT, MAX_IN_FLIGHT_PER_SIDE
+from .bridge import Bridge
 
 __all__ = ["GRACE", "LINGER", "run", "serve"]
 
@@ -70,7 +71,7 @@ async def serve(
         if bridge.why is not None:  # the core ended it (a server's fault)
             end("server", bridge.why)
 
-    bridge.wake = flush  # a core client's tasks run on this loop (bridge/tasks_stdio.py)
+    bridge.wake = flush  # a core client's tasks run on this loop (stdio/tasks_core_to_extension.py)
 
     def too_long(line: Overlong) -> str:
         return f"a message of {line.size} bytes exceeds the limit of {max_line} bytes"
