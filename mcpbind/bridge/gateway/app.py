@@ -78,6 +78,18 @@ def sse_revisions(clients: Iterable[str], *, sse: bool = True, auth: bool = Fals
     return [r for r in clients if bindings(r).FACTS.handshake == "initialize"]
 
 
+def _check_bounds(*, holder_silence: float, **bounds: float) -> None:
+    """Each of ``bounds`` positive, ``holder_silence`` more than ``HOLDER_CHECK`` (the holder of
+    an input round says it works every ``HOLDER_CHECK`` seconds): else ``ValueError``."""
+    for name, value in bounds.items():
+        if value <= 0:
+            raise ValueError(f"{name} must be positive, not {value!r}")
+    if holder_silence <= HOLDER_CHECK:
+        raise ValueError(
+            f"holder_silence must be more than {HOLDER_CHECK:g} s, not {holder_silence!r}"
+        )
+
+
 def _stderr(line: str) -> None:
     sys.stderr.write(f"mcpbind bridge: {line}\n")
     sys.stderr.flush()
@@ -98,7 +110,7 @@ class Gateway:
     with a shared store, ``max_relayed`` retries carried to the process holding their input
     round and awaiting its answer, each for ``relay_timeout`` seconds at most, and for
     ``holder_silence`` seconds without a word from that process (more than its checks'
-    ``HOLDER_CHECK``, 1 s; bridge/relay.py).
+    ``HOLDER_CHECK``, 1 s; relay.py).
     ``store`` (a Redis URL) is the Streamable HTTP front's store (docs/http.md); ``auth`` (a
     ``ResourceServer``) makes its clients present tokens, and turns HTTP+SSE off, as does
     ``sse=False`` (HTTP+SSE sessions live in one process). The client's
@@ -137,21 +149,16 @@ class Gateway:
     ) -> None:
         if (command is None) == (upstream is None):
             raise ValueError("a gateway needs a command or an upstream URL, and only one")
-        for name, value in (
-            ("max_shared", max_shared),
-            ("max_in_flight", max_in_flight),
-            ("input_timeout", input_timeout),
-            ("open_timeout", open_timeout),
-            ("max_dropped", max_dropped),
-            ("max_relayed", max_relayed),
-            ("relay_timeout", relay_timeout),
-        ):
-            if value <= 0:
-                raise ValueError(f"{name} must be positive, not {value!r}")
-        if holder_silence <= HOLDER_CHECK:  # (the holder says it works every HOLDER_CHECK s)
-            raise ValueError(
-                f"holder_silence must be more than {HOLDER_CHECK:g} s, not {holder_silence!r}"
-            )
+        _check_bounds(
+            max_shared=max_shared,
+            max_in_flight=max_in_flight,
+            input_timeout=input_timeout,
+            open_timeout=open_timeout,
+            max_dropped=max_dropped,
+            max_relayed=max_relayed,
+            relay_timeout=relay_timeout,
+            holder_silence=holder_silence,
+        )
         self.command = list(command) if command is not None else None
         self.upstream = upstream
         self.upstream_auth = upstream_auth
@@ -167,15 +174,11 @@ class Gateway:
         self.max_dropped = max_dropped
         self._log = log or _stderr
         self._http = http
-        self._wire: HttpWire | None = (
-            None  # what requests to an HTTP server go through, once probed
-        )
+        self._wire: HttpWire | None = None  # the HTTP server's wire, once probed
         self._kind: Any = None  # the upstream transport class, once probed
         self._probed: asyncio.Future[None] | None = None
         self.face = Face(Crossing(self.server_revisions, strict=strict))
-        self.tasks: UpstreamTasks | GatewayTasks | None = (
-            None  # tasks_core_to_extension.py, tasks_extension_to_core.py
-        )
+        self.tasks: UpstreamTasks | GatewayTasks | None = None  # once learnt (tasks_*.py)
         self.sessions: dict[tuple[int, str], Link] = {}  # (front, session id) -> its link
         self.shared: dict[str, Link] = {}  # client identity -> link, least recently used first
         self._holds: dict[str, tuple[Link, Pending]] = {}
@@ -183,16 +186,42 @@ class Gateway:
         self.holder_silence = holder_silence
         self.relay: Relay | None = None  # with a shared store, once the server is learnt
         self._background: set[asyncio.Task[Any]] = set()
+        self._sweeper: asyncio.Task[None] | None = None
+        self._fronts(
+            client_revisions,
+            path=path,
+            store=store,
+            auth=auth,
+            sse=sse,
+            allowed_hosts=allowed_hosts,
+            max_sessions=max_sessions,
+            session_idle_timeout=session_idle_timeout,
+        )
+
+    def _fronts(
+        self,
+        client_revisions: Iterable[str] | str,
+        *,
+        path: str,
+        store: Any,
+        auth: Any,
+        sse: bool,
+        allowed_hosts: Iterable[str] | None,
+        max_sessions: int | None,
+        session_idle_timeout: float | None,
+    ) -> None:
+        """The Streamable HTTP front (``http``), the HTTP+SSE one (``sse``, or None) and the
+        application serving both (``app``)."""
         self.idle_timeout = (
             session_idle_timeout if session_idle_timeout is not None else SESSION_IDLE_TIMEOUT
         )
-        self._sweeper: asyncio.Task[None] | None = None
         clients = (
             (client_revisions,) if isinstance(client_revisions, str) else tuple(client_revisions)
         )
-        session_class = functools.partial(GatewayFront, face=self.face)
-        # An extension client's tasks of a core revision server (tasks_extension_to_core.py), once learnt.
+        # An extension client's tasks of a core revision server (tasks_extension_to_core.py),
+        # once learnt.
         self._task_front = GatewayTasks.of(clients)
+        session_class = functools.partial(GatewayFront, face=self.face)
         limits: dict[str, Any] = {}
         if allowed_hosts is not None:
             limits["allowed_hosts"] = allowed_hosts
