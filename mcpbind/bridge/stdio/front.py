@@ -1,6 +1,8 @@
 """The stdio bridge's session facing the client (``HeldFront``): it holds the client's handshake
 until the server's is done, then answers it from what the server said."""
 
+from __future__ import annotations
+
 from collections.abc import Iterable
 from typing import Any
 

@@ -2,6 +2,8 @@
 request for input turned into the older client's own (``Round``), and a round-trip client's
 request held for its retry (``Hold``)."""
 
+from __future__ import annotations
+
 from typing import Any
 
 import msgspec
