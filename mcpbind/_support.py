@@ -179,11 +179,11 @@ class _UntaggedType(type):
     def __instancecheck__(cls, obj: Any) -> bool:
         classes = cls._classes  # type: ignore[attr-defined]
         if classes is None:
-            classes = _member_classes(cls)  # type: ignore[arg-type]
+            classes = member_classes(cls)  # type: ignore[arg-type]
         return isinstance(obj, classes)
 
 
-def _member_classes(cls: type[Untagged]) -> tuple[type, ...]:
+def member_classes(cls: type[Untagged]) -> tuple[type, ...]:
     """The runtime classes of an untagged union's members, worked out once (they are only all
     known once the module that registers them is imported)."""
     with _LOCK:
@@ -735,7 +735,7 @@ def _prepare_types(types: Iterable[Any]) -> None:
             if isinstance(t, type) and issubclass(t, (OpenObject, Untagged)):
                 _hook(t)  # builds what its decoder converts into
                 if issubclass(t, Untagged):
-                    _member_classes(t)
+                    member_classes(t)
             else:
                 plain.append(t)
         if plain:

@@ -404,7 +404,7 @@ def _stdio(
     input_timeout: float | None,
 ) -> int:
     """``mcpbind bridge`` on stdio: run the bridge to the server ``command``; its exit status."""
-    from .bridge.core import INPUT_TIMEOUT, MAX_IN_FLIGHT_PER_SIDE
+    from .bridge.limits import INPUT_TIMEOUT, MAX_IN_FLIGHT_PER_SIDE
     from .bridge.stdio import run
     from .transports.stdio import MAX_LINE
 

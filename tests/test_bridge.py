@@ -216,7 +216,7 @@ TASKS = {
 
 def test_a_task_augmented_request_is_refused_by_a_server_without_the_field() -> None:
     t = Trio("2025-11-25", "2026-07-28", server_caps=TASKS)
-    # the extension is not advertised as `tasks` (bridge/tasks.py): a client does not send it...
+    # the extension is not advertised as `tasks` (bridge/task_facts.py): a client does not send it...
     assert "tasks" not in msgspec.to_builtins(t.last(t.at_client, ev.Negotiated).capabilities)
     with pytest.raises(mcpbind.ProtocolError, match="tasks.requests.tools.call"):
         t.client.request("tools/call", {"name": "x", "task": {"ttl": 1000}})

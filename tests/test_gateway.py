@@ -889,7 +889,7 @@ def test_the_serving_process_freezes_the_built_gateway_out_of_garbage_collection
         "import gc, json\n"
         "from mcpbind.bridge import gateway\n"
         "before = (gc.get_threshold()[0], gc.get_freeze_count())\n"
-        "built = gateway._serving({'command': ['true'], 'upstream': None}, None)\n"
+        "built = gateway.serving({'command': ['true'], 'upstream': None}, None)\n"
         "print(json.dumps([before, [gc.get_threshold()[0], gc.get_freeze_count()],\n"
         "    gateway.GC_THRESHOLD, type(built).__name__]))\n"
     )

@@ -1,4 +1,4 @@
-"""bridge/relay.py between two processes' ends sharing one store (the project's MemoryStore with
+"""bridge/gateway/relay.py between two processes' ends sharing one store (the project's MemoryStore with
 ``shared=True``, as servers of one process share it): request states naming their holder, the
 answer carried back, and the bounds (``max_relayed``, ``relay_timeout``, the holder gone); and a
 real Redis (a redis-server of the test's own) stopped or frozen while a retry waits: an error
@@ -17,8 +17,9 @@ from typing import Any
 
 import pytest
 
-from mcpbind.bridge.crossing import STATE_PREFIX, Crossing
-from mcpbind.bridge.relay import Relay, RelayedCall
+from mcpbind.bridge.crossing import Crossing
+from mcpbind.bridge.gateway.relay import Relay, RelayedCall
+from mcpbind.bridge.limits import STATE_PREFIX
 from mcpbind.errors import ProtocolError
 from mcpbind.transports.store import MemoryStore, RedisStore
 from tests.conftest import own_redis

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import mcpbind
 from mcpbind import errors
-from mcpbind.bridge import core, gateway
+from mcpbind.bridge import gateway, limits
 from mcpbind.transports import http_limits
 
 RUNTIME = Path(mcpbind.__file__).parent
@@ -72,11 +72,11 @@ def test_the_in_flight_bounds_have_a_name_each() -> None:
                 defining[name].append(where)
     assert dict(defining) == {
         "MAX_IN_FLIGHT": ["transports/http_limits.py"],
-        "MAX_IN_FLIGHT_PER_SIDE": ["bridge/core.py"],
+        "MAX_IN_FLIGHT_PER_SIDE": ["bridge/limits.py"],
     }
     # the gateway's links are bounded as the HTTP server's sessions are
     assert gateway.MAX_IN_FLIGHT is http_limits.MAX_IN_FLIGHT == 128
-    assert core.MAX_IN_FLIGHT_PER_SIDE == 1024
+    assert limits.MAX_IN_FLIGHT_PER_SIDE == 1024
 
 
 def test_a_class_name_means_one_thing() -> None:

@@ -1,4 +1,4 @@
-"""The bridge's task translation (mcpbind/bridge/tasks.py), sans-IO: a 2026-07-28 client of the
+"""The bridge's task translation (mcpbind/bridge/tasks_extension_to_core.py and its ports), sans-IO: a 2026-07-28 client of the
 tasks extension (raw JSON lines: its session has no task methods) in front of mcpbind's own
 2025-11-25 ServerSession with tasks; and the field mapping read from the generated facts."""
 
@@ -13,7 +13,7 @@ import mcpbind
 from mcpbind import events as ev
 from mcpbind._extensions import TASKS
 from mcpbind.bridge import Bridge
-from mcpbind.bridge.tasks import core_task, extension_task
+from mcpbind.bridge.task_facts import core_task, extension_task
 
 FACTS = TASKS["2026-07-28"]
 EXT = FACTS.extension
@@ -344,7 +344,7 @@ def test_a_core_clients_tasks_capability_does_not_declare_the_extension_downstre
 
 
 def test_the_gateway_offers_a_core_client_the_tasks_it_translates() -> None:
-    from mcpbind.bridge.tasks import untranslated_tasks
+    from mcpbind.bridge.task_facts import untranslated_tasks
 
     caps = {"tools": {}, "tasks": {}}
     log: list[str] = []
@@ -356,7 +356,7 @@ def test_the_gateway_offers_a_core_client_the_tasks_it_translates() -> None:
 
 
 def test_the_gateways_answer_is_found_in_json_or_an_event_stream() -> None:
-    from mcpbind.bridge.tasks_http import _answer
+    from mcpbind.bridge.gateway.tasks_core_to_extension import _answer
 
     mine = {"jsonrpc": "2.0", "id": "mcpbind-task-1", "result": {"resultType": "complete"}}
     stream = (
@@ -378,7 +378,7 @@ def _declared(task_id: str, declared: bool = True) -> dict[str, Any]:
 
 
 def test_the_gateways_tasks_layer_owns_the_extensions_methods_only_once_on() -> None:
-    from mcpbind.bridge.tasks import GatewayTasks
+    from mcpbind.bridge.gateway.tasks_extension_to_core import GatewayTasks
 
     assert GatewayTasks.of(["2025-11-25"]) is None  # no client of the extension
     layer = GatewayTasks.of(["2025-11-25", "2026-07-28"])
@@ -398,7 +398,8 @@ def test_the_gateway_finds_a_task_on_the_link_of_its_maker_only() -> None:
     import asyncio
 
     from mcpbind.bridge.gateway import Gateway, Link
-    from mcpbind.bridge.tasks import LinkTasks, _Task
+    from mcpbind.bridge.gateway.tasks_extension_to_core import LinkTasks
+    from mcpbind.bridge.tasks_extension_to_core import TranslatedTask
 
     async def run() -> list[Any]:
         gateway = Gateway(command=["true"])  # never started: the link is not opened
@@ -406,7 +407,7 @@ def test_the_gateway_finds_a_task_on_the_link_of_its_maker_only() -> None:
         assert layer is not None
         link = Link(gateway, "identity", None, None)
         translator = link.tasks = LinkTasks(link, FACTS, layer)
-        translator.tasks["t-1"] = _Task("t-1", "2026-07-28", FACTS.eligible)
+        translator.tasks["t-1"] = TranslatedTask("t-1", "2026-07-28", FACTS.eligible)
         translator.owners["t-1"] = "alice"
         layer.where["t-1"] = translator
         out: list[Any] = []

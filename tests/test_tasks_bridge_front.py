@@ -1,5 +1,6 @@
 """The stdio bridge's translation of a 2025-11-25 client's tasks to a 2026-07-28 server of the
-tasks extension (mcpbind/bridge/tasks_stdio.py over core_tasks.py), on an event loop: the
+tasks extension (mcpbind/bridge/stdio/tasks_core_to_extension.py over
+bridge/tasks_core_to_extension.py), on an event loop: the
 ``Bridge`` between mcpbind's 2025-11-25 ``ClientSession`` and a real App with a tasks layer
 (``app.connect(write, tasks=...)``, in this process). The bounds, the client's cancel, the end of
 the bridge, lost answers and a server's answer that does not fit (the App's answer rewritten)."""
@@ -16,8 +17,9 @@ import pytest
 
 from mcpbind.app import App
 from mcpbind.app.tasks import app_tasks
-from mcpbind.bridge import Bridge, core_tasks
-from mcpbind.bridge.core import CONNECTION_CLOSED
+from mcpbind.bridge import Bridge
+from mcpbind.bridge import tasks_core_to_extension as core_tasks
+from mcpbind.errors import CONNECTION_CLOSED
 from mcpbind.events import ErrorReceived, Negotiated, RequestReceived, ResultReceived, TaskCreated
 from mcpbind.session import ClientSession
 from mcpbind.tasks import Tasks

@@ -1,4 +1,4 @@
-"""The HTTP gateway's translation of a 2025-11-25 client's tasks (mcpbind/bridge/tasks_http.py)
+"""The HTTP gateway's translation of a 2025-11-25 client's tasks (mcpbind/bridge/gateway/tasks_core_to_extension.py)
 in this process, a child per session (``-- CMD``): a 2026-07-28 App of the tasks extension on
 stdio (the server of tests/interop/test_tasks_stdio_front_peers.py), mcpbind's Streamable HTTP
 client at 2025-11-25. A link whose ``tasks/result`` polls is not ended idle between two polls."""

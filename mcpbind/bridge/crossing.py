@@ -23,31 +23,17 @@ from msgspec import UNSET
 
 from .._repeats import Repeats
 from .._support import convert, open_class
-from ..errors import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, ProtocolError
+from ..errors import INVALID_PARAMS, METHOD_NOT_FOUND, ProtocolError
 from ..events import Negotiated
 from ..projection import ProjectionError
 from ..session import ClientSession
 from ..session._common import checked, speech, wire_fields
+from .limits import LOSSY, NOT_SENT, STATE_PREFIX
 from .losses import Lost, convey, conveyor
-from .tasks import undeclared_tasks, untranslated_tasks
+from .task_facts import undeclared_tasks, untranslated_tasks
 
-__all__ = [
-    "INPUT_TIMEOUT",
-    "LOSSY",
-    "NOT_SENT",
-    "STATE_PREFIX",
-    "Back",
-    "Crossing",
-    "Edge",
-    "too_many",
-]
+__all__ = ["Back", "Crossing", "Edge"]
 
-# What --strict answers a message with when it cannot cross without a loss.
-LOSSY = INVALID_PARAMS
-# Seconds a server's own request, asked of a round-trip client through an input-required result,
-# waits for that client's retry (both fronts; --input-timeout).
-INPUT_TIMEOUT = 300.0
-STATE_PREFIX = "mcpbind-gateway:"  # the request states a bridge issues (others pass through)
 _ASKS = itertools.count(1)  # names of the input requests a bridge asks (unique per process)
 
 _SHOWN = 3  # JSON paths shown per kind of loss in one log line
@@ -92,7 +78,7 @@ class Crossing:
         self._down_way: tuple[type, str, Any] | None = None
         self._up_way: tuple[type, str, Any] | None = None
         self._typed_cache: tuple[Any, dict[str, Any]] | None = None
-        self.tasks_translated = False  # a core client's tasks served by the gateway (tasks_http)
+        self.tasks_translated = False  # a core client's tasks served by the gateway (gateway/tasks_core_to_extension.py)
         self._repeats: Repeats | None = None  # lines about a peer's repeated misdeeds, once any
 
     def take_log(self) -> list[str]:
@@ -150,7 +136,7 @@ class Crossing:
             raise self._lossy_error(what, target, refused, "")
         self._log_losses(what, target, lost)
 
-    def _carry(self, obj: Any, target: str, what: str) -> Any:
+    def carry(self, obj: Any, target: str, what: str) -> Any:
         """``obj`` into ``target``; with --strict, a loss raises the ``LOSSY`` error."""
         value, lost = self._cross(obj, target, what)
         if lost and self.strict:
@@ -226,7 +212,7 @@ class Crossing:
                 plain, self._client_caps, e.revision, self.log
             )
 
-    def _server_face(self, e: Negotiated, revision: str | None) -> tuple[Any, Any, Any]:
+    def server_face(self, e: Negotiated, revision: str | None) -> tuple[Any, Any, Any]:
         """What a client of ``revision`` is told of the server the handshake ``e`` opened: its
         capabilities, info and instructions, as plain JSON (raises the ``LOSSY`` error with
         --strict when the capabilities lose anything)."""
@@ -240,7 +226,9 @@ class Crossing:
             info, _ = self._cross(info, revision, "the server's info")
         instructions = getattr(e.result, "instructions", UNSET)
         plain = msgspec.to_builtins(caps)
-        if revision is not None:  # tasks of the extension a core client cannot use (tasks.py)
+        if (
+            revision is not None
+        ):  # tasks of the extension a core client cannot use (tasks_extension_to_core.py)
             plain = untranslated_tasks(plain, e.revision, revision, self.log, self.tasks_translated)
         return (
             plain,
@@ -250,7 +238,7 @@ class Crossing:
 
     # -- the client's messages, down ----------------------------------------------------------
 
-    def _down_params(self, method: str, params: Any, revision: str) -> tuple[Any, Any]:
+    def down_params(self, method: str, params: Any, revision: str) -> tuple[Any, Any]:
         """The params of the client's ``method`` request (of ``revision``) for the server's
         revision, and the client's progress token (None: none); ``ProtocolError`` when the
         request cannot go down (the server's revision has no such method, a refused loss)."""
@@ -305,7 +293,7 @@ class Crossing:
         self._envelope_cache = (target, self.back.capabilities, out)
         return out
 
-    def _typed_envelope(self, envelope: dict[str, Any], cls: Any) -> dict[str, Any]:
+    def typed_envelope(self, envelope: dict[str, Any], cls: Any) -> dict[str, Any]:
         """``envelope`` with its values in the types ``cls`` (the client side's ``_meta`` class,
         which declares the envelope's keys) gives them, so that it projects; built once."""
         key = (id(envelope), cls)
@@ -350,11 +338,11 @@ class Crossing:
 
     def _client_answer(self, result: Any, revision: str, method: str) -> Any:
         """The client's result of the server's ``method`` request, in the server's ``revision``."""
-        return self._carry(result, revision, f"the client's result of {method!r}")
+        return self.carry(result, revision, f"the client's result of {method!r}")
 
     # -- the server's messages, up ------------------------------------------------------------
 
-    def _up_result(self, result: Any, revision: str, method: str) -> Any:
+    def up_result(self, result: Any, revision: str, method: str) -> Any:
         """The server's result of the client's ``method`` request, in the client's ``revision``."""
         if result is UNSET or result is None:
             return result
@@ -400,7 +388,7 @@ class Crossing:
                 "the revision the client speaks",
                 {"method": method},
             )
-        params = self._carry(params, target, f"the params of the server's {method!r}")
+        params = self.carry(params, target, f"the params of the server's {method!r}")
         return None if params is UNSET else params
 
     # -- input rounds -------------------------------------------------------------------------
@@ -457,7 +445,7 @@ class Crossing:
         requests = {}
         for name, (method, params) in asked.items():
             request: dict[str, Any] = {"method": method}
-            params = self._carry(params, revision, f"the params of the server's {method!r}")
+            params = self.carry(params, revision, f"the params of the server's {method!r}")
             if params is not None and params is not UNSET:
                 request["params"] = msgspec.to_builtins(params)
             requests[name] = request
@@ -490,7 +478,7 @@ class Crossing:
         target = self.back.revision
         assert target is not None
         result_class = speech(target).facts.wires[method].result
-        value = self._carry(response, target, f"the client's result of {method!r}")
+        value = self.carry(response, target, f"the client's result of {method!r}")
         return checked(msgspec.to_builtins(value), result_class, target, "$.result")
 
 
@@ -508,24 +496,6 @@ def _said(names: dict[str, str], what: str, method: str) -> str:
 
 
 _NO_ANSWERS: dict[str, Any] = {}  # (never changed: round_trip_retry's answers of a first try)
-
-
-class _NotSent:
-    """The notification is not forwarded (``Crossing._notification``)."""
-
-
-NOT_SENT: Any = _NotSent()
-
-
-def too_many(id: Any, limit: int, sender: str, other: str) -> ProtocolError:
-    """The error for a request from ``sender`` past ``limit`` requests awaiting ``other``."""
-    return ProtocolError(
-        INTERNAL_ERROR,
-        f"Server busy: {limit} requests from {sender} already await an answer from {other} "
-        "(the bridge's max_in_flight)",
-        {"max_in_flight": limit},
-        id,
-    )
 
 
 def _rewrite_meta(
@@ -558,7 +528,7 @@ def _rewrite_meta(
     if cls is None:
         return params, token
     if envelope:
-        kept.update(crossing._typed_envelope(envelope, cls) if sp.facts.request_meta else envelope)
+        kept.update(crossing.typed_envelope(envelope, cls) if sp.facts.request_meta else envelope)
     return msgspec.structs.replace(params, meta=cls(kept)), token
 
 

@@ -17,7 +17,7 @@ import msgspec
 import msgspec.inspect as mi
 from msgspec import UNSET
 
-from .._support import Loss, OpenObject, Untagged, _member_classes, convert
+from .._support import Loss, OpenObject, Untagged, convert, member_classes
 from ..packages import bindings
 from ..projection import ProjectionError, project, project_lossy, revision_of
 
@@ -88,7 +88,7 @@ def _types_in(t: Any, out: set[type], todo: list[type]) -> None:
             todo.append(t.cls)
     elif isinstance(t, mi.CustomType):
         if issubclass(t.cls, Untagged):
-            for member in _member_classes(t.cls):
+            for member in member_classes(t.cls):
                 if issubclass(member, msgspec.Struct) and member not in out:
                     out.add(member)
                     todo.append(member)
@@ -181,7 +181,7 @@ class Carrier:
             found = self._here[cls] = member is not None or bool(lacking)
         return found
 
-    def _plan(self, cls: type) -> _Plan | None:
+    def plan(self, cls: type) -> _Plan | None:
         if cls in self._plans:
             return self._plans[cls]
         with self._lock:
@@ -218,7 +218,7 @@ class Carrier:
         """``obj`` projected to the target revision after ``carry``; what projection itself
         still had to leave out is listed too (rule "drop")."""
         t = type(obj)
-        plan = self._plans[t] if t in self._plans else self._plan(t)
+        plan = self._plans[t] if t in self._plans else self.plan(t)
         lost: list[Lost] = []
         if plan is not None:  # else nothing in it can be lost (known by its class)
             flat = plan.flat
@@ -274,7 +274,7 @@ class Carrier:
             return self._items(v, v.items(), at, lost)
         if not isinstance(v, msgspec.Struct) or isinstance(v, OpenObject):
             return v
-        plan = self._plans[t] if t in self._plans else self._plan(t)
+        plan = self._plans[t] if t in self._plans else self.plan(t)
         if plan is None:
             return v
         if plan.member is not None:
@@ -388,7 +388,7 @@ def _route(obj: Any, target: str) -> Any:
         route = _same
     else:
         found = _CARRIERS.get((source, target)) or carrier(source, target)
-        plan = found._plan(cls)
+        plan = found.plan(cls)
         flat = () if plan is None else plan.flat
         route = found.convey if flat is None else _quick(found, flat, target)
     return _ROUTES.setdefault((cls, target), route)

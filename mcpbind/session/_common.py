@@ -52,6 +52,7 @@ from ._speech import (
 
 RequestId = Union[str, int]  # noqa: UP007
 
+_RAW = msgspec.json.Encoder()  # respond_unchecked's
 _REMEMBERED = 1024  # answered, cancelled and task ids a session keeps for its error messages
 
 
@@ -370,6 +371,18 @@ class Session:
         )
         self._answer(request_id, incoming)
         self._out.append(out)
+
+    def respond_unchecked(self, request_id: RequestId, result: Any, read: bool = False) -> None:
+        """Queue ``result`` (plain JSON, not checked: an answer no class of the session's revision
+        has, as a bridge translating an extension gives) as the response to ``request_id``;
+        ``read``: a request this session read, which then stops awaiting its answer (nothing is
+        queued when it no longer awaits one: the peer cancelled it)."""
+        if read:
+            incoming = self._incoming.get(request_id)
+            if incoming is None:
+                return
+            self._answer(request_id, incoming)
+        self._out.append(_RAW.encode({"jsonrpc": "2.0", "id": request_id, "result": result}))
 
     def _answer(self, request_id: RequestId, incoming: _Incoming) -> None:
         del self._incoming[request_id]

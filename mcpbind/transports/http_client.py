@@ -267,7 +267,7 @@ class StreamableHTTPClient:
             if name is not None:
                 headers[NAME_HEADER] = name
             meta = self._request_meta(params)
-            version = _meta_version(meta, self.session) if meta is not None else None
+            version = meta_version(meta, self.session) if meta is not None else None
             headers.update(self._param_headers(params))
         if version is None and self.session.revision is not None:
             version = bindings(self.session.revision).FACTS.versions[0]
@@ -326,7 +326,7 @@ class StreamableHTTPClient:
 
     async def _post(self, message: bytes) -> None:
         peek = peek_message(message)  # (read once, for the ids owed and the headers)
-        owed = _owed(message, peek)
+        owed = owed_ids(message, peek)
         headers = self._headers(message, peek)
         head = None
         if self.auth is None:
@@ -367,7 +367,7 @@ class StreamableHTTPClient:
         body = await reply.read()
         if kind.startswith("application/json") and body:
             if status >= 400 and len(owed) == 1:
-                body = _answering(body, next(iter(owed)))
+                body = error_with_id(body, next(iter(owed)))
             await self._receive(body, owed)
         elif owed:
             raise ProtocolError(
@@ -532,7 +532,7 @@ def peek_message(message: bytes) -> _SentMessage:
         return _SentMessage()
 
 
-def _answering(body: bytes, id_: Any) -> bytes:
+def error_with_id(body: bytes, id_: Any) -> bytes:
     """An HTTP error's JSON-RPC error without an id (``null``, as a server that refused the
     request before reading it writes), as the answer to the one request its POST carried: the
     request failed, and its sender (a session probing with discover, which then falls back to
@@ -551,7 +551,7 @@ def _answering(body: bytes, id_: Any) -> bytes:
 _ERROR_BODY_MAX = 64 << 10  # an HTTP error's body read for an id-less JSON-RPC error
 
 
-def _owed(message: bytes, peek: _SentMessage | None = None) -> set[Any]:
+def owed_ids(message: bytes, peek: _SentMessage | None = None) -> set[Any]:
     """The ids of the requests a message carries (their answers are owed on its response);
     ``peek``: ``message`` read by ``peek_message`` already."""
     if peek is None:
@@ -559,7 +559,7 @@ def _owed(message: bytes, peek: _SentMessage | None = None) -> set[Any]:
     return {peek.id} if peek.method is not None and peek.id is not None else set()
 
 
-def _meta_version(meta: dict[str, Any], session: ClientSession) -> str | None:
+def meta_version(meta: dict[str, Any], session: ClientSession) -> str | None:
     """The protocol version a request's ``_meta`` names, by the keys of the session's revisions."""
     for revision in session.revisions:
         envelope = bindings(revision).FACTS.request_meta

@@ -1,18 +1,18 @@
-"""Tasks across the HTTP gateway: a client of the core revision's tasks (2025-11-25) in front of
-a server of the tasks extension (the revision it extends), the reverse of ``bridge/tasks.py``:
-the gateway's ports of the translation ``core_tasks.py`` holds.
+"""Tasks across the HTTP gateway, from a client of the core revision's tasks (2025-11-25) in front
+of a server of the tasks extension (the revision it extends); the reverse of
+``tasks_extension_to_core.py``: the gateway's ports of the translation
+``bridge/tasks_core_to_extension.py`` holds. What it asks of the gateway is ``TasksGateway``.
 
 ``UpstreamTasks.between(gateway, negotiated)`` is the translator when the server behind the
 gateway speaks the extension's revision and offers it, else None. The gateway asks it first
 about each request of a client of the core revision (``forward``). Its requests to the server
-declare the extension, as the link's own requests do not (``bridge/tasks.py``,
-``undeclared_tasks``): behind ``--upstream URL`` (Streamable HTTP) they are stateless requests
-of the extension's revision of its own, authorized as the link's (``_Post``); behind ``-- CMD``
-they go on the link's session to its child process (``_ChildPort``). The client is asked on the
+declare the extension, as the link's own requests do not (``task_facts.undeclared_tasks``):
+behind ``--upstream URL`` (Streamable HTTP) they are stateless requests of the extension's
+revision of its own, authorized as the link's (``_Post``); behind ``-- CMD`` they go on the link's session to its child process (``_ChildPort``). The client is asked on the
 stream of the request it waits on; the wait between two polls is asyncio's. Each link's tasks
-are a table of their own (``core_tasks.Table``), which goes with the link. A task-augmented
+are a table of their own (``Table``), which goes with the link. A task-augmented
 call the client cancels runs on to the server's answer (counted in flight on its link until
-then), and the task it creates is cancelled (``core_tasks``).
+then), and the task it creates is cancelled (``bridge/tasks_core_to_extension.py``).
 """
 
 from __future__ import annotations
@@ -22,37 +22,56 @@ import itertools
 import time
 import weakref
 from collections.abc import Coroutine
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import msgspec
 
-from ..errors import CONNECTION_CLOSED, INTERNAL_ERROR, ProtocolError
-from ..events import ErrorReceived, MessageRejected, ResultReceived, TaskCreated
-from ..session._common import speech
-from ..session.tasks import with_extension
-from ..transports.header_check import METHOD_HEADER, NAME_HEADER, params_name
-from ..transports.http_client import VERSION_HEADER
-from ..transports.http_wire import closing, send
-from ..transports.sse_events import EventParser
-from .core_tasks import MAX_TASKS, CoreTasks, Table
-from .crossing import too_many
-from .tasks import NOT_MINE
+from ...errors import CONNECTION_CLOSED, INTERNAL_ERROR, ProtocolError
+from ...events import ErrorReceived, MessageRejected, ResultReceived, TaskCreated
+from ...session._common import speech
+from ...session.tasks import with_extension
+from ...transports.header_check import METHOD_HEADER, NAME_HEADER, params_name
+from ...transports.http_client import VERSION_HEADER
+from ...transports.http_wire import closing, send
+from ...transports.sse_events import EventParser
+from ..limits import NOT_MINE, too_many
+from ..tasks_core_to_extension import MAX_TASKS, CoreTasks, Table
+from .link import Link
 from .upstream import HttpUpstream
 
 if TYPE_CHECKING:
-    from ..events import Negotiated
-    from ..transports.http_server import Call
-    from .gateway import Gateway, Link
+    from ...events import Negotiated
+    from ...transports.http_server import Call
 
-__all__ = ["MAX_TASKS", "NOT_MINE", "UpstreamTasks"]
+__all__ = ["MAX_TASKS", "NOT_MINE", "TasksGateway", "UpstreamTasks"]
 
 _IDS = itertools.count(1)
+
+
+class TasksGateway(Protocol):
+    """What the translator asks of the ``Gateway``."""
+
+    @property
+    def upstream(self) -> str | None:
+        """The server's URL (None: a child process per link)."""
+        ...
+
+    @property
+    def max_in_flight(self) -> int: ...
+
+    def spawn(self, work: Any) -> None:
+        """Run the coroutine ``work`` in the background until the gateway closes."""
+        ...
+
+    def say(self, lines: list[str]) -> None:
+        """Log ``lines``."""
+        ...
 
 
 class UpstreamTasks:
     """The translator of one gateway (module docstring)."""
 
-    def __init__(self, gateway: Gateway, tasks: CoreTasks) -> None:
+    def __init__(self, gateway: TasksGateway, tasks: CoreTasks) -> None:
         self.gateway = gateway
         self.url = gateway.upstream
         self.tasks = tasks
@@ -68,7 +87,7 @@ class UpstreamTasks:
         self.kept: weakref.WeakKeyDictionary[Link, Table] = weakref.WeakKeyDictionary()
 
     @classmethod
-    def between(cls, gateway: Gateway, negotiated: Negotiated) -> UpstreamTasks | None:
+    def between(cls, gateway: TasksGateway, negotiated: Negotiated) -> UpstreamTasks | None:
         """The translator when the server offers the extension of its revision (and the
         extension replaces the tasks of a core revision), else None."""
         tasks = CoreTasks.offered(negotiated)
@@ -90,7 +109,7 @@ class UpstreamTasks:
             return await self.tasks.answer(table, port, call.method, call.params)
         finally:
             link.counted -= 1
-            link._say()  # (the losses of the input requests carried to the client)
+            link.say()  # (the losses of the input requests carried to the client)
 
     # -- the server ----------------------------------------------------------------------------
 
@@ -193,7 +212,7 @@ _REQUEST = msgspec.json.Encoder()
 
 
 class _Post:
-    """The gateway's port of the translation (``core_tasks.Port``) for one request ``call`` of
+    """The gateway's port of the translation (``Port``) for one request ``call`` of
     the client of ``link``, behind ``--upstream URL``: the requests are POSTs of its own."""
 
     __slots__ = ("upstream", "link", "call")
@@ -231,10 +250,10 @@ class _Post:
             finally:
                 link.counted -= 1
 
-        self.upstream.gateway._spawn(counted())
+        self.upstream.gateway.spawn(counted())
 
     def note(self, line: str) -> None:
-        self.upstream.gateway._say([line])
+        self.upstream.gateway.say([line])
 
 
 class _ChildPort(_Post):

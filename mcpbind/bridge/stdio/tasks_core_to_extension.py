@@ -1,18 +1,19 @@
-"""Tasks across the stdio bridge: a client of the core revision's tasks (2025-11-25) in front of
+"""Tasks across the stdio bridge, from a client of the core revision's tasks (2025-11-25) in front of
 a server of the tasks extension of the revision that replaced them (2026-07-28): the stdio
-bridge's port of the translation ``core_tasks.py`` holds (the HTTP gateway's is
-``tasks_http.py``).
+bridge's port of the translation ``bridge/tasks_core_to_extension.py`` holds (the HTTP gateway's
+is ``gateway/tasks_core_to_extension.py``; the reverse direction ``tasks_extension_to_core.py``).
+What it asks of the bridge is ``CoreTaskHost``.
 
 ``StdioTasks.between(bridge, negotiated, client)`` is the translator when the server offers the
 extension, the client speaks the core revision, and the bridge runs on an event loop (``Bridge``'s
-``wake``, which ``stdio.serve`` sets: a sans-IO ``Bridge`` without a driver has no timers to
-poll with, and its client is not told of ``tasks``). ``core.Bridge`` asks it first about each
+``wake``, which ``process.serve`` sets: a sans-IO ``Bridge`` without a driver has no timers to
+poll with, and its client is not told of ``tasks``). ``Bridge`` asks it first about each
 request of the client (``client_request``); each request it takes runs as a coroutine on that
 loop:
 
 - its requests to the server go on the bridge's one server side session, which declares the
   extension on the extension's own requests; the task-augmented call declares it in its
-  ``_meta`` (the session's capabilities do not: ``tasks.undeclared_tasks``); their answers come
+  ``_meta`` (the session's capabilities do not: ``task_facts.undeclared_tasks``); their answers come
   back through ``server_event``;
 - the client is asked through the bridge's client side session, its answers come back through
   ``client_event``;
@@ -21,7 +22,7 @@ loop:
 
 A client's ``notifications/cancelled`` of a request ends its coroutine (a task-augmented call
 on its way to the server runs on to the server's answer, and the task it creates is cancelled:
-``core_tasks``); the end of the bridge
+``tasks_core_to_extension``); the end of the bridge
 answers every request still running with the bridge's error (``close``). At most
 ``max_in_flight`` of the client's task requests run at once (counting the cancelled calls still
 awaiting the server's answer), past it -32603.
@@ -30,14 +31,14 @@ awaiting the server's answer), past it -32603.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine, Iterable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Coroutine, Iterable
+from typing import TYPE_CHECKING, Any, Protocol
 
 import msgspec
 from msgspec import UNSET
 
-from ..errors import INTERNAL_ERROR, ProtocolError
-from ..events import (
+from ...errors import INTERNAL_ERROR, ProtocolError
+from ...events import (
     ANSWERS,
     ErrorReceived,
     Event,
@@ -47,21 +48,52 @@ from ..events import (
     RequestReceived,
     ResultReceived,
 )
-from . import crossing
-from .core_tasks import CoreTasks, Table
+from ...session import ServerSession
+from ..crossing import Back
+from ..limits import too_many
+from ..tasks_core_to_extension import Conversions, CoreTasks, Table
 
 if TYPE_CHECKING:
-    from ..events import Negotiated
-    from .core import Bridge
+    from ...events import Negotiated
 
-__all__ = ["StdioTasks"]
+__all__ = ["CoreTaskHost", "StdioTasks"]
+
+
+class CoreTaskHost(Conversions, Protocol):
+    """What the stdio bridge's translator asks of the ``Bridge``: its conversions, its two
+    sessions, its log and bound, its driver (``wake``) and its error answers."""
+
+    @property
+    def back(self) -> Back:
+        """The session facing the server."""
+        ...
+
+    @property
+    def front(self) -> ServerSession:
+        """The session facing the client."""
+        ...
+
+    @property
+    def log(self) -> list[str]: ...
+
+    @property
+    def max_in_flight(self) -> int: ...
+
+    @property
+    def wake(self) -> Callable[[], None] | None:
+        """Write what the sessions queued (None: the bridge runs sans-IO, with no driver)."""
+        ...
+
+    def answer_error(self, id: Any, error: ProtocolError) -> None:
+        """Answer the client's request ``id`` with ``error``."""
+        ...
 
 
 class StdioTasks:
     """The translator of one stdio bridge (module docstring); it is also the translation's
     ``Port`` for every request it serves."""
 
-    def __init__(self, bridge: Bridge, tasks: CoreTasks) -> None:
+    def __init__(self, bridge: CoreTaskHost, tasks: CoreTasks) -> None:
         self.bridge = bridge
         self.tasks = tasks
         self.table: Table = {}
@@ -72,7 +104,7 @@ class StdioTasks:
         self.settling: set[asyncio.Task[None]] = set()
 
     @classmethod
-    def between(cls, bridge: Bridge, negotiated: Negotiated, client: str | None) -> Any:
+    def between(cls, bridge: CoreTaskHost, negotiated: Negotiated, client: str | None) -> Any:
         """The translator when the server ``negotiated`` offers the extension, the ``client``
         speaks the core revision it replaced and the bridge has a driver, else None."""
         if bridge.wake is None:
@@ -85,7 +117,7 @@ class StdioTasks:
     # -- the Port --------------------------------------------------------------------------------
 
     @property
-    def crossing(self) -> Bridge:
+    def crossing(self) -> CoreTaskHost:
         return self.bridge
 
     async def send(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
@@ -145,9 +177,7 @@ class StdioTasks:
             return False
         limit = self.bridge.max_in_flight
         if len(self.running) + len(self.settling) >= limit:
-            self.bridge._answer_error(
-                e.id, crossing.too_many(e.id, limit, "the client", "the server")
-            )
+            self.bridge.answer_error(e.id, too_many(e.id, limit, "the client", "the server"))
             return True
         loop = asyncio.get_running_loop()
         self.running[e.id] = loop.create_task(self._serve(e))
@@ -158,10 +188,10 @@ class StdioTasks:
         try:
             result = await self.tasks.answer(self.table, self, e.method, e.params)
         except ProtocolError as error:
-            bridge._answer_error(e.id, error)
+            bridge.answer_error(e.id, error)
         except Exception as exc:  # noqa: BLE001 - a fault of the bridge's own: still an answer
             bridge.log.append(f"internal error ({type(exc).__name__}: {exc}) on {e.method!r}")
-            bridge._answer_error(
+            bridge.answer_error(
                 e.id,
                 ProtocolError(INTERNAL_ERROR, f"Internal error: {type(exc).__name__}: {exc}"),
             )
@@ -169,7 +199,7 @@ class StdioTasks:
             try:
                 bridge.front.respond(e.id, result)
             except ProtocolError as error:
-                bridge._answer_error(e.id, error)
+                bridge.answer_error(e.id, error)
         finally:
             if self.running.get(e.id) is asyncio.current_task():
                 del self.running[e.id]
@@ -200,7 +230,7 @@ class StdioTasks:
                 return False
             running.cancel()
             return True
-        return False  # (an unreadable answer: ``Bridge._client_answer_lost`` asks ``answer_lost``)
+        return False  # (an unreadable answer: ``Bridge`` on an answer it cannot read asks ``answer_lost``)
 
     def answer_lost(self, id: Any, why: str) -> bool:
         """Whether ``id`` names a request of the translation's whose answer (from the client or
@@ -257,7 +287,7 @@ class StdioTasks:
         running, self.running = self.running, {}
         for id, task in running.items():
             task.cancel()
-            self.bridge._answer_error(id, error)
+            self.bridge.answer_error(id, error)
         for settling in list(self.settling):
             settling.cancel()
         for future in (*self.sent.values(), *self.asked.values()):

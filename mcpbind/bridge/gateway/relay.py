@@ -34,9 +34,9 @@ from typing import Any
 
 import msgspec
 
-from ..errors import CONNECTION_CLOSED, INTERNAL_ERROR, ProtocolError
-from ..transports.store import Store
-from .crossing import STATE_PREFIX
+from ...errors import CONNECTION_CLOSED, INTERNAL_ERROR, ProtocolError
+from ...transports.store import Store
+from ..limits import STATE_PREFIX
 
 __all__ = [
     "HOLDER_CHECK",
@@ -101,14 +101,14 @@ class RelayedCall:
     def progress(
         self, progress: float, total: float | None = None, message: str | None = None
     ) -> None:
-        self.relay._post(
+        self.relay.post(
             self.to,
             _Note("progress", self.ref, progress=progress, total=total, message=message or ""),
         )
 
     def notify(self, method: str, params: Any = None) -> None:
         body = msgspec.json.encode(msgspec.to_builtins(params))
-        self.relay._post(self.to, _Note("notify", self.ref, method=method, body=body))
+        self.relay.post(self.to, _Note("notify", self.ref, method=method, body=body))
 
     async def request(self, method: str, params: Any = None) -> Any:
         raise ProtocolError(
@@ -232,11 +232,11 @@ class Relay:
             answer = await self._await(waiting, holder)
         except asyncio.CancelledError:
             # The client cancelled or left: the holder cancels the request on the server.
-            self._post(holder, _Note("cancel", ref, origin=self.worker))
+            self.post(holder, _Note("cancel", ref, origin=self.worker))
             raise
         except ProtocolError as error:
             if isinstance(error.data, dict) and error.data.get("reason") in _NOBODY_WAITS:
-                self._post(holder, _Note("cancel", ref, origin=self.worker))
+                self.post(holder, _Note("cancel", ref, origin=self.worker))
             raise
         finally:
             self._waiting.pop(ref, None)
@@ -294,7 +294,7 @@ class Relay:
         if note.kind == "retry":
             if note.ref in self._serving:
                 return
-            self._post(note.origin, _Note("taken", note.ref), always=True)
+            self.post(note.origin, _Note("taken", note.ref), always=True)
             task = asyncio.ensure_future(self._serve(note))
             self._serving[note.ref] = task
             task.add_done_callback(functools.partial(self._served, note.ref))
@@ -339,18 +339,18 @@ class Relay:
             )
         finally:
             beat.cancel()
-        self._post(note.origin, answer, always=True)
+        self.post(note.origin, answer, always=True)
 
     async def _working(self, note: _Note) -> None:
         """Say to the process that forwarded ``note`` every ``HOLDER_CHECK`` seconds that its
         retry is still worked on here (``holder_silence``)."""
         while True:
             await asyncio.sleep(HOLDER_CHECK)
-            self._post(note.origin, _Note("taken", note.ref))
+            self.post(note.origin, _Note("taken", note.ref))
 
     # -- sending, in order ------------------------------------------------------------------------
 
-    def _post(self, worker: str, note: _Note, always: bool = False) -> None:
+    def post(self, worker: str, note: _Note, always: bool = False) -> None:
         """Queue ``note`` for ``worker`` (in order with what was queued before); past
         ``MAX_OUTBOX`` a progress or notification is dropped (said in the log), an answer not."""
         try:

@@ -16,24 +16,19 @@ fails on it, past the bound of requests in flight, or when the other side is gon
 
 from __future__ import annotations
 
-import contextlib
-import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-import msgspec
 from msgspec import UNSET
 
-from .._revisions import RELEASED
-from ..errors import (
+from ..._revisions import RELEASED
+from ...errors import (
     CONNECTION_CLOSED,
     INTERNAL_ERROR,
-    INVALID_PARAMS,
     INVALID_REQUEST,
-    METHOD_NOT_FOUND,
     ProtocolError,
 )
-from ..events import (
+from ...events import (
     ErrorReceived,
     Event,
     Initialized,
@@ -48,120 +43,20 @@ from ..events import (
     ResultReceived,
     TaskCreated,
 )
-from ..negotiate import negotiate
-from ..session import ServerSession
-from ..session._common import speech
-from ..transports.stdio import Envelope, envelope
-from .crossing import INPUT_TIMEOUT, LOSSY, NOT_SENT, STATE_PREFIX, Back, Crossing, Edge, too_many
-from .tasks import TaskBridge
-from .tasks_stdio import StdioTasks
+from ...session._common import speech
+from ...transports.stdio import Envelope, envelope
+from ..crossing import Back, Edge
+from ..limits import INPUT_TIMEOUT, LOSSY, MAX_IN_FLIGHT_PER_SIDE, NOT_SENT, STATE_PREFIX, too_many
+from .front import Held, HeldFront
+from .requests import Forwarded, Hold, Round
+from .rounds import RoundTrips
+from .tasks_core_to_extension import StdioTasks
+from .tasks_extension_to_core import StdioTaskBridge
 
 __all__ = ["CONNECTION_CLOSED", "INPUT_TIMEOUT", "LOSSY", "MAX_IN_FLIGHT_PER_SIDE", "Bridge"]
 
-# Requests from one side of the stdio bridge that may await the other side's answer at once
-# (per side; the HTTP transports' own bound is ``http_limits.MAX_IN_FLIGHT``).
-MAX_IN_FLIGHT_PER_SIDE = 1024
 
-
-class _Held(msgspec.Struct, frozen=True, gc=False):
-    """A handshake from the client, held until the server's handshake is done."""
-
-    initialize: bool
-    codec: Any
-    speech: Any
-    id: Any
-    message: Any
-
-
-class _HeldFront(Edge, ServerSession):
-    """The session facing the client: it holds the client's handshake until ``open`` (at most
-    ``limit`` handshakes; more are refused)."""
-
-    def __init__(self, revisions: Iterable[str], limit: int) -> None:
-        super().__init__(revisions)
-        self.held: list[_Held] = []
-        self.opened = False
-        self.limit = limit
-
-    def _on_initialize(self, codec: Any, sp: Any, id: Any, message: Any, events: Any) -> None:
-        if self.opened or self._bound:
-            super()._on_initialize(codec, sp, id, message, events)
-        else:
-            self._hold(_Held(True, codec, sp, id, message))
-
-    def _on_discover(self, codec: Any, sp: Any, id: Any, message: Any, events: Any) -> None:
-        if self.opened:
-            super()._on_discover(codec, sp, id, message, events)
-        else:
-            self._hold(_Held(False, codec, sp, id, message))
-
-    def _hold(self, held: _Held) -> None:
-        if len(self.held) < self.limit:
-            self.held.append(held)
-        else:
-            self.reject(too_many(held.id, self.limit, "the client", "the server"))
-
-    def open(self, capabilities: Any, info: Any, instructions: Any) -> list[Event]:
-        """Answer the held handshakes with the server's capabilities, info and instructions."""
-        self.capabilities, self.info, self.instructions = capabilities, info, instructions
-        self.opened = True
-        events: list[Event] = []
-        for h in self.held:
-            answer = self._on_initialize if h.initialize else self._on_discover
-            answer(h.codec, h.speech, h.id, h.message, events)
-        self.held.clear()
-        return events
-
-    def refuse(self, error: ProtocolError) -> None:
-        """Answer the held handshakes with ``error``."""
-        for h in self.held:
-            self._out.append(
-                h.codec.error_response(ProtocolError(error.code, error.message, error.data, h.id))
-            )
-        self.held.clear()
-
-    def revision_of(self, held: _Held) -> str | None:
-        """The revision the client's held handshake will be answered in (None: none fits)."""
-        if not held.initialize:
-            return str(held.speech.revision)
-        try:
-            return negotiate(held.message.params.protocol_version, self._initialize_revisions)
-        except ProtocolError:
-            return None
-
-
-class _Forwarded(msgspec.Struct, gc=False):
-    """A request that crossed the bridge: its id on the side it came from, and its revision."""
-
-    id: Any
-    method: str
-    revision: str
-
-
-class _Round(msgspec.Struct, gc=False):
-    """A server's request for input, turned into the older client's own requests."""
-
-    front: _Forwarded  # the client's request awaiting the answer
-    event: Any  # the InputRequired event
-    pending: dict[Any, str]  # id of a request to the client -> its input request name
-    responses: dict[str, Any]
-
-
-class _Hold(msgspec.Struct, gc=False):
-    """A client's request (of a round-trip revision) still in flight on the server, whose
-    server asked for input: the client was answered with an input-required result, and its
-    retry takes the request up again."""
-
-    down: Any  # the request's id on the server
-    method: str
-    revision: str
-    asks: dict[str, tuple[Any, str, Any]]  # input name -> the server's request (id, method, params)
-    since: float  # when the client was asked (time.monotonic())
-    # The server's answer, when it came before the retry: (its result, None) or (None, error).
-    answer: tuple[Any, ProtocolError | None] | None = None
-
-
-class Bridge(Crossing):
+class Bridge(RoundTrips):
     """One client connected through one bridge to one server, sans-IO.
 
     ``client_revisions`` are what the client side may agree on, ``server_revisions`` what the
@@ -188,24 +83,24 @@ class Bridge(Crossing):
         if input_timeout <= 0:
             raise ValueError(f"input_timeout must be positive, not {input_timeout!r}")
         super().__init__(server_revisions, strict=strict)
-        self.front = _HeldFront(client_revisions, max_in_flight)
+        self.front = HeldFront(client_revisions, max_in_flight)
         self.max_in_flight = max_in_flight
         self.input_timeout = input_timeout
         self.closed = False
         self.why: str | None = None  # why close() ended it
         self._closing: ProtocolError | None = None  # ... as the error that answers from then on
-        self._down: dict[Any, _Forwarded] = {}  # id to the server -> the client's request
+        self._down: dict[Any, Forwarded] = {}  # id to the server -> the client's request
         self._up: dict[Any, Any] = {}  # the client's request id -> id to the server
-        self._served: dict[Any, _Forwarded] = {}  # id to the client -> the server's request
-        self._rounds: dict[Any, _Round] = {}  # id to the client -> the input round it serves
-        self._held: dict[str, _Hold] = {}  # request state -> a round-trip client's request
+        self._served: dict[Any, Forwarded] = {}  # id to the client -> the server's request
+        self._rounds: dict[Any, Round] = {}  # id to the client -> the input round it serves
+        self._held: dict[str, Hold] = {}  # request state -> a round-trip client's request
         self._held_down: dict[Any, str] = {}  # id to the server -> the state holding it
         self._asked = 0  # the server's requests held for a round-trip client's retry
         self._client_waiting: list[Event] = []  # client events until the server side is ready
         self._server_waiting: list[Event] = []  # server events until the client side is ready
-        # Tasks translated between the sides: an extension client's (bridge/tasks.py), a core
-        # revision client's (bridge/tasks_stdio.py, only with ``wake``).
-        self.tasks: TaskBridge | StdioTasks | None = None
+        # Tasks translated between the sides: an extension client's (tasks_extension_to_core.py),
+        # a core revision client's (tasks_core_to_extension.py, only with ``wake``).
+        self.tasks: StdioTaskBridge | StdioTasks | None = None
         # Set by a driver that runs the bridge on an asyncio event loop (``stdio.serve``): the
         # bridge may then run coroutines of its own there (a core client's tasks polled), which
         # call ``wake`` once they queued messages for either side. None: sans-IO only.
@@ -236,7 +131,7 @@ class Bridge(Crossing):
                     len(self._up) + len(self._rounds) + len(self._held) + len(self._client_waiting)
                     >= self.max_in_flight
                 ):
-                    self._answer_error(
+                    self.answer_error(
                         e.id, too_many(e.id, self.max_in_flight, "the client", "the server")
                     )
                 elif self.back.state == "ready":
@@ -272,7 +167,7 @@ class Bridge(Crossing):
                     and len(self._served) + self._asked + len(self._server_waiting)
                     >= self.max_in_flight
                 ):
-                    self._quietly(
+                    self.quietly(
                         self.back.respond_error,
                         e.id,
                         INTERNAL_ERROR,
@@ -319,7 +214,7 @@ class Bridge(Crossing):
             and self.tasks.answer_lost(message.id, why)
         ):
             if self.back.awaits(message.id):  # the session never read it: it stops waiting too
-                self._quietly(self.back.cancel, message.id, why)
+                self.quietly(self.back.cancel, message.id, why)
         elif message.kind == "notification":
             self.note("server long notification", f"server: a notification was dropped: {why}")
         elif message.kind == "request":
@@ -341,9 +236,19 @@ class Bridge(Crossing):
 
     # -- opening ----------------------------------------------------------------------------
 
+    def claim_forwarded(self, id: Any, revision: str) -> Forwarded | None:
+        """The client's request forwarded as ``id`` to the server when the client is of
+        ``revision``, no longer awaited here (the tasks translation answers it), else None."""
+        up = self._down.get(id)
+        if up is None or up.revision != revision:
+            return None
+        del self._down[id]
+        self._up.pop(up.id, None)
+        return up
+
     def _connect(self, held: Any) -> None:
         """Open the server side with what the client's first message says about it."""
-        sp = held.speech if isinstance(held, _Held) else speech(held.revision)
+        sp = held.speech if isinstance(held, Held) else speech(held.revision)
         self._open_back(*self.client_identity(sp, held.message))
 
     def _server_ready(self, e: Negotiated) -> None:
@@ -352,13 +257,13 @@ class Bridge(Crossing):
         upstream = StdioTasks.between(self, e, revision)
         self.tasks_translated = upstream is not None
         try:
-            face = self._server_face(e, revision)
+            face = self.server_face(e, revision)
         except ProtocolError as error:
             self.front.refuse(error)
             return
         for one in self.front.open(*face):
             self._client_event(one)
-        self.tasks = upstream or TaskBridge.between(self)
+        self.tasks = upstream or StdioTaskBridge.between(self)
         waiting, self._client_waiting = self._client_waiting, []
         for one in waiting:
             self._client_event(one)
@@ -379,7 +284,7 @@ class Bridge(Crossing):
             return
         if self.back.state != "ready":
             if isinstance(e, RequestReceived) and self._failed is not None:
-                self._answer_error(e.id, self._failed)
+                self.answer_error(e.id, self._failed)
                 return
             if isinstance(e, RequestReceived) and self.back.state == "idle":
                 self._connect(e)
@@ -405,11 +310,7 @@ class Bridge(Crossing):
         elif isinstance(e, ProgressReceived):
             served = self._served.get(e.id)
             if served is not None:
-                self._quietly(self.back.progress, served.id, e.progress, e.total, e.message)
-
-    def _answer_error(self, id: Any, error: ProtocolError) -> None:
-        with contextlib.suppress(ProtocolError):  # the client cancelled it meanwhile
-            self.front.respond_error(id, error.code, error.message, error.data)
+                self.quietly(self.back.progress, served.id, e.progress, e.total, e.message)
 
     def _client_request(self, e: RequestReceived) -> None:
         trips = self._trips
@@ -423,22 +324,22 @@ class Bridge(Crossing):
         if self.tasks is not None and self.tasks.client_request(e):
             return
         try:
-            params, token = self._down_params(e.method, e.params, e.revision)
+            params, token = self.down_params(e.method, e.params, e.revision)
             if self.tasks is not None:
                 params = self.tasks.down(e, params)
             down = self.back.request(
                 e.method, None if params is UNSET else params, progress=token is not None
             )
         except ProtocolError as err:
-            self._answer_error(e.id, err)
+            self.answer_error(e.id, err)
             return
-        self._down[down] = _Forwarded(e.id, e.method, e.revision)
+        self._down[down] = Forwarded(e.id, e.method, e.revision)
         self._up[e.id] = down
 
     def _client_notification(self, e: NotificationReceived) -> None:
         target = self.back.revision
         assert target is not None
-        self._quietly(self._notify, self.back, e.method, e.params, target, "the client's")
+        self.quietly(self._notify, self.back, e.method, e.params, target, "the client's")
 
     def _notify(self, session: Any, method: str, params: Any, target: str, whose: str) -> None:
         params = self._notification(method, params, target, whose)
@@ -449,7 +350,7 @@ class Bridge(Crossing):
         down = self._up.pop(e.id, None)
         if down is not None:
             del self._down[down]
-            self._quietly(self.back.cancel, down, e.reason)
+            self.quietly(self.back.cancel, down, e.reason)
 
     def _client_result(self, e: ResultReceived) -> None:
         round = self._rounds.pop(e.id, None)
@@ -464,14 +365,14 @@ class Bridge(Crossing):
                 served.id, self._client_answer(e.result, served.revision, served.method)
             )
         except ProtocolError as err:
-            self._quietly(self.back.respond_error, served.id, err.code, err.message, err.data)
+            self.quietly(self.back.respond_error, served.id, err.code, err.message, err.data)
 
     def _client_error(self, e: ErrorReceived) -> None:
         round = self._rounds.pop(e.id, None)
         if round is not None:
             for other in round.pending:
                 self._rounds.pop(other, None)
-            self._answer_error(
+            self.answer_error(
                 round.front.id,
                 ProtocolError(
                     e.code, f"the client refused input the server asked for: {e.message}", e.data
@@ -480,7 +381,7 @@ class Bridge(Crossing):
             return
         served = self._served.pop(e.id, None)
         if served is not None:
-            self._quietly(self.back.respond_error, served.id, e.code, e.message, e.data)
+            self.quietly(self.back.respond_error, served.id, e.code, e.message, e.data)
 
     # -- what the server did ----------------------------------------------------------------
 
@@ -523,7 +424,7 @@ class Bridge(Crossing):
             for fid, served in list(self._served.items()):
                 if served.id == e.id:
                     del self._served[fid]
-                    self._quietly(self.front.cancel, fid, e.reason)
+                    self.quietly(self.front.cancel, fid, e.reason)
 
     def _server_failed(self, e: NegotiationFailed) -> None:
         self._failed = e.error
@@ -532,7 +433,7 @@ class Bridge(Crossing):
         waiting, self._client_waiting = self._client_waiting, []
         for one in waiting:
             if isinstance(one, RequestReceived):
-                self._answer_error(one.id, e.error)
+                self.answer_error(one.id, e.error)
 
     def _server_error(self, e: ErrorReceived) -> None:
         up = self._down.pop(e.id, None)
@@ -544,16 +445,16 @@ class Bridge(Crossing):
             self.note("server error", f"server: error {e.code}: {e.message}")
             return
         self._up.pop(up.id, None)
-        self._answer_error(up.id, ProtocolError(e.code, e.message, e.data))
+        self.answer_error(up.id, ProtocolError(e.code, e.message, e.data))
 
     def _server_notification(self, e: NotificationReceived) -> None:
         target = self.front.revision
         assert target is not None
-        self._quietly(self._notify, self.front, e.method, e.params, target, "the server's")
+        self.quietly(self._notify, self.front, e.method, e.params, target, "the server's")
 
-    def _progress(self, up: _Forwarded, e: ProgressReceived) -> None:
+    def _progress(self, up: Forwarded, e: ProgressReceived) -> None:
         message = self._progress_message(up.revision, e.message)
-        self._quietly(self.front.progress, up.id, e.progress, e.total, message)
+        self.quietly(self.front.progress, up.id, e.progress, e.total, message)
 
     def _flush_server(self) -> None:
         if self.front.state != "ready":
@@ -570,9 +471,9 @@ class Bridge(Crossing):
             return
         self._up.pop(up.id, None)
         try:
-            self.front.respond(up.id, self._up_result(result, up.revision, up.method))
+            self.front.respond(up.id, self.up_result(result, up.revision, up.method))
         except ProtocolError as err:
-            self._answer_error(up.id, err)
+            self.answer_error(up.id, err)
 
     def _server_event_request(self, e: RequestReceived) -> None:
         target = self.front.revision
@@ -583,9 +484,9 @@ class Bridge(Crossing):
         try:
             up = self.front.request(e.method, self._server_request(e.method, e.params, target))
         except ProtocolError as err:
-            self._quietly(self.back.respond_error, e.id, err.code, err.message, err.data)
+            self.quietly(self.back.respond_error, e.id, err.code, err.message, err.data)
             return
-        self._served[up] = _Forwarded(e.id, e.method, e.revision)
+        self._served[up] = Forwarded(e.id, e.method, e.revision)
 
     def _input_required(self, e: InputRequired) -> None:
         up = self._down.pop(e.id, None)
@@ -598,7 +499,7 @@ class Bridge(Crossing):
             self._server_result(e.id, e.result)
             return
         # An older client: ask it with its own requests, then retry with its answers.
-        round = _Round(up, e, {}, {})
+        round = Round(up, e, {}, {})
         try:
             for name, request in (e.input_requests or {}).items():
                 method = request.method
@@ -617,136 +518,22 @@ class Bridge(Crossing):
         except ProtocolError as err:
             for asked in round.pending:
                 self._rounds.pop(asked, None)
-            self._answer_error(up.id, err)
+            self.answer_error(up.id, err)
             return
         if not round.pending:
             self._retry(round)
 
-    # -- input rounds with round-trip clients (the reverse of the ones above) ------------------
-
-    def _ask_through(self, e: RequestReceived, revision: str) -> None:
-        """The server's request ``e`` for a client of a round-trip ``revision``: the newest of
-        the client's requests in flight is answered with an input-required result asking it
-        (the request itself stays in flight on the server), or, when every one of them already
-        waits for a retry, the newest of those asks it too on its retry."""
-        ask = (e.id, e.method, e.params)
-        for down in reversed(self._down):
-            up = self._down[down]
-            if speech(up.revision).facts.round_trip is not None:
-                del self._down[down]
-                self._up.pop(up.id, None)
-                hold = _Hold(down, up.method, up.revision, {self.input_name(): ask}, 0.0)
-                self._asked += 1
-                self._ask(up.id, hold)
-                return
-        if self._held:
-            hold = next(reversed(self._held.values()))
-            hold.asks[self.input_name()] = ask
-            self._asked += 1
-            return
-        self._quietly(
-            self.back.respond_error,
-            e.id,
-            METHOD_NOT_FOUND,
-            f"Method not found: {e.method!r} is not part of MCP {revision}, the revision the "
-            "client speaks, and no request of it is in flight to ask through",
-            {"method": e.method},
-        )
-
-    def _ask(self, id: Any, hold: _Hold) -> None:
-        """Answer the client's request ``id`` with the input-required result asking what
-        ``hold`` holds, and keep it for the retry."""
-        state = self.new_state()
-        asked = {name: (method, params) for name, (_, method, params) in hold.asks.items()}
-        try:
-            result = self._round_trip_ask(asked, hold.revision, state)
-        except ProtocolError as err:  # the client's revision cannot carry what is asked
-            self._answer_error(id, err)
-            self._drop(hold, err)
-            return
-        hold.since = time.monotonic()
-        self._held[state] = hold
-        self._held_down[hold.down] = state
-        self._quietly(self.front.respond, id, result)  # (the client may have cancelled it)
-
-    def _resume(self, e: RequestReceived, state: str, answers: dict[str, Any]) -> None:
-        """A round-trip client's retry ``e``: its answers go to the server's requests, and it
-        takes up the request the server is still working on."""
-        hold = self._held.pop(state, None)
-        if hold is None or hold.method != e.method:
-            if hold is not None:
-                self._held[state] = hold
-            self._answer_error(
-                e.id,
-                ProtocolError(
-                    INVALID_PARAMS,
-                    "Invalid params: requestState names no input round this bridge holds for "
-                    f"this method (it expired after input_timeout, {self.input_timeout:g} s)",
-                ),
-            )
-            return
-        del self._held_down[hold.down]
-        for name in [n for n in hold.asks if n in answers]:
-            sid, method, _ = hold.asks.pop(name)
-            self._asked -= 1
-            try:
-                self.back.respond(sid, self._input_response(method, answers[name]))
-            except ProtocolError as err:
-                self._quietly(self.back.respond_error, sid, err.code, err.message, err.data)
-        if hold.answer is not None:
-            result, error = hold.answer
-            self._drop(hold, ProtocolError(INTERNAL_ERROR, "the client's request was answered"))
-            if error is not None:
-                self._answer_error(e.id, error)
-            else:
-                try:
-                    self.front.respond(e.id, self._up_result(result, e.revision, e.method))
-                except ProtocolError as err:
-                    self._answer_error(e.id, err)
-        elif hold.asks:  # asked while the client was answering: asked again
-            hold.revision = e.revision
-            self._ask(e.id, hold)
-        else:
-            self._down[hold.down] = _Forwarded(e.id, e.method, e.revision)
-            self._up[e.id] = hold.down
-
-    def _drop(self, hold: _Hold, error: ProtocolError) -> None:
-        """The server's requests ``hold`` still asks get ``error``."""
-        for sid, _, _ in hold.asks.values():
-            self._quietly(self.back.respond_error, sid, error.code, error.message, error.data)
-        self._asked -= len(hold.asks)
-        hold.asks.clear()
-
-    def expire(self, now: float | None = None) -> None:
-        """End the input rounds whose client has not retried within ``input_timeout`` seconds
-        (``now``: ``time.monotonic()``): the server's requests get an error, and the client's
-        request is cancelled on the server."""
-        now = time.monotonic() if now is None else now
-        why = (
-            f"the client did not retry within input_timeout ({self.input_timeout:g} s) with the "
-            "input the server asked for"
-        )
-        for state, hold in list(self._held.items()):
-            if now - hold.since < self.input_timeout:
-                continue
-            del self._held[state]
-            del self._held_down[hold.down]
-            self._drop(hold, ProtocolError(INTERNAL_ERROR, f"Request cancelled: {why}"))
-            if hold.answer is None:
-                self._quietly(self.back.cancel, hold.down, why)
-            self.log.append(f"bridge: {hold.method!r} cancelled: {why}")
-
-    def _round_answer(self, id: Any, round: _Round, result: Any) -> None:
+    def _round_answer(self, id: Any, round: Round, result: Any) -> None:
         name = round.pending.pop(id)
         round.responses[name] = self._input_answer(result)
         if not round.pending:
             self._retry(round)
 
-    def _retry(self, round: _Round) -> None:
+    def _retry(self, round: Round) -> None:
         try:
             down = self.back.answer(round.event, round.responses)
         except ProtocolError as err:
-            self._answer_error(round.front.id, err)
+            self.answer_error(round.front.id, err)
             return
         self._down[down] = round.front
         self._up[round.front.id] = down
@@ -765,17 +552,17 @@ class Bridge(Crossing):
         error = self._closing = ProtocolError(CONNECTION_CLOSED, f"Connection closed: {why}")
         self.front.refuse(error)
         for up in list(self._down.values()):
-            self._answer_error(up.id, error)
+            self.answer_error(up.id, error)
         for round in list(self._rounds.values()):
-            self._answer_error(round.front.id, error)
+            self.answer_error(round.front.id, error)
         for e in self._client_waiting:
             if type(e) is RequestReceived:
-                self._answer_error(e.id, error)
+                self.answer_error(e.id, error)
         for served in list(self._served.values()):
-            self._quietly(self.back.respond_error, served.id, error.code, error.message)
+            self.quietly(self.back.respond_error, served.id, error.code, error.message)
         for e in self._server_waiting:
             if type(e) is RequestReceived:
-                self._quietly(self.back.respond_error, e.id, error.code, error.message)
+                self.quietly(self.back.respond_error, e.id, error.code, error.message)
         if self.tasks is not None:
             self.tasks.close(error)
         for hold in self._held.values():
@@ -811,8 +598,8 @@ class Bridge(Crossing):
         up = self._down.pop(id)
         self._up.pop(up.id, None)
         if self.back.awaits(id):  # the session never read it: it stops waiting too
-            self._quietly(self.back.cancel, id, why)
-        self._answer_error(
+            self.quietly(self.back.cancel, id, why)
+        self.answer_error(
             up.id,
             ProtocolError(
                 INTERNAL_ERROR,
@@ -828,18 +615,18 @@ class Bridge(Crossing):
         why = why.removeprefix("from the client: ")
         if self.tasks is not None and self.tasks.answer_lost(id, why):
             if self.front.awaits(id):  # the session never read it: it stops waiting too
-                self._quietly(self.front.cancel, id, why)
+                self.quietly(self.front.cancel, id, why)
             return
         round = self._rounds.pop(id, None)
         served = self._served.pop(id, None) if round is None else None
         if round is None and served is None:
             return  # not an answer to the bridge's request
         if self.front.awaits(id):  # the session never read it: it stops waiting too
-            self._quietly(self.front.cancel, id, why)
+            self.quietly(self.front.cancel, id, why)
         if round is not None:
             for other in round.pending:
                 self._rounds.pop(other, None)
-            self._answer_error(
+            self.answer_error(
                 round.front.id,
                 ProtocolError(
                     INTERNAL_ERROR,
@@ -849,7 +636,7 @@ class Bridge(Crossing):
             )
             return
         assert served is not None
-        self._quietly(
+        self.quietly(
             self.back.respond_error,
             served.id,
             INTERNAL_ERROR,
@@ -913,19 +700,12 @@ class Bridge(Crossing):
         if message.kind in ("request", "invalid"):
             side.reject(ProtocolError(error.code, error.message, error.data, message.id))
 
-    def _quietly(self, call: Any, *args: Any) -> None:
-        """Do ``call``; a refusal (the peer's state moved on) is logged, never raised."""
-        try:
-            call(*args)
-        except ProtocolError as err:
-            self.note("refused", f"bridge: {err.message}")
-
     def _noted_later(self) -> None:
         if self.wake is not None:
             self.wake()
 
 
-def _refuse(side: _HeldFront | Back, id: Any, error: ProtocolError) -> None:
+def _refuse(side: HeldFront | Back, id: Any, error: ProtocolError) -> None:
     try:
         side.respond_error(id, error.code, error.message, error.data)
     except ProtocolError:  # the session never read it (or its id could not be read)

@@ -1,7 +1,7 @@
 """How the HTTP gateway reaches the server behind it: a child process on stdio, or an MCP server
 over Streamable HTTP (or HTTP+SSE, when the server answers the opening POST with a 4xx).
 
-Each transport carries one upstream connection of one ``Link`` (``gateway.py``): ``send`` takes
+Each transport carries one upstream connection of one ``Link`` (``link.py``): ``send`` takes
 the messages the link's ``ClientSession`` queued, and what the server sends goes back to the
 link (``Link.received``, with the id of the request whose response carried it when the transport
 knows it; ``Link.serve`` for a request of the server's, whose answer the transport sends;
@@ -18,9 +18,9 @@ from typing import Any, Protocol
 
 import msgspec
 
-from ..auth.client import OAuthClient
-from ..errors import INTERNAL_ERROR, ProtocolError
-from ..events import (
+from ...auth.client import OAuthClient
+from ...errors import INTERNAL_ERROR, ProtocolError
+from ...events import (
     ANSWERS,
     Event,
     MessageRejected,
@@ -28,19 +28,19 @@ from ..events import (
     NegotiationFailed,
     RequestReceived,
 )
-from ..session import ClientSession
-from ..transports.http_client import (
+from ...session import ClientSession
+from ...transports.http_client import (
     SESSION_HEADER,
     StreamableHTTPClient,
-    _answering,
-    _meta_version,
-    _owed,
+    error_with_id,
+    meta_version,
+    owed_ids,
     peek_message,
 )
-from ..transports.http_wire import HttpError, HttpWire, Reply, ServerUnreachable, needs_auth, send
-from ..transports.sse_client import SSEClient, connect_http
-from ..transports.sse_events import events
-from ..transports.stdio import MAX_LINE, Envelope, LineReader, Overlong
+from ...transports.http_wire import HttpError, HttpWire, Reply, ServerUnreachable, needs_auth, send
+from ...transports.sse_client import SSEClient, connect_http
+from ...transports.sse_events import events
+from ...transports.stdio import MAX_LINE, Envelope, LineReader, Overlong
 
 __all__ = ["GRACE", "HttpUpstream", "SseUpstream", "StdioUpstream", "Upstream", "upstream_kind"]
 
@@ -263,7 +263,7 @@ class HttpUpstream(StreamableHTTPClient):
             if answer.complete:  # all of it read already: given to the link at once
                 body = answer.take()
                 answer.release()
-                owed = _owed(message, peek)
+                owed = owed_ids(message, peek)
                 try:
                     self._json_answer(answer, body, owed)
                 except Exception as error:  # noqa: BLE001 - as _send says it
@@ -296,7 +296,7 @@ class HttpUpstream(StreamableHTTPClient):
                 name = name if type(name) is str else None
             meta = self._request_meta(params)  # (under the facts' key of the revisions)
             if meta is not None:
-                version = _meta_version(meta, self.session)
+                version = meta_version(meta, self.session)
         key = (self.session_id, self.session.revision, method, name, version)
         head = self.wire.kept(key)
         if head is None:
@@ -365,7 +365,7 @@ class HttpUpstream(StreamableHTTPClient):
         again (``http_wire.send``). The ids of the requests it carried left unanswered."""
         if peek is None:
             peek = peek_message(message)
-        owed = _owed(message, peek)
+        owed = owed_ids(message, peek)
         if answer is None:
             head = self._head(message, peek)
             if head is not None:
@@ -427,7 +427,7 @@ class HttpUpstream(StreamableHTTPClient):
             return
         if answer.headers.get("content-type", "").startswith("application/json") and body:
             if answer.status >= 400 and len(owed) == 1:
-                body = _answering(body, next(iter(owed)))
+                body = error_with_id(body, next(iter(owed)))
             rest, asked, related = self._sort(body, owed)
             for event in asked:
                 self._answer_later(event, related)

@@ -1,13 +1,15 @@
-"""A client of the core revision's tasks (2025-11-25) served by a server of the tasks extension
-of the revision that replaced them (2026-07-28): the translation, whatever carries it.
+"""Tasks from a client of the core revision's tasks (2025-11-25) to a server of the tasks
+extension of the revision that replaced them (2026-07-28): the translation, whatever carries it
+(the reverse direction is ``tasks_extension_to_core.py``).
 
 ``CoreTasks.offered(negotiated)`` is the translation when the server agreed on the extension's
 revision and offers the extension (and the extension replaces a core revision's tasks), else
 None. Each front gives it, per request of the client, a ``Port``: how a request reaches the
-server (declaring the extension, as the link's own requests do not: ``tasks.undeclared_tasks``),
+server (declaring the extension, as the link's own requests do not: ``task_facts.undeclared_tasks``),
 how the client is asked a request of its own, how the wait between two polls runs, and the
 conversions between the two revisions (the front's ``Crossing``). The HTTP gateway's port is
-``tasks_http.py`` (stateless POSTs of its own, asyncio), the stdio bridge's ``tasks_stdio.py``
+``gateway/tasks_core_to_extension.py`` (stateless POSTs of its own, asyncio), the stdio bridge's
+``stdio/tasks_core_to_extension.py``
 (its one server side session, the bridge's event loop). The tasks of one client connection are a
 ``Table`` (at most ``MAX_TASKS``).
 
@@ -47,13 +49,12 @@ from .._support import convert
 from ..errors import INTERNAL_ERROR, INVALID_PARAMS, ProtocolError
 from ..session._common import checked, speech
 from ..session.tasks import with_extension
-from .tasks import core_task, wire_key
+from .task_facts import core_task, wire_key
 
 if TYPE_CHECKING:
     from ..events import Negotiated
-    from .crossing import Crossing
 
-__all__ = ["MAX_TASKS", "POLL", "CoreTasks", "Port", "Table"]
+__all__ = ["MAX_TASKS", "POLL", "Conversions", "CoreTasks", "Port", "Table"]
 
 # Tasks one client connection keeps (for tasks/list, and those answered at once); past it the
 # oldest that was over when last seen is forgotten, and when none was a task-augmented call is
@@ -70,11 +71,27 @@ _OWN = "mcpbind-"
 Table = dict[str, Any]
 
 
+class Conversions(Protocol):
+    """The conversions between the client's revision and the server's (a ``Crossing``'s)."""
+
+    def down_params(self, method: str, params: Any, revision: str) -> tuple[Any, Any]:
+        """The client's params of ``method`` for the server of ``revision``, and their _meta."""
+        ...
+
+    def carry(self, obj: Any, target: str, what: str) -> Any:
+        """``obj`` into the revision ``target``, its losses logged."""
+        ...
+
+    def up_result(self, result: Any, revision: str, method: str) -> Any:
+        """The server's result of ``method`` for a client of ``revision``."""
+        ...
+
+
 class Port(Protocol):
     """How one request of the client reaches the server and the client (module docstring)."""
 
     @property
-    def crossing(self) -> Crossing:
+    def crossing(self) -> Conversions:
         """The conversions between the client's revision and the server's."""
         ...
 
@@ -211,7 +228,7 @@ class CoreTasks:
                 "client connection, and none of them is over)",
             )
         plain = msgspec.structs.replace(params, **{self.when: UNSET})
-        down, _ = port.crossing._down_params(method, plain, self.core)
+        down, _ = port.crossing.down_params(method, plain, self.core)
         # Shielded: a client's cancel must not drop the answer, which names the task to cancel.
         sending = asyncio.ensure_future(port.send(method, msgspec.to_builtins(down)))
         try:
@@ -334,7 +351,7 @@ class CoreTasks:
                 f"Internal error: the task asks for {method!r} input, which MCP {self.core} "
                 "cannot ask for",
             )
-        params = port.crossing._carry(
+        params = port.crossing.carry(
             request.params, self.core, f"the params of the task's {method!r}"
         )
         plain = msgspec.to_builtins(params) if params is not UNSET else {}
@@ -347,7 +364,7 @@ class CoreTasks:
         """The task's result in the core revision, tied to the task as the core revision says
         a payload is."""
         method = self.facts.eligible
-        typed = port.crossing._up_result(result, self.core, method)
+        typed = port.crossing.up_result(result, self.core, method)
         key, meta_key = self.facts.related_task_key, self.meta_key
         if key is None:
             return typed

@@ -12,8 +12,9 @@ import sys
 from collections.abc import Iterable, Sequence
 from typing import IO
 
-from ..transports.stdio import MAX_LINE, LineReader, Overlong
-from .core import INPUT_TIMEOUT, MAX_IN_FLIGHT_PER_SIDE, Bridge
+from ...transports.stdio import MAX_LINE, LineReader, Overlong
+from ..limits import INPUT_TIMEOUT, MAX_IN_FLIGHT_PER_SIDE
+from .bridge import Bridge
 
 __all__ = ["GRACE", "LINGER", "run", "serve"]
 
@@ -42,128 +43,156 @@ async def serve(
         stdout=asyncio.subprocess.PIPE,
         limit=min(max_line, _CHUNK),
     )
-    assert server.stdin is not None and server.stdout is not None
-    server_in = server.stdin
-    loop = asyncio.get_running_loop()
-    ended: asyncio.Future[tuple[str, str | None]] = loop.create_future()
-    heard = [loop.time()]  # when the client last sent something
+    pipes = _Pipes(bridge, server, client_in, client_out, log, max_line)
+    bridge.wake = pipes.flush  # a core client's tasks run on this loop (tasks_core_to_extension.py)
+    return await pipes.run(linger)
 
-    def end(side: str, why: str | None) -> None:
+
+class _Pipes:
+    """One run of ``serve``: the bridge between the client's pipes and the server's, and which
+    side ended first (``ended``)."""
+
+    def __init__(
+        self,
+        bridge: Bridge,
+        server: asyncio.subprocess.Process,
+        client_in: asyncio.StreamReader,
+        client_out: IO[bytes],
+        log: IO[str],
+        max_line: int,
+    ) -> None:
+        assert server.stdin is not None and server.stdout is not None
+        self.bridge = bridge
+        self.server = server
+        self.server_in = server.stdin
+        self.server_out = server.stdout
+        self.client_in = client_in
+        self.client_out = client_out
+        self.log = log
+        self.max_line = max_line
+        self.loop = asyncio.get_running_loop()
+        self.ended: asyncio.Future[tuple[str, str | None]] = self.loop.create_future()
+        self.heard = self.loop.time()  # when the client last sent something
+
+    def end(self, side: str, why: str | None) -> None:
         """The first side to go (``"client"`` or ``"server"``) and why (None: see its exit)."""
-        if not ended.done():
-            ended.set_result((side, why))
+        if not self.ended.done():
+            self.ended.set_result((side, why))
 
-    def flush() -> None:
+    def flush(self) -> None:
+        bridge, log = self.bridge, self.log
         for line in bridge.take_log():
             log.write(f"mcpbind bridge: {line}\n")
         log.flush()
         out = bridge.to_client()
         if out:
             try:
-                client_out.write(b"".join(m + b"\n" for m in out))
-                client_out.flush()
+                self.client_out.write(b"".join(m + b"\n" for m in out))
+                self.client_out.flush()
             except (OSError, ValueError):  # a broken pipe, or a closed file
-                end("client", "the client closed its output")
+                self.end("client", "the client closed its output")
         down = bridge.to_server()
-        if down and not server_in.is_closing():
-            server_in.write(b"".join(m + b"\n" for m in down))
+        if down and not self.server_in.is_closing():
+            self.server_in.write(b"".join(m + b"\n" for m in down))
         if bridge.why is not None:  # the core ended it (a server's fault)
-            end("server", bridge.why)
+            self.end("server", bridge.why)
 
-    bridge.wake = flush  # a core client's tasks run on this loop (bridge/tasks_stdio.py)
+    def too_long(self, line: Overlong) -> str:
+        return f"a message of {line.size} bytes exceeds the limit of {self.max_line} bytes"
 
-    def too_long(line: Overlong) -> str:
-        return f"a message of {line.size} bytes exceeds the limit of {max_line} bytes"
-
-    async def from_client() -> None:
-        lines = LineReader(client_in, max_line)
+    async def from_client(self) -> None:
+        bridge, server_in = self.bridge, self.server_in
+        lines = LineReader(self.client_in, self.max_line)
         while True:
             line = await lines.read()
-            heard[0] = loop.time()
+            self.heard = self.loop.time()
             if line is None:
-                end("client", "the client closed its input")
+                self.end("client", "the client closed its input")
                 return
             if isinstance(line, Overlong):
-                bridge.discarded_from_client(line.envelope, too_long(line))
+                bridge.discarded_from_client(line.envelope, self.too_long(line))
             elif line and not line.isspace():
                 bridge.from_client(line)
-            flush()
+            self.flush()
             if not bridge.closed and not server_in.is_closing():
                 with contextlib.suppress(ConnectionError):  # the server reads at its pace
                     await server_in.drain()
 
-    async def from_server() -> None:
-        assert server.stdout is not None
-        lines = LineReader(server.stdout, max_line)
+    async def from_server(self) -> None:
+        bridge = self.bridge
+        lines = LineReader(self.server_out, self.max_line)
         while True:
             line = await lines.read()
             if line is None:
-                end("server", None)
+                self.end("server", None)
                 return
             if isinstance(line, Overlong):
-                bridge.discarded_from_server(line.envelope, too_long(line))
+                bridge.discarded_from_server(line.envelope, self.too_long(line))
             elif line and not line.isspace():
                 bridge.from_server(line)
-            flush()
+            self.flush()
 
-    async def expiring() -> None:
+    async def expiring(self) -> None:
         """Input rounds a round-trip client never retried end after ``input_timeout``."""
-        every = min(max(bridge.input_timeout / 4, 0.05), 30.0)
+        every = min(max(self.bridge.input_timeout / 4, 0.05), 30.0)
         while True:
             await asyncio.sleep(every)
-            bridge.expire()
-            flush()
+            self.bridge.expire()
+            self.flush()
 
-    def lost(pipe: asyncio.Future[None]) -> None:
+    def lost(self, pipe: asyncio.Future[None]) -> None:
         if not pipe.cancelled():
             pipe.exception()  # a broken pipe: the server's doing, said in the reason
-        end("server", "the server stopped reading its input")
+        self.end("server", "the server stopped reading its input")
 
-    def watch(side: str, task: asyncio.Task[None]) -> None:
+    def watch(self, side: str, task: asyncio.Task[None]) -> None:
         """A reader that fails ends its side (the bridge's own fault, said once)."""
 
         def done(task: asyncio.Task[None]) -> None:
             if not task.cancelled() and task.exception() is not None:
-                end(side, f"internal error reading the {side} ({task.exception()!r})")
+                self.end(side, f"internal error reading the {side} ({task.exception()!r})")
 
         task.add_done_callback(done)
 
-    reading_client = asyncio.ensure_future(from_client())
-    reading_server = asyncio.ensure_future(from_server())
-    sweeping = asyncio.ensure_future(expiring())
-    exited = asyncio.ensure_future(server.wait())
-    # The pipe to the server breaks when its reader closes it, written to or not.
-    input_lost = asyncio.ensure_future(server_in.wait_closed())
-    watch("client", reading_client)
-    watch("server", reading_server)
-    exited.add_done_callback(lambda _: end("server", None))
-    input_lost.add_done_callback(lost)
+    async def run(self, linger: float) -> int:
+        """Until either side is gone, then the end in its order; the exit status."""
+        bridge, server, server_in = self.bridge, self.server, self.server_in
+        reading_client = asyncio.ensure_future(self.from_client())
+        reading_server = asyncio.ensure_future(self.from_server())
+        sweeping = asyncio.ensure_future(self.expiring())
+        exited = asyncio.ensure_future(server.wait())
+        # The pipe to the server breaks when its reader closes it, written to or not.
+        input_lost = asyncio.ensure_future(server_in.wait_closed())
+        self.watch("client", reading_client)
+        self.watch("server", reading_server)
+        exited.add_done_callback(lambda _: self.end("server", None))
+        input_lost.add_done_callback(self.lost)
 
-    side, why = await ended
-    sweeping.cancel()
-    if side == "server" and bridge.why is None:
-        # The server's last answers are in its output when it exits, its status comes after
-        # the end of its output: the one follows the other at once, unless it hangs.
-        await asyncio.wait({reading_server, exited}, timeout=GRACE)
-        if exited.done():
-            why = f"the server exited (status {exited.result()})"
-        elif why is None:
-            why = "the server closed its output"
-    assert why is not None
-    bridge.close(why)
-    flush()
-    if side == "server":
-        while not reading_client.done() and (quiet := loop.time() - heard[0]) < linger:
-            await asyncio.wait({reading_client}, timeout=linger - quiet)
-    reading_client.cancel()
-    with contextlib.suppress(ConnectionError):
-        server_in.close()
-    status = await _stop(server, exited)
-    reading_server.cancel()
-    input_lost.cancel()
-    if side == "client":
-        return 0
-    return 128 - status if status < 0 else status  # a signal N: 128 + N, as shells say it
+        side, why = await self.ended
+        sweeping.cancel()
+        if side == "server" and bridge.why is None:
+            # The server's last answers are in its output when it exits, its status comes after
+            # the end of its output: the one follows the other at once, unless it hangs.
+            await asyncio.wait({reading_server, exited}, timeout=GRACE)
+            if exited.done():
+                why = f"the server exited (status {exited.result()})"
+            elif why is None:
+                why = "the server closed its output"
+        assert why is not None
+        bridge.close(why)
+        self.flush()
+        if side == "server":
+            while not reading_client.done() and (quiet := self.loop.time() - self.heard) < linger:
+                await asyncio.wait({reading_client}, timeout=linger - quiet)
+        reading_client.cancel()
+        with contextlib.suppress(ConnectionError):
+            server_in.close()
+        status = await _stop(server, exited)
+        reading_server.cancel()
+        input_lost.cancel()
+        if side == "client":
+            return 0
+        return 128 - status if status < 0 else status  # a signal N: 128 + N, as shells say it
 
 
 async def _stop(server: asyncio.subprocess.Process, exited: asyncio.Future[int]) -> int:
