@@ -420,17 +420,18 @@ def least_decode(w: Workload) -> Any:
 def guarded_encode_floor(w: Workload, decoded: list[Any]) -> Any:
     """``encode_floor``'s runner with the one check no codec may drop: the guard against a
     non-finite float, which msgspec writes as ``null`` (Codec.encode's own: a short message's
-    JSON searched for a null; a long one, or one with a null, handed to ``codec._finite``). A
-    reference, not a codec: what is left between it and the codec is dispatch and bookkeeping."""
-    from mcpbind.codec import _SCAN_MAX, _finite
+    JSON searched for a null; a long one, or one with a null, handed to
+    ``_nonfinite.refuse_nonfinite``). A reference, not a codec: what is left between it and the
+    codec is dispatch and bookkeeping."""
+    from mcpbind._nonfinite import SCAN_MAX, refuse_nonfinite
 
     class Guarded(_Floor):
         def encode(
             self,
             wire: Any,
             encode: Any = msgspec.json.encode,
-            scan_max: int = _SCAN_MAX,
-            finite: Any = _finite,
+            scan_max: int = SCAN_MAX,
+            finite: Any = refuse_nonfinite,
         ) -> bytes:
             out = encode(wire)
             if len(out) > scan_max or out.partition(b"null")[1]:

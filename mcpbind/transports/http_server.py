@@ -29,6 +29,13 @@ resumes that stream and receives what it missed), and, with a shared store such 
 session records that rebuild a session on any worker. Only the event streams of sessions use the
 store; a POST answered with JSON never touches it, and with the memory store (the default) the
 server keeps its sessions in its own table and never awaits the store for them.
+
+``StreamableHTTPServer`` is built of layers, one job a module: its session table
+(``_http_table.SessionTable``), the sessions' event streams and GET (``_http_events.EventStreams``),
+the stateless path's header checks and tasks answers (``_http_stateless.StatelessPath``), and here
+the checks of a request's head and body, POST and DELETE, and the handlers (run inline by
+``_http_inline`` when they answer at once). What it shares with the HTTP+SSE server
+(``sse_server``) is ``_http_calls``.
 """
 
 from __future__ import annotations
