@@ -14,11 +14,14 @@ from __future__ import annotations
 import shlex
 import sys
 from collections.abc import Sequence
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import click
 
 from ._revisions import LATEST, REVISIONS, SHA256, SOURCES
+
+if TYPE_CHECKING:
+    from .bridge.gateway.surface import SurfaceLock
 
 # The generator's commands: name -> the ``codegen.cli`` attribute that defines it.
 GENERATOR_COMMANDS = {"generate": "generate", "pin": "pin", "migrate": "migrate"}
@@ -312,6 +315,23 @@ The client runs `mcpbind bridge ... -- CMD ARGS` as its server command.""",
     envvar="MCPBIND_UPSTREAM_CLIENT_SECRET",
     help="The secret of --upstream-client-id (or the MCPBIND_UPSTREAM_CLIENT_SECRET variable).",
 )
+@click.option(
+    "--surface",
+    "surface_lock",
+    metavar="LOCK",
+    help="With --listen: enforce this lock of the server's surface (`mcpbind surface lock`): a "
+    "tool, prompt, resource or template it does not approve (new, renamed, or changed since) is "
+    "left out of lists and its use refused with a JSON-RPC error naming the item and the "
+    "change (--on-drift block), or only logged (warn). The server is spoken to in the lock's "
+    "revision unless --server-revision says otherwise.",
+)
+@click.option(
+    "--on-drift",
+    type=click.Choice(["block", "warn"]),
+    default="block",
+    show_default=True,
+    help="With --surface: what is done with what the lock does not approve.",
+)
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, metavar="-- CMD ARGS...")
 def bridge(
     client_revision: str,
@@ -331,6 +351,8 @@ def bridge(
     auth_server: str | None,
     upstream_client_id: str | None,
     upstream_client_secret: str | None,
+    surface_lock: str | None,
+    on_drift: str,
     command: tuple[str, ...],
 ) -> None:
     """A proxy between MCP clients and an MCP server of different revisions: on stdio (one
@@ -354,8 +376,12 @@ def bridge(
         "--auth-server": auth_server,
         "--upstream-client-id": upstream_client_id,
         "--workers": workers if workers != 1 else None,
+        "--surface": surface_lock,
     }
     if listen is not None:
+        enforced = None
+        if surface_lock is not None:
+            enforced = _surface(surface_lock, on_drift, sides, server_revision)
         _listen(
             listen,
             path,
@@ -373,6 +399,7 @@ def bridge(
             allowed_hosts=allowed_hosts,
             auth_server=auth_server,
             upstream_client=(upstream_client_id, upstream_client_secret),
+            surface=enforced,
         )
         return
     given = [name for name, value in gateway_only.items() if value is not None]
@@ -381,6 +408,23 @@ def bridge(
     if not command:
         raise UserError("the server to start is missing: -- CMD ARGS...")
     sys.exit(_stdio(list(command), sides, strict, max_line_bytes, max_in_flight, input_timeout))
+
+
+def _surface(
+    path: str, mode: str, sides: dict[str, tuple[str, ...]], server_revision: str
+) -> SurfaceLock:
+    """The lock at ``path`` as the gateway enforces it (a ``UserError`` naming what is wrong
+    with it); the server's side then speaks the lock's revision unless it was chosen."""
+    from .bridge.gateway.surface import SurfaceLock
+    from .surface.lockfile import Lock, LockError
+
+    try:
+        lock = Lock.read(path)
+    except LockError as error:
+        raise UserError(f"--surface {path}: {error}") from None
+    if server_revision == "auto":
+        sides["server"] = (lock.revision,)
+    return SurfaceLock(lock, "warn" if mode == "warn" else "block")
 
 
 def _sides(client_revision: str, server_revision: str) -> dict[str, tuple[str, ...]]:
@@ -437,6 +481,7 @@ def _listen(
     allowed_hosts: tuple[str, ...],
     auth_server: str | None,
     upstream_client: tuple[str | None, str | None] = (None, None),
+    surface: SurfaceLock | None = None,
 ) -> None:
     """``mcpbind bridge --listen``: check the options, then serve the gateway."""
     from .bridge import gateway
@@ -456,6 +501,8 @@ def _listen(
         # HTTP+SSE sessions live in one process: processes sharing a port cannot serve them.
         "sse": workers == 1,
     }
+    if surface is not None:
+        options["surface"] = surface
     for name, value in (
         ("max_line", max_line),
         ("max_in_flight", max_in_flight),

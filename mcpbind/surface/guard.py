@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple
 
@@ -89,6 +89,7 @@ class Guard:
 
     ``check_arguments`` also checks a tool call's arguments against the locked input schema
     (jsonschema, in the schema's dialect), refusing bad ones with -32602 and their JSON path.
+    Each drift is reported as a line to ``report`` (default: a warning of ``mcpbind.surface``).
     """
 
     def __init__(
@@ -99,6 +100,7 @@ class Guard:
         *,
         check_arguments: bool = True,
         max_items: int = MAX_ITEMS,
+        report: Callable[[str], None] | None = None,
     ) -> None:
         if mode not in ("block", "warn"):
             raise ValueError(f"mode {mode!r}: 'block' or 'warn'")
@@ -107,6 +109,7 @@ class Guard:
         self.mode = mode
         self.check_arguments = check_arguments
         self.max_items = max_items
+        self.report = report  # where each drift's line goes (None: the mcpbind.surface logger)
         # kind -> name -> the item as the server sent it last (since the start or the last change)
         self.live: dict[str, dict[str, Item]] = {}
         self.verified: set[str] = set()  # kinds whose every page was seen since then
@@ -293,14 +296,12 @@ class Guard:
         self._report(drift, "used")
 
     def _report(self, drift: Drift, what: str) -> None:
-        log.warning(
-            "%s (%s, %s, revision %s): %s",
-            drift.describe(),
-            what,
-            self.mode,
-            self.sp.revision,
-            "; ".join(f"{c.kind} {c.path}" for c in drift.changes) or drift.reason,
-        )
+        changes = "; ".join(f"{c.kind} {c.path}" for c in drift.changes) or drift.reason
+        line = f"{drift.describe()} ({what}, {self.mode}, revision {self.sp.revision}): {changes}"
+        if self.report is not None:
+            self.report(line)
+        else:
+            log.warning("%s", line)
 
 
 _EXPRESSION = re.compile(r"\{([+#./;?&]?)[^}]*\}")

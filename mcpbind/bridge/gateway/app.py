@@ -48,10 +48,14 @@ from .tasks_extension_to_core import GatewayTasks
 from .upstream import HttpUpstream, SseUpstream, StdioUpstream, Upstream, upstream_kind
 
 if TYPE_CHECKING:
+    from .surface import SurfaceLock
+
+if TYPE_CHECKING:
     import httpx
 
 from .front import Face, GatewayFront
-from .link import DROPPED_WITHIN, MAX_DROPPED, Link, Pending
+from .link import DROPPED_WITHIN, MAX_DROPPED, Link
+from .pending import Pending
 
 __all__ = [
     "CLIENT_INFO",
@@ -116,7 +120,8 @@ class Gateway:
     ``sse=False`` (HTTP+SSE sessions live in one process). The client's
     credentials never go to the server: each link is a connection of the gateway's own.
     ``upstream_auth`` (an ``OAuthClient``) gets the gateway's own tokens for a protected
-    ``upstream``.
+    ``upstream``. ``surface`` (a ``SurfaceLock``) is enforced on every link (surface.py,
+    docs/surface.md).
     """
 
     def __init__(
@@ -146,6 +151,7 @@ class Gateway:
         sse: bool = True,
         http: httpx.AsyncClient | None = None,
         log: Callable[[str], None] | None = None,
+        surface: SurfaceLock | None = None,
     ) -> None:
         if (command is None) == (upstream is None):
             raise ValueError("a gateway needs a command or an upstream URL, and only one")
@@ -166,6 +172,7 @@ class Gateway:
             (server_revisions,) if isinstance(server_revisions, str) else tuple(server_revisions)
         )
         self.strict = strict
+        self.surface = surface
         self.max_shared = max_shared
         self.max_in_flight = max_in_flight
         self.input_timeout = input_timeout

@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from msgspec import UNSET
 
@@ -39,15 +39,19 @@ from ...transports.http_wire import HttpError
 from ...transports.stdio import Envelope
 from ..crossing import Crossing
 from ..limits import NOT_SENT, STATE_PREFIX, too_many
+from .pending import OwnCall, Pending
 from .relay import Relay, RelayedCall
 from .tasks_extension_to_core import LinkTasks, TaskAnswer
 from .upstream import HttpUpstream, Upstream
 
 if TYPE_CHECKING:
-    pass
+    from .surface import LinkSurface, SurfaceLock
 
 
 __all__ = ["DROPPED_WITHIN", "MAX_DROPPED", "Link", "LinkHost", "Pending"]
+
+# The pages of one list the link reads for its surface guard (a use of an item not seen yet).
+MAX_PAGES = 1000
 
 # A link whose server sends more than MAX_DROPPED messages no client can take (no stream open, no
 # request in flight to carry them) within DROPPED_WITHIN seconds is ended (its child terminated).
@@ -76,6 +80,11 @@ class LinkHost(Protocol):
     @property
     def relay(self) -> Relay | None:
         """The relay to the other gateway processes sharing the store (None: none)."""
+        ...
+
+    @property
+    def surface(self) -> SurfaceLock | None:
+        """The surface lock links enforce (None: none)."""
         ...
 
     def upstream_for(self, link: Link) -> Upstream:
@@ -107,40 +116,6 @@ class LinkHost(Protocol):
         ...
 
 
-class Pending:
-    """One client request sent down a link: the request it serves now (``call``; None while it
-    waits for a round-trip client's retry), how it ends (``answer``), and the server's requests
-    waiting for that client's input (``asks``: name -> the request, and where its answer goes).
-    """
-
-    __slots__ = ("answer", "asks", "call", "method", "revision", "rid", "timer", "waiter")
-
-    def __init__(self, rid: Any, call: Call) -> None:
-        self.rid = rid
-        self.call: Call | RelayedCall | None = call
-        self.method = call.method
-        self.revision = call.revision
-        self.answer: Any = None  # the server's answer (an event), or the error it ended with
-        self.asks: dict[str, tuple[RequestReceived, asyncio.Future[Any]]] = {}
-        self.waiter: asyncio.Future[None] | None = None  # what its handler awaits, if anything
-        self.timer: asyncio.TimerHandle | None = None
-
-    def wake(self) -> None:
-        """Its handler has something to act on: the answer, or the server asking for input."""
-        if self.waiter is not None and not self.waiter.done():
-            self.waiter.set_result(None)
-
-    async def wait(self, asks: bool = True) -> None:
-        """Until the server answered (``answer``) or, with ``asks``, asked its client for input
-        (``asks``): what a handler of the request waits for, the one loop that waits for it."""
-        while self.answer is None and not (asks and self.asks):
-            self.waiter = asyncio.get_running_loop().create_future()
-            try:
-                await self.waiter
-            finally:
-                self.waiter = None
-
-
 class Link(Crossing):
     """One connection to the server, for one client session or one client identity."""
 
@@ -156,6 +131,11 @@ class Link(Crossing):
     ) -> None:
         super().__init__(gateway.server_revisions, strict=gateway.strict)
         self.gateway = gateway
+        self.surface: LinkSurface | None = None  # the lock enforced, once the link is open
+        if gateway.surface is not None:
+            from .surface import GuardedBack  # (the surface's modules load only when used)
+
+            self.back = GuardedBack(gateway.server_revisions)
         self.key = key
         self.caps, self.info = caps, info
         self.front, self.sid = front, sid  # the HTTP server and session id the client is on
@@ -207,11 +187,80 @@ class Link(Crossing):
             why = f"the server cannot be reached: {error or type(error).__name__}"
         else:
             self._back_agreed(negotiated)
+            self._guard(negotiated.revision)
             self.say()
             return
         self._end(why)
         await self.transport.close()
         raise ProtocolError(CONNECTION_CLOSED, f"Connection closed: {why}")
+
+    def _guard(self, revision: str) -> None:
+        """Enforce the gateway's surface lock on this link (the server speaks ``revision``),
+        listening for list changes where the revision sends them only to listeners."""
+        enforced = self.gateway.surface
+        if enforced is None:
+            return
+        from .surface import GuardedBack, LinkSurface
+
+        assert isinstance(self.back, GuardedBack)
+        self.surface = LinkSurface(enforced, revision, self.back, self._log_line)
+        wanted = self.surface.listen()
+        if wanted is not None:
+            self.gateway.spawn(self._listen(*wanted))
+
+    def _log_line(self, line: str) -> None:
+        self.log.append(line)  # (said with the link's other lines; take_log swaps the list)
+
+    async def _listen(self, method: str, params: dict[str, Any]) -> None:
+        """The link's own subscription stream: what it carries goes to the guard only."""
+        with contextlib.suppress(ProtocolError, ConnectionError, HttpError):
+            await self.ask(method, params, listen=True)
+
+    async def ask(self, method: str, params: Any, *, listen: bool = False) -> Any:
+        """The result of a request of the link's own (not a client's) to the server, raw events
+        passing the guard as a client's do; ``listen``: the link's subscription stream."""
+        if self.why is not None:
+            raise ProtocolError(CONNECTION_CLOSED, f"Connection closed: {self.why}")
+        rid = self.back.request(method, params)
+        if listen and self.surface is not None:
+            self.surface.listening = rid
+        own = OwnCall(method, self.back.revision or "")
+        pending = self.pending[rid] = Pending(rid, cast(Call, own))  # (what Link asks of one)
+        out = self.back.data_to_send()
+        if isinstance(self.transport, HttpUpstream) and out:
+            message = out.pop()
+            if out:
+                self.transport.send(out)
+            await self.transport.request(message)
+        elif out:
+            self.transport.send(out)
+        await pending.wait(asks=False)
+        event = pending.answer
+        if isinstance(event, BaseException):
+            raise event
+        if isinstance(event, ErrorReceived):
+            raise ProtocolError(event.code, event.message, event.data)
+        if not isinstance(event, ResultReceived):
+            raise ProtocolError(INTERNAL_ERROR, f"the server's answer to {method!r}: {event!r}")
+        return event.result
+
+    async def check_surface(self, call: Call) -> None:
+        """Hold ``call`` to the lock before it goes down (``ProtocolError`` when refused); a
+        use of an item whose list the guard has not seen reads that list first."""
+        surface = self.surface
+        assert surface is not None
+        params, _ = self.down_params(call.method, call.params, call.revision)
+        unverified = surface.check(call.method, params)
+        if unverified is None:
+            return
+        method, cursor_key = surface.listing(unverified)
+        cursor: Any = None
+        for _ in range(MAX_PAGES):
+            page = await self.ask(method, {cursor_key: cursor} if cursor else None)
+            cursor = getattr(page, "next_cursor", None)
+            if surface.verified(unverified) or not isinstance(cursor, str):
+                break
+        surface.check(call.method, params)  # seen whole now: an unlisted item goes on down
 
     def agreement(self) -> Negotiated:
         """What the server agreed on (the link is open)."""
@@ -290,6 +339,8 @@ class Link(Crossing):
                 await self._opened(call)
             else:
                 opening.result()  # raises why it did not open
+            if self.surface is not None:
+                await self.check_surface(call)
             pending, message = self._send(call)
         try:
             if message is not None:
@@ -352,6 +403,8 @@ class Link(Crossing):
             call.method, None if params is UNSET else params, progress=token is not None
         )
         pending = self.pending[rid] = Pending(rid, call)
+        if self.surface is not None:
+            self.surface.sent(rid, call.method, params)
         out = self.back.data_to_send()
         if isinstance(self.transport, HttpUpstream) and out:
             message = out.pop()  # the request just queued (the last)
@@ -487,7 +540,8 @@ class Link(Crossing):
             if isinstance(event, ResultReceived | ErrorReceived | InputRequired | TaskCreated):
                 pending = self.pending.pop(event.id, None)
                 if pending is not None:
-                    self.settle(pending, event)
+                    surface = self.surface
+                    self.settle(pending, event if surface is None else surface.answer(event))
                 elif isinstance(event, ErrorReceived) and event.id is None:
                     self.note("error", f"server: error {event.code}: {event.message}")
             elif isinstance(event, MessageRejected):
@@ -504,6 +558,11 @@ class Link(Crossing):
             elif isinstance(event, ProgressReceived):
                 self._progress_up(event)
             elif isinstance(event, NotificationReceived):
+                surface = self.surface
+                if surface is not None:
+                    surface.changed(event.method)
+                    if related is not None and related == surface.listening:
+                        continue  # the link's own subscription stream: for the guard only
                 self._notify_up(event, related)
             elif isinstance(event, RequestCancelled):
                 self.note("cancelled", f"server: cancelled its request {event.id!r}")

@@ -98,6 +98,8 @@ class UpstreamTasks:
         if not self.tasks.mine(call.method, call.revision, call.params):
             return NOT_MINE
         await link.open()
+        if link.surface is not None:
+            await link.check_surface(call)  # (the surface lock holds for task calls too)
         limit = self.gateway.max_in_flight
         if len(link.pending) + link.counted >= limit:
             raise too_many(call.id, limit, "the client", "the server")
