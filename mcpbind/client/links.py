@@ -138,11 +138,10 @@ class Deadline:
         self._expired = False
         # (the cancellations of the task already under way are not the deadline's)
         self._cancelling = task.cancelling()
-        when = loop.time() + seconds
-        if when <= loop.time():
+        if seconds <= 0:  # (asyncio.Timeout: a deadline not in the future expires at once)
             self._handle: asyncio.Handle = loop.call_soon(self._expire)
         else:
-            self._handle = loop.call_at(when, self._expire)
+            self._handle = loop.call_at(loop.time() + seconds, self._expire)
 
     def _expire(self) -> None:
         self._task.cancel()
