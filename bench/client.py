@@ -37,7 +37,7 @@ TARGET = 3.0  # mcpbind.Client's sequential calls per second, at least this many
 TOOL = "test_simple_text"
 
 
-def _mode(era: str) -> str:
+def sdk_mode(era: str) -> str:
     """The `mcp` Client's ``mode`` that speaks ``era``: its handshake for a handshake revision."""
     from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
@@ -59,7 +59,7 @@ async def _era(url: str, era: str, rounds: int, calls: int, warmup: int) -> dict
     logging.getLogger(mcp.client.session.logger.name).setLevel(logging.ERROR)
     async with (
         Client(url, revisions=(era,)) as ours,
-        mcp.Client(url, mode=_mode(era)) as theirs,
+        mcp.Client(url, mode=sdk_mode(era)) as theirs,
     ):
         clients: dict[str, Any] = {"mcpbind": ours, "mcp": theirs}
         if ours.revision != era:

@@ -33,7 +33,7 @@ ERAS = ("2025-11-25", "2026-07-28")
 
 def child(shim: str, url: str, era: str, runs: int, warmup: int, parts: bool = False) -> None:
     """Under callgrind: the client's calls, ``runs`` of them counted; with ``parts``, then two
-    of its parts alone (``PARTS``)."""
+    of its parts alone (``PARTS``) and the official `mcp` Client's calls, as many."""
     from mcpbind import Client
 
     start, stop = switches(shim)
@@ -52,7 +52,29 @@ def child(shim: str, url: str, era: str, runs: int, warmup: int, parts: bool = F
             if parts:
                 await _parts(client, start, stop, era, runs, warmup)
 
+    async def sdk() -> None:
+        import logging
+
+        import mcp
+        import mcp.client.session
+
+        from .client import sdk_mode
+
+        logging.getLogger(mcp.client.session.logger.name).setLevel(logging.ERROR)
+        async with mcp.Client(url, mode=sdk_mode(era)) as client:
+            for _ in range(warmup):
+                await client.call_tool("test_simple_text", {})
+            gc.collect()
+            start()
+            for _ in range(runs):
+                await client.call_tool("test_simple_text", {})
+            stop(f"{era} sdk")
+            result = await client.call_tool("test_simple_text", {})
+            assert getattr(result.content[0], "text", None) == whole.TEXT, result
+
     asyncio.run(main())
+    if parts:
+        asyncio.run(sdk())
 
 
 PARTS = """\
@@ -161,7 +183,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--parts",
         action="store_true",
-        help="also count two parts of a call alone, in the same process: " + PARTS,
+        help="also count two parts of a call alone, in the same process, and then the official "
+        "`mcp` SDK's Client making the same calls: " + PARTS,
     )
     parsed = parser.parse_args(args)
     if shutil.which("valgrind") is None or shutil.which("cc") is None:
@@ -176,6 +199,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"  wire (HttpPool's POST alone): {wire:,}")
                 print(f"  session and codec alone: {session:,}")
                 print(f"  the rest (Client, link, StreamableHTTPClient): {rest:,}")
+                print(f"the official `mcp` Client, the same calls: {found[f'{era} sdk']:,}")
     return 0
 
 

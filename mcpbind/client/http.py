@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ProtocolError
 from ..events import Negotiated
-from .links import ObservedSession, Serve
+from .links import Deadline, ObservedSession, Serve
 
 if TYPE_CHECKING:
     from ..transports.http_client import StreamableHTTPClient
@@ -53,6 +53,7 @@ class HttpLink:
         self.http: StreamableHTTPClient | SSEClient | None = None
 
     async def open(self) -> Negotiated:
+        self._loop = asyncio.get_running_loop()  # (each call's deadline is on it)
         from ..transports.http_client import StreamableHTTPClient
         from ..transports.sse_client import connect_http
 
@@ -74,12 +75,19 @@ class HttpLink:
 
     async def call(self, method: str, params: Any = None, *, stream: bool = False) -> Any:
         call = self._open().call(method, params)
-        if stream:
+        if stream or self.timeout is None:
             return await call
-        # (asyncio.timeout, not wait_for: on 3.11 wait_for returns the answer and drops the
-        # caller's cancellation when both come at once, and the caller would run on)
-        async with asyncio.timeout(self.timeout):
-            return await call
+        # (asyncio.timeout's work, not wait_for's: on 3.11 wait_for returns the answer and
+        # drops the caller's cancellation when both come at once, and the caller would run on)
+        deadline = Deadline(self._loop, self.timeout)
+        try:
+            result = await call
+        except BaseException as error:
+            if deadline.over(error):
+                raise TimeoutError from error
+            raise
+        deadline.over(None)
+        return result
 
     async def notify(self, method: str, params: Any = None) -> None:
         await self._open().notify(method, params)

@@ -34,6 +34,7 @@ from ..events import (
     ANSWERS,
     ErrorReceived,
     Event,
+    InputRequired,
     MessageRejected,
     Negotiated,
     NegotiationFailed,
@@ -206,14 +207,13 @@ class StreamableHTTPClient:
                 f"not calling tool {name!r}: its input schema's x-mcp-header is invalid "
                 f"({self.invalid_tools[name]})",
             )
-        event = await answer_rounds(
-            self.session,
-            await self._sent(self.session.request(method, params, progress=progress)),
-            self.on_request,
-            self._sent,
-            method,
-            self.max_rounds,
-        )
+        rid = self.session.request(method, params, progress=progress)
+        await self.flush()  # (``_sent``'s work, without its coroutine a call)
+        event = self._results.pop(rid, None)
+        if isinstance(event, InputRequired):  # (its rounds: ``answer_rounds`` ends them)
+            event = await answer_rounds(
+                self.session, event, self.on_request, self._sent, method, self.max_rounds
+            )
         if event is None:
             raise ProtocolError(INTERNAL_ERROR, f"the server sent no response to {method!r}")
         if isinstance(event, ErrorReceived):
