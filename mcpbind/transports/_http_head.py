@@ -25,7 +25,7 @@ class _Headers(Mapping[str, str]):
         # ASGI names are lower case; the first one wins. A list without a repeated name (the
         # usual head) makes the same dict unreversed, a third cheaper.
         if type(raw) is list:
-            found = dict(raw)
+            found: dict[bytes, bytes] = dict(raw)
             if len(found) < len(raw):
                 found = dict(reversed(raw))
             self._raw = found
