@@ -229,8 +229,9 @@ def targets(extra: dict[str, Any]) -> list[tuple[str, str, str, bool | None]]:
     )
     return [
         (
-            f"whole server, tools/call <= {TARGET:g}x an empty ASGI app on the same `serve()` "
-            f"(instructions per request, callgrind, {found['runs']} requests on one connection)",
+            f"whole server, tools/call <= {TARGET:g}x an empty ASGI app sent the same request on "
+            f"the same `serve()` (instructions per request, callgrind, {found['runs']} requests "
+            "on one connection)",
             f"worst {ratios[worst]:.2f}x",
             where,
             ratios[worst] <= TARGET,
