@@ -873,8 +873,8 @@ server process on `mcpbind.transports.serving`'s uvicorn configuration (httptool
 requests sent one after another on one keep-alive connection by a process that is not counted,
 whole request cycles counted (parsing, the app, the response's writing, the event loop's turns):
 examples/everything_server.py answering the era's `tools/call` (2025-11-25 within a session,
-2026-07-28 stateless, as above) against an ASGI app answering every request with a fixed 200, on
-the same `serve()`: what the server adds to the stack it runs on. Each era and app is counted in
+2026-07-28 stateless, as above) against an ASGI app answering the same request (head and body)
+with a fixed 200, on the same `serve()`: what the server adds to the stack it runs on. Each era and app is counted in
 a server process of its own (one that served the other era first runs this one's requests on
 attribute lookups Python 3.11 specialized for the other's objects)."""
 

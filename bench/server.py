@@ -69,12 +69,17 @@ def _result(response: httpx.Response) -> Any:
     return response.json()
 
 
-def request(url: str, era: str, timeout: float = 5.0) -> tuple[dict[str, str], dict[str, Any]]:
+def request(
+    url: str, era: str, timeout: float = 5.0, session: str | None = None
+) -> tuple[dict[str, str], dict[str, Any]]:
     """The headers and body of the era's tools/call (a session opened for 2025-11-25, each
-    request of the handshake answered within ``timeout`` seconds)."""
+    request of the handshake answered within ``timeout`` seconds; ``session``: the session id
+    to name instead, none opened)."""
     headers = {"Content-Type": "application/json", "Accept": ACCEPT, "MCP-Protocol-Version": era}
     params: dict[str, Any] = {"name": "test_simple_text", "arguments": {}}
-    if era == "2025-11-25":
+    if era == "2025-11-25" and session is not None:
+        headers["Mcp-Session-Id"] = session
+    elif era == "2025-11-25":
         init = {
             "jsonrpc": "2.0",
             "id": 0,

@@ -33,8 +33,12 @@ class JSONAnswer(Response):
         self.status_code = status_code
         self.body = body
         self.background = None
+        length = (b"content-length", b"%d" % len(body))
+        if not headers:  # (most answers: the list built whole, without a comprehension's call)
+            self.raw_headers = [length, (b"content-type", b"application/json")]
+            return
         raw = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in headers.items()]
-        raw.append((b"content-length", b"%d" % len(body)))
+        raw.append(length)
         raw.append((b"content-type", b"application/json"))
         self.raw_headers = raw
 

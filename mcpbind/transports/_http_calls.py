@@ -48,20 +48,23 @@ class Live:
     """One MCP session: its ``ServerSession``, the requests it awaits from the client, and the
     stream of messages that belong to no request (served by GET)."""
 
+    # Until set on one: the values a new session starts with (one is built per stateless POST,
+    # and each attribute set in __init__ costs a store)
+    standalone: Stream | None = None  # its GET stream, while read on this worker
+    sid: str | None = None  # its Mcp-Session-Id, once it has one
+    last_used = 0.0  # time.monotonic() of its last use
+    ready = False  # the client's initialized notification came (a shared record says)
+    record: bytes | None = None  # its record in a shared store
+    checked = -SESSION_RECHECK  # time.monotonic() the shared store last confirmed it
+    owner: str | None = None  # the principal that opened it: only it reaches it
+
     def __init__(self, session: ServerSession, stateful: bool) -> None:
         self.session = session
         self.stateful = stateful
         self.waiting: dict[Any, asyncio.Future[Any]] = {}
         self.tasks: dict[Any, asyncio.Task[None]] = {}
-        self.standalone: Stream | None = None  # its GET stream, while read on this worker
-        self.sid: str | None = None  # its Mcp-Session-Id, once it has one
-        self.last_used = 0.0  # time.monotonic() of its last use
         self.streams: dict[str, Stream] = {}  # its resumable streams with work on this worker
-        self.ready = False  # the client's initialized notification came (a shared record says)
-        self.record: bytes | None = None  # its record in a shared store
-        self.checked = -SESSION_RECHECK  # time.monotonic() the shared store last confirmed it
         self.readers: set[asyncio.Future[Stop]] = set()  # its event streams' readers here
-        self.owner: str | None = None  # the principal that opened it: only it reaches it
         self.reading: dict[str, asyncio.Future[Stop]] = {}  # by stream: its one reader here
 
     @property

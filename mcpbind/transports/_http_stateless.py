@@ -106,7 +106,6 @@ class StatelessPath:
             return None, None
         headers = request.headers
         header = headers.get(VERSION_HEADER)
-        rid = peek.id if type(peek.id) in (str, int) else None
         if header == version:  # a string, then
             # Mcp-Name is checked for the methods of the revision only: one it does not know is
             # answered method-not-found by the session, whatever its headers say.
@@ -134,6 +133,7 @@ class StatelessPath:
                 f"Header mismatch: {VERSION_HEADER} is {header!r} but the request's _meta names "
                 f"{version!r}"
             )
+        rid = peek.id if type(peek.id) in (str, int) else None  # (for a mismatch only)
         return (
             JSONResponse(
                 {

@@ -273,10 +273,11 @@ class StreamableHTTPServer(StatelessPath, EventStreams):
             if isinstance(checked, Response):
                 return checked  # 401/403/503 with its challenge
             auth = checked
+        method = request.scope["method"]  # (Request.method reads it, through a property)
         try:
-            if request.method == "POST":
+            if method == "POST":
                 return await self._post(request, auth)
-            if request.method == "GET":
+            if method == "GET":
                 return await self._get(request, auth)
             return await self._delete(request, auth)
         except StoreError as error:
@@ -355,7 +356,7 @@ class StreamableHTTPServer(StatelessPath, EventStreams):
             if new_sid is None or (self._shared and not await self._opened(live, body)):
                 return self._no_room(direct)
             live.stateful = True
-        stream = Stream(max_queued=self.max_queued, auth=auth)
+        stream = Stream(self.max_queued, auth)
         # The handler of a POST's one request runs in this task (_inline), unless its kind of
         # request was seen to wait (_waits); a batch's, a task each
         inline: InlineHandler | None = None
@@ -370,7 +371,8 @@ class StreamableHTTPServer(StatelessPath, EventStreams):
             if not live.stateful:
                 session.release()  # answered: its codecs may serve the next stateless POST
             return self._direct(live, direct, headers)
-        stream.put(direct)
+        if direct:  # (put of nothing puts nothing)
+            stream.put(direct)
         if inline is not None:
             answered = self._inline(request, live, stream, headers, inline)
             if answered is not None:
@@ -423,12 +425,12 @@ class StreamableHTTPServer(StatelessPath, EventStreams):
         try:
             step = run.send(None)
         except StopIteration:
-            queue = stream.queue
-            if stream.closed and queue.qsize() == 2:  # its answer, and the end of the stream
-                first = queue.get_nowait()
+            items = stream.queue._items  # (its qsize and get_nowait, without their calls)
+            if stream.closed and len(items) == 2:  # its answer, and the end of the stream
+                first = items.popleft()
                 if isinstance(first, bytes):
                     return json_answer(first, live.stateful, headers)  # (what _respond makes of it)
-                queue._items.appendleft(first)
+                items.appendleft(first)
             return None
         inline.run, inline.step = run, step
         # It waits: requests of its kind get a task of their own from now on, which costs less
