@@ -16,7 +16,7 @@ from mcpbind.transports import http_limits
 RUNTIME = Path(mcpbind.__file__).parent
 # Class names still defined by two modules, each for a thing of its own: left to the re-layering
 # of bridge/ (issue 33), which gives each a name saying what it is. Never add to this list.
-SHARED_CLASS_NAMES = {"_Pending", "_Task", "_Listener", "_Note", "_Request", "_Plan", "Link"}
+SHARED_CLASS_NAMES = {"_Listener", "Link"}
 
 
 def modules() -> dict[str, ast.Module]:

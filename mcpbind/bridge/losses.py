@@ -50,7 +50,7 @@ class Lost(msgspec.Struct, frozen=True, gc=False):
         return f"{self.path}: {what} {done} ({self.reason})"
 
 
-class _Plan(msgspec.Struct, gc=False):
+class _CarryPlan(msgspec.Struct, gc=False):
     name: str
     member: Loss | None  # the target has no such type and a rule replaces it
     lacking: tuple[tuple[str, str, Loss], ...]  # (attribute, wire key, rule) the target lacks
@@ -145,7 +145,7 @@ class Carrier:
         # A result discriminator at the value meaning "the method's own result" says nothing a
         # revision without it does not already mean.
         self._implied = {kinds.key: kinds.own} if kinds is not None else {}
-        self._plans: dict[type, _Plan | None] = {}
+        self._plans: dict[type, _CarryPlan | None] = {}
         self._here: dict[type, bool] = {}
         self._lock = threading.Lock()
 
@@ -181,7 +181,7 @@ class Carrier:
             found = self._here[cls] = member is not None or bool(lacking)
         return found
 
-    def plan(self, cls: type) -> _Plan | None:
+    def plan(self, cls: type) -> _CarryPlan | None:
         if cls in self._plans:
             return self._plans[cls]
         with self._lock:
@@ -199,7 +199,7 @@ class Carrier:
                         descend.append((attr, wire))
             flat = tuple(a for a, _, _ in lacking) if member is None and not descend else None
             plan = (
-                _Plan(name, member, lacking, tuple(descend), flat)
+                _CarryPlan(name, member, lacking, tuple(descend), flat)
                 if member is not None or lacking or descend
                 else None
             )
@@ -304,7 +304,7 @@ class Carrier:
                     out[k] = y
         return v if out is None else out
 
-    def _replace(self, v: Any, plan: _Plan, at: Any, lost: list[Lost]) -> Any:
+    def _replace(self, v: Any, plan: _CarryPlan, at: Any, lost: list[Lost]) -> Any:
         rule = plan.member
         assert rule is not None and rule.into is not None
         values = _Values(msgspec.to_builtins(v), self.target)

@@ -338,7 +338,7 @@ class Gateway:
         if self._sweeper is None:
             self._sweeper = asyncio.ensure_future(self._sweep())
         if self.relay is None and self.http.store.shared:
-            # Other processes share the store: a retry may reach one of them (bridge/relay.py).
+            # Other processes share the store: a retry may reach one of them (relay.py).
             relay = Relay(
                 self.http.store,
                 self._resume_relayed,

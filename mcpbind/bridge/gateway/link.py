@@ -329,7 +329,7 @@ class Link(Crossing):
             relay = self.gateway.relay
             holder = relay.holder(state) if relay is not None else None
             if relay is not None and holder is not None and holder != relay.worker:
-                # Held by another gateway process: asked there, answered here (bridge/relay.py).
+                # Held by another gateway process: asked there, answered here (relay.py).
                 return await relay.forward(holder, state, repr(self.key), call)
             pending = self.gateway.resume_held(state, call, self)
             self._answer_asks(pending, answers)

@@ -60,7 +60,7 @@ _WORKER_LENGTH = 16  # hex digits of a worker id
 _HEX = frozenset("0123456789abcdef")
 
 
-class _Note(msgspec.Struct, array_like=True, omit_defaults=True):
+class _RelayNote(msgspec.Struct, array_like=True, omit_defaults=True):
     """One message between gateway processes about one relayed retry (``ref``)."""
 
     kind: str  # retry | cancel | taken | result | error | progress | notify
@@ -78,7 +78,7 @@ class _Note(msgspec.Struct, array_like=True, omit_defaults=True):
 
 
 _encode = msgspec.msgpack.Encoder().encode
-_decode = msgspec.msgpack.Decoder(_Note).decode
+_decode = msgspec.msgpack.Decoder(_RelayNote).decode
 
 
 def _channel(worker: str) -> str:
@@ -92,7 +92,7 @@ class RelayedCall:
 
     __slots__ = ("id", "message", "method", "params", "ref", "relay", "revision", "to")
 
-    def __init__(self, relay: Relay, note: _Note, params: Any) -> None:
+    def __init__(self, relay: Relay, note: _RelayNote, params: Any) -> None:
         self.relay, self.ref, self.to = relay, note.ref, note.origin
         self.id = note.ref
         self.method, self.revision, self.params = note.method, note.revision, params
@@ -103,12 +103,12 @@ class RelayedCall:
     ) -> None:
         self.relay.post(
             self.to,
-            _Note("progress", self.ref, progress=progress, total=total, message=message or ""),
+            _RelayNote("progress", self.ref, progress=progress, total=total, message=message or ""),
         )
 
     def notify(self, method: str, params: Any = None) -> None:
         body = msgspec.json.encode(msgspec.to_builtins(params))
-        self.relay.post(self.to, _Note("notify", self.ref, method=method, body=body))
+        self.relay.post(self.to, _RelayNote("notify", self.ref, method=method, body=body))
 
     async def request(self, method: str, params: Any = None) -> Any:
         raise ProtocolError(
@@ -127,7 +127,7 @@ class _Waiting:
 
     __slots__ = ("answer", "call", "heard")
 
-    def __init__(self, answer: asyncio.Future[_Note], call: Any) -> None:
+    def __init__(self, answer: asyncio.Future[_RelayNote], call: Any) -> None:
         self.answer, self.call, self.heard = answer, call, time.monotonic()
 
 
@@ -156,7 +156,7 @@ class Relay:
         self._log = log
         self._waiting: dict[str, _Waiting] = {}  # ref -> the retry forwarded
         self._serving: dict[str, asyncio.Task[None]] = {}  # ref -> the retry served here
-        self._outbox: asyncio.Queue[tuple[str, _Note]] = asyncio.Queue(MAX_OUTBOX)
+        self._outbox: asyncio.Queue[tuple[str, _RelayNote]] = asyncio.Queue(MAX_OUTBOX)
         self._sender: asyncio.Task[None] | None = None
         self._late: set[asyncio.Task[int]] = set()  # answers sent past a full outbox
         self._started = False
@@ -216,7 +216,7 @@ class Relay:
             )
         ref = secrets.token_urlsafe(12)
         waiting = self._waiting[ref] = _Waiting(asyncio.get_running_loop().create_future(), call)
-        note = _Note(
+        note = _RelayNote(
             "retry",
             ref,
             origin=self.worker,
@@ -232,11 +232,11 @@ class Relay:
             answer = await self._await(waiting, holder)
         except asyncio.CancelledError:
             # The client cancelled or left: the holder cancels the request on the server.
-            self.post(holder, _Note("cancel", ref, origin=self.worker))
+            self.post(holder, _RelayNote("cancel", ref, origin=self.worker))
             raise
         except ProtocolError as error:
             if isinstance(error.data, dict) and error.data.get("reason") in _NOBODY_WAITS:
-                self.post(holder, _Note("cancel", ref, origin=self.worker))
+                self.post(holder, _RelayNote("cancel", ref, origin=self.worker))
             raise
         finally:
             self._waiting.pop(ref, None)
@@ -245,7 +245,7 @@ class Relay:
             raise ProtocolError(answer.code, answer.message, data)
         return msgspec.json.decode(answer.body)
 
-    async def _await(self, waiting: _Waiting, holder: str) -> _Note:
+    async def _await(self, waiting: _Waiting, holder: str) -> _RelayNote:
         deadline = time.monotonic() + self.timeout
         while True:
             now = time.monotonic()
@@ -294,7 +294,7 @@ class Relay:
         if note.kind == "retry":
             if note.ref in self._serving:
                 return
-            self.post(note.origin, _Note("taken", note.ref), always=True)
+            self.post(note.origin, _RelayNote("taken", note.ref), always=True)
             task = asyncio.ensure_future(self._serve(note))
             self._serving[note.ref] = task
             task.add_done_callback(functools.partial(self._served, note.ref))
@@ -321,36 +321,38 @@ class Relay:
     def _served(self, ref: str, _: asyncio.Task[None]) -> None:
         self._serving.pop(ref, None)
 
-    async def _serve(self, note: _Note) -> None:
+    async def _serve(self, note: _RelayNote) -> None:
         """Resume the round a retry from another process names, and send it the answer."""
         beat = asyncio.ensure_future(self._working(note))
         try:
             params = msgspec.json.decode(note.body)
             result = await self._resume(RelayedCall(self, note, params), note.state, note.identity)
-            answer = _Note(
+            answer = _RelayNote(
                 "result", note.ref, body=msgspec.json.encode(msgspec.to_builtins(result))
             )
         except ProtocolError as error:
             body = b"" if error.data is None else msgspec.json.encode(error.data)
-            answer = _Note("error", note.ref, code=error.code, message=error.message, body=body)
+            answer = _RelayNote(
+                "error", note.ref, code=error.code, message=error.message, body=body
+            )
         except msgspec.DecodeError:
-            answer = _Note(
+            answer = _RelayNote(
                 "error", note.ref, code=INTERNAL_ERROR, message="Internal error: unreadable retry"
             )
         finally:
             beat.cancel()
         self.post(note.origin, answer, always=True)
 
-    async def _working(self, note: _Note) -> None:
+    async def _working(self, note: _RelayNote) -> None:
         """Say to the process that forwarded ``note`` every ``HOLDER_CHECK`` seconds that its
         retry is still worked on here (``holder_silence``)."""
         while True:
             await asyncio.sleep(HOLDER_CHECK)
-            self.post(note.origin, _Note("taken", note.ref))
+            self.post(note.origin, _RelayNote("taken", note.ref))
 
     # -- sending, in order ------------------------------------------------------------------------
 
-    def post(self, worker: str, note: _Note, always: bool = False) -> None:
+    def post(self, worker: str, note: _RelayNote, always: bool = False) -> None:
         """Queue ``note`` for ``worker`` (in order with what was queued before); past
         ``MAX_OUTBOX`` a progress or notification is dropped (said in the log), an answer not."""
         try:

@@ -129,7 +129,7 @@ class UpstreamTasks:
         assert key is not None  # every request of the extension's revision has _meta
         params = {**params, key: {**(params.get(key) or {}), **envelope}}
         id = f"mcpbind-task-{next(_IDS)}"
-        body = _REQUEST.encode(_Request(id=id, method=method, params=params))
+        body = _REQUEST.encode(_TaskRequest(id=id, method=method, params=params))
         headers = {
             "accept": "application/json, text/event-stream",
             "content-type": "application/json",
@@ -201,7 +201,7 @@ def _answer(body: bytes, content_type: str, id: str) -> dict[str, Any] | None:
     return None
 
 
-class _Request(msgspec.Struct, gc=False):
+class _TaskRequest(msgspec.Struct, gc=False):
     """A request of the gateway's own to the server (JSON-RPC's envelope)."""
 
     id: str
