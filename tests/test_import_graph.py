@@ -113,3 +113,37 @@ def test_the_graph_reads_every_kind_of_import() -> None:
     assert _circles({"a": {"b"}, "b": {"a"}, "c": set()}) == {frozenset({"a", "b"})}
     edges, _ = _graph()
     assert "mcpbind.packages" in edges["mcpbind.app.revision"]
+
+
+# The sans-IO rooms the client and the gateway build on (docs/design.md, "The runtime's rooms"):
+# none of them reaches up into what uses it.
+LOWER = {
+    "mcpbind.surface.canonical",
+    "mcpbind.surface.kinds",
+    "mcpbind.surface.lockfile",
+    "mcpbind.surface.schemas",
+    "mcpbind.surface.compare",
+    "mcpbind.surface.validation",
+    "mcpbind.surface.guard",
+    "mcpbind.session.raw",
+}
+UPPER = ("mcpbind.client", "mcpbind.bridge", "mcpbind.app", "mcpbind.transports", "mcpbind.cli")
+
+
+def _reach(edges: dict[str, set[str]], start: str) -> set[str]:
+    seen, todo = set(), [start]
+    while todo:
+        for w in edges[todo.pop()]:
+            if w not in seen:
+                seen.add(w)
+                todo.append(w)
+    return seen
+
+
+def test_the_sans_io_surface_core_and_raw_results_import_nothing_above_them() -> None:
+    edges, _ = _graph()
+    assert LOWER <= edges.keys()
+    reached = {m: sorted(w for w in _reach(edges, m) if w.startswith(UPPER)) for m in LOWER}
+    assert {m: ws for m, ws in reached.items() if ws} == {}
+    # and the tools of the surface room are above the client (they read through its links)
+    assert "mcpbind.client.links" in _reach(edges, "mcpbind.surface.reader")
