@@ -154,3 +154,27 @@ def test_the_lock_is_read_when_the_client_is_made_and_its_revision_offered(
     with pytest.raises(ValueError, match="on_drift"):
         Client(SERVER, surface=locked, on_drift="ignore")  # type: ignore[arg-type]
     assert Client(SERVER, surface=locked).revisions == (Lock.read(locked).revision,)
+
+
+def test_a_use_whose_list_never_ends_is_refused_not_let_through() -> None:
+    """A server whose tool list never ends (pages of one unapproved tool each, for ever): a call
+    to a locked tool the client has not seen cannot be checked, and is refused after
+    ``max_pages`` pages rather than sent unchecked."""
+    from mcpbind.surface.kinds import speech
+    from mcpbind.surface.lockfile import Item, item_of
+
+    revision = "2025-06-18"
+    item: Item = item_of(
+        "tool", {"name": "later", "inputSchema": {"type": "object"}}, speech(revision)
+    )
+    locked = Lock(revision=revision, server={}, items={"tool": {"later": item}})
+    hostile = [sys.executable, str(FIXTURES / "hostile_child.py"), "pages", "1"]
+
+    async def main() -> None:
+        async with Client(hostile, surface=locked, max_pages=5) as client:
+            with pytest.raises(ProtocolError) as refused:
+                await client.call_tool("later", {})
+            assert refused.value.code == -32603
+            assert "did not end within 5 pages" in refused.value.message
+
+    asyncio.run(main())

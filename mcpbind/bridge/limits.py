@@ -11,6 +11,7 @@ __all__ = [
     "INPUT_TIMEOUT",
     "LOSSY",
     "MAX_IN_FLIGHT_PER_SIDE",
+    "MAX_PAGES",
     "NOT_MINE",
     "NOT_SENT",
     "STATE_PREFIX",
@@ -52,3 +53,6 @@ class _NotMine:
 
 
 NOT_MINE: Any = _NotMine()
+
+# The pages of one list a gateway link reads for its surface guard (a use of an item not seen yet).
+MAX_PAGES = 1000

@@ -18,7 +18,7 @@ from typing import Any, Literal
 import msgspec
 
 from ..session.raw import cut
-from ..surface.guard import Guard
+from ..surface.guard import Guard, unread
 from ..surface.lockfile import Lock
 from .links import ObservedSession
 
@@ -68,7 +68,8 @@ class Enforcer:
             cursor = getattr(page, "next_cursor", None)
             if unverified.kind in guard.verified or not isinstance(cursor, str):
                 break
-        guard.check_request(method, plain)  # seen whole now: an unlisted item goes on to the server
+        if guard.check_request(method, plain) is not None:  # (an unlisted item goes on)
+            raise unread(unverified.list_method, self.max_pages)
 
     def after(self, method: str, params: Any, result: Any) -> Any:
         """The decoded ``result`` of ``method`` as the Client returns it: a list page cut to the

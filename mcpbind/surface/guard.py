@@ -25,7 +25,7 @@ from .kinds import Kind, speech
 from .lockfile import MAX_ITEMS, Item, Lock, item_of
 from .validation import Checker
 
-__all__ = ["Drift", "Filtered", "Guard", "Unverified"]
+__all__ = ["Drift", "Filtered", "Guard", "Unverified", "unread"]
 
 log = logging.getLogger("mcpbind.surface")
 
@@ -302,6 +302,17 @@ class Guard:
             self.report(line)
         else:
             log.warning("%s", line)
+
+
+def unread(list_method: str, pages: int) -> ProtocolError:
+    """The error refusing a use whose item's list could not be read whole (``Unverified``
+    still, after ``pages`` pages): the use cannot be held to the lock."""
+    return ProtocolError(
+        INTERNAL_ERROR,
+        f"the server's {list_method} did not end within {pages} pages: a use of one of its "
+        "items cannot be checked against the lock, and is refused",
+        {"limit": "max_pages", "max": pages},
+    )
 
 
 _EXPRESSION = re.compile(r"\{([+#./;?&]?)[^}]*\}")

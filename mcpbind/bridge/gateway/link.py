@@ -38,7 +38,7 @@ from ...transports.http_server import Call
 from ...transports.http_wire import HttpError
 from ...transports.stdio import Envelope
 from ..crossing import Crossing
-from ..limits import NOT_SENT, STATE_PREFIX, too_many
+from ..limits import MAX_PAGES, NOT_SENT, STATE_PREFIX, too_many
 from .pending import OwnCall, Pending
 from .relay import Relay, RelayedCall
 from .tasks_extension_to_core import LinkTasks, TaskAnswer
@@ -49,9 +49,6 @@ if TYPE_CHECKING:
 
 
 __all__ = ["DROPPED_WITHIN", "MAX_DROPPED", "Link", "LinkHost", "Pending"]
-
-# The pages of one list the link reads for its surface guard (a use of an item not seen yet).
-MAX_PAGES = 1000
 
 # A link whose server sends more than MAX_DROPPED messages no client can take (no stream open, no
 # request in flight to carry them) within DROPPED_WITHIN seconds is ended (its child terminated).
@@ -260,7 +257,10 @@ class Link(Crossing):
             cursor = getattr(page, "next_cursor", None)
             if surface.verified(unverified) or not isinstance(cursor, str):
                 break
-        surface.check(call.method, params)  # seen whole now: an unlisted item goes on down
+        if surface.check(call.method, params) is not None:  # (an unlisted item goes on down)
+            from ...surface.guard import unread
+
+            raise unread(method, MAX_PAGES)
 
     def agreement(self) -> Negotiated:
         """What the server agreed on (the link is open)."""
