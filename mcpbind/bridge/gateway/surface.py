@@ -32,6 +32,9 @@ from ..crossing import Back
 __all__ = ["GuardedBack", "LinkSurface", "SurfaceLock"]
 
 Mode = Literal["block", "warn"]
+# Uses in flight whose params a link keeps to check their results with (past it, the oldest go:
+# their requests were given up without an answer, or their results are not checked).
+MAX_USES = 1024
 
 
 @dataclass(frozen=True)
@@ -86,6 +89,8 @@ class LinkSurface:
         """Request ``rid`` went down: a use's params are kept to check its result with."""
         if method in self.guard.sp.by_use:
             self._uses[rid] = _plain(params)
+            if len(self._uses) > MAX_USES:  # the oldest: a request given up, never answered
+                del self._uses[next(iter(self._uses))]
 
     def answer(self, event: Any) -> Any:
         """The event answering a request, as the link passes it on: a list page cut to the
