@@ -18,7 +18,7 @@ from ..packages import bindings
 from . import header_check
 from ._http_answers import NO_CACHE, EventStream, as_events, error_status, too_deep
 from ._http_calls import Call
-from .header_check import param_mismatch, standard_mismatch
+from .header_check import METHOD_HEADER, NAME_HEADER, param_mismatch, standard_mismatch
 from .http_client import designations
 from .http_limits import MAX_DESIGNATED, RETRY_AFTER
 
@@ -32,6 +32,9 @@ VERSION_HEADER = "mcp-protocol-version"
 # The header-mismatch error of the per-request envelope revisions' HTTP transport: the MCP
 # schema defines no such error, so the facts record does not carry it (see the report).
 HEADER_MISMATCH = -32020
+
+# The Mcp-Method and Mcp-Name headers of a request as read (None: absent).
+Mirror = tuple[str | None, str | None]
 
 
 class StatelessPath:
@@ -82,28 +85,32 @@ class StatelessPath:
             else {}
         )
 
-    def _header_mismatch(self, request: Request, body: bytes) -> tuple[Response | None, str | None]:
+    def _header_mismatch(
+        self, request: Request, body: bytes
+    ) -> tuple[Response | None, str | None, Mirror | None]:
         """A stateless POST's protocol version header must name the version the request's
         ``_meta`` names (absent counts as a mismatch), and its ``Mcp-Method``, ``Mcp-Name`` and
         ``Mcp-Param-*`` headers must agree with the body (``header_check``); a request that
         disagrees is refused with the header-mismatch error before the session reads it. With
         the response refusing it (or None), the version its ``_meta`` names when it is a string
-        (for the session, which need not read it again)."""
+        (for the session, which need not read it again), and the ``Mcp-Method`` and ``Mcp-Name``
+        headers when it read both (for the tasks layer's check, which need not read them
+        again; None when it did not)."""
         if not self._version_keys:
-            return None, None  # no revision served has the envelope: nothing to mirror
+            return None, None, None  # no revision served has the envelope: nothing to mirror
         try:
             peek = header_check.decode(body)
         except RecursionError:
-            return too_deep(stateful=False), None
+            return too_deep(stateful=False), None, None
         except (msgspec.DecodeError, ValueError):
-            return None, None  # the session answers what cannot be read
+            return None, None, None  # the session answers what cannot be read
         params = peek.params
         meta = params.meta if params is not None else None
         if meta is None:
-            return None, None
+            return None, None, None
         version = header_check.version(meta, self._version_keys)
         if version is None:
-            return None, None
+            return None, None, None
         headers = request.headers
         header = headers.get(VERSION_HEADER)
         if header == version:  # a string, then
@@ -116,7 +123,16 @@ class StatelessPath:
                 or (self.tasks is not None and method in self.tasks.methods)
             )
             name = header_check.target_name(params)
-            wrong = standard_mismatch(headers, method, name, named=known)
+            # Mcp-Name is read when it is checked, or when the tasks layer reads it after
+            mirror = (
+                headers.get(METHOD_HEADER),
+                (
+                    headers.get(NAME_HEADER)
+                    if self.tasks is not None or (known and name is not None)
+                    else None
+                ),
+            )
+            wrong = standard_mismatch(*mirror, method, name, named=known)
             if (
                 wrong is None
                 and self._designated
@@ -126,7 +142,7 @@ class StatelessPath:
             ):
                 wrong = self._param_mismatch(headers, params.name, params)
             if wrong is None:
-                return None, version
+                return None, version, mirror if self.tasks is not None else None
             message = f"Header mismatch: {wrong}"
         else:
             message = (
@@ -143,6 +159,7 @@ class StatelessPath:
                 },
                 status_code=400,
             ),
+            None,
             None,
         )
 

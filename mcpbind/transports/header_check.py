@@ -115,24 +115,29 @@ def decode_header_value(raw: str) -> str | None:
 
 
 def standard_mismatch(
-    headers: Mapping[str, str], method: Any, name: str | None, *, named: bool = True
+    got_method: str | None,
+    got_name: str | None,
+    method: Any,
+    name: str | None,
+    *,
+    named: bool = True,
 ) -> str | None:
     """What is wrong with the ``Mcp-Method`` and (when ``named``) ``Mcp-Name`` headers of a
-    request whose body has ``method`` and names ``name`` (``target_name``), or None."""
+    request, whose values are ``got_method`` and ``got_name`` (None: absent), when its body has
+    ``method`` and names ``name`` (``target_name``), or None. (The caller reads the headers, so
+    that what else reads them need not read them again.)"""
     if type(method) is not str:
         return None  # an answer to the server's request: no method to mirror
-    got = headers.get(METHOD_HEADER)
-    if got is None:
+    if got_method is None:
         return f"the Mcp-Method header is missing (the body's method is {method!r})"
-    if got.strip(_OWS) != method:
-        return f"Mcp-Method is {got!r} but the body's method is {method!r}"
+    if got_method.strip(_OWS) != method:
+        return f"Mcp-Method is {got_method!r} but the body's method is {method!r}"
     if name is None or not named:
         return None
-    header = headers.get(NAME_HEADER)
-    if header is None:
+    if got_name is None:
         return f"the Mcp-Name header is missing (the body names {name!r})"
-    if header.strip(_OWS) != name:
-        return f"Mcp-Name is {header!r} but the body names {name!r}"
+    if got_name.strip(_OWS) != name:
+        return f"Mcp-Name is {got_name!r} but the body names {name!r}"
     return None
 
 
