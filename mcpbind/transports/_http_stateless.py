@@ -47,6 +47,7 @@ class StatelessPath:
     _designated: dict[str, dict[str, str]]
     _versions_of: dict[str, frozenset[str]]
     _lists: dict[str, str | None]
+    _peek: msgspec.json.Decoder[Any] | None
 
     def _read_revisions(self, revisions: tuple[str, ...]) -> None:
         """Work out once, from the facts of the revisions served, what the checks of each request
@@ -74,6 +75,9 @@ class StatelessPath:
             v: (frozenset(bindings(r).FACTS.wires), bindings(r).FACTS.features.get("call_tool"))
             for v, r in self._by_version.items()
         }
+        # With one such key, the peek reads the version as the generated peek's _meta Struct
+        # (reading that key only) does; else each _meta value raw, the version found after.
+        self._peek = _peek_decoder(revisions, self._version_keys)
         self._designated: dict[str, dict[str, str]] = {}
         # By revision served, its protocol versions (a session's Mcp-Protocol-Version must be one)
         self._versions_of = {r: frozenset(bindings(r).FACTS.versions) for r in revisions}
@@ -99,17 +103,19 @@ class StatelessPath:
         if not self._version_keys:
             return None, None, None  # no revision served has the envelope: nothing to mirror
         try:
-            peek = header_check.decode(body)
+            peek = header_check.decode(body) if self._peek is None else self._peek.decode(body)
         except RecursionError:
             return too_deep(stateful=False), None, None
         except (msgspec.DecodeError, ValueError):
             return None, None, None  # the session answers what cannot be read
         params = peek.params
-        meta = params.meta if params is not None else None
+        meta: Any = params.meta if params is not None else None
         if meta is None:
             return None, None, None
-        version = header_check.version(meta, self._version_keys)
-        if version is None:
+        version = (
+            header_check.version(meta, self._version_keys) if self._peek is None else meta.version
+        )
+        if version is None:  # (absent or null: one key, the same either way)
             return None, None, None
         headers = request.headers
         header = headers.get(VERSION_HEADER)
@@ -217,3 +223,41 @@ class StatelessPath:
                 self._designated[tool["name"]] = designated
                 while len(self._designated) > MAX_DESIGNATED:
                     del self._designated[next(iter(self._designated))]
+
+
+def _peek_decoder(
+    revisions: tuple[str, ...], keys: tuple[str, ...]
+) -> msgspec.json.Decoder[Any] | None:
+    """The decoder of the header check's peek when the revisions served name a request's version
+    with one ``_meta`` key (``keys``): its ``_meta`` as the generated peek of such a revision
+    reads it (a Struct whose one field, ``version``, is that key's value); None otherwise."""
+    if len(keys) != 1:
+        return None
+    for r in revisions:
+        meta = bindings(r).FACTS.request_meta
+        if meta is None:
+            continue
+        found = _peek_meta(meta.peek)
+        if found is not None and [
+            (f.name, f.encode_name) for f in msgspec.structs.fields(found)
+        ] == [("version", keys[0])]:
+            return header_check.decoder(found)
+    return None
+
+
+def _peek_meta(peek: Any) -> Any:
+    """The Struct class of ``params._meta`` in a generated peek Struct, or None."""
+    import msgspec.inspect as mi
+
+    found: Any = peek
+    for name in ("params", "meta"):
+        info = mi.type_info(found)
+        field = next((f for f in getattr(info, "fields", ()) if f.name == name), None)
+        if field is None:
+            return None
+        kinds = field.type.types if isinstance(field.type, mi.UnionType) else (field.type,)
+        structs = [k.cls for k in kinds if isinstance(k, mi.StructType)]
+        if len(structs) != 1:
+            return None
+        found = structs[0]
+    return found
