@@ -225,6 +225,32 @@ def test_the_mirrored_parts_leave_meta_values_and_arguments_unread() -> None:
             header_check.decode(json.dumps({"id": 1, "method": "m", "params": params}).encode())
 
 
+def test_the_servers_peek_reads_the_version_as_the_raw_meta_does() -> None:
+    """With one version key, the server reads _meta as the generated peek's Struct: the same
+    version (absent and null alike: none), the same refusals of what is not an object."""
+    from mcpbind import bindings
+    from mcpbind.transports import header_check
+
+    server = StreamableHTTPServer(
+        handler, revisions=("2025-11-25", "2026-07-28"), capabilities={"tools": {}}, info=INFO
+    )
+    assert server._peek is not None and len(server._version_keys) == 1
+    key = server._version_keys[0]
+    assert key == bindings("2026-07-28").FACTS.request_meta.version_key
+    for meta in ({key: "v", "other": {"x": [1]}}, {key: None}, {"other": 1}, {key: [1, {}]}):
+        body = json.dumps({"id": 1, "method": "m", "params": {"name": "n", "_meta": meta}}).encode()
+        fast, raw = server._peek.decode(body), header_check.decode(body)
+        assert fast.params is not None and raw.params is not None and raw.params.meta is not None
+        assert fast.params.meta.version == header_check.version(raw.params.meta, (key,))
+        assert (fast.id, fast.method, fast.params.name) == (raw.id, raw.method, raw.params.name)
+    for params in ([1], "x", {"_meta": "not an object"}, {"_meta": [key]}):
+        body = json.dumps({"id": 1, "method": "m", "params": params}).encode()
+        with pytest.raises(msgspec.ValidationError):
+            server._peek.decode(body)
+        with pytest.raises(msgspec.ValidationError):
+            header_check.decode(body)
+
+
 def test_a_tool_list_answered_in_a_handshake_session_teaches_the_designations_too() -> None:
     server = StreamableHTTPServer(
         handler, revisions=("2025-11-25", "2026-07-28"), capabilities={"tools": {}}, info=INFO

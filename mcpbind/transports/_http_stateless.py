@@ -18,7 +18,7 @@ from ..packages import bindings
 from . import header_check
 from ._http_answers import NO_CACHE, EventStream, as_events, error_status, too_deep
 from ._http_calls import Call
-from .header_check import param_mismatch, standard_mismatch
+from .header_check import METHOD_HEADER, NAME_HEADER, param_mismatch, standard_mismatch
 from .http_client import designations
 from .http_limits import MAX_DESIGNATED, RETRY_AFTER
 
@@ -33,6 +33,9 @@ VERSION_HEADER = "mcp-protocol-version"
 # schema defines no such error, so the facts record does not carry it (see the report).
 HEADER_MISMATCH = -32020
 
+# The Mcp-Method and Mcp-Name headers of a request as read (None: absent).
+Mirror = tuple[str | None, str | None]
+
 
 class StatelessPath:
     """The checks and answers of a POST without a session (module docstring)."""
@@ -44,6 +47,7 @@ class StatelessPath:
     _designated: dict[str, dict[str, str]]
     _versions_of: dict[str, frozenset[str]]
     _lists: dict[str, str | None]
+    _peek: msgspec.json.Decoder[Any] | None
 
     def _read_revisions(self, revisions: tuple[str, ...]) -> None:
         """Work out once, from the facts of the revisions served, what the checks of each request
@@ -71,6 +75,9 @@ class StatelessPath:
             v: (frozenset(bindings(r).FACTS.wires), bindings(r).FACTS.features.get("call_tool"))
             for v, r in self._by_version.items()
         }
+        # With one such key, the peek reads the version as the generated peek's _meta Struct
+        # (reading that key only) does; else each _meta value raw, the version found after.
+        self._peek = _peek_decoder(revisions, self._version_keys)
         self._designated: dict[str, dict[str, str]] = {}
         # By revision served, its protocol versions (a session's Mcp-Protocol-Version must be one)
         self._versions_of = {r: frozenset(bindings(r).FACTS.versions) for r in revisions}
@@ -82,28 +89,34 @@ class StatelessPath:
             else {}
         )
 
-    def _header_mismatch(self, request: Request, body: bytes) -> tuple[Response | None, str | None]:
+    def _header_mismatch(
+        self, request: Request, body: bytes
+    ) -> tuple[Response | None, str | None, Mirror | None]:
         """A stateless POST's protocol version header must name the version the request's
         ``_meta`` names (absent counts as a mismatch), and its ``Mcp-Method``, ``Mcp-Name`` and
         ``Mcp-Param-*`` headers must agree with the body (``header_check``); a request that
         disagrees is refused with the header-mismatch error before the session reads it. With
         the response refusing it (or None), the version its ``_meta`` names when it is a string
-        (for the session, which need not read it again)."""
+        (for the session, which need not read it again), and the ``Mcp-Method`` and ``Mcp-Name``
+        headers when it read both (for the tasks layer's check, which need not read them
+        again; None when it did not)."""
         if not self._version_keys:
-            return None, None  # no revision served has the envelope: nothing to mirror
+            return None, None, None  # no revision served has the envelope: nothing to mirror
         try:
-            peek = header_check.decode(body)
+            peek = header_check.decode(body) if self._peek is None else self._peek.decode(body)
         except RecursionError:
-            return too_deep(stateful=False), None
+            return too_deep(stateful=False), None, None
         except (msgspec.DecodeError, ValueError):
-            return None, None  # the session answers what cannot be read
+            return None, None, None  # the session answers what cannot be read
         params = peek.params
-        meta = params.meta if params is not None else None
+        meta: Any = params.meta if params is not None else None
         if meta is None:
-            return None, None
-        version = header_check.version(meta, self._version_keys)
-        if version is None:
-            return None, None
+            return None, None, None
+        version = (
+            header_check.version(meta, self._version_keys) if self._peek is None else meta.version
+        )
+        if version is None:  # (absent or null: one key, the same either way)
+            return None, None, None
         headers = request.headers
         header = headers.get(VERSION_HEADER)
         if header == version:  # a string, then
@@ -116,7 +129,16 @@ class StatelessPath:
                 or (self.tasks is not None and method in self.tasks.methods)
             )
             name = header_check.target_name(params)
-            wrong = standard_mismatch(headers, method, name, named=known)
+            # Mcp-Name is read when it is checked, or when the tasks layer reads it after
+            mirror = (
+                headers.get(METHOD_HEADER),
+                (
+                    headers.get(NAME_HEADER)
+                    if self.tasks is not None or (known and name is not None)
+                    else None
+                ),
+            )
+            wrong = standard_mismatch(*mirror, method, name, named=known)
             if (
                 wrong is None
                 and self._designated
@@ -126,7 +148,7 @@ class StatelessPath:
             ):
                 wrong = self._param_mismatch(headers, params.name, params)
             if wrong is None:
-                return None, version
+                return None, version, mirror if self.tasks is not None else None
             message = f"Header mismatch: {wrong}"
         else:
             message = (
@@ -143,6 +165,7 @@ class StatelessPath:
                 },
                 status_code=400,
             ),
+            None,
             None,
         )
 
@@ -200,3 +223,41 @@ class StatelessPath:
                 self._designated[tool["name"]] = designated
                 while len(self._designated) > MAX_DESIGNATED:
                     del self._designated[next(iter(self._designated))]
+
+
+def _peek_decoder(
+    revisions: tuple[str, ...], keys: tuple[str, ...]
+) -> msgspec.json.Decoder[Any] | None:
+    """The decoder of the header check's peek when the revisions served name a request's version
+    with one ``_meta`` key (``keys``): its ``_meta`` as the generated peek of such a revision
+    reads it (a Struct whose one field, ``version``, is that key's value); None otherwise."""
+    if len(keys) != 1:
+        return None
+    for r in revisions:
+        meta = bindings(r).FACTS.request_meta
+        if meta is None:
+            continue
+        found = _peek_meta(meta.peek)
+        if found is not None and [
+            (f.name, f.encode_name) for f in msgspec.structs.fields(found)
+        ] == [("version", keys[0])]:
+            return header_check.decoder(found)
+    return None
+
+
+def _peek_meta(peek: Any) -> Any:
+    """The Struct class of ``params._meta`` in a generated peek Struct, or None."""
+    import msgspec.inspect as mi
+
+    found: Any = peek
+    for name in ("params", "meta"):
+        info = mi.type_info(found)
+        field = next((f for f in getattr(info, "fields", ()) if f.name == name), None)
+        if field is None:
+            return None
+        kinds = field.type.types if isinstance(field.type, mi.UnionType) else (field.type,)
+        structs = [k.cls for k in kinds if isinstance(k, mi.StructType)]
+        if len(structs) != 1:
+            return None
+        found = structs[0]
+    return found

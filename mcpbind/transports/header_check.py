@@ -17,7 +17,7 @@ from __future__ import annotations
 import base64
 import binascii
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import msgspec
 
@@ -32,35 +32,48 @@ _WORD_START, _WORD_END = "=?base64?", "?="
 _OWS = " \t"
 
 
-class Target(msgspec.Struct, gc=False):
+M = TypeVar("M")
+
+
+class Target(msgspec.Struct, Generic[M], gc=False):
     """The params of a request as far as its headers mirror them: the keys that may name its
     target (``NAME_KEYS``, in that order), its ``_meta`` with each value unread (only the
     protocol version is read: ``version``), and its tool arguments unread (read only for a tool
-    that designates some); every value as sent, whatever its type."""
+    that designates some); every value as sent, whatever its type. ``M``, the type of its
+    ``_meta``: ``dict[str, msgspec.Raw]``, or a Struct reading the version only (``decoder``)."""
 
     name: Any = None
     uri: Any = None
     task_id: Any = msgspec.field(default=None, name="taskId")
-    meta: dict[str, msgspec.Raw] | None = msgspec.field(default=None, name="_meta")
+    meta: M | None = msgspec.field(default=None, name="_meta")
     arguments: msgspec.Raw = msgspec.Raw()  # empty when absent
 
 
-class Mirrored(msgspec.Struct, gc=False):
+class Mirrored(msgspec.Struct, Generic[M], gc=False):
     """What a request's headers mirror of its body (``decode``)."""
 
     id: Any = None
     method: Any = None
-    params: Target | None = None
+    params: Target[M] | None = None
 
 
-_MIRRORED = msgspec.json.Decoder(Mirrored)
+_MIRRORED = msgspec.json.Decoder(Mirrored[dict[str, msgspec.Raw]])
 
 
-def decode(body: bytes) -> Mirrored:
+def decode(body: bytes) -> Mirrored[dict[str, msgspec.Raw]]:
     """The ``Mirrored`` parts of a request's body; ``msgspec.DecodeError`` (or ``ValueError``,
     ``RecursionError``) when it is not an object with such parts, its params and their
     ``_meta`` objects (or null): such a body has nothing to mirror."""
     return _MIRRORED.decode(body)
+
+
+def decoder(meta: Any) -> msgspec.json.Decoder[Mirrored[Any]]:
+    """A decoder of the ``Mirrored`` parts whose ``_meta`` is read as ``meta``, a Struct with
+    one field, ``version`` (the generated ``RequestMeta.peek``'s): what ``decode`` reads and
+    ``version`` then finds, when the version has one key, without a ``Raw`` per ``_meta`` value
+    nor a decode of the version's (the same failures: a ``_meta`` that is not an object or
+    null)."""
+    return msgspec.json.Decoder(Mirrored[meta])
 
 
 def version(meta: dict[str, msgspec.Raw], keys: tuple[str, ...]) -> Any:
@@ -73,7 +86,7 @@ def version(meta: dict[str, msgspec.Raw], keys: tuple[str, ...]) -> Any:
     return None
 
 
-def target_name(params: Target | None) -> str | None:
+def target_name(params: Target[Any] | None) -> str | None:
     """The request's target as ``Mcp-Name`` names it: the first of ``NAME_KEYS`` present as a
     string."""
     if params is None:
@@ -94,7 +107,7 @@ def params_name(params: Mapping[str, Any]) -> str | None:
     return None
 
 
-def arguments(params: Target | None) -> Any:
+def arguments(params: Target[Any] | None) -> Any:
     """The tool arguments of the request (plain JSON), or None."""
     raw = params.arguments if params is not None else None
     return msgspec.json.decode(raw) if raw else None
@@ -115,24 +128,29 @@ def decode_header_value(raw: str) -> str | None:
 
 
 def standard_mismatch(
-    headers: Mapping[str, str], method: Any, name: str | None, *, named: bool = True
+    got_method: str | None,
+    got_name: str | None,
+    method: Any,
+    name: str | None,
+    *,
+    named: bool = True,
 ) -> str | None:
     """What is wrong with the ``Mcp-Method`` and (when ``named``) ``Mcp-Name`` headers of a
-    request whose body has ``method`` and names ``name`` (``target_name``), or None."""
+    request, whose values are ``got_method`` and ``got_name`` (None: absent), when its body has
+    ``method`` and names ``name`` (``target_name``), or None. (The caller reads the headers, so
+    that what else reads them need not read them again.)"""
     if type(method) is not str:
         return None  # an answer to the server's request: no method to mirror
-    got = headers.get(METHOD_HEADER)
-    if got is None:
+    if got_method is None:
         return f"the Mcp-Method header is missing (the body's method is {method!r})"
-    if got.strip(_OWS) != method:
-        return f"Mcp-Method is {got!r} but the body's method is {method!r}"
+    if got_method.strip(_OWS) != method:
+        return f"Mcp-Method is {got_method!r} but the body's method is {method!r}"
     if name is None or not named:
         return None
-    header = headers.get(NAME_HEADER)
-    if header is None:
+    if got_name is None:
         return f"the Mcp-Name header is missing (the body names {name!r})"
-    if header.strip(_OWS) != name:
-        return f"Mcp-Name is {header!r} but the body names {name!r}"
+    if got_name.strip(_OWS) != name:
+        return f"Mcp-Name is {got_name!r} but the body names {name!r}"
     return None
 
 

@@ -328,15 +328,16 @@ class StreamableHTTPServer(StatelessPath, EventStreams):
                 return bound
             live = bound
         else:
-            mismatch, version = self._header_mismatch(request, body)
+            mismatch, version, mirror = self._header_mismatch(request, body)
             if mismatch is not None:
                 return mismatch
-            if self.tasks is not None and self.tasks.owns(
-                request.headers.get(METHOD_HEADER), request.headers.get(NAME_HEADER)
-            ):
-                answered = await self._tasks_answer(body, auth)
-                if answered is not None:
-                    return answered
+            if self.tasks is not None:
+                if mirror is None:  # (not read by the check)
+                    mirror = request.headers.get(METHOD_HEADER), request.headers.get(NAME_HEADER)
+                if self.tasks.owns(*mirror):
+                    answered = await self._tasks_answer(body, auth)
+                    if answered is not None:
+                        return answered
             template = self._template
             live = Live(
                 template.spawn() if template is not None else self.session_class(**self._config),
