@@ -74,16 +74,16 @@ def _many(fns: dict[str, Callable[[], Any]], number: int = 2000) -> dict[str, fl
 
 
 def _generated() -> Any:
-    """The runtime's Tool of SCHEMA, from a module generated as `surface generate` makes them."""
+    """The runtime's BoundTool of SCHEMA, from a module generated as `surface generate` makes them."""
     from codegen.surface.module import Document, types_module
-    from mcpbind.surface.runtime import Tool
+    from mcpbind.surface.runtime import BoundTool
 
     made = types_module([Document("BookArguments", SCHEMA, DIALECT)], header="", doc="")
     assert made.roots["BookArguments"].exact  # the type says the whole schema: no fallback
     module = types.ModuleType("bench_surface_types")
     sys.modules[module.__name__] = module
     exec(compile(made.source, module.__name__, "exec"), module.__dict__)
-    return Tool("book", module.BookArguments, dialect=DIALECT)
+    return BoundTool("book", module.BookArguments, dialect=DIALECT)
 
 
 def measure_arguments(many: Callable[..., dict[str, float]] = _many) -> dict[str, float]:
