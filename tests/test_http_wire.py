@@ -27,7 +27,7 @@ from mcpbind.transports.http_wire import (
     closing,
     send,
 )
-from mcpbind.transports.sse_events import EventParser, ServerEvent
+from mcpbind.transports.sse_events import EventParser, ServerEvent, read_stream
 from tests._net import free_port
 from tests.test_gateway import INFO, Served, client, in_loop, raw_server, run, text
 
@@ -68,6 +68,41 @@ def test_events_come_out_the_same_however_the_bytes_are_split() -> None:
     for cut in range(len(STREAM)):
         parser = EventParser()
         assert parser.feed(STREAM[:cut]) + parser.feed(STREAM[cut:]) == EVENTS, cut
+
+
+class _Chunks:
+    """A reply whose body is ``parts`` (what ``read_stream`` reads through ``events``)."""
+
+    def __init__(self, *parts: bytes) -> None:
+        self.parts = parts
+
+    async def chunks(self) -> Any:
+        for part in self.parts:
+            yield part
+
+
+def test_read_stream_feeds_messages_until_nothing_is_owed_and_gives_the_id_to_resume_from() -> None:
+    async def read(*parts: bytes, owed: set[Any]) -> tuple[str | None, list[bytes], list[int]]:
+        got: list[bytes] = []
+        retries: list[int] = []
+
+        async def receive(data: bytes, owed: set[Any]) -> None:
+            got.append(data)
+            owed.discard(data)
+
+        last = await read_stream(_Chunks(*parts), owed, receive, retries.append)
+        return last, got, retries
+
+    # answered whole: nothing to resume (and what follows is not read)
+    assert asyncio.run(read(b"id: 1\ndata: a\n\n", b"data: b\n\n", owed={b"a"})) == (
+        None,
+        [b"a"],
+        [],
+    )
+    # ended with an answer still owed: the last id, and the retry the server set
+    assert asyncio.run(read(b"retry: 50\nid: 7\ndata: x\n\n", owed={b"a"})) == ("7", [b"x"], [50])
+    # an empty id field resets it (the SSE rule): nothing to resume from
+    assert asyncio.run(read(b"id: 7\ndata: x\n\nid:\ndata: y\n\n", owed={b"a"}))[0] is None
 
 
 def test_an_event_past_max_event_ends_the_stream_with_http_error() -> None:

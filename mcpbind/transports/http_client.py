@@ -49,7 +49,7 @@ from .header_check import encode_header_value as encode_header_value
 from .header_check import params_name
 from .http_pool import wire_for
 from .http_wire import HttpError, HttpWire, Reply, closing, send
-from .sse_events import events
+from .sse_events import read_stream
 
 if TYPE_CHECKING:
     import httpx
@@ -439,18 +439,10 @@ class StreamableHTTPClient:
     async def _read_stream(self, reply: Reply, owed: set[Any]) -> str | None:
         """Feed a stream's messages to the session until it ends or owes nothing more; the id of
         its last event (to resume from), or None when nothing remains owed."""
-        last: str | None = None
-        async with contextlib.aclosing(events(reply)) as stream:
-            async for event in stream:
-                if event.id:
-                    last = event.id
-                if event.retry is not None:
-                    self.retry_ms = event.retry
-                if event.data:
-                    await self._receive(event.data, owed)
-                if not owed:
-                    return None
-        return last
+        return await read_stream(reply, owed, self._receive, self._retry)
+
+    def _retry(self, ms: int) -> None:
+        self.retry_ms = ms
 
     def _report(self, event: Event) -> None:
         """Keep ``event`` in the window of ``events`` (what ``flush`` returns counts these)."""

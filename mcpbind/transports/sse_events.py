@@ -14,12 +14,13 @@ with ``HttpError``: a server cannot make the reader hold more.
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator
+import contextlib
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import Any, NamedTuple
 
 from .http_wire import HttpError
 
-__all__ = ["MAX_EVENT", "EventParser", "ServerEvent", "events"]
+__all__ = ["MAX_EVENT", "EventParser", "ServerEvent", "events", "read_stream"]
 
 MAX_EVENT = 16 * 1024 * 1024  # bytes of one event (as stdio's MAX_LINE bounds one message)
 _BOM = b"\xef\xbb\xbf"
@@ -122,3 +123,27 @@ async def events(reply: Any, max_event: int = MAX_EVENT) -> AsyncGenerator[Serve
     async for chunk in reply.chunks():
         for event in parser.feed(chunk):
             yield event
+
+
+async def read_stream(
+    reply: Any,
+    owed: set[Any],
+    receive: Callable[[bytes, set[Any]], Awaitable[None]],
+    retry: Callable[[int], None],
+) -> str | None:
+    """Feed the messages of an answer's event stream to ``receive`` (with ``owed``, the ids of
+    the requests it still owes answers to, which ``receive`` takes off) until the stream ends or
+    owes nothing more; ``retry`` gets each ``retry`` the server sets. The stream's last event id
+    (to resume from), or None: nothing remains owed, or there is no id to resume from (none was
+    given, or an empty ``id`` field reset it)."""
+    last: str | None = None
+    async with contextlib.aclosing(events(reply)) as stream:
+        async for event in stream:
+            last = event.id or None
+            if event.retry is not None:
+                retry(event.retry)
+            if event.data:
+                await receive(event.data, owed)
+            if not owed:
+                return None  # the rest of the stream is not waited for (nor kept)
+    return last

@@ -39,7 +39,7 @@ from ...transports.http_client import (
 )
 from ...transports.http_wire import HttpError, HttpWire, Reply, ServerUnreachable, needs_auth, send
 from ...transports.sse_client import SSEClient, connect_http
-from ...transports.sse_events import events
+from ...transports.sse_events import read_stream
 from ...transports.stdio import MAX_LINE, Envelope, LineReader, Overlong
 
 __all__ = ["GRACE", "HttpUpstream", "SseUpstream", "StdioUpstream", "Upstream", "upstream_kind"]
@@ -382,9 +382,11 @@ class HttpUpstream(StreamableHTTPClient):
             await self._resume_post(last, owed)
         return owed
 
+    def _retry(self, ms: int) -> None:
+        self.retry_ms = ms
+
     async def _read(self, answer: Reply, owed: set[Any]) -> str | None:
         """Read one POST's answer; the last event id of its stream when it is one."""
-        last: str | None = None
         sid = answer.headers.get(SESSION_HEADER.lower())
         if sid is not None:
             self.session_id = sid
@@ -402,17 +404,7 @@ class HttpUpstream(StreamableHTTPClient):
             await answer.read()
             return None
         if kind.startswith("text/event-stream"):
-            async with contextlib.aclosing(events(answer)) as stream:
-                async for event in stream:
-                    if event.id is not None:
-                        last = event.id
-                    if event.retry is not None:
-                        self.retry_ms = event.retry
-                    if event.data:
-                        await self._receive(event.data, owed)
-                    if not owed:
-                        return None  # the rest of the stream is not waited for (nor kept)
-            return last
+            return await read_stream(answer, owed, self._receive, self._retry)
         self._json_answer(answer, await answer.read(), owed)
         return None
 
