@@ -41,31 +41,44 @@ def locks(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 
 @contextmanager
-def gateway(path: Path, variant: str, mode: str) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+def gateway(
+    path: Path, variant: str, mode: str, upstream: bool = False
+) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     """The gateway enforcing the lock at ``path`` in front of the server started as
-    ``variant``: its base URL and process (stderr piped)."""
+    ``variant`` (a child per session, or with ``upstream`` one server over Streamable HTTP):
+    its base URL and process (stderr piped)."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "SURFACE_VARIANT": variant}
+    behind: subprocess.Popen[bytes] | None = None
+    server = ["--", *SERVER]
+    if upstream:
+        server_port = free_port()
+        behind = started([*SERVER, "--port", str(server_port)], server_port, cwd=ROOT, env=env)
+        server = ["--upstream", f"http://127.0.0.1:{server_port}/mcp"]
     port = free_port()
-    process = started(
-        [
-            *MCPBIND,
-            "bridge",
-            "--listen",
-            f"127.0.0.1:{port}",
-            "--surface",
-            str(path),
-            "--on-drift",
-            mode,
-            "--",
-            *SERVER,
-        ],
-        port,
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT), "SURFACE_VARIANT": variant},
-    )
     try:
-        yield f"http://127.0.0.1:{port}", process
+        process = started(
+            [
+                *MCPBIND,
+                "bridge",
+                "--listen",
+                f"127.0.0.1:{port}",
+                "--surface",
+                str(path),
+                "--on-drift",
+                mode,
+                *server,
+            ],
+            port,
+            cwd=ROOT,
+            env=env,
+        )
+        try:
+            yield f"http://127.0.0.1:{port}", process
+        finally:
+            stopped(process)
     finally:
-        stopped(process)
+        if behind is not None:
+            stopped(behind)
 
 
 def through(
@@ -148,9 +161,10 @@ def test_warn_lists_and_calls_a_drifted_tool_and_logs_it(locks: dict[str, Path])
     assert "(listed, warn" in logged and "(used, warn" in logged, logged
 
 
+@pytest.mark.parametrize("over_http", [False, True], ids=["child", "upstream-url"])
 @pytest.mark.parametrize("upstream", ["2025-11-25", "2026-07-28"])
 def test_a_change_while_connected_is_caught_at_the_servers_list_changed(
-    locks: dict[str, Path], upstream: str
+    locks: dict[str, Path], upstream: str, over_http: bool
 ) -> None:
     async def steps(client: Client) -> None:
         assert await names(client) == ["add", "get_weather"]
@@ -169,7 +183,7 @@ def test_a_change_while_connected_is_caught_at_the_servers_list_changed(
         assert "description_changed at description" in refused.message
         assert await names(client) == ["add"]
 
-    with gateway(locks[upstream], "later", "block") as (base, _):
+    with gateway(locks[upstream], "later", "block", upstream=over_http) as (base, _):
         through(base, "2025-11-25", steps)
 
 
