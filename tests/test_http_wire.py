@@ -264,6 +264,49 @@ def test_a_server_that_cannot_be_reached_is_server_unreachable_on_either_wire(wi
     assert "Connect" in str(run(main()))  # (the socket's or httpx's error, named)
 
 
+@pytest.mark.parametrize("wire", ["pool", "httpx"])
+@pytest.mark.parametrize("framing", ["length", "chunked"])
+def test_an_answer_past_max_answer_is_an_http_error_and_its_connection_is_not_reused(
+    wire: str, framing: str
+) -> None:
+    """An answer read whole (not an event stream) of more than ``max_answer`` bytes fails with
+    ``HttpError`` once past it, however it is framed; one of exactly ``max_answer`` is read,
+    and the next exchange gets an answer of its own (on a new connection after the failure)."""
+    big = b"x" * 200_000
+    if framing == "length":
+        answer = b"HTTP/1.1 200 OK\r\ncontent-length: %d\r\n\r\n%s" % (len(big), big)
+    else:
+        answer = (
+            b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n"
+            + b"".join(b"%x\r\n%s\r\n" % (len(part), part) for part in (big[:70_000], big[70_000:]))
+            + b"0\r\n\r\n"
+        )
+
+    async def main() -> list[bytes]:
+        heads: list[bytes] = []
+        async with raw_server(recording(heads, answer)) as url:
+            for limit, fails in ((len(big) - 1, True), (len(big), False)):
+                if wire == "pool":
+                    http: Any = HttpPool(url, max_answer=limit)
+                else:
+                    http = HttpxWire(httpx.AsyncClient(), max_answer=limit)
+                try:
+                    for _ in range(2):
+                        async with closing(
+                            await http.exchange(http.head("POST", url, {}), b"{}")
+                        ) as reply:
+                            if fails:
+                                with pytest.raises(HttpError, match=f"exceeds {limit} bytes"):
+                                    await reply.read()
+                            else:
+                                assert await reply.read() == big
+                finally:
+                    await http.aclose()
+        return heads
+
+    assert len(run(main())) == 4  # (each exchange reached the server and was answered)
+
+
 # -- the authorization retry ------------------------------------------------------------------------
 
 

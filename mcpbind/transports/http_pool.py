@@ -11,8 +11,10 @@ carries every request of mcpbind's HTTP clients (POST, the GET of an event strea
 Bounds: ``limit`` exchanges at once (``MAX_EXCHANGES``; one past it waits for one to end), and
 apart from them ``max_streams`` event streams (``MAX_STREAMS``; one past it fails at once), which
 may stay open for as long as the server keeps them; an answer's head of at most ``MAX_HEAD``
-bytes; at most ``MAX_HEADS`` request heads kept encoded; a connection stops reading while more
-than 64 KiB of an answer wait unread. ``connect_timeout`` bounds a connection's opening,
+bytes; an answer read whole (``read``; an event stream's events are bounded by ``sse_events``)
+of at most ``max_answer`` bytes (``MAX_ANSWER``; past it ``HttpError``, the connection closed);
+at most ``MAX_HEADS`` request heads kept encoded; a connection stops reading while more than
+64 KiB of an answer wait unread. ``connect_timeout`` bounds a connection's opening,
 ``read_timeout`` (None: no bound) each wait for more of an answer that is not an event stream.
 Failures are ``http_wire.HttpError`` (``ServerUnreachable``, ``HttpTimeout``), the socket's mapped.
 """
@@ -29,12 +31,13 @@ from urllib.parse import quote, urlsplit
 
 import httptools
 
-from .http_wire import HttpError, HttpTimeout, HttpWire, ServerUnreachable, wrapped
+from .http_wire import MAX_ANSWER, HttpError, HttpTimeout, HttpWire, ServerUnreachable, wrapped
 
 if TYPE_CHECKING:
     import httpx
 
 __all__ = [
+    "MAX_ANSWER",
     "MAX_EXCHANGES",
     "MAX_HEAD",
     "MAX_HEADS",
@@ -228,13 +231,21 @@ class Answer:
                 await connection.more()
 
     async def read(self) -> bytes:
+        """All of the body (``HttpError`` past the pool's ``max_answer`` bytes: the connection is
+        closed, the rest of the answer never read)."""
         connection = self._connection
+        limit = connection.pool.max_answer
         parts: list[bytes] = []
-        while not connection.complete:
+        size = 0
+        while True:
+            size += connection.buffered
+            if size > limit:
+                connection.close()
+                raise HttpError(f"the server's answer exceeds {limit} bytes (max_answer)")
             parts += connection.take()
+            if connection.complete:
+                return parts[0] if len(parts) == 1 else b"".join(parts)
             await connection.more()
-        parts += connection.take()
-        return parts[0] if len(parts) == 1 else b"".join(parts)
 
     def release(self) -> None:
         """The exchange is over: its connection is kept for the next one when its answer was
@@ -274,6 +285,7 @@ class HttpPool:
         limit: int = MAX_EXCHANGES,
         *,
         max_streams: int = MAX_STREAMS,
+        max_answer: int = MAX_ANSWER,
         connect_timeout: float = 30.0,
         read_timeout: float | None = None,
     ) -> None:
@@ -285,6 +297,7 @@ class HttpPool:
         self.ssl = ssl.create_default_context() if parts.scheme == "https" else None
         self._authority = parts.netloc.rpartition("@")[2]
         self.max_streams = max_streams
+        self.max_answer = max_answer
         self.connect_timeout = connect_timeout
         self.read_timeout = read_timeout
         self._streams = 0  # event streams open

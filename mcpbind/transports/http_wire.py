@@ -37,12 +37,16 @@ __all__ = [
     "HttpError",
     "HttpTimeout",
     "HttpxWire",
+    "MAX_ANSWER",
     "Reply",
     "ServerUnreachable",
     "HttpWire",
     "closing",
     "send",
 ]
+
+
+MAX_ANSWER = 16 * 1024 * 1024  # bytes of an answer read whole (as stdio's MAX_LINE, one message)
 
 
 class HttpError(Exception):
@@ -220,8 +224,9 @@ class _HttpxReply:
 
     complete = False  # (httpx reads the body when asked)
 
-    def __init__(self, response: httpx.Response) -> None:
+    def __init__(self, response: httpx.Response, max_answer: int) -> None:
         self._response = response
+        self._max_answer = max_answer
         self.status = response.status_code
         headers: dict[str, str] = {}
         for name, value in response.headers.multi_items():
@@ -235,10 +240,18 @@ class _HttpxReply:
     async def read(self) -> bytes:
         import httpx
 
+        parts: list[bytes] = []
+        size, limit = 0, self._max_answer
         try:
-            return await self._response.aread()
+            async for chunk in self._response.aiter_bytes():
+                size += len(chunk)
+                if size > limit:
+                    await self._response.aclose()
+                    raise HttpError(f"the server's answer exceeds {limit} bytes (max_answer)")
+                parts.append(chunk)
         except httpx.HTTPError as error:
             raise _mapped(error) from error
+        return b"".join(parts)
 
     async def chunks(self) -> AsyncIterator[bytes]:
         import httpx
@@ -258,10 +271,11 @@ class _HttpxReply:
 
 class HttpxWire:
     """An ``HttpWire`` over the ``httpx.AsyncClient`` a caller passed (its timeouts, except that an
-    event stream has no read timeout)."""
+    event stream has no read timeout); an answer read whole of at most ``max_answer`` bytes."""
 
-    def __init__(self, http: httpx.AsyncClient) -> None:
+    def __init__(self, http: httpx.AsyncClient, max_answer: int = MAX_ANSWER) -> None:
         self.http = http
+        self.max_answer = max_answer
 
     def head(
         self, method: str, url: str, headers: Mapping[str, str], key: Hashable | None = None
@@ -290,8 +304,8 @@ class HttpxWire:
         request = self.http.build_request(method, url, content=body, headers=headers, **options)
         try:
             if held is None:
-                return _HttpxReply(await self.http.send(request, stream=True))
-            return _HttpxReply(await self._held(request, held))
+                return _HttpxReply(await self.http.send(request, stream=True), self.max_answer)
+            return _HttpxReply(await self._held(request, held), self.max_answer)
         except httpx.HTTPError as error:
             raise _mapped(error) from error
 
