@@ -428,13 +428,17 @@ class Tasks:
             return None
         if len(self._tasks) >= self.max_tasks:
             raise ProtocolError(
-                INTERNAL_ERROR, f"Too many tasks: this server keeps at most {self.max_tasks}"
+                INTERNAL_ERROR,
+                f"Server busy: too many tasks (this server keeps at most {self.max_tasks}); "
+                "send it again once one is forgotten",
+                {"max_tasks": self.max_tasks},
             )
         if self._owned.get(owner, 0) >= self.max_tasks_per_owner:
             raise ProtocolError(
                 INTERNAL_ERROR,
-                f"Too many tasks: this server keeps at most {self.max_tasks_per_owner} of one "
-                f"client",
+                f"Server busy: too many tasks (this server keeps at most "
+                f"{self.max_tasks_per_owner} of one client); send it again once one is forgotten",
+                {"max_tasks_per_owner": self.max_tasks_per_owner},
             )
         now = _now()
         task = _Task(

@@ -279,8 +279,10 @@ def test_max_tasks_refuses_one_more() -> None:
         return await peer.error("tools/call", {"name": "forever", "arguments": {}})
 
     status, error = scenario(test, max_tasks=1)
-    assert status == 500 and error["code"] == INTERNAL_ERROR
-    assert "at most 1" in error["message"]
+    # busy, not failed: 503 (with Retry-After), as every "Server busy" answering a POST alone
+    assert status == 503 and error["code"] == INTERNAL_ERROR
+    assert error["message"].startswith("Server busy: too many tasks")
+    assert "at most 1" in error["message"] and error["data"] == {"max_tasks": 1}
 
 
 def test_max_input_requests_fails_a_task_that_asks_more() -> None:
@@ -321,6 +323,7 @@ def test_a_task_belongs_to_its_owner_and_each_owner_has_a_bound() -> None:
     foreign, more, other = run(go())
     assert foreign.code == -32602  # another owner's task is unknown, not forbidden
     assert more.code == INTERNAL_ERROR and "at most 1 of one client" in more.message
+    assert more.message.startswith("Server busy") and more.data == {"max_tasks_per_owner": 1}
     assert other["resultType"] == "task"
 
 

@@ -237,6 +237,7 @@ def test_past_max_tasks_the_oldest_task_over_is_forgotten_else_the_call_refused(
     assert isinstance(forgotten, ErrorReceived) and forgotten.code == -32602
     assert isinstance(refused, ErrorReceived) and refused.code == -32603
     assert "at most 2" in refused.message and "none of them is over" in refused.message
+    assert refused.message.startswith("Server busy") and refused.data == {"max_tasks": 2}
 
 
 def test_a_servers_answer_that_is_no_task_is_an_error_not_a_hang() -> None:

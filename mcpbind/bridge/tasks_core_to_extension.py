@@ -224,8 +224,9 @@ class CoreTasks:
         if len(table) >= MAX_TASKS and not self._forget_one(table):
             raise ProtocolError(
                 INTERNAL_ERROR,
-                f"Internal error: too many tasks (the bridge keeps at most {MAX_TASKS} per "
-                "client connection, and none of them is over)",
+                f"Server busy: too many tasks (the bridge keeps at most {MAX_TASKS} per client "
+                "connection, and none of them is over); send it again once one is over",
+                {"max_tasks": MAX_TASKS},
             )
         plain = msgspec.structs.replace(params, **{self.when: UNSET})
         down, _ = port.crossing.down_params(method, plain, self.core)
