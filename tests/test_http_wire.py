@@ -27,7 +27,7 @@ from mcpbind.transports.http_wire import (
     closing,
     send,
 )
-from mcpbind.transports.sse_events import EventParser, ServerEvent, read_stream
+from mcpbind.transports.sse_events import MAX_RETRY_MS, EventParser, ServerEvent, read_stream
 from tests._net import free_port
 from tests.test_gateway import INFO, Served, client, in_loop, raw_server, run, text
 
@@ -103,6 +103,9 @@ def test_read_stream_feeds_messages_until_nothing_is_owed_and_gives_the_id_to_re
     assert asyncio.run(read(b"retry: 50\nid: 7\ndata: x\n\n", owed={b"a"})) == ("7", [b"x"], [50])
     # an empty id field resets it (the SSE rule): nothing to resume from
     assert asyncio.run(read(b"id: 7\ndata: x\n\nid:\ndata: y\n\n", owed={b"a"}))[0] is None
+    # a retry of days is taken as MAX_RETRY_MS
+    days = b"retry: %d\nid: 7\ndata: x\n\n" % (5 * 86_400_000)
+    assert asyncio.run(read(days, owed={b"a"}))[2] == [MAX_RETRY_MS]
 
 
 def test_an_event_past_max_event_ends_the_stream_with_http_error() -> None:

@@ -9,7 +9,8 @@ event. Each event is given whenever it set a field, with its ``data`` (bytes, ma
 type (``message`` unless ``event`` said), the stream's last event id so far and its ``retry``.
 
 An event (its fields and the line being read) longer than ``max_event`` bytes ends the stream
-with ``HttpError``: a server cannot make the reader hold more.
+with ``HttpError``: a server cannot make the reader hold more. ``read_stream`` takes a ``retry``
+of more than ``MAX_RETRY_MS`` as that much: a server cannot make a resumption wait for days.
 """
 
 from __future__ import annotations
@@ -20,9 +21,10 @@ from typing import Any, NamedTuple
 
 from .http_wire import HttpError
 
-__all__ = ["MAX_EVENT", "EventParser", "ServerEvent", "events", "read_stream"]
+__all__ = ["MAX_EVENT", "MAX_RETRY_MS", "EventParser", "ServerEvent", "events", "read_stream"]
 
 MAX_EVENT = 16 * 1024 * 1024  # bytes of one event (as stdio's MAX_LINE bounds one message)
+MAX_RETRY_MS = 60_000  # the longest wait before a resumption a server's ``retry`` may set
 _BOM = b"\xef\xbb\xbf"
 
 
@@ -133,7 +135,8 @@ async def read_stream(
 ) -> str | None:
     """Feed the messages of an answer's event stream to ``receive`` (with ``owed``, the ids of
     the requests it still owes answers to, which ``receive`` takes off) until the stream ends or
-    owes nothing more; ``retry`` gets each ``retry`` the server sets. The stream's last event id
+    owes nothing more; ``retry`` gets each ``retry`` the server sets (at most
+    ``MAX_RETRY_MS``). The stream's last event id
     (to resume from), or None: nothing remains owed, or there is no id to resume from (none was
     given, or an empty ``id`` field reset it)."""
     last: str | None = None
@@ -141,7 +144,7 @@ async def read_stream(
         async for event in stream:
             last = event.id or None
             if event.retry is not None:
-                retry(event.retry)
+                retry(min(event.retry, MAX_RETRY_MS))
             if event.data:
                 await receive(event.data, owed)
             if not owed:
