@@ -168,6 +168,33 @@ def test_the_log_of_a_stream_that_ended_is_dropped_after_event_max_age(
     run(go())
 
 
+def test_an_ended_streams_log_is_dropped_after_event_max_age_while_its_session_is_in_use(
+    make_store: MakeStore,
+) -> None:
+    """A session in use (each request loads it) keeps its open streams' logs, not the ended ones:
+    those go event_max_age after their end, so a long session's many POSTs do not pile up."""
+
+    async def go() -> None:
+        store = make_store(event_max_age=0.3)
+        await store.open_session("s", b"r", 60, max_sessions=10)
+        ended = [(await store.append("s", f"done{i}", [b"a", None], 60))[0] for i in range(20)]
+        going = await store.append("s", "going", [b"b"], 60)
+        for _ in range(6):
+            await asyncio.sleep(0.1)
+            assert await store.load_session("s", 60) == b"r"
+        for i, position in enumerate(ended):
+            assert await store.last("s", f"done{i}") is None
+            assert await store.read("s", f"done{i}", position) is None
+        assert await store.last("s", "going") == going[0]
+        if isinstance(store, RedisStore):  # the session's set of logs holds the open one only
+            assert await store.redis.smembers(store._keys("s")[2]) == {
+                store._log_key("s", "going").encode()
+            }
+        await store.close()
+
+    run(go())
+
+
 def test_ending_a_session_drops_its_event_logs(make_store: MakeStore) -> None:
     async def go() -> None:
         store = make_store()

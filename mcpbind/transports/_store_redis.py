@@ -83,12 +83,14 @@ end
 redis.call('XTRIM', KEYS[1], 'MAXLEN', tonumber(ARGV[2]))
 redis.call('XTRIM', KEYS[1], 'MINID', now - tonumber(ARGV[3]))
 if ARGV[#ARGV - 1] == 'e' then
-  redis.call('PEXPIRE', KEYS[1], ARGV[3])  -- the stream ended: kept while it may be read
+  -- the stream ended: kept while it may be read, and no longer the session's to keep alive
+  redis.call('PEXPIRE', KEYS[1], ARGV[3])
+  redis.call('SREM', KEYS[2], KEYS[1])
 else
   redis.call('PEXPIRE', KEYS[1], ARGV[4])
+  redis.call('SADD', KEYS[2], KEYS[1])
+  redis.call('PEXPIRE', KEYS[2], ARGV[4])
 end
-redis.call('SADD', KEYS[2], KEYS[1])
-redis.call('PEXPIRE', KEYS[2], ARGV[4])
 return ids
 """
 
@@ -157,7 +159,9 @@ if ARGV[4] ~= '' then record = ARGV[4] end
 redis.call('SET', KEYS[1], record, 'PX', ARGV[3])
 redis.call('ZADD', KEYS[2], tonumber(ARGV[2]) + tonumber(ARGV[3]), ARGV[1])
 if redis.call('EXISTS', KEYS[3]) == 1 then
-  for _, log in ipairs(redis.call('SMEMBERS', KEYS[3])) do redis.call('PEXPIRE', log, ARGV[3]) end
+  for _, log in ipairs(redis.call('SMEMBERS', KEYS[3])) do
+    if redis.call('PEXPIRE', log, ARGV[3]) == 0 then redis.call('SREM', KEYS[3], log) end
+  end
   redis.call('PEXPIRE', KEYS[3], ARGV[3])
 end
 return record
@@ -182,7 +186,8 @@ class RedisStore(Store):
     ``<prefix>sessions`` (a sorted set of session ids by deadline: the count ``max_sessions``
     bounds), ``<prefix>e:<sid>:<stream>`` (a stream's log, a Redis stream trimmed to
     ``max_events`` entries and ``event_max_age`` seconds), ``<prefix>l:<sid>`` (the set of a
-    session's logs); channel ``<prefix>m`` carries the messages between workers, and
+    session's open streams' logs, kept alive with it; an ended stream's log leaves the set and
+    expires ``event_max_age`` after its end however long the session lives); channel ``<prefix>m`` carries the messages between workers, and
     ``<prefix>c:<channel>`` the messages ``send`` addresses to one ``channel``. Each change is
     one Lua script, so workers never see half of one. One Redis server (or a primary with
     replicas); the scripts touch several keys, so not Redis Cluster.
