@@ -12,6 +12,7 @@ __all__ = [
     "LOSSY",
     "MAX_IN_FLIGHT_PER_SIDE",
     "MAX_PAGES",
+    "MAX_TASKS",
     "NOT_MINE",
     "NOT_SENT",
     "STATE_PREFIX",
@@ -28,6 +29,10 @@ STATE_PREFIX = "mcpbind-gateway:"  # the request states a bridge issues (others 
 # Requests from one side of the stdio bridge that may await the other side's answer at once
 # (per side; the HTTP transports' own bound is ``http_limits.MAX_IN_FLIGHT``).
 MAX_IN_FLIGHT_PER_SIDE = 1024
+# Tasks the bridge keeps at once, translated either way: per client connection of a 2025-11-25
+# client (tasks_core_to_extension), per bridge for an extension client's calls
+# (tasks_extension_to_core).
+MAX_TASKS = 1000
 
 
 class _NotSent:

@@ -49,6 +49,7 @@ from .._support import convert
 from ..errors import INTERNAL_ERROR, INVALID_PARAMS, ProtocolError
 from ..session._common import checked, speech
 from ..session.tasks import with_extension
+from .limits import MAX_TASKS
 from .task_facts import core_task, wire_key
 
 if TYPE_CHECKING:
@@ -59,7 +60,6 @@ __all__ = ["MAX_TASKS", "POLL", "Conversions", "CoreTasks", "Port", "Table"]
 # Tasks one client connection keeps (for tasks/list, and those answered at once); past it the
 # oldest that was over when last seen is forgotten, and when none was a task-augmented call is
 # answered with -32603 (calls in flight at once may each add one more).
-MAX_TASKS = 1000
 # The bounds of the wait between two polls of tasks/result (seconds), whatever pollIntervalMs
 # the server suggests, and the wait when it suggests none.
 POLL = (0.05, 5.0)

@@ -45,14 +45,13 @@ from ..events import (
 from ..session import ClientSession
 from ..session._common import checked, speech
 from ..session.tasks import declares
-from .limits import too_many
+from .limits import MAX_TASKS, too_many
 from .task_facts import extension_task, plain, undeclared, wire_key
 
 __all__ = ["MAX_TASKS", "MAX_TOOLS", "TaskBridge", "TaskHost", "TranslatedTask"]
 
 # Tasks one bridge keeps (created through it, until the server forgets them or the bridge ends);
 # a call past it goes down without its task, said in the log.
-MAX_TASKS = 1000
 # Tool names whose task support the bridge remembers from the server's tool lists.
 MAX_TOOLS = 10_000
 
