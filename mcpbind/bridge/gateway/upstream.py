@@ -269,7 +269,14 @@ class HttpUpstream(StreamableHTTPClient):
                 answer.release()
                 owed = owed_ids(message, peek)
                 try:
-                    self._json_answer(answer, body, owed)
+                    if answer.status == 200 and owed and body:
+                        # the common case, as _json_answer takes it (its checks made here)
+                        sid = answer.headers.get(_SESSION_KEY)
+                        if sid is not None:
+                            self.session_id = sid
+                        self._json_events(body, owed)
+                    else:
+                        self._json_answer(answer, body, owed)
                 except Exception as error:  # noqa: BLE001 - as _send says it
                     self._failed(message, error)
                     return
@@ -424,14 +431,18 @@ class HttpUpstream(StreamableHTTPClient):
         if answer.headers.get("content-type", "").startswith("application/json") and body:
             if answer.status >= 400 and len(owed) == 1:
                 body = error_with_id(body, next(iter(owed)))
-            rest, asked, related = self._sort(body, owed)
-            for event in asked:
-                self._answer_later(event, related)
-            self._deliver(rest, related)
+            self._json_events(body, owed)
         elif owed:
             raise ProtocolError(
                 INTERNAL_ERROR, f"HTTP {answer.status} without a JSON-RPC answer: {body[:200]!r}"
             )
+
+    def _json_events(self, body: bytes, owed: set[Any]) -> None:
+        """What a JSON answer's ``body`` carries goes to the link (``_json_answer``)."""
+        rest, asked, related = self._sort(body, owed)
+        for event in asked:
+            self._answer_later(event, related)
+        self._deliver(rest, related)
 
     def _unanswered(self, message: bytes, why: str) -> None:
         """The request ``message`` carried, if still unanswered, fails with ``why``."""
