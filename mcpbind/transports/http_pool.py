@@ -52,6 +52,12 @@ MAX_STREAMS = 4096  # event streams open at once besides them (more fail): a gat
 MAX_HEAD = 65536  # bytes of an answer's status line and headers, at most
 MAX_HEADS = 1024  # request heads kept encoded for the next request with the same headers
 _READ = 65536
+# An answer's headers as text, by their bytes as read: a server sends mostly the same ones on
+# every answer (its content type, session id, server name), decoded once. Only short ones are
+# kept, at most _TEXTS_MAX (then the table starts again: a date changes every second).
+_TEXTS: dict[tuple[bytes, bytes], tuple[str, str]] = {}
+_TEXTS_MAX = 256
+_TEXT_LONGEST = 128  # bytes of a header's name and value, at most, for it to be kept
 
 
 class _Connection(asyncio.Protocol):
@@ -119,9 +125,17 @@ class _Connection(asyncio.Protocol):
 
     def on_headers_complete(self) -> None:
         headers = self.headers
-        for name, value in self.raw:
-            key = name.decode("latin-1").lower()
-            text = value.decode("latin-1")
+        texts = _TEXTS
+        for pair in self.raw:
+            found = texts.get(pair)
+            if found is None:
+                name, value = pair
+                found = (name.decode("latin-1").lower(), value.decode("latin-1"))
+                if len(name) + len(value) <= _TEXT_LONGEST:
+                    if len(texts) >= _TEXTS_MAX:
+                        texts.clear()
+                    texts[pair] = found
+            key, text = found
             headers[key] = f"{headers[key]}, {text}" if key in headers else text
         self.status = self.parser.get_status_code()
         self.headed = self.status >= 200

@@ -54,6 +54,9 @@ __all__ = ["DROPPED_WITHIN", "MAX_DROPPED", "Link", "LinkHost", "Pending"]
 # request in flight to carry them) within DROPPED_WITHIN seconds is ended (its child terminated).
 MAX_DROPPED = 1000
 DROPPED_WITHIN = 10.0
+# Tuples for isinstance, made once (``A | B`` in a call builds a union on every call).
+_ANSWERED = (ResultReceived, ErrorReceived, InputRequired, TaskCreated)
+_RESULTS = (ResultReceived, TaskCreated)
 
 
 class LinkHost(Protocol):
@@ -431,7 +434,7 @@ class Link(Crossing):
                 return event
             call = pending.call
             assert call is not None
-            if isinstance(event, ResultReceived | TaskCreated):
+            if isinstance(event, _RESULTS):
                 return self.up_result(event.result, call.revision, call.method)
             if isinstance(event, ErrorReceived):
                 raise ProtocolError(event.code, event.message, event.data)
@@ -537,7 +540,7 @@ class Link(Crossing):
         for event in events:
             if self.tasks is not None and self.tasks.server_event(event):
                 continue
-            if isinstance(event, ResultReceived | ErrorReceived | InputRequired | TaskCreated):
+            if isinstance(event, _ANSWERED):
                 pending = self.pending.pop(event.id, None)
                 if pending is not None:
                     surface = self.surface

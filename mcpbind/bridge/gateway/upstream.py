@@ -47,6 +47,10 @@ __all__ = ["GRACE", "HttpUpstream", "SseUpstream", "StdioUpstream", "Upstream", 
 GRACE = 2.0  # seconds a child gets to exit after its input closes, before it is terminated
 _CHUNK = 1 << 20  # bytes a reader takes from a pipe at once (longer lines are put together)
 _NOTHING_KEPT: deque[Event] = deque(maxlen=0)  # an event window that keeps nothing (shared)
+# Tuples for isinstance, made once (``A | B`` in a call builds a union on every call).
+_IDS = (str, int)
+_OPENINGS = (Negotiated, NegotiationFailed)
+_SESSION_KEY = SESSION_HEADER.lower()  # (an answer's header names are lower-case)
 
 
 class Peer(Protocol):
@@ -265,7 +269,14 @@ class HttpUpstream(StreamableHTTPClient):
                 answer.release()
                 owed = owed_ids(message, peek)
                 try:
-                    self._json_answer(answer, body, owed)
+                    if answer.status == 200 and owed and body:
+                        # the common case, as _json_answer takes it (its checks made here)
+                        sid = answer.headers.get(_SESSION_KEY)
+                        if sid is not None:
+                            self.session_id = sid
+                        self._json_events(body, owed)
+                    else:
+                        self._json_answer(answer, body, owed)
                 except Exception as error:  # noqa: BLE001 - as _send says it
                     self._failed(message, error)
                     return
@@ -387,7 +398,7 @@ class HttpUpstream(StreamableHTTPClient):
 
     async def _read(self, answer: Reply, owed: set[Any]) -> str | None:
         """Read one POST's answer; the last event id of its stream when it is one."""
-        sid = answer.headers.get(SESSION_HEADER.lower())
+        sid = answer.headers.get(_SESSION_KEY)
         if sid is not None:
             self.session_id = sid
         status = answer.status
@@ -412,7 +423,7 @@ class HttpUpstream(StreamableHTTPClient):
         """What a POST's answer other than an event stream (read whole: ``body``) gives the
         link; a request of the server's in it is answered in a task of its own (this may run in
         the very handler that request may have to wait for)."""
-        sid = answer.headers.get(SESSION_HEADER.lower())
+        sid = answer.headers.get(_SESSION_KEY)
         if sid is not None:
             self.session_id = sid
         if answer.status == 202 or (not owed and answer.status < 300):
@@ -420,14 +431,18 @@ class HttpUpstream(StreamableHTTPClient):
         if answer.headers.get("content-type", "").startswith("application/json") and body:
             if answer.status >= 400 and len(owed) == 1:
                 body = error_with_id(body, next(iter(owed)))
-            rest, asked, related = self._sort(body, owed)
-            for event in asked:
-                self._answer_later(event, related)
-            self._deliver(rest, related)
+            self._json_events(body, owed)
         elif owed:
             raise ProtocolError(
                 INTERNAL_ERROR, f"HTTP {answer.status} without a JSON-RPC answer: {body[:200]!r}"
             )
+
+    def _json_events(self, body: bytes, owed: set[Any]) -> None:
+        """What a JSON answer's ``body`` carries goes to the link (``_json_answer``)."""
+        rest, asked, related = self._sort(body, owed)
+        for event in asked:
+            self._answer_later(event, related)
+        self._deliver(rest, related)
 
     def _unanswered(self, message: bytes, why: str) -> None:
         """The request ``message`` carried, if still unanswered, fails with ``why``."""
@@ -452,7 +467,7 @@ class HttpUpstream(StreamableHTTPClient):
         request they relate to (if one); what is owed is settled."""
         # The GET stream owes no request (its ``owed`` holds a marker that is no JSON-RPC id).
         related = next(iter(owed)) if len(owed) == 1 else None
-        if not isinstance(related, str | int):
+        if not isinstance(related, _IDS):
             related = None
         rest: list[Event] = []
         asked: list[RequestReceived] = []
@@ -463,7 +478,7 @@ class HttpUpstream(StreamableHTTPClient):
             elif isinstance(event, MessageRejected) and event.error.id in owed:
                 owed.discard(event.error.id)
                 self._arrived.set()
-            elif isinstance(event, Negotiated | NegotiationFailed):
+            elif isinstance(event, _OPENINGS):
                 owed.clear()
                 self._report(event)  # what connect() reads; nothing else is kept
             elif isinstance(event, RequestReceived):
