@@ -224,8 +224,9 @@ class Codec:
         # needle as an integer first); on a long message only its head is searched
         pending = self._pending
         if pending:
-            short = len(data) <= _HEAD
-            if data.partition(b'"result"')[1] if short else data.find(b'"result"', 0, _HEAD) >= 0:
+            # (a slice of the whole is the message itself: no copy for a short one)
+            head = data[:_HEAD]
+            if head.partition(b'"result"')[1]:
                 id_ = self._last
                 m: Any = pending.get(id_) if len(pending) == 1 and not self._answers else None
                 if type(m) is Method and m.response is not None:
@@ -237,8 +238,8 @@ class Codec:
                         env = None
                     if (
                         env is not None
-                        and type(env.id) is type(id_)
                         and env.id == id_
+                        and type(env.id) is type(id_)
                         and (
                             m.kind_attr is None
                             or getattr(env.result, m.kind_attr) == self._own_kind
@@ -252,7 +253,7 @@ class Codec:
                     found = self._fast_response(data)
                     if found is not None:
                         return found
-            elif data.partition(b'"error"')[1] if short else data.find(b'"error"', 0, _HEAD) >= 0:
+            elif head.partition(b'"error"')[1]:
                 error = self._fast_error(data)
                 if error is not None:
                     return error
