@@ -48,6 +48,12 @@ class _Id(msgspec.Struct, gc=False):
     id: Any = None
 
 
+class _NoMethod:
+    """What decode's fast path reads when no one pending request is the one to try."""
+
+    response = None
+
+
 _encode = msgspec.json.encode
 _HEAD = 512  # bytes of a message searched for "result" while a request is pending
 _ENVELOPE = msgspec.json.Decoder(Union[_Envelope, list[Raw]])  # noqa: UP007
@@ -58,6 +64,7 @@ _FAILED = (msgspec.DecodeError, RecursionError, ValueError, TypeError)
 _IDS = (str, int)  # the types of a JSON-RPC request id (a bool is neither)
 _NAME_MAX = 80  # characters of a peer's method name quoted back in an error
 _TASKS_MAX = 1024  # open tasks a codec remembers
+_NO_METHOD = _NoMethod()
 
 
 def _failure(exc: Exception, code: int, what: str, id_: Any = None) -> ProtocolError:
@@ -228,18 +235,25 @@ class Codec:
             head = data[:_HEAD]
             if head.partition(b'"result"')[1]:
                 id_ = self._last
-                m: Any = pending.get(id_) if len(pending) == 1 and not self._answers else None
-                if type(m) is Method and m.response is not None:
+                m: Any = (
+                    pending.get(id_, _NO_METHOD)
+                    if len(pending) == 1 and not self._answers
+                    else _NO_METHOD
+                )
+                try:
+                    response = m.response
+                except AttributeError:  # (a method not in the tables, pending by its name)
+                    response = None
+                if response is not None:
                     # _fast_response's usual case written out here (a Python call is 500
                     # instructions): the one pending request, the last sent, answered
                     try:
-                        env = m.response.decode(data)
+                        env = response.decode(data)
                     except _FAILED:
                         env = None
                     if (
                         env is not None
-                        and env.id == id_
-                        and type(env.id) is type(id_)
+                        and env.id == id_  # (the pending dict's own equality: see _fast_response)
                         and (
                             m.kind_attr is None
                             or getattr(env.result, m.kind_attr) == self._own_kind
@@ -248,7 +262,7 @@ class Codec:
                         del pending[id_]
                         if m.result_learns:
                             self._learn(env.result)
-                        return env if self.wire_results else Response(id=id_, result=env.result)
+                        return env if self.wire_results else Response(id=env.id, result=env.result)
                 else:
                     found = self._fast_response(data)
                     if found is not None:
@@ -335,14 +349,14 @@ class Codec:
             env = m.response.decode(data)
         except _FAILED:
             return None
-        if type(env.id) is not type(id_) or env.id != id_:
-            return None
+        if env.id != id_:  # (the id decoded, an int or a string, equal to the pending key: as
+            return None  # the classifier's dict lookup finds it, whatever the key's type)
         if m.kind_attr is not None and getattr(env.result, m.kind_attr) != self._own_kind:
             return None  # it says it is another kind of result: the classifier decides
         del pending[id_]
         if m.result_learns:
             self._learn(env.result)
-        return env if self.wire_results else Response(id=id_, result=env.result)
+        return env if self.wire_results else Response(id=env.id, result=env.result)
 
     def _answered(self, id_: Any, method: str, result: Any) -> Response[Any]:
         """The response to the pending request ``id_`` of ``method``, with what it teaches."""
