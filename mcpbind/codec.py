@@ -253,7 +253,10 @@ class Codec:
                         env = None
                     if (
                         env is not None
-                        and env.id == id_  # (the pending dict's own equality: see _fast_response)
+                        # (the pending dict's own equality: see _fast_response; the id read once,
+                        # as every attribute of a class that changes from call to call is read
+                        # the slow way)
+                        and (got := env.id) == id_
                         and (
                             m.kind_attr is None
                             or getattr(env.result, m.kind_attr) == self._own_kind
@@ -262,7 +265,7 @@ class Codec:
                         del pending[id_]
                         if m.result_learns:
                             self._learn(env.result)
-                        return env if self.wire_results else Response(id=env.id, result=env.result)
+                        return env if self.wire_results else Response(id=got, result=env.result)
                 else:
                     found = self._fast_response(data)
                     if found is not None:
@@ -283,9 +286,11 @@ class Codec:
         if m.enveloped:
             msg = wire
         elif m.request:  # m.build written out (a call less)
-            msg = Request(id=wire.id, message=m.message(params=wire.params))
+            message = m.message  # (read as an attribute: a method call's lookup is the slow one)
+            msg = Request(id=wire.id, message=message(params=wire.params))
         else:
-            msg = m.message(params=wire.params)
+            message = m.message
+            msg = message(params=wire.params)
         gated = m.gated and self._caps and m.name not in self._passed[True]
         if gated:
             gated = self._still_gated(m, msg)
@@ -349,14 +354,15 @@ class Codec:
             env = m.response.decode(data)
         except _FAILED:
             return None
-        if env.id != id_:  # (the id decoded, an int or a string, equal to the pending key: as
-            return None  # the classifier's dict lookup finds it, whatever the key's type)
+        got = env.id
+        if got != id_:  # (the id decoded, an int or a string, equal to the pending key: as the
+            return None  # classifier's dict lookup finds it, whatever the key's type)
         if m.kind_attr is not None and getattr(env.result, m.kind_attr) != self._own_kind:
             return None  # it says it is another kind of result: the classifier decides
         del pending[id_]
         if m.result_learns:
             self._learn(env.result)
-        return env if self.wire_results else Response(id=env.id, result=env.result)
+        return env if self.wire_results else Response(id=got, result=env.result)
 
     def _answered(self, id_: Any, method: str, result: Any) -> Response[Any]:
         """The response to the pending request ``id_`` of ``method``, with what it teaches."""
