@@ -154,7 +154,10 @@ class Codec:
 
     def expect(self, id: RequestId, method: str) -> None:
         """Tell the codec that the response with ``id`` answers a ``method`` request."""
-        self._pending[id] = self._methods.get(method, method)
+        try:  # (a subscript: cheaper than get)
+            self._pending[id] = self._methods[method]
+        except KeyError:  # a method not in the tables: kept by its name
+            self._pending[id] = method
         self._last = id
 
     def expect_request(self, request: Any) -> None:
