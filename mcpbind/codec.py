@@ -294,10 +294,9 @@ class Codec:
         else:
             message = m.message
             msg = message(params=wire.params)
-        gated = m.gated and self._caps and m.name not in self._passed[True]
-        if gated:
-            gated = self._still_gated(m, msg)
-        if gated or m.learns:
+        if m.gated and self._caps and m.name not in self._passed[True] and self._gated(m, msg):
+            return msg
+        if m.learns:
             self._received(m, msg)
         elif self._check_meta and m.request:
             # The envelope's usual case read here, without the two calls of the full check: a
@@ -312,14 +311,20 @@ class Codec:
                 self._received(m, msg)
         return msg
 
-    def _still_gated(self, m: Method, msg: Any) -> bool:
-        """Whether a message of a method not yet let through its capability gates must be checked
-        by them: not when it is settled but for one conditional gate whose value is absent."""
-        light = self._light[True].get(m.name)
-        if light is None:
-            return True
+    def _gated(self, m: Method, msg: Any) -> bool:
+        """A received message of a method not yet let through its capability gates: checked by
+        them and then as ``_received`` checks it (True), or nothing done when the method is
+        settled but for one conditional gate whose value is absent (False)."""
         params = getattr(msg.message if m.wrapped else msg, "params", UNSET)
-        return type(params) is not light[0] or getattr(params, light[1]) is not UNSET
+        light = self._light[True].get(m.name)
+        if light is not None and type(params) is light[0] and getattr(params, light[1]) is UNSET:
+            return False
+        self._gates.check(m, params, getattr(msg, "id", None), incoming=True)
+        if self._check_meta and m.request:  # (what _received does after its gates)
+            self._gates.check_meta(m, params, msg.id)
+        if m.learns:
+            self._learn(params)
+        return True
 
     def _fast_error(self, data: bytes) -> ErrorResponse | None:
         """An error response in one closed pass, as the classifier reads it once every other
