@@ -142,7 +142,6 @@ class Codec:
         # the gates' own dicts and sets, read on the hot paths without another attribute hop
         self._caps, self._passed = self._gates.caps, self._gates.passed
         self._light = self._gates.light
-        self._learn = self._gates.learn
         self.wire_results = wire_results
         if capabilities is not None:  # (a new codec knows none: None changes nothing)
             self.capabilities = capabilities
@@ -267,7 +266,7 @@ class Codec:
                     ):
                         del pending[id_]
                         if m.result_learns:
-                            self._learn(env.result)
+                            self._gates.learn(env.result)
                         return env if self.wire_results else Response(id=got, result=env.result)
                 else:
                     found = self._fast_response(data)
@@ -323,7 +322,7 @@ class Codec:
         if self._check_meta and m.request:  # (what _received does after its gates)
             self._gates.check_meta(m, params, msg.id)
         if m.learns:
-            self._learn(params)
+            self._gates.learn(params)
         return True
 
     def _fast_error(self, data: bytes) -> ErrorResponse | None:
@@ -369,7 +368,7 @@ class Codec:
             return None  # it says it is another kind of result: the classifier decides
         del pending[id_]
         if m.result_learns:
-            self._learn(env.result)
+            self._gates.learn(env.result)
         return env if self.wire_results else Response(id=got, result=env.result)
 
     def _answered(self, id_: Any, method: str, result: Any) -> Response[Any]:
@@ -386,7 +385,7 @@ class Codec:
         else:
             m = self._t.methods.get(method)
             if m is not None and m.result_learns:
-                self._learn(result)
+                self._gates.learn(result)
         return Response(id=id_, result=result)
 
     def _classify(self, data: bytes) -> Any:
@@ -526,7 +525,7 @@ class Codec:
         if self._check_meta and m.request:
             self._gates.check_meta(m, params, msg.id)
         if m.learns:
-            self._learn(params)
+            self._gates.learn(params)
         return msg
 
     @property
@@ -565,7 +564,7 @@ class Codec:
             if len(out) > SCAN_MAX or out.partition(b"null")[1]:
                 refuse_nonfinite(msg, out)
             if type(msg.result) in self._learners:
-                self._learn(msg.result)
+                self._gates.learn(msg.result)
             return out
         m = self._send.get(type(msg.message) if t is Request else t)
         if m is None or (t is Request) is not m.wrapped:
@@ -596,7 +595,7 @@ class Codec:
                 ):
                     self._expect_task(m, msg.id, params)
         if m.learns:
-            self._learn((msg.message if t is Request else msg).params)
+            self._gates.learn((msg.message if t is Request else msg).params)
         return out
 
     def _encode_other(self, msg: Any) -> bytes:
