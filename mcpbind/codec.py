@@ -48,6 +48,12 @@ class _Id(msgspec.Struct, gc=False):
     id: Any = None
 
 
+class _NoMethod:
+    """What decode's fast path reads when no one pending request is the one to try."""
+
+    response = None
+
+
 _encode = msgspec.json.encode
 _HEAD = 512  # bytes of a message searched for "result" while a request is pending
 _ENVELOPE = msgspec.json.Decoder(Union[_Envelope, list[Raw]])  # noqa: UP007
@@ -58,6 +64,7 @@ _FAILED = (msgspec.DecodeError, RecursionError, ValueError, TypeError)
 _IDS = (str, int)  # the types of a JSON-RPC request id (a bool is neither)
 _NAME_MAX = 80  # characters of a peer's method name quoted back in an error
 _TASKS_MAX = 1024  # open tasks a codec remembers
+_NO_METHOD = _NoMethod()
 
 
 def _failure(exc: Exception, code: int, what: str, id_: Any = None) -> ProtocolError:
@@ -135,7 +142,6 @@ class Codec:
         # the gates' own dicts and sets, read on the hot paths without another attribute hop
         self._caps, self._passed = self._gates.caps, self._gates.passed
         self._light = self._gates.light
-        self._learn = self._gates.learn
         self.wire_results = wire_results
         if capabilities is not None:  # (a new codec knows none: None changes nothing)
             self.capabilities = capabilities
@@ -147,7 +153,10 @@ class Codec:
 
     def expect(self, id: RequestId, method: str) -> None:
         """Tell the codec that the response with ``id`` answers a ``method`` request."""
-        self._pending[id] = self._methods.get(method, method)
+        try:  # (a subscript: cheaper than get)
+            self._pending[id] = self._methods[method]
+        except KeyError:  # a method not in the tables: kept by its name
+            self._pending[id] = method
         self._last = id
 
     def expect_request(self, request: Any) -> None:
@@ -224,21 +233,32 @@ class Codec:
         # needle as an integer first); on a long message only its head is searched
         pending = self._pending
         if pending:
-            short = len(data) <= _HEAD
-            if data.partition(b'"result"')[1] if short else data.find(b'"result"', 0, _HEAD) >= 0:
+            # (a slice of the whole is the message itself: no copy for a short one)
+            head = data[:_HEAD]
+            if head.partition(b'"result"')[1]:
                 id_ = self._last
-                m: Any = pending.get(id_) if len(pending) == 1 and not self._answers else None
-                if type(m) is Method and m.response is not None:
+                m: Any = (
+                    pending.get(id_, _NO_METHOD)
+                    if len(pending) == 1 and not self._answers
+                    else _NO_METHOD
+                )
+                try:
+                    response = m.response
+                except AttributeError:  # (a method not in the tables, pending by its name)
+                    response = None
+                if response is not None:
                     # _fast_response's usual case written out here (a Python call is 500
                     # instructions): the one pending request, the last sent, answered
                     try:
-                        env = m.response.decode(data)
+                        env = response.decode(data)
                     except _FAILED:
                         env = None
                     if (
                         env is not None
-                        and type(env.id) is type(id_)
-                        and env.id == id_
+                        # (the pending dict's own equality: see _fast_response; the id read once,
+                        # as every attribute of a class that changes from call to call is read
+                        # the slow way)
+                        and (got := env.id) == id_
                         and (
                             m.kind_attr is None
                             or getattr(env.result, m.kind_attr) == self._own_kind
@@ -246,13 +266,13 @@ class Codec:
                     ):
                         del pending[id_]
                         if m.result_learns:
-                            self._learn(env.result)
-                        return env if self.wire_results else Response(id=id_, result=env.result)
+                            self._gates.learn(env.result)
+                        return env if self.wire_results else Response(id=got, result=env.result)
                 else:
                     found = self._fast_response(data)
                     if found is not None:
                         return found
-            elif data.partition(b'"error"')[1] if short else data.find(b'"error"', 0, _HEAD) >= 0:
+            elif head.partition(b'"error"')[1]:
                 error = self._fast_error(data)
                 if error is not None:
                     return error
@@ -268,13 +288,14 @@ class Codec:
         if m.enveloped:
             msg = wire
         elif m.request:  # m.build written out (a call less)
-            msg = Request(id=wire.id, message=m.message(params=wire.params))
+            message = m.message  # (read as an attribute: a method call's lookup is the slow one)
+            msg = Request(id=wire.id, message=message(params=wire.params))
         else:
-            msg = m.message(params=wire.params)
-        gated = m.gated and self._caps and m.name not in self._passed[True]
-        if gated:
-            gated = self._still_gated(m, msg)
-        if gated or m.learns:
+            message = m.message
+            msg = message(params=wire.params)
+        if m.gated and self._caps and m.name not in self._passed[True] and self._gated(m, msg):
+            return msg
+        if m.learns:
             self._received(m, msg)
         elif self._check_meta and m.request:
             # The envelope's usual case read here, without the two calls of the full check: a
@@ -289,14 +310,20 @@ class Codec:
                 self._received(m, msg)
         return msg
 
-    def _still_gated(self, m: Method, msg: Any) -> bool:
-        """Whether a message of a method not yet let through its capability gates must be checked
-        by them: not when it is settled but for one conditional gate whose value is absent."""
-        light = self._light[True].get(m.name)
-        if light is None:
-            return True
+    def _gated(self, m: Method, msg: Any) -> bool:
+        """A received message of a method not yet let through its capability gates: checked by
+        them and then as ``_received`` checks it (True), or nothing done when the method is
+        settled but for one conditional gate whose value is absent (False)."""
         params = getattr(msg.message if m.wrapped else msg, "params", UNSET)
-        return type(params) is not light[0] or getattr(params, light[1]) is not UNSET
+        light = self._light[True].get(m.name)
+        if light is not None and type(params) is light[0] and getattr(params, light[1]) is UNSET:
+            return False
+        self._gates.check(m, params, getattr(msg, "id", None), incoming=True)
+        if self._check_meta and m.request:  # (what _received does after its gates)
+            self._gates.check_meta(m, params, msg.id)
+        if m.learns:
+            self._gates.learn(params)
+        return True
 
     def _fast_error(self, data: bytes) -> ErrorResponse | None:
         """An error response in one closed pass, as the classifier reads it once every other
@@ -334,14 +361,15 @@ class Codec:
             env = m.response.decode(data)
         except _FAILED:
             return None
-        if type(env.id) is not type(id_) or env.id != id_:
-            return None
+        got = env.id
+        if got != id_:  # (the id decoded, an int or a string, equal to the pending key: as the
+            return None  # classifier's dict lookup finds it, whatever the key's type)
         if m.kind_attr is not None and getattr(env.result, m.kind_attr) != self._own_kind:
             return None  # it says it is another kind of result: the classifier decides
         del pending[id_]
         if m.result_learns:
-            self._learn(env.result)
-        return env if self.wire_results else Response(id=id_, result=env.result)
+            self._gates.learn(env.result)
+        return env if self.wire_results else Response(id=got, result=env.result)
 
     def _answered(self, id_: Any, method: str, result: Any) -> Response[Any]:
         """The response to the pending request ``id_`` of ``method``, with what it teaches."""
@@ -357,7 +385,7 @@ class Codec:
         else:
             m = self._t.methods.get(method)
             if m is not None and m.result_learns:
-                self._learn(result)
+                self._gates.learn(result)
         return Response(id=id_, result=result)
 
     def _classify(self, data: bytes) -> Any:
@@ -497,7 +525,7 @@ class Codec:
         if self._check_meta and m.request:
             self._gates.check_meta(m, params, msg.id)
         if m.learns:
-            self._learn(params)
+            self._gates.learn(params)
         return msg
 
     @property
@@ -536,7 +564,7 @@ class Codec:
             if len(out) > SCAN_MAX or out.partition(b"null")[1]:
                 refuse_nonfinite(msg, out)
             if type(msg.result) in self._learners:
-                self._learn(msg.result)
+                self._gates.learn(msg.result)
             return out
         m = self._send.get(type(msg.message) if t is Request else t)
         if m is None or (t is Request) is not m.wrapped:
@@ -567,7 +595,7 @@ class Codec:
                 ):
                     self._expect_task(m, msg.id, params)
         if m.learns:
-            self._learn((msg.message if t is Request else msg).params)
+            self._gates.learn((msg.message if t is Request else msg).params)
         return out
 
     def _encode_other(self, msg: Any) -> bytes:

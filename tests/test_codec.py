@@ -530,3 +530,29 @@ def test_a_result_response_that_cannot_be_read_is_no_longer_pending() -> None:
         codec.decode(b'{"jsonrpc":"2.0","id":4,"result":{"content":3}}')
     assert info.value.id == 4 and "$.result.content" in info.value.message
     assert codec.pending == {}  # answered, if badly: the id is free and nothing waits on it
+
+
+@pytest.mark.parametrize("told", [1, True, 1.0, "1"])
+def test_a_result_is_matched_to_the_one_pending_id_as_the_pending_dict_matches_it(
+    told: object,
+) -> None:
+    """The one-pass read of a result and the classifier agree on which pending request it
+    answers, whatever the type of the id ``expect`` was told: an equal id answers it (the
+    response carries the id decoded), a string and an integer are never equal."""
+    body = raw({"jsonrpc": "2.0", "id": 1, "result": {"content": []}})
+    fast, general = Codec("2025-11-25", "client"), Codec("2025-11-25", "client")
+    general._fast_response = lambda data: None  # type: ignore[method-assign]
+    for c in (fast, general):
+        c.expect(told, "tools/call")  # type: ignore[arg-type]
+        c.expect(9, "tools/list")
+        del c._pending[9]  # (the one pending left is the first told: not the last added)
+    one = Codec("2025-11-25", "client")
+    one.expect(told, "tools/call")  # type: ignore[arg-type]
+    got = [c.decode(body) for c in (fast, general, one)]
+    for r in got:
+        assert type(r) is Response and type(r.id) is int and r.id == 1
+    answered = told == 1
+    assert [type(r.result) is fast.module.CallToolResult for r in got] == [answered] * 3
+    assert [c.pending for c in (fast, general, one)] == [
+        {} if answered else {told: "tools/call"}
+    ] * 3
