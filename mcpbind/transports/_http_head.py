@@ -1,12 +1,13 @@
 """What the head of a request to the Streamable HTTP server says: its headers, read by name
-from a table built once per request, the media types ``Accept`` and ``Content-Type`` list, and
-the hosts ``Host`` and ``Origin`` name (checked against the allowed hosts)."""
+from a table built once per request (the hot path reads that table's raw bytes itself, without a
+call or a decode per header), the media types ``Accept`` and ``Content-Type`` list, and the
+hosts ``Host`` and ``Origin`` name (checked against the allowed hosts)."""
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Iterator, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any, Generic, TypeVar
 
 from starlette.requests import Request
 from starlette.types import Receive, Scope, Send
@@ -17,9 +18,11 @@ _WIRE_NAMES: dict[str, bytes] = {}  # a header name as looked up -> as ASGI has 
 class _Headers(Mapping[str, str]):
     """A request's headers as Starlette's ``Headers`` answers them (any case, the first value of
     a repeated name), from a dict of the raw ones built once: ``Headers`` scans the list on every
-    lookup, and a POST makes about ten (a missing name, raising inside, costs the most)."""
+    lookup, and a POST makes about ten (a missing name, raising inside, costs the most).
+    ``raw``: that dict, by the raw (lower case) name, for the POST's hot path to read its
+    headers from without a call each (``allowed_host``, ``MEDIA_TYPES``)."""
 
-    __slots__ = ("_raw",)
+    __slots__ = ("raw",)
 
     def __init__(self, raw: Iterable[tuple[bytes, bytes]]) -> None:
         # ASGI names are lower case; the first one wins. A list without a repeated name (the
@@ -28,9 +31,9 @@ class _Headers(Mapping[str, str]):
             found: dict[bytes, bytes] = dict(raw)
             if len(found) < len(raw):
                 found = dict(reversed(raw))
-            self._raw = found
+            self.raw = found
         else:
-            self._raw = dict(reversed(list(raw)))
+            self.raw = dict(reversed(list(raw)))
 
     def get(self, key: str, default: Any = None) -> Any:
         name = _WIRE_NAMES.get(key)
@@ -38,20 +41,20 @@ class _Headers(Mapping[str, str]):
             name = key.lower().encode("latin-1")
             if len(_WIRE_NAMES) < 256:  # the names this module looks up, and a few more
                 _WIRE_NAMES[key] = name
-        value = self._raw.get(name)
+        value = self.raw.get(name)
         return default if value is None else value.decode("latin-1")
 
     def __getitem__(self, key: str) -> str:
-        value = self._raw.get(key.lower().encode("latin-1"))
+        value = self.raw.get(key.lower().encode("latin-1"))
         if value is None:
             raise KeyError(key)
         return value.decode("latin-1")
 
     def __iter__(self) -> Iterator[str]:
-        return (key.decode("latin-1") for key in self._raw)
+        return (key.decode("latin-1") for key in self.raw)
 
     def __len__(self) -> int:
-        return len(self._raw)
+        return len(self.raw)
 
 
 class ASGIRequest(Request):
@@ -60,6 +63,13 @@ class ASGIRequest(Request):
     property called on each of a POST's ten or so lookups."""
 
     headers: _Headers = None  # type: ignore[assignment]
+
+    @classmethod
+    def of(cls, request: Request) -> ASGIRequest:
+        """The same request as this class holds it (one Starlette's routing built)."""
+        if isinstance(request, ASGIRequest):
+            return request
+        return cls(request.scope, request.receive, request._send)
 
     def __init__(self, scope: Scope, receive: Receive, send: Send) -> None:
         # Request.__init__ (and HTTPConnection's) written out: a call of each is a third of a
@@ -126,3 +136,42 @@ def host_allowed(headers: Mapping[str, str], allowed: frozenset[str]) -> bool:
         return False
     origin = headers.get("origin")
     return origin is None or origin_host(origin) in allowed
+
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+class _Memo(dict[K, V], Generic[K, V]):
+    """``memo[key]``: ``make(key)``, kept for the next time (at most ``MEMO_MAX`` keys, then
+    forgotten all at once). A lookup is the dict's own, without a call: a client sends the same
+    ``Host``, ``Accept`` and ``Content-Type`` on every request, read here as the raw bytes."""
+
+    __slots__ = ("_make",)
+
+    def __init__(self, make: Callable[[K], V]) -> None:
+        super().__init__()
+        self._make = make
+
+    def __missing__(self, key: K) -> V:
+        value = self._make(key)
+        if len(self) >= MEMO_MAX:
+            self.clear()
+        self[key] = value
+        return value
+
+
+MEMO_MAX = 64
+# The media types a raw Accept or Content-Type lists (``media_types``).
+MEDIA_TYPES: _Memo[bytes, frozenset[str]] = _Memo(lambda raw: media_types(raw.decode("latin-1")))
+_AUTHORITY_HOST: _Memo[bytes, str | None] = _Memo(lambda raw: authority_host(raw.decode("latin-1")))
+_ORIGIN_HOST: _Memo[bytes, str | None] = _Memo(lambda raw: origin_host(raw.decode("latin-1")))
+
+
+def allowed_host(raw: Mapping[bytes, bytes], allowed: frozenset[str]) -> bool:
+    """``host_allowed`` of a request's raw headers (``_Headers.raw``)."""
+    host = raw.get(b"host")
+    if host is not None and _AUTHORITY_HOST[host] not in allowed:
+        return False
+    origin = raw.get(b"origin")
+    return origin is None or _ORIGIN_HOST[origin] in allowed

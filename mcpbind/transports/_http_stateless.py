@@ -9,7 +9,6 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import msgspec
-from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from ..auth.resource import AuthInfo, principal
@@ -32,6 +31,9 @@ VERSION_HEADER = "mcp-protocol-version"
 # The header-mismatch error of the per-request envelope revisions' HTTP transport: the MCP
 # schema defines no such error, so the facts record does not carry it (see the report).
 HEADER_MISMATCH = -32020
+
+# The headers the check reads, as _Headers.raw has them
+_VERSION, _METHOD, _NAME = VERSION_HEADER.encode(), METHOD_HEADER.encode(), NAME_HEADER.encode()
 
 # The Mcp-Method and Mcp-Name headers of a request as read (None: absent).
 Mirror = tuple[str | None, str | None]
@@ -90,12 +92,13 @@ class StatelessPath:
         )
 
     def _header_mismatch(
-        self, request: Request, body: bytes
+        self, raw: Mapping[bytes, bytes], body: bytes
     ) -> tuple[Response | None, str | None, Mirror | None]:
         """A stateless POST's protocol version header must name the version the request's
         ``_meta`` names (absent counts as a mismatch), and its ``Mcp-Method``, ``Mcp-Name`` and
         ``Mcp-Param-*`` headers must agree with the body (``header_check``); a request that
-        disagrees is refused with the header-mismatch error before the session reads it. With
+        disagrees is refused with the header-mismatch error before the session reads it (``raw``:
+        the request's raw headers, ``_Headers.raw``). With
         the response refusing it (or None), the version its ``_meta`` names when it is a string
         (for the session, which need not read it again), and the ``Mcp-Method`` and ``Mcp-Name``
         headers when it read both (for the tasks layer's check, which need not read them
@@ -117,8 +120,8 @@ class StatelessPath:
         )
         if version is None:  # (absent or null: one key, the same either way)
             return None, None, None
-        headers = request.headers
-        header = headers.get(VERSION_HEADER)
+        named = raw.get(_VERSION)
+        header = None if named is None else named.decode("latin-1")
         if header == version:  # a string, then
             # Mcp-Name is checked for the methods of the revision only: one it does not know is
             # answered method-not-found by the session, whatever its headers say.
@@ -130,13 +133,13 @@ class StatelessPath:
             )
             name = header_check.target_name(params)
             # Mcp-Name is read when it is checked, or when the tasks layer reads it after
+            got_method = raw.get(_METHOD)
+            got_name = (
+                raw.get(_NAME) if self.tasks is not None or (known and name is not None) else None
+            )
             mirror = (
-                headers.get(METHOD_HEADER),
-                (
-                    headers.get(NAME_HEADER)
-                    if self.tasks is not None or (known and name is not None)
-                    else None
-                ),
+                None if got_method is None else got_method.decode("latin-1"),
+                None if got_name is None else got_name.decode("latin-1"),
             )
             wrong = standard_mismatch(*mirror, method, name, named=known)
             if (
@@ -146,7 +149,7 @@ class StatelessPath:
                 and method == mirrored[1]
                 and params is not None
             ):
-                wrong = self._param_mismatch(headers, params.name, params)
+                wrong = self._param_mismatch(raw, params.name, params)
             if wrong is None:
                 return None, version, mirror if self.tasks is not None else None
             message = f"Header mismatch: {wrong}"
@@ -200,13 +203,14 @@ class StatelessPath:
             return None
         return JSONResponse({"jsonrpc": "2.0", "id": rid, "result": result})
 
-    def _param_mismatch(self, headers: Mapping[str, str], name: Any, params: Any) -> str | None:
-        """What is wrong with the ``Mcp-Param-*`` headers of a call of the tool ``name``, by the
-        designations of the tool as this server last listed it (a tool it has not listed is not
-        checked)."""
+    def _param_mismatch(self, raw: Mapping[bytes, bytes], name: Any, params: Any) -> str | None:
+        """What is wrong with the ``Mcp-Param-*`` headers (``raw``: ``_Headers.raw``) of a call
+        of the tool ``name``, by the designations of the tool as this server last listed it (a
+        tool it has not listed is not checked)."""
         designated = self._designated.get(name) if type(name) is str else None
         if not designated:
             return None
+        headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in raw.items()}
         return param_mismatch(headers, designated, header_check.arguments(params))
 
     def _learn_tools(self, call: Call, result: Any) -> None:

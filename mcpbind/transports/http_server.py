@@ -69,7 +69,7 @@ from ._http_answers import (
 )
 from ._http_calls import Call, Handler, Live, answer_error, ask, read_client, settle
 from ._http_events import SESSION_HEADER, EventStreams
-from ._http_head import ACCEPTED, JSON_ONLY, LOCAL_HOSTS, ASGIRequest, host_allowed, media_types
+from ._http_head import ACCEPTED, JSON_ONLY, LOCAL_HOSTS, MEDIA_TYPES, ASGIRequest, allowed_host
 from ._http_inline import WAITS_MAX, HandledResponse, InlineHandler
 from ._http_stateless import HEADER_MISMATCH as HEADER_MISMATCH
 from ._http_stateless import VERSION_HEADER, StatelessPath
@@ -103,6 +103,9 @@ if TYPE_CHECKING:
     from ..tasks import Tasks
 
 __all__ = ["Call", "Handler", "StreamableHTTPServer"]
+
+# As _Headers.raw has them
+_SESSION, _VERSION = SESSION_HEADER.encode(), VERSION_HEADER.encode()
 
 
 class StreamableHTTPServer(StatelessPath, EventStreams):
@@ -224,7 +227,7 @@ class StreamableHTTPServer(StatelessPath, EventStreams):
     def _application(self, path: str, auth: ResourceServer | None) -> Starlette:
         """The Starlette application answering at ``path`` (and the metadata route of ``auth``)."""
         return Starlette(
-            routes=[Route(path, self._endpoint, methods=["GET", "POST", "DELETE"])]
+            routes=[Route(path, self._routed, methods=["GET", "POST", "DELETE"])]
             + ([auth.metadata_route] if auth is not None else []),
             lifespan=self._lifespan,
         )
@@ -244,6 +247,11 @@ class StreamableHTTPServer(StatelessPath, EventStreams):
             return
         await self.app(scope, receive, send)
 
+    async def _routed(self, request: Request) -> Response:
+        """The endpoint as Starlette's routing calls it (what the hot path of ``__call__`` does
+        not take): the same, on the request as ``ASGIRequest`` holds it."""
+        return await self._endpoint(ASGIRequest.of(request))
+
     @contextlib.asynccontextmanager
     async def _lifespan(self, app: Any) -> AsyncIterator[None]:
         yield
@@ -260,8 +268,8 @@ class StreamableHTTPServer(StatelessPath, EventStreams):
 
     # -- checks -----------------------------------------------------------------------------------
 
-    async def _endpoint(self, request: Request) -> Response:
-        if not host_allowed(request.headers, self.allowed_hosts):
+    async def _endpoint(self, request: ASGIRequest) -> Response:
+        if not allowed_host(request.headers.raw, self.allowed_hosts):
             return plain_error(403, "Forbidden: Host or Origin is not an allowed host")
         auth: AuthInfo | None = None  # a local, not request.state: that builds a State a request
         if self._shared and (self._started is None or not self._started.done()):
@@ -309,18 +317,21 @@ class StreamableHTTPServer(StatelessPath, EventStreams):
 
     # -- POST -------------------------------------------------------------------------------------
 
-    async def _post(self, request: Request, auth: AuthInfo | None) -> Response:
-        """A POST; ``auth``: its verified token (with ``auth=``)."""
-        if not media_types(request.headers.get("accept", "")) >= ACCEPTED:
+    async def _post(self, request: ASGIRequest, auth: AuthInfo | None) -> Response:
+        """A POST; ``auth``: its verified token (with ``auth=``). Its headers are read from their
+        raw bytes (``_Headers.raw``), each once."""
+        raw = request.headers.raw
+        if not MEDIA_TYPES[raw.get(b"accept", b"")] >= ACCEPTED:
             return plain_error(
                 406, "Not Acceptable: Accept must list application/json and text/event-stream"
             )
-        if media_types(request.headers.get("content-type", "")) != JSON_ONLY:
+        if MEDIA_TYPES[raw.get(b"content-type", b"")] != JSON_ONLY:
             return plain_error(415, "Unsupported Media Type: Content-Type must be application/json")
-        body = await self._body(request)
+        body = await self._body(request, raw.get(b"content-length"))
         if isinstance(body, Response):
             return body
-        sid = request.headers.get(SESSION_HEADER)
+        named = raw.get(_SESSION)
+        sid = None if named is None else named.decode("latin-1")
         version: str | None = None  # what a stateless request's _meta names, read once
         if sid is not None:
             bound = await self._bound(request, sid, auth, body)
@@ -328,7 +339,7 @@ class StreamableHTTPServer(StatelessPath, EventStreams):
                 return bound
             live = bound
         else:
-            mismatch, version, mirror = self._header_mismatch(request, body)
+            mismatch, version, mirror = self._header_mismatch(raw, body)
             if mismatch is not None:
                 return mismatch
             if self.tasks is not None:
@@ -381,7 +392,7 @@ class StreamableHTTPServer(StatelessPath, EventStreams):
         return await self._respond(request, live, stream, headers)
 
     async def _bound(
-        self, request: Request, sid: str, auth: AuthInfo | None, body: bytes
+        self, request: ASGIRequest, sid: str, auth: AuthInfo | None, body: bytes
     ) -> Live | Response:
         """The session of a POST naming one, or the response refusing it (no such session, a
         protocol version header not its own), or 202 for an answer forwarded to another worker."""
@@ -391,7 +402,8 @@ class StreamableHTTPServer(StatelessPath, EventStreams):
         if found is None:
             return plain_error(404, f"Not Found: no MCP session {sid!r}", INVALID_REQUEST)
         live = found
-        header = request.headers.get(VERSION_HEADER)
+        named = request.headers.raw.get(_VERSION)
+        header = None if named is None else named.decode("latin-1")
         revision = live.session.revision
         if (
             header is not None
@@ -441,10 +453,9 @@ class StreamableHTTPServer(StatelessPath, EventStreams):
         self._waits.add(inline.kind)
         return HandledResponse(self._respond(request, live, stream, headers), inline)
 
-    async def _body(self, request: Request) -> bytes | Response:
+    async def _body(self, request: Request, declared: bytes | None) -> bytes | Response:
         """The body of a POST, read in chunks up to ``max_body_size`` within ``body_timeout``;
-        else the response refusing it."""
-        declared = request.headers.get("content-length")
+        else the response refusing it. ``declared``: its raw Content-Length header."""
         if declared is not None:
             if not (declared.isascii() and declared.isdigit()):
                 return plain_error(400, "Bad Request: Content-Length is not a number")
