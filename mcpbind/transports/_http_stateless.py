@@ -17,7 +17,7 @@ from ..packages import bindings
 from . import header_check
 from ._http_answers import NO_CACHE, EventStream, as_events, error_status, too_deep
 from ._http_calls import Call
-from .header_check import METHOD_HEADER, NAME_HEADER, param_mismatch, standard_mismatch
+from .header_check import METHOD_HEADER, NAME_HEADER, OWS, param_mismatch, standard_mismatch
 from .http_client import designations
 from .http_limits import MAX_DESIGNATED, RETRY_AFTER
 
@@ -98,11 +98,10 @@ class StatelessPath:
         ``_meta`` names (absent counts as a mismatch), and its ``Mcp-Method``, ``Mcp-Name`` and
         ``Mcp-Param-*`` headers must agree with the body (``header_check``); a request that
         disagrees is refused with the header-mismatch error before the session reads it (``raw``:
-        the request's raw headers, ``_Headers.raw``). With
-        the response refusing it (or None), the version its ``_meta`` names when it is a string
-        (for the session, which need not read it again), and the ``Mcp-Method`` and ``Mcp-Name``
-        headers when it read both (for the tasks layer's check, which need not read them
-        again; None when it did not)."""
+        the request's raw headers, ``_Headers.raw``). With the response refusing it (or None),
+        the version its ``_meta`` names when it is a string (for the session, which need not
+        read it again), and the ``Mcp-Method`` and ``Mcp-Name`` headers when it read both (for
+        the tasks layer's check, which need not read them again; None when it did not)."""
         if not self._version_keys:
             return None, None, None  # no revision served has the envelope: nothing to mirror
         try:
@@ -126,28 +125,39 @@ class StatelessPath:
             # Mcp-Name is checked for the methods of the revision only: one it does not know is
             # answered method-not-found by the session, whatever its headers say.
             method = peek.method
+            name = params.name  # (params has a _meta: it is there)
+            if type(name) is not str:
+                name = header_check.target_name(params)
             mirrored = self._mirrored.get(version)
-            known = type(method) is str and (
-                (mirrored is not None and method in mirrored[0])
-                or (self.tasks is not None and method in self.tasks.methods)
-            )
-            name = header_check.target_name(params)
+            known = (
+                name is not None
+                and type(method) is str
+                and (
+                    (mirrored is not None and method in mirrored[0])
+                    or (self.tasks is not None and method in self.tasks.methods)
+                )
+            )  # (whether Mcp-Name is checked: only a name it would check matters)
             # Mcp-Name is read when it is checked, or when the tasks layer reads it after
             got_method = raw.get(_METHOD)
-            got_name = (
-                raw.get(_NAME) if self.tasks is not None or (known and name is not None) else None
-            )
+            got_name = raw.get(_NAME) if known or self.tasks is not None else None
             mirror = (
                 None if got_method is None else got_method.decode("latin-1"),
                 None if got_name is None else got_name.decode("latin-1"),
             )
-            wrong = standard_mismatch(*mirror, method, name, named=known)
+            # standard_mismatch, its answer when the headers agree worked out here (a call less)
+            if type(method) is not str or (
+                mirror[0] is not None
+                and mirror[0].strip(OWS) == method
+                and (not known or (mirror[1] is not None and mirror[1].strip(OWS) == name))
+            ):
+                wrong = None
+            else:
+                wrong = standard_mismatch(*mirror, method, name, named=known)
             if (
                 wrong is None
                 and self._designated
                 and mirrored is not None
                 and method == mirrored[1]
-                and params is not None
             ):
                 wrong = self._param_mismatch(raw, params.name, params)
             if wrong is None:
