@@ -19,21 +19,14 @@ class _Headers(Mapping[str, str]):
     """A request's headers as Starlette's ``Headers`` answers them (any case, the first value of
     a repeated name), from a dict of the raw ones built once: ``Headers`` scans the list on every
     lookup, and a POST makes about ten (a missing name, raising inside, costs the most).
-    ``raw``: that dict, by the raw (lower case) name, for the POST's hot path to read its
-    headers from without a call each (``allowed_host``, ``MEDIA_TYPES``)."""
+    ``raw``: that dict, by the raw (lower case) name (``ASGIRequest.raw_headers``), which the
+    POST's hot path reads its headers from without a call each (``allowed_host``,
+    ``MEDIA_TYPES``)."""
 
     __slots__ = ("raw",)
 
-    def __init__(self, raw: Iterable[tuple[bytes, bytes]]) -> None:
-        # ASGI names are lower case; the first one wins. A list without a repeated name (the
-        # usual head) makes the same dict unreversed, a third cheaper.
-        if type(raw) is list:
-            found: dict[bytes, bytes] = dict(raw)
-            if len(found) < len(raw):
-                found = dict(reversed(raw))
-            self.raw = found
-        else:
-            self.raw = dict(reversed(list(raw)))
+    def __init__(self, raw: Iterable[tuple[bytes, bytes]] | dict[bytes, bytes]) -> None:
+        self.raw = raw if type(raw) is dict else raw_headers(raw)
 
     def get(self, key: str, default: Any = None) -> Any:
         name = _WIRE_NAMES.get(key)
@@ -57,12 +50,34 @@ class _Headers(Mapping[str, str]):
         return len(self.raw)
 
 
-class ASGIRequest(Request):
-    """Starlette's ``Request`` with its headers in a ``_Headers``, built with it: a plain
-    attribute (this class's ``headers`` is no descriptor, so the instance's own is read), not a
-    property called on each of a POST's ten or so lookups."""
+def raw_headers(raw: Iterable[tuple[bytes, bytes]]) -> dict[bytes, bytes]:
+    """A request's raw headers by name: ASGI names are lower case; the first one wins."""
+    if type(raw) is list:
+        found: dict[bytes, bytes] = dict(raw)
+        if len(found) < len(raw):
+            found = dict(reversed(raw))
+        return found
+    return dict(reversed(list(raw)))
 
-    headers: _Headers = None  # type: ignore[assignment]
+
+class _Built:
+    """The request's ``_Headers``, built from its ``raw_headers`` on the first read and then an
+    attribute of the instance (this descriptor defines no ``__set__``, so the instance's own is
+    read from then on: no call per lookup); a POST's hot path reads ``raw_headers`` only."""
+
+    def __get__(self, request: ASGIRequest | None, owner: Any = None) -> Any:
+        if request is None:
+            return self
+        headers = request.__dict__["headers"] = _Headers(request.raw_headers)
+        return headers
+
+
+class ASGIRequest(Request):
+    """Starlette's ``Request`` with its headers read from a dict of the raw ones built with it
+    (``raw_headers``), and as a ``_Headers`` over that dict (``headers``) built when first read,
+    then a plain attribute, not a property called on each lookup."""
+
+    headers: _Headers = _Built()  # type: ignore[assignment]
 
     @classmethod
     def of(cls, request: Request) -> ASGIRequest:
@@ -81,7 +96,13 @@ class ASGIRequest(Request):
         self._stream_consumed = False
         self._is_disconnected = False
         self._form = None
-        self.headers = _Headers(scope["headers"])
+        # (raw_headers written out: a call less)
+        raw = scope["headers"]
+        if type(raw) is list:
+            found: dict[bytes, bytes] = dict(raw)
+            self.raw_headers = found if len(found) == len(raw) else dict(reversed(raw))
+        else:
+            self.raw_headers = raw_headers(raw)
 
 
 LOCAL_HOSTS = ("localhost", "127.0.0.1", "[::1]")  # the allowed hosts by default

@@ -269,7 +269,7 @@ class StreamableHTTPServer(StatelessPath, EventStreams):
     # -- checks -----------------------------------------------------------------------------------
 
     async def _endpoint(self, request: ASGIRequest) -> Response:
-        if not allowed_host(request.headers.raw, self.allowed_hosts):
+        if not allowed_host(request.raw_headers, self.allowed_hosts):
             return plain_error(403, "Forbidden: Host or Origin is not an allowed host")
         auth: AuthInfo | None = None  # a local, not request.state: that builds a State a request
         if self._shared and (self._started is None or not self._started.done()):
@@ -320,7 +320,7 @@ class StreamableHTTPServer(StatelessPath, EventStreams):
     async def _post(self, request: ASGIRequest, auth: AuthInfo | None) -> Response:
         """A POST; ``auth``: its verified token (with ``auth=``). Its headers are read from their
         raw bytes (``_Headers.raw``), each once."""
-        raw = request.headers.raw
+        raw = request.raw_headers
         if not MEDIA_TYPES[raw.get(b"accept", b"")] >= ACCEPTED:
             return plain_error(
                 406, "Not Acceptable: Accept must list application/json and text/event-stream"
@@ -402,7 +402,7 @@ class StreamableHTTPServer(StatelessPath, EventStreams):
         if found is None:
             return plain_error(404, f"Not Found: no MCP session {sid!r}", INVALID_REQUEST)
         live = found
-        named = request.headers.raw.get(_VERSION)
+        named = request.raw_headers.get(_VERSION)
         header = None if named is None else named.decode("latin-1")
         revision = live.session.revision
         if (
