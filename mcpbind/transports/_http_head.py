@@ -26,7 +26,7 @@ class _Headers(Mapping[str, str]):
     __slots__ = ("raw",)
 
     def __init__(self, raw: Iterable[tuple[bytes, bytes]] | dict[bytes, bytes]) -> None:
-        self.raw = raw if type(raw) is dict else raw_headers(raw)
+        self.raw = raw if isinstance(raw, dict) else raw_headers(raw)
 
     def get(self, key: str, default: Any = None) -> Any:
         name = _WIRE_NAMES.get(key)
