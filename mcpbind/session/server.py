@@ -27,6 +27,10 @@ _RELEASED = REVISIONS[: REVISIONS.index(LATEST) + 1]
 MAX_SPARE = 256
 
 
+# A message ``ServerSession.read`` decoded, with the codec and revision it was read in.
+Read = tuple[Any, tuple[Codec, SessionSpeech]]
+
+
 class ServerSession(Session):
     """The protocol state of one server connection: bytes in, typed events and bytes out.
 
@@ -149,11 +153,33 @@ class ServerSession(Session):
         self._dispatch(codec, sp, msg, events)
         return events
 
-    def _route(
-        self, raw: bytes, events: list[Event], known: str | None = None
-    ) -> tuple[Codec, SessionSpeech] | None:
-        """The revision to read a message in before initialize fixed one (``known``: the version
-        its ``_meta`` names, read by the caller)."""
+    def read(self, data: bytes, version: str) -> Read | None:
+        """``data`` decoded as ``receive(data, version=version)`` decodes it, nothing done with it
+        yet: for a caller (a stateless HTTP server) to check the message against what came
+        with it before ``receive_read`` acts on it as ``receive`` would. None when ``receive``
+        would do more than decode it (the session is bound, or the revision of ``version`` reads
+        batches) or it cannot be read (``receive`` then answers it: the caller calls that)."""
+        if self._bound:
+            return None
+        route = self._known_route(version)
+        if route is None or route[1].batches:
+            return None
+        try:
+            return route[0].decode(data), route
+        except (ProtocolError, RecursionError):
+            return None
+
+    def receive_read(self, read: Read) -> list[Event]:
+        """What ``receive`` makes of the message ``read`` decoded."""
+        events: list[Event] = []
+        message, (codec, sp) = read
+        self._dispatch(codec, sp, message, events)
+        return events
+
+    def _known_route(self, known: str | None) -> tuple[Codec, SessionSpeech] | None:
+        """The revision to read a message in before initialize fixed one, when it does not
+        depend on the message (``known``: the version its ``_meta`` names, read by the caller);
+        None when the message says which."""
         if not self._discover_revisions:
             r = self._initialize_revisions[0]
             return self._codec_for(r), speech(r)
@@ -162,7 +188,18 @@ class ServerSession(Session):
             return self._codec_for(r), speech(r)
         found = self._versions.get(known) if known is not None else None
         if found is not None:
-            return self._codec_for(found), speech(found)  # what the peek below would find
+            return self._codec_for(found), speech(found)  # what the peek would find
+        return None
+
+    def _route(
+        self, raw: bytes, events: list[Event], known: str | None = None
+    ) -> tuple[Codec, SessionSpeech] | None:
+        """The revision to read a message in before initialize fixed one (``known``: the version
+        its ``_meta`` names, read by the caller)."""
+        route = self._known_route(known)
+        if route is not None:
+            return route
+        assert self._peek is not None  # (else the route is known)
         try:
             peek = self._peek.decode(raw)
         except (msgspec.DecodeError, ValueError, RecursionError):

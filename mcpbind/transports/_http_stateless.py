@@ -22,6 +22,8 @@ from .http_client import designations
 from .http_limits import MAX_DESIGNATED, RETRY_AFTER
 
 if TYPE_CHECKING:
+    from ..events import Event
+    from ..session import ServerSession
     from ..tasks import Tasks
 
 __all__ = ["HEADER_MISMATCH", "VERSION_HEADER", "StatelessPath"]
@@ -91,6 +93,52 @@ class StatelessPath:
             else {}
         )
 
+    def _agreed(
+        self, raw: Mapping[bytes, bytes], session: ServerSession, body: bytes
+    ) -> list[Event] | None:
+        """The events of a stateless POST whose headers agree with its body as ``session`` decodes
+        it in the revision its ``Mcp-Protocol-Version`` names (``ServerSession.read``), the body
+        decoded once; None when that does not tell: the body does not decode so, its request
+        names no target by ``name``, a tool's ``Mcp-Param-*`` or the tasks layer are to be
+        checked, or anything disagrees. Then ``_header_mismatch`` reads the body and the session
+        receives it, as if this had not been tried (the session has done nothing: it decoded
+        only). What agrees here is what ``_header_mismatch`` would find agreeing: the ``_meta``
+        version (one key), method and name the headers mirror."""
+        named = raw.get(_VERSION)
+        if named is None or self._peek is None:
+            return None
+        version = named.decode("latin-1")
+        mirrored = self._mirrored.get(version)
+        got_method = raw.get(_METHOD)
+        got_name = raw.get(_NAME)
+        if mirrored is None or got_method is None or got_name is None:
+            return None
+        read = session.read(body, version)
+        if read is None:
+            return None
+        message = read[0]
+        method = getattr(message, "method", None)
+        params = getattr(message, "params", None)
+        name = getattr(params, "name", None)  # (the first of NAME_KEYS: when a string, the target)
+        meta = getattr(params, "meta", None)
+        if (
+            type(name) is not str
+            or type(method) is not str
+            or method not in mirrored[0]
+            or not isinstance(meta, dict)
+            or meta.get(self._version_keys[0]) != version
+        ):
+            return None
+        mirror = got_method.decode("latin-1"), got_name.decode("latin-1")
+        if (
+            mirror[0].strip(OWS) != method
+            or mirror[1].strip(OWS) != name
+            or (self._designated and method == mirrored[1] and name in self._designated)
+            or (self.tasks is not None and self.tasks.owns(*mirror))
+        ):
+            return None
+        return session.receive_read(read)
+
     def _header_mismatch(
         self, raw: Mapping[bytes, bytes], body: bytes
     ) -> tuple[Response | None, str | None, Mirror | None]:
@@ -111,9 +159,9 @@ class StatelessPath:
         except (msgspec.DecodeError, ValueError):
             return None, None, None  # the session answers what cannot be read
         params = peek.params
-        meta: Any = params.meta if params is not None else None
-        if meta is None:
+        if params is None or params.meta is None:
             return None, None, None
+        meta: Any = params.meta
         version = (
             header_check.version(meta, self._version_keys) if self._peek is None else meta.version
         )

@@ -333,30 +333,35 @@ class StreamableHTTPServer(StatelessPath, EventStreams):
         named = raw.get(_SESSION)
         sid = None if named is None else named.decode("latin-1")
         version: str | None = None  # what a stateless request's _meta names, read once
+        agreed: list[Event] | None = None  # its events, when read with its headers agreeing
         if sid is not None:
             bound = await self._bound(request, sid, auth, body)
             if isinstance(bound, Response):
                 return bound
             live = bound
         else:
-            mismatch, version, mirror = self._header_mismatch(raw, body)
-            if mismatch is not None:
-                return mismatch
-            if self.tasks is not None:
-                if mirror is None:  # (not read by the check)
-                    mirror = request.headers.get(METHOD_HEADER), request.headers.get(NAME_HEADER)
-                if self.tasks.owns(*mirror):
-                    answered = await self._tasks_answer(body, auth)
-                    if answered is not None:
-                        return answered
             template = self._template
             live = Live(
                 template.spawn() if template is not None else self.session_class(**self._config),
                 stateful=False,
             )
+            # The body decoded once when its headers agree with it so (the usual request); else
+            # the header check reads it, and the session after
+            agreed = self._agreed(raw, live.session, body)
+            if agreed is None:
+                refused = await self._stateless_checks(request, raw, body, auth)
+                if isinstance(refused, Response):
+                    live.session.release()  # (it did nothing: its codecs serve the next POST)
+                    return refused
+                version = refused
         session = live.session
         try:
-            events = session.receive(body, version=version) if version else session.receive(body)
+            if sid is None and agreed is not None:
+                events = agreed
+            elif version:
+                events = session.receive(body, version=version)
+            else:
+                events = session.receive(body)
         except RecursionError:  # msgspec's bound on nesting: the body cannot be read
             return too_deep(live.stateful)
         direct = session.data_to_send()
@@ -390,6 +395,24 @@ class StreamableHTTPServer(StatelessPath, EventStreams):
             if answered is not None:
                 return answered
         return await self._respond(request, live, stream, headers)
+
+    async def _stateless_checks(
+        self, request: ASGIRequest, raw: dict[bytes, bytes], body: bytes, auth: AuthInfo | None
+    ) -> Response | str | None:
+        """The header check of a stateless POST (``_header_mismatch``) and the tasks layer's
+        answer: the response refusing or answering it, else the version its ``_meta`` names
+        (for the session, which need not read it again; None when it names none)."""
+        mismatch, version, mirror = self._header_mismatch(raw, body)
+        if mismatch is not None:
+            return mismatch
+        if self.tasks is not None:
+            if mirror is None:  # (not read by the check)
+                mirror = request.headers.get(METHOD_HEADER), request.headers.get(NAME_HEADER)
+            if self.tasks.owns(*mirror):
+                answered = await self._tasks_answer(body, auth)
+                if answered is not None:
+                    return answered
+        return version
 
     async def _bound(
         self, request: ASGIRequest, sid: str, auth: AuthInfo | None, body: bytes
