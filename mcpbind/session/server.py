@@ -28,7 +28,7 @@ MAX_SPARE = 256
 
 
 # A message ``ServerSession.read`` decoded, with the codec and revision it was read in.
-Read = tuple[Any, tuple[Codec, SessionSpeech]]
+Read = tuple[Any, Codec, SessionSpeech]
 
 
 class ServerSession(Session):
@@ -157,29 +157,37 @@ class ServerSession(Session):
         """``data`` decoded as ``receive(data, version=version)`` decodes it, nothing done with it
         yet: for a caller (a stateless HTTP server) to check the message against what came
         with it before ``receive_read`` acts on it as ``receive`` would. None when ``receive``
-        would do more than decode it (the session is bound, or the revision of ``version`` reads
-        batches) or it cannot be read (``receive`` then answers it: the caller calls that)."""
-        if self._bound:
+        would do more than decode it (the session is bound, ``version`` names no revision of
+        it, the revision reads batches) or it cannot be read (``receive`` then answers it: the
+        caller calls that)."""
+        if self._bound or not self._discover_revisions:
             return None
-        route = self._known_route(version)
-        if route is None or route[1].batches:
+        if self._peek is None or (len(self.revisions) == 1):  # (as _route chooses)
+            found = self._discover_revisions[0]
+        elif version in self._versions:
+            found = self._versions[version]
+        else:
             return None
+        sp = speech(found)
+        if sp.batches:
+            return None
+        codec = self._codec_for(found)
         try:
-            return route[0].decode(data), route
+            return codec.decode(data), codec, sp
         except (ProtocolError, RecursionError):
             return None
 
     def receive_read(self, read: Read) -> list[Event]:
         """What ``receive`` makes of the message ``read`` decoded."""
         events: list[Event] = []
-        message, (codec, sp) = read
-        self._dispatch(codec, sp, message, events)
+        self._dispatch(read[1], read[2], read[0], events)
         return events
 
-    def _known_route(self, known: str | None) -> tuple[Codec, SessionSpeech] | None:
-        """The revision to read a message in before initialize fixed one, when it does not
-        depend on the message (``known``: the version its ``_meta`` names, read by the caller);
-        None when the message says which."""
+    def _route(
+        self, raw: bytes, events: list[Event], known: str | None = None
+    ) -> tuple[Codec, SessionSpeech] | None:
+        """The revision to read a message in before initialize fixed one (``known``: the version
+        its ``_meta`` names, read by the caller)."""
         if not self._discover_revisions:
             r = self._initialize_revisions[0]
             return self._codec_for(r), speech(r)
@@ -188,18 +196,7 @@ class ServerSession(Session):
             return self._codec_for(r), speech(r)
         found = self._versions.get(known) if known is not None else None
         if found is not None:
-            return self._codec_for(found), speech(found)  # what the peek would find
-        return None
-
-    def _route(
-        self, raw: bytes, events: list[Event], known: str | None = None
-    ) -> tuple[Codec, SessionSpeech] | None:
-        """The revision to read a message in before initialize fixed one (``known``: the version
-        its ``_meta`` names, read by the caller)."""
-        route = self._known_route(known)
-        if route is not None:
-            return route
-        assert self._peek is not None  # (else the route is known)
+            return self._codec_for(found), speech(found)  # what the peek below would find
         try:
             peek = self._peek.decode(raw)
         except (msgspec.DecodeError, ValueError, RecursionError):

@@ -117,12 +117,13 @@ class StatelessPath:
         if read is None:
             return None
         message = read[0]
-        method = getattr(message, "method", None)
-        params = getattr(message, "params", None)
-        name = getattr(params, "name", None)  # (the first of NAME_KEYS: when a string, the target)
-        meta = getattr(params, "meta", None)
+        try:  # (a request of the revision: each there, name and meta maybe unset)
+            method, params = message.method, message.params
+            name, meta = params.name, params.meta
+        except AttributeError:
+            return None
         if (
-            type(name) is not str
+            type(name) is not str  # (the first of NAME_KEYS: when a string, the target)
             or type(method) is not str
             or method not in mirrored[0]
             or not isinstance(meta, dict)
