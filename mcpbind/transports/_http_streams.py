@@ -124,7 +124,7 @@ class Stream:
         self.queue = _Queue()
         self.pending: set[Any] = set()
         self.asked: dict[Any, asyncio.Future[Any]] = {}  # requests sent on it
-        self.handlers: dict[Any, asyncio.Task[None]] = {}  # of the requests it answers
+        self.handlers: dict[Any, asyncio.Task[Any]] = {}  # of the requests it answers
         self.counter = 0
         self.closed = False
         self.max_queued = max_queued

@@ -460,12 +460,16 @@ class StreamableHTTPServer(StatelessPath, EventStreams):
         run = self._run(live, stream, inline.call)
         try:
             step = run.send(None)
-        except StopIteration:
+        except StopIteration as done:
             items = stream.queue._items  # (its qsize and get_nowait, without their calls)
             if stream.closed and len(items) == 2:  # its answer, and the end of the stream
                 first = items.popleft()
                 if isinstance(first, bytes):
-                    return json_answer(first, live.stateful, headers)  # (what _respond makes of it)
+                    # (what _respond makes of it; a result is a 200 without looking: no message
+                    # but an error response has another status)
+                    if done.value:
+                        return JSONAnswer(first, 200, headers)
+                    return json_answer(first, live.stateful, headers)
                 items.appendleft(first)
             return None
         inline.run, inline.step = run, step
@@ -582,8 +586,11 @@ class StreamableHTTPServer(StatelessPath, EventStreams):
             settle(live, event)
         return None
 
-    async def _run(self, live: Live, stream: Stream, call: Call) -> None:
+    async def _run(self, live: Live, stream: Stream, call: Call) -> bool:
+        """Run the handler of ``call`` and queue its answer; whether it was a result (True) or
+        an error (False)."""
         session = live.session
+        answered = False
         try:
             result = await self.handler(call)
         except asyncio.CancelledError:
@@ -599,6 +606,7 @@ class StreamableHTTPServer(StatelessPath, EventStreams):
                 self._learn_tools(call, result)
             try:
                 session.respond(call.id, result)
+                answered = True
             except ProtocolError as error:
                 answer_error(session, call.id, INTERNAL_ERROR, error.message, None)
         live.tasks.pop(call.id, None)
@@ -608,6 +616,7 @@ class StreamableHTTPServer(StatelessPath, EventStreams):
         stream.done(call.id)
         if not live.stateful and not live.tasks:
             session.release()  # every request answered: its codecs may serve the next POST
+        return answered
 
     def _direct(self, live: Live, direct: list[bytes], headers: dict[str, str]) -> Response:
         """The answer to a POST that started no handler: the session's own reply, or 202."""
