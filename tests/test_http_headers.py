@@ -320,3 +320,29 @@ def test_a_call_read_once_is_checked_as_the_header_check_would(
     else:
         assert response.json()["error"]["code"] == code
         assert response.json()["id"] == 3
+
+
+# Read once, a name with whitespace around, or empty, or not ASCII, is checked as the header
+# check does: the header's whitespace is dropped (the body's is not), its bytes read as latin-1.
+@pytest.mark.parametrize(
+    ("name", "header", "status"),
+    [
+        (" plain", b" plain", 400),
+        ("plain ", b"plain", 400),
+        ("plain", b" plain ", 200),
+        ("", b"", 200),
+        ("Z\u00fcrich", "Z\u00fcrich".encode(), 400),
+        ("Z\u00fcrich", "Z\u00fcrich".encode("latin-1"), 200),
+    ],
+)
+def test_a_name_read_once_keeps_the_header_checks_rules(
+    name: str, header: bytes, status: int
+) -> None:
+    async def go() -> Any:
+        async with http(app()) as client:
+            headers = {**PLAIN, "mcp-name": header}
+            body = request("tools/call", {"name": name})
+            return await client.post(URL, content=body, headers=headers)
+
+    response = run(go())
+    assert response.status_code == status, response.text
