@@ -44,7 +44,7 @@ import asyncio
 import contextlib
 import secrets
 import time
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -52,6 +52,7 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
+from starlette.types import Message
 
 from ..auth.resource import AuthInfo, ResourceServer, principal
 from ..errors import INTERNAL_ERROR, INVALID_REQUEST, ProtocolError
@@ -327,9 +328,29 @@ class StreamableHTTPServer(StatelessPath, EventStreams):
             )
         if MEDIA_TYPES[raw.get(b"content-type", b"")] != JSON_ONLY:
             return plain_error(415, "Unsupported Media Type: Content-Type must be application/json")
-        body = await self._body(request, raw.get(b"content-length"))
-        if isinstance(body, Response):
-            return body
+        declared = raw.get(b"content-length")
+        if declared is not None:
+            if not (declared.isascii() and declared.isdigit()):
+                return plain_error(400, "Bad Request: Content-Length is not a number")
+            if int(declared) > self.max_body_size:
+                return self._too_large()
+        # The body: the usual one came with the head, whole (_body's first turn, without its
+        # coroutine); else _body reads on
+        message, waiting = next_message(request.receive)
+        if (
+            waiting is None
+            and message is not None
+            and message["type"] == "http.request"
+            and not message.get("more_body", False)
+        ):
+            body = message.get("body", b"")
+            if len(body) > self.max_body_size:
+                return self._too_large()
+        else:
+            read = await self._body(request, message, waiting)
+            if isinstance(read, Response):
+                return read
+            body = read
         named = raw.get(_SESSION)
         sid = None if named is None else named.decode("latin-1")
         version: str | None = None  # what a stateless request's _meta names, read once
@@ -480,21 +501,22 @@ class StreamableHTTPServer(StatelessPath, EventStreams):
         self._waits.add(inline.kind)
         return HandledResponse(self._respond(request, live, stream, headers), inline)
 
-    async def _body(self, request: Request, declared: bytes | None) -> bytes | Response:
+    async def _body(
+        self, request: Request, message: Message | None, waiting: Awaitable[Message] | None
+    ) -> bytes | Response:
         """The body of a POST, read in chunks up to ``max_body_size`` within ``body_timeout``;
-        else the response refusing it. ``declared``: its raw Content-Length header."""
-        if declared is not None:
-            if not (declared.isascii() and declared.isdigit()):
-                return plain_error(400, "Bad Request: Content-Length is not a number")
-            if int(declared) > self.max_body_size:
-                return self._too_large()
+        else the response refusing it. ``message``, ``waiting``: the first read of it
+        (``next_message``), made by the caller."""
         chunks: list[bytes] = []
         size = 0
         receive = request.receive
         deadline: float | None = None  # set once a read waits (the usual body came with the head)
+        first = True
         try:
             while True:
-                message, waiting = next_message(receive)
+                if not first:
+                    message, waiting = next_message(receive)
+                first = False
                 if waiting is not None:
                     if deadline is None:
                         deadline = asyncio.get_running_loop().time() + self.body_timeout
