@@ -244,6 +244,16 @@ class StreamableHTTPServer(StatelessPath, EventStreams):
             # find this same endpoint (and add nothing it uses) at about a sixth of a request's
             # instructions.
             response = await self._endpoint(ASGIRequest(scope, receive, send))
+            if type(response) is JSONAnswer:  # (Response.__call__ written out: a coroutine less)
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": response.status_code,
+                        "headers": response.raw_headers,
+                    }
+                )
+                await send({"type": "http.response.body", "body": response.body})
+                return
             await response(scope, receive, send)
             return
         await self.app(scope, receive, send)
