@@ -183,16 +183,17 @@ class _Memo(dict[K, V], Generic[K, V]):
 
 
 MEMO_MAX = 64
-# The media types a raw Accept or Content-Type lists (``media_types``).
+# The media types a raw Accept or Content-Type lists (``media_types``); the host a raw Host or
+# Origin names (``authority_host``, ``origin_host``).
 MEDIA_TYPES: _Memo[bytes, frozenset[str]] = _Memo(lambda raw: media_types(raw.decode("latin-1")))
-_AUTHORITY_HOST: _Memo[bytes, str | None] = _Memo(lambda raw: authority_host(raw.decode("latin-1")))
-_ORIGIN_HOST: _Memo[bytes, str | None] = _Memo(lambda raw: origin_host(raw.decode("latin-1")))
+AUTHORITY_HOST: _Memo[bytes, str | None] = _Memo(lambda raw: authority_host(raw.decode("latin-1")))
+ORIGIN_HOST: _Memo[bytes, str | None] = _Memo(lambda raw: origin_host(raw.decode("latin-1")))
 
 
 def allowed_host(raw: Mapping[bytes, bytes], allowed: frozenset[str]) -> bool:
     """``host_allowed`` of a request's raw headers (``_Headers.raw``)."""
     host = raw.get(b"host")
-    if host is not None and _AUTHORITY_HOST[host] not in allowed:
+    if host is not None and AUTHORITY_HOST[host] not in allowed:
         return False
     origin = raw.get(b"origin")
-    return origin is None or _ORIGIN_HOST[origin] in allowed
+    return origin is None or ORIGIN_HOST[origin] in allowed

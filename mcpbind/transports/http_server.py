@@ -70,7 +70,16 @@ from ._http_answers import (
 )
 from ._http_calls import Call, Handler, Live, answer_error, ask, read_client, settle
 from ._http_events import SESSION_HEADER, EventStreams
-from ._http_head import ACCEPTED, JSON_ONLY, LOCAL_HOSTS, MEDIA_TYPES, ASGIRequest, allowed_host
+from ._http_head import (
+    ACCEPTED,
+    AUTHORITY_HOST,
+    JSON_ONLY,
+    LOCAL_HOSTS,
+    MEDIA_TYPES,
+    ORIGIN_HOST,
+    ASGIRequest,
+    allowed_host,
+)
 from ._http_inline import WAITS_MAX, HandledResponse, InlineHandler
 from ._http_stateless import HEADER_MISMATCH as HEADER_MISMATCH
 from ._http_stateless import VERSION_HEADER, StatelessPath
@@ -249,8 +258,12 @@ class StreamableHTTPServer(StatelessPath, EventStreams):
             response: Response
             if self.auth is None and not self._shared:
                 # _endpoint written out for a POST that needs neither a token nor the store's
-                # listener: a coroutine less
-                if not allowed_host(request.raw_headers, self.allowed_hosts):
+                # listener: a coroutine less (and allowed_host a call less)
+                raw = request.raw_headers
+                host, origin = raw.get(b"host"), raw.get(b"origin")
+                if (host is not None and AUTHORITY_HOST[host] not in self.allowed_hosts) or (
+                    origin is not None and ORIGIN_HOST[origin] not in self.allowed_hosts
+                ):
                     response = plain_error(403, FORBIDDEN)
                 else:
                     try:
