@@ -34,7 +34,8 @@ async def _send(message: Any) -> None:
 def test_the_request_holds_what_starlettes_does() -> None:
     scope = _scope(list(HEAD))
     ours, theirs = ASGIRequest(scope, _receive, _send), Request(scope, _receive, _send)
-    assert {k: v for k, v in vars(ours).items() if k != "headers"} == vars(theirs)
+    assert {k: v for k, v in vars(ours).items() if k != "raw_headers"} == vars(theirs)
+    assert ours.raw_headers == dict(HEAD[:4])  # (the first x-twice wins)
     assert ours.receive is _receive and ours.method == "POST" and ours.scope is scope
 
 

@@ -267,3 +267,82 @@ def test_a_tool_list_answered_in_a_handshake_session_teaches_the_designations_to
     response = run(go())
     assert response.status_code == 400, response.text  # Mcp-Param-Region is missing
     assert response.json()["error"]["code"] == HEADER_MISMATCH
+
+
+PLAIN = {**BASE, "mcp-method": "tools/call", "mcp-name": "plain"}  # a tool without designations
+OTHER_META = {**META, "io.modelcontextprotocol/protocolVersion": "2025-11-25"}
+
+
+# A call of a tool without designations is decoded once, by the session, in the revision of its
+# Mcp-Protocol-Version, and checked against its headers after; whatever disagrees or cannot be
+# read so is checked as before, the header check first: (body, headers, status, error code).
+@pytest.mark.parametrize(
+    ("body", "headers", "status", "code"),
+    [
+        (request("tools/call", {"name": "plain"}), PLAIN, 200, None),
+        (request("tools/call", {"name": "plain"}), {**PLAIN, "mcp-name": " plain\t"}, 200, None),
+        (request("tools/call", {"name": "plain"}), {**PLAIN, "mcp-name": "other"}, 400, -32020),
+        (request("tools/call", {"name": "plain"}), {**PLAIN, "mcp-method": "x"}, 400, -32020),
+        (
+            json.dumps(
+                {
+                    "jsonrpc": "2.0",
+                    "id": 3,
+                    "method": "tools/call",
+                    "params": {"name": "plain", "_meta": OTHER_META},
+                }
+            ),
+            PLAIN,
+            400,
+            -32020,
+        ),
+        # arguments not an object: the session cannot read it; the headers are checked first
+        (
+            request("tools/call", {"name": "plain", "arguments": 1}),
+            {**PLAIN, "mcp-name": "x"},
+            400,
+            -32020,
+        ),
+        (request("tools/call", {"name": "plain", "arguments": 1}), PLAIN, 400, -32602),
+    ],
+)
+def test_a_call_read_once_is_checked_as_the_header_check_would(
+    body: str, headers: dict[str, str], status: int, code: int | None
+) -> None:
+    async def go() -> Any:
+        async with http(app()) as client:
+            return await client.post(URL, content=body, headers=headers)
+
+    response = run(go())
+    assert response.status_code == status, response.text
+    if code is None:
+        assert response.json()["result"]["content"][0]["text"] == "ok"
+    else:
+        assert response.json()["error"]["code"] == code
+        assert response.json()["id"] == 3
+
+
+# Read once, a name with whitespace around, or empty, or not ASCII, is checked as the header
+# check does: the header's whitespace is dropped (the body's is not), its bytes read as latin-1.
+@pytest.mark.parametrize(
+    ("name", "header", "status"),
+    [
+        (" plain", b" plain", 400),
+        ("plain ", b"plain", 400),
+        ("plain", b" plain ", 200),
+        ("", b"", 200),
+        ("Z\u00fcrich", "Z\u00fcrich".encode(), 400),
+        ("Z\u00fcrich", "Z\u00fcrich".encode("latin-1"), 200),
+    ],
+)
+def test_a_name_read_once_keeps_the_header_checks_rules(
+    name: str, header: bytes, status: int
+) -> None:
+    async def go() -> Any:
+        async with http(app()) as client:
+            headers = {**PLAIN, "mcp-name": header}
+            body = request("tools/call", {"name": name})
+            return await client.post(URL, content=body, headers=headers)
+
+    response = run(go())
+    assert response.status_code == status, response.text

@@ -14,7 +14,7 @@ from ..events import Event, Negotiated
 
 if TYPE_CHECKING:
     from ..session import ServerSession
-    from ..transports.http_server import Call, StreamableHTTPServer
+    from ..transports.http_server import StreamableHTTPServer
     from .serve import Server
 
 __all__ = ["ASGIApp"]
@@ -56,11 +56,8 @@ class ASGIApp:
             if observe is not None:
                 observe(session, event)
 
-        async def handler(call: Call) -> Any:
-            return await server.serve(call)
-
         self.http = StreamableHTTPServer(
-            handler,
+            server.serve,  # (the handler itself: a coroutine less than one awaiting it)
             revisions=config["revisions"],
             capabilities=config["capabilities"],
             info=config["info"],

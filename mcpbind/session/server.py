@@ -27,6 +27,10 @@ _RELEASED = REVISIONS[: REVISIONS.index(LATEST) + 1]
 MAX_SPARE = 256
 
 
+# A message ``ServerSession.read`` decoded, with the codec and revision it was read in.
+Read = tuple[Any, Codec, SessionSpeech]
+
+
 class ServerSession(Session):
     """The protocol state of one server connection: bytes in, typed events and bytes out.
 
@@ -147,6 +151,36 @@ class ServerSession(Session):
             self._refuse(raw, err, events)
             return events
         self._dispatch(codec, sp, msg, events)
+        return events
+
+    def read(self, data: bytes, version: str) -> Read | None:
+        """``data`` decoded as ``receive(data, version=version)`` decodes it, nothing done with it
+        yet: for a caller (a stateless HTTP server) to check the message against what came
+        with it before ``receive_read`` acts on it as ``receive`` would. None when ``receive``
+        would do more than decode it (the session is bound, ``version`` names no revision of
+        it, the revision reads batches) or it cannot be read (``receive`` then answers it: the
+        caller calls that)."""
+        if self._bound or not self._discover_revisions:
+            return None
+        if self._peek is None or (len(self.revisions) == 1):  # (as _route chooses)
+            found = self._discover_revisions[0]
+        elif version in self._versions:
+            found = self._versions[version]
+        else:
+            return None
+        sp = speech(found)
+        if sp.batches:
+            return None
+        codec = self._codec_for(found)
+        try:
+            return codec.decode(data), codec, sp
+        except (ProtocolError, RecursionError):
+            return None
+
+    def receive_read(self, read: Read) -> list[Event]:
+        """What ``receive`` makes of the message ``read`` decoded."""
+        events: list[Event] = []
+        self._dispatch(read[1], read[2], read[0], events)
         return events
 
     def _route(

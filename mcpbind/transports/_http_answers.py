@@ -33,7 +33,7 @@ class JSONAnswer(Response):
         self.status_code = status_code
         self.body = body
         self.background = None
-        length = (b"content-length", b"%d" % len(body))
+        length = _LENGTHS.get(len(body)) or _length(len(body))
         if not headers:  # (most answers: the list built whole, without a comprehension's call)
             self.raw_headers = [length, (b"content-type", b"application/json")]
             return
@@ -41,6 +41,18 @@ class JSONAnswer(Response):
         raw.append(length)
         raw.append((b"content-type", b"application/json"))
         self.raw_headers = raw
+
+
+# The content-length header of each body length answered lately, made once (a bytes format a
+# response costs more than the lookup); at most 256 lengths, then forgotten all at once.
+_LENGTHS: dict[int, tuple[bytes, bytes]] = {}
+
+
+def _length(size: int) -> tuple[bytes, bytes]:
+    if len(_LENGTHS) >= 256:
+        _LENGTHS.clear()
+    header = _LENGTHS[size] = (b"content-length", b"%d" % size)
+    return header
 
 
 class Gone(Response):

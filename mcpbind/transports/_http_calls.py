@@ -62,7 +62,7 @@ class Live:
         self.session = session
         self.stateful = stateful
         self.waiting: dict[Any, asyncio.Future[Any]] = {}
-        self.tasks: dict[Any, asyncio.Task[None]] = {}
+        self.tasks: dict[Any, asyncio.Task[Any]] = {}
         self.streams: dict[str, Stream] = {}  # its resumable streams with work on this worker
         self.readers: set[asyncio.Future[Stop]] = set()  # its event streams' readers here
         self.reading: dict[str, asyncio.Future[Stop]] = {}  # by stream: its one reader here

@@ -1,12 +1,13 @@
 """What the head of a request to the Streamable HTTP server says: its headers, read by name
-from a table built once per request, the media types ``Accept`` and ``Content-Type`` list, and
-the hosts ``Host`` and ``Origin`` name (checked against the allowed hosts)."""
+from a table built once per request (the hot path reads that table's raw bytes itself, without a
+call or a decode per header), the media types ``Accept`` and ``Content-Type`` list, and the
+hosts ``Host`` and ``Origin`` name (checked against the allowed hosts)."""
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Iterator, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any, Generic, TypeVar
 
 from starlette.requests import Request
 from starlette.types import Receive, Scope, Send
@@ -17,20 +18,15 @@ _WIRE_NAMES: dict[str, bytes] = {}  # a header name as looked up -> as ASGI has 
 class _Headers(Mapping[str, str]):
     """A request's headers as Starlette's ``Headers`` answers them (any case, the first value of
     a repeated name), from a dict of the raw ones built once: ``Headers`` scans the list on every
-    lookup, and a POST makes about ten (a missing name, raising inside, costs the most)."""
+    lookup, and a POST makes about ten (a missing name, raising inside, costs the most).
+    ``raw``: that dict, by the raw (lower case) name (``ASGIRequest.raw_headers``), which the
+    POST's hot path reads its headers from without a call each (``allowed_host``,
+    ``MEDIA_TYPES``)."""
 
-    __slots__ = ("_raw",)
+    __slots__ = ("raw",)
 
-    def __init__(self, raw: Iterable[tuple[bytes, bytes]]) -> None:
-        # ASGI names are lower case; the first one wins. A list without a repeated name (the
-        # usual head) makes the same dict unreversed, a third cheaper.
-        if type(raw) is list:
-            found: dict[bytes, bytes] = dict(raw)
-            if len(found) < len(raw):
-                found = dict(reversed(raw))
-            self._raw = found
-        else:
-            self._raw = dict(reversed(list(raw)))
+    def __init__(self, raw: Iterable[tuple[bytes, bytes]] | dict[bytes, bytes]) -> None:
+        self.raw = raw if isinstance(raw, dict) else raw_headers(raw)
 
     def get(self, key: str, default: Any = None) -> Any:
         name = _WIRE_NAMES.get(key)
@@ -38,28 +34,57 @@ class _Headers(Mapping[str, str]):
             name = key.lower().encode("latin-1")
             if len(_WIRE_NAMES) < 256:  # the names this module looks up, and a few more
                 _WIRE_NAMES[key] = name
-        value = self._raw.get(name)
+        value = self.raw.get(name)
         return default if value is None else value.decode("latin-1")
 
     def __getitem__(self, key: str) -> str:
-        value = self._raw.get(key.lower().encode("latin-1"))
+        value = self.raw.get(key.lower().encode("latin-1"))
         if value is None:
             raise KeyError(key)
         return value.decode("latin-1")
 
     def __iter__(self) -> Iterator[str]:
-        return (key.decode("latin-1") for key in self._raw)
+        return (key.decode("latin-1") for key in self.raw)
 
     def __len__(self) -> int:
-        return len(self._raw)
+        return len(self.raw)
+
+
+def raw_headers(raw: Iterable[tuple[bytes, bytes]]) -> dict[bytes, bytes]:
+    """A request's raw headers by name: ASGI names are lower case; the first one wins."""
+    if type(raw) is list:
+        found: dict[bytes, bytes] = dict(raw)
+        if len(found) < len(raw):
+            found = dict(reversed(raw))
+        return found
+    return dict(reversed(list(raw)))
+
+
+class _Built:
+    """The request's ``_Headers``, built from its ``raw_headers`` on the first read and then an
+    attribute of the instance (this descriptor defines no ``__set__``, so the instance's own is
+    read from then on: no call per lookup); a POST's hot path reads ``raw_headers`` only."""
+
+    def __get__(self, request: ASGIRequest | None, owner: Any = None) -> Any:
+        if request is None:
+            return self
+        headers = request.__dict__["headers"] = _Headers(request.raw_headers)
+        return headers
 
 
 class ASGIRequest(Request):
-    """Starlette's ``Request`` with its headers in a ``_Headers``, built with it: a plain
-    attribute (this class's ``headers`` is no descriptor, so the instance's own is read), not a
-    property called on each of a POST's ten or so lookups."""
+    """Starlette's ``Request`` with its headers read from a dict of the raw ones built with it
+    (``raw_headers``), and as a ``_Headers`` over that dict (``headers``) built when first read,
+    then a plain attribute, not a property called on each lookup."""
 
-    headers: _Headers = None  # type: ignore[assignment]
+    headers: _Headers = _Built()  # type: ignore[assignment]
+
+    @classmethod
+    def of(cls, request: Request) -> ASGIRequest:
+        """The same request as this class holds it (one Starlette's routing built)."""
+        if isinstance(request, ASGIRequest):
+            return request
+        return cls(request.scope, request.receive, request._send)
 
     def __init__(self, scope: Scope, receive: Receive, send: Send) -> None:
         # Request.__init__ (and HTTPConnection's) written out: a call of each is a third of a
@@ -71,7 +96,13 @@ class ASGIRequest(Request):
         self._stream_consumed = False
         self._is_disconnected = False
         self._form = None
-        self.headers = _Headers(scope["headers"])
+        # (raw_headers written out: a call less)
+        raw = scope["headers"]
+        if type(raw) is list:
+            found: dict[bytes, bytes] = dict(raw)
+            self.raw_headers = found if len(found) == len(raw) else dict(reversed(raw))
+        else:
+            self.raw_headers = raw_headers(raw)
 
 
 LOCAL_HOSTS = ("localhost", "127.0.0.1", "[::1]")  # the allowed hosts by default
@@ -126,3 +157,43 @@ def host_allowed(headers: Mapping[str, str], allowed: frozenset[str]) -> bool:
         return False
     origin = headers.get("origin")
     return origin is None or origin_host(origin) in allowed
+
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+class _Memo(dict[K, V], Generic[K, V]):
+    """``memo[key]``: ``make(key)``, kept for the next time (at most ``MEMO_MAX`` keys, then
+    forgotten all at once). A lookup is the dict's own, without a call: a client sends the same
+    ``Host``, ``Accept`` and ``Content-Type`` on every request, read here as the raw bytes."""
+
+    __slots__ = ("_make",)
+
+    def __init__(self, make: Callable[[K], V]) -> None:
+        super().__init__()
+        self._make = make
+
+    def __missing__(self, key: K) -> V:
+        value = self._make(key)
+        if len(self) >= MEMO_MAX:
+            self.clear()
+        self[key] = value
+        return value
+
+
+MEMO_MAX = 64
+# The media types a raw Accept or Content-Type lists (``media_types``); the host a raw Host or
+# Origin names (``authority_host``, ``origin_host``).
+MEDIA_TYPES: _Memo[bytes, frozenset[str]] = _Memo(lambda raw: media_types(raw.decode("latin-1")))
+AUTHORITY_HOST: _Memo[bytes, str | None] = _Memo(lambda raw: authority_host(raw.decode("latin-1")))
+ORIGIN_HOST: _Memo[bytes, str | None] = _Memo(lambda raw: origin_host(raw.decode("latin-1")))
+
+
+def allowed_host(raw: Mapping[bytes, bytes], allowed: frozenset[str]) -> bool:
+    """``host_allowed`` of a request's raw headers (``_Headers.raw``)."""
+    host = raw.get(b"host")
+    if host is not None and AUTHORITY_HOST[host] not in allowed:
+        return False
+    origin = raw.get(b"origin")
+    return origin is None or ORIGIN_HOST[origin] in allowed

@@ -40,7 +40,7 @@ class InlineHandler:
     def __init__(self, call: Call, kind: tuple[str, str | None]) -> None:
         self.call = call
         self.kind = kind  # its method, and the name its params give (a tool's)
-        self.run: Coroutine[Any, Any, None] | None = None  # (set once it waits; None once done)
+        self.run: Coroutine[Any, Any, Any] | None = None  # (set once it waits; None once done)
         self.step: Any = None  # what it awaits: a future, or None for a bare yield
         self.cancelled = False  # a cancellation to throw in at its next step
         self.later = False  # a cancellation for what it awaits after what it hears now

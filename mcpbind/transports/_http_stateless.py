@@ -9,7 +9,6 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import msgspec
-from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from ..auth.resource import AuthInfo, principal
@@ -18,11 +17,13 @@ from ..packages import bindings
 from . import header_check
 from ._http_answers import NO_CACHE, EventStream, as_events, error_status, too_deep
 from ._http_calls import Call
-from .header_check import METHOD_HEADER, NAME_HEADER, param_mismatch, standard_mismatch
+from .header_check import METHOD_HEADER, NAME_HEADER, OWS, param_mismatch, standard_mismatch
 from .http_client import designations
 from .http_limits import MAX_DESIGNATED, RETRY_AFTER
 
 if TYPE_CHECKING:
+    from ..events import Event
+    from ..session import ServerSession
     from ..tasks import Tasks
 
 __all__ = ["HEADER_MISMATCH", "VERSION_HEADER", "StatelessPath"]
@@ -32,6 +33,9 @@ VERSION_HEADER = "mcp-protocol-version"
 # The header-mismatch error of the per-request envelope revisions' HTTP transport: the MCP
 # schema defines no such error, so the facts record does not carry it (see the report).
 HEADER_MISMATCH = -32020
+
+# The headers the check reads, as _Headers.raw has them
+_VERSION, _METHOD, _NAME = VERSION_HEADER.encode(), METHOD_HEADER.encode(), NAME_HEADER.encode()
 
 # The Mcp-Method and Mcp-Name headers of a request as read (None: absent).
 Mirror = tuple[str | None, str | None]
@@ -89,17 +93,64 @@ class StatelessPath:
             else {}
         )
 
+    def _agreed(
+        self, raw: Mapping[bytes, bytes], session: ServerSession, body: bytes
+    ) -> list[Event] | None:
+        """The events of a stateless POST whose headers agree with its body as ``session`` decodes
+        it in the revision its ``Mcp-Protocol-Version`` names (``ServerSession.read``), the body
+        decoded once; None when that does not tell: the body does not decode so, its request
+        names no target by ``name``, a tool's ``Mcp-Param-*`` or the tasks layer are to be
+        checked, or anything disagrees. Then ``_header_mismatch`` reads the body and the session
+        receives it, as if this had not been tried (the session has done nothing: it decoded
+        only). What agrees here is what ``_header_mismatch`` would find agreeing: the ``_meta``
+        version (one key), method and name the headers mirror."""
+        named = raw.get(_VERSION)
+        if named is None or self._peek is None:
+            return None
+        version = named.decode("latin-1")
+        mirrored = self._mirrored.get(version)
+        got_method = raw.get(_METHOD)
+        got_name = raw.get(_NAME)
+        if mirrored is None or got_method is None or got_name is None:
+            return None
+        read = session.read(body, version)
+        if read is None:
+            return None
+        message = read[0]
+        try:  # (a request of the revision: each there, name and meta maybe unset)
+            method, params = message.method, message.params
+            name, meta = params.name, params.meta
+        except AttributeError:
+            return None
+        if (
+            type(name) is not str  # (the first of NAME_KEYS: when a string, the target)
+            or type(method) is not str
+            or method not in mirrored[0]
+            or not isinstance(meta, dict)
+            or meta.get(self._version_keys[0]) != version
+        ):
+            return None
+        mirror = got_method.decode("latin-1"), got_name.decode("latin-1")
+        if (
+            mirror[0].strip(OWS) != method
+            or mirror[1].strip(OWS) != name
+            or (self._designated and method == mirrored[1] and name in self._designated)
+            or (self.tasks is not None and self.tasks.owns(*mirror))
+        ):
+            return None
+        return session.receive_read(read)
+
     def _header_mismatch(
-        self, request: Request, body: bytes
+        self, raw: Mapping[bytes, bytes], body: bytes
     ) -> tuple[Response | None, str | None, Mirror | None]:
         """A stateless POST's protocol version header must name the version the request's
         ``_meta`` names (absent counts as a mismatch), and its ``Mcp-Method``, ``Mcp-Name`` and
         ``Mcp-Param-*`` headers must agree with the body (``header_check``); a request that
-        disagrees is refused with the header-mismatch error before the session reads it. With
-        the response refusing it (or None), the version its ``_meta`` names when it is a string
-        (for the session, which need not read it again), and the ``Mcp-Method`` and ``Mcp-Name``
-        headers when it read both (for the tasks layer's check, which need not read them
-        again; None when it did not)."""
+        disagrees is refused with the header-mismatch error before the session reads it (``raw``:
+        the request's raw headers, ``_Headers.raw``). With the response refusing it (or None),
+        the version its ``_meta`` names when it is a string (for the session, which need not
+        read it again), and the ``Mcp-Method`` and ``Mcp-Name`` headers when it read both (for
+        the tasks layer's check, which need not read them again; None when it did not)."""
         if not self._version_keys:
             return None, None, None  # no revision served has the envelope: nothing to mirror
         try:
@@ -109,44 +160,55 @@ class StatelessPath:
         except (msgspec.DecodeError, ValueError):
             return None, None, None  # the session answers what cannot be read
         params = peek.params
-        meta: Any = params.meta if params is not None else None
-        if meta is None:
+        if params is None or params.meta is None:
             return None, None, None
+        meta: Any = params.meta
         version = (
             header_check.version(meta, self._version_keys) if self._peek is None else meta.version
         )
         if version is None:  # (absent or null: one key, the same either way)
             return None, None, None
-        headers = request.headers
-        header = headers.get(VERSION_HEADER)
+        named = raw.get(_VERSION)
+        header = None if named is None else named.decode("latin-1")
         if header == version:  # a string, then
             # Mcp-Name is checked for the methods of the revision only: one it does not know is
             # answered method-not-found by the session, whatever its headers say.
             method = peek.method
+            name = params.name  # (params has a _meta: it is there)
+            if type(name) is not str:
+                name = header_check.target_name(params)
             mirrored = self._mirrored.get(version)
-            known = type(method) is str and (
-                (mirrored is not None and method in mirrored[0])
-                or (self.tasks is not None and method in self.tasks.methods)
-            )
-            name = header_check.target_name(params)
+            known = (
+                name is not None
+                and type(method) is str
+                and (
+                    (mirrored is not None and method in mirrored[0])
+                    or (self.tasks is not None and method in self.tasks.methods)
+                )
+            )  # (whether Mcp-Name is checked: only a name it would check matters)
             # Mcp-Name is read when it is checked, or when the tasks layer reads it after
+            got_method = raw.get(_METHOD)
+            got_name = raw.get(_NAME) if known or self.tasks is not None else None
             mirror = (
-                headers.get(METHOD_HEADER),
-                (
-                    headers.get(NAME_HEADER)
-                    if self.tasks is not None or (known and name is not None)
-                    else None
-                ),
+                None if got_method is None else got_method.decode("latin-1"),
+                None if got_name is None else got_name.decode("latin-1"),
             )
-            wrong = standard_mismatch(*mirror, method, name, named=known)
+            # standard_mismatch, its answer when the headers agree worked out here (a call less)
+            if type(method) is not str or (
+                mirror[0] is not None
+                and mirror[0].strip(OWS) == method
+                and (not known or (mirror[1] is not None and mirror[1].strip(OWS) == name))
+            ):
+                wrong = None
+            else:
+                wrong = standard_mismatch(*mirror, method, name, named=known)
             if (
                 wrong is None
                 and self._designated
                 and mirrored is not None
                 and method == mirrored[1]
-                and params is not None
             ):
-                wrong = self._param_mismatch(headers, params.name, params)
+                wrong = self._param_mismatch(raw, params.name, params)
             if wrong is None:
                 return None, version, mirror if self.tasks is not None else None
             message = f"Header mismatch: {wrong}"
@@ -200,13 +262,14 @@ class StatelessPath:
             return None
         return JSONResponse({"jsonrpc": "2.0", "id": rid, "result": result})
 
-    def _param_mismatch(self, headers: Mapping[str, str], name: Any, params: Any) -> str | None:
-        """What is wrong with the ``Mcp-Param-*`` headers of a call of the tool ``name``, by the
-        designations of the tool as this server last listed it (a tool it has not listed is not
-        checked)."""
+    def _param_mismatch(self, raw: Mapping[bytes, bytes], name: Any, params: Any) -> str | None:
+        """What is wrong with the ``Mcp-Param-*`` headers (``raw``: ``_Headers.raw``) of a call
+        of the tool ``name``, by the designations of the tool as this server last listed it (a
+        tool it has not listed is not checked)."""
         designated = self._designated.get(name) if type(name) is str else None
         if not designated:
             return None
+        headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in raw.items()}
         return param_mismatch(headers, designated, header_check.arguments(params))
 
     def _learn_tools(self, call: Call, result: Any) -> None:

@@ -124,7 +124,7 @@ class Stream:
         self.queue = _Queue()
         self.pending: set[Any] = set()
         self.asked: dict[Any, asyncio.Future[Any]] = {}  # requests sent on it
-        self.handlers: dict[Any, asyncio.Task[None]] = {}  # of the requests it answers
+        self.handlers: dict[Any, asyncio.Task[Any]] = {}  # of the requests it answers
         self.counter = 0
         self.closed = False
         self.max_queued = max_queued
@@ -147,17 +147,18 @@ class Stream:
         self.failure: list[bytes] | None = None
 
     def put(self, messages: Iterable[bytes]) -> None:
+        queue = self.queue
         for message in messages:
             if self.given_up:
                 return  # nothing more goes on a stream given up
-            if self.queue.qsize() >= self.max_queued:
+            if len(queue._items) >= self.max_queued:  # (its qsize, without the call)
                 # The client is not reading: end the stream after what waits, rather than hold
                 # more and more for it; what it carried is cancelled as if the client had left.
                 self.given_up = True
                 self.abandon()
-                self.queue.put_nowait(None)
+                queue.put_nowait(None)
                 return
-            self.queue.put_nowait(message)
+            queue.put_nowait(message)
 
     def abandon(self, why: str = "") -> None:
         """The client went away: the requests sent on this stream will not be answered here, and

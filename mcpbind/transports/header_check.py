@@ -29,7 +29,7 @@ PARAM_PREFIX = "mcp-param-"
 NAME_KEYS = ("name", "uri", "taskId")
 _WORD_START, _WORD_END = "=?base64?", "?="
 # The optional whitespace around a field value (RFC 9110): space and horizontal tab.
-_OWS = " \t"
+OWS = " \t"
 
 
 M = TypeVar("M")
@@ -115,7 +115,7 @@ def arguments(params: Target[Any] | None) -> Any:
 
 def decode_header_value(raw: str) -> str | None:
     """The text a header value carries, or None when its Base64 form is malformed."""
-    value = raw.strip(_OWS)
+    value = raw.strip(OWS)
     if not (value.startswith(_WORD_START) and value.endswith(_WORD_END)):
         return value
     if len(value) < len(_WORD_START) + len(_WORD_END):
@@ -143,13 +143,13 @@ def standard_mismatch(
         return None  # an answer to the server's request: no method to mirror
     if got_method is None:
         return f"the Mcp-Method header is missing (the body's method is {method!r})"
-    if got_method.strip(_OWS) != method:
+    if got_method.strip(OWS) != method:
         return f"Mcp-Method is {got_method!r} but the body's method is {method!r}"
     if name is None or not named:
         return None
     if got_name is None:
         return f"the Mcp-Name header is missing (the body names {name!r})"
-    if got_name.strip(_OWS) != name:
+    if got_name.strip(OWS) != name:
         return f"Mcp-Name is {got_name!r} but the body names {name!r}"
     return None
 

@@ -44,7 +44,7 @@ import asyncio
 import contextlib
 import secrets
 import time
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -52,6 +52,7 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
+from starlette.types import Message
 
 from ..auth.resource import AuthInfo, ResourceServer, principal
 from ..errors import INTERNAL_ERROR, INVALID_REQUEST, ProtocolError
@@ -69,7 +70,16 @@ from ._http_answers import (
 )
 from ._http_calls import Call, Handler, Live, answer_error, ask, read_client, settle
 from ._http_events import SESSION_HEADER, EventStreams
-from ._http_head import ACCEPTED, JSON_ONLY, LOCAL_HOSTS, ASGIRequest, host_allowed, media_types
+from ._http_head import (
+    ACCEPTED,
+    AUTHORITY_HOST,
+    JSON_ONLY,
+    LOCAL_HOSTS,
+    MEDIA_TYPES,
+    ORIGIN_HOST,
+    ASGIRequest,
+    allowed_host,
+)
 from ._http_inline import WAITS_MAX, HandledResponse, InlineHandler
 from ._http_stateless import HEADER_MISMATCH as HEADER_MISMATCH
 from ._http_stateless import VERSION_HEADER, StatelessPath
@@ -103,6 +113,11 @@ if TYPE_CHECKING:
     from ..tasks import Tasks
 
 __all__ = ["Call", "Handler", "StreamableHTTPServer"]
+
+FORBIDDEN = "Forbidden: Host or Origin is not an allowed host"
+
+# As _Headers.raw has them
+_SESSION, _VERSION = SESSION_HEADER.encode(), VERSION_HEADER.encode()
 
 
 class StreamableHTTPServer(StatelessPath, EventStreams):
@@ -224,7 +239,7 @@ class StreamableHTTPServer(StatelessPath, EventStreams):
     def _application(self, path: str, auth: ResourceServer | None) -> Starlette:
         """The Starlette application answering at ``path`` (and the metadata route of ``auth``)."""
         return Starlette(
-            routes=[Route(path, self._endpoint, methods=["GET", "POST", "DELETE"])]
+            routes=[Route(path, self._routed, methods=["GET", "POST", "DELETE"])]
             + ([auth.metadata_route] if auth is not None else []),
             lifespan=self._lifespan,
         )
@@ -239,10 +254,42 @@ class StreamableHTTPServer(StatelessPath, EventStreams):
             # The hot path, straight to the endpoint: Starlette's routing and middleware would
             # find this same endpoint (and add nothing it uses) at about a sixth of a request's
             # instructions.
-            response = await self._endpoint(ASGIRequest(scope, receive, send))
+            request = ASGIRequest(scope, receive, send)
+            response: Response
+            if self.auth is None and not self._shared:
+                # _endpoint written out for a POST that needs neither a token nor the store's
+                # listener: a coroutine less (and allowed_host a call less)
+                raw = request.raw_headers
+                host, origin = raw.get(b"host"), raw.get(b"origin")
+                if (host is not None and AUTHORITY_HOST[host] not in self.allowed_hosts) or (
+                    origin is not None and ORIGIN_HOST[origin] not in self.allowed_hosts
+                ):
+                    response = plain_error(403, FORBIDDEN)
+                else:
+                    try:
+                        response = await self._post(request, None)
+                    except Exception as error:  # (as in _endpoint)
+                        response = self._raised(request, error)
+            else:
+                response = await self._endpoint(request)
+            if type(response) is JSONAnswer:  # (Response.__call__ written out: a coroutine less)
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": response.status_code,
+                        "headers": response.raw_headers,
+                    }
+                )
+                await send({"type": "http.response.body", "body": response.body})
+                return
             await response(scope, receive, send)
             return
         await self.app(scope, receive, send)
+
+    async def _routed(self, request: Request) -> Response:
+        """The endpoint as Starlette's routing calls it (what the hot path of ``__call__`` does
+        not take): the same, on the request as ``ASGIRequest`` holds it."""
+        return await self._endpoint(ASGIRequest.of(request))
 
     @contextlib.asynccontextmanager
     async def _lifespan(self, app: Any) -> AsyncIterator[None]:
@@ -260,9 +307,9 @@ class StreamableHTTPServer(StatelessPath, EventStreams):
 
     # -- checks -----------------------------------------------------------------------------------
 
-    async def _endpoint(self, request: Request) -> Response:
-        if not host_allowed(request.headers, self.allowed_hosts):
-            return plain_error(403, "Forbidden: Host or Origin is not an allowed host")
+    async def _endpoint(self, request: ASGIRequest) -> Response:
+        if not allowed_host(request.raw_headers, self.allowed_hosts):
+            return plain_error(403, FORBIDDEN)
         auth: AuthInfo | None = None  # a local, not request.state: that builds a State a request
         if self._shared and (self._started is None or not self._started.done()):
             refused = await self._listening(request)
@@ -280,13 +327,19 @@ class StreamableHTTPServer(StatelessPath, EventStreams):
             if method == "GET":
                 return await self._get(request, auth)
             return await self._delete(request, auth)
-        except StoreError as error:
+        except Exception as error:  # (_raised answers it)
+            return self._raised(request, error)
+
+    def _raised(self, request: Request, error: Exception) -> Response:
+        """The answer to a request whose handling raised ``error`` (called where it is caught):
+        503 when the store failed, else 500, logged: a bug of ours or of a hook is the client's
+        internal error, not a crash."""
+        if isinstance(error, StoreError):
             return self._unavailable(request, error)
-        except Exception:  # a bug of ours or of a hook is the client's internal error, not a crash
-            log.exception("internal error answering %s %s", request.method, request.url.path)
-            return plain_error(
-                500, "Internal error: the server failed to answer this request", INTERNAL_ERROR
-            )
+        log.exception("internal error answering %s %s", request.method, request.url.path)
+        return plain_error(
+            500, "Internal error: the server failed to answer this request", INTERNAL_ERROR
+        )
 
     async def _listening(self, request: Request) -> Response | None:
         """Listen to the other workers before serving a request of a session; the 503 refusing
@@ -309,43 +362,71 @@ class StreamableHTTPServer(StatelessPath, EventStreams):
 
     # -- POST -------------------------------------------------------------------------------------
 
-    async def _post(self, request: Request, auth: AuthInfo | None) -> Response:
-        """A POST; ``auth``: its verified token (with ``auth=``)."""
-        if not media_types(request.headers.get("accept", "")) >= ACCEPTED:
+    async def _post(self, request: ASGIRequest, auth: AuthInfo | None) -> Response:
+        """A POST; ``auth``: its verified token (with ``auth=``). Its headers are read from their
+        raw bytes (``_Headers.raw``), each once."""
+        raw = request.raw_headers
+        if not MEDIA_TYPES[raw.get(b"accept", b"")] >= ACCEPTED:
             return plain_error(
                 406, "Not Acceptable: Accept must list application/json and text/event-stream"
             )
-        if media_types(request.headers.get("content-type", "")) != JSON_ONLY:
+        if MEDIA_TYPES[raw.get(b"content-type", b"")] != JSON_ONLY:
             return plain_error(415, "Unsupported Media Type: Content-Type must be application/json")
-        body = await self._body(request)
-        if isinstance(body, Response):
-            return body
-        sid = request.headers.get(SESSION_HEADER)
+        declared = raw.get(b"content-length")
+        if declared is not None:
+            if not (declared.isascii() and declared.isdigit()):
+                return plain_error(400, "Bad Request: Content-Length is not a number")
+            if int(declared) > self.max_body_size:
+                return self._too_large()
+        # The body: the usual one came with the head, whole (_body's first turn, without its
+        # coroutine); else _body reads on
+        message, waiting = next_message(request.receive)
+        if (
+            waiting is None
+            and message is not None
+            and message["type"] == "http.request"
+            and not message.get("more_body", False)
+        ):
+            body = message.get("body", b"")
+            if len(body) > self.max_body_size:
+                return self._too_large()
+        else:
+            read = await self._body(request, message, waiting)
+            if isinstance(read, Response):
+                return read
+            body = read
+        named = raw.get(_SESSION)
+        sid = None if named is None else named.decode("latin-1")
         version: str | None = None  # what a stateless request's _meta names, read once
+        agreed: list[Event] | None = None  # its events, when read with its headers agreeing
         if sid is not None:
             bound = await self._bound(request, sid, auth, body)
             if isinstance(bound, Response):
                 return bound
             live = bound
         else:
-            mismatch, version, mirror = self._header_mismatch(request, body)
-            if mismatch is not None:
-                return mismatch
-            if self.tasks is not None:
-                if mirror is None:  # (not read by the check)
-                    mirror = request.headers.get(METHOD_HEADER), request.headers.get(NAME_HEADER)
-                if self.tasks.owns(*mirror):
-                    answered = await self._tasks_answer(body, auth)
-                    if answered is not None:
-                        return answered
             template = self._template
             live = Live(
                 template.spawn() if template is not None else self.session_class(**self._config),
                 stateful=False,
             )
+            # The body decoded once when its headers agree with it so (the usual request); else
+            # the header check reads it, and the session after
+            agreed = self._agreed(raw, live.session, body)
+            if agreed is None:
+                refused = await self._stateless_checks(request, raw, body, auth)
+                if isinstance(refused, Response):
+                    live.session.release()  # (it did nothing: its codecs serve the next POST)
+                    return refused
+                version = refused
         session = live.session
         try:
-            events = session.receive(body, version=version) if version else session.receive(body)
+            if sid is None and agreed is not None:
+                events = agreed
+            elif version:
+                events = session.receive(body, version=version)
+            else:
+                events = session.receive(body)
         except RecursionError:  # msgspec's bound on nesting: the body cannot be read
             return too_deep(live.stateful)
         direct = session.data_to_send()
@@ -380,8 +461,26 @@ class StreamableHTTPServer(StatelessPath, EventStreams):
                 return answered
         return await self._respond(request, live, stream, headers)
 
+    async def _stateless_checks(
+        self, request: ASGIRequest, raw: dict[bytes, bytes], body: bytes, auth: AuthInfo | None
+    ) -> Response | str | None:
+        """The header check of a stateless POST (``_header_mismatch``) and the tasks layer's
+        answer: the response refusing or answering it, else the version its ``_meta`` names
+        (for the session, which need not read it again; None when it names none)."""
+        mismatch, version, mirror = self._header_mismatch(raw, body)
+        if mismatch is not None:
+            return mismatch
+        if self.tasks is not None:
+            if mirror is None:  # (not read by the check)
+                mirror = request.headers.get(METHOD_HEADER), request.headers.get(NAME_HEADER)
+            if self.tasks.owns(*mirror):
+                answered = await self._tasks_answer(body, auth)
+                if answered is not None:
+                    return answered
+        return version
+
     async def _bound(
-        self, request: Request, sid: str, auth: AuthInfo | None, body: bytes
+        self, request: ASGIRequest, sid: str, auth: AuthInfo | None, body: bytes
     ) -> Live | Response:
         """The session of a POST naming one, or the response refusing it (no such session, a
         protocol version header not its own), or 202 for an answer forwarded to another worker."""
@@ -391,7 +490,8 @@ class StreamableHTTPServer(StatelessPath, EventStreams):
         if found is None:
             return plain_error(404, f"Not Found: no MCP session {sid!r}", INVALID_REQUEST)
         live = found
-        header = request.headers.get(VERSION_HEADER)
+        named = request.raw_headers.get(_VERSION)
+        header = None if named is None else named.decode("latin-1")
         revision = live.session.revision
         if (
             header is not None
@@ -425,12 +525,16 @@ class StreamableHTTPServer(StatelessPath, EventStreams):
         run = self._run(live, stream, inline.call)
         try:
             step = run.send(None)
-        except StopIteration:
+        except StopIteration as done:
             items = stream.queue._items  # (its qsize and get_nowait, without their calls)
             if stream.closed and len(items) == 2:  # its answer, and the end of the stream
                 first = items.popleft()
                 if isinstance(first, bytes):
-                    return json_answer(first, live.stateful, headers)  # (what _respond makes of it)
+                    # (what _respond makes of it; a result is a 200 without looking: no message
+                    # but an error response has another status)
+                    if done.value:
+                        return JSONAnswer(first, 200, headers)
+                    return json_answer(first, live.stateful, headers)
                 items.appendleft(first)
             return None
         inline.run, inline.step = run, step
@@ -441,22 +545,22 @@ class StreamableHTTPServer(StatelessPath, EventStreams):
         self._waits.add(inline.kind)
         return HandledResponse(self._respond(request, live, stream, headers), inline)
 
-    async def _body(self, request: Request) -> bytes | Response:
+    async def _body(
+        self, request: Request, message: Message | None, waiting: Awaitable[Message] | None
+    ) -> bytes | Response:
         """The body of a POST, read in chunks up to ``max_body_size`` within ``body_timeout``;
-        else the response refusing it."""
-        declared = request.headers.get("content-length")
-        if declared is not None:
-            if not (declared.isascii() and declared.isdigit()):
-                return plain_error(400, "Bad Request: Content-Length is not a number")
-            if int(declared) > self.max_body_size:
-                return self._too_large()
+        else the response refusing it. ``message``, ``waiting``: the first read of it
+        (``next_message``), made by the caller."""
         chunks: list[bytes] = []
         size = 0
         receive = request.receive
         deadline: float | None = None  # set once a read waits (the usual body came with the head)
+        first = True
         try:
             while True:
-                message, waiting = next_message(receive)
+                if not first:
+                    message, waiting = next_message(receive)
+                first = False
                 if waiting is not None:
                     if deadline is None:
                         deadline = asyncio.get_running_loop().time() + self.body_timeout
@@ -548,8 +652,11 @@ class StreamableHTTPServer(StatelessPath, EventStreams):
             settle(live, event)
         return None
 
-    async def _run(self, live: Live, stream: Stream, call: Call) -> None:
+    async def _run(self, live: Live, stream: Stream, call: Call) -> bool:
+        """Run the handler of ``call`` and queue its answer; whether it was a result (True) or
+        an error (False)."""
         session = live.session
+        answered = False
         try:
             result = await self.handler(call)
         except asyncio.CancelledError:
@@ -565,6 +672,7 @@ class StreamableHTTPServer(StatelessPath, EventStreams):
                 self._learn_tools(call, result)
             try:
                 session.respond(call.id, result)
+                answered = True
             except ProtocolError as error:
                 answer_error(session, call.id, INTERNAL_ERROR, error.message, None)
         live.tasks.pop(call.id, None)
@@ -574,6 +682,7 @@ class StreamableHTTPServer(StatelessPath, EventStreams):
         stream.done(call.id)
         if not live.stateful and not live.tasks:
             session.release()  # every request answered: its codecs may serve the next POST
+        return answered
 
     def _direct(self, live: Live, direct: list[bytes], headers: dict[str, str]) -> Response:
         """The answer to a POST that started no handler: the session's own reply, or 202."""
