@@ -193,15 +193,7 @@ class StatelessPath:
                 None if got_method is None else got_method.decode("latin-1"),
                 None if got_name is None else got_name.decode("latin-1"),
             )
-            # standard_mismatch, its answer when the headers agree worked out here (a call less)
-            if type(method) is not str or (
-                mirror[0] is not None
-                and mirror[0].strip(OWS) == method
-                and (not known or (mirror[1] is not None and mirror[1].strip(OWS) == name))
-            ):
-                wrong = None
-            else:
-                wrong = standard_mismatch(*mirror, method, name, named=known)
+            wrong = standard_mismatch(*mirror, method, name, named=known)
             if (
                 wrong is None
                 and self._designated
