@@ -72,11 +72,9 @@ from ._http_calls import Call, Handler, Live, answer_error, ask, read_client, se
 from ._http_events import SESSION_HEADER, EventStreams
 from ._http_head import (
     ACCEPTED,
-    AUTHORITY_HOST,
     JSON_ONLY,
     LOCAL_HOSTS,
     MEDIA_TYPES,
-    ORIGIN_HOST,
     ASGIRequest,
     allowed_host,
 )
@@ -258,12 +256,8 @@ class StreamableHTTPServer(StatelessPath, EventStreams):
             response: Response
             if self.auth is None and not self._shared:
                 # _endpoint written out for a POST that needs neither a token nor the store's
-                # listener: a coroutine less (and allowed_host a call less)
-                raw = request.raw_headers
-                host, origin = raw.get(b"host"), raw.get(b"origin")
-                if (host is not None and AUTHORITY_HOST[host] not in self.allowed_hosts) or (
-                    origin is not None and ORIGIN_HOST[origin] not in self.allowed_hosts
-                ):
+                # listener: a coroutine less
+                if not allowed_host(request.raw_headers, self.allowed_hosts):
                     response = plain_error(403, FORBIDDEN)
                 else:
                     try:
