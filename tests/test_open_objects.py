@@ -41,6 +41,44 @@ def test_every_key_survives_decode_and_encode_in_order_with_declared_keys_typed(
     assert list(out["params"]["_meta"].items()) == list(META.items())
 
 
+# The same _meta with the declared keys only, in another order than the generated fields':
+# the codec reads it in the message's one pass (a closed twin of the wire Struct, _tables._closed).
+DECLARED = {k: v for k, v in reversed(META.items()) if not k.startswith("vendor/")}
+
+
+@pytest.mark.parametrize("meta", [META, DECLARED], ids=["other keys", "declared only"])
+@pytest.mark.parametrize(
+    ("method", "cls", "params"),
+    [("tools/list", "ListToolsRequest", {}), ("tools/call", "CallToolRequest", {"name": "t"})],
+)
+def test_a_request_decodes_as_through_the_open_objects_hook(
+    meta: dict[str, object], method: str, cls: str, params: dict[str, object]
+) -> None:
+    data = request(meta, method, **params)
+    msg = Codec("2026-07-28", "server").decode(data)
+    ref = mcpbind.decode(data, getattr(M, cls))  # the wire Struct itself, _meta by its hook
+    assert type(msg) is type(ref) and type(msg.params) is type(ref.params)
+    assert msg == ref and type(msg.params.meta) is M.RequestMetaObject
+    assert {k: type(v) for k, v in msg.params.meta.items()} == {
+        k: type(v) for k, v in ref.params.meta.items()
+    }
+    out = json.loads(Codec("2026-07-28", "client").encode(msg))
+    assert out == json.loads(data)
+
+
+def test_from_fields_written_out_is_the_generic_one() -> None:
+    values = msgspec.convert(DECLARED, M.RequestMetaObject._fields_type)
+    generic = OpenObject._from_fields.__func__(M.RequestMetaObject, values)  # type: ignore[attr-defined]
+    written = M.RequestMetaObject._from_fields(values)
+    assert type(written) is type(generic) is M.RequestMetaObject
+    assert list(written.items()) == list(generic.items())
+    assert written == DECLARED | {
+        "io.modelcontextprotocol/clientCapabilities": values.client_capabilities,
+        "io.modelcontextprotocol/clientInfo": values.client_info,
+    }
+
+
+@pytest.mark.parametrize("meta", [META, DECLARED], ids=["other keys", "declared only"])
 @pytest.mark.parametrize(
     ("key", "value", "error"),
     [
@@ -50,16 +88,19 @@ def test_every_key_survives_decode_and_encode_in_order_with_declared_keys_typed(
     ],
 )
 def test_a_wrongly_typed_declared_key_is_refused_with_its_whole_path(
-    key: str, value: object, error: str
+    meta: dict[str, object], key: str, value: object, error: str
 ) -> None:
     with pytest.raises(ProtocolError) as e:
-        Codec("2026-07-28", "server").decode(request({**META, key: value}))
-    assert error in e.value.message, e.value.message
+        Codec("2026-07-28", "server").decode(request({**meta, key: value}))
+    assert e.value.code == -32602 and error in e.value.message, e.value.message
     assert e.value.message.endswith(f" - at `$.params._meta.{key}`"), e.value.message
 
 
-def test_a_missing_required_declared_key_and_a_non_object_are_refused() -> None:
-    meta = {k: v for k, v in META.items() if k != "io.modelcontextprotocol/protocolVersion"}
+@pytest.mark.parametrize("full", [META, DECLARED], ids=["other keys", "declared only"])
+def test_a_missing_required_declared_key_and_a_non_object_are_refused(
+    full: dict[str, object],
+) -> None:
+    meta = {k: v for k, v in full.items() if k != "io.modelcontextprotocol/protocolVersion"}
     with pytest.raises(ProtocolError) as e:
         Codec("2026-07-28", "server").decode(request(meta))
     assert "missing required field `io.modelcontextprotocol/protocolVersion`" in e.value.message
