@@ -203,8 +203,9 @@ def _as_wire(m: Method) -> Method:
 
 
 def _closed(wire: Any) -> tuple[Any, Callable[[Any], Any]] | None:
-    """A closed twin of a received wire Struct whose params carry an open ``_meta`` object, and
-    what turns a decoded twin into the wire Struct itself; None for any other wire Struct.
+    """A closed twin of a received wire Struct whose params always carry an open ``_meta``
+    object (the per-request envelope), and what turns a decoded twin into the wire Struct
+    itself; None for any other wire Struct.
 
     An open object is decoded in two passes: msgspec reads it as a plain dict, then its hook
     converts the declared keys into its fields Struct (``_support._compile_open``). The twin
@@ -214,8 +215,7 @@ def _closed(wire: Any) -> tuple[Any, Callable[[Any], Any]] | None:
     same layout: a subclass adding no field). A ``_meta`` with any other key fails the twin:
     the codec then decodes the message as before, with the wire Struct itself.
     """
-    fields = {f.name: f for f in msgspec.structs.fields(wire)}
-    params_field = fields.get("params")
+    params_field = next((f for f in msgspec.structs.fields(wire) if f.name == "params"), None)
     if params_field is None:
         return None
     params, params_optional = _optional(params_field.type)
@@ -226,6 +226,8 @@ def _closed(wire: Any) -> tuple[Any, Callable[[Any], Any]] | None:
         return None
     meta_field = next(f for f in msgspec.structs.fields(params) if f.name == "meta")
     _, meta_optional = _optional(meta_field.type)
+    if params_optional or meta_optional:
+        return None  # (mostly absent: the twin would cost its restore and save nothing)
     fields_type = meta_class._fields_type
     strict = type(fields_type)(
         f"{fields_type.__name__}Closed",
@@ -236,29 +238,26 @@ def _closed(wire: Any) -> tuple[Any, Callable[[Any], Any]] | None:
     twin_params = type(params)(
         f"{params.__name__}Closed",
         (params,),
-        _field_override(meta_field, strict, meta_optional),
+        _field_override(meta_field, strict),
     )
     config = wire.__struct_config__
     twin = type(wire)(
         f"{wire.__name__}Closed",
         (wire,),
-        _field_override(params_field, twin_params, params_optional),
+        _field_override(params_field, twin_params),
         tag=config.tag,
         tag_field=config.tag_field,
     )
     for cls, base in ((strict, fields_type), (twin_params, params), (twin, wire)):
         if any(getattr(cls, a) != getattr(base, a) for a in _LAYOUT):
             return None  # (not the same layout: ``__class__`` could not be assigned)
-    build, unset = meta_class._from_fields, msgspec.UNSET
+    build = meta_class._from_fields
 
     def restore(w: Any) -> Any:
         w.__class__ = wire
         p = w.params
-        if p is not unset:
-            p.__class__ = params
-            values = p.meta
-            if values is not unset:
-                p.meta = build(values)
+        p.__class__ = params
+        p.meta = build(p.meta)
         return w
 
     return twin, restore
@@ -279,18 +278,13 @@ def _optional(tp: Any) -> tuple[Any, bool]:
     return tp, False
 
 
-def _field_override(f: Any, tp: Any, optional: bool) -> dict[str, Any]:
-    """A Struct subclass's namespace giving the field ``f`` the type ``tp`` (with ``UnsetType``
-    when ``optional``), its wire name and default kept."""
-    default: Any = {}
-    if f.default is not msgspec.NODEFAULT:
-        default["default"] = f.default
-    if f.default_factory is not msgspec.NODEFAULT:
-        default["default_factory"] = f.default_factory
+def _field_override(f: Any, tp: Any) -> dict[str, Any]:
+    """A Struct subclass's namespace giving the required field ``f`` the type ``tp``, its wire
+    name kept."""
     return {
         "__module__": __name__,
-        "__annotations__": {f.name: tp | msgspec.UnsetType if optional else tp},
-        f.name: msgspec.field(name=f.encode_name, **default),
+        "__annotations__": {f.name: tp},
+        f.name: msgspec.field(name=f.encode_name),
     }
 
 
