@@ -37,8 +37,9 @@ class Method:
     message: Any  # the generated message class a caller holds (``spec.message``)
     build: Callable[[Any], Any]  # decoded wire Struct -> what decode returns
     unbuild: Callable[[Any], Any]  # what a caller encodes -> the wire Struct
-    # the closed twin the fast decoder read -> the wire Struct itself (``_closed``); None for it
-    restore: Callable[[Any], Any] | None = None
+    # read by the fast decoder as its closed twin (``_closed``): the wire Struct and params
+    # classes the twin and its params take back, and the open _meta's ``_from_fields``; else None
+    restore: tuple[type, type, Callable[[Any], Any]] | None = None
 
 
 def _builders(spec: MethodSpec, wire: Any) -> tuple[Callable[[Any], Any], Callable[[Any], Any]]:
@@ -202,10 +203,10 @@ def _as_wire(m: Method) -> Method:
     return dataclasses.replace(m, enveloped=True, wrapped=False, build=_same, unbuild=_same)
 
 
-def _closed(wire: Any) -> tuple[Any, Callable[[Any], Any]] | None:
+def _closed(wire: Any) -> tuple[Any, tuple[type, type, Callable[[Any], Any]]] | None:
     """A closed twin of a received wire Struct whose params always carry an open ``_meta``
     object (the per-request envelope), and what turns a decoded twin into the wire Struct
-    itself; None for any other wire Struct.
+    itself (``Method.restore``: the codec does it); None for any other wire Struct.
 
     An open object is decoded in two passes: msgspec reads it as a plain dict, then its hook
     converts the declared keys into its fields Struct (``_support._compile_open``). The twin
@@ -251,16 +252,7 @@ def _closed(wire: Any) -> tuple[Any, Callable[[Any], Any]] | None:
     for cls, base in ((strict, fields_type), (twin_params, params), (twin, wire)):
         if any(getattr(cls, a) != getattr(base, a) for a in _LAYOUT):
             return None  # (not the same layout: ``__class__`` could not be assigned)
-    build = meta_class._from_fields
-
-    def restore(w: Any) -> Any:
-        w.__class__ = wire
-        p = w.params
-        p.__class__ = params
-        p.meta = build(p.meta)
-        return w
-
-    return twin, restore
+    return twin, (wire, params, meta_class._from_fields)
 
 
 # What ``__class__`` assignment needs equal in a twin and its base (besides the slots, which a
