@@ -125,6 +125,9 @@ class Codec:
         self.peer = "server" if role == "client" else "client"
         self.facts: Facts = self._t.facts
         self._fast, self._by_wire, self._send = self._t.fast, self._t.by_wire, self._t.send
+        # what a message ``_fast`` refused is read with, where ``_fast`` reads closed twins
+        # (``_tables._closed``); once it reads one, ``_fast`` itself (``_open_wire``)
+        self._open = self._t.open
         self._learners, self._methods = self._t.learners, self._t.methods
         kinds = self.facts.result_kinds
         self._own_kind = kinds.own if kinds is not None else None
@@ -321,14 +324,27 @@ class Codec:
     def _open_wire(self, data: bytes) -> Any:
         """A message the fast decoder refused, read as the tagged union of the wire Structs
         themselves where that decoder reads some as closed twins (a ``_meta`` with a key the
-        twin does not declare); None when that does not read it either, or there are none."""
-        open_ = self._t.open
-        if open_ is None:
+        twin does not declare); None when that does not read it either, or there are none.
+
+        A message read so was refused by a twin alone: its peer sends ``_meta`` keys the schema
+        does not declare, and likely will again. From then on this codec reads every message
+        with the wire Structs themselves (a latch): the cost of a message before the twins, not
+        that and a refusal. The latch is this codec's, not its revision's tables': a peer that
+        sends such keys slows the codecs it is read with (a stateless server's spare codecs
+        among them, which serve other peers next), not every codec of the process. Both
+        decoders read a message to the same value, classes and errors, so the latch changes
+        only what a message costs; and it is one attribute set to one of two immutable decoders,
+        so a codec two threads share reads every message right whichever they see.
+        """
+        open_ = self._open
+        if open_ is None or open_ is self._fast:
             return None
         try:
-            return open_.decode(data)
+            wire = open_.decode(data)
         except _FAILED:
             return None
+        self._fast = open_
+        return wire
 
     def _gated(self, m: Method, msg: Any) -> bool:
         """A received message of a method not yet let through its capability gates: checked by

@@ -4,6 +4,7 @@ typed and checked when decoded, one property per declared key."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 import msgspec
 import pytest
@@ -46,16 +47,35 @@ def test_every_key_survives_decode_and_encode_in_order_with_declared_keys_typed(
 DECLARED = {k: v for k, v in reversed(META.items()) if not k.startswith("vendor/")}
 
 
+def fresh() -> Codec:
+    return Codec("2026-07-28", "server")
+
+
+def latched() -> Codec:
+    """A codec that has read a _meta with undeclared keys: it reads with the wire Structs since."""
+    codec = fresh()
+    codec.decode(request(META, "tools/call", name="t"))
+    return codec
+
+
+CODECS = pytest.mark.parametrize("codec", [fresh, latched], ids=["fresh", "latched"])
+
+
+@CODECS
 @pytest.mark.parametrize("meta", [META, DECLARED], ids=["other keys", "declared only"])
 @pytest.mark.parametrize(
     ("method", "cls", "params"),
     [("tools/list", "ListToolsRequest", {}), ("tools/call", "CallToolRequest", {"name": "t"})],
 )
 def test_a_request_decodes_as_through_the_open_objects_hook(
-    meta: dict[str, object], method: str, cls: str, params: dict[str, object]
+    codec: Callable[[], Codec],
+    meta: dict[str, object],
+    method: str,
+    cls: str,
+    params: dict[str, object],
 ) -> None:
     data = request(meta, method, **params)
-    msg = Codec("2026-07-28", "server").decode(data)
+    msg = codec().decode(data)
     ref = mcpbind.decode(data, getattr(M, cls))  # the wire Struct itself, _meta by its hook
     assert type(msg) is type(ref) and type(msg.params) is type(ref.params)
     assert msg == ref and type(msg.params.meta) is M.RequestMetaObject
@@ -64,6 +84,33 @@ def test_a_request_decodes_as_through_the_open_objects_hook(
     }
     out = json.loads(Codec("2026-07-28", "client").encode(msg))
     assert out == json.loads(data)
+
+
+def test_a_codec_that_reads_an_undeclared_meta_key_stops_trying_the_twins() -> None:
+    """The twins refuse a _meta with a key they do not declare, and the message is read again
+    with the wire Structs: once a codec has seen that, it reads with those from the first (the
+    cost of a message before the twins, not that and a refusal). Only that codec."""
+    codec, other = fresh(), fresh()
+    twins, wires = codec._t.fast, codec._t.open
+    assert wires is not None and codec._fast is twins
+    declared = codec.decode(request(DECLARED, "tools/call", name="t"))
+    assert codec._fast is twins  # (a _meta of declared keys: read by the twin)
+    with pytest.raises(ProtocolError):  # refused by both: nothing learned of the peer
+        codec.decode(request({**META, "progressToken": 1.5}, "tools/call", name="t"))
+    assert codec._fast is twins
+    msg = codec.decode(request(META, "tools/call", name="t"))
+    assert codec._fast is wires and other._fast is twins
+    assert type(msg.params.meta) is M.RequestMetaObject and list(msg.params.meta) == list(META)
+    assert msg.params.meta["vendor/first"] == [1, {"a": None}]
+    assert type(msg.params.meta.client_info) is M.Implementation
+    again = codec.decode(request(DECLARED, "tools/call", name="t"))
+    assert codec._fast is wires
+    # the same value and classes; its keys in the order they came, as a _meta with other keys
+    assert again == declared and type(again) is type(declared)
+    assert type(again.params) is type(declared.params)
+    assert type(again.params.meta) is type(declared.params.meta) is M.RequestMetaObject
+    assert list(again.params.meta) == list(DECLARED)
+    assert other.decode(request(DECLARED, "tools/call", name="t")) == declared
 
 
 def test_from_fields_written_out_is_the_generic_one() -> None:
@@ -78,6 +125,7 @@ def test_from_fields_written_out_is_the_generic_one() -> None:
     }
 
 
+@CODECS
 @pytest.mark.parametrize("meta", [META, DECLARED], ids=["other keys", "declared only"])
 @pytest.mark.parametrize(
     ("key", "value", "error"),
@@ -88,25 +136,26 @@ def test_from_fields_written_out_is_the_generic_one() -> None:
     ],
 )
 def test_a_wrongly_typed_declared_key_is_refused_with_its_whole_path(
-    meta: dict[str, object], key: str, value: object, error: str
+    codec: Callable[[], Codec], meta: dict[str, object], key: str, value: object, error: str
 ) -> None:
     with pytest.raises(ProtocolError) as e:
-        Codec("2026-07-28", "server").decode(request({**meta, key: value}))
+        codec().decode(request({**meta, key: value}))
     assert e.value.code == -32602 and error in e.value.message, e.value.message
     assert e.value.message.endswith(f" - at `$.params._meta.{key}`"), e.value.message
 
 
+@CODECS
 @pytest.mark.parametrize("full", [META, DECLARED], ids=["other keys", "declared only"])
 def test_a_missing_required_declared_key_and_a_non_object_are_refused(
-    full: dict[str, object],
+    codec: Callable[[], Codec], full: dict[str, object]
 ) -> None:
     meta = {k: v for k, v in full.items() if k != "io.modelcontextprotocol/protocolVersion"}
     with pytest.raises(ProtocolError) as e:
-        Codec("2026-07-28", "server").decode(request(meta))
+        codec().decode(request(meta))
     assert "missing required field `io.modelcontextprotocol/protocolVersion`" in e.value.message
     assert "$.params._meta" in e.value.message
     with pytest.raises(ProtocolError) as e:
-        Codec("2026-07-28", "server").decode(request("meta"))
+        codec().decode(request("meta"))
     assert "Expected `object`, got `str` - at `$.params._meta`" in e.value.message
 
 
