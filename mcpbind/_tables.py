@@ -38,7 +38,9 @@ class Method:
     build: Callable[[Any], Any]  # decoded wire Struct -> what decode returns
     unbuild: Callable[[Any], Any]  # what a caller encodes -> the wire Struct
     # read by the fast decoder as its closed twin (``_closed``): the wire Struct and params
-    # classes the twin and its params take back, and the open _meta's ``_from_fields``; else None
+    # classes the twin and its params take back, and the open _meta's ``_from_fields``; else None.
+    # A twin's entry (``_Tables.by_wire``) has ``enveloped`` false though its method is: decode
+    # tests that first, and only a message read as a twin goes on to the test of this.
     restore: tuple[type, type, Callable[[Any], Any]] | None = None
 
 
@@ -159,7 +161,7 @@ def _build(revision: str, role: str) -> _Tables:
         )
     peer = "server" if role == "client" else "client"
     receive = {n: m for n, m in methods.items() if m.spec.sender in (peer, "both")}
-    closed = {m.wire.wire: _closed(m.wire.wire) for m in receive.values()}
+    closed = {m.wire.wire: _closed(m.wire.wire) if m.enveloped else None for m in receive.values()}
     fast_wires = [closed[m.wire.wire] or (m.wire.wire, None) for m in receive.values()]
     by_message = {
         **{m.wire.wire: _as_wire(m) for m in methods.values() if not m.enveloped},
@@ -173,7 +175,8 @@ def _build(revision: str, role: str) -> _Tables:
         by_wire={
             **{m.wire.wire: m for m in receive.values()},
             **{
-                twin[0]: dataclasses.replace(m, restore=twin[1])
+                # (not ``enveloped``, though it is: Codec.decode's test of the usual path)
+                twin[0]: dataclasses.replace(m, enveloped=False, restore=twin[1])
                 for m in receive.values()
                 if (twin := closed[m.wire.wire]) is not None
             },
@@ -206,7 +209,8 @@ def _as_wire(m: Method) -> Method:
 def _closed(wire: Any) -> tuple[Any, tuple[type, type, Callable[[Any], Any]]] | None:
     """A closed twin of a received wire Struct whose params always carry an open ``_meta``
     object (the per-request envelope), and what turns a decoded twin into the wire Struct
-    itself (``Method.restore``: the codec does it); None for any other wire Struct.
+    itself (``Method.restore``: the codec does it); None for any other wire Struct. (Asked only
+    of an enveloped method's: the codec's message is then the restored Struct itself.)
 
     An open object is decoded in two passes: msgspec reads it as a plain dict, then its hook
     converts the declared keys into its fields Struct (``_support._compile_open``). The twin

@@ -288,15 +288,17 @@ class Codec:
                 error = self._fast_error(data) if data.partition(b'"error"')[1] else None
                 return error if error is not None else self._classify(data)
         m = self._by_wire[type(wire)]
-        restore = m.restore
-        if restore is not None:  # read as its closed twin (_tables._closed): its classes back
+        if not m.request and data.partition(b'"id"')[1]:
+            return self._classify(data)  # a notification with an id is refused there
+        if m.enveloped:
+            msg = wire
+        elif (restore := m.restore) is not None:
+            # read as its closed twin (_tables._closed), an enveloped message whose entry says
+            # it is not, so that the test above is the only one of the usual path: its classes
             wire.__class__, params_class, from_fields = restore
             params = wire.params
             params.__class__ = params_class
             params.meta = from_fields(params.meta)
-        if not m.request and data.partition(b'"id"')[1]:
-            return self._classify(data)  # a notification with an id is refused there
-        if m.enveloped:
             msg = wire
         elif m.request:  # m.build written out (a call less)
             message = m.message  # (read as an attribute: a method call's lookup is the slow one)
