@@ -79,6 +79,9 @@ class _Tables:
     # the same with every wire Struct itself, where ``fast`` reads some as their closed twins
     # (``_closed``): what a message the fast one refused is tried as next; None when the same
     open: msgspec.json.Decoder[Any] | None
+    # where in a message a twin refuses what the wire Struct reads (``_closed``), as the end of
+    # msgspec's error (`` - at `$.params._meta` ``): a refusal elsewhere is the wire Struct's too
+    open_at: tuple[str, ...]
     generic: msgspec.json.Decoder[Any]  # a response with the generic result
     tasks: msgspec.json.Decoder[Any] | None  # a response creating a task
     sides: dict[Any, str]  # capabilities class -> whose ("client" or "server")
@@ -162,7 +165,8 @@ def _build(revision: str, role: str) -> _Tables:
     peer = "server" if role == "client" else "client"
     receive = {n: m for n, m in methods.items() if m.spec.sender in (peer, "both")}
     closed = {m.wire.wire: _closed(m.wire.wire) if m.enveloped else None for m in receive.values()}
-    fast_wires = [closed[m.wire.wire] or (m.wire.wire, None) for m in receive.values()]
+    fast_wires = [(closed[m.wire.wire] or (m.wire.wire,))[0] for m in receive.values()]
+    twins = [twin for twin in closed.values() if twin is not None]
     by_message = {
         **{m.wire.wire: _as_wire(m) for m in methods.values() if not m.enveloped},
         **{m.spec.message: m for m in methods.values()},
@@ -183,12 +187,13 @@ def _build(revision: str, role: str) -> _Tables:
         },
         by_message=by_message,
         send={t: m for t, m in by_message.items() if m.spec.sender in (role, "both")},
-        fast=_decoder(Union[tuple(w for w, _ in fast_wires)]),  # noqa: UP007
+        fast=_decoder(Union[tuple(fast_wires)]),  # noqa: UP007
         open=(
             _decoder(Union[tuple(m.wire.wire for m in receive.values())])  # noqa: UP007
-            if any(closed.values())
+            if twins
             else None
         ),
+        open_at=tuple({where for _, _, where in twins}),
         generic=_decoder(facts.result_response),
         tasks=_decoder(facts.tasks.response) if facts.tasks is not None else None,
         sides={facts.client_capabilities: "client", facts.server_capabilities: "server"},
@@ -206,11 +211,12 @@ def _as_wire(m: Method) -> Method:
     return dataclasses.replace(m, enveloped=True, wrapped=False, build=_same, unbuild=_same)
 
 
-def _closed(wire: Any) -> tuple[Any, tuple[type, type, Callable[[Any], Any]]] | None:
+def _closed(wire: Any) -> tuple[Any, tuple[type, type, Callable[[Any], Any]], str] | None:
     """A closed twin of a received wire Struct whose params always carry an open ``_meta``
     object (the per-request envelope), and what turns a decoded twin into the wire Struct
-    itself (``Method.restore``: the codec does it); None for any other wire Struct. (Asked only
-    of an enveloped method's: the codec's message is then the restored Struct itself.)
+    itself (``Method.restore``: the codec does it), and the JSON path of the twin's ``_meta``;
+    None for any other wire Struct. (Asked only of an enveloped method's: the codec's message
+    is then the restored Struct itself.)
 
     An open object is decoded in two passes: msgspec reads it as a plain dict, then its hook
     converts the declared keys into its fields Struct (``_support._compile_open``). The twin
@@ -256,7 +262,8 @@ def _closed(wire: Any) -> tuple[Any, tuple[type, type, Callable[[Any], Any]]] | 
     for cls, base in ((strict, fields_type), (twin_params, params), (twin, wire)):
         if any(getattr(cls, a) != getattr(base, a) for a in _LAYOUT):
             return None  # (not the same layout: ``__class__`` could not be assigned)
-    return twin, (wire, params, meta_class._from_fields)
+    where = f"`$.{params_field.encode_name}.{meta_field.encode_name}`"
+    return twin, (wire, params, meta_class._from_fields), where
 
 
 # What ``__class__`` assignment needs equal in a twin and its base (besides the slots, which a

@@ -113,6 +113,48 @@ def test_a_codec_that_reads_an_undeclared_meta_key_stops_trying_the_twins() -> N
     assert other.decode(request(DECLARED, "tools/call", name="t")) == declared
 
 
+class Counting:
+    """A decoder's stand-in counting the messages it is given."""
+
+    def __init__(self, decoder: msgspec.json.Decoder[object]) -> None:
+        self.decoder, self.calls = decoder, 0
+
+    def decode(self, data: bytes) -> object:
+        self.calls += 1
+        return self.decoder.decode(data)
+
+
+def test_only_a_refusal_at_the_twins_meta_is_read_again_with_the_wire_structs() -> None:
+    """A message the twins refuse elsewhere (or for a declared key) is refused by the wire
+    Structs too: it goes to the classifier at once, with the errors a latched codec gives."""
+    codec = fresh()
+    counting = Counting(codec._open)
+    codec._open = counting  # type: ignore[assignment]
+    refused = [
+        request({**DECLARED, "progressToken": 1.5}, "tools/call", name="t"),
+        request(DECLARED, "tools/call", name=5),
+        request(DECLARED, "no/such"),
+        request(DECLARED, "tools/call"),
+    ]
+    for data in refused:
+        with pytest.raises(ProtocolError) as e:
+            codec.decode(data)
+        with pytest.raises(ProtocolError) as want:
+            latched().decode(data)
+        assert (e.value.code, e.value.message, e.value.id) == (
+            want.value.code,
+            want.value.message,
+            want.value.id,
+        )
+    assert counting.calls == 0 and codec._fast is codec._t.fast
+    with pytest.raises(ProtocolError) as e:  # refused at _meta, then by the wire Struct
+        codec.decode(request(META, "tools/call", name=5))
+    assert "Expected `str`, got `int` - at `$.params.name`" in e.value.message
+    assert counting.calls == 1 and codec._fast is codec._t.fast
+    codec.decode(request(META, "tools/call", name="t"))
+    assert counting.calls == 2 and codec._fast is counting
+
+
 def test_from_fields_written_out_is_the_generic_one() -> None:
     values = msgspec.convert(DECLARED, M.RequestMetaObject._fields_type)
     generic = OpenObject._from_fields.__func__(M.RequestMetaObject, values)  # type: ignore[attr-defined]
