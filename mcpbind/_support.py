@@ -258,6 +258,18 @@ class OpenObject(dict[str, Any]):
     def __repr__(self) -> str:
         return f"{type(self).__name__}({dict.__repr__(self)})"
 
+    @classmethod
+    def _from_fields(cls, values: Any, /) -> Any:
+        """The open object of the declared keys a ``_fields_type`` Struct holds (those set), in
+        its field order. Generated classes override it with the same written out, a line a key:
+        what the codec builds a request's ``_meta`` with (``_tables._closed``)."""
+        self = dict.__new__(cls)
+        for attribute, wire in cls._attributes.items():
+            value = getattr(values, attribute)
+            if value is not msgspec.UNSET:
+                self[wire] = value
+        return self
+
 
 def open_class(cls: Any, attribute: str) -> Any:
     """The open-object class (e.g. a ``_meta`` class) of the field ``attribute`` of the Struct

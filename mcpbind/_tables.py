@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import dataclasses
 import threading
+import types
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any, Union, get_origin
 
 import msgspec
 
-from ._support import Facts, MethodSpec, Wire, dec_hook
+from ._support import Facts, MethodSpec, Wire, dec_hook, open_class
 from .messages import Request
 
 
@@ -36,6 +37,11 @@ class Method:
     message: Any  # the generated message class a caller holds (``spec.message``)
     build: Callable[[Any], Any]  # decoded wire Struct -> what decode returns
     unbuild: Callable[[Any], Any]  # what a caller encodes -> the wire Struct
+    # read by the fast decoder as its closed twin (``_closed``): the wire Struct and params
+    # classes the twin and its params take back, and the open _meta's ``_from_fields``; else None.
+    # A twin's entry (``_Tables.by_wire``) has ``enveloped`` false though its method is: decode
+    # tests that first, and only a message read as a twin goes on to the test of this.
+    restore: tuple[type, type, Callable[[Any], Any]] | None = None
 
 
 def _builders(spec: MethodSpec, wire: Any) -> tuple[Callable[[Any], Any], Callable[[Any], Any]]:
@@ -70,6 +76,12 @@ class _Tables:
     by_message: dict[type, Method]
     send: dict[type, Method]  # what this role may send, by the same classes
     fast: msgspec.json.Decoder[Any]  # the tagged union of every message this role receives
+    # the same with every wire Struct itself, where ``fast`` reads some as their closed twins
+    # (``_closed``): what a message the fast one refused is tried as next; None when the same
+    open: msgspec.json.Decoder[Any] | None
+    # where in a message a twin refuses what the wire Struct reads (``_closed``), as the end of
+    # msgspec's error (`` - at `$.params._meta` ``): a refusal elsewhere is the wire Struct's too
+    open_at: tuple[str, ...]
     generic: msgspec.json.Decoder[Any]  # a response with the generic result
     tasks: msgspec.json.Decoder[Any] | None  # a response creating a task
     sides: dict[Any, str]  # capabilities class -> whose ("client" or "server")
@@ -152,6 +164,9 @@ def _build(revision: str, role: str) -> _Tables:
         )
     peer = "server" if role == "client" else "client"
     receive = {n: m for n, m in methods.items() if m.spec.sender in (peer, "both")}
+    closed = {m.wire.wire: _closed(m.wire.wire) if m.enveloped else None for m in receive.values()}
+    fast_wires = [(closed[m.wire.wire] or (m.wire.wire,))[0] for m in receive.values()]
+    twins = [twin for twin in closed.values() if twin is not None]
     by_message = {
         **{m.wire.wire: _as_wire(m) for m in methods.values() if not m.enveloped},
         **{m.spec.message: m for m in methods.values()},
@@ -161,10 +176,24 @@ def _build(revision: str, role: str) -> _Tables:
         module=module,
         methods=methods,
         receive=receive,
-        by_wire={m.wire.wire: m for m in receive.values()},
+        by_wire={
+            **{m.wire.wire: m for m in receive.values()},
+            **{
+                # (not ``enveloped``, though it is: Codec.decode's test of the usual path)
+                twin[0]: dataclasses.replace(m, enveloped=False, restore=twin[1])
+                for m in receive.values()
+                if (twin := closed[m.wire.wire]) is not None
+            },
+        },
         by_message=by_message,
         send={t: m for t, m in by_message.items() if m.spec.sender in (role, "both")},
-        fast=_decoder(Union[tuple(m.wire.wire for m in receive.values())]),  # noqa: UP007
+        fast=_decoder(Union[tuple(fast_wires)]),  # noqa: UP007
+        open=(
+            _decoder(Union[tuple(m.wire.wire for m in receive.values())])  # noqa: UP007
+            if twins
+            else None
+        ),
+        open_at=tuple({where for _, _, where in twins}),
         generic=_decoder(facts.result_response),
         tasks=_decoder(facts.tasks.response) if facts.tasks is not None else None,
         sides={facts.client_capabilities: "client", facts.server_capabilities: "server"},
@@ -180,6 +209,86 @@ def _build(revision: str, role: str) -> _Tables:
 def _as_wire(m: Method) -> Method:
     """``m`` as sent in its wire class, which carries the envelope itself."""
     return dataclasses.replace(m, enveloped=True, wrapped=False, build=_same, unbuild=_same)
+
+
+def _closed(wire: Any) -> tuple[Any, tuple[type, type, Callable[[Any], Any]], str] | None:
+    """A closed twin of a received wire Struct whose params always carry an open ``_meta``
+    object (the per-request envelope), and what turns a decoded twin into the wire Struct
+    itself (``Method.restore``: the codec does it), and the JSON path of the twin's ``_meta``;
+    None for any other wire Struct. (Asked only of an enveloped method's: the codec's message
+    is then the restored Struct itself.)
+
+    An open object is decoded in two passes: msgspec reads it as a plain dict, then its hook
+    converts the declared keys into its fields Struct (``_support._compile_open``). The twin
+    (a subclass of the wire Struct, its params a subclass of the params Struct) reads ``_meta``
+    as that fields Struct refusing other keys, in the one pass of the whole message; the open
+    object is then built from it, and the twin and its params take their own classes back (the
+    same layout: a subclass adding no field). A ``_meta`` with any other key fails the twin:
+    the codec then decodes the message as before, with the wire Struct itself.
+    """
+    params_field = next((f for f in msgspec.structs.fields(wire) if f.name == "params"), None)
+    if params_field is None:
+        return None
+    params, params_optional = _optional(params_field.type)
+    meta_class = open_class(params, "meta")
+    if meta_class is None or meta_class._fields_type is None:
+        return None
+    if wire.__struct_config__.frozen or params.__struct_config__.frozen:
+        return None
+    meta_field = next(f for f in msgspec.structs.fields(params) if f.name == "meta")
+    _, meta_optional = _optional(meta_field.type)
+    if params_optional or meta_optional:
+        return None  # (mostly absent: the twin would cost its restore and save nothing)
+    fields_type = meta_class._fields_type
+    strict = type(fields_type)(
+        f"{fields_type.__name__}Closed",
+        (fields_type,),
+        {"__module__": __name__},
+        forbid_unknown_fields=True,
+    )
+    twin_params = type(params)(
+        f"{params.__name__}Closed",
+        (params,),
+        _field_override(meta_field, strict),
+    )
+    config = wire.__struct_config__
+    twin = type(wire)(
+        f"{wire.__name__}Closed",
+        (wire,),
+        _field_override(params_field, twin_params),
+        tag=config.tag,
+        tag_field=config.tag_field,
+    )
+    for cls, base in ((strict, fields_type), (twin_params, params), (twin, wire)):
+        if any(getattr(cls, a) != getattr(base, a) for a in _LAYOUT):
+            return None  # (not the same layout: ``__class__`` could not be assigned)
+    where = f"`$.{params_field.encode_name}.{meta_field.encode_name}`"
+    return twin, (wire, params, meta_class._from_fields), where
+
+
+# What ``__class__`` assignment needs equal in a twin and its base (besides the slots, which a
+# Struct subclass that only retypes fields does not add).
+_LAYOUT = ("__basicsize__", "__itemsize__", "__dictoffset__", "__weakrefoffset__", "__flags__")
+
+
+def _optional(tp: Any) -> tuple[Any, bool]:
+    """``tp`` without ``UnsetType``, and whether it was there."""
+    args = getattr(tp, "__args__", None)
+    if get_origin(tp) in (Union, types.UnionType) and args is not None:
+        rest = tuple(a for a in args if a is not msgspec.UnsetType)
+        if len(rest) == 1:
+            return rest[0], len(rest) < len(args)
+    return tp, False
+
+
+def _field_override(f: Any, tp: Any) -> dict[str, Any]:
+    """A Struct subclass's namespace giving the required field ``f`` the type ``tp``, its wire
+    name kept."""
+    return {
+        "__module__": __name__,
+        "__annotations__": {f.name: tp},
+        f.name: msgspec.field(name=f.encode_name),
+    }
 
 
 def _decoder(tp: Any) -> msgspec.json.Decoder[Any]:

@@ -125,6 +125,9 @@ class Codec:
         self.peer = "server" if role == "client" else "client"
         self.facts: Facts = self._t.facts
         self._fast, self._by_wire, self._send = self._t.fast, self._t.by_wire, self._t.send
+        # what a message ``_fast`` refused is read with, where ``_fast`` reads closed twins
+        # (``_tables._closed``); once it reads one, ``_fast`` itself (``_open_wire``)
+        self._open, self._open_at = self._t.open, self._t.open_at
         self._learners, self._methods = self._t.learners, self._t.methods
         kinds = self.facts.result_kinds
         self._own_kind = kinds.own if kinds is not None else None
@@ -276,16 +279,32 @@ class Codec:
                 error = self._fast_error(data)
                 if error is not None:
                     return error
+        fast = self._fast
         try:
-            wire = self._fast.decode(data)
-        except _FAILED:
-            # an error response nobody awaits (one with an id of null among them), or else
-            error = self._fast_error(data) if data.partition(b'"error"')[1] else None
-            return error if error is not None else self._classify(data)
+            wire = fast.decode(data)
+        except _FAILED as exc:
+            # read again with the wire Structs: a refusal by the twins at their _meta itself
+            wire = (
+                self._open_wire(data)
+                if self._open_at and fast is not self._open and str(exc).endswith(self._open_at)
+                else None
+            )
+            if wire is None:
+                # an error response nobody awaits (one with an id of null among them), or else
+                error = self._fast_error(data) if data.partition(b'"error"')[1] else None
+                return error if error is not None else self._classify(data)
         m = self._by_wire[type(wire)]
         if not m.request and data.partition(b'"id"')[1]:
             return self._classify(data)  # a notification with an id is refused there
         if m.enveloped:
+            msg = wire
+        elif (restore := m.restore) is not None:
+            # read as its closed twin (_tables._closed), an enveloped message whose entry says
+            # it is not, so that the test above is the only one of the usual path: its classes
+            wire.__class__, params_class, from_fields = restore
+            params = wire.params
+            params.__class__ = params_class
+            params.meta = from_fields(params.meta)
             msg = wire
         elif m.request:  # m.build written out (a call less)
             message = m.message  # (read as an attribute: a method call's lookup is the slow one)
@@ -309,6 +328,37 @@ class Codec:
             if not usual or m.name in self._requires:
                 self._received(m, msg)
         return msg
+
+    def _open_wire(self, data: bytes) -> Any:
+        """A message the fast decoder's closed twins refused at their ``_meta`` itself
+        (``_open_at``: a key the twin does not declare), read as the tagged union of the wire
+        Structs themselves; None when that does not read it either.
+
+        Only such a refusal is tried so: the twin reads the rest of a message as its wire Struct
+        does, and a declared key of ``_meta`` as that object's hook does, so msgspec, which stops
+        at the first error, stops at any other in both (a message refused there goes to
+        ``_classify``, as before the twins).
+
+        A message read so was refused by a twin alone: its peer sends ``_meta`` keys the schema
+        does not declare, and likely will again. From then on this codec reads every message
+        with the wire Structs themselves (a latch): the cost of a message before the twins, not
+        that and a refusal. The latch is this codec's, not its revision's tables': a peer that
+        sends such keys slows the codecs it is read with (a stateless server's spare codecs
+        among them, which serve other peers next), not every codec of the process. Both
+        decoders read a message to the same value, classes and errors (a ``_meta`` of declared
+        keys only holds them in the peer's order, not the declared one), so the latch changes
+        only what a message costs; and it is one attribute set to one of two immutable decoders,
+        so a codec two threads share reads every message right whichever they see (decode tries
+        this after the decoder it used, not whichever ``_fast`` is by then).
+        """
+        open_ = self._open
+        assert open_ is not None  # (``_open_at`` is empty without twins)
+        try:
+            wire = open_.decode(data)
+        except _FAILED:
+            return None
+        self._fast = open_
+        return wire
 
     def _gated(self, m: Method, msg: Any) -> bool:
         """A received message of a method not yet let through its capability gates: checked by

@@ -4,6 +4,7 @@ typed and checked when decoded, one property per declared key."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 import msgspec
 import pytest
@@ -41,6 +42,133 @@ def test_every_key_survives_decode_and_encode_in_order_with_declared_keys_typed(
     assert list(out["params"]["_meta"].items()) == list(META.items())
 
 
+# The same _meta with the declared keys only, in another order than the generated fields':
+# the codec reads it in the message's one pass (a closed twin of the wire Struct, _tables._closed).
+DECLARED = {k: v for k, v in reversed(META.items()) if not k.startswith("vendor/")}
+
+
+def fresh() -> Codec:
+    return Codec("2026-07-28", "server")
+
+
+def latched() -> Codec:
+    """A codec that has read a _meta with undeclared keys: it reads with the wire Structs since."""
+    codec = fresh()
+    codec.decode(request(META, "tools/call", name="t"))
+    return codec
+
+
+CODECS = pytest.mark.parametrize("codec", [fresh, latched], ids=["fresh", "latched"])
+
+
+@CODECS
+@pytest.mark.parametrize("meta", [META, DECLARED], ids=["other keys", "declared only"])
+@pytest.mark.parametrize(
+    ("method", "cls", "params"),
+    [("tools/list", "ListToolsRequest", {}), ("tools/call", "CallToolRequest", {"name": "t"})],
+)
+def test_a_request_decodes_as_through_the_open_objects_hook(
+    codec: Callable[[], Codec],
+    meta: dict[str, object],
+    method: str,
+    cls: str,
+    params: dict[str, object],
+) -> None:
+    data = request(meta, method, **params)
+    msg = codec().decode(data)
+    ref = mcpbind.decode(data, getattr(M, cls))  # the wire Struct itself, _meta by its hook
+    assert type(msg) is type(ref) and type(msg.params) is type(ref.params)
+    assert msg == ref and type(msg.params.meta) is M.RequestMetaObject
+    assert {k: type(v) for k, v in msg.params.meta.items()} == {
+        k: type(v) for k, v in ref.params.meta.items()
+    }
+    out = json.loads(Codec("2026-07-28", "client").encode(msg))
+    assert out == json.loads(data)
+
+
+def test_a_codec_that_reads_an_undeclared_meta_key_stops_trying_the_twins() -> None:
+    """The twins refuse a _meta with a key they do not declare, and the message is read again
+    with the wire Structs: once a codec has seen that, it reads with those from the first (the
+    cost of a message before the twins, not that and a refusal). Only that codec."""
+    codec, other = fresh(), fresh()
+    twins, wires = codec._t.fast, codec._t.open
+    assert wires is not None and codec._fast is twins
+    declared = codec.decode(request(DECLARED, "tools/call", name="t"))
+    assert codec._fast is twins  # (a _meta of declared keys: read by the twin)
+    with pytest.raises(ProtocolError):  # refused by both: nothing learned of the peer
+        codec.decode(request({**META, "progressToken": 1.5}, "tools/call", name="t"))
+    assert codec._fast is twins
+    msg = codec.decode(request(META, "tools/call", name="t"))
+    assert codec._fast is wires and other._fast is twins
+    assert type(msg.params.meta) is M.RequestMetaObject and list(msg.params.meta) == list(META)
+    assert msg.params.meta["vendor/first"] == [1, {"a": None}]
+    assert type(msg.params.meta.client_info) is M.Implementation
+    again = codec.decode(request(DECLARED, "tools/call", name="t"))
+    assert codec._fast is wires
+    # the same value and classes; its keys in the order they came, as a _meta with other keys
+    assert again == declared and type(again) is type(declared)
+    assert type(again.params) is type(declared.params)
+    assert type(again.params.meta) is type(declared.params.meta) is M.RequestMetaObject
+    assert list(again.params.meta) == list(DECLARED)
+    assert other.decode(request(DECLARED, "tools/call", name="t")) == declared
+
+
+class Counting:
+    """A decoder's stand-in counting the messages it is given."""
+
+    def __init__(self, decoder: msgspec.json.Decoder[object]) -> None:
+        self.decoder, self.calls = decoder, 0
+
+    def decode(self, data: bytes) -> object:
+        self.calls += 1
+        return self.decoder.decode(data)
+
+
+def test_only_a_refusal_at_the_twins_meta_is_read_again_with_the_wire_structs() -> None:
+    """A message the twins refuse elsewhere (or for a declared key) is refused by the wire
+    Structs too: it goes to the classifier at once, with the errors a latched codec gives."""
+    codec = fresh()
+    counting = Counting(codec._open)
+    codec._open = counting  # type: ignore[assignment]
+    refused = [
+        request({**DECLARED, "progressToken": 1.5}, "tools/call", name="t"),
+        request(DECLARED, "tools/call", name=5),
+        request(DECLARED, "no/such"),
+        request(DECLARED, "tools/call"),
+    ]
+    for data in refused:
+        with pytest.raises(ProtocolError) as e:
+            codec.decode(data)
+        with pytest.raises(ProtocolError) as want:
+            latched().decode(data)
+        assert (e.value.code, e.value.message, e.value.id) == (
+            want.value.code,
+            want.value.message,
+            want.value.id,
+        )
+    assert counting.calls == 0 and codec._fast is codec._t.fast
+    with pytest.raises(ProtocolError) as e:  # refused at _meta, then by the wire Struct
+        codec.decode(request(META, "tools/call", name=5))
+    assert "Expected `str`, got `int` - at `$.params.name`" in e.value.message
+    assert counting.calls == 1 and codec._fast is codec._t.fast
+    codec.decode(request(META, "tools/call", name="t"))
+    assert counting.calls == 2 and codec._fast is counting
+
+
+def test_from_fields_written_out_is_the_generic_one() -> None:
+    values = msgspec.convert(DECLARED, M.RequestMetaObject._fields_type)
+    generic = OpenObject._from_fields.__func__(M.RequestMetaObject, values)  # type: ignore[attr-defined]
+    written = M.RequestMetaObject._from_fields(values)
+    assert type(written) is type(generic) is M.RequestMetaObject
+    assert list(written.items()) == list(generic.items())
+    assert written == DECLARED | {
+        "io.modelcontextprotocol/clientCapabilities": values.client_capabilities,
+        "io.modelcontextprotocol/clientInfo": values.client_info,
+    }
+
+
+@CODECS
+@pytest.mark.parametrize("meta", [META, DECLARED], ids=["other keys", "declared only"])
 @pytest.mark.parametrize(
     ("key", "value", "error"),
     [
@@ -50,22 +178,26 @@ def test_every_key_survives_decode_and_encode_in_order_with_declared_keys_typed(
     ],
 )
 def test_a_wrongly_typed_declared_key_is_refused_with_its_whole_path(
-    key: str, value: object, error: str
+    codec: Callable[[], Codec], meta: dict[str, object], key: str, value: object, error: str
 ) -> None:
     with pytest.raises(ProtocolError) as e:
-        Codec("2026-07-28", "server").decode(request({**META, key: value}))
-    assert error in e.value.message, e.value.message
+        codec().decode(request({**meta, key: value}))
+    assert e.value.code == -32602 and error in e.value.message, e.value.message
     assert e.value.message.endswith(f" - at `$.params._meta.{key}`"), e.value.message
 
 
-def test_a_missing_required_declared_key_and_a_non_object_are_refused() -> None:
-    meta = {k: v for k, v in META.items() if k != "io.modelcontextprotocol/protocolVersion"}
+@CODECS
+@pytest.mark.parametrize("full", [META, DECLARED], ids=["other keys", "declared only"])
+def test_a_missing_required_declared_key_and_a_non_object_are_refused(
+    codec: Callable[[], Codec], full: dict[str, object]
+) -> None:
+    meta = {k: v for k, v in full.items() if k != "io.modelcontextprotocol/protocolVersion"}
     with pytest.raises(ProtocolError) as e:
-        Codec("2026-07-28", "server").decode(request(meta))
+        codec().decode(request(meta))
     assert "missing required field `io.modelcontextprotocol/protocolVersion`" in e.value.message
     assert "$.params._meta" in e.value.message
     with pytest.raises(ProtocolError) as e:
-        Codec("2026-07-28", "server").decode(request("meta"))
+        codec().decode(request("meta"))
     assert "Expected `object`, got `str` - at `$.params._meta`" in e.value.message
 
 

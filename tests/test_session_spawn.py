@@ -69,6 +69,29 @@ def test_a_released_session_gives_its_codec_to_the_next_one_spawned() -> None:
     assert second._codecs[MODERN] is used
 
 
+def test_undeclared_meta_keys_change_what_the_next_session_costs_not_what_it_gets() -> None:
+    """A codec latches onto the wire Structs once it reads a _meta with a key its closed twins
+    do not declare (Codec._open_wire); a released codec keeps that for the next session, whose
+    requests then decode as they did before the twins: the same events and answers."""
+    base, fresh = template(), template().spawn()
+    first = base.spawn()
+    vendor = json.loads(call(1, "a"))
+    vendor["params"]["_meta"]["com.example/trace"] = "t"
+    (event,) = first.receive(json.dumps(vendor).encode())
+    assert isinstance(event, RequestReceived)
+    assert event.params.meta["com.example/trace"] == "t"
+    used = first._codecs[MODERN]
+    assert used._fast is used._t.open  # (latched)
+    first.release()
+    second = base.spawn()
+    (got,) = second.receive(call(2, "b"))
+    (want,) = fresh.receive(call(2, "b"))
+    assert second._codecs[MODERN] is used and fresh._codecs[MODERN]._fast is not used._fast
+    assert type(got) is type(want) and got.id == want.id and got.params == want.params
+    assert type(got.params) is type(want.params)
+    assert type(got.params.meta) is type(want.params.meta)
+
+
 def test_sessions_in_flight_at_once_never_share_a_codec() -> None:
     base = template()
     first, second = base.spawn(), base.spawn()

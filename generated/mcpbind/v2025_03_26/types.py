@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 
 REVISION = "2025-03-26"
 SHA256 = "e720669548c8100a4282c49e580efd6ddf7f28899ea786fc8db251dbdb356131"
+_new_dict = dict.__new__  # (the open objects' ``_from_fields``: an empty one of their class)
 
 # Every definition, under the name it is bound to here; the package exposes each one under its
 # schema name (a few schema names are taken by Python or by this module).
@@ -1243,6 +1244,13 @@ class NotificationParams(OpenObject):
             meta: dict[str, Any] | UnsetType = UNSET,
         ) -> None: ...
 
+    @classmethod
+    def _from_fields(cls, values: Any, /) -> Any:
+        self = _new_dict(cls)
+        if (value := values.meta) is not UNSET:
+            self["_meta"] = value
+        return self
+
     @property
     def meta(self) -> dict[str, Any] | UnsetType:
         """This parameter name is reserved by MCP to allow clients and servers to attach additional metadata to their notifications."""
@@ -1266,6 +1274,13 @@ class RequestParams(OpenObject):
             meta: RequestParamsMeta | UnsetType = UNSET,
         ) -> None: ...
 
+    @classmethod
+    def _from_fields(cls, values: Any, /) -> Any:
+        self = _new_dict(cls)
+        if (value := values.meta) is not UNSET:
+            self["_meta"] = value
+        return self
+
     @property
     def meta(self) -> RequestParamsMeta | UnsetType:
         return self.get("_meta", UNSET)  # type: ignore[no-any-return]
@@ -1287,6 +1302,13 @@ class RequestParamsMeta(OpenObject):
             *,
             progress_token: ProgressToken | UnsetType = UNSET,
         ) -> None: ...
+
+    @classmethod
+    def _from_fields(cls, values: Any, /) -> Any:
+        self = _new_dict(cls)
+        if (value := values.progress_token) is not UNSET:
+            self["progressToken"] = value
+        return self
 
     @property
     def progress_token(self) -> ProgressToken | UnsetType:
@@ -1310,6 +1332,13 @@ class Result(OpenObject):
             *,
             meta: dict[str, Any] | UnsetType = UNSET,
         ) -> None: ...
+
+    @classmethod
+    def _from_fields(cls, values: Any, /) -> Any:
+        self = _new_dict(cls)
+        if (value := values.meta) is not UNSET:
+            self["_meta"] = value
+        return self
 
     @property
     def meta(self) -> dict[str, Any] | UnsetType:
@@ -1339,6 +1368,16 @@ class ToolInputSchema(OpenObject):
             required: list[str] | UnsetType = UNSET,
             type: Literal["object"],
         ) -> None: ...
+
+    @classmethod
+    def _from_fields(cls, values: Any, /) -> Any:
+        self = _new_dict(cls)
+        if (value := values.properties) is not UNSET:
+            self["properties"] = value
+        if (value := values.required) is not UNSET:
+            self["required"] = value
+        self["type"] = values.type
+        return self
 
     @property
     def properties(self) -> dict[str, dict[str, Any]] | UnsetType:

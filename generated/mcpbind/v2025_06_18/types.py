@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 
 REVISION = "2025-06-18"
 SHA256 = "af845e7e5b9d27107d1690f0936022546177a1403e63ffb11470135b296a2e01"
+_new_dict = dict.__new__  # (the open objects' ``_from_fields``: an empty one of their class)
 
 # Every definition, under the name it is bound to here; the package exposes each one under its
 # schema name (a few schema names are taken by Python or by this module).
@@ -1478,6 +1479,13 @@ class NotificationParams(OpenObject):
             meta: dict[str, Any] | UnsetType = UNSET,
         ) -> None: ...
 
+    @classmethod
+    def _from_fields(cls, values: Any, /) -> Any:
+        self = _new_dict(cls)
+        if (value := values.meta) is not UNSET:
+            self["_meta"] = value
+        return self
+
     @property
     def meta(self) -> dict[str, Any] | UnsetType:
         """See [General fields: `_meta`](/specification/2025-06-18/basic/index#meta) for notes on `_meta` usage."""
@@ -1500,6 +1508,13 @@ class RequestParams(OpenObject):
             *,
             meta: RequestParamsMeta | UnsetType = UNSET,
         ) -> None: ...
+
+    @classmethod
+    def _from_fields(cls, values: Any, /) -> Any:
+        self = _new_dict(cls)
+        if (value := values.meta) is not UNSET:
+            self["_meta"] = value
+        return self
 
     @property
     def meta(self) -> RequestParamsMeta | UnsetType:
@@ -1526,6 +1541,13 @@ class RequestParamsMeta(OpenObject):
             progress_token: ProgressToken | UnsetType = UNSET,
         ) -> None: ...
 
+    @classmethod
+    def _from_fields(cls, values: Any, /) -> Any:
+        self = _new_dict(cls)
+        if (value := values.progress_token) is not UNSET:
+            self["progressToken"] = value
+        return self
+
     @property
     def progress_token(self) -> ProgressToken | UnsetType:
         """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
@@ -1548,6 +1570,13 @@ class Result(OpenObject):
             *,
             meta: dict[str, Any] | UnsetType = UNSET,
         ) -> None: ...
+
+    @classmethod
+    def _from_fields(cls, values: Any, /) -> Any:
+        self = _new_dict(cls)
+        if (value := values.meta) is not UNSET:
+            self["_meta"] = value
+        return self
 
     @property
     def meta(self) -> dict[str, Any] | UnsetType:
@@ -1577,6 +1606,16 @@ class ToolInputSchema(OpenObject):
             required: list[str] | UnsetType = UNSET,
             type: Literal["object"],
         ) -> None: ...
+
+    @classmethod
+    def _from_fields(cls, values: Any, /) -> Any:
+        self = _new_dict(cls)
+        if (value := values.properties) is not UNSET:
+            self["properties"] = value
+        if (value := values.required) is not UNSET:
+            self["required"] = value
+        self["type"] = values.type
+        return self
 
     @property
     def properties(self) -> dict[str, dict[str, Any]] | UnsetType:
@@ -1614,6 +1653,16 @@ class ToolOutputSchema(OpenObject):
             required: list[str] | UnsetType = UNSET,
             type: Literal["object"],
         ) -> None: ...
+
+    @classmethod
+    def _from_fields(cls, values: Any, /) -> Any:
+        self = _new_dict(cls)
+        if (value := values.properties) is not UNSET:
+            self["properties"] = value
+        if (value := values.required) is not UNSET:
+            self["required"] = value
+        self["type"] = values.type
+        return self
 
     @property
     def properties(self) -> dict[str, dict[str, Any]] | UnsetType:

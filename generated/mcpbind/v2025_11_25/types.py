@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 
 REVISION = "2025-11-25"
 SHA256 = "268a5f82ba70fd7e4b6dc4aa1e64f116f74b4d0edcb69dc046829c79dd4e97e7"
+_new_dict = dict.__new__  # (the open objects' ``_from_fields``: an empty one of their class)
 
 # Every definition, under the name it is bound to here; the package exposes each one under its
 # schema name (a few schema names are taken by Python or by this module).
@@ -2352,6 +2353,13 @@ class GetTaskPayloadResult(OpenObject):
             meta: dict[str, Any] | UnsetType = UNSET,
         ) -> None: ...
 
+    @classmethod
+    def _from_fields(cls, values: Any, /) -> Any:
+        self = _new_dict(cls)
+        if (value := values.meta) is not UNSET:
+            self["_meta"] = value
+        return self
+
     @property
     def meta(self) -> dict[str, Any] | UnsetType:
         """See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on `_meta` usage."""
@@ -2377,6 +2385,13 @@ class RequestParamsMeta(OpenObject):
             progress_token: ProgressToken | UnsetType = UNSET,
         ) -> None: ...
 
+    @classmethod
+    def _from_fields(cls, values: Any, /) -> Any:
+        self = _new_dict(cls)
+        if (value := values.progress_token) is not UNSET:
+            self["progressToken"] = value
+        return self
+
     @property
     def progress_token(self) -> ProgressToken | UnsetType:
         """If specified, the caller is requesting out-of-band progress notifications for this request (as represented by notifications/progress). The value of this parameter is an opaque token that will be attached to any subsequent notifications. The receiver is not obligated to provide these notifications."""
@@ -2399,6 +2414,13 @@ class Result(OpenObject):
             *,
             meta: dict[str, Any] | UnsetType = UNSET,
         ) -> None: ...
+
+    @classmethod
+    def _from_fields(cls, values: Any, /) -> Any:
+        self = _new_dict(cls)
+        if (value := values.meta) is not UNSET:
+            self["_meta"] = value
+        return self
 
     @property
     def meta(self) -> dict[str, Any] | UnsetType:
@@ -2430,6 +2452,18 @@ class ToolInputSchema(OpenObject):
             required: list[str] | UnsetType = UNSET,
             type: Literal["object"],
         ) -> None: ...
+
+    @classmethod
+    def _from_fields(cls, values: Any, /) -> Any:
+        self = _new_dict(cls)
+        if (value := values.schema) is not UNSET:
+            self["$schema"] = value
+        if (value := values.properties) is not UNSET:
+            self["properties"] = value
+        if (value := values.required) is not UNSET:
+            self["required"] = value
+        self["type"] = values.type
+        return self
 
     @property
     def schema(self) -> str | UnsetType:
@@ -2477,6 +2511,18 @@ class ToolOutputSchema(OpenObject):
             type: Literal["object"],
         ) -> None: ...
 
+    @classmethod
+    def _from_fields(cls, values: Any, /) -> Any:
+        self = _new_dict(cls)
+        if (value := values.schema) is not UNSET:
+            self["$schema"] = value
+        if (value := values.properties) is not UNSET:
+            self["properties"] = value
+        if (value := values.required) is not UNSET:
+            self["required"] = value
+        self["type"] = values.type
+        return self
+
     @property
     def schema(self) -> str | UnsetType:
         return self.get("$schema", UNSET)  # type: ignore[no-any-return]
@@ -2512,6 +2558,12 @@ class URLElicitationRequiredErrorErrorData(OpenObject):
             *,
             elicitations: list[ElicitRequestURLParams],
         ) -> None: ...
+
+    @classmethod
+    def _from_fields(cls, values: Any, /) -> Any:
+        self = _new_dict(cls)
+        self["elicitations"] = values.elicitations
+        return self
 
     @property
     def elicitations(self) -> list[ElicitRequestURLParams]:

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 
 REVISION = "2026-07-28"
 SHA256 = "ef70b61f99b6d2e5e3b46863822eab08dff6a45bedc7a08914e0e5b133f40203"
+_new_dict = dict.__new__  # (the open objects' ``_from_fields``: an empty one of their class)
 
 # Every definition, under the name it is bound to here; the package exposes each one under its
 # schema name (a few schema names are taken by Python or by this module).
@@ -2558,6 +2559,13 @@ class NotificationMetaObject(OpenObject):
             subscription_id: RequestId | UnsetType = UNSET,
         ) -> None: ...
 
+    @classmethod
+    def _from_fields(cls, values: Any, /) -> Any:
+        self = _new_dict(cls)
+        if (value := values.subscription_id) is not UNSET:
+            self["io.modelcontextprotocol/subscriptionId"] = value
+        return self
+
     @property
     def subscription_id(self) -> RequestId | UnsetType:
         """Identifies the subscription stream a notification was delivered on. The
@@ -2599,6 +2607,19 @@ class RequestMetaObject(OpenObject):
             protocol_version: str,
             progress_token: ProgressToken | UnsetType = UNSET,
         ) -> None: ...
+
+    @classmethod
+    def _from_fields(cls, values: Any, /) -> Any:
+        self = _new_dict(cls)
+        self["io.modelcontextprotocol/clientCapabilities"] = values.client_capabilities
+        if (value := values.client_info) is not UNSET:
+            self["io.modelcontextprotocol/clientInfo"] = value
+        if (value := values.log_level) is not UNSET:
+            self["io.modelcontextprotocol/logLevel"] = value
+        self["io.modelcontextprotocol/protocolVersion"] = values.protocol_version
+        if (value := values.progress_token) is not UNSET:
+            self["progressToken"] = value
+        return self
 
     @property
     def client_capabilities(self) -> ClientCapabilities:
@@ -2670,6 +2691,14 @@ class Result(OpenObject):
             result_type: str,
         ) -> None: ...
 
+    @classmethod
+    def _from_fields(cls, values: Any, /) -> Any:
+        self = _new_dict(cls)
+        if (value := values.meta) is not UNSET:
+            self["_meta"] = value
+        self["resultType"] = values.result_type
+        return self
+
     @property
     def meta(self) -> ResultMetaObject | UnsetType:
         return self.get("_meta", UNSET)  # type: ignore[no-any-return]
@@ -2704,6 +2733,13 @@ class ResultMetaObject(OpenObject):
             *,
             server_info: Implementation | UnsetType = UNSET,
         ) -> None: ...
+
+    @classmethod
+    def _from_fields(cls, values: Any, /) -> Any:
+        self = _new_dict(cls)
+        if (value := values.server_info) is not UNSET:
+            self["io.modelcontextprotocol/serverInfo"] = value
+        return self
 
     @property
     def server_info(self) -> Implementation | UnsetType:
@@ -2742,6 +2778,14 @@ class SubscriptionsListenResultMetaObject(OpenObject):
             server_info: Implementation | UnsetType = UNSET,
             subscription_id: RequestId,
         ) -> None: ...
+
+    @classmethod
+    def _from_fields(cls, values: Any, /) -> Any:
+        self = _new_dict(cls)
+        if (value := values.server_info) is not UNSET:
+            self["io.modelcontextprotocol/serverInfo"] = value
+        self["io.modelcontextprotocol/subscriptionId"] = values.subscription_id
+        return self
 
     @property
     def server_info(self) -> Implementation | UnsetType:
@@ -2802,6 +2846,14 @@ class ToolInputSchema(OpenObject):
             type: Literal["object"],
         ) -> None: ...
 
+    @classmethod
+    def _from_fields(cls, values: Any, /) -> Any:
+        self = _new_dict(cls)
+        if (value := values.schema) is not UNSET:
+            self["$schema"] = value
+        self["type"] = values.type
+        return self
+
     @property
     def schema(self) -> str | UnsetType:
         return self.get("$schema", UNSET)  # type: ignore[no-any-return]
@@ -2832,6 +2884,13 @@ class ToolOutputSchema(OpenObject):
             *,
             schema: str | UnsetType = UNSET,
         ) -> None: ...
+
+    @classmethod
+    def _from_fields(cls, values: Any, /) -> Any:
+        self = _new_dict(cls)
+        if (value := values.schema) is not UNSET:
+            self["$schema"] = value
+        return self
 
     @property
     def schema(self) -> str | UnsetType:
