@@ -1,4 +1,4 @@
-"""``links.Deadline`` (each HTTP request's bound in ``HttpLink.call``) decides as ``asyncio.timeout``
+"""``transports.deadline.Deadline`` (each HTTP request's bound in ``HttpLink.call``) decides as ``asyncio.timeout``
 does: the same outcome, exception and task state in each case of an await's end."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from mcpbind.client.links import Deadline
+from mcpbind.transports.deadline import Deadline
 
 
 async def with_timeout(awaitable: Awaitable[Any], seconds: float) -> Any:

@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ProtocolError
 from ..events import Negotiated
-from .links import Deadline, ObservedSession, Serve
+from ..transports.deadline import Deadline
+from .links import ObservedSession, Serve
 
 if TYPE_CHECKING:
     from ..transports.http_client import StreamableHTTPClient
