@@ -195,11 +195,14 @@ class Advertised:
                 for settled in self.passed + self.conditional + self.light:
                     settled.clear()
 
-    def check(self, m: Any, params: Any, id_: Any, *, incoming: bool) -> None:
-        """Refuse (-32601) a message of method ``m`` that needs a capability the side that must
-        have it did not advertise."""
+    def check(self, m: Any, params: Any, msg: Any, incoming: bool) -> None:
+        """Refuse (-32601) a message ``msg`` (its id, if any, is the error's) of method ``m``
+        that needs a capability the side that must have it did not advertise."""
         receiver = self.role if incoming else self.peer
-        residual = self.conditional[incoming].get(m.name)
+        conditional = self.conditional[incoming]
+        # (an empty dict's truth before its get: a method's first message of a session meets
+        # no conditional gates yet)
+        residual = conditional.get(m.name) if conditional else None
         if residual is not None:  # settled but for gates that depend on the params
             for gate, cls, attr in residual:
                 if (
@@ -207,25 +210,26 @@ class Advertised:
                     if type(params) is cls and attr is not None and gate.equals is None
                     else _applies(gate, params)
                 ):
-                    self._refuse(m, gate, receiver, id_)
+                    self._refuse(m, gate, receiver, msg)
             return
-        residual = []
+        residual = None
+        verdicts = self._verdicts
         for gate in m.spec.gates:
             side = receiver if gate.side == "receiver" else gate.side
-            verdict = self._verdicts.get((side, gate.path))
+            verdict = verdicts.get((side, gate.path))
             if verdict is None and side in self.caps:
                 plain = msgspec.to_builtins(self.caps[side])
-                verdict = self._verdicts[side, gate.path] = supports(
-                    plain, gate.path, self.revision
-                )
+                verdict = verdicts[side, gate.path] = supports(plain, gate.path, self.revision)
             if verdict is False:  # None: that side's are not known yet, and pass until they are
                 if _applies(gate, params):
-                    self._refuse(m, gate, receiver, id_)
+                    self._refuse(m, gate, receiver, msg)
+                if residual is None:
+                    residual = []
                 residual.append((gate, type(params), _attribute(params, gate.when)))
         # Settled until a capabilities object changes: no gate can refuse it, or only those
         # conditional ones, on the params that have their value.
         if residual:
-            self.conditional[incoming][m.name] = residual
+            conditional[m.name] = residual
             if len(residual) == 1:
                 gate, cls, attr = residual[0]
                 if attr is not None and gate.equals is None:
@@ -234,7 +238,8 @@ class Advertised:
             self.passed[incoming].add(m.name)
         self._settled = True
 
-    def _refuse(self, m: Any, gate: Gate, receiver: str, id_: Any) -> NoReturn:
+    def _refuse(self, m: Any, gate: Gate, receiver: str, msg: Any) -> NoReturn:
+        id_ = getattr(msg, "id", None)
         side = receiver if gate.side == "receiver" else gate.side
         whom = f"this {side}" if side == self.role else f"the {side}"
         condition = f" (its params have {'.'.join(gate.when)})" if gate.when else ""
