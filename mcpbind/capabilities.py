@@ -193,7 +193,8 @@ class Advertised:
             if self._settled:
                 self._settled = False
                 for settled in self.passed + self.conditional + self.light:
-                    settled.clear()
+                    if settled:  # (a truth test is cheaper than the call on an empty one)
+                        settled.clear()
 
     def check(self, m: Any, params: Any, msg: Any, incoming: bool) -> None:
         """Refuse (-32601) a message ``msg`` (its id, if any, is the error's) of method ``m``

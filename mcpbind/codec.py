@@ -238,11 +238,12 @@ class Codec:
             head = data[:_HEAD]
             if head.partition(b'"result"')[1]:
                 id_ = self._last
-                m: Any = (
-                    pending.get(id_, _NO_METHOD)
-                    if len(pending) == 1 and not self._answers
-                    else _NO_METHOD
-                )
+                m: Any = _NO_METHOD
+                if len(pending) == 1 and not self._answers:
+                    try:  # (a subscript: cheaper than get)
+                        m = pending[id_]
+                    except KeyError:  # (the last one added was answered before an earlier one)
+                        pass
                 try:
                     response = m.response
                 except AttributeError:  # (a method not in the tables, pending by its name)
