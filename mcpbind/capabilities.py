@@ -151,6 +151,8 @@ class Advertised:
         # attribute) of its one such gate, refusing only params of that class holding a value
         self.light: tuple[dict[str, tuple[Any, str]], dict[str, tuple[Any, str]]] = ({}, {})
         self._verdicts: dict[tuple[str, str], bool] = {}  # (side, path) -> advertised
+        # by direction: method -> the methods with the same gates (read only, shared)
+        self._alike = _alike(tables, revision, role)
         self._settled = False  # whether ``passed`` or ``conditional`` holds anything
         self._sides = tables.sides
         facts = tables.facts
@@ -235,8 +237,12 @@ class Advertised:
                 gate, cls, attr = residual[0]
                 if attr is not None and gate.equals is None:
                     self.light[incoming][m.name] = (cls, attr)
-        else:
-            self.passed[incoming].add(m.name)
+        else:  # and so do the methods with the same gates, on the same verdicts
+            alike = self._alike[incoming].get(m.name)
+            if alike is None:
+                self.passed[incoming].add(m.name)
+            else:
+                self.passed[incoming].update(alike)
         self._settled = True
 
     def _refuse(self, m: Any, gate: Gate, receiver: str, msg: Any) -> NoReturn:
@@ -321,6 +327,34 @@ def _gated_requests(tables: Any, revision: str, role: str) -> dict[str, Any]:
             if g.side == "client" and not g.when
         }
         _GATED_REQUESTS[revision, role] = found
+    return found
+
+
+# (revision, role) -> by direction (sent, received): method -> the methods whose gates are the
+# same (each its side, "receiver" read as the side receiving it, path, and condition), itself
+# among them: a method let through its gates lets them through (``Advertised.check``).
+_Alike = dict[str, frozenset[str]]  # (only methods that have others alike)
+_ALIKE: dict[tuple[str, str], tuple[_Alike, _Alike]] = {}
+
+
+def _alike(tables: Any, revision: str, role: str) -> tuple[_Alike, _Alike]:
+    found = _ALIKE.get((revision, role))
+    if found is None:
+        peer = "server" if role == "client" else "client"
+        sent: _Alike = {}
+        received: _Alike = {}
+        for receiver, out in ((peer, sent), (role, received)):
+            by_gates: dict[Any, list[str]] = {}
+            for name, m in tables.methods.items():
+                key = tuple(
+                    (receiver if g.side == "receiver" else g.side, g.path, g.when, repr(g.equals))
+                    for g in m.spec.gates
+                )
+                by_gates.setdefault(key, []).append(name)
+            for names in by_gates.values():
+                if len(names) > 1:
+                    out.update(dict.fromkeys(names, frozenset(names)))
+        found = _ALIKE[revision, role] = (sent, received)
     return found
 
 
