@@ -240,7 +240,7 @@ class Codec:
                 id_ = self._last
                 m: Any = _NO_METHOD
                 if len(pending) == 1 and not self._answers:
-                    try:  # (a subscript: cheaper than get)
+                    try:  # noqa: SIM105 (a subscript: cheaper than get, and suppress than both)
                         m = pending[id_]
                     except KeyError:  # (the last one added was answered before an earlier one)
                         pass
@@ -318,9 +318,13 @@ class Codec:
         settled but for one conditional gate whose value is absent (False)."""
         params = getattr(msg.message if m.wrapped else msg, "params", UNSET)
         light = self._light_in
-        if light and (found := light.get(m.name)) is not None:
-            if type(params) is found[0] and getattr(params, found[1]) is UNSET:
-                return False
+        if (
+            light
+            and (found := light.get(m.name)) is not None
+            and type(params) is found[0]
+            and getattr(params, found[1]) is UNSET
+        ):
+            return False
         self._gates.check(m, params, msg, True)
         if self._check_meta and m.request:  # (what _received does after its gates)
             self._gates.check_meta(m, params, msg.id)
