@@ -151,6 +151,8 @@ class Advertised:
         # attribute) of its one such gate, refusing only params of that class holding a value
         self.light: tuple[dict[str, tuple[Any, str]], dict[str, tuple[Any, str]]] = ({}, {})
         self._verdicts: dict[tuple[str, str], bool] = {}  # (side, path) -> advertised
+        # by direction: method -> the methods with the same gates (read only, shared)
+        self._alike = _alike(tables, revision, role)
         self._settled = False  # whether ``passed`` or ``conditional`` holds anything
         self._sides = tables.sides
         facts = tables.facts
@@ -193,13 +195,17 @@ class Advertised:
             if self._settled:
                 self._settled = False
                 for settled in self.passed + self.conditional + self.light:
-                    settled.clear()
+                    if settled:  # (a truth test is cheaper than the call on an empty one)
+                        settled.clear()
 
-    def check(self, m: Any, params: Any, id_: Any, *, incoming: bool) -> None:
-        """Refuse (-32601) a message of method ``m`` that needs a capability the side that must
-        have it did not advertise."""
+    def check(self, m: Any, params: Any, msg: Any, incoming: bool) -> None:
+        """Refuse (-32601) a message ``msg`` (its id, if any, is the error's) of method ``m``
+        that needs a capability the side that must have it did not advertise."""
         receiver = self.role if incoming else self.peer
-        residual = self.conditional[incoming].get(m.name)
+        conditional = self.conditional[incoming]
+        # (an empty dict's truth before its get: a method's first message of a session meets
+        # no conditional gates yet)
+        residual = conditional.get(m.name) if conditional else None
         if residual is not None:  # settled but for gates that depend on the params
             for gate, cls, attr in residual:
                 if (
@@ -207,34 +213,40 @@ class Advertised:
                     if type(params) is cls and attr is not None and gate.equals is None
                     else _applies(gate, params)
                 ):
-                    self._refuse(m, gate, receiver, id_)
+                    self._refuse(m, gate, receiver, msg)
             return
-        residual = []
+        residual = None
+        verdicts = self._verdicts
         for gate in m.spec.gates:
             side = receiver if gate.side == "receiver" else gate.side
-            verdict = self._verdicts.get((side, gate.path))
+            verdict = verdicts.get((side, gate.path))
             if verdict is None and side in self.caps:
                 plain = msgspec.to_builtins(self.caps[side])
-                verdict = self._verdicts[side, gate.path] = supports(
-                    plain, gate.path, self.revision
-                )
+                verdict = verdicts[side, gate.path] = supports(plain, gate.path, self.revision)
             if verdict is False:  # None: that side's are not known yet, and pass until they are
                 if _applies(gate, params):
-                    self._refuse(m, gate, receiver, id_)
+                    self._refuse(m, gate, receiver, msg)
+                if residual is None:
+                    residual = []
                 residual.append((gate, type(params), _attribute(params, gate.when)))
         # Settled until a capabilities object changes: no gate can refuse it, or only those
         # conditional ones, on the params that have their value.
         if residual:
-            self.conditional[incoming][m.name] = residual
+            conditional[m.name] = residual
             if len(residual) == 1:
                 gate, cls, attr = residual[0]
                 if attr is not None and gate.equals is None:
                     self.light[incoming][m.name] = (cls, attr)
-        else:
-            self.passed[incoming].add(m.name)
+        else:  # and so do the methods with the same gates, on the same verdicts
+            alike = self._alike[incoming].get(m.name)
+            if alike is None:
+                self.passed[incoming].add(m.name)
+            else:
+                self.passed[incoming].update(alike)
         self._settled = True
 
-    def _refuse(self, m: Any, gate: Gate, receiver: str, id_: Any) -> NoReturn:
+    def _refuse(self, m: Any, gate: Gate, receiver: str, msg: Any) -> NoReturn:
+        id_ = getattr(msg, "id", None)
         side = receiver if gate.side == "receiver" else gate.side
         whom = f"this {side}" if side == self.role else f"the {side}"
         condition = f" (its params have {'.'.join(gate.when)})" if gate.when else ""
@@ -315,6 +327,34 @@ def _gated_requests(tables: Any, revision: str, role: str) -> dict[str, Any]:
             if g.side == "client" and not g.when
         }
         _GATED_REQUESTS[revision, role] = found
+    return found
+
+
+# (revision, role) -> by direction (sent, received): method -> the methods whose gates are the
+# same (each its side, "receiver" read as the side receiving it, path, and condition), itself
+# among them: a method let through its gates lets them through (``Advertised.check``).
+_Alike = dict[str, frozenset[str]]  # (only methods that have others alike)
+_ALIKE: dict[tuple[str, str], tuple[_Alike, _Alike]] = {}
+
+
+def _alike(tables: Any, revision: str, role: str) -> tuple[_Alike, _Alike]:
+    found = _ALIKE.get((revision, role))
+    if found is None:
+        peer = "server" if role == "client" else "client"
+        sent: _Alike = {}
+        received: _Alike = {}
+        for receiver, out in ((peer, sent), (role, received)):
+            by_gates: dict[Any, list[str]] = {}
+            for name, m in tables.methods.items():
+                key = tuple(
+                    (receiver if g.side == "receiver" else g.side, g.path, g.when, repr(g.equals))
+                    for g in m.spec.gates
+                )
+                by_gates.setdefault(key, []).append(name)
+            for names in by_gates.values():
+                if len(names) > 1:
+                    out.update(dict.fromkeys(names, frozenset(names)))
+        found = _ALIKE[revision, role] = (sent, received)
     return found
 
 

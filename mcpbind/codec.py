@@ -145,6 +145,7 @@ class Codec:
         # the gates' own dicts and sets, read on the hot paths without another attribute hop
         self._caps, self._passed = self._gates.caps, self._gates.passed
         self._light = self._gates.light
+        self._passed_in, self._light_in = self._passed[True], self._light[True]  # (received)
         self.wire_results = wire_results
         if capabilities is not None:  # (a new codec knows none: None changes nothing)
             self.capabilities = capabilities
@@ -240,11 +241,12 @@ class Codec:
             head = data[:_HEAD]
             if head.partition(b'"result"')[1]:
                 id_ = self._last
-                m: Any = (
-                    pending.get(id_, _NO_METHOD)
-                    if len(pending) == 1 and not self._answers
-                    else _NO_METHOD
-                )
+                m: Any = _NO_METHOD
+                if len(pending) == 1 and not self._answers:
+                    try:  # noqa: SIM105 (a subscript: cheaper than get, and suppress than both)
+                        m = pending[id_]
+                    except KeyError:  # (the last one added was answered before an earlier one)
+                        pass
                 try:
                     response = m.response
                 except AttributeError:  # (a method not in the tables, pending by its name)
@@ -312,7 +314,7 @@ class Codec:
         else:
             message = m.message
             msg = message(params=wire.params)
-        if m.gated and self._caps and m.name not in self._passed[True] and self._gated(m, msg):
+        if m.gated and self._caps and m.name not in self._passed_in and self._gated(m, msg):
             return msg
         if m.learns:
             self._received(m, msg)
@@ -365,10 +367,15 @@ class Codec:
         them and then as ``_received`` checks it (True), or nothing done when the method is
         settled but for one conditional gate whose value is absent (False)."""
         params = getattr(msg.message if m.wrapped else msg, "params", UNSET)
-        light = self._light[True].get(m.name)
-        if light is not None and type(params) is light[0] and getattr(params, light[1]) is UNSET:
+        light = self._light_in
+        if (
+            light
+            and (found := light.get(m.name)) is not None
+            and type(params) is found[0]
+            and getattr(params, found[1]) is UNSET
+        ):
             return False
-        self._gates.check(m, params, getattr(msg, "id", None), incoming=True)
+        self._gates.check(m, params, msg, True)
         if self._check_meta and m.request:  # (what _received does after its gates)
             self._gates.check_meta(m, params, msg.id)
         if m.learns:
@@ -571,7 +578,7 @@ class Codec:
     def _received(self, m: Method, msg: Any) -> Any:
         params = getattr(msg.message if m.wrapped else msg, "params", UNSET)
         if m.gated and self._caps and m.name not in self._passed[True]:
-            self._gates.check(m, params, getattr(msg, "id", None), incoming=True)
+            self._gates.check(m, params, msg, True)
         if self._check_meta and m.request:
             self._gates.check_meta(m, params, msg.id)
         if m.learns:
@@ -629,7 +636,7 @@ class Codec:
                 or type(params) is not light[0]
                 or getattr(params, light[1]) is not UNSET
             ):
-                self._gates.check(m, params, getattr(msg, "id", None), incoming=False)
+                self._gates.check(m, params, msg, False)
         out = _encode(msg if m.enveloped else m.unbuild(msg))
         if len(out) > SCAN_MAX or out.partition(b"null")[1]:
             refuse_nonfinite(msg, out)

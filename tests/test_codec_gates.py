@@ -166,6 +166,24 @@ def test_a_method_found_advertised_is_checked_again_when_capabilities_change():
     refused(lambda: client.encode(msgspec.structs.replace(request, id=20)), "prompts")
 
 
+def test_methods_with_the_same_gates_are_let_through_together_and_checked_again_together():
+    """A method found advertised lets through, until a capabilities object changes, the methods
+    whose gates are the same (prompts/list and prompts/get both need the server's prompts),
+    and no other; a change makes each of them refused again where it no longer holds."""
+    get = b'{"jsonrpc":"2.0","id":3,"method":"prompts/get","params":{"name":"p"}}'
+    listing = b'{"jsonrpc":"2.0","id":4,"method":"prompts/list"}'
+    server = Codec("2024-11-05", "server", capabilities={"prompts": {}})
+    assert isinstance(server.decode(listing).message, v1.ListPromptsRequest)
+    assert {"prompts/list", "prompts/get"} <= server._gates.passed[True]
+    assert "tools/call" not in server._gates.passed[True]
+    assert isinstance(server.decode(get).message, v1.GetPromptRequest)
+    refused(lambda: server.decode(CALL_TOOL), "tools")
+    server.capabilities = {"tools": {}}
+    refused(lambda: server.decode(get), "prompts")
+    refused(lambda: server.decode(listing), "prompts")
+    assert isinstance(server.decode(CALL_TOOL).message, v1.CallToolRequest)
+
+
 def test_a_method_passed_while_a_side_was_unknown_is_checked_once_that_side_is_known():
     """A gate on a side whose capabilities are not known yet lets the message through, and the
     codec stops looking; learning that side's capabilities must make it look again."""
