@@ -44,6 +44,27 @@ class ClientMessage(msgspec.Struct, gc=False):
 read_client = msgspec.json.Decoder(ClientMessage)
 
 
+class _Made:
+    """A container attribute of a ``Live`` made (``make()``) when first read, then the instance's
+    own (this descriptor defines no ``__set__``, so the instance's attribute is read from then on:
+    no call per lookup): one is built per stateless POST, which reads none of them."""
+
+    __slots__ = ("make", "name")
+
+    def __init__(self, make: Callable[[], Any]) -> None:
+        self.make = make
+        self.name = ""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, live: Any, owner: Any = None) -> Any:
+        if live is None:
+            return self
+        made = live.__dict__[self.name] = self.make()
+        return made
+
+
 class Live:
     """One MCP session: its ``ServerSession``, the requests it awaits from the client, and the
     stream of messages that belong to no request (served by GET)."""
@@ -58,14 +79,17 @@ class Live:
     checked = -SESSION_RECHECK  # time.monotonic() the shared store last confirmed it
     owner: str | None = None  # the principal that opened it: only it reaches it
 
+    # Made when first read (_Made): the client's answers it awaits, its resumable streams with
+    # work on this worker, its event streams' readers here, by stream its one reader here
+    waiting: dict[Any, asyncio.Future[Any]] = _Made(dict)  # type: ignore[assignment]
+    streams: dict[str, Stream] = _Made(dict)  # type: ignore[assignment]
+    readers: set[asyncio.Future[Stop]] = _Made(set)  # type: ignore[assignment]
+    reading: dict[str, asyncio.Future[Stop]] = _Made(dict)  # type: ignore[assignment]
+
     def __init__(self, session: ServerSession, stateful: bool) -> None:
         self.session = session
         self.stateful = stateful
-        self.waiting: dict[Any, asyncio.Future[Any]] = {}
         self.tasks: dict[Any, asyncio.Task[Any]] = {}
-        self.streams: dict[str, Stream] = {}  # its resumable streams with work on this worker
-        self.readers: set[asyncio.Future[Stop]] = set()  # its event streams' readers here
-        self.reading: dict[str, asyncio.Future[Stop]] = {}  # by stream: its one reader here
 
     @property
     def in_use(self) -> bool:

@@ -401,9 +401,9 @@ class StreamableHTTPServer(StatelessPath, EventStreams):
             live = bound
         else:
             template = self._template
-            live = Live(
+            live = Live(  # (positional: a class called with a keyword builds a dict for it)
                 template.spawn() if template is not None else self.session_class(**self._config),
-                stateful=False,
+                False,
             )
             # The body decoded once when its headers agree with it so (the usual request); else
             # the header check reads it, and the session after
