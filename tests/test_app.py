@@ -1048,6 +1048,8 @@ def test_text_results_are_built_in_each_revision_as_their_projection() -> None:
             got = results.text_result("42", rev(revision), "the result of tool", "t", error=error)
             assert got == convey(newest, revision)[0], revision
             assert type(got) is module(revision).CallToolResult
+            again = results.text_result("42", rev(revision), "the result of tool", "t", error=error)
+            assert again == got and again is not got and again.content is not got.content
         assert results._texts[revision] is not None  # built directly, not conveyed
 
 

@@ -28,6 +28,8 @@ log = logging.getLogger("mcpbind.app")
 # copies strings as they are).
 _SPECIMEN = "specimen"
 _UNSEEN: Any = object()
+# The types of values a result may share with another (_direct_text)
+_IMMUTABLE = frozenset({type(None), type(msgspec.UNSET), str, int, float, bool})
 
 
 def generated(value: Any) -> bool:
@@ -117,7 +119,20 @@ class Results:
         else None."""
         cls, block = r.result("call_tool"), r.module.TextContent
         fixed = Build(cls, _fixed(r, self._hints)).fixed
-        direct: tuple[Callable[..., Any], Any] | None = (functools.partial(cls, **fixed), block)
+        build: Callable[..., Any] = functools.partial(cls, **fixed)
+        if fixed:
+            # A partial with keywords merges them with the call's in a dict of its own each
+            # time; a result made as a copy of one holding the fixed values (msgspec's replace:
+            # the same __init__ checks and __post_init__) is half the cost, where every other
+            # value it would share with that one cannot change (None, UNSET, a str, a number)
+            model = cls(content=[], **fixed)
+            if all(
+                type(getattr(model, f)) in _IMMUTABLE
+                for f in cls.__struct_fields__
+                if f != "content"
+            ):
+                build = functools.partial(msgspec.structs.replace, model)
+        direct: tuple[Callable[..., Any], Any] | None = (build, block)
         for extra in ({}, {"is_error": True}):
             specimen = self.call_tool(content=[self.text(text=_SPECIMEN)], **extra)
             projected, lost = convey(specimen, r.revision)
