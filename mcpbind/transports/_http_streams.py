@@ -92,16 +92,16 @@ def _wake_next(getters: collections.deque[asyncio.Future[None]]) -> None:
             return
 
 
-class Stream:
+class Stream(_Queue):
     """The messages bound for one POST's response (or the GET stream): a queue the response body
     reads (in a session, once it is an event stream, a pump moves it to the store's log, which
     its readers read), closed once every request it carries has been answered, and given up when
-    more than ``max_queued`` messages wait on it."""
+    more than ``max_queued`` messages wait on it. It is its own queue (``queue``, a ``_Queue``):
+    one object a POST less than a stream holding one."""
 
     # Slots and a plain __init__: one is built per POST, and a dataclass's default factories
     # cost a call each.
     __slots__ = (
-        "queue",
         "pending",
         "asked",
         "handlers",
@@ -121,7 +121,9 @@ class Stream:
     )
 
     def __init__(self, max_queued: int = MAX_QUEUED, auth: AuthInfo | None = None) -> None:
-        self.queue = _Queue()
+        self._items = collections.deque()  # (_Queue's, written out: a call less)
+        self._getters = None
+        self.waiter = None
         self.pending: set[Any] = set()
         self.asked: dict[Any, asyncio.Future[Any]] = {}  # requests sent on it
         self.handlers: dict[Any, asyncio.Task[Any]] = {}  # of the requests it answers
@@ -146,19 +148,23 @@ class Stream:
         self.logged: deque[tuple[str, bytes | None]] | None = None
         self.failure: list[bytes] | None = None
 
+    @property
+    def queue(self) -> _Queue:
+        """The queue of its messages: the stream itself."""
+        return self
+
     def put(self, messages: Iterable[bytes]) -> None:
-        queue = self.queue
         for message in messages:
             if self.given_up:
                 return  # nothing more goes on a stream given up
-            if len(queue._items) >= self.max_queued:  # (its qsize, without the call)
+            if len(self._items) >= self.max_queued:  # (its qsize, without the call)
                 # The client is not reading: end the stream after what waits, rather than hold
                 # more and more for it; what it carried is cancelled as if the client had left.
                 self.given_up = True
                 self.abandon()
-                queue.put_nowait(None)
+                self.put_nowait(None)
                 return
-            queue.put_nowait(message)
+            self.put_nowait(message)
 
     def abandon(self, why: str = "") -> None:
         """The client went away: the requests sent on this stream will not be answered here, and
@@ -181,7 +187,7 @@ class Stream:
         self.handlers.pop(request_id, None)
         if not self.pending:
             self.closed = True
-            self.queue.put_nowait(None)
+            self.put_nowait(None)
 
     def stop_readers(self, why: str, until: str | None = None) -> None:
         """Tell this worker's readers to end their responses: ``close`` (after the entries up to
@@ -228,7 +234,7 @@ GONE = object()  # the client left before the first message of its response
 async def first_or_gone(stream: Stream, receive: Receive) -> bytes | None | object:
     """The first message of a POST's response, or ``GONE`` when the client disconnects before it:
     a handler that sends nothing before its answer is watched for its client leaving too."""
-    queue = stream.queue
+    queue: _Queue = stream  # (its own queue)
     if queue.empty():
         loop = asyncio.get_running_loop()
         departure = _Departure(receive)
@@ -364,6 +370,6 @@ async def stream_events(first: bytes, stream: Stream) -> AsyncIterator[bytes]:
         while message is not None:
             stream.counter += 1
             yield b"id: %d\nevent: message\ndata: " % stream.counter + message + b"\n\n"
-            message = await stream.queue.get()
+            message = await stream.get()  # (its queue's)
     finally:
         stream.abandon()

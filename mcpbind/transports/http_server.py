@@ -521,7 +521,7 @@ class StreamableHTTPServer(StatelessPath, EventStreams):
         try:
             step = run.send(None)
         except StopIteration as done:
-            items = stream.queue._items  # (its qsize and get_nowait, without their calls)
+            items = stream._items  # (its queue's qsize and get_nowait, without their calls)
             if stream.closed and len(items) == 2:  # its answer, and the end of the stream
                 first = items.popleft()
                 if isinstance(first, bytes):
