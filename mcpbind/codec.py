@@ -603,6 +603,13 @@ class Codec:
     def peer_capabilities(self, caps: Any) -> None:
         self._gates.set(self.peer, caps)
 
+    def knows_capabilities(self) -> bool:
+        """Whether either side's capabilities are known: ``capabilities`` or
+        ``peer_capabilities`` is not None (one call, where a session giving its codecs back
+        asks it of each)."""
+        caps = self._caps
+        return caps.get(self.role) is not None or caps.get(self.peer) is not None
+
     # -- encode ---------------------------------------------------------------------------------
 
     def encode(self, msg: Any) -> bytes:

@@ -154,3 +154,16 @@ def test_the_codecs_kept_are_bounded(given_back: int, monkeypatch: pytest.Monkey
     for s in sessions:
         s.release()
     assert len(base._spare.get(MODERN, [])) == min(given_back, 2)
+
+
+@pytest.mark.parametrize("side", ["capabilities", "peer_capabilities"])
+def test_a_codec_knows_capabilities_when_either_side_is_not_none(side: str) -> None:
+    from mcpbind.codec import Codec
+
+    codec = Codec(MODERN, role="server", wire_results=True)
+    assert codec.capabilities is None and codec.peer_capabilities is None
+    assert not codec.knows_capabilities()
+    setattr(codec, side, {})
+    assert codec.knows_capabilities()
+    setattr(codec, side, None)
+    assert not codec.knows_capabilities()

@@ -104,7 +104,7 @@ class ServerSession(Session):
             return
         spare = self._spare
         for revision, codec in self._codecs.items():
-            if codec.capabilities is None and codec.peer_capabilities is None:
+            if not codec.knows_capabilities():
                 free = spare.get(revision)
                 if free is None:
                     free = spare.setdefault(revision, [])
