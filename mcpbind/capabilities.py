@@ -332,7 +332,9 @@ def _gated_requests(tables: Any, revision: str, role: str) -> dict[str, Any]:
 
 # (revision, role) -> by direction (sent, received): method -> the methods whose gates are the
 # same (each its side, "receiver" read as the side receiving it, path, and condition), itself
-# among them: a method let through its gates lets them through (``Advertised.check``).
+# among them: a method let through its gates lets them through (``Advertised.check``). Worked
+# out once per codec's first use of a revision and role, as _GATED_REQUESTS is: two entries per
+# pinned revision at most, read only once stored; two threads racing build the same table.
 _Alike = dict[str, frozenset[str]]  # (only methods that have others alike)
 _ALIKE: dict[tuple[str, str], tuple[_Alike, _Alike]] = {}
 
