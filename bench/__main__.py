@@ -36,6 +36,7 @@ import mcpbind
 from . import app as app_script
 from . import bridge as bridge_script
 from . import client as client_script
+from . import codec_instructions as codec_instructions_script
 from . import costs as costs_script
 from . import gateway as gateway_script
 from . import gateway_instructions as gateway_instructions_script
@@ -57,6 +58,7 @@ from .anchors import (
     guarded_encode_floor,
     least_decode,
 )
+from .codec_instructions import CODEC_VS_FLOOR, PER_MESSAGE
 from .workloads import ROOT, SESSIONS, Workload, all_workloads, record, schema_dir
 
 PY = sys.executable
@@ -67,9 +69,7 @@ PROJECT_TO = {"2025-11-25": "2024-11-05", "2026-07-28": "2025-11-25"}
 # own decoders with the hooks exact types need already sit above the old orjson bounds).
 DECODE_VS_MCP_TYPES = 5.0  # at least this many times faster
 ENCODE_VS_MCP_TYPES = 5.0
-CODEC_VS_FLOOR = 1.3  # the codec at most this many times its floor, decode and encode,
-PER_MESSAGE = 0.5e-6  # plus this many seconds for each message of the workload (issue 36: the
-# checks a codec must make cost a fixed amount a message); encode's floor is the guarded one
+# The codec's bound, CODEC_VS_FLOOR and PER_MESSAGE: bench/codec_instructions.py, which counts it
 PROJECT_VS_DECODE = 2.0  # decode + project at most this many times decode
 IMPORT_VS_MCP_TYPES = 0.2
 NOOP_GENERATE = 1.0
@@ -508,6 +508,8 @@ def summary(rows: list[Row], extra: dict[str, Any]) -> list[tuple[str, str, str,
             )
         )
 
+    out += codec_instructions_script.targets(rows, extra.get("codec_instructions") or {})
+
     # (target, direction, mcpbind's side of the ratio, its anchor, bound, at least, floor)
     per_workload = [
         ("(reference) the least Python codec's decode <= 1.3x the floor: a method call running the floor's decoder, expect's dict store and the response's pop; no check", "decode", "least codec", "floor", CODEC_VS_FLOOR, False, True),
@@ -658,6 +660,16 @@ def write_report(
         ]
         lines.append("")
     lines += ["## Encode", "", ENCODE_TEXT, "", *encode_table(rows), ""]
+    found = extra.get("codec_instructions")
+    if found:
+        lines += [
+            "## The codec's bound in instructions",
+            "",
+            CODEC_INSTRUCTIONS_TEXT,
+            "",
+            *codec_instructions_script.table(rows, found),
+            "",
+        ]
     lines += [
         "## Projection",
         "",
@@ -840,6 +852,15 @@ check no codec may drop, Codec.encode's own guard against a non-finite float (wh
 writes as `null`). The codec's bound is 1.3x the guarded floor plus 0.5 µs a message; orjson is a
 reference column, no longer a bound."""
 
+CODEC_INSTRUCTIONS_TEXT = """\
+`bench/codec_instructions.py` (issue 36): the workloads above counted under callgrind
+(`bench.instructions`, the very runners timed above, 10 passes each), the codec's instructions
+over 1.3x its floor's (decode) or its guarded floor's (encode), divided by the messages; next to
+it, what the bound's 0.5 µs a message was worth in the codec's own instructions in this run (its
+count over its time in the tables above). The counts do not move with the host; the second
+figure does, with the speed the run got. Bold: a count over the run's 0.5 µs. A reference: the
+bound is the timed one."""
+
 PROJECTION_TEXT = """\
 `mcpbind.project(payload, to=R)` after the decode (the result of a response, the generated
 message of a request), against decode alone; 2025-11-25 workloads go to 2024-11-05 and
@@ -1016,6 +1037,9 @@ def main(argv: list[str] | None = None) -> int:
     anchors: list[Anchor] = [Mcpbind(), McpTypes(), dmcg, Orjson(), Json()]
     gc.collect()
     rows = measure_workloads(timer, anchors, workloads)
+
+    print("the codec's bound in instructions (bench/codec_instructions.py) ...", file=sys.stderr)
+    extra["codec_instructions"] = codec_instructions_script.measure(3 if args.quick else 10)
 
     print("costs of single values (bench/costs.py) ...", file=sys.stderr)
     extra["costs"] = costs_script.measure(timer.many)
