@@ -4,13 +4,13 @@ own instructions in the run at hand.
 
 The timed bound (1.3x the floor plus 0.5 µs a message) holds an allowance in seconds, and what
 a microsecond buys moves with the host: the same code's decode of a recorded session took 228 µs
-in one run on this machine and 332 µs in another, a few hours apart. The instructions over 1.3x the floor
-do not move with the host (callgrind, `bench.instructions`: the very runners `make bench` times,
-``--runs`` passes each); the codec's instructions over its own measured time in the run say how
-many of them 0.5 µs was worth then. A workload whose count a message is under that figure is
-within the allowance at the run's speed, in the codec's own instructions; the timed row and
-this one differ where the codec and its floor do unlike amounts a cycle (msgspec's C against the
-codec's Python). A reference, not a target of its own.
+in one run on this machine and 332 µs in another, a few hours apart. The instructions over 1.3x
+the floor do not move with the host (callgrind, `bench.instructions`: the very runners `make
+bench` times, ``runs`` passes each); the codec's instructions over its own measured time in the
+run say how many of them 0.5 µs was worth then. A workload whose count a message is under that
+figure is within the allowance at the run's speed, in the codec's own instructions; the timed
+row and this one differ where the codec and its floor do unlike amounts a cycle (msgspec's C
+against the codec's Python). A reference, not a target of its own.
 """
 
 from __future__ import annotations

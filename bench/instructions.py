@@ -7,10 +7,11 @@ On the shared 2-core machine the times of `make bench` move by a third from run 
 to see a change of a few percent in the codec's per-message Python. Instruction counts do not
 move with the load. One process runs under ``valgrind --tool=callgrind`` with instrumentation
 off; for each workload whose name contains one of the TEXTs, each direction and each anchor, it
-runs the anchor's runner twice (everything built, caches warm), then switches counting on, runs
-it ``--runs`` times and dumps the count through callgrind's client requests (a ten-line C shim
-compiled with ``cc`` into a temporary folder). The count divided by the runs is one pass over
-the workload, in the very runners `make bench` times:
+runs the anchor's runner up to ``WARM_RUNS`` times (everything built, caches warm, bytecode
+specialized), then switches counting on, runs it ``--runs`` times and dumps the count through
+callgrind's client requests (a ten-line C shim compiled with ``cc`` into a temporary folder).
+The count divided by the runs is one pass over the workload, in the very runners `make bench`
+times:
 
 - ``mcpbind``: ``Codec.decode`` / ``Codec.encode`` per message (bench/anchors.py ``Mcpbind``);
 - ``floor``: the decode and encode floors of `make bench` (bench/anchors.py ``decode_floor``,
@@ -34,6 +35,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -102,9 +104,18 @@ def switches(shim: str) -> tuple[Callable[[], None], Callable[[str], None]]:
     return start, stop
 
 
+# Uncounted runs of a job first, at most WARM_RUNS and at least two, for up to WARM_SECONDS: Python
+# 3.11 specializes a function's bytecode after its eighth call, and respecializes an instruction
+# only after some 50 misses, so that code another job specialized for other objects (another
+# revision's) settles on this job's only after that many runs (a long job is warm sooner)
+WARM_RUNS = 100
+WARM_SECONDS = 2.0
+
+
 def count_each(shim: str, runs: int, jobs: list[tuple[str, Callable[[], Any]]]) -> None:
-    """Under callgrind: each job run twice (warm), then ``runs`` times counted, one dump each
-    labelled with its name; an "empty" job first, whose count ``callgrind`` subtracts."""
+    """Under callgrind: each job run up to ``WARM_RUNS`` times (warm, its bytecode
+    specialized), then ``runs`` times counted, one dump each labelled with its name; an "empty"
+    job first, whose count ``callgrind`` subtracts."""
     start, stop = switches(shim)
 
     def nothing() -> None:
@@ -113,8 +124,11 @@ def count_each(shim: str, runs: int, jobs: list[tuple[str, Callable[[], Any]]]) 
     gc.collect()
     gc.disable()
     for label, fn in [("empty", nothing), *jobs]:
-        fn()
-        fn()
+        deadline = time.monotonic() + WARM_SECONDS
+        for warmed in range(WARM_RUNS):
+            fn()
+            if warmed >= 1 and time.monotonic() > deadline:
+                break
         start()
         for _ in range(runs):
             fn()
