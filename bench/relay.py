@@ -55,10 +55,11 @@ class _Accepted(_Side):
     def __init__(self, host: str, port: int) -> None:
         super().__init__()
         self.host, self.port = host, port
+        self.connecting: asyncio.Task[None] | None = None  # (held: the loop keeps no task alive)
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)
-        asyncio.get_running_loop().create_task(self._connect())
+        self.connecting = asyncio.get_running_loop().create_task(self._connect())
 
     async def _connect(self) -> None:
         assert self.transport is not None
