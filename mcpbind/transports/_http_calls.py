@@ -160,7 +160,7 @@ class Call:
             return False
         if not bindings(session.revision).FACTS.sse_priming:
             return False
-        self._stream.queue.put_nowait(CLOSE)
+        self._stream.put_nowait(CLOSE)
         return True
 
 

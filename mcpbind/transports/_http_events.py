@@ -102,8 +102,8 @@ class EventStreams(SessionTable):
         logged = stream.logged if stream.logged is not None else deque(maxlen=0)
         try:
             while True:
-                while not stream.queue.empty():
-                    batch.append(stream.queue.get_nowait())
+                while not stream.empty():
+                    batch.append(stream.get_nowait())
                 items: list[bytes | None] = []
                 ended = False
                 for item in batch:
@@ -124,7 +124,7 @@ class EventStreams(SessionTable):
                     last = positions[-1]
                 if ended:
                     return
-                batch = [await stream.queue.get()]
+                batch = [await stream.get()]
         except asyncio.CancelledError:
             raise
         except Exception as error:  # the store failed: the stream cannot carry anything any more
@@ -141,8 +141,8 @@ class EventStreams(SessionTable):
         Each request it owed an answer (still being handled, or answered by a message not
         logged) gets a JSON-RPC error naming the store, which this worker's readers send after
         what was logged; its handlers are cancelled, its requests to the client fail."""
-        while not stream.queue.empty():
-            batch.append(stream.queue.get_nowait())
+        while not stream.empty():
+            batch.append(stream.get_nowait())
         kept = {id(message) for _, message in stream.logged or ()}
         owed = dict.fromkeys(rid for rid in stream.pending if type(rid) in (str, int))
         for message in batch:

@@ -96,8 +96,8 @@ class Stream(_Queue):
     """The messages bound for one POST's response (or the GET stream): a queue the response body
     reads (in a session, once it is an event stream, a pump moves it to the store's log, which
     its readers read), closed once every request it carries has been answered, and given up when
-    more than ``max_queued`` messages wait on it. It is its own queue (``queue``, a ``_Queue``):
-    one object a POST less than a stream holding one."""
+    more than ``max_queued`` messages wait on it. It is its own queue (a ``_Queue``): one object a
+    POST less than a stream holding one."""
 
     # Slots and a plain __init__: one is built per POST, and a dataclass's default factories
     # cost a call each.
@@ -147,11 +147,6 @@ class Stream(_Queue):
         # failed to log it, the JSON-RPC errors answering the requests it owed.
         self.logged: deque[tuple[str, bytes | None]] | None = None
         self.failure: list[bytes] | None = None
-
-    @property
-    def queue(self) -> _Queue:
-        """The queue of its messages: the stream itself."""
-        return self
 
     def put(self, messages: Iterable[bytes]) -> None:
         for message in messages:

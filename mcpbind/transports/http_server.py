@@ -709,7 +709,7 @@ class StreamableHTTPServer(StatelessPath, EventStreams):
             return Gone()
         if first is None:
             return Response(status_code=202, headers=headers)
-        if isinstance(first, bytes) and stream.closed and stream.queue.qsize() == 1:
+        if isinstance(first, bytes) and stream.closed and stream.qsize() == 1:
             return json_answer(first, live.stateful, headers)  # only the end of the stream is left
         if live.sid is None:  # no session to resume it in
             assert isinstance(first, bytes)  # only a session's stream is closed for polling

@@ -82,14 +82,14 @@ class _Feed(Stream):
         for index, message in enumerate(batch):
             if self.closed:
                 raise ConnectionError("the session's event stream is closed")
-            if self.queue.qsize() >= self.max_queued:
+            if self.qsize() >= self.max_queued:
                 if self.overrun is not None:
                     self.overrun(batch[index:])
                 raise _Overrun(
                     f"the client is not reading its event stream: {self.max_queued} messages "
                     "are waiting (max_queued)"
                 )
-            self.queue.put_nowait(message)
+            self.put_nowait(message)
             self.last = asyncio.get_running_loop().time()
 
 
@@ -244,7 +244,7 @@ class SSEServer:
         """The body of a session's stream: the endpoint, then every message, with keep-alive
         comments while quiet; ending it (for whatever reason) ends the session."""
         loop = asyncio.get_running_loop()
-        queue = live.feed.queue
+        queue = live.feed  # (its own queue)
         try:
             yield b"event: endpoint\ndata: " + endpoint.encode() + b"\n\n"
             wrote = loop.time()
@@ -377,13 +377,13 @@ class SSEServer:
             task.cancel()
         live.feed.abandon()
         live.feed.closed = True
-        live.feed.queue.put_nowait(None)
+        live.feed.put_nowait(None)
 
     def _overrun(self, live: _SSESession, rest: list[bytes]) -> None:
         """The client stopped reading: what waits is still written, what did not fit is not, and
         every request of the client still owed an answer (in flight, or answered by a message
         that did not fit) is answered with an error saying why; then the session ends."""
-        queue = live.feed.queue
+        queue = live.feed  # (its own queue)
         owed: dict[Any, None] = dict.fromkeys(live.tasks)
         for message in rest:
             try:
